@@ -1,0 +1,28 @@
+// Command airlock mediates, confines and fits what an AI agent does. All logic
+// lives in importable packages; this file only picks the mode.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/term"
+
+	"github.com/airlock-run/airlock/internal/cli"
+	"github.com/airlock-run/airlock/sandbox/boxinit"
+)
+
+func main() {
+	// The in-box mode comes first: inside the box nothing of the CLI is
+	// wanted, and its environment is not the caller's.
+	if len(os.Args) > 1 && os.Args[1] == boxinit.Arg {
+		os.Exit(boxinit.Main(os.Args[2:]))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	env := cli.DefaultEnv(term.IsTerminal(int(os.Stdin.Fd())) && term.IsTerminal(int(os.Stderr.Fd())))
+	code := cli.Main(ctx, os.Args[1:], env)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,220 @@
+// Package cli is airlock's command line: the command table, flag parsing,
+// help and the mapping of errors to exit codes. Only cmd/airlock imports it.
+// It wires parts together; decisions, confinement and fitting live in their
+// own packages.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/airlock-run/airlock/errs"
+)
+
+// Env is what a command may touch of the world. Nothing in this package reads
+// os.Args, os.Environ or the standard streams directly, so tests run commands
+// in-process with their own.
+type Env struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// Environ is the caller's environment; a run's box never inherits it,
+	// only what the policy passes in by name.
+	Environ []string
+	// Dir is the caller's working directory.
+	Dir string
+	// Exe is the path of the running airlock binary, re-executed for the
+	// in-box init.
+	Exe string
+	// Log receives diagnostics; never nil after Main starts.
+	Log *slog.Logger
+	// IsTerminal reports whether standard input and error are a terminal a
+	// person can answer on.
+	IsTerminal bool
+}
+
+// Getenv returns the value of key in e.Environ.
+func (e *Env) Getenv(key string) string {
+	for i := len(e.Environ) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(e.Environ[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// Command is one entry of the command table.
+type Command struct {
+	Name  string
+	Usage string // the synopsis after "airlock NAME"
+	Short string // one line for the list of commands
+	Long  string // more help, printed by --help
+	// Hidden commands are left out of the list (the in-box init).
+	Hidden bool
+	Sub    []*Command
+	// Run runs the command with the arguments after its name. A nil Run
+	// means the command only groups its Sub commands.
+	Run func(ctx context.Context, env *Env, args []string) error
+}
+
+// ExitError carries an exit status chosen by a command (the exit status of
+// the program airlock ran) without being a failure of airlock's.
+type ExitError struct{ Code int }
+
+func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
+
+// commands is the table of top-level commands. Each lives in its own file.
+func commands() []*Command {
+	return []*Command{
+		runCmd(),
+		policyCmd(),
+		sandboxCmd(),
+		approvalsCmd(),
+		auditCmd(),
+		tokensCmd(),
+		fitCmd(),
+		filesCmd(),
+		readResultCmd(),
+		mcpCmd(),
+		completionCmd(),
+	}
+}
+
+// Main runs airlock with args (without the program name) and returns the
+// process exit code.
+func Main(ctx context.Context, args []string, env *Env) int {
+	if env.Log == nil {
+		env.Log = slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	root := &Command{Name: "airlock", Usage: "COMMAND [ARGS]", Short: "mediate and confine what an AI agent does", Sub: commands()}
+	err := dispatch(ctx, env, root, args, "airlock")
+	if err == nil {
+		return 0
+	}
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(env.Stderr, "airlock: %s\n", oneLine(err.Error()))
+	if errs.ClassOf(err) == errs.Invalid && isUsage(err) {
+		return 2
+	}
+	return errs.ExitCode(err)
+}
+
+// usageError marks a mistake in the command line itself.
+type usageError struct{ msg string }
+
+func (u *usageError) Error() string        { return u.msg }
+func (u *usageError) ErrClass() errs.Class { return errs.Invalid }
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+func isUsage(err error) bool               { var u *usageError; return errors.As(err, &u) }
+
+func dispatch(ctx context.Context, env *Env, c *Command, args []string, path string) error {
+	if len(c.Sub) > 0 {
+		if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+			printGroupHelp(env.Stdout, c, path)
+			if len(args) == 0 && c.Run == nil {
+				return usagef("%s: a command is required (see %s --help)", path, path)
+			}
+			if len(args) == 0 {
+				return c.Run(ctx, env, args)
+			}
+			return nil
+		}
+		for _, s := range c.Sub {
+			if s.Name == args[0] {
+				return dispatch(ctx, env, s, args[1:], path+" "+s.Name)
+			}
+		}
+		if c.Run == nil {
+			return usagef("%s: unknown command %q (see %s --help)", path, args[0], path)
+		}
+	}
+	if c.Run == nil {
+		return usagef("%s: nothing to run", path)
+	}
+	return c.Run(ctx, env, args)
+}
+
+func printGroupHelp(w io.Writer, c *Command, path string) {
+	fmt.Fprintf(w, "Usage: %s %s\n", path, c.Usage)
+	if c.Short != "" {
+		fmt.Fprintf(w, "\n%s\n", c.Short)
+	}
+	if c.Long != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.Long))
+	}
+	fmt.Fprintf(w, "\nCommands:\n")
+	subs := append([]*Command(nil), c.Sub...)
+	sort.Slice(subs, func(i, j int) bool { return subs[i].Name < subs[j].Name })
+	for _, s := range subs {
+		if !s.Hidden {
+			fmt.Fprintf(w, "  %-12s %s\n", s.Name, s.Short)
+		}
+	}
+	fmt.Fprintf(w, "\nRun '%s COMMAND --help' for a command's flags.\n", path)
+}
+
+// NewFlags returns a flag set for a command whose --help prints the
+// command's usage, its description and its flags to env.Stdout.
+func NewFlags(env *Env, path, usage, long string) *flag.FlagSet {
+	fs := flag.NewFlagSet(path, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		fmt.Fprintf(env.Stdout, "Usage: %s %s\n", path, usage)
+		if long != "" {
+			fmt.Fprintf(env.Stdout, "\n%s\n", strings.TrimSpace(long))
+		}
+		var b strings.Builder
+		fs.SetOutput(&b)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+		if b.Len() > 0 {
+			fmt.Fprintf(env.Stdout, "\nFlags:\n%s", b.String())
+		}
+	}
+	return fs
+}
+
+// ParseFlags parses args with fs, printing help on -h/--help (returning
+// flag.ErrHelp, which Main turns into exit 0) and turning any other flag
+// mistake into a one-line usage error.
+func ParseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.Usage()
+			return flag.ErrHelp
+		}
+		return usagef("%s: %v (see %s --help)", fs.Name(), err, fs.Name())
+	}
+	return nil
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// DefaultEnv builds an Env from the real process.
+func DefaultEnv(isTerminal bool) *Env {
+	dir, _ := os.Getwd()
+	exe, _ := os.Executable()
+	return &Env{
+		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		Environ: os.Environ(), Dir: dir, Exe: exe, IsTerminal: isTerminal,
+	}
+}

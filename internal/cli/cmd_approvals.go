@@ -1,0 +1,3 @@
+package cli
+
+func approvalsCmd() *Command { return notYet("approvals", "list and decide pending escalations") }

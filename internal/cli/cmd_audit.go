@@ -1,0 +1,3 @@
+package cli
+
+func auditCmd() *Command { return notYet("audit", "verify the audit log") }

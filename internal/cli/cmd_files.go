@@ -1,0 +1,3 @@
+package cli
+
+func filesCmd() *Command { return notYet("files", "the content-addressed file store") }

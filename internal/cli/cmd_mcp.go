@@ -1,0 +1,3 @@
+package cli
+
+func mcpCmd() *Command { return notYet("mcp", "MCP server and gateway") }

@@ -1,0 +1,3 @@
+package cli
+
+func policyCmd() *Command { return notYet("policy", "check and explain policies") }

@@ -1,0 +1,3 @@
+package cli
+
+func runCmd() *Command { return notYet("run", "run a command through the policy and the sandbox") }

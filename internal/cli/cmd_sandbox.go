@@ -1,0 +1,3 @@
+package cli
+
+func sandboxCmd() *Command { return notYet("sandbox", "what confinement this host gives") }

@@ -1,0 +1,3 @@
+package cli
+
+func tokensCmd() *Command { return notYet("tokens", "estimate the tokens of a text") }

@@ -1,0 +1,16 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/airlock-run/airlock/errs"
+)
+
+// notYet is a placeholder entry for a command whose part has not landed; it
+// fails with exit 125 and says so, so nothing pretends to work.
+func notYet(name, short string) *Command {
+	return &Command{Name: name, Usage: "", Short: short + " (not available in this build)",
+		Run: func(ctx context.Context, env *Env, args []string) error {
+			return errs.Unavailablef("%s: not available in this build", name)
+		}}
+}
