@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# setup.sh installs what airlock's build, demo and tests need on a Debian or
+# Ubuntu machine, as root, and builds bin/airlock. It is safe to run again:
+# it installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v bwrap >/dev/null || need+=(bubblewrap)
+command -v ip >/dev/null || need+=(iproute2)
+command -v curl >/dev/null || need+=(curl)
+command -v git >/dev/null || need+=(git)
+command -v node >/dev/null || need+=(nodejs)
+command -v npm >/dev/null || need+=(npm)
+[ -e /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
+if [ ${#need[@]} -gt 0 ]; then
+	if [ "$(id -u)" != 0 ]; then
+		echo "setup: missing ${need[*]}; run this script as root (sudo) so it can install them" >&2
+		exit 1
+	fi
+	echo "setup: installing ${need[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# Go: the toolchain named by go.mod, from /usr/local/go or PATH.
+export PATH="$PATH:/usr/local/go/bin"
+if ! command -v go >/dev/null; then
+	echo "setup: Go is not installed; install Go $(sed -n 's/^go //p' go.mod) or newer to /usr/local/go (https://go.dev/doc/install) and run this again" >&2
+	exit 1
+fi
+
+mkdir -p bin
+go build -o bin/airlock ./cmd/airlock
+echo "setup: built bin/airlock ($(go version | cut -d' ' -f3), $(bwrap --version 2>/dev/null || echo 'no bubblewrap'))"
+
+# The MCP tests run real third-party servers and the conformance suite,
+# installed from the npm registry into a folder of the project's own.
+if [ -f scripts/npm-peers.txt ]; then
+	mkdir -p .airlock-ci/npm
+	if ! cmp -s scripts/npm-peers.txt .airlock-ci/npm/.installed 2>/dev/null; then
+		echo "setup: installing MCP peers from npm"
+		(cd .airlock-ci/npm && npm init -y >/dev/null 2>&1 && npm install --no-audit --no-fund --silent $(grep -v '^#' ../../scripts/npm-peers.txt)) \
+			&& cp scripts/npm-peers.txt .airlock-ci/npm/.installed
+	fi
+fi

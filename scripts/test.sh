@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# test.sh sets the machine up (scripts/setup.sh) and runs airlock's whole test
+# suite: every package, including the sandbox, egress, escape-matrix and MCP
+# tests, which need root and run as root here and in CI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export PATH="$PATH:/usr/local/go/bin"
+export AIRLOCK_BIN="$PWD/bin/airlock"
+go vet ./...
+go test -count=1 -timeout 60m ./... "$@"
