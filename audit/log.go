@@ -1,0 +1,260 @@
+package audit
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-run/airlock/errs"
+)
+
+// Options configure Open. The zero value is ready to use.
+type Options struct {
+	// Now is the clock for records whose Time is zero; nil means time.Now.
+	Now func() time.Time
+}
+
+// Log is an open audit log. It is safe for concurrent use by goroutines,
+// and several processes may append to the same file: every Append takes an
+// exclusive flock on the file and picks the chain up from whatever record is
+// last at that moment.
+//
+// Every Append is written with one write(2) on an O_APPEND descriptor and
+// fsynced before it returns, so a record Append reported as written survives
+// a crash of the machine. (Batching would trade that for speed; airlock
+// writes a handful of records per call, far below what fsync allows; see
+// BenchmarkAppend.)
+type Log struct {
+	mu   sync.Mutex
+	f    *os.File
+	path string
+	now  func() time.Time
+	// What this process believes the tail is. Checked against the file's
+	// size under the lock: if another writer appended, the tail is re-read.
+	size int64
+	seq  int64
+	head string
+}
+
+var _ Sink = (*Log)(nil)
+
+// maxLine bounds one record, so a corrupt file cannot make a reader hold
+// an unbounded line in memory.
+const maxLine = 16 << 20
+
+// Open opens the log at path for appending, creating it (mode 0600, and its
+// directory 0700) when it does not exist. It refuses a path that is a
+// symbolic link, a file others may write, and a file whose last record is
+// incomplete or does not match its own hash: appending after a broken tail
+// would chain new evidence to something unverifiable. Run Verify to learn
+// what is wrong with such a file.
+func Open(path string, opts Options) (*Log, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "audit: create directory for %s", path)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "audit: open %s", path)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, errs.Wrap(errs.Unavailable, err, "audit: stat %s", path)
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, errs.Unavailablef("audit: %s is not a regular file", path)
+	}
+	if st.Mode().Perm()&0o022 != 0 {
+		f.Close()
+		return nil, errs.Unavailablef("audit: %s: others may write it (mode %v) (chmod 600 %s)", path, st.Mode().Perm(), path)
+	}
+	l := &Log{f: f, path: path, now: opts.Now}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	if err := l.lock(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	err = l.readTail()
+	l.unlock()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// Path is the file the log writes.
+func (l *Log) Path() string { return l.path }
+
+// Head returns the sequence number and hash of the last record this
+// process wrote or saw; 0 and "" for an empty log.
+func (l *Log) Head() (seq int64, hash string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.seq, l.head
+}
+
+// Append sets r's Seq, Prev, Hash (and Time when zero), writes it and
+// fsyncs the file.
+func (l *Log) Append(r Record) error {
+	_, err := l.append(r)
+	return err
+}
+
+func (l *Log) append(r Record) (Record, error) {
+	if r.Kind == "" {
+		return r, errs.Invalidf("audit: a record needs a kind")
+	}
+	if r.Time.IsZero() {
+		r.Time = l.now()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return r, errs.Unavailablef("audit: %s: log is closed", l.path)
+	}
+	if err := l.lock(); err != nil {
+		return r, err
+	}
+	defer l.unlock()
+	st, err := l.f.Stat()
+	if err != nil {
+		return r, errs.Wrap(errs.Unavailable, err, "audit: stat %s", l.path)
+	}
+	if st.Size() != l.size {
+		// Another process appended (or someone truncated the file):
+		// take the chain up from what is really last.
+		if err := l.readTail(); err != nil {
+			return r, err
+		}
+	}
+	r.Seq = l.seq + 1
+	r.Prev = l.head
+	line, hash, err := encode(r)
+	if err != nil {
+		return r, errs.Wrap(errs.Invalid, err, "audit")
+	}
+	if len(line) > maxLine {
+		return r, errs.Invalidf("audit: %s record of %d bytes is over the %d-byte limit", r.Kind, len(line), maxLine)
+	}
+	n, err := l.f.Write(line)
+	if err != nil || n != len(line) {
+		// A partial line is left for Verify to report as a truncated
+		// tail; this log refuses to chain onto it.
+		l.size = -1
+		return r, errs.Wrap(errs.Unavailable, errOr(err, io.ErrShortWrite), "audit: write %s", l.path)
+	}
+	if err := l.f.Sync(); err != nil {
+		l.size = -1
+		return r, errs.Wrap(errs.Unavailable, err, "audit: sync %s", l.path)
+	}
+	l.size = st.Size() + int64(n)
+	l.seq, l.head = r.Seq, hash
+	r.Hash = hash
+	return r, nil
+}
+
+// Close closes the file. Appending after Close fails.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
+}
+
+func (l *Log) lock() error {
+	for {
+		err := unix.Flock(int(l.f.Fd()), unix.LOCK_EX)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, unix.EINTR) {
+			return errs.Wrap(errs.Unavailable, err, "audit: lock %s", l.path)
+		}
+	}
+}
+
+func (l *Log) unlock() { _ = unix.Flock(int(l.f.Fd()), unix.LOCK_UN) }
+
+// readTail reads the last record of the file and checks it against its own
+// hash. The caller holds the flock.
+func (l *Log) readTail() error {
+	st, err := l.f.Stat()
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, err, "audit: stat %s", l.path)
+	}
+	size := st.Size()
+	if size == 0 {
+		l.size, l.seq, l.head = 0, 0, ""
+		return nil
+	}
+	last, err := lastLine(l.f, size)
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, err, "audit: %s", l.path)
+	}
+	if last == nil {
+		return errs.Unavailablef("audit: %s: the last record is incomplete (run airlock audit verify %s)", l.path, l.path)
+	}
+	rec, problem := parseLine(last)
+	if problem != "" {
+		return errs.Unavailablef("audit: %s: the last record is broken: %s (run airlock audit verify %s)", l.path, problem, l.path)
+	}
+	l.size, l.seq, l.head = size, rec.Seq, rec.Hash
+	return nil
+}
+
+// lastLine returns the last newline-terminated line of f (without the
+// newline), or nil when the file does not end with a newline.
+func lastLine(f *os.File, size int64) ([]byte, error) {
+	var one [1]byte
+	if _, err := f.ReadAt(one[:], size-1); err != nil {
+		return nil, err
+	}
+	if one[0] != '\n' {
+		return nil, nil
+	}
+	end := size - 1
+	var tail []byte
+	const chunk = 64 << 10
+	for off := end; off > 0; {
+		n := int64(chunk)
+		if n > off {
+			n = off
+		}
+		off -= n
+		buf := make([]byte, n)
+		if _, err := f.ReadAt(buf, off); err != nil {
+			return nil, err
+		}
+		tail = append(buf, tail...)
+		if i := bytes.LastIndexByte(tail[:n], '\n'); i >= 0 {
+			return tail[i+1:], nil
+		}
+		if int64(len(tail)) > maxLine {
+			return nil, fmt.Errorf("the last record is longer than %d bytes", maxLine)
+		}
+	}
+	return tail, nil
+}
+
+func errOr(err, other error) error {
+	if err != nil {
+		return err
+	}
+	return other
+}
