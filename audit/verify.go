@@ -166,20 +166,6 @@ func VerifyWith(r io.Reader, opts VerifyOptions) (Report, error) {
 	return rep, nil
 }
 
-// stored is a record as read back: numbers kept as written.
-type stored struct {
-	Seq        int64          `json:"seq"`
-	Time       string         `json:"time"`
-	Kind       string         `json:"kind"`
-	CallDigest string         `json:"call_digest,omitempty"`
-	Verdict    string         `json:"verdict,omitempty"`
-	Rule       string         `json:"rule,omitempty"`
-	Reason     string         `json:"reason,omitempty"`
-	Decider    string         `json:"decider,omitempty"`
-	Fields     map[string]any `json:"fields,omitempty"`
-	Prev       string         `json:"prev"`
-}
-
 // parseLine checks one stored line (without newline) against its own hash
 // and against the encoding Append uses, and decodes it. problem is empty
 // when the line is sound. rec.Hash is set whenever the line at least ends
@@ -190,7 +176,7 @@ func parseLine(line []byte) (rec Record, problem string) {
 		return rec, "not an airlock audit record"
 	}
 	rec.Hash = claimed
-	var s stored
+	var s body // numbers kept as written (UseNumber)
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	dec.DisallowUnknownFields()
@@ -205,7 +191,7 @@ func parseLine(line []byte) (rec Record, problem string) {
 	// airlock writes one encoding only, and a line that differs from it
 	// (duplicate keys, spacing, reordered keys) was written by something
 	// else.
-	again, err := json.Marshal(body(s))
+	again, err := json.Marshal(s)
 	if err != nil || !bytes.Equal(again, b) {
 		return rec, "not in the encoding airlock writes"
 	}
