@@ -1,0 +1,833 @@
+package fit
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// The bounds of every fitted answer, whatever its budget.
+const (
+	// CapTokens is the most tokens (by Weigh) a fitted answer holds.
+	CapTokens = 50000
+	// CapChars is the most characters (bytes of UTF-8) a fitted answer holds.
+	CapChars = 200000
+	// CharsPerToken bounds an answer to this many characters per token of
+	// its budget, so text the estimate finds cheap cannot flood a context.
+	CharsPerToken = 8
+)
+
+// View is how much of a document an answer shows.
+type View string
+
+// The views, biggest first.
+const (
+	Full    View = "full"    // the whole text
+	Section View = "section" // the whole parts a query names
+	Summary View = "summary" // the outline with each part's first sentence
+	Stub    View = "stub"    // kind, size and the outline; the floor
+)
+
+// Valid reports whether v is a view ("" is not one: it means the biggest
+// that fits).
+func (v View) Valid() bool {
+	switch v {
+	case Full, Section, Summary, Stub:
+		return true
+	}
+	return false
+}
+
+// rank orders views by size: a fallback only ever goes down.
+func (v View) rank() int {
+	switch v {
+	case Full:
+		return 3
+	case Section:
+		return 2
+	case Summary:
+		return 1
+	}
+	return 0
+}
+
+// Request says what to cut. The zero Request asks for the biggest view that
+// fits the caps.
+type Request struct {
+	// View is the view asked for; "" means the biggest that fits. A view that
+	// does not fit falls to the next smaller one.
+	View View
+	// Budget is the most tokens the answer may take; 0 or less means none
+	// (the caps still hold).
+	Budget int
+	// Query names a section: a heading, a definition's name, a path,
+	// "<path>#<n>" for a diff's n-th hunk of that path, a line range
+	// ("120-180"), a JSON top-level key or an item ("[3]").
+	Query string
+	// Chars is a bound of the caller's own in characters; 0 means none.
+	Chars int
+	// Name is the document's name (a file name, a path, a URL), used to
+	// tell its kind and to name it in the answer; "" when it has none.
+	Name string
+}
+
+// Note is the fit note every fitted answer carries.
+type Note struct {
+	View    View   `json:"view"`
+	Budget  int    `json:"budget"`            // the token bound applied
+	Size    int    `json:"size"`              // the whole document's estimate
+	Tokens  int    `json:"tokens"`            // the answer's estimate
+	Omitted string `json:"omitted,omitempty"` // one sentence: what was left out, how to get it
+}
+
+// Result is a fitted answer.
+type Result struct {
+	Text string
+	Note Note
+	Kind Kind
+}
+
+// Wanted reports whether a call asked for fitting at all: a call with no
+// view, no budget and no query is answered as it would be without fitting.
+func Wanted(view View, budget int, query string) bool {
+	return view != "" || budget != 0 || strings.TrimSpace(query) != ""
+}
+
+// The numbers of the default budget.
+const (
+	contextTokens = 128000
+	minBudget     = 500
+	maxBudget     = 8000
+)
+
+// DefaultBudget is the budget given to a call that names none: a quarter of
+// what is left of a 128,000-token context after used tokens (the newest
+// request and its answer), at least 500 and at most 8,000, and half of that
+// once the job has spent its warning share of budget (warned).
+func DefaultBudget(used int, warned bool) int {
+	if used < 0 {
+		used = 0
+	}
+	b := (contextTokens - used) / 4
+	b = max(minBudget, min(maxBudget, b))
+	if warned {
+		b /= 2
+	}
+	return b
+}
+
+// bounds are the limits one answer must keep.
+type bounds struct {
+	tokens int // the token budget (CapTokens when none was given)
+	chars  int // the character bound, hard
+	given  bool
+}
+
+func boundsOf(r Request) bounds {
+	b := bounds{tokens: CapTokens, chars: CapChars}
+	if r.Budget > 0 {
+		b.given = true
+		b.tokens = min(b.tokens, r.Budget)
+		b.chars = min(b.chars, r.Budget*CharsPerToken)
+	}
+	if r.Chars > 0 {
+		b.chars = min(b.chars, r.Chars)
+	}
+	return b
+}
+
+func (b bounds) fits(s string) bool {
+	return len(s) <= b.chars && Weigh(s) <= b.tokens
+}
+
+// fitsWeighed is fits for a text whose weight is known.
+func (b bounds) fitsWeighed(s string, tokens int) bool {
+	return len(s) <= b.chars && tokens <= b.tokens
+}
+
+// Fit cuts text to the view r asks for, or to the biggest view that fits,
+// within r's budget and the caps. It never fails: bad input (empty, binary,
+// invalid UTF-8, a query naming nothing, any budget) gets a defined answer
+// whose note says what happened.
+func Fit(text string, r Request) Result {
+	b := boundsOf(r)
+	f := &fitter{req: r, b: b, query: strings.TrimSpace(r.Query)}
+	res := f.fit(text)
+	res.Text = cutChars(res.Text, b.chars)
+	res.Note.Budget = b.tokens
+	res.Note.Tokens = Weigh(res.Text)
+	return res
+}
+
+type fitter struct {
+	req   Request
+	b     bounds
+	query string
+
+	name string
+	kind Kind
+	orig string // the text, valid UTF-8
+	size int    // Weigh(orig)
+	d    *doc   // parsed on first use
+	warn string // a sentence about the input (invalid UTF-8), or ""
+	miss string // a sentence about a query that named nothing, or ""
+}
+
+func (f *fitter) doc() *doc {
+	if f.d == nil {
+		f.d = parse(ReadForm(f.orig, f.kind), f.kind)
+	}
+	return f.d
+}
+
+func (f *fitter) fit(text string) Result {
+	f.name = strings.TrimSpace(f.req.Name)
+	if isBinary(text) {
+		return f.binary(text)
+	}
+	if !utf8.ValidString(text) {
+		text = strings.ToValidUTF8(text, "\uFFFD")
+		f.warn = "The text was not valid UTF-8; invalid bytes are shown as \uFFFD."
+	}
+	f.orig = text
+	f.kind = Detect(text, f.name)
+	if f.kind == JSON {
+		f.size = Weigh(text)
+	} else {
+		f.size = milliToTokens(f.doc().total())
+	}
+
+	want := f.req.View
+	if !want.Valid() {
+		if want != "" {
+			f.warn = joinSentences(f.warn, fmt.Sprintf("There is no view %q (views: stub, summary, section, full).", string(want)))
+		}
+		want = ""
+	}
+	start := want
+	if start == "" {
+		start = Full
+	}
+	// Full.
+	if start == Full {
+		if f.b.fitsWeighed(f.orig, f.size) {
+			return f.result(Full, f.orig, f.warn)
+		}
+		start = Section
+	}
+	var sel *selection
+	if f.query != "" {
+		s, ok := f.doc().find(f.query)
+		if ok {
+			sel = &s
+		} else {
+			f.miss = fmt.Sprintf("The query %q names nothing in this %s (%s).", f.query, f.noun(), queryForms(f.kind))
+		}
+	}
+	// Section.
+	if start == Section {
+		switch {
+		case sel != nil:
+			if res, ok := f.section(sel); ok {
+				return res
+			}
+		case f.query == "" && want == Section:
+			f.miss = fmt.Sprintf("View section needs a query (%s).", queryForms(f.kind))
+		}
+		start = Summary
+	}
+	// Summary, of the part the query named when there is one.
+	scope := -1
+	if sel != nil && sel.part >= 0 {
+		scope = sel.part
+	}
+	if start == Summary {
+		if res, ok := f.outlineView(Summary, scope, sel); ok {
+			return res
+		}
+	}
+	res, _ := f.outlineView(Stub, scope, sel)
+	return res
+}
+
+func joinSentences(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + " " + b
+}
+
+// result builds an answer; omitted is the note's sentence.
+func (f *fitter) result(v View, text, omitted string) Result {
+	return Result{Text: text, Kind: f.kind, Note: Note{View: v, Size: f.size, Omitted: joinSentences(f.miss, omitted)}}
+}
+
+func (f *fitter) noun() string {
+	switch f.kind {
+	case Markdown:
+		return "Markdown document"
+	case Code:
+		return "source file"
+	case Diff:
+		return "diff"
+	case JSON:
+		return "JSON document"
+	case FileList:
+		return "file list"
+	}
+	return "text"
+}
+
+// queryForms names the queries that select a section of a kind.
+func queryForms(k Kind) string {
+	switch k {
+	case Markdown:
+		return `query a heading or a line range such as "120-180"`
+	case Code:
+		return `query a definition's name (function, type, class) or a line range such as "120-180"`
+	case Diff:
+		return `query a path, "<path>#<n>" for its n-th hunk, or a line range such as "120-180"`
+	case JSON:
+		return `query a top-level key, an item such as "[3]", or a line range such as "120-180"`
+	case FileList:
+		return `query a path or a line range such as "120-180"`
+	}
+	return `query a line range such as "120-180"`
+}
+
+// describe is the one-line description of the whole document.
+func (f *fitter) describe() string {
+	var b strings.Builder
+	if f.name != "" {
+		b.WriteString(f.name)
+		b.WriteString(": ")
+	}
+	fmt.Fprintf(&b, "%s, %d lines, %d tokens, %d bytes", f.noun(), f.doc().lines(), f.size, len(f.orig))
+	return b.String()
+}
+
+// section answers with the selected parts, or with as many whole lines of a
+// line range as fit.
+func (f *fitter) section(sel *selection) (Result, bool) {
+	d := f.doc()
+	text := sel.text(d)
+	if f.b.fits(text) {
+		rest := f.size - Weigh(text)
+		return f.result(Section, text, fmt.Sprintf("This is %s; the rest of the %s (%d tokens, %d lines) was left out: ask another %s, or view full.",
+			sel.label, f.noun(), max(rest, 0), d.lines(), strings.TrimPrefix(queryForms(f.kind), "query "))), true
+	}
+	if !sel.isRange {
+		return Result{}, false
+	}
+	// Whole lines of the range, as many as fit.
+	lo := sel.from
+	hi := f.linesThatFit(lo, sel.to)
+	if hi < lo {
+		return Result{}, false
+	}
+	text = d.text[d.starts[lo-1]:d.lineEnd(hi)]
+	return f.result(Section, text, fmt.Sprintf("These are lines %d-%d of the %d asked for (%d-%d) of %d: the rest did not fit the bound of %s; ask for lines %d-%d next.",
+		lo, hi, sel.to-sel.from+1, sel.from, sel.to, d.lines(), f.boundName(), hi+1, sel.to)), true
+}
+
+// boundName says which bound limits answers.
+func (f *fitter) boundName() string {
+	if f.req.Chars > 0 && f.b.chars == f.req.Chars {
+		return fmt.Sprintf("%d characters", f.b.chars)
+	}
+	if f.b.given {
+		return fmt.Sprintf("%d tokens", f.b.tokens)
+	}
+	return fmt.Sprintf("%d tokens (the cap)", f.b.tokens)
+}
+
+// lineEnd is the byte offset just after line n (1-based), its line break
+// included.
+func (d *doc) lineEnd(n int) int {
+	if n < len(d.starts) {
+		return d.starts[n]
+	}
+	return len(d.text)
+}
+
+// linesThatFit returns the last line of lo..to that keeps lo..that line
+// within the bounds, or lo-1 when not even line lo fits.
+func (f *fitter) linesThatFit(lo, to int) int {
+	d := f.doc()
+	var m int64
+	start := d.starts[lo-1]
+	best := lo - 1
+	for n := lo; n <= to; n++ {
+		m += weighMilli(d.text[d.starts[n-1]:d.lineEnd(n)], nil)
+		if d.lineEnd(n)-start > f.b.chars || milliToTokens(m) > f.b.tokens {
+			break
+		}
+		best = n
+	}
+	return best
+}
+
+// cutChars cuts s to at most n bytes at a line break or, failing that, a
+// rune boundary. It is the last guard of the hard character bounds.
+func cutChars(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if n <= 0 {
+		return ""
+	}
+	k := n
+	for k > 0 && !runeStart(s[k]) {
+		k--
+	}
+	if j := strings.LastIndexByte(s[:k], '\n'); j > k/2 {
+		return s[:j+1]
+	}
+	return s[:k]
+}
+
+// isBinary reports whether text is data rather than text: NUL bytes, or
+// mostly control bytes and invalid UTF-8 in its first 8 KiB.
+func isBinary(text string) bool {
+	head := text
+	if len(head) > 8192 {
+		head = head[:8192]
+	}
+	if strings.IndexByte(head, 0) >= 0 {
+		return true
+	}
+	bad := 0
+	for i := 0; i < len(head); {
+		r, w := utf8.DecodeRuneInString(head[i:])
+		if (r == utf8.RuneError && w == 1 && len(head)-i >= utf8.UTFMax) || (r < 0x20 && r != '\n' && r != '\r' && r != '\t' && r != '\f' && r != 0x1b) {
+			bad++
+		}
+		i += w
+	}
+	return bad*10 > len(head)
+}
+
+func (f *fitter) binary(text string) Result {
+	f.kind = Text
+	f.size = Weigh(strings.ToValidUTF8(text, "\uFFFD"))
+	var b strings.Builder
+	if f.name != "" {
+		b.WriteString(f.name + ": ")
+	}
+	fmt.Fprintf(&b, "binary data, %d bytes (about %d tokens as text); not shown.\n", len(text), f.size)
+	return f.result(Stub, b.String(), "The content is binary data, so only its size is shown; there are no parts to ask for.")
+}
+
+// --- Outline views ---
+
+// entry is one line of an outline.
+type entry struct {
+	part  int
+	level int
+	line  string
+	cost  int64 // thousandths of a token, line break included
+}
+
+// outlineView renders the stub or the summary of the part scope (-1: the
+// whole document) within the bounds. The stub always answers.
+func (f *fitter) outlineView(v View, scope int, sel *selection) (Result, bool) {
+	d := f.doc()
+	lo, hi := 0, len(d.parts)
+	if scope >= 0 {
+		lo, hi = scope+1, scope+1
+		for hi < len(d.parts) && d.parts[hi].start < d.parts[scope].end {
+			hi++
+		}
+		if lo == hi {
+			// A part with no sub-parts: its own entry is its outline.
+			lo = scope
+		}
+	}
+	head := f.describe()
+	if scope >= 0 {
+		p := d.parts[scope]
+		head = fmt.Sprintf("%s (lines %d-%d, %d tokens) of %s", p.title, d.lineOf(p.start), d.lastLine(p.start, p.end), d.tokensOf(scope), head)
+	}
+	var what string
+	if v == Summary {
+		what = "outline with each part's first sentence"
+	} else {
+		what = "outline"
+	}
+	header := head + ". " + strings.ToUpper(what[:1]) + what[1:] + ":\n"
+	footer := f.howToAsk(v)
+	fixed := header + footer
+	fixedCost := weighMilli(fixed, nil)
+
+	es := f.entries(lo, hi, v == Summary)
+	shown, depth, complete := f.choose(es, fixedCost, len(fixed))
+	if v == Summary && !complete {
+		// A summary that leaves parts out is worth less than a stub that
+		// lists them all.
+		stubEs := f.entries(lo, hi, false)
+		if _, _, stubComplete := f.choose(stubEs, fixedCost, len(fixed)); stubComplete || len(shown) == 0 {
+			return Result{}, false
+		}
+	}
+	var b strings.Builder
+	b.WriteString(header)
+	for _, e := range shown {
+		b.WriteString(e.line)
+	}
+	more := ""
+	if left := countBelow(es, depth) - len(shown); left > 0 {
+		last := es[len(es)-1]
+		from := d.lineOf(d.parts[last.part].start)
+		if len(shown) < len(es) && len(shown) > 0 {
+			from = d.lastLine(d.parts[shown[len(shown)-1].part].start, d.parts[shown[len(shown)-1].part].end) + 1
+		}
+		more = fmt.Sprintf("… %d more parts from line %d on are not listed.\n", left, from)
+		if f.b.fits(b.String() + more + footer) {
+			b.WriteString(more)
+		}
+	}
+	b.WriteString(footer)
+	text := b.String()
+	if !f.b.fits(text) && v == Summary {
+		return Result{}, false
+	}
+	if !f.b.fits(text) {
+		text = f.floor()
+	}
+	return f.result(v, text, f.omittedOutline(v, scope, depth, len(shown), countBelow(es, depth), sel)), true
+}
+
+func countBelow(es []entry, depth int) int {
+	n := 0
+	for _, e := range es {
+		if e.level <= depth {
+			n++
+		}
+	}
+	return n
+}
+
+// floor is the smallest stub: what the document is and how to ask for more.
+func (f *fitter) floor() string {
+	return fmt.Sprintf("%s %s, %d tokens: ask a section (%s) or a bigger budget.\n",
+		strings.TrimSuffix(f.name+":", ":"), f.noun(), f.size, strings.TrimPrefix(queryForms(f.kind), "query "))
+}
+
+// howToAsk is the last line of a stub or summary.
+func (f *fitter) howToAsk(v View) string {
+	var b strings.Builder
+	b.WriteString("To read more: view \"section\" with " + queryForms(f.kind))
+	if v == Stub {
+		b.WriteString(`; view "summary" for each part's first sentence`)
+	}
+	fmt.Fprintf(&b, `; view "full" for all %d tokens.`+"\n", f.size)
+	return b.String()
+}
+
+// entries makes the outline lines of parts lo..hi.
+func (f *fitter) entries(lo, hi int, withFirst bool) []entry {
+	d := f.doc()
+	es := make([]entry, 0, hi-lo)
+	top := 99
+	for i := lo; i < hi; i++ {
+		top = min(top, d.parts[i].level)
+	}
+	if d.pre > 0 && lo == 0 && hi > 0 && d.parts[0].start > 0 && f.kind != JSON {
+		// The text before the first part.
+		line := fmt.Sprintf("(top, lines 1-%d)", d.lineOf(d.parts[0].start-1))
+		if withFirst {
+			if s := bodySentence(d.text[:d.parts[0].start]); s != "" {
+				line += ": " + s
+			}
+		}
+		line += "\n"
+		es = append(es, entry{part: 0, level: 1, line: line, cost: weighMilli(line, nil)})
+	}
+	for i := lo; i < hi; i++ {
+		p := &d.parts[i]
+		level := p.level - top + 1
+		var b strings.Builder
+		if f.kind != Markdown {
+			for k := 1; k < level; k++ {
+				b.WriteString("  ")
+			}
+		}
+		b.WriteString(p.title)
+		from, to := d.lineOf(p.start), d.lastLine(p.start, p.end)
+		switch {
+		case f.kind == FileList && p.first != "" || f.kind == FileList && level > 1:
+			// One line each: the line number is enough.
+			fmt.Fprintf(&b, " (line %d)", from)
+		case f.kind == FileList:
+			fmt.Fprintf(&b, " (lines %d-%d)", from, to)
+		case p.extra != "":
+			fmt.Fprintf(&b, " (%s, lines %d-%d, %d tokens)", p.extra, from, to, d.tokensOf(i))
+		default:
+			fmt.Fprintf(&b, " (lines %d-%d, %d tokens)", from, to, d.tokensOf(i))
+		}
+		if withFirst {
+			if s := d.firstOf(i); s != "" {
+				b.WriteString(": ")
+				b.WriteString(s)
+			}
+		}
+		b.WriteByte('\n')
+		line := b.String()
+		es = append(es, entry{part: i, level: level, line: line, cost: weighMilli(line, nil)})
+	}
+	return es
+}
+
+// choose picks the deepest outline that fits beside fixed text, or, when not
+// even the top level fits, as many top-level entries as fit.
+func (f *fitter) choose(es []entry, fixedCost int64, fixedChars int) ([]entry, int, bool) {
+	maxLevel := 1
+	for _, e := range es {
+		maxLevel = max(maxLevel, e.level)
+	}
+	costs := make([]int64, maxLevel+1)
+	chars := make([]int, maxLevel+1)
+	for _, e := range es {
+		costs[e.level] += e.cost
+		chars[e.level] += len(e.line)
+	}
+	tokLimit := int64(f.b.tokens)*1000 - fixedCost
+	charLimit := f.b.chars - fixedChars
+	var sumC int64
+	sumN := 0
+	depth := 0
+	for lv := 1; lv <= maxLevel; lv++ {
+		if milliToTokens(sumC+costs[lv]) > int(tokLimit/1000) || sumN+chars[lv] > charLimit {
+			break
+		}
+		sumC += costs[lv]
+		sumN += chars[lv]
+		depth = lv
+	}
+	if depth > 0 {
+		out := make([]entry, 0, len(es))
+		for _, e := range es {
+			if e.level <= depth {
+				out = append(out, e)
+			}
+		}
+		return out, depth, true
+	}
+	// Not even the top level: a prefix of it, leaving room for the line that
+	// says how many were left out.
+	tokLimit -= 25000
+	charLimit -= 100
+	var out []entry
+	sumC, sumN = 0, 0
+	for _, e := range es {
+		if e.level != 1 {
+			continue
+		}
+		if sumC+e.cost > tokLimit || sumN+len(e.line) > charLimit {
+			break
+		}
+		sumC += e.cost
+		sumN += len(e.line)
+		out = append(out, e)
+	}
+	return out, 1, false
+}
+
+// omittedOutline is the note's sentence for a stub or a summary.
+func (f *fitter) omittedOutline(v View, scope, depth, shown, listed int, sel *selection) string {
+	d := f.doc()
+	var b strings.Builder
+	if scope >= 0 {
+		fmt.Fprintf(&b, "%s is %d tokens", sel.label, d.tokensOf(scope))
+	} else {
+		fmt.Fprintf(&b, "The whole %s is %d tokens", f.noun(), f.size)
+	}
+	if f.size > f.b.tokens || len(f.orig) > f.b.chars {
+		fmt.Fprintf(&b, ", over the bound of %s", f.boundName())
+	}
+	if v == Summary {
+		b.WriteString("; this summary shows its outline with each part's first sentence")
+	} else {
+		b.WriteString("; this stub shows its outline only")
+	}
+	if shown < listed {
+		fmt.Fprintf(&b, " (the first %d of %d parts)", shown, listed)
+	}
+	fmt.Fprintf(&b, ": ask view section with %s", strings.TrimPrefix(queryForms(f.kind), "query "))
+	if v == Stub {
+		b.WriteString(", or view summary")
+	}
+	b.WriteString(".")
+	return joinSentences(f.warn, b.String())
+}
+
+// --- Queries ---
+
+// span is a byte range of the read form.
+type span struct{ start, end int }
+
+// selection is what a query named.
+type selection struct {
+	spans    []span
+	label    string // "the section \"## Install\""
+	part     int    // the one part named, or -1
+	isRange  bool
+	from, to int // a line range, 1-based, inclusive
+}
+
+func (s *selection) text(d *doc) string {
+	if len(s.spans) == 1 {
+		return d.text[s.spans[0].start:s.spans[0].end]
+	}
+	var b strings.Builder
+	for _, sp := range s.spans {
+		b.WriteString(d.text[sp.start:sp.end])
+	}
+	return b.String()
+}
+
+// parseRange reads "120-180", "120:180", "L120-L180", "120-" and "120".
+func parseRange(q string) (from, to int, ok bool) {
+	q = strings.ReplaceAll(q, " ", "")
+	a, bs, two := strings.Cut(q, "-")
+	if !two {
+		a, bs, two = strings.Cut(q, ":")
+	}
+	a = strings.TrimPrefix(strings.TrimPrefix(a, "L"), "l")
+	bs = strings.TrimPrefix(strings.TrimPrefix(bs, "L"), "l")
+	from, err := strconv.Atoi(a)
+	if err != nil || from < 1 || !isDigits(a) {
+		return 0, 0, false
+	}
+	switch {
+	case !two:
+		return from, from, true
+	case bs == "":
+		return from, int(^uint(0) >> 1), true
+	}
+	to, err = strconv.Atoi(bs)
+	if err != nil || !isDigits(bs) || to < from {
+		return 0, 0, false
+	}
+	return from, to, true
+}
+
+// find resolves a query to a selection.
+func (d *doc) find(q string) (selection, bool) {
+	if from, to, ok := parseRange(q); ok {
+		if from > d.lines() {
+			return selection{}, false
+		}
+		to = min(to, d.lines())
+		return selection{spans: []span{{d.starts[from-1], d.lineEnd(to)}}, part: -1, isRange: true, from: from, to: to,
+			label: fmt.Sprintf("lines %d-%d", from, to)}, true
+	}
+	lq := strings.ToLower(strings.TrimSpace(q))
+	switch d.kind {
+	case Markdown:
+		lq = strings.TrimSpace(strings.TrimLeft(lq, "#"))
+	case JSON:
+		lq = strings.TrimPrefix(strings.TrimPrefix(lq, "$"), ".")
+		if uq, err := strconv.Unquote(q); err == nil {
+			lq = strings.ToLower(uq)
+		}
+	case Code:
+		for _, kw := range []string{"func ", "def ", "class ", "type ", "fn ", "function ", "struct ", "trait ", "impl ", "interface "} {
+			lq = strings.TrimSpace(strings.TrimPrefix(lq, kw))
+		}
+		lq = strings.TrimSuffix(lq, "()")
+	case Diff, FileList:
+		lq = strings.TrimPrefix(strings.TrimPrefix(lq, "./"), "b/")
+	}
+	if lq == "" {
+		return selection{}, false
+	}
+	if d.kind == Diff {
+		if i := strings.LastIndexByte(lq, '#'); i > 0 && isDigits(lq[i+1:]) {
+			return d.findHunk(lq[:i], lq[i+1:])
+		}
+	}
+	// Exact names first, in document order.
+	for i := range d.parts {
+		for _, n := range d.parts[i].names {
+			if n == lq {
+				return d.partSelection(i), true
+			}
+		}
+	}
+	if d.kind == Diff || d.kind == FileList {
+		if s, ok := d.findPath(lq); ok {
+			return s, true
+		}
+	}
+	// Then a title that holds the query.
+	for i := range d.parts {
+		if strings.Contains(strings.ToLower(d.parts[i].title), lq) {
+			return d.partSelection(i), true
+		}
+	}
+	return selection{}, false
+}
+
+func (d *doc) partSelection(i int) selection {
+	p := d.parts[i]
+	return selection{spans: []span{{p.start, p.end}}, part: i,
+		label: fmt.Sprintf("the section %q (lines %d-%d)", p.title, d.lineOf(p.start), d.lastLine(p.start, p.end))}
+}
+
+// findPath selects every file or entry under a directory, or the one path
+// the query ends.
+func (d *doc) findPath(lq string) (selection, bool) {
+	dir := strings.TrimSuffix(lq, "/") + "/"
+	var s selection
+	s.part = -1
+	for i := range d.parts {
+		p := d.parts[i]
+		if p.level != 1 && d.kind == Diff {
+			continue
+		}
+		if d.kind == FileList && i+1 < len(d.parts) && d.parts[i+1].start == p.start {
+			continue // a directory group; its entries are listed one by one
+		}
+		if strings.HasPrefix(p.names[0], dir) {
+			if n := len(s.spans); n > 0 && s.spans[n-1].end == p.start {
+				s.spans[n-1].end = p.end
+			} else {
+				s.spans = append(s.spans, span{p.start, p.end})
+			}
+		}
+	}
+	if len(s.spans) > 0 {
+		s.label = fmt.Sprintf("everything under %q", dir)
+		return s, true
+	}
+	for i := range d.parts {
+		if strings.HasSuffix(d.parts[i].names[0], "/"+lq) {
+			return d.partSelection(i), true
+		}
+	}
+	return selection{}, false
+}
+
+// findHunk selects a diff's n-th hunk of a path with the file's header.
+func (d *doc) findHunk(path, n string) (selection, bool) {
+	for i := range d.parts {
+		p := d.parts[i]
+		if p.level != 1 || !(p.names[0] == path || strings.HasSuffix(p.names[0], "/"+path)) {
+			continue
+		}
+		want := p.names[0] + "#" + n
+		for j := i + 1; j < len(d.parts) && d.parts[j].start < p.end; j++ {
+			if d.parts[j].names[0] == want {
+				h := d.parts[j]
+				return selection{spans: []span{{p.start, d.parts[i+1].start}, {h.start, h.end}}, part: j,
+					label: fmt.Sprintf("hunk %s of %s (lines %d-%d)", n, p.title, d.lineOf(h.start), d.lastLine(h.start, h.end))}, true
+			}
+		}
+	}
+	return selection{}, false
+}
