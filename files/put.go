@@ -1,0 +1,377 @@
+package files
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/airlock-run/airlock/errs"
+)
+
+// Info describes a stored file as one tree sees it.
+type Info struct {
+	Ref  Ref   `json:"ref"`
+	Size int64 `json:"size"`
+	// Sealed reports that the blob is encrypted with the tenant's key.
+	Sealed bool `json:"sealed"`
+	// Via is "stored" for a file the tree stored, "handed" for one a person
+	// handed to it.
+	Via string `json:"via"`
+	// Stored is when the tree last stored it (for "handed", when it was
+	// handed).
+	Stored time.Time `json:"stored"`
+	// Expires is when retention removes the tree's claim on it, unless a
+	// hold keeps it; zero for a handed file, which lives as long as its
+	// storing tree keeps it.
+	Expires time.Time `json:"expires,omitzero"`
+}
+
+// errGone makes Put write a blob it had thought present: a collection in
+// another process removed it between the look and the lock.
+var errGone = errors.New("blob gone")
+
+// Put keeps data as a file of sc's tree and returns its reference. Storing
+// content the tree (or another tree of the tenant) already stored writes no
+// new blob and restarts the tree's retention period. More than MaxSize bytes
+// is an Invalid error and nothing is written.
+func (s *Store) Put(ctx context.Context, sc Scope, data []byte) (Ref, error) {
+	if err := sc.check(); err != nil {
+		return Ref{}, err
+	}
+	if len(data) > MaxSize {
+		return Ref{}, tooBig(int64(len(data)))
+	}
+	r := RefOf(data)
+	key, kid, err := s.tenantKey(ctx, sc.Tenant)
+	if err != nil {
+		return Ref{}, err
+	}
+	for attempt := 0; ; attempt++ {
+		err := s.put(ctx, sc, r, data, key, kid, attempt > 0)
+		if errors.Is(err, errGone) && attempt == 0 {
+			continue
+		}
+		if err != nil {
+			return Ref{}, err
+		}
+		return r, nil
+	}
+}
+
+// PutReader is Put for a reader: it reads at most MaxSize bytes and refuses
+// a longer stream without keeping any of it.
+func (s *Store) PutReader(ctx context.Context, sc Scope, rd io.Reader) (Ref, error) {
+	var b bytes.Buffer
+	n, err := b.ReadFrom(io.LimitReader(rd, MaxSize+1))
+	if err != nil {
+		return Ref{}, errs.Wrap(errs.Unavailable, err, "files: read the file to keep")
+	}
+	if n > MaxSize {
+		return Ref{}, tooBig(n)
+	}
+	return s.Put(ctx, sc, b.Bytes())
+}
+
+func tooBig(n int64) error {
+	return errs.Invalidf("files: the file is more than %d MiB (%s), the most a file may be; nothing was kept (store a smaller file)", MaxSize>>20, sizeText(n))
+}
+
+func sizeText(n int64) string {
+	if n > MaxSize {
+		return fmt.Sprintf("at least %d bytes", n)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+func (s *Store) put(ctx context.Context, sc Scope, r Ref, data, key []byte, kid string, force bool) error {
+	sealed := key != nil
+	final := s.blobPath(sc.Tenant, r, sealed)
+	want := int64(len(data))
+	if sealed {
+		want += int64(sealOverhead)
+	}
+	write := force || !s.haveBlob(ctx, sc.Tenant, r, key, kid)
+	var temp string
+	if write {
+		blob := data
+		if sealed {
+			var err error
+			if blob, err = seal(key, sc.Tenant, r, data); err != nil {
+				return err
+			}
+		}
+		var err error
+		if temp, err = writeTemp(final, blob); err != nil {
+			return err
+		}
+		defer func() {
+			if temp != "" {
+				os.Remove(temp)
+			}
+		}()
+	}
+	now := ms(s.now())
+	return s.tx(ctx, "keep "+r.String(), func(tx *sql.Tx) error {
+		if kid != "" {
+			if err := checkTenantKey(ctx, tx, sc.Tenant, kid); err != nil {
+				return err
+			}
+		}
+		if temp != "" {
+			if err := place(temp, final); err != nil {
+				return err
+			}
+			temp = ""
+		} else if fi, err := os.Stat(final); err != nil || fi.Size() != want {
+			return errGone
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO files (tenant, digest, size, sealed, key_id, created) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (tenant, digest) DO UPDATE SET sealed = excluded.sealed, key_id = excluded.key_id`,
+			sc.Tenant, r.Hex(), len(data), sealed, kid, now); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO holders (tenant, digest, tree, job, stored) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (tenant, digest, tree, job) DO UPDATE SET stored = max(stored, excluded.stored)`,
+			sc.Tenant, r.Hex(), sc.Tree, sc.job(), now)
+		return err
+	})
+}
+
+// haveBlob reports whether the file is already kept in the wanted form and
+// its blob is whole, so Put need not write it again. The blob is read and
+// checked, not merely found: storing the content again is how a damaged
+// blob is repaired.
+func (s *Store) haveBlob(ctx context.Context, tenant string, r Ref, key []byte, kid string) bool {
+	var f fileRow
+	err := s.db.QueryRowContext(ctx, "SELECT size, sealed, key_id FROM files WHERE tenant = ? AND digest = ?", tenant, r.Hex()).Scan(&f.size, &f.sealed, &f.kid)
+	if err != nil || f.sealed != (key != nil) || f.kid != kid {
+		return false
+	}
+	_, err = s.readBlob(tenant, r, f, key)
+	return err == nil
+}
+
+// checkTenantKey records the tenant's key fingerprint on its first sealed
+// file and refuses a different key afterwards.
+func checkTenantKey(ctx context.Context, tx *sql.Tx, tenant, kid string) error {
+	if _, err := tx.ExecContext(ctx, "INSERT INTO tenants (tenant, key_id) VALUES (?, ?) ON CONFLICT DO NOTHING", tenant, kid); err != nil {
+		return err
+	}
+	var have string
+	if err := tx.QueryRowContext(ctx, "SELECT key_id FROM tenants WHERE tenant = ?", tenant).Scan(&have); err != nil {
+		return err
+	}
+	if have != kid {
+		return wrongKey(tenant)
+	}
+	return nil
+}
+
+func wrongKey(tenant string) error {
+	return errs.Unavailablef("files: the key configured for tenant %q is not the key its files were sealed with (configure the original key)", tenant)
+}
+
+func missingKey(tenant string) error {
+	return errs.Unavailablef("files: the files of tenant %q are sealed and no key is configured for it (name the key file or variable they were sealed with)", tenant)
+}
+
+// tenantKey returns the key to seal new files of tenant with (nil for none)
+// and its fingerprint, refusing a missing or changed key once the tenant's
+// files are sealed.
+func (s *Store) tenantKey(ctx context.Context, tenant string) ([]byte, string, error) {
+	var key []byte
+	if s.opt.Keys != nil {
+		k, err := s.opt.Keys(tenant)
+		if err != nil {
+			return nil, "", err
+		}
+		if k != nil && len(k) != 32 {
+			return nil, "", errs.Unavailablef("files: the key for tenant %q is %d bytes, want 32", tenant, len(k))
+		}
+		key = k
+	}
+	var have string
+	err := s.db.QueryRowContext(ctx, "SELECT key_id FROM tenants WHERE tenant = ?", tenant).Scan(&have)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, "", s.dbErr(err, "read the tenant's key record")
+	}
+	switch {
+	case key == nil && have != "":
+		return nil, "", missingKey(tenant)
+	case key == nil:
+		return nil, "", nil
+	case have != "" && have != keyID(key):
+		return nil, "", wrongKey(tenant)
+	}
+	return key, keyID(key), nil
+}
+
+// notFound is the one answer for a file sc may not read, whether it was
+// never stored, belongs to another tree or another tenant, or was erased:
+// the message carries nothing but the reference the caller gave.
+func notFound(r Ref) error {
+	return errs.NotFoundf("files: %s: not found (no file by that digest that this job may read)", r)
+}
+
+// damaged is the answer for a blob that no longer matches its digest.
+func damaged(r Ref, why string) error {
+	return errs.New(errs.Internal, "files: %s is damaged in the store (%s); it cannot be read (restore it by storing the same content again)", r, why)
+}
+
+type fileRow struct {
+	size   int64
+	sealed bool
+	kid    string
+}
+
+// access is the single query that decides whether sc may read r: the tree
+// stored it, an earlier turn of its conversation branch stored it, or a
+// person handed it to the tree. Files of other trees and tenants, and files
+// never stored, all give no row.
+const access = `
+WITH RECURSIVE chain(t) AS (
+	SELECT ?3
+	UNION
+	SELECT turns.prev FROM turns JOIN chain ON turns.tree = chain.t WHERE turns.tenant = ?1 AND turns.prev <> ''
+)
+SELECT f.size, f.sealed, f.key_id FROM files f
+WHERE f.tenant = ?1 AND f.digest = ?2 AND (
+	EXISTS (SELECT 1 FROM holders h WHERE h.tenant = ?1 AND h.digest = ?2 AND h.tree IN (SELECT t FROM chain))
+	OR EXISTS (SELECT 1 FROM handed d WHERE d.tenant = ?1 AND d.digest = ?2 AND d.tree = ?3))`
+
+func (s *Store) readable(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, sc Scope, r Ref) (fileRow, error) {
+	var f fileRow
+	err := q.QueryRowContext(ctx, access, sc.Tenant, r.Hex(), sc.Tree).Scan(&f.size, &f.sealed, &f.kid)
+	if errors.Is(err, sql.ErrNoRows) {
+		return f, notFound(r)
+	}
+	if err != nil {
+		return f, s.dbErr(err, "look up "+r.String())
+	}
+	return f, nil
+}
+
+// Get returns the bytes of r if sc may read it. The bytes are checked
+// against the digest before they are returned: a blob that was changed or
+// cut short on disk is an error, never other bytes.
+func (s *Store) Get(ctx context.Context, sc Scope, r Ref) ([]byte, error) {
+	if err := sc.check(); err != nil {
+		return nil, err
+	}
+	if r.IsZero() {
+		return nil, errs.Invalidf("files: no file reference given")
+	}
+	f, err := s.readable(ctx, s.db, sc, r)
+	if err != nil {
+		return nil, err
+	}
+	var key []byte
+	if f.sealed {
+		if s.opt.Keys == nil {
+			return nil, missingKey(sc.Tenant)
+		}
+		if key, err = s.opt.Keys(sc.Tenant); err != nil {
+			return nil, err
+		}
+		if key == nil {
+			return nil, missingKey(sc.Tenant)
+		}
+		if keyID(key) != f.kid {
+			return nil, wrongKey(sc.Tenant)
+		}
+	}
+	return s.readBlob(sc.Tenant, r, f, key)
+}
+
+func (s *Store) readBlob(tenant string, r Ref, f fileRow, key []byte) ([]byte, error) {
+	path := s.blobPath(tenant, r, f.sealed)
+	want := f.size
+	if f.sealed {
+		want += int64(sealOverhead)
+	}
+	fh, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, damaged(r, "its blob is missing")
+	}
+	if err != nil {
+		return nil, diskErr(err, "open %s", path)
+	}
+	defer fh.Close()
+	// Read one byte more than the blob should have, to notice a blob that
+	// grew as well as one that shrank.
+	blob := make([]byte, want+1)
+	n, err := io.ReadFull(fh, blob)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, diskErr(err, "read %s", path)
+	}
+	if int64(n) != want {
+		return nil, damaged(r, fmt.Sprintf("its blob is %d bytes, want %d", n, want))
+	}
+	data := blob[:n]
+	if f.sealed {
+		var ok bool
+		if data, ok = open(key, tenant, r, data); !ok {
+			return nil, damaged(r, "its sealed blob does not authenticate")
+		}
+	}
+	if sha256.Sum256(data) != r.sum {
+		return nil, damaged(r, "its bytes do not match the digest")
+	}
+	return data, nil
+}
+
+// Stat returns what sc may know of r, with the same not-found answer as Get.
+func (s *Store) Stat(ctx context.Context, sc Scope, r Ref) (Info, error) {
+	if err := sc.check(); err != nil {
+		return Info{}, err
+	}
+	f, err := s.readable(ctx, s.db, sc, r)
+	if err != nil {
+		return Info{}, err
+	}
+	return Info{Ref: r, Size: f.size, Sealed: f.sealed}, nil
+}
+
+// List returns the files sc's tree stored or was handed, newest first.
+func (s *Store) List(ctx context.Context, sc Scope) ([]Info, error) {
+	if err := sc.check(); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT f.digest, f.size, f.sealed, 'stored', max(h.stored) FROM holders h JOIN files f USING (tenant, digest)
+		WHERE h.tenant = ?1 AND h.tree = ?2 GROUP BY f.digest
+		UNION ALL
+		SELECT f.digest, f.size, f.sealed, 'handed', d.at FROM handed d JOIN files f USING (tenant, digest)
+		WHERE d.tenant = ?1 AND d.tree = ?2
+		ORDER BY 5 DESC, 1`, sc.Tenant, sc.Tree)
+	if err != nil {
+		return nil, s.dbErr(err, "list files")
+	}
+	defer rows.Close()
+	var out []Info
+	for rows.Next() {
+		var hexd string
+		var at int64
+		var in Info
+		if err := rows.Scan(&hexd, &in.Size, &in.Sealed, &in.Via, &at); err != nil {
+			return nil, s.dbErr(err, "list files")
+		}
+		if in.Ref, err = ParseRef(RefPrefix + hexd); err != nil {
+			return nil, err
+		}
+		in.Stored = time.UnixMilli(at).UTC()
+		if in.Via == "stored" {
+			in.Expires = in.Stored.Add(s.keep)
+		}
+		out = append(out, in)
+	}
+	return out, s.dbErr(rows.Err(), "list files")
+}
