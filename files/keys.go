@@ -54,7 +54,10 @@ func KeyEnv(name string, getenv func(string) string) Keys {
 }
 
 func parseKey(b []byte) ([]byte, error) {
-	if len(b) == 32 {
+	// 32 bytes of printable text are a typed key (16 bytes' worth of hex, a
+	// password), too weak to take as raw; random bytes are almost never all
+	// printable.
+	if len(b) == 32 && !printable(b) {
 		return append([]byte(nil), b...), nil
 	}
 	t := strings.TrimSpace(string(b))
@@ -119,4 +122,13 @@ func gcm(key []byte) (cipher.AEAD, error) {
 		return nil, errs.Wrap(errs.Unavailable, err, "files: sealing key")
 	}
 	return cipher.NewGCM(b)
+}
+
+func printable(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return true
 }
