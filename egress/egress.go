@@ -1,0 +1,542 @@
+// Package egress is airlock's allowlist proxy: the only way out of a tier-1
+// box. It runs on the host, outside the box, and serves one box on one Unix
+// socket (see Listen) that is bound into the box, where the in-box forwarder
+// (egress/forward) relays the box's loopback proxy ports to it. Each
+// connection opens with the box's token (package egress/wire), then speaks
+// HTTP (CONNECT and absolute-form requests) or SOCKS5 (CONNECT only).
+//
+// Every destination is decided before anything is sent to it:
+//
+//  1. the host is made canonical (netrule.Canonical); a host that is not one
+//     is refused;
+//  2. the caller's Check decides the canonical host and port (the daemon wires
+//     the policy in; this package does not import policy);
+//  3. only then is a name resolved, by the proxy itself, so a name the policy
+//     refuses is never even looked up;
+//  4. each address is checked: deny entries first, then an address that is
+//     not globally routable (loopback, private, link-local, metadata, this
+//     host's own, …) is refused unless AllowAddr names it as an IP or CIDR;
+//  5. the proxy connects to exactly the address it checked; nothing is
+//     resolved twice.
+//
+// A refusal is a 403 whose body is one line the agent can read, "blocked by
+// airlock egress policy: <host:port> <why>" (SOCKS5 has no room for text and
+// answers "connection not allowed by ruleset"). Each decision is one audit
+// Event. The daemon, the runner's host half and tests import this package.
+package egress
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/airlock-run/airlock/egress/wire"
+	"github.com/airlock-run/airlock/netrule"
+)
+
+// Verdict is what Check says about one destination.
+type Verdict struct {
+	Allow bool
+	// Rule names what decided, for the audit record ("net.allow[0]").
+	Rule string
+	// Reason is one sentence safe to show the agent; "" on a refusal becomes
+	// "not in the network allowlist".
+	Reason string
+}
+
+// Resolver looks names up; *net.Resolver satisfies it.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Event is the audit record of one connection decision: a refused one as
+// soon as it is refused, an allowed one when its connection ends (so it
+// carries the bytes moved and the duration).
+type Event struct {
+	Box string `json:"box,omitempty"`
+	// Proto is how the box asked: "connect" (HTTP CONNECT), "http"
+	// (absolute-form request), "socks5", or "auth" (a connection without the
+	// box's token, refused before any request was read).
+	Proto string `json:"proto"`
+	// Host is the canonical host asked for, or the raw one, quoted, if it was
+	// not a host at all.
+	Host string `json:"host,omitempty"`
+	Port int    `json:"port,omitempty"`
+	// Addr is the address connected to, or the one refused; invalid when the
+	// decision came before resolution.
+	Addr netip.AddrPort `json:"addr,omitzero"`
+	// Allow is the verdict.
+	Allow  bool   `json:"allow"`
+	Rule   string `json:"rule,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Error is set when an allowed destination could not be reached.
+	Error string `json:"error,omitempty"`
+	// BytesUp went from the box to the destination, BytesDown back.
+	BytesUp   int64         `json:"bytes_up"`
+	BytesDown int64         `json:"bytes_down"`
+	Start     time.Time     `json:"start"`
+	Duration  time.Duration `json:"duration_ns"`
+}
+
+// Options configure a Proxy. Every nil field has a documented meaning, and
+// none of them opens anything.
+type Options struct {
+	// Box names the box in audit events and logs.
+	Box string
+	// Token is the box's secret (wire.NewToken); required.
+	Token string
+	// Check decides a canonical host and port. nil refuses everything.
+	Check func(ctx context.Context, host string, port int) Verdict
+	// AllowAddr reports whether an IP or CIDR entry names addr at port, which
+	// is the only way a non-global address (loopback, private, metadata, this
+	// host's own) is reached. It must never admit an address because a host
+	// name entry resolved to it. nil admits no such address.
+	AllowAddr func(addr netip.Addr, port int) (bool, string)
+	// DenyAddr reports whether a deny entry names addr at port; it is asked
+	// for every address before connecting, so a deny CIDR holds against
+	// names that resolve into it. nil denies no address by itself.
+	DenyAddr func(addr netip.Addr, port int) (bool, string)
+	// Local reports whether addr is one of this host's own addresses. nil
+	// asks the host's interfaces on each decision.
+	Local func(addr netip.Addr) bool
+	// Resolver resolves allowed names. nil uses the system's resolver.
+	Resolver Resolver
+	// Audit receives one Event per decision. nil records nothing.
+	Audit func(Event)
+	// Log receives diagnostics. nil discards them.
+	Log *slog.Logger
+	// Now is the clock. nil is time.Now.
+	Now func() time.Time
+	// HeaderTimeout bounds the preamble and each request head or SOCKS
+	// handshake, so a slow client cannot hold a connection without asking
+	// for anything. 0 means 10 s.
+	HeaderTimeout time.Duration
+	// IdleTimeout bounds the wait for the next request on a kept-alive HTTP
+	// connection. 0 means 60 s. Tunnels have no idle limit: a quiet SSH
+	// session is legitimate.
+	IdleTimeout time.Duration
+	// DialTimeout bounds each connection attempt. 0 means 10 s.
+	DialTimeout time.Duration
+	// MaxHeaderBytes bounds a request head. 0 means 32 KiB.
+	MaxHeaderBytes int
+	// MaxConns bounds the connections open at once; more are closed on
+	// arrival. 0 means 4096.
+	MaxConns int
+
+	// global classifies addresses; nil is netrule.Global. Tests replace it
+	// to treat an address in a network namespace they made as a public one.
+	global func(netip.Addr) bool
+}
+
+// Proxy serves one box. It is safe for concurrent use.
+type Proxy struct {
+	o      Options
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	closed bool
+	lns    map[net.Listener]struct{}
+	conns  map[net.Conn]struct{}
+	wg     sync.WaitGroup
+}
+
+// New returns a Proxy for o. It does not listen; see Serve and Listen.
+func New(o Options) (*Proxy, error) {
+	if !wire.ValidToken(o.Token) {
+		return nil, errors.New("egress: a valid box token is required (wire.NewToken)")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.HeaderTimeout <= 0 {
+		o.HeaderTimeout = 10 * time.Second
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 60 * time.Second
+	}
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = 10 * time.Second
+	}
+	if o.MaxHeaderBytes <= 0 {
+		o.MaxHeaderBytes = 32 << 10
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = 4096
+	}
+	if o.Resolver == nil {
+		o.Resolver = &net.Resolver{}
+	}
+	if o.Local == nil {
+		o.Local = interfaceAddr
+	}
+	if o.global == nil {
+		o.global = netrule.Global
+	}
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("box", o.Box)
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Proxy{
+		o: o, log: log, ctx: ctx, cancel: cancel,
+		lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{},
+	}, nil
+}
+
+// interfaceAddr reports whether a is assigned to one of this host's
+// interfaces. A host with a public address must not let a box reach its own
+// services through it; an error reading the interfaces counts as "yes".
+func interfaceAddr(a netip.Addr) bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return true
+	}
+	for _, ia := range addrs {
+		if n, ok := ia.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok && ip.Unmap() == a.Unmap() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ErrClosed is returned by Serve after Close.
+var ErrClosed = errors.New("egress: proxy closed")
+
+// Serve accepts connections on ln until ln fails or the Proxy is closed, and
+// serves each. It returns ErrClosed after Close.
+func (p *Proxy) Serve(ln net.Listener) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		ln.Close()
+		return ErrClosed
+	}
+	p.lns[ln] = struct{}{}
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.lns, ln)
+		p.mu.Unlock()
+	}()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if p.isClosed() {
+				return ErrClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return fmt.Errorf("egress: accept: %w", err)
+		}
+		if !p.track(c) {
+			p.log.Warn("egress: connection refused: too many open connections", "max", p.o.MaxConns)
+			c.Close()
+			continue
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			defer p.untrack(c)
+			p.handle(c)
+		}()
+	}
+}
+
+func (p *Proxy) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
+// track registers c so Close can end it; it fails when closed or full.
+func (p *Proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || len(p.conns) >= p.o.MaxConns {
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+// trackUp registers an upstream connection; it does not count toward
+// MaxConns, which bounds what the box opens.
+func (p *Proxy) trackUp(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *Proxy) untrack(c net.Conn) {
+	c.Close()
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+}
+
+// Close stops every listener given to Serve, ends every connection and
+// waits until all of the Proxy's goroutines have returned.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	for ln := range p.lns {
+		ln.Close()
+	}
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.cancel()
+	p.wg.Wait()
+	return nil
+}
+
+// handle reads the preamble and hands the connection to its protocol.
+func (p *Proxy) handle(c net.Conn) {
+	start := p.o.Now()
+	c.SetDeadline(start.Add(p.o.HeaderTimeout))
+	br := bufio.NewReaderSize(c, 4096)
+	mode, err := wire.ReadPreamble(br, p.o.Token)
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) || errors.Is(err, net.ErrClosed) {
+			return // a timeout or a hang-up, not an attempt
+		}
+		p.audit(Event{Proto: "auth", Reason: "connection without the box's egress token", Start: start})
+		if errors.Is(err, wire.ErrBadToken) {
+			// Say why, in case it is a misconfigured forwarder.
+			io.WriteString(c, "HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+		}
+		return
+	}
+	switch mode {
+	case wire.ModePing:
+		io.WriteString(c, "ok\n")
+	case wire.ModeHTTP:
+		p.serveHTTP(c, br)
+	case wire.ModeSOCKS:
+		p.serveSOCKS(c, br)
+	}
+}
+
+func (p *Proxy) audit(e Event) {
+	e.Box = p.o.Box
+	if e.Start.IsZero() {
+		e.Start = p.o.Now()
+	}
+	if p.o.Audit != nil {
+		p.o.Audit(e)
+	}
+	lvl := slog.LevelInfo
+	if !e.Allow {
+		lvl = slog.LevelWarn
+	}
+	p.log.Log(p.ctx, lvl, "egress decision", "proto", e.Proto, "host", e.Host, "port", e.Port,
+		"addr", e.Addr, "allow", e.Allow, "rule", e.Rule, "reason", e.Reason, "error", e.Error,
+		"up", e.BytesUp, "down", e.BytesDown, "duration", e.Duration)
+}
+
+// outcome is how a decision ended.
+type outcome uint8
+
+const (
+	allowed  outcome = iota
+	refused          // by policy or by address class: 403
+	failed           // allowed but unreachable (no such name, refused, timeout): 502
+	badInput         // not a host at all: 400
+)
+
+// decision is the result of deciding and connecting to one destination.
+type decision struct {
+	outcome outcome
+	host    string // canonical, or quoted raw when not a host
+	port    int
+	addr    netip.AddrPort
+	rule    string
+	reason  string // for the agent
+	err     string // dial or resolver detail, for the audit record
+	up      net.Conn
+}
+
+// hostPort renders the destination for the refusal line.
+func (d *decision) hostPort() string {
+	return net.JoinHostPort(d.host, strconv.Itoa(d.port))
+}
+
+// event starts the audit record of d.
+func (d *decision) event(proto string, start time.Time) Event {
+	return Event{Proto: proto, Host: d.host, Port: d.port, Addr: d.addr, Allow: d.outcome == allowed,
+		Rule: d.rule, Reason: d.reason, Error: d.err, Start: start}
+}
+
+// connect decides rawHost:port and, when allowed, connects to the first
+// acceptable address, returning the connection in d.up.
+func (p *Proxy) connect(ctx context.Context, rawHost string, port int) decision {
+	host, err := netrule.Canonical(rawHost)
+	if err != nil {
+		q := strconv.QuoteToASCII(rawHost)
+		if len(q) > 80 {
+			q = q[:77] + "..."
+		}
+		return decision{outcome: badInput, host: q, port: port, reason: "not a valid host name (" + err.Error() + ")"}
+	}
+	d := decision{host: host, port: port}
+	if port < 1 || port > 65535 {
+		d.outcome, d.reason = badInput, "port out of range"
+		return d
+	}
+	var v Verdict
+	if p.o.Check == nil {
+		v = Verdict{Rule: "default", Reason: "no network access is configured for this box"}
+	} else {
+		v = p.o.Check(ctx, host, port)
+	}
+	d.rule = v.Rule
+	if !v.Allow {
+		d.outcome, d.reason = refused, v.Reason
+		if d.reason == "" {
+			d.reason = "not in the network allowlist"
+		}
+		return d
+	}
+	// Only an allowed name is ever resolved.
+	var addrs []netip.Addr
+	if a, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{a}
+	} else {
+		rctx, cancel := context.WithTimeout(ctx, p.o.DialTimeout)
+		addrs, err = p.o.Resolver.LookupNetIP(rctx, "ip", host)
+		cancel()
+		if err != nil || len(addrs) == 0 {
+			d.outcome, d.reason = failed, "the name does not resolve"
+			if err != nil {
+				d.err = err.Error()
+			}
+			return d
+		}
+	}
+	var ok []netip.Addr
+	for _, a := range addrs {
+		a = a.Unmap().WithZone("")
+		if why, rule := p.addrRefused(a, port); why != "" {
+			d.addr = netip.AddrPortFrom(a, uint16(port))
+			d.reason = why
+			if rule != "" {
+				d.rule = rule
+			}
+			continue
+		}
+		ok = append(ok, a)
+	}
+	if len(ok) == 0 {
+		d.outcome = refused
+		return d
+	}
+	var dialErr error
+	for _, a := range ok {
+		d.addr = netip.AddrPortFrom(a, uint16(port))
+		dctx, cancel := context.WithTimeout(ctx, p.o.DialTimeout)
+		var dl net.Dialer
+		c, err := dl.DialContext(dctx, "tcp", d.addr.String())
+		cancel()
+		if err == nil {
+			if !p.trackUp(c) {
+				c.Close()
+				d.outcome, d.reason, d.err = failed, "the proxy is shutting down", "closed"
+				return d
+			}
+			d.outcome, d.up, d.reason = allowed, c, ""
+			return d
+		}
+		dialErr = err
+	}
+	d.outcome, d.reason, d.err = failed, "cannot connect", dialErr.Error()
+	return d
+}
+
+// addrRefused says why a resolved or literal address may not be connected
+// to, and the deny rule if one decided; "" when it may.
+func (p *Proxy) addrRefused(a netip.Addr, port int) (why, rule string) {
+	if p.o.DenyAddr != nil {
+		if deny, rule := p.o.DenyAddr(a, port); deny {
+			return "the address " + a.String() + " is denied", rule
+		}
+	}
+	if p.o.global(a) && !p.o.Local(a) {
+		return "", ""
+	}
+	if p.o.AllowAddr != nil {
+		if ok, _ := p.o.AllowAddr(a, port); ok {
+			return "", ""
+		}
+	}
+	return "the address " + a.String() + " is not public and not allowed by address", ""
+}
+
+// pipe copies both ways between the box's connection c (with any bytes
+// already buffered from it) and up until both directions end, passing a
+// half-close on, and returns the bytes moved each way. An error on either
+// side ends both.
+func (p *Proxy) pipe(c net.Conn, buffered []byte, up net.Conn) (upBytes, downBytes int64) {
+	c.SetDeadline(time.Time{})
+	var once sync.Once
+	stop := func() { once.Do(func() { c.Close(); up.Close() }) }
+	done := make(chan int64, 1)
+	go func() {
+		var n int64
+		if len(buffered) > 0 {
+			m, err := up.Write(buffered)
+			n += int64(m)
+			if err != nil {
+				stop()
+				done <- n
+				return
+			}
+		}
+		m, err := io.Copy(up, c)
+		n += m
+		if err != nil {
+			stop()
+		} else {
+			closeWrite(up)
+		}
+		done <- n
+	}()
+	downBytes, err := io.Copy(c, up)
+	if err != nil {
+		stop()
+	} else {
+		closeWrite(c)
+	}
+	upBytes = <-done
+	stop()
+	return upBytes, downBytes
+}
+
+// closeWrite passes an end of stream on without closing the other direction.
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	} else {
+		c.Close()
+	}
+}

@@ -1,0 +1,304 @@
+// Package forward is the half of airlock's egress that runs inside the box.
+// The box has only a loopback interface; the in-box init (sandbox/boxinit)
+// calls Start, which listens on 127.0.0.1 for HTTP-proxy and SOCKS5 clients
+// and relays each connection, unread, to the egress proxy's Unix socket that
+// is bound into the box, opening it with the box's token (egress/wire). It
+// also serves the hidden `__airlock-connect HOST PORT` mode that git and ssh
+// use as a ProxyCommand.
+//
+// Only sandbox/boxinit, cmd/airlock (for the hidden mode) and tests import it.
+package forward
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airlock-run/airlock/egress/wire"
+)
+
+// Config says where the proxy is and which ports to offer inside the box.
+type Config struct {
+	// Socket is the path, inside the box, of the egress proxy's socket.
+	Socket string
+	// Token is the box's egress token (wire.NewToken).
+	Token string
+	// HTTPPort and SOCKSPort are the loopback ports to listen on; 0 picks a
+	// free port (the returned environment names it).
+	HTTPPort, SOCKSPort int
+	// Exe is the path, inside the box, of the airlock binary, used in the
+	// ssh ProxyCommand. "" means os.Executable().
+	Exe string
+	// ConnectExe is the path, inside the box, of the airlock binary under the
+	// name "airlock-connect" (a second bind of the same file), which git runs
+	// as GIT_PROXY_COMMAND with just HOST PORT. "" leaves GIT_PROXY_COMMAND
+	// unset: git:// then has no way out, like any tool that ignores proxies.
+	ConnectExe string
+	// Log receives diagnostics. nil discards them.
+	Log *slog.Logger
+}
+
+// pingTimeout bounds the check that the socket and token work.
+const pingTimeout = 5 * time.Second
+
+// Start checks that the proxy answers on cfg.Socket with cfg.Token, listens
+// on 127.0.0.1 for HTTP-proxy and SOCKS5 clients, and relays them until ctx
+// ends. It returns the environment the box's programs should get (see Env).
+func Start(ctx context.Context, cfg Config) (env []string, err error) {
+	f, err := start(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return f.env, nil
+}
+
+// forwarder is a running forwarder; tests wait for it to stop.
+type forwarder struct {
+	cfg         Config
+	log         *slog.Logger
+	http, socks net.Listener
+	env         []string
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func start(ctx context.Context, cfg Config) (*forwarder, error) {
+	if cfg.Socket == "" {
+		return nil, errors.New("egress forwarder: no proxy socket given")
+	}
+	if !wire.ValidToken(cfg.Token) {
+		return nil, errors.New("egress forwarder: invalid egress token")
+	}
+	if cfg.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("egress forwarder: find own binary: %w", err)
+		}
+		cfg.Exe = exe
+	}
+	if err := ping(ctx, cfg.Socket, cfg.Token); err != nil {
+		return nil, err
+	}
+	f := &forwarder{cfg: cfg, log: cfg.Log, conns: map[net.Conn]struct{}{}}
+	if f.log == nil {
+		f.log = slog.New(slog.DiscardHandler)
+	}
+	var lc net.ListenConfig
+	var err error
+	if f.http, err = lc.Listen(ctx, "tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.HTTPPort))); err != nil {
+		return nil, fmt.Errorf("egress forwarder: listen for HTTP clients: %w", err)
+	}
+	if f.socks, err = lc.Listen(ctx, "tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.SOCKSPort))); err != nil {
+		f.http.Close()
+		return nil, fmt.Errorf("egress forwarder: listen for SOCKS clients: %w", err)
+	}
+	f.env = Env(f.http.Addr().(*net.TCPAddr).Port, f.socks.Addr().(*net.TCPAddr).Port, cfg.Exe, cfg.ConnectExe)
+	f.wg.Add(3)
+	go f.serve(f.http, wire.ModeHTTP)
+	go f.serve(f.socks, wire.ModeSOCKS)
+	go func() {
+		defer f.wg.Done()
+		<-ctx.Done()
+		f.close()
+	}()
+	return f, nil
+}
+
+// ping checks the socket and the token before the box starts, so a wrong
+// bind or token is an error at start, not a mystery at the first request.
+func ping(ctx context.Context, socket, token string) error {
+	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", socket)
+	if err != nil {
+		return fmt.Errorf("egress forwarder: reach the egress proxy at %s: %w", socket, err)
+	}
+	defer c.Close()
+	dl, _ := ctx.Deadline()
+	c.SetDeadline(dl)
+	if _, err := c.Write(wire.Preamble(wire.ModePing, token)); err != nil {
+		return fmt.Errorf("egress forwarder: talk to the egress proxy: %w", err)
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if line != "ok\n" {
+		if err == nil {
+			err = errors.New("it refused the token")
+		}
+		return fmt.Errorf("egress forwarder: the egress proxy at %s did not accept this box: %v", socket, err)
+	}
+	return nil
+}
+
+func (f *forwarder) close() {
+	f.mu.Lock()
+	f.closed = true
+	f.http.Close()
+	f.socks.Close()
+	for c := range f.conns {
+		c.Close()
+	}
+	f.mu.Unlock()
+}
+
+func (f *forwarder) track(cs ...net.Conn) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return false
+	}
+	for _, c := range cs {
+		f.conns[c] = struct{}{}
+	}
+	return true
+}
+
+func (f *forwarder) untrack(cs ...net.Conn) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range cs {
+		c.Close()
+		delete(f.conns, c)
+	}
+}
+
+func (f *forwarder) serve(ln net.Listener, mode string) {
+	defer f.wg.Done()
+	pre := wire.Preamble(mode, f.cfg.Token)
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return
+		}
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			f.relay(c, pre)
+		}()
+	}
+}
+
+// relay connects one client to the proxy and copies both ways.
+func (f *forwarder) relay(c net.Conn, pre []byte) {
+	up, err := net.Dial("unix", f.cfg.Socket)
+	if err != nil {
+		f.log.Warn("egress forwarder: cannot reach the proxy", "err", err)
+		c.Close()
+		return
+	}
+	if !f.track(c, up) {
+		c.Close()
+		up.Close()
+		return
+	}
+	defer f.untrack(c, up)
+	if _, err := up.Write(pre); err != nil {
+		return
+	}
+	Pipe(c, up)
+}
+
+// Pipe copies a to b and b to a until both directions end, passing a
+// half-close on, and closes both. An error in either direction ends both.
+func Pipe(a, b net.Conn) (ab, ba int64) {
+	var once sync.Once
+	stop := func() { once.Do(func() { a.Close(); b.Close() }) }
+	done := make(chan int64, 1)
+	go func() {
+		n, err := io.Copy(b, a)
+		if err != nil {
+			stop()
+		} else {
+			closeWrite(b)
+		}
+		done <- n
+	}()
+	ba, err := io.Copy(a, b)
+	if err != nil {
+		stop()
+	} else {
+		closeWrite(a)
+	}
+	ab = <-done
+	stop()
+	return ab, ba
+}
+
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	} else {
+		c.Close()
+	}
+}
+
+// Env returns the environment that points a box's programs at the
+// forwarder's loopback ports: the standard proxy variables in both cases,
+// an empty NO_PROXY (nothing bypasses the proxy; there is nothing to bypass
+// to), and the settings of tools that ignore the standard ones:
+//
+//   - npm and yarn read npm_config_proxy / npm_config_https_proxy and
+//     YARN_HTTP(S)_PROXY;
+//   - pip reads PIP_PROXY;
+//   - the JVM reads none of the variables; JAVA_TOOL_OPTIONS sets its
+//     http(s).proxyHost/Port and socksProxyHost/Port system properties;
+//   - Node's built-in fetch and http honour the variables only with
+//     NODE_USE_ENV_PROXY=1, on Node 24 (and 22.21) and later. Node 20 ignores
+//     it: there fetch has no route out and fails at once (the box has no
+//     network), while libraries that read HTTP_PROXY themselves still work;
+//   - git over SSH runs ssh with a ProxyCommand served by airlock itself
+//     (GIT_SSH_COMMAND), and git:// uses GIT_PROXY_COMMAND when connectExe
+//     is given.
+//
+// AIRLOCK_HTTP_PROXY names the HTTP port for the `__airlock-connect` mode, so
+// a program that rewrites HTTP_PROXY cannot misdirect it.
+func Env(httpPort, socksPort int, exe, connectExe string) []string {
+	h := "127.0.0.1:" + strconv.Itoa(httpPort)
+	s := "127.0.0.1:" + strconv.Itoa(socksPort)
+	httpURL := "http://" + h
+	env := []string{
+		"HTTP_PROXY=" + httpURL, "http_proxy=" + httpURL,
+		"HTTPS_PROXY=" + httpURL, "https_proxy=" + httpURL,
+		"ALL_PROXY=socks5h://" + s, "all_proxy=socks5h://" + s,
+		"NO_PROXY=", "no_proxy=",
+		"npm_config_proxy=" + httpURL, "npm_config_https_proxy=" + httpURL,
+		"YARN_HTTP_PROXY=" + httpURL, "YARN_HTTPS_PROXY=" + httpURL,
+		"PIP_PROXY=" + httpURL,
+		"JAVA_TOOL_OPTIONS=-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=" + strconv.Itoa(httpPort) +
+			" -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=" + strconv.Itoa(httpPort) +
+			" -DsocksProxyHost=127.0.0.1 -DsocksProxyPort=" + strconv.Itoa(socksPort) +
+			" -Dhttp.nonProxyHosts=",
+		"NODE_USE_ENV_PROXY=1",
+		"GIT_SSH_COMMAND=ssh -o ProxyCommand=" + shellQuote(shellQuote(exe)+" "+ConnectArg+" %h %p"),
+		"AIRLOCK_HTTP_PROXY=" + h,
+	}
+	if connectExe != "" {
+		env = append(env, "GIT_PROXY_COMMAND="+connectExe)
+	}
+	return env
+}
+
+// shellQuote quotes s for a POSIX shell (git runs GIT_SSH_COMMAND through one,
+// and ssh runs ProxyCommand through another).
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
