@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/airlock-run/airlock/egress/forward"
 	"github.com/airlock-run/airlock/internal/cli"
 	"github.com/airlock-run/airlock/sandbox/boxinit"
 )
@@ -19,6 +20,9 @@ func main() {
 	// wanted, and its environment is not the caller's.
 	if len(os.Args) > 1 && os.Args[1] == boxinit.Arg {
 		os.Exit(boxinit.Main(os.Args[2:]))
+	}
+	if forward.IsConnect(os.Args) { // git/ssh ProxyCommand inside the box
+		os.Exit(forward.ConnectMain(os.Args))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	env := cli.DefaultEnv(term.IsTerminal(int(os.Stdin.Fd())) && term.IsTerminal(int(os.Stderr.Fd())))
