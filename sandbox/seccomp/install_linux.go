@@ -46,3 +46,18 @@ func Install(opts Options) error {
 	}
 	return nil
 }
+
+// Supported reports whether the kernel can load this package's filter:
+// seccomp filter mode and the kill-process action (Linux 4.14). The reason
+// says what is missing when it cannot.
+func Supported() (bool, string) {
+	if _, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err != nil {
+		return false, "the kernel has no seccomp (CONFIG_SECCOMP): " + err.Error()
+	}
+	action := uint32(retKillProcess)
+	_, _, errno := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_ACTION_AVAIL, 0, uintptr(unsafe.Pointer(&action)))
+	if errno != 0 {
+		return false, "the kernel lacks seccomp filters with SECCOMP_RET_KILL_PROCESS (needs Linux 4.14 or later): " + errno.Error()
+	}
+	return true, ""
+}

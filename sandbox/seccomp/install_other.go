@@ -8,3 +8,8 @@ import "runtime"
 func Install(opts Options) error {
 	return &UnsupportedError{OS: runtime.GOOS}
 }
+
+// Supported reports false: seccomp exists only on Linux.
+func Supported() (bool, string) {
+	return false, "seccomp exists only on Linux; this is " + runtime.GOOS
+}

@@ -231,7 +231,9 @@ func TestTableMatchesUnix(t *testing.T) {
 		"lookup_dcookie": unix.SYS_LOOKUP_DCOOKIE, "acct": unix.SYS_ACCT, "swapon": unix.SYS_SWAPON,
 		"swapoff": unix.SYS_SWAPOFF, "reboot": unix.SYS_REBOOT, "settimeofday": unix.SYS_SETTIMEOFDAY,
 		"clock_settime": unix.SYS_CLOCK_SETTIME, "clone": unix.SYS_CLONE, "clone3": unix.SYS_CLONE3,
-		"personality": unix.SYS_PERSONALITY, "ioctl": unix.SYS_IOCTL,
+		"personality": unix.SYS_PERSONALITY, "ioctl": unix.SYS_IOCTL, "openat2": unix.SYS_OPENAT2,
+		"fchmod": unix.SYS_FCHMOD, "fchmodat": unix.SYS_FCHMODAT, "fchmodat2": unix.SYS_FCHMODAT2,
+		"openat": unix.SYS_OPENAT, "mkdirat": unix.SYS_MKDIRAT, "mknodat": unix.SYS_MKNODAT,
 	}
 	addArchSpecific(got)
 	for name := range want {
@@ -265,16 +267,25 @@ func TestTableMatchesUnix(t *testing.T) {
 	}
 }
 
+func allSysnums() []sysnum {
+	out := append([]sysnum(nil), refused...)
+	out = append(out, sysClone, sysClone3, sysPersonality, sysIoctl, sysOpenat2)
+	for _, m := range setidModes {
+		out = append(out, m.sysnum)
+	}
+	return out
+}
+
 func sysnums() []string {
-	out := []string{sysClone.name, sysClone3.name, sysPersonality.name, sysIoctl.name}
-	for _, s := range refused {
+	var out []string
+	for _, s := range allSysnums() {
 		out = append(out, s.name)
 	}
 	return out
 }
 
 func tableNr(name string) int {
-	for _, s := range append(append([]sysnum(nil), refused...), sysClone, sysClone3, sysPersonality, sysIoctl) {
+	for _, s := range allSysnums() {
 		if s.name == name {
 			return s.nr(runtime.GOARCH)
 		}
@@ -289,5 +300,13 @@ func TestInstallErrorsAreClassed(t *testing.T) {
 	}
 	if got := errs.ClassOf(err); got != errs.Unavailable {
 		t.Errorf("class: got %v, want %v", got, errs.Unavailable)
+	}
+}
+
+func TestSupported(t *testing.T) {
+	requireSeccomp(t)
+	ok, why := Supported()
+	if !ok {
+		t.Fatalf("Supported: got false (%s) on a kernel that reports seccomp in /proc/self/status", why)
 	}
 }

@@ -4,6 +4,7 @@ package seccomp
 
 import (
 	"errors"
+	"os"
 	"runtime"
 	"unsafe"
 
@@ -180,6 +181,7 @@ func Probes(opts Options) []Probe {
 		Probe{Name: "ioctl(TIOCLINUX)", Want: Refuse, Call: onPty(tioclinux)},
 		Probe{Name: "ioctl(TIOCGWINSZ)", Want: Allow, Call: onPty(unix.TIOCGWINSZ)},
 	)
+	ps = append(ps, setidProbes(arch)...)
 	if arches[arch].x32 {
 		getpid := uintptr(unix.SYS_GETPID) | x32BitSyscall
 		ps = append(ps, Probe{Name: "x32 getpid", Want: Kill, Call: func() unix.Errno { return sys6(int(getpid)) }})
@@ -213,3 +215,100 @@ func asErrno(err error) unix.Errno {
 	}
 	return unix.EIO
 }
+
+// setidProbes make a set-ID file or directory (or, for the allowed control,
+// an ordinary one) in a fresh temporary directory, removed afterwards.
+func setidProbes(arch string) []Probe {
+	inTemp := func(f func(path []byte) unix.Errno) func() unix.Errno {
+		return func() unix.Errno {
+			dir, err := os.MkdirTemp("", "airlock-probe-")
+			if err != nil {
+				return asErrno(err)
+			}
+			defer os.RemoveAll(dir)
+			path := []byte(dir + "/f\x00")
+			e := f(path)
+			runtime.KeepAlive(path)
+			return e
+		}
+	}
+	ptr := func(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
+	closeFd := func(r uintptr, e unix.Errno) unix.Errno {
+		if e == 0 {
+			unix.Close(int(r))
+		}
+		return e
+	}
+	sys := func(nr int, a ...uintptr) (uintptr, unix.Errno) {
+		var v [6]uintptr
+		copy(v[:], a)
+		r, _, e := unix.Syscall6(uintptr(nr), v[0], v[1], v[2], v[3], v[4], v[5])
+		return r, e
+	}
+	const atFdcwd = ^uintptr(99) // AT_FDCWD, -100
+	const setuid, setgid, reg = 04755, 02755, unix.S_IFREG
+	create := func(path []byte) unix.Errno {
+		return closeFd(sys(sysOpenat(arch), atFdcwd, ptr(path), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0644))
+	}
+	byName := map[string]func(path []byte) unix.Errno{
+		"chmod": func(p []byte) unix.Errno { create(p); _, e := sys(90, ptr(p), setuid); return e },
+		"fchmodat": func(p []byte) unix.Errno {
+			create(p)
+			_, e := sys(modeNr("fchmodat", arch), atFdcwd, ptr(p), setuid)
+			return e
+		},
+		"fchmodat2": func(p []byte) unix.Errno { create(p); _, e := sys(452, atFdcwd, ptr(p), setuid, 0); return e },
+		"fchmod": func(p []byte) unix.Errno {
+			fd, e := sys(sysOpenat(arch), atFdcwd, ptr(p), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0644)
+			if e != 0 {
+				return e
+			}
+			defer unix.Close(int(fd))
+			_, e = sys(modeNr("fchmod", arch), fd, setuid)
+			return e
+		},
+		"open": func(p []byte) unix.Errno {
+			return closeFd(sys(2, ptr(p), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, setuid))
+		},
+		"openat": func(p []byte) unix.Errno {
+			return closeFd(sys(sysOpenat(arch), atFdcwd, ptr(p), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, setuid))
+		},
+		"creat":   func(p []byte) unix.Errno { return closeFd(sys(85, ptr(p), setuid)) },
+		"mkdir":   func(p []byte) unix.Errno { _, e := sys(83, ptr(p), setgid); return e },
+		"mkdirat": func(p []byte) unix.Errno { _, e := sys(modeNr("mkdirat", arch), atFdcwd, ptr(p), setgid); return e },
+		"mknod":   func(p []byte) unix.Errno { _, e := sys(133, ptr(p), reg|setuid, 0); return e },
+		"mknodat": func(p []byte) unix.Errno {
+			_, e := sys(modeNr("mknodat", arch), atFdcwd, ptr(p), reg|setuid, 0)
+			return e
+		},
+	}
+	var ps []Probe
+	for _, m := range setidModes {
+		if m.nr(arch) < 0 {
+			continue
+		}
+		ps = append(ps, Probe{Name: m.name + "(set-ID mode)", Want: Refuse, Call: inTemp(byName[m.name])})
+	}
+	ps = append(ps,
+		Probe{Name: "openat(O_CREAT, 0644)", Want: Allow, Call: inTemp(create)},
+		Probe{Name: "openat2", Want: NotImplemented, Call: inTemp(func(p []byte) unix.Errno {
+			create(p)
+			how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_CLOEXEC}
+			e := closeFd(sys(sysOpenat2.nr(arch), atFdcwd, ptr(p), uintptr(unsafe.Pointer(&how)), unsafe.Sizeof(how)))
+			runtime.KeepAlive(&how)
+			return e
+		})},
+	)
+	return ps
+}
+
+func modeNr(name, arch string) int {
+	for _, m := range setidModes {
+		if m.name == name {
+			return m.nr(arch)
+		}
+	}
+	return -1
+}
+
+func sysOpenat(arch string) int { return modeNr("openat", arch) }

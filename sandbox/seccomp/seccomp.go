@@ -200,8 +200,41 @@ var refused = []sysnum{
 	{"clock_settime", 227, 112, "host clock", false},
 }
 
+// modeCall is a call whose mode argument (argument index arg) may carry
+// S_ISUID or S_ISGID.
+type modeCall struct {
+	sysnum
+	arg int
+}
+
+// setidModes are the calls that set a file's mode. The box may run as a
+// user namespace's root mapped to the host's root (airlock run as root, as
+// in CI); a file it marks set-user-ID in a writable directory would then be
+// a set-user-ID-root program on the host, so any mode with S_ISUID or
+// S_ISGID is refused. open and openat are refused on the mode alone, which a
+// caller without O_CREAT or O_TMPFILE passes as 0.
+var setidModes = []modeCall{
+	{sysnum{"chmod", 90, -1, "", false}, 1},
+	{sysnum{"fchmod", 91, 52, "", false}, 1},
+	{sysnum{"fchmodat", 268, 53, "", false}, 2},
+	{sysnum{"fchmodat2", 452, 452, "", false}, 2},
+	{sysnum{"open", 2, -1, "", false}, 2},
+	{sysnum{"openat", 257, 56, "", false}, 3},
+	{sysnum{"creat", 85, -1, "", false}, 1},
+	{sysnum{"mkdir", 83, -1, "", false}, 1},
+	{sysnum{"mkdirat", 258, 34, "", false}, 2},
+	{sysnum{"mknod", 133, -1, "", false}, 1},
+	{sysnum{"mknodat", 259, 33, "", false}, 2},
+}
+
+// setidBits is S_ISUID|S_ISGID.
+const setidBits = 04000 | 02000
+
 // Calls that get a rule of their own below.
 var (
+	// openat2 takes its mode inside a struct behind a pointer, which a
+	// filter cannot read; "not implemented" sends callers back to openat.
+	sysOpenat2     = sysnum{"openat2", 437, 437, "", false}
 	sysClone       = sysnum{"clone", 56, 220, "", false}
 	sysClone3      = sysnum{"clone3", 435, 435, "", false}
 	sysPersonality = sysnum{"personality", 135, 92, "", false}
@@ -229,6 +262,12 @@ func Rules(arch string, opts Options) ([]Rule, error) {
 	}
 	add(sysClone, Refuse, "flags & CLONE_NEW*", "creates namespaces")
 	add(sysClone3, NotImplemented, "", "its flags are behind a pointer the filter cannot read; libc falls back to clone")
+	add(sysOpenat2, NotImplemented, "", "its mode is behind a pointer the filter cannot read; callers fall back to openat")
+	for _, m := range setidModes {
+		if m.nr(arch) >= 0 {
+			add(m.sysnum, Refuse, fmt.Sprintf("arg%d (mode) & (S_ISUID|S_ISGID)", m.arg), "a set-ID file made by the box's root would be set-ID root on the host")
+		}
+	}
 	add(sysPersonality, Refuse, "persona not in {0, ADDR_NO_RANDOMIZE, 0xffffffff}", "other personas change the address-space layout and syscall semantics")
 	add(sysIoctl, Refuse, "request == TIOCSTI or TIOCLINUX", "pushes keystrokes into the terminal")
 	return out, nil
@@ -261,6 +300,12 @@ func Program(arch string, opts Options) ([]bpf.RawInstruction, error) {
 		p.jumpIf(uint32(nr), "eperm")
 	}
 	p.jumpIf(uint32(sysClone3.nr(arch)), "enosys")
+	p.jumpIf(uint32(sysOpenat2.nr(arch)), "enosys")
+	for _, m := range setidModes {
+		if nr := m.nr(arch); nr >= 0 {
+			p.jumpIf(uint32(nr), fmt.Sprintf("mode%d", m.arg))
+		}
+	}
 	p.jumpIf(uint32(sysClone.nr(arch)), "clone")
 	p.jumpIf(uint32(sysPersonality.nr(arch)), "personality")
 	p.jumpIf(uint32(sysIoctl.nr(arch)), "ioctl")
@@ -270,6 +315,15 @@ func Program(arch string, opts Options) ([]bpf.RawInstruction, error) {
 	p.load(offArg0) // flags, low word
 	p.jumpSet(cloneNewMask, "eperm")
 	p.ret(retAllow)
+
+	// The mode is a umode_t (unsigned short) to the kernel: the low word
+	// holds all of it.
+	for _, arg := range []int{1, 2, 3} {
+		p.label(fmt.Sprintf("mode%d", arg))
+		p.load(offArg0 + 8*uint32(arg))
+		p.jumpSet(setidBits, "eperm")
+		p.ret(retAllow)
+	}
 
 	p.label("personality")
 	p.load(offArg0) // the kernel takes an unsigned int: the low word is all of it

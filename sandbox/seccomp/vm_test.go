@@ -104,8 +104,16 @@ func oracle(arch string, opts Options, d data) uint32 {
 		}
 	}
 	low := func(i int) uint32 { return uint32(d.args[i]) }
+	for _, m := range setidModes {
+		if n := m.nr(arch); n >= 0 && uint32(n) == d.nr {
+			if low(m.arg)&(04000|02000) != 0 {
+				return epermRet
+			}
+			return allowRet
+		}
+	}
 	switch int(d.nr) {
-	case sysClone3.nr(arch):
+	case sysClone3.nr(arch), sysOpenat2.nr(arch):
 		return enosysRet
 	case sysClone.nr(arch):
 		if low(0)&cloneNewMask != 0 {
@@ -268,6 +276,33 @@ func TestProgramIoctl(t *testing.T) {
 	})
 }
 
+func TestProgramSetIDModes(t *testing.T) {
+	cases := []argCase{
+		{"0644", 0644, allowRet},
+		{"0755", 0755, allowRet},
+		{"sticky 01777", 01777, allowRet},
+		{"S_IFREG|0644", 0100644, allowRet},
+		{"setuid 04755", 04755, epermRet},
+		{"setgid 02755", 02755, epermRet},
+		{"both 06755", 06755, epermRet},
+		{"S_IFREG|04755", 0104755, epermRet},
+		{"setuid with high bits", 0xffff<<48 | 04755, epermRet},
+		{"high bits only", 0x4000<<32 | 0644, allowRet}, // the kernel sees 0644
+	}
+	for _, m := range setidModes {
+		t.Run(m.name, func(t *testing.T) {
+			for _, arch := range Arches() {
+				if m.nr(arch) < 0 {
+					continue
+				}
+				// Only the mode argument matters, so the others are all ones.
+				runArgCases(t, m.sysnum, m.arg, cases)
+				break
+			}
+		})
+	}
+}
+
 // argCase is one value of one argument of a call with an argument rule.
 type argCase struct {
 	name string
@@ -280,6 +315,9 @@ type argCase struct {
 func runArgCases(t *testing.T, s sysnum, argi int, cases []argCase) {
 	t.Helper()
 	for _, arch := range Arches() {
+		if s.nr(arch) < 0 {
+			continue
+		}
 		v := vm(t, arch, Options{})
 		for _, c := range cases {
 			t.Run(arch+"/"+c.name, func(t *testing.T) {
