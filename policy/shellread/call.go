@@ -1,0 +1,412 @@
+package shellread
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// shellState is what one shell process remembers between statements: the
+// directory it is in and the functions it has defined. Subshells,
+// substitutions and pipeline stages get a copy.
+type shellState struct {
+	dir   string          // "" = where the string starts; see Command.Dir
+	funcs map[string]bool // functions defined unconditionally so far
+}
+
+func newShell() *shellState { return &shellState{funcs: map[string]bool{}} }
+
+func (sh *shellState) fork() *shellState {
+	if sh == nil {
+		return newShell()
+	}
+	n := &shellState{dir: sh.dir, funcs: make(map[string]bool, len(sh.funcs))}
+	for k, v := range sh.funcs {
+		n.funcs[k] = v
+	}
+	return n
+}
+
+// call reads one simple command.
+func (r *reader) call(st *syntax.Stmt, ce *syntax.CallExpr, s scope) {
+	line, col := s.pos(st.Pos())
+	idx := r.add(Command{Parent: s.parent})
+	if idx < 0 {
+		return
+	}
+	c := Command{Via: s.via, Parent: s.parent, How: s.how, Upstream: s.upstream,
+		Background: s.background, Line: line, Col: col, Dir: s.shell.dir, InFunc: s.inFunc}
+	why := ""
+	for _, a := range ce.Assigns {
+		as, w := r.assign(a, s, idx)
+		c.Assigns = append(c.Assigns, as)
+		why = firstNonEmpty(why, w)
+	}
+	for i, w := range ce.Args {
+		v := r.word(w, s, idx)
+		c.Argv = append(c.Argv, v.val)
+		if v.dynamic {
+			c.Dynamic = append(c.Dynamic, i)
+		}
+		why = firstNonEmpty(why, v.why)
+	}
+	if c.Argv == nil {
+		c.Argv = []string{}
+	}
+	rds, rwhy := r.redirects(st.Redirs, s, idx)
+	c.Redirects = concat(s.redirs, rds)
+	c.Undecidable = firstNonEmpty(why, rwhy)
+	c.Risk = riskOf(c.Assigns)
+	if len(c.Argv) == 0 {
+		// A bare assignment changes the shell itself, so a risky one
+		// affects every later command of this shell.
+		if c.Risk == "" && c.Undecidable == "" && len(c.Redirects) == 0 && len(r.out) == idx+1 {
+			r.out = r.out[:idx]
+			return
+		}
+	}
+	r.out[idx] = c
+	r.program(idx, s)
+}
+
+// assign resolves one NAME=VALUE prefix or declaration operand.
+func (r *reader) assign(a *syntax.Assign, s scope, parent int) (Assign, string) {
+	var as Assign
+	if a.Name != nil {
+		as.Name = a.Name.Value
+	}
+	why := ""
+	switch {
+	case a.Array != nil:
+		as.Value = "(…)"
+		as.Dynamic = true
+		why = r.substsIn(a.Array, s, parent)
+	case a.Value != nil:
+		v := r.word(a.Value, s, parent)
+		as.Value, as.Dynamic, why = v.val, v.dynamic, v.why
+	}
+	if a.Index != nil {
+		as.Dynamic = true
+		why = firstNonEmpty(why, r.substsIn(a.Index, s, parent))
+	}
+	if as.Name == "IFS" {
+		why = firstNonEmpty(why, "assigning IFS changes how later words are split")
+	}
+	return as, why
+}
+
+// decl reads export/declare/local/readonly/typeset.
+func (r *reader) decl(st *syntax.Stmt, d *syntax.DeclClause, s scope) {
+	line, col := s.pos(st.Pos())
+	idx := r.add(Command{Parent: s.parent})
+	if idx < 0 {
+		return
+	}
+	c := Command{Argv: []string{d.Variant.Value}, Via: s.via, Parent: s.parent, How: s.how,
+		Upstream: s.upstream, Background: s.background, Line: line, Col: col, Dir: s.shell.dir,
+		InFunc: s.inFunc, Builtin: true}
+	why := ""
+	for _, a := range d.Args {
+		as, w := r.assign(a, s, idx)
+		why = firstNonEmpty(why, w)
+		switch {
+		case a.Name == nil && a.Naked:
+			// An operand without a name: an option such as -x, or a word
+			// only known at run time that may itself be NAME=VALUE.
+			if as.Dynamic {
+				why = firstNonEmpty(why, "declares a variable whose name is only known at run time")
+				c.Dynamic = append(c.Dynamic, len(c.Argv))
+			}
+			c.Argv = append(c.Argv, as.Value)
+		case a.Naked:
+			c.Argv = append(c.Argv, as.Name)
+		default:
+			c.Argv = append(c.Argv, as.Name+"="+as.Value)
+			if as.Dynamic {
+				c.Dynamic = append(c.Dynamic, len(c.Argv)-1)
+			}
+			c.Assigns = append(c.Assigns, as)
+		}
+	}
+	rds, rwhy := r.redirects(st.Redirs, s, idx)
+	c.Redirects = concat(s.redirs, rds)
+	c.Undecidable = firstNonEmpty(why, rwhy)
+	c.Risk = riskOf(c.Assigns)
+	r.out[idx] = c
+}
+
+func concat(a, b []Redirect) []Redirect {
+	if len(a) == 0 {
+		return b
+	}
+	return append(append([]Redirect(nil), a...), b...)
+}
+
+// program looks at what the command at idx runs: a wrapper's program, a
+// nested shell string, a directory change, a function.
+func (r *reader) program(idx int, s scope) {
+	c := &r.out[idx]
+	if len(c.Argv) == 0 || c.Undecidable != "" && len(c.Dynamic) > 0 && c.Dynamic[0] == 0 {
+		return
+	}
+	if len(c.Dynamic) > 0 && c.Dynamic[0] == 0 {
+		c.Undecidable = "the program name is only known at run time"
+		return
+	}
+	name := c.Argv[0]
+	if !strings.Contains(name, "/") && s.shell.funcs[name] {
+		c.Function = true
+		return
+	}
+	base := path.Base(name)
+	if !strings.Contains(name, "/") {
+		if builtinNames[name] {
+			c.Builtin = true
+		}
+		switch name {
+		case "cd", "pushd", "popd":
+			s.shell.dir = changeDir(s.shell.dir, c)
+			return
+		case "unset":
+			for _, a := range c.Argv[1:] {
+				delete(s.shell.funcs, a)
+			}
+			return
+		case "eval":
+			r.evalArgs(idx, s)
+			return
+		case "source", ".":
+			c.Undecidable = firstNonEmpty(c.Undecidable, "runs the commands of a file, which are only known at run time")
+			return
+		case "alias":
+			if len(c.Argv) > 1 {
+				c.Undecidable = firstNonEmpty(c.Undecidable, "an alias changes what a later command name runs")
+			}
+			return
+		case "enable", "hash", "fc", "shopt", "bind", "complete", "compgen", "mapfile", "readarray":
+			if risky := riskyBuiltin(c.Argv); risky != "" {
+				c.Undecidable = firstNonEmpty(c.Undecidable, risky)
+			}
+			return
+		case "trap":
+			r.trap(idx, s)
+			return
+		case "builtin":
+			if len(c.Argv) > 1 {
+				r.inner(idx, 1, s, innerOpts{})
+			}
+			return
+		}
+	}
+	if interpreterShells[base] {
+		r.shellArgs(idx, s)
+		return
+	}
+	if spec, ok := wrappers[base]; ok {
+		r.unwrap(idx, spec, s)
+		return
+	}
+	switch base {
+	case "find":
+		r.findExec(idx, s)
+	case "git":
+		r.gitExec(idx, s)
+	case "watch":
+		r.watch(idx, s)
+	case "flock", "su", "runuser", "script":
+		r.dashC(idx, s)
+	}
+	if _, ok := execOpts[base]; ok {
+		r.execOptions(idx, base, s)
+	}
+}
+
+// changeDir follows cd, pushd and popd so relative paths of later commands
+// can be placed. Anything not known statically becomes "?".
+func changeDir(dir string, c *Command) string {
+	if dir == "?" {
+		return dir
+	}
+	args := c.Argv[1:]
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "-" {
+		if args[0] == "--" {
+			args = args[1:]
+			break
+		}
+		args = args[1:]
+	}
+	if c.Argv[0] == "popd" || len(args) > 1 {
+		return "?"
+	}
+	if len(args) == 0 {
+		return "~"
+	}
+	if len(c.Dynamic) > 0 || args[0] == "-" || strings.HasPrefix(args[0], "+") {
+		if len(c.Dynamic) > 0 && isHomeWord(args[0]) {
+			return path.Clean("~" + homeRest(args[0]))
+		}
+		return "?"
+	}
+	t := args[0]
+	if path.IsAbs(t) {
+		return path.Clean(t)
+	}
+	if dir == "" {
+		return path.Clean(t)
+	}
+	return path.Clean(dir + "/" + t)
+}
+
+// evalArgs reads `eval` of literal words as a nested script.
+func (r *reader) evalArgs(idx int, s scope) {
+	c := &r.out[idx]
+	if len(c.Argv) < 2 {
+		return
+	}
+	if len(c.Dynamic) > 0 {
+		c.Undecidable = firstNonEmpty(c.Undecidable, "eval of a word only known at run time")
+		return
+	}
+	r.script(idx, strings.Join(c.Argv[1:], " "), s)
+}
+
+// trap reads the command string of a trap as a nested script.
+func (r *reader) trap(idx int, s scope) {
+	c := &r.out[idx]
+	args := c.Argv[1:]
+	off := 1
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		if args[0] == "--" {
+			args, off = args[1:], off+1
+			break
+		}
+		args, off = args[1:], off+1
+	}
+	if len(args) < 2 {
+		return
+	}
+	if isDynamic(c, off) {
+		c.Undecidable = firstNonEmpty(c.Undecidable, "a trap whose command is only known at run time")
+		return
+	}
+	r.script(idx, args[0], s)
+}
+
+func isDynamic(c *Command, i int) bool {
+	for _, d := range c.Dynamic {
+		if d == i {
+			return true
+		}
+	}
+	return false
+}
+
+// script reads text as a script run by the command at idx (sh -c, eval,
+// trap, a git setting that is a command).
+func (r *reader) script(idx int, text string, s scope) {
+	c := &r.out[idx]
+	if s.depth+1 > MaxDepth {
+		c.Undecidable = firstNonEmpty(c.Undecidable, "shell strings nested too deeply")
+		return
+	}
+	if nestingTooDeep(text) {
+		c.Undecidable = firstNonEmpty(c.Undecidable, "shell string nested too deeply")
+		return
+	}
+	f, err := parse(text)
+	if err != nil {
+		c.Undecidable = firstNonEmpty(c.Undecidable, "a nested shell string does not parse: "+err.Error())
+		return
+	}
+	ns := scope{
+		src:        text,
+		via:        appendVia(c.Via, c.Argv[0]),
+		parent:     idx,
+		how:        "script",
+		upstream:   c.Upstream,
+		redirs:     c.Redirects,
+		background: c.Background,
+		depth:      s.depth + 1,
+		nesting:    s.nesting,
+		line:       c.Line,
+		col:        c.Col,
+		shell:      s.shell.fork(),
+		inFunc:     s.inFunc,
+	}
+	if c.Builtin || c.Argv[0] == "eval" || c.Argv[0] == "trap" {
+		// eval and trap run in the same shell; their via is the shell's.
+		ns.via = c.Via
+		ns.shell = s.shell
+	}
+	r.stmts(f.Stmts, ns)
+}
+
+func appendVia(via []string, name string) []string {
+	return append(append([]string(nil), via...), name)
+}
+
+// innerOpts describes the program a wrapper starts.
+type innerOpts struct {
+	assigns    []Assign
+	background bool
+	fromInput  bool
+	dir        string // a directory the wrapper changes to (env -C)
+	end        int    // end index in the wrapper's argv (0 = to the end)
+	how        string // "" = "wrapper"
+}
+
+// inner adds the program that the command at idx starts from its argv[from:]
+// and reads what that program runs in turn.
+func (r *reader) inner(idx, from int, s scope, o innerOpts) int {
+	w := r.out[idx]
+	end := len(w.Argv)
+	if o.end > 0 {
+		end = o.end
+	}
+	if from >= end {
+		return -1
+	}
+	n := Command{
+		Argv:          append([]string(nil), w.Argv[from:end]...),
+		Assigns:       o.assigns,
+		Via:           appendVia(w.Via, w.Argv[0]),
+		Redirects:     w.Redirects,
+		Background:    w.Background || o.background,
+		ArgsFromInput: w.ArgsFromInput || o.fromInput,
+		Parent:        idx,
+		How:           firstNonEmpty(o.how, "wrapper"),
+		Upstream:      w.Upstream,
+		Line:          w.Line,
+		Col:           w.Col,
+		Dir:           w.Dir,
+		InFunc:        w.InFunc,
+	}
+	if o.dir != "" {
+		n.Dir = changeDir(w.Dir, &Command{Argv: []string{"cd", o.dir}})
+	}
+	for _, d := range w.Dynamic {
+		if d >= from && d < end {
+			n.Dynamic = append(n.Dynamic, d-from)
+		}
+	}
+	n.Risk = riskOf(n.Assigns)
+	if s.depth+1 > MaxDepth {
+		n.Undecidable = "wrappers nested too deeply"
+	}
+	j := r.add(n)
+	if j < 0 || n.Undecidable != "" {
+		return j
+	}
+	ns := s
+	ns.depth++
+	ns.shell = s.shell.fork()
+	ns.shell.funcs = map[string]bool{} // a wrapper starts a program, never a function
+	r.program(j, ns)
+	return j
+}
+
+func (r *reader) undecidable(idx int, format string, args ...any) {
+	r.out[idx].Undecidable = firstNonEmpty(r.out[idx].Undecidable, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,22 @@
+// Package shellread reads a shell command string the way a shell would run it
+// and reports every simple command it contains, so that a policy can decide
+// each executed program on its own.
+//
+// A string such as `git status && curl -s x | sh` is one request but runs three
+// programs; a checker that looks only at the first word allows all three. Read
+// parses with mvdan.cc/sh/v3/syntax and walks lists, pipelines, background
+// jobs, subshells, brace groups, control structures, function bodies, command
+// and process substitutions, nested `sh -c` strings, literal `eval` strings and
+// the programs that known exec wrappers (env, sudo, xargs, find -exec, …) start.
+// Quotes and escapes are resolved; whatever only the running shell could know
+// (an expansion in command position, `eval` of a variable, `${x@P}`) is marked
+// Undecidable so the caller escalates instead of guessing.
+//
+// Canon brings option spellings to one form before argument patterns match,
+// and Builtin/Catastrophic hold the command rules that escalate even when no
+// policy is configured.
+//
+// The package is pure: it does no I/O and starts nothing. It is imported by
+// package policy (Checker.Shell) and may be imported by anything that needs to
+// see what a shell string would run; it imports nothing of airlock.
+package shellread

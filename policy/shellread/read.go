@@ -1,0 +1,424 @@
+package shellread
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Command is one program that a shell string would start, or one shell
+// builtin that acts like a program (eval, source, export, a function call).
+//
+// Commands are listed in the order their text appears; a wrapper comes before
+// the program it starts, a command before the substitutions in its arguments.
+type Command struct {
+	// Argv is the command line after quotes and escapes are resolved. A word
+	// that is only known at run time (a variable, a substitution, a glob, a
+	// brace expansion, a leading ~) is kept as its raw source text, e.g.
+	// `"$dir"/x`, and its index is listed in Dynamic. Argv is empty only for
+	// a bare assignment that changes how later commands run (then Risk is set).
+	Argv []string `json:"argv"`
+	// Dynamic lists the indexes in Argv of words that are not literal. A
+	// policy must never let such a word satisfy an allow pattern.
+	Dynamic []int `json:"dynamic,omitempty"`
+	// Assigns are environment assignments that apply to this command only:
+	// prefixes (`FOO=1 git …`) and NAME=VALUE operands of env/sudo.
+	Assigns []Assign `json:"assigns,omitempty"`
+	// Via names the wrappers and shells this command was reached through,
+	// outermost first, as they were spelled (["sudo", "env", "sh"]).
+	Via []string `json:"via,omitempty"`
+	// Redirects are the redirections that apply to this command, including
+	// those of enclosing groups and wrappers.
+	Redirects []Redirect `json:"redirects,omitempty"`
+	// Background is true when the command may keep running after the shell
+	// moves on: `&`, coproc, nohup, setsid -f, sudo -b, wget -b.
+	Background bool `json:"background,omitempty"`
+	// ArgsFromInput is true when more arguments arrive at run time (xargs,
+	// find -exec's {}, rg --pre), so Argv is only a prefix.
+	ArgsFromInput bool `json:"argsFromInput,omitempty"`
+	// Undecidable says why this command cannot be decided before it runs;
+	// non-empty means a person must decide.
+	Undecidable string `json:"undecidable,omitempty"`
+	// Risk says why the command may do more than its argv shows even though
+	// the argv itself is known: an assignment of PATH, LD_PRELOAD, GIT_* and
+	// the like. Non-empty means a person must decide.
+	Risk string `json:"risk,omitempty"`
+	// Function is true when Argv[0] names a function that the same shell
+	// surely defined before this call (not inside a branch); its body's
+	// commands are listed separately with InFunc set.
+	Function bool `json:"function,omitempty"`
+	// InFunc names the function whose body holds this command.
+	InFunc string `json:"inFunc,omitempty"`
+	// Builtin is true when Argv[0] is a shell builtin that starts no
+	// program and changes no file by itself (cd, export, echo, test, …; see
+	// builtinNames). Its redirections and substitutions are still listed.
+	Builtin bool `json:"builtin,omitempty"`
+	// Dir is the directory the command runs in when the string changed it
+	// (cd, pushd, env -C): "" for the directory the string starts in, an
+	// absolute path, a path relative to the start, "~" or "~/…" under the
+	// home directory, or "?" when it is only known at run time.
+	Dir string `json:"dir,omitempty"`
+	// Parent is the index of the command that holds this one: the wrapper
+	// that starts it, the command in whose arguments or redirections its
+	// substitution sits, or the shell whose -c string contains it; -1 when
+	// it is at the top level.
+	Parent int `json:"parent"`
+	// How says how Parent holds it: "wrapper", "cmdsubst", "procsubst",
+	// "script" (sh -c, eval, trap, watch, a git setting that is a command), or
+	// "" at the top level.
+	How string `json:"how,omitempty"`
+	// Upstream lists the indexes of the commands whose output may reach this
+	// command's standard input through pipes (every earlier stage of every
+	// pipeline it is a stage of).
+	Upstream []int `json:"upstream,omitempty"`
+	// Line and Col locate the command in the string (1-based). Commands found
+	// inside a nested string carry the position of that string.
+	Line int `json:"line"`
+	Col  int `json:"col"`
+}
+
+// Redirect is one redirection of a command's input or output.
+type Redirect struct {
+	// Op is the operator as written: ">", ">>", ">|", "&>", "&>>", "<>",
+	// "<", ">&", "<&", "<<", "<<-", "<<<".
+	Op string `json:"op"`
+	// Fd is the descriptor number written before the operator, if any.
+	Fd string `json:"fd,omitempty"`
+	// Path is the target file after quote removal; for a here-document it is
+	// empty, for a descriptor duplication it is the descriptor ("1", "-").
+	Path string `json:"path"`
+	// Write is true when the file may be created or changed.
+	Write bool `json:"write,omitempty"`
+	// Body is the text a here-document or here-string feeds to the command
+	// (raw source text when Dynamic).
+	Body string `json:"body,omitempty"`
+	// Dynamic is true when Path or Body is raw source text only known at
+	// run time.
+	Dynamic bool `json:"dynamic,omitempty"`
+}
+
+// Assign is one NAME=VALUE environment assignment.
+type Assign struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+	// Dynamic is true when Value is raw source text only known at run time.
+	Dynamic bool `json:"dynamic,omitempty"`
+}
+
+// Limits that keep Read bounded on hostile input.
+const (
+	// MaxSource is the longest string Read accepts.
+	MaxSource = 1 << 20
+	// MaxDepth bounds nested shell strings (sh -c "sh -c '…'") and wrapper
+	// chains; anything deeper is Undecidable.
+	MaxDepth = 8
+	// MaxCommands bounds the number of commands one string may produce.
+	MaxCommands = 10000
+	// maxNesting bounds the syntax-tree nesting Read walks.
+	maxNesting = 200
+)
+
+// ErrTooLarge is returned when the string or what it expands to exceeds the
+// limits above.
+var ErrTooLarge = errors.New("shell string too large or too deeply nested")
+
+// Read parses src as a bash script and returns every command it would run.
+// A syntax error is returned as an error; the caller must not run src then.
+func Read(src string) ([]Command, error) {
+	if len(src) > MaxSource {
+		return nil, ErrTooLarge
+	}
+	if strings.IndexByte(src, 0) >= 0 {
+		return nil, errors.New("shell string contains a NUL byte")
+	}
+	if nestingTooDeep(src) {
+		return nil, ErrTooLarge
+	}
+	f, err := parse(src)
+	if err != nil {
+		return nil, err
+	}
+	r := &reader{}
+	r.stmts(f.Stmts, scope{src: src, parent: -1, shell: newShell()})
+	if r.err != nil {
+		return nil, r.err
+	}
+	if r.out == nil {
+		r.out = []Command{}
+	}
+	return r.out, nil
+}
+
+func parse(src string) (*syntax.File, error) {
+	p := syntax.NewParser(syntax.Variant(syntax.LangBash))
+	f, err := p.Parse(strings.NewReader(src), "")
+	if err != nil {
+		return nil, fmt.Errorf("parse shell string: %w", err)
+	}
+	return f, nil
+}
+
+// nestingTooDeep rejects strings whose bracket nesting alone exceeds what the
+// walker allows, before the recursive parser spends time on them.
+func nestingTooDeep(src string) bool {
+	depth := 0
+	for i := 0; i < len(src); i++ {
+		switch src[i] {
+		case '(', '{', '[', '`':
+			depth++
+			if depth > 4*maxNesting {
+				return true
+			}
+		case ')', '}', ']':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return false
+}
+
+// reader accumulates commands for one Read call.
+type reader struct {
+	out []Command
+	err error
+}
+
+// scope is what an enclosing construct passes down to the commands in it.
+type scope struct {
+	src        string // text the syntax positions refer to
+	via        []string
+	parent     int
+	how        string
+	upstream   []int
+	redirs     []Redirect
+	background bool
+	depth      int // nested shell strings and wrappers
+	nesting    int // syntax nesting
+	// line and col, when non-zero, replace syntax positions (nested strings).
+	line, col int
+	shell     *shellState
+	inFunc    string // the function whose body this is
+	cond      bool   // inside a branch that may not run
+}
+
+func (s scope) pos(p syntax.Pos) (int, int) {
+	if s.line != 0 {
+		return s.line, s.col
+	}
+	return int(p.Line()), int(p.Col())
+}
+
+func (r *reader) add(c Command) int {
+	if len(r.out) >= MaxCommands {
+		if r.err == nil {
+			r.err = ErrTooLarge
+		}
+		return -1
+	}
+	r.out = append(r.out, c)
+	return len(r.out) - 1
+}
+
+func (r *reader) stmts(stmts []*syntax.Stmt, s scope) {
+	for _, st := range stmts {
+		r.stmt(st, s)
+	}
+}
+
+func (r *reader) stmt(st *syntax.Stmt, s scope) {
+	if r.err != nil || st == nil {
+		return
+	}
+	s.nesting++
+	if s.nesting > maxNesting {
+		r.err = ErrTooLarge
+		return
+	}
+	if st.Background || st.Coprocess || st.Disown {
+		s.background = true
+	}
+	if _, simple := st.Cmd.(*syntax.CallExpr); !simple && len(st.Redirs) > 0 {
+		// The redirections of a compound command apply to every command in
+		// it; a simple command reads its own so that substitutions in them
+		// are held by it.
+		rds, why := r.redirects(st.Redirs, s, s.parent)
+		s.redirs = concat(s.redirs, rds)
+		if why != "" {
+			r.flag(st, s, why)
+		}
+	}
+	switch c := st.Cmd.(type) {
+	case nil:
+		// A statement of redirections only (`> file`) truncates or creates
+		// the file; report it as a command without a program so the write
+		// is seen.
+		if len(st.Redirs) > 0 {
+			line, col := s.pos(st.Pos())
+			r.add(Command{Argv: []string{}, Redirects: s.redirs, Parent: s.parent, How: s.how,
+				Via: s.via, Upstream: s.upstream, Background: s.background, Line: line, Col: col})
+		}
+	case *syntax.CallExpr:
+		r.call(st, c, s)
+	case *syntax.BinaryCmd:
+		switch c.Op {
+		case syntax.Pipe, syntax.PipeAll:
+			// Every stage runs in a subshell of its own.
+			start := len(r.out)
+			xs := s
+			xs.shell = s.shell.fork()
+			r.stmt(c.X, xs)
+			ys := s
+			ys.shell = s.shell.fork()
+			ys.upstream = append(append([]int(nil), s.upstream...), seq(start, len(r.out))...)
+			r.stmt(c.Y, ys)
+		default:
+			r.stmt(c.X, s)
+			ys := s
+			ys.cond = true
+			r.stmt(c.Y, ys)
+		}
+	case *syntax.Subshell:
+		ss := s
+		ss.shell = s.shell.fork()
+		r.stmts(c.Stmts, ss)
+	case *syntax.Block:
+		r.stmts(c.Stmts, s)
+	case *syntax.IfClause:
+		cs := s
+		cs.cond = true
+		for ic := c; ic != nil; ic = ic.Else {
+			r.stmts(ic.Cond, cs)
+			r.stmts(ic.Then, cs)
+		}
+	case *syntax.WhileClause:
+		cs := s
+		cs.cond = true
+		r.stmts(c.Cond, cs)
+		r.stmts(c.Do, cs)
+	case *syntax.ForClause:
+		s.cond = true
+		switch l := c.Loop.(type) {
+		case *syntax.WordIter:
+			for _, w := range l.Items {
+				r.word(w, s, s.parent)
+			}
+		case *syntax.CStyleLoop:
+			r.substsIn(l, s, s.parent)
+		}
+		r.stmts(c.Do, s)
+	case *syntax.CaseClause:
+		s.cond = true
+		r.word(c.Word, s, s.parent)
+		for _, it := range c.Items {
+			for _, p := range it.Patterns {
+				r.word(p, s, s.parent)
+			}
+			r.stmts(it.Stmts, s)
+		}
+	case *syntax.FuncDecl:
+		// The body runs whenever the function is called; list its commands
+		// as if it were run where it is defined. Only a definition that
+		// surely runs makes later calls of the name function calls.
+		names := funcNames(c)
+		if !s.cond {
+			for _, n := range names {
+				s.shell.funcs[n] = true
+			}
+		}
+		fs := s
+		fs.cond = true
+		if len(names) > 0 {
+			fs.inFunc = names[0]
+		}
+		r.stmt(c.Body, fs)
+	case *syntax.TestDecl:
+		r.stmt(c.Body, s)
+	case *syntax.TimeClause:
+		r.stmt(c.Stmt, s)
+	case *syntax.CoprocClause:
+		s.background = true
+		r.stmt(c.Stmt, s)
+	case *syntax.DeclClause:
+		r.decl(st, c, s)
+	case *syntax.ArithmCmd, *syntax.LetClause, *syntax.TestClause:
+		// No program runs, but their words may hold substitutions.
+		if why := r.substsIn(c, s, s.parent); why != "" {
+			r.flag(st, s, why)
+		}
+	default:
+		r.flag(st, s, fmt.Sprintf("unsupported shell construct %T", c))
+	}
+}
+
+// flag adds a command without a program that carries why the statement st
+// cannot be decided.
+func (r *reader) flag(st *syntax.Stmt, s scope, why string) {
+	line, col := s.pos(st.Pos())
+	r.add(Command{Argv: []string{}, Undecidable: why, Parent: s.parent, How: s.how, Via: s.via,
+		Upstream: s.upstream, Redirects: s.redirs, Background: s.background, Line: line, Col: col,
+		Dir: s.shell.dir, InFunc: s.inFunc})
+}
+
+func funcNames(fd *syntax.FuncDecl) []string {
+	var out []string
+	if fd.Name != nil {
+		out = append(out, fd.Name.Value)
+	}
+	for _, n := range fd.Names {
+		out = append(out, n.Value)
+	}
+	return out
+}
+
+func seq(a, b int) []int {
+	out := make([]int, 0, b-a)
+	for i := a; i < b; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+// ReadArgv returns what running argv directly (no shell) would run: argv
+// itself first, then whatever its wrappers, -c strings and options start,
+// read as Read reads them. No word of argv is expanded, so none is Dynamic.
+func ReadArgv(argv []string) ([]Command, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("empty command")
+	}
+	for _, a := range argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return nil, errors.New("argument contains a NUL byte")
+		}
+	}
+	r := &reader{}
+	r.add(Command{Argv: append([]string(nil), argv...), Parent: -1})
+	r.program(0, scope{parent: -1, shell: newShell()})
+	if r.err != nil {
+		return nil, r.err
+	}
+	return r.out, nil
+}
+
+// Starts reports whether prog (a bare name or a path; decided on its base
+// name) may start other programs from its arguments, so that ReadArgv has
+// something to find. It does not allocate.
+func Starts(prog string) bool {
+	base := baseName(prog)
+	if interpreterShells[base] {
+		return true
+	}
+	if _, ok := wrappers[base]; ok {
+		return true
+	}
+	if _, ok := execOpts[base]; ok {
+		return true
+	}
+	switch base {
+	case "find", "git", "watch", "flock", "su", "runuser", "script", "eval", "trap", "builtin":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,636 @@
+package shellread
+
+import (
+	"strings"
+)
+
+// wrapSpec is the option syntax of a program that starts another program
+// from its operands. Options are parsed the way the real program does; an
+// option not listed makes the command undecidable rather than guessed.
+type wrapSpec struct {
+	short    string   // short options without a value
+	shortV   string   // short options that take a value (attached or next word)
+	shortOpt string   // short options with an optional attached value
+	long     []string // long options without a value (an =value is allowed)
+	longV    []string // long options that take a value
+	numeric  bool     // -NUMBER is an option (nice -5)
+	operands int      // operands before the program (timeout DURATION)
+	assigns  bool     // NAME=VALUE operands before the program (env, sudo)
+	noExec   string   // short options after which no program runs (command -v)
+	noExecL  []string // long options after which no program runs
+	bg       bool     // the program outlives the shell (nohup)
+	input    bool     // the program gets more arguments at run time (xargs)
+	// emptyRuns, when non-nil, is the program run when no operand names one
+	// (xargs runs echo).
+	emptyRuns []string
+}
+
+// wrappers are the exec wrappers Read looks through, by program base name.
+var wrappers = map[string]wrapSpec{
+	"env": {short: "i0v", shortV: "uCS", long: []string{"ignore-environment", "null", "debug",
+		"list-signal-handling", "block-signal", "default-signal", "ignore-signal"},
+		longV: []string{"unset", "chdir", "split-string"}, assigns: true},
+	"command": {short: "pvV", noExec: "vV"},
+	"exec":    {short: "cl", shortV: "a"},
+	"nohup":   {bg: true},
+	"nice":    {shortV: "n", longV: []string{"adjustment"}, numeric: true},
+	"ionice": {short: "tu", shortV: "cnpP", long: []string{"ignore"},
+		longV: []string{"class", "classdata", "pid", "pgid", "uid"}, noExec: "pPu", noExecL: []string{"pid", "pgid", "uid"}},
+	"timeout": {short: "vf", shortV: "sk", long: []string{"preserve-status", "foreground", "verbose"},
+		longV: []string{"signal", "kill-after"}, operands: 1},
+	"stdbuf": {shortV: "ioe", longV: []string{"input", "output", "error"}},
+	"setsid": {short: "cfw", long: []string{"ctty", "fork", "wait"}},
+	"xargs": {short: "0prtxo", shortV: "adEILnPs", shortOpt: "eil",
+		long: []string{"null", "interactive", "no-run-if-empty", "verbose", "exit", "open-tty", "show-limits"},
+		longV: []string{"arg-file", "delimiter", "eof", "replace", "max-lines", "max-args", "max-procs",
+			"max-chars", "process-slot-var"}, input: true, emptyRuns: []string{"echo"}},
+	"sudo": {short: "AbBEeHiKklnNPSsVv", shortV: "CDghprTtUu",
+		long: []string{"askpass", "background", "bell", "edit", "set-home", "login", "remove-timestamp",
+			"reset-timestamp", "list", "non-interactive", "no-update", "preserve-groups", "stdin", "shell",
+			"version", "validate", "preserve-env"},
+		longV:  []string{"close-from", "chdir", "group", "host", "prompt", "chroot", "role", "type", "command-timeout", "other-user", "user"},
+		noExec: "KklVve", noExecL: []string{"remove-timestamp", "reset-timestamp", "list", "version", "validate", "edit"},
+		assigns: true},
+	"doas":    {short: "nsL", shortV: "uC", noExec: "LC"},
+	"busybox": {},
+	"time": {short: "pvaq", shortV: "fo", long: []string{"portability", "verbose", "append", "quiet"},
+		longV: []string{"format", "output"}},
+	"chroot":     {long: []string{"skip-chdir"}, longV: []string{"userspec", "groups"}, operands: 1},
+	"taskset":    {short: "ac", long: []string{"all-tasks", "cpu-list"}, shortV: "p", noExec: "p", operands: 1},
+	"unbuffer":   {short: "p"},
+	"caffeinate": {short: "dimsu", shortV: "tw"},
+}
+
+// interpreterShells run the string after -c as a script.
+var interpreterShells = map[string]bool{
+	"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "ash": true,
+	"yash": true, "posh": true, "rbash": true, "lksh": true, "pdksh": true, "oksh": true,
+}
+
+// builtinNames are the builtins that start no program and write no file by
+// themselves (their redirections are reported separately).
+var builtinNames = map[string]bool{
+	"cd": true, "pushd": true, "popd": true, "dirs": true, "pwd": true, "echo": true, "printf": true,
+	"true": true, "false": true, ":": true, "test": true, "[": true, "export": true, "declare": true,
+	"local": true, "readonly": true, "typeset": true, "unset": true, "set": true, "shift": true,
+	"read": true, "exit": true, "return": true, "break": true, "continue": true, "wait": true,
+	"type": true, "getopts": true, "let": true, "umask": true, "jobs": true, "times": true,
+	"help": true, "logout": true, "suspend": true, "caller": true, "kill": true, "ulimit": true,
+	"disown": true, "fg": true, "bg": true, "unalias": true, "history": true,
+}
+
+// parsedOpts is the result of parsing a wrapper's options.
+type parsedOpts struct {
+	opts    []optVal // in order
+	cmd     int      // index in argv where the program starts; len(argv) = none
+	assigns []Assign
+	noExec  bool
+	bad     string // an option that was not understood
+}
+
+type optVal struct {
+	name  string // "u" or "unset"
+	value string
+	has   bool
+}
+
+// parseWrapper parses argv[1:] of a wrapper by spec.
+func parseWrapper(spec wrapSpec, argv []string, dynamic func(int) bool) parsedOpts {
+	var p parsedOpts
+	i := 1
+	for ; i < len(argv); i++ {
+		a := argv[i]
+		if dynamic(i) {
+			// A word only known at run time where an option may stand:
+			// it may be an option, an assignment or the program.
+			p.bad = a
+			p.cmd = i
+			return p
+		}
+		if a == "--" {
+			i++
+			break
+		}
+		if strings.HasPrefix(a, "--") {
+			name, val, has := strings.Cut(a[2:], "=")
+			full, takes, ok := matchLong(spec, name)
+			if !ok {
+				p.bad = a
+				p.cmd = i
+				return p
+			}
+			ov := optVal{name: full, value: val, has: has}
+			if takes && !has {
+				if i+1 >= len(argv) {
+					p.bad = a
+					p.cmd = len(argv)
+					return p
+				}
+				i++
+				ov.value, ov.has = argv[i], true
+			}
+			p.opts = append(p.opts, ov)
+			if contains(spec.noExecL, full) {
+				p.noExec = true
+			}
+			continue
+		}
+		if len(a) > 1 && a[0] == '-' {
+			if spec.numeric && isNumber(a[1:]) {
+				p.opts = append(p.opts, optVal{name: "n", value: a[1:], has: true})
+				continue
+			}
+			for k := 1; k < len(a); k++ {
+				ch := a[k]
+				switch {
+				case strings.IndexByte(spec.shortV, ch) >= 0:
+					ov := optVal{name: string(ch), has: true}
+					if k+1 < len(a) {
+						ov.value = a[k+1:]
+					} else if i+1 < len(argv) {
+						i++
+						ov.value = argv[i]
+					} else {
+						p.bad = a
+						p.cmd = len(argv)
+						return p
+					}
+					p.opts = append(p.opts, ov)
+					k = len(a)
+				case strings.IndexByte(spec.shortOpt, ch) >= 0:
+					p.opts = append(p.opts, optVal{name: string(ch), value: a[k+1:], has: k+1 < len(a)})
+					k = len(a)
+				case strings.IndexByte(spec.short, ch) >= 0:
+					p.opts = append(p.opts, optVal{name: string(ch)})
+				default:
+					p.bad = a
+					p.cmd = i
+					return p
+				}
+				if strings.IndexByte(spec.noExec, ch) >= 0 {
+					p.noExec = true
+				}
+			}
+			continue
+		}
+		break
+	}
+	if spec.assigns {
+		for ; i < len(argv); i++ {
+			name, val, ok := strings.Cut(argv[i], "=")
+			if !ok || !isName(name) {
+				break
+			}
+			p.assigns = append(p.assigns, Assign{Name: name, Value: val})
+		}
+	}
+	p.cmd = min(i+spec.operands, len(argv))
+	return p
+}
+
+func matchLong(spec wrapSpec, name string) (full string, takes, ok bool) {
+	// GNU getopt_long accepts any unambiguous prefix of a long option.
+	var found []string
+	var foundTakes []bool
+	for _, l := range spec.long {
+		if l == name {
+			return l, false, true
+		}
+		if strings.HasPrefix(l, name) {
+			found, foundTakes = append(found, l), append(foundTakes, false)
+		}
+	}
+	for _, l := range spec.longV {
+		if l == name {
+			return l, true, true
+		}
+		if strings.HasPrefix(l, name) {
+			found, foundTakes = append(found, l), append(foundTakes, true)
+		}
+	}
+	if len(found) == 1 && name != "" {
+		return found[0], foundTakes[0], true
+	}
+	return "", false, false
+}
+
+func contains(list []string, s string) bool {
+	for _, l := range list {
+		if l == s {
+			return true
+		}
+	}
+	return false
+}
+
+func isNumber(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func isName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9' {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// unwrap reads the program a known wrapper starts.
+func (r *reader) unwrap(idx int, spec wrapSpec, s scope) {
+	c := &r.out[idx]
+	argv := c.Argv
+	base := baseName(argv[0])
+	if base == "busybox" {
+		// busybox APPLET ARGS…: the applet is the program.
+		if len(argv) > 1 && strings.HasPrefix(argv[1], "-") {
+			if argv[1] != "--help" && argv[1] != "--list" && argv[1] != "--list-full" {
+				r.undecidable(idx, "unknown option %s of busybox", argv[1])
+			}
+			return
+		}
+		r.inner(idx, 1, s, innerOpts{})
+		return
+	}
+	p := parseWrapper(spec, argv, func(i int) bool { return isDynamic(c, i) })
+	if p.bad != "" {
+		if isDynamic(c, p.cmd) {
+			r.undecidable(idx, "a word only known at run time where %s expects an option or a program", base)
+		} else {
+			r.undecidable(idx, "unknown or incomplete option %s of %s", p.bad, base)
+		}
+		return
+	}
+	if p.noExec {
+		return
+	}
+	o := innerOpts{assigns: p.assigns, background: spec.bg, fromInput: spec.input}
+	for _, ov := range p.opts {
+		switch base + " " + ov.name {
+		case "env S", "env split-string":
+			// env -S splits its value into words that come before the
+			// rest of the operands.
+			words, ok := splitEnvS(ov.value)
+			if !ok {
+				r.undecidable(idx, "env -S string that cannot be split statically")
+				return
+			}
+			r.envSplit(idx, words, p, s)
+			return
+		case "env C", "env chdir", "sudo D", "sudo chdir":
+			o.dir = ov.value
+		case "setsid f", "setsid fork", "sudo b", "sudo background":
+			o.background = true
+		case "time o", "time output":
+			c.Redirects = append(append([]Redirect(nil), c.Redirects...), Redirect{Op: "-o", Path: ov.value, Write: true})
+		case "sudo i", "sudo login", "sudo s", "sudo shell", "doas s":
+			if p.cmd >= len(argv) {
+				// No command: an interactive shell whose commands come
+				// from the terminal.
+				r.undecidable(idx, "%s starts an interactive shell", base)
+				return
+			}
+		case "chroot userspec", "sudo u", "sudo user", "sudo g", "sudo group", "doas u":
+		}
+	}
+	if base == "env" || base == "sudo" {
+		for _, a := range p.assigns {
+			if a.Name == "IFS" {
+				r.undecidable(idx, "assigning IFS changes how later words are split")
+			}
+		}
+	}
+	if p.cmd >= len(argv) {
+		if spec.emptyRuns != nil {
+			n := r.add(Command{Argv: spec.emptyRuns, Via: appendVia(c.Via, argv[0]), Redirects: c.Redirects,
+				Background: c.Background, ArgsFromInput: true, Parent: idx, How: "wrapper",
+				Upstream: c.Upstream, Line: c.Line, Col: c.Col, Dir: c.Dir, InFunc: c.InFunc})
+			_ = n
+		}
+		return
+	}
+	r.inner(idx, p.cmd, s, o)
+}
+
+// envSplit handles env -S: the split words replace the option and the rest
+// of the operands follow.
+func (r *reader) envSplit(idx int, words []string, p parsedOpts, s scope) {
+	c := r.out[idx]
+	argv := append([]string{c.Argv[0]}, words...)
+	argv = append(argv, c.Argv[p.cmd:]...)
+	// Re-read the command as if the split words had been written out, so
+	// their options and assignments are parsed too.
+	n := c
+	n.Argv = argv
+	n.Dynamic = nil
+	for _, d := range c.Dynamic {
+		if d >= p.cmd {
+			n.Dynamic = append(n.Dynamic, d-p.cmd+1+len(words))
+		}
+	}
+	n.Via = appendVia(c.Via, c.Argv[0])
+	n.Parent = idx
+	n.How = "wrapper"
+	if s.depth+1 > MaxDepth {
+		r.undecidable(idx, "wrappers nested too deeply")
+		return
+	}
+	j := r.add(n)
+	if j < 0 {
+		return
+	}
+	ns := s
+	ns.depth++
+	r.program(j, ns)
+}
+
+// splitEnvS splits an env -S string: whitespace separates words, single and
+// double quotes group, backslash escapes; ${VAR} and \c are not static.
+func splitEnvS(v string) ([]string, bool) {
+	var words []string
+	var b strings.Builder
+	inWord := false
+	for i := 0; i < len(v); i++ {
+		ch := v[i]
+		switch {
+		case ch == ' ' || ch == '\t' || ch == '\n':
+			if inWord {
+				words = append(words, b.String())
+				b.Reset()
+				inWord = false
+			}
+		case ch == '\'':
+			j := strings.IndexByte(v[i+1:], '\'')
+			if j < 0 {
+				return nil, false
+			}
+			b.WriteString(v[i+1 : i+1+j])
+			i += j + 1
+			inWord = true
+		case ch == '"':
+			j := strings.IndexByte(v[i+1:], '"')
+			if j < 0 {
+				return nil, false
+			}
+			in := v[i+1 : i+1+j]
+			if strings.ContainsAny(in, "\\$") {
+				return nil, false
+			}
+			b.WriteString(in)
+			i += j + 1
+			inWord = true
+		case ch == '\\' || ch == '$' || ch == '#' && !inWord:
+			return nil, false
+		default:
+			b.WriteByte(ch)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, b.String())
+	}
+	return words, true
+}
+
+func baseName(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+// shellArgs reads `sh -c STRING`: the string is a script.
+func (r *reader) shellArgs(idx int, s scope) {
+	c := &r.out[idx]
+	argv := c.Argv
+	script := -1
+	dashC := false
+	i := 1
+	for ; i < len(argv); i++ {
+		a := argv[i]
+		if isDynamic(c, i) {
+			r.undecidable(idx, "a word only known at run time among the options of %s", baseName(argv[0]))
+			return
+		}
+		if a == "--" || a == "-" {
+			i++
+			break
+		}
+		if strings.HasPrefix(a, "--") {
+			switch a {
+			case "--rcfile", "--init-file":
+				i++
+			}
+			continue
+		}
+		if len(a) > 1 && (a[0] == '-' || a[0] == '+') {
+			for k := 1; k < len(a); k++ {
+				switch a[k] {
+				case 'c':
+					dashC = true
+				case 'o', 'O':
+					i++ // -o OPTION takes the next word
+				}
+			}
+			continue
+		}
+		break
+	}
+	if !dashC {
+		// Without -c the shell reads a script file or its input; a here-
+		// document or here-string is a script we can read.
+		if i >= len(argv) {
+			for _, rd := range c.Redirects {
+				if rd.Op == "<<" || rd.Op == "<<-" || rd.Op == "<<<" {
+					if rd.Dynamic {
+						r.undecidable(idx, "a shell reads a script only known at run time")
+						return
+					}
+					r.script(idx, rd.Body, s)
+				}
+			}
+		}
+		return
+	}
+	script = i
+	if script >= len(argv) {
+		r.undecidable(idx, "%s -c without a command string", baseName(argv[0]))
+		return
+	}
+	if isDynamic(c, script) {
+		r.undecidable(idx, "%s -c of a string only known at run time", baseName(argv[0]))
+		return
+	}
+	r.script(idx, argv[script], s)
+}
+
+// findExec reads the programs find runs for -exec, -execdir, -ok, -okdir.
+func (r *reader) findExec(idx int, s scope) {
+	argv := r.out[idx].Argv
+	for i := 1; i < len(argv); i++ {
+		switch argv[i] {
+		case "-exec", "-execdir", "-ok", "-okdir":
+			end := i + 1
+			for end < len(argv) && argv[end] != ";" && !(argv[end] == "+" && argv[end-1] == "{}") {
+				end++
+			}
+			if i+1 < end {
+				r.inner(idx, i+1, s, innerOpts{end: end, fromInput: true})
+			}
+			i = end
+		}
+	}
+}
+
+// watch runs its operands joined by spaces through sh -c, unless -x.
+func (r *reader) watch(idx int, s scope) {
+	c := &r.out[idx]
+	argv := c.Argv
+	exec := false
+	i := 1
+	for ; i < len(argv); i++ {
+		a := argv[i]
+		if a == "--" {
+			i++
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			break
+		}
+		switch {
+		case a == "-x" || a == "--exec":
+			exec = true
+		case a == "-n" || a == "--interval" || a == "-q" || a == "--equexit":
+			i++
+		case strings.HasPrefix(a, "--"):
+		default:
+			for k := 1; k < len(a); k++ {
+				if a[k] == 'x' {
+					exec = true
+				}
+				if a[k] == 'n' || a[k] == 'q' {
+					if k == len(a)-1 {
+						i++
+					}
+					break
+				}
+			}
+		}
+	}
+	if i >= len(argv) {
+		return
+	}
+	if exec {
+		r.inner(idx, i, s, innerOpts{})
+		return
+	}
+	for _, d := range c.Dynamic {
+		if d >= i {
+			r.undecidable(idx, "watch runs a command only known at run time")
+			return
+		}
+	}
+	r.script(idx, strings.Join(argv[i:], " "), s)
+}
+
+// dashC reads `flock … -c CMD`, `su -c CMD`, `runuser -c CMD`, `script -c
+// CMD`: the command is a shell string.
+func (r *reader) dashC(idx int, s scope) {
+	c := &r.out[idx]
+	argv := c.Argv
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		var cmd string
+		at := -1
+		switch {
+		case a == "-c" || a == "--command":
+			if i+1 < len(argv) {
+				cmd, at = argv[i+1], i+1
+			}
+		case strings.HasPrefix(a, "--command="):
+			cmd, at = strings.TrimPrefix(a, "--command="), i
+		case strings.HasPrefix(a, "-c") && !strings.HasPrefix(a, "--"):
+			cmd, at = a[2:], i
+		}
+		if at < 0 {
+			continue
+		}
+		if isDynamic(c, at) {
+			r.undecidable(idx, "%s -c of a string only known at run time", baseName(argv[0]))
+			return
+		}
+		r.script(idx, cmd, s)
+		return
+	}
+	if baseName(argv[0]) == "flock" {
+		// flock [options] FILE PROGRAM ARGS…
+		i := 1
+		for i < len(argv) && strings.HasPrefix(argv[i], "-") {
+			if argv[i] == "-w" || argv[i] == "--timeout" || argv[i] == "-E" || argv[i] == "--conflict-exit-code" {
+				i++
+			}
+			i++
+		}
+		if i+1 < len(argv) && !isNumber(argv[i]) {
+			r.inner(idx, i+1, s, innerOpts{})
+		}
+	}
+}
+
+// riskyBuiltin says why a builtin changes what later names run.
+func riskyBuiltin(argv []string) string {
+	switch argv[0] {
+	case "enable":
+		for _, a := range argv[1:] {
+			if strings.HasPrefix(a, "-") && strings.ContainsAny(a, "f") {
+				return "enable -f loads a shared object into the shell"
+			}
+		}
+	case "hash":
+		for _, a := range argv[1:] {
+			if strings.HasPrefix(a, "-") && strings.Contains(a, "p") {
+				return "hash -p changes which file a program name runs"
+			}
+		}
+	case "fc":
+		return "fc runs commands from the history"
+	case "shopt":
+		for _, a := range argv[1:] {
+			if a == "expand_aliases" {
+				return "expand_aliases lets aliases change what later names run"
+			}
+		}
+	case "bind":
+		for _, a := range argv[1:] {
+			if strings.HasPrefix(a, "-") && strings.Contains(a, "x") {
+				return "bind -x runs a command"
+			}
+		}
+	case "complete", "compgen":
+		for _, a := range argv[1:] {
+			if strings.HasPrefix(a, "-") && strings.ContainsAny(a, "CF") {
+				return argv[0] + " -C/-F runs a command or function"
+			}
+		}
+	case "mapfile", "readarray":
+		for _, a := range argv[1:] {
+			if strings.HasPrefix(a, "-") && strings.Contains(a, "C") {
+				return argv[0] + " -C runs a callback"
+			}
+		}
+	}
+	return ""
+}
