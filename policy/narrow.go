@@ -1,0 +1,220 @@
+package policy
+
+import (
+	"maps"
+	"path"
+	"slices"
+	"strings"
+)
+
+// Narrow returns the policy for one call that carries its own narrower
+// policy n: the intersection of p and n. Sections n does not give (nil
+// lists, zero limits) keep p's values. The result remembers p, and every
+// decision of its Checker must also pass p's, so no n — however written —
+// makes any decision more permissive than p's. Its lists are also
+// intersected where that can be done entry by entry, so a sandbox plan built
+// from them never exceeds p either.
+func (p *Policy) Narrow(n *Policy) *Policy {
+	if n == nil {
+		return p
+	}
+	q := &Policy{Source: p.Source, within: p}
+
+	q.Isolation = "auto"
+	if p.Isolation == "none" && (n.Isolation == "none" || n.Isolation == "") {
+		q.Isolation = "none"
+	}
+
+	q.FS.Read = intersectPaths(p.FS.Read, n.FS.Read)
+	q.FS.Write = intersectPaths(p.FS.Write, n.FS.Write)
+	if n.FS.Read != nil && n.FS.Write == nil {
+		// Write entries are readable too; a call that narrows reads
+		// narrows writes with them.
+		q.FS.Write = intersectPaths(q.FS.Write, n.FS.Read)
+	}
+
+	// Host patterns do not intersect entry by entry ("*.example.com" and
+	// "api.example.com"); the call's own list stands and the chain to p
+	// keeps every connection inside p's list too.
+	q.Net.Allow = slices.Clone(p.Net.Allow)
+	if n.Net.Allow != nil {
+		q.Net.Allow = slices.Clone(n.Net.Allow)
+	}
+	q.Net.Deny = union(p.Net.Deny, n.Net.Deny)
+	q.Net.DNS = p.Net.DNS
+	if n.Net.DNS == "none" {
+		q.Net.DNS = "none"
+	}
+
+	switch {
+	case n.Shell.Allow == nil:
+		q.Shell.Allow = slices.Clone(p.Shell.Allow)
+	case p.Shell.Allow == nil:
+		q.Shell.Allow = slices.Clone(n.Shell.Allow)
+	default:
+		q.Shell.Allow = intersectStrings(p.Shell.Allow, n.Shell.Allow)
+	}
+	if p.Shell.Args != nil || n.Shell.Args != nil {
+		q.Shell.Args = map[string]ArgRules{}
+		for _, prog := range union(sortedKeys(p.Shell.Args), sortedKeys(n.Shell.Args)) {
+			a, b := p.Shell.Args[prog], n.Shell.Args[prog]
+			r := ArgRules{Deny: union(a.Deny, b.Deny), Escalate: union(a.Escalate, b.Escalate)}
+			// Both allow lists hold through the chain; the flat copy keeps
+			// the narrower one's.
+			r.Allow = slices.Clone(a.Allow)
+			if b.Allow != nil {
+				r.Allow = slices.Clone(b.Allow)
+			}
+			q.Shell.Args[prog] = r
+		}
+	}
+	if !p.Shell.RawAllowed() || !n.Shell.RawAllowed() {
+		f := false
+		q.Shell.Raw = &f
+	}
+	q.Shell.Spawn = p.Shell.Spawn && n.Shell.Spawn
+
+	q.Env.Allow = slices.Clone(p.Env.Allow)
+	if n.Env.Allow != nil {
+		q.Env.Allow = slices.Clone(n.Env.Allow) // p's list holds through the chain
+	}
+	// Fixed values are the base policy's: a call cannot inject a variable.
+	if p.Env.Set != nil {
+		q.Env.Set = maps.Clone(p.Env.Set)
+	}
+
+	if p.Tools != nil || n.Tools != nil {
+		q.Tools = map[string]ToolRule{}
+		maps.Copy(q.Tools, p.Tools)
+		maps.Copy(q.Tools, n.Tools) // the chain keeps p's verdicts in force
+	}
+
+	q.Limits = Limits{
+		Memory: minPos(p.Limits.Memory, n.Limits.Memory),
+		CPU:    minPos(p.Limits.CPU, n.Limits.CPU),
+		Wall:   minPos(p.Limits.Wall, n.Limits.Wall),
+		Pids:   minPos(p.Limits.Pids, n.Limits.Pids),
+	}
+	q.Escalation.Timeout = minPos(p.Escalation.Timeout, n.Escalation.Timeout)
+	q.Sandbox.Ptrace = p.Sandbox.Ptrace && n.Sandbox.Ptrace
+	return q
+}
+
+// minPos is the smaller of two values where zero means "not set".
+func minPos[T ~int | ~int64 | ~float64](a, b T) T {
+	switch {
+	case a == 0:
+		return b
+	case b == 0:
+		return a
+	case b < a:
+		return b
+	}
+	return a
+}
+
+func union(a, b []string) []string {
+	if a == nil && b == nil {
+		return nil
+	}
+	out := slices.Clone(a)
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// intersectStrings keeps b's entries that a also has (nil b: a's).
+func intersectStrings(a, b []string) []string {
+	if b == nil {
+		return slices.Clone(a)
+	}
+	out := []string{}
+	for _, s := range b {
+		if slices.Contains(a, s) && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// intersectPaths intersects two fs lists entry by entry: an entry of b
+// inside an entry of a is kept, and so is an entry of a inside a
+// (literal) entry of b. Entries that cannot be compared without the world
+// (a relative entry against an absolute one) are dropped: the result may
+// allow less than the true intersection, never more.
+func intersectPaths(a, b []string) []string {
+	if b == nil {
+		return slices.Clone(a)
+	}
+	out := []string{}
+	add := func(s string) {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	for _, e := range b {
+		for _, x := range a {
+			switch {
+			case entryCovers(x, e):
+				add(e)
+			case entryCovers(e, x):
+				add(x)
+			}
+		}
+	}
+	return out
+}
+
+// entryCovers reports whether fs entry x covers everything entry e names,
+// compared lexically.
+func entryCovers(x, e string) bool {
+	kx, lx := entryKind(x)
+	ke, le := entryKind(e)
+	if kx != ke {
+		return false
+	}
+	if hasMeta(lx) {
+		return lx == le
+	}
+	// The part of e before its first glob segment must lie in x.
+	lit := le
+	if hasMeta(le) {
+		segs := strings.Split(le, "/")
+		k := 0
+		for k < len(segs) && !hasMeta(segs[k]) {
+			k++
+		}
+		lit = strings.Join(segs[:k], "/")
+		if lit == "" {
+			lit = "/"
+			if kx != '/' {
+				lit = "."
+			}
+		}
+	}
+	if kx == '.' {
+		if lit == ".." || strings.HasPrefix(lit, "../") {
+			return false
+		}
+		if lx == "." {
+			return true
+		}
+		return lit == lx || strings.HasPrefix(lit, lx+"/")
+	}
+	return underDir(lx, lit)
+}
+
+// entryKind classifies an entry as absolute ('/'), home ('~', returned as an
+// absolute-looking path below "/~") or relative ('.'), cleaned.
+func entryKind(s string) (byte, string) {
+	switch {
+	case strings.HasPrefix(s, "/"):
+		return '/', path.Clean(s)
+	case s == "~" || strings.HasPrefix(s, "~/"):
+		return '~', path.Clean("/" + s)
+	}
+	return '.', path.Clean(s)
+}

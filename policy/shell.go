@@ -1,0 +1,327 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/airlock-run/airlock/policy/shellread"
+)
+
+// ShellDecision is the answer for a shell string: one decision per simple
+// command it would run, and the strictest of them.
+type ShellDecision struct {
+	Overall  Decision          `json:"overall"`
+	Commands []CommandDecision `json:"commands"`
+}
+
+// CommandDecision is the decision for one simple command of a shell string.
+type CommandDecision struct {
+	Argv     []string `json:"argv"`
+	Decision Decision `json:"decision"`
+	// Via names the wrappers the command was reached through.
+	Via []string `json:"via,omitempty"`
+	// Line and Col locate the command in the string.
+	Line int `json:"line"`
+	Col  int `json:"col"`
+	// Grantable is true when a person's "allow always" may be stored for
+	// this command (see GrantFor): its argv is fully known.
+	Grantable bool `json:"grantable"`
+}
+
+// harmlessBuiltins are shell builtins that start nothing and reach nothing;
+// with a shell.allow list they need not be listed.
+var harmlessBuiltins = map[string]bool{
+	"cd": true, "pwd": true, "echo": true, "true": true, "false": true, "test": true, "[": true, ":": true,
+	"exit": true, "return": true, "shift": true, "wait": true, "break": true, "continue": true,
+}
+
+// Argv decides running argv directly (no shell). If argv's program starts
+// others from its arguments (sh -c, env, sudo, xargs, find -exec, git -c …),
+// each of them is decided too and the strictest verdict wins.
+func (c *Checker) Argv(argv []string) Decision {
+	if len(argv) == 0 || argv[0] == "" {
+		return Decision{Verdict: Deny, Category: CatShell, Rule: "default", Reason: "an empty command was refused"}
+	}
+	if !shellread.Starts(argv[0]) {
+		// One program and nothing else: the hot path, allocation-free
+		// when it allows.
+		var one [1]shellread.Command
+		one[0] = shellread.Command{Argv: argv, Parent: -1}
+		d := c.command(one[:], 0, false)
+		for in := c.within; in != nil && d.Verdict != Deny; in = in.within {
+			d = Strictest(d, in.command(one[:], 0, false))
+		}
+		return d
+	}
+	cmds, err := shellread.ReadArgv(argv)
+	if err != nil {
+		return Decision{Verdict: Escalate, Category: CatShell, Rule: "shell.parse",
+			Reason: "the command could not be read completely, so it needs a person's approval"}
+	}
+	return c.decideAll(cmds, false).Overall
+}
+
+// Shell decides a shell string: every simple command it would run is
+// decided on its own. A string that does not parse escalates; with
+// shell.raw false every string is refused.
+func (c *Checker) Shell(src string) ShellDecision {
+	for k := c; k != nil; k = k.within {
+		if !k.raw {
+			return ShellDecision{Overall: Decision{Verdict: Deny, Category: CatShell, Rule: "shell.raw",
+				Reason: "shell command strings are not accepted here; run the program with its arguments instead"}}
+		}
+	}
+	cmds, err := shellread.Read(src)
+	if err != nil {
+		return ShellDecision{Overall: Decision{Verdict: Escalate, Category: CatShell, Rule: "shell.parse",
+			Reason: "the shell command could not be read completely, so it needs a person's approval"}}
+	}
+	return c.decideAll(cmds, true)
+}
+
+// Commands decides commands already read by shellread (fromShell: they came
+// from a shell string, so their words may be expansions).
+func (c *Checker) Commands(cmds []shellread.Command, fromShell bool) ShellDecision {
+	return c.decideAll(cmds, fromShell)
+}
+
+func (c *Checker) decideAll(cmds []shellread.Command, fromShell bool) ShellDecision {
+	sd := ShellDecision{Overall: Decision{Verdict: Allow, Category: CatShell, Rule: "default"}}
+	sd.Commands = make([]CommandDecision, 0, len(cmds))
+	for i := range cmds {
+		d := c.command(cmds, i, fromShell)
+		for in := c.within; in != nil && d.Verdict != Deny; in = in.within {
+			d = Strictest(d, in.command(cmds, i, fromShell))
+		}
+		cmd := &cmds[i]
+		sd.Commands = append(sd.Commands, CommandDecision{Argv: cmd.Argv, Decision: d, Via: cmd.Via,
+			Line: cmd.Line, Col: cmd.Col, Grantable: static(cmd) && grantRefusal(cmd.Argv) == ""})
+		if i == 0 || d.Verdict > sd.Overall.Verdict {
+			sd.Overall = d
+		}
+	}
+	return sd
+}
+
+// static reports whether a command's argv is exactly what will run.
+func static(cmd *shellread.Command) bool {
+	return len(cmd.Argv) > 0 && len(cmd.Dynamic) == 0 && cmd.Undecidable == "" && cmd.Risk == "" && !cmd.ArgsFromInput && !cmd.Function
+}
+
+// command decides cmds[i] against c's own policy (not the one it was
+// narrowed from).
+func (c *Checker) command(cmds []shellread.Command, i int, fromShell bool) Decision {
+	cmd := &cmds[i]
+	d := Decision{Verdict: Allow, Category: CatShell, Rule: "default"}
+	if len(cmd.Argv) > 0 && !cmd.Function {
+		d = c.program(cmds, i, fromShell)
+	}
+	if d.Verdict == Deny {
+		return d
+	}
+	if rule, ok := shellread.Catastrophic(cmds, i, shellread.Where{Workdir: c.world.Workdir, Home: c.world.Home}); ok {
+		d = Strictest(d, Decision{Verdict: Escalate, Category: CatShell, Rule: "builtin." + rule.ID, Reason: rule.Reason})
+	}
+	// A person's "allow always" lifts what the command line itself
+	// escalated, only for exactly that command line.
+	if d.Verdict == Escalate && static(cmd) {
+		if g, ok := c.argvGrant(cmd.Argv); ok {
+			d = Decision{Verdict: Allow, Category: CatShell, Rule: g}
+		}
+	}
+	if cmd.Undecidable != "" {
+		d = Strictest(d, Decision{Verdict: Escalate, Category: CatShell, Rule: "shell.undecidable",
+			Reason: fmt.Sprintf("%s cannot be decided before it runs (%s), so it needs a person's approval", describeCmd(cmd.Argv), cmd.Undecidable)})
+	}
+	if cmd.Risk != "" {
+		d = Strictest(d, Decision{Verdict: Escalate, Category: CatShell, Rule: "builtin.env-assign",
+			Reason: fmt.Sprintf("%s changes how programs run (%s), so it needs a person's approval", describeCmd(cmd.Argv), cmd.Risk)})
+	}
+	if cmd.Background && !c.spawn {
+		return Decision{Verdict: Deny, Category: CatShell, Rule: "shell.spawn",
+			Reason: fmt.Sprintf("%s would keep running in the background, which is not allowed here", describeCmd(cmd.Argv))}
+	}
+	for _, r := range cmd.Redirects {
+		rd := c.redirect(r)
+		if rd.Verdict > d.Verdict {
+			d = rd
+			if d.Verdict == Deny {
+				return d
+			}
+		}
+	}
+	return d
+}
+
+func describeCmd(argv []string) string {
+	if len(argv) == 0 {
+		return "a redirection"
+	}
+	s := strings.Join(argv, " ")
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// redirect decides a redirection as a file access: a write for output, a
+// read for input.
+func (c *Checker) redirect(r shellread.Redirect) Decision {
+	switch r.Op {
+	case "<<", "<<-", "<<<":
+		return Decision{Verdict: Allow, Category: CatFS, Rule: "default"}
+	case ">&", "<&":
+		if !r.Write && !r.Dynamic {
+			return Decision{Verdict: Allow, Category: CatFS, Rule: "default"} // a descriptor duplication
+		}
+	}
+	if r.Dynamic && tildeOnly(r.Path) {
+		// `> ~/x` is dynamic to the reader only because of the "~", which
+		// the Checker expands from World.Home itself.
+		r.Dynamic = false
+	}
+	if r.Dynamic || strings.ContainsAny(r.Path, "$`") {
+		return Decision{Verdict: Escalate, Category: CatFS, Rule: "fs.path",
+			Reason: "a redirection whose file is only known at run time needs a person's approval"}
+	}
+	a := Read
+	if r.Write {
+		a = Write
+	}
+	return c.path(a, r.Path)
+}
+
+// program decides what runs: argv[0] against shell.allow, the arguments
+// against shell.args, the built-in command rules, and grants.
+func (c *Checker) program(cmds []shellread.Command, i int, fromShell bool) Decision {
+	cmd := &cmds[i]
+	argv := cmd.Argv
+	prog := argv[0]
+	base := baseName(prog)
+	qualified := len(base) != len(prog)
+
+	d := Decision{Verdict: Allow, Category: CatShell, Rule: "default"}
+	restricted := !c.allowAll
+	if !c.allowAll {
+		switch {
+		case !qualified && harmlessBuiltins[prog]:
+			d.Rule = "shell.builtins"
+		case !qualified:
+			idx, ok := c.allowBare[prog]
+			if !ok {
+				return c.notAllowed(prog)
+			}
+			d.Rule = c.allowRule[idx]
+		default:
+			rule, ok := c.allowedPath(prog, base)
+			if !ok {
+				return c.notAllowed(prog)
+			}
+			d.Rule = rule
+		}
+	}
+
+	ar := c.args[base]
+	if ar != nil {
+		restricted = true
+		switch {
+		case cmd.ArgsFromInput:
+			d = Strictest(d, Decision{Verdict: Escalate, Category: CatShell, Rule: ar.baseRule})
+		case fromShell && len(cmd.Dynamic) > 0 && !(len(cmd.Dynamic) == 1 && cmd.Dynamic[0] == 0):
+			// A word only known at run time could be anything; it can
+			// neither satisfy an allow pattern nor be trusted to miss a
+			// deny pattern.
+			d = Strictest(d, Decision{Verdict: Escalate, Category: CatShell, Rule: ar.baseRule})
+		default:
+			ad := ar.decide(argv[1:])
+			if ad.Verdict > Allow {
+				d = ad
+			} else if ad.Rule != "" {
+				d.Rule = ad.Rule // an allow pattern is the more specific reason
+			}
+		}
+		if d.Verdict == Deny {
+			d.Reason = fmt.Sprintf("running %s with these arguments is not allowed here", base)
+			return d
+		}
+	}
+	if restricted && execOption(base, argv[1:]) {
+		d = Strictest(d, Decision{Verdict: Escalate, Category: CatShell, Rule: "builtin.exec-option"})
+	}
+	if d.Verdict == Escalate && d.Reason == "" {
+		d.Reason = fmt.Sprintf("running %s with these arguments needs a person's approval", describeCmd(argv))
+	}
+	return d
+}
+
+func (c *Checker) notAllowed(prog string) Decision {
+	return Decision{Verdict: Deny, Category: CatShell, Rule: "shell.allow",
+		Reason: fmt.Sprintf("the program %q is not allowed here", prog)}
+}
+
+// allowedPath decides a path-qualified program: it must be a path entry of
+// shell.allow, or the very file an allowed bare name resolves to on the
+// box's PATH (`/usr/bin/git` where `git` is allowed; never `/tmp/git` or
+// `./git`).
+func (c *Checker) allowedPath(prog, base string) (string, bool) {
+	f, ok := c.canonical(prog)
+	if !ok {
+		return "", false
+	}
+	for _, ap := range c.allowPath {
+		if f.lex == ap.pat && (f.n < 2 || f.res == ap.pat || pathIn(c.allowPath, ap.rule, f.res)) {
+			return ap.rule, true
+		}
+	}
+	idx, ok := c.allowBare[base]
+	if !ok || c.world.LookPath == nil {
+		return "", false
+	}
+	lp, err := c.world.LookPath(base)
+	if err != nil || lp == "" || !strings.HasPrefix(lp, "/") {
+		return "", false
+	}
+	lf, ok := c.canonical(lp)
+	if !ok {
+		return "", false
+	}
+	// The same file: equal lexically, or equal once symlinks are resolved
+	// (/bin/git and /usr/bin/git on a merged-/usr system).
+	same := f.lex == lf.lex
+	if !same && c.world.Resolve != nil {
+		same = f.final() == lf.final()
+	}
+	if !same {
+		return "", false
+	}
+	return c.allowRule[idx], true
+}
+
+func (f *forms) final() string {
+	if f.n == 2 {
+		return f.res
+	}
+	return f.lex
+}
+
+func pathIn(ps []ruledPattern, rule, name string) bool {
+	for _, p := range ps {
+		if p.rule == rule && p.pat == name {
+			return true
+		}
+	}
+	return false
+}
+
+func baseName(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+// tildeOnly reports whether p is "~" or "~/..." with nothing else a shell
+// would expand.
+func tildeOnly(p string) bool {
+	return (p == "~" || strings.HasPrefix(p, "~/")) && !strings.ContainsAny(p, "$`*?[{\\'\"")
+}
