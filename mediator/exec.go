@@ -1,0 +1,340 @@
+package mediator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/airlock-run/airlock/egress"
+	"github.com/airlock-run/airlock/egress/wire"
+	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/netrule"
+	"github.com/airlock-run/airlock/policy"
+	"github.com/airlock-run/airlock/runner"
+	"github.com/airlock-run/airlock/sandbox"
+)
+
+// BoxPATH is the search path of programs inside the box. LookPath for the
+// policy's World resolves names on it, so a program is judged as the file the
+// box would run.
+const BoxPATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// BoxHome is HOME inside a tier-1 box: a private, empty tmpfs.
+const BoxHome = "/home/airlock"
+
+// ExecOptions say how an allowed command runs.
+type ExecOptions struct {
+	// Tier is the tier to run at; sandbox.TierAuto is the best the host
+	// gives. The policy's `isolation: none` forces tier 0, announced.
+	Tier sandbox.Tier
+	// Stdin, Stdout and Stderr are the command's streams; nil is empty input
+	// and discarded output.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// OutputCap bounds the output passed on; 0 is no bound.
+	OutputCap int64
+	// Environ is the caller's environment. Only the names the policy's
+	// env.allow admits reach the command.
+	Environ []string
+	// Exe is the airlock binary that runs as the box's init.
+	Exe string
+	// Binds are extra read-only files for the box (files handed between
+	// tools).
+	Binds []sandbox.Bind
+	// Warn receives announcements a person must see (an unconfined run).
+	// nil discards them.
+	Warn func(string)
+}
+
+// ExecResult is how an allowed command ended, with the decision that let it
+// run.
+type ExecResult struct {
+	runner.Result
+	Outcome Outcome
+}
+
+// Exec decides call (KindExec or KindShell) and, when it is allowed, runs it
+// confined as the policy says. A refusal is a *errs.Denial and nothing runs;
+// a box that cannot be built as the policy asks is an error and nothing runs
+// either: it is never replaced by a weaker one.
+func (k *Kernel) Exec(ctx context.Context, call Call, o ExecOptions) (ExecResult, error) {
+	if call.Kind != KindExec && call.Kind != KindShell {
+		return ExecResult{}, errs.Invalidf("exec: a %s call is not a command", call.Kind)
+	}
+	out, err := k.Decide(ctx, call)
+	res := ExecResult{Outcome: out}
+	if err != nil {
+		return res, err
+	}
+	p := k.Policy()
+	if call.Narrow != nil {
+		p = p.Narrow(call.Narrow)
+	}
+	argv := call.Argv
+	if call.Kind == KindShell {
+		argv = []string{"/bin/sh", "-c", call.Command}
+	}
+	spec, err := SpecFor(p, k.world, o.Environ)
+	if err != nil {
+		return res, err
+	}
+	spec.Binds = append(spec.Binds, o.Binds...)
+	tier := o.Tier
+	if p.Isolation == "none" {
+		tier = sandbox.Tier(0)
+	}
+	if tier == sandbox.Tier(0) && o.Warn != nil {
+		o.Warn("WARNING: running UNCONFINED (tier 0): the command has your files, network and rights; only its working directory and environment are its own")
+	}
+	if len(p.Net.Allow) > 0 && tier != sandbox.Tier(0) {
+		stop, ns, err := k.startEgress(ctx, p, call)
+		if err != nil {
+			return res, err
+		}
+		defer stop()
+		spec.Net = ns
+	}
+	r, err := runner.Run(ctx, o.Exe, runner.Request{Argv: argv, Spec: spec, Tier: tier,
+		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, OutputCap: o.OutputCap})
+	res.Result = r
+	if rerr := k.recordRun(ctx, call, r, err); rerr != nil && err == nil {
+		err = rerr
+	}
+	return res, err
+}
+
+func (k *Kernel) recordRun(ctx context.Context, call Call, r runner.Result, runErr error) error {
+	if k.recorder == nil {
+		return nil
+	}
+	fields := map[string]any{"exit_code": r.ExitCode, "description": r.Description}
+	if r.WallTimeout {
+		fields["wall_timeout"] = true
+	}
+	if runErr != nil {
+		fields["error"] = runErr.Error()
+	}
+	return k.recorder.Record(ctx, Record{Kind: "run", Time: k.now(), CallDigest: call.Digest(), Call: call,
+		Verdict: policy.Allow, Decider: "runner", Fields: fields})
+}
+
+// startEgress starts the box's allowlist proxy on a Unix socket of its own
+// with a fresh token. The proxy decides with the policy's net section; every
+// decision is recorded.
+func (k *Kernel) startEgress(ctx context.Context, p *policy.Policy, call Call) (stop func(), ns *sandbox.NetSpec, err error) {
+	list, err := netrule.Parse(p.Net.Allow, p.Net.Deny)
+	if err != nil {
+		return nil, nil, errs.Wrap(errs.Invalid, err, "net")
+	}
+	token, err := wire.NewToken()
+	if err != nil {
+		return nil, nil, errs.Wrap(errs.Unavailable, err, "egress token")
+	}
+	opts := egress.Options{
+		Box:   call.Digest()[7:19],
+		Token: token,
+		Check: func(_ context.Context, host string, port int) egress.Verdict {
+			ok, rule := list.Match(host, port)
+			return egress.Verdict{Allow: ok, Rule: rule}
+		},
+		AllowAddr: list.AllowsAddr,
+		DenyAddr:  list.DeniesAddr,
+		Audit: func(e egress.Event) {
+			v := policy.Deny
+			if e.Allow {
+				v = policy.Allow
+			}
+			_ = k.record(context.WithoutCancel(ctx), Record{Kind: "egress", Time: e.Start, CallDigest: call.Digest(),
+				Verdict: v, Rule: e.Rule, Reason: e.Reason, Decider: "egress", Category: policy.CatNet,
+				Fields: map[string]any{"event": e}})
+		},
+	}
+	if p.Net.DNS == "none" {
+		opts.Resolver = noResolver{}
+	}
+	px, err := egress.New(opts)
+	if err != nil {
+		return nil, nil, errs.Wrap(errs.Unavailable, err, "egress proxy")
+	}
+	ln, path, dir, err := egress.Listen("")
+	if err != nil {
+		return nil, nil, errs.Wrap(errs.Unavailable, err, "egress proxy")
+	}
+	go px.Serve(ln)
+	return func() { px.Close(); ln.Close(); os.RemoveAll(dir) }, &sandbox.NetSpec{ProxySocket: path, Token: token}, nil
+}
+
+// noResolver answers every lookup with a refusal: with `dns: none` the box
+// reaches only the addresses its allowlist names.
+type noResolver struct{}
+
+func (noResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	return nil, errors.New("name resolution is off in this policy (net.dns: none)")
+}
+
+// SpecFor maps a policy to the confinement of a box: the one place a policy
+// becomes mounts, an environment and limits. Relative paths are taken from
+// the working directory, `~` from the caller's home; globs are expanded to
+// what exists now. Writes are granted only in fix mode.
+func SpecFor(p *policy.Policy, w policy.World, environ []string) (sandbox.Spec, error) {
+	spec := sandbox.Spec{
+		Workdir:    w.Workdir,
+		Writable:   w.Mode == policy.Fix && len(p.FS.Write) > 0,
+		PolicyFile: p.Source,
+		Limits: sandbox.Limits{MemoryBytes: p.Limits.Memory, CPU: p.Limits.CPU,
+			Wall: p.Limits.Wall, Pids: p.Limits.Pids},
+		Ptrace: p.Sandbox.Ptrace,
+	}
+	var err error
+	if spec.Read, err = expandPaths(p.FS.Read, w, "fs.read"); err != nil {
+		return spec, err
+	}
+	if spec.Writable {
+		if spec.Write, err = expandPaths(p.FS.Write, w, "fs.write"); err != nil {
+			return spec, err
+		}
+	}
+	spec.Env = boxEnv(p, w, environ)
+	return spec, nil
+}
+
+// boxEnv builds the box's environment from nothing: a fixed base, the
+// caller's variables the policy names, then the policy's fixed values.
+func boxEnv(p *policy.Policy, w policy.World, environ []string) []string {
+	env := map[string]string{
+		"PATH": BoxPATH, "HOME": BoxHome, "LANG": "C.UTF-8", "TERM": "dumb",
+		"USER": "airlock", "LOGNAME": "airlock", "TMPDIR": "/tmp", "PWD": w.Workdir,
+	}
+	for _, kv := range environ {
+		name, val, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			continue
+		}
+		if name == "TERM" {
+			env[name] = val
+			continue
+		}
+		if len(p.Env.Allow) > 0 && policyAllowsEnv(p, name) {
+			env[name] = val
+		}
+	}
+	for name, val := range p.Env.Set {
+		env[name] = val
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func policyAllowsEnv(p *policy.Policy, name string) bool {
+	c, err := p.Compile(policy.World{})
+	return err == nil && c.Env(name).Verdict == policy.Allow
+}
+
+// expandPaths turns policy path entries into existing absolute host paths.
+// An entry that names nothing that exists is skipped: inside the box it does
+// not exist either.
+func expandPaths(entries []string, w policy.World, field string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for i, e := range entries {
+		abs := e
+		switch {
+		case e == "~" || strings.HasPrefix(e, "~/"):
+			if w.Home == "" {
+				return nil, errs.Invalidf("%s[%d]: %q needs a home directory and the caller has none", field, i, e)
+			}
+			abs = filepath.Join(w.Home, strings.TrimPrefix(e, "~"))
+		case !filepath.IsAbs(e):
+			abs = filepath.Join(w.Workdir, e)
+		}
+		abs = filepath.Clean(abs)
+		if !strings.ContainsAny(abs, "*?[") {
+			if _, err := os.Lstat(abs); err == nil {
+				add(abs)
+			}
+			continue
+		}
+		matches, err := globAll(abs)
+		if err != nil {
+			return nil, errs.Wrap(errs.Invalid, err, "%s[%d]: %q", field, i, e)
+		}
+		for _, m := range matches {
+			add(m)
+		}
+	}
+	return out, nil
+}
+
+// maxGlobMatches bounds what one glob entry may expand to; a pattern that
+// names more is better written as a directory.
+const maxGlobMatches = 2000
+
+// globAll expands a pattern where "**" matches any number of directories.
+func globAll(pattern string) ([]string, error) {
+	if !strings.Contains(pattern, "**") {
+		return filepath.Glob(pattern)
+	}
+	root := pattern[:strings.Index(pattern, "**")]
+	root = filepath.Dir(root + "x")
+	var out []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if matchDoubleStar(pattern, path) {
+			out = append(out, path)
+			if len(out) > maxGlobMatches {
+				return fmt.Errorf("matches more than %d paths; name a directory instead", maxGlobMatches)
+			}
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+func matchDoubleStar(pattern, name string) bool {
+	ps := strings.Split(pattern, "/")
+	ns := strings.Split(name, "/")
+	var match func(i, j int) bool
+	match = func(i, j int) bool {
+		for i < len(ps) {
+			if ps[i] == "**" {
+				for k := j; k <= len(ns); k++ {
+					if match(i+1, k) {
+						return true
+					}
+				}
+				return false
+			}
+			if j >= len(ns) {
+				return false
+			}
+			if ok, _ := filepath.Match(ps[i], ns[j]); !ok {
+				return false
+			}
+			i, j = i+1, j+1
+		}
+		return j == len(ns)
+	}
+	return match(0, 0)
+}
