@@ -1,0 +1,363 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/sandbox"
+)
+
+// waitDelay bounds how long Wait keeps copying output after the command
+// ended (a tier-0 grandchild that kept a pipe open, an input that never
+// ends).
+const waitDelay = 500 * time.Millisecond
+
+// Run runs req and reports how it ended. exe is the airlock binary, re-executed
+// inside the box as its init (a test binary that dispatches boxinit.Arg in
+// TestMain works too).
+//
+// An error means airlock could not run the command (nothing ran, or the box
+// broke); its class maps to exit 125 (errs.Unavailable, errs.Invalid,
+// errs.NotFound). The command's own failure is a Result, not an error.
+func Run(ctx context.Context, exe string, req Request) (Result, error) {
+	if len(req.Argv) == 0 || req.Argv[0] == "" {
+		return Result{}, errs.Invalidf("run: no command")
+	}
+	tier := req.Tier
+	if tier == sandbox.TierAuto {
+		tier = sandbox.Probe().Tier()
+	}
+	box, err := sandbox.Plan(req.Spec, tier, exe)
+	if err != nil {
+		return Result{}, err
+	}
+	r := &run{req: req, box: box, exe: exe, start: time.Now()}
+	defer r.finish()
+	r.desc = Description{
+		Tier: int(box.Tier), Mechanism: box.Mechanism, Version: box.Version, Seccomp: box.Seccomp,
+		Namespaces: box.Namespaces, Protected: box.Protected, Workdir: req.Spec.Workdir,
+		Writable: req.Spec.Writable, Env: envNames(req.Spec.Env), Notes: append([]string(nil), box.Notes...),
+		Limits:  Limits{Limits: req.Spec.Limits},
+		Network: "none",
+	}
+	if req.Spec.Net != nil {
+		r.desc.Network = "egress proxy"
+	}
+	if box.Tier == sandbox.Tier0 {
+		r.desc.Network = "host"
+		r.desc.Notes = append(r.desc.Notes, "tier 0: the command has the caller's files, network and rights")
+	}
+	return r.do(ctx)
+}
+
+type run struct {
+	req   Request
+	box   *sandbox.Box
+	exe   string
+	start time.Time
+	desc  Description
+	cg    *group
+	guard *guardProc
+	// stderrDone closes when the command's stderr pipe is drained.
+	stderrDone <-chan struct{}
+}
+
+// finish releases the run in an order that never leaves a stub or a cgroup
+// behind: processes first, then the box's descriptors and stubs, and only
+// then the guard that would have done both had airlock died.
+func (r *run) finish() {
+	if r.cg != nil {
+		r.cg.close()
+	}
+	r.box.Close()
+	if r.guard != nil {
+		r.guard.done()
+	}
+}
+
+func (r *run) do(ctx context.Context) (Result, error) {
+	req := r.req
+	lim := req.Spec.Limits
+	if lim.MemoryBytes > 0 || lim.CPU > 0 || lim.Pids > 0 || r.box.Tier == sandbox.Tier1 {
+		cg, err := newGroup(lim)
+		switch {
+		case err == nil:
+			r.cg = cg
+			r.desc.Limits.Cgroup = cg.version
+			r.desc.Limits.Controllers = cg.controllers()
+		case lim.MemoryBytes > 0 || lim.CPU > 0 || lim.Pids > 0:
+			// A limit asked for and not enforceable: refuse, never run
+			// without it.
+			return Result{}, err
+		default:
+			r.desc.Notes = append(r.desc.Notes, "no cgroup: "+err.Error())
+		}
+	}
+	if len(r.box.Stubs) > 0 || r.cg != nil {
+		g, err := startGuard(r.exe, r.box.Stubs, r.cg)
+		if err != nil {
+			return Result{}, errs.Wrap(errs.Unavailable, err, "run: start the cleanup guard")
+		}
+		r.guard = g
+	}
+
+	stdout, stderr, truncated := outputs(req)
+	cmd := &exec.Cmd{
+		Env:       []string{},
+		Stdin:     stdinOf(req.Stdin),
+		Stdout:    stdout,
+		WaitDelay: waitDelay,
+		SysProcAttr: &syscall.SysProcAttr{
+			// The box dies with airlock; the process group lets the wall
+			// clock reach every process of a tier-0 run too.
+			Pdeathsig: syscall.SIGKILL,
+			Setpgid:   true,
+		},
+	}
+	var diag *bytes.Buffer
+	if r.box.Tier == sandbox.Tier0 {
+		path, err := lookPath(req.Argv[0], envValue(req.Spec.Env, "PATH"), req.Spec.Workdir)
+		if err != nil {
+			return Result{}, err
+		}
+		cmd.Path, cmd.Args = path, req.Argv
+		cmd.Env = append([]string{}, req.Spec.Env...)
+		cmd.Dir = req.Spec.Workdir
+		cmd.Stderr = stderr
+	} else {
+		// bubblewrap's own complaints go to a buffer; the command's
+		// stderr is a descriptor handed to the init.
+		diag = &bytes.Buffer{}
+		cmd.Path, cmd.Args = r.box.Path, r.box.Argv
+		cmd.Stderr = &limitedBuffer{b: diag, n: 64 << 10}
+		errR, errW, err := os.Pipe()
+		if err != nil {
+			return Result{}, err
+		}
+		defer errR.Close()
+		n := r.box.AddFile(errW)
+		r.box.SetStderr(n)
+		copied := make(chan struct{})
+		go func() { io.Copy(stderr, errR); close(copied) }()
+		r.stderrDone = copied
+		cmd.ExtraFiles = r.box.ExtraFiles
+	}
+	startErr := r.startIn(cmd)
+	if r.box.Tier == sandbox.Tier1 {
+		r.box.Started()
+	}
+	if startErr != nil {
+		return Result{}, errs.Wrap(errs.Unavailable, startErr, "run: start %s", filepath.Base(cmd.Path))
+	}
+	if r.guard != nil {
+		r.guard.started(cmd.Process.Pid)
+	}
+	if r.box.Tier == sandbox.Tier1 {
+		if err := r.box.SendConfig(req.Argv); err != nil {
+			r.killAll(cmd)
+			cmd.Wait()
+			return Result{}, errs.Wrap(errs.Unavailable, err, "run")
+		}
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var wall <-chan time.Time
+	if lim.Wall > 0 {
+		t := time.NewTimer(lim.Wall)
+		defer t.Stop()
+		wall = t.C
+	}
+	var res Result
+	var waitErr error
+	select {
+	case waitErr = <-done:
+	case <-wall:
+		res.WallTimeout = true
+		r.killAll(cmd)
+		waitErr = <-done
+	case <-ctx.Done():
+		r.killAll(cmd)
+		<-done
+		r.cleanup(cmd)
+		return Result{}, errs.Wrap(errs.Unavailable, ctx.Err(), "run: cancelled")
+	}
+	// Whatever the command left behind goes with it.
+	r.cleanup(cmd)
+	if r.stderrDone != nil {
+		select {
+		case <-r.stderrDone:
+		case <-time.After(waitDelay):
+		}
+	}
+	if r.cg != nil {
+		r.desc.Limits.OOM = r.cg.oom()
+		if r.desc.Limits.OOM {
+			r.desc.Notes = append(r.desc.Notes, "the memory limit was reached")
+		}
+	}
+	res.Truncated = truncated()
+	r.desc.DurationMS = since(r.start)
+
+	if r.box.Tier == sandbox.Tier0 {
+		code, sig := exitOf(cmd, waitErr)
+		res.ExitCode, res.Signal = code, sig
+	} else {
+		st, serr := r.box.ReadStatus()
+		switch {
+		case res.WallTimeout:
+		case serr != nil:
+			code, _ := exitOf(cmd, waitErr)
+			msg := strings.TrimSpace(diag.String())
+			if msg == "" {
+				msg = fmt.Sprintf("bubblewrap exited with status %d and the box reported nothing", code)
+			}
+			return Result{Description: r.desc}, errs.Unavailablef("run: the box could not be built: %s", oneLine(msg))
+		case st.Error != "":
+			if st.NotFound {
+				return Result{Description: r.desc}, errs.NotFoundf("run: %s", st.Error)
+			}
+			return Result{Description: r.desc}, errs.Unavailablef("run: box: %s", st.Error)
+		default:
+			res.ExitCode, res.Signal = st.Exit, st.Signal
+			if st.Signal != 0 {
+				res.ExitCode = 128 + st.Signal
+			}
+			r.desc.Seccomp = st.Seccomp
+		}
+	}
+	if res.WallTimeout {
+		res.ExitCode, res.Signal = errs.ExitWallClock, 0
+		r.desc.Notes = append(r.desc.Notes, fmt.Sprintf("the wall-clock limit of %s ended the command", lim.Wall))
+	}
+	res.Description = r.desc
+	return res, nil
+}
+
+// startIn starts cmd inside the run's cgroup, so the whole tree begins there.
+func (r *run) startIn(cmd *exec.Cmd) error {
+	if r.cg == nil {
+		return cmd.Start()
+	}
+	return r.cg.start(cmd)
+}
+
+// killAll ends every process of the run.
+func (r *run) killAll(cmd *exec.Cmd) {
+	if r.cg != nil {
+		r.cg.kill()
+	}
+	if cmd.Process != nil {
+		// The process group reaches a tier-0 command's children; for tier 1
+		// killing bubblewrap ends its PID namespace and everything in it.
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Process.Kill()
+	}
+}
+
+// cleanup runs after the command ended: nothing of the run survives it.
+func (r *run) cleanup(cmd *exec.Cmd) {
+	if r.cg != nil {
+		r.cg.kill()
+	}
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+func exitOf(cmd *exec.Cmd, err error) (code, sig int) {
+	if cmd.ProcessState == nil {
+		return errs.ExitCannotRun, 0
+	}
+	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !ok {
+		return cmd.ProcessState.ExitCode(), 0
+	}
+	if ws.Signaled() {
+		return 128 + int(ws.Signal()), int(ws.Signal())
+	}
+	return ws.ExitStatus(), 0
+}
+
+// stdinOf never hands the caller's own descriptor to the command: a
+// terminal reachable from a box is a keystroke-injection channel.
+func stdinOf(in io.Reader) io.Reader {
+	if in == nil {
+		return nil
+	}
+	return struct{ io.Reader }{in}
+}
+
+type limitedBuffer struct {
+	b *bytes.Buffer
+	n int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := l.n - l.b.Len(); room > 0 {
+		if len(p) > room {
+			l.b.Write(p[:room])
+		} else {
+			l.b.Write(p)
+		}
+	}
+	return len(p), nil
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		// bubblewrap's last line is the reason.
+		s = s[i+1:]
+	}
+	return s
+}
+
+func envValue(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// lookPath finds a tier-0 command on the PATH of the command's own
+// environment, not airlock's.
+func lookPath(name, pathEnv, dir string) (string, error) {
+	if strings.Contains(name, "/") {
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if st, err := os.Stat(p); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+			return "", errs.NotFoundf("run: command %q not found or not executable", name)
+		}
+		return p, nil
+	}
+	if pathEnv == "" {
+		pathEnv = "/usr/local/bin:/usr/bin:/bin"
+	}
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" {
+			d = "."
+		}
+		p := filepath.Join(d, name)
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", errs.NotFoundf("run: command %q not found on PATH %s", name, pathEnv)
+}

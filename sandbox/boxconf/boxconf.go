@@ -1,0 +1,74 @@
+// Package boxconf is the protocol between the host side of a box (package
+// sandbox plans it, package runner starts it) and the in-box init
+// (sandbox/boxinit). It holds only data types: what crosses into the box and
+// what comes back.
+//
+//	runner ──config pipe (JSON, one document, then EOF)──▶ boxinit
+//	runner ◀──status pipe (JSON, one document)─────────── boxinit
+//
+// Both pipes are descriptors inherited through bubblewrap whose numbers are
+// flags on boxinit's command line; boxinit marks them close-on-exec before
+// the target starts, so the target can read neither. Secrets (the proxy
+// token, the environment) travel only in the config pipe.
+package boxconf
+
+// Config is what the in-box init needs.
+type Config struct {
+	// Argv is the target's command line; Argv[0] is looked up on the PATH of
+	// Env when it has no slash.
+	Argv []string `json:"argv"`
+	// Env is the target's whole environment.
+	Env []string `json:"env"`
+	// Dir is the target's working directory.
+	Dir string `json:"dir"`
+	// Seccomp asks for the filter to be installed before the target starts.
+	Seccomp bool `json:"seccomp"`
+	// Ptrace widens the filter to allow ptrace.
+	Ptrace bool `json:"ptrace,omitempty"`
+	// Net, when set, starts the in-box forwarder to the egress proxy.
+	Net *Net `json:"net,omitempty"`
+	// StderrFD is the descriptor the target's stderr is, when not the
+	// init's own (bubblewrap's stderr is kept apart for its diagnostics).
+	StderrFD int `json:"stderr_fd,omitempty"`
+	// Pins are binds whose identity the init checks before the target
+	// starts: a mount that is not the file the host pinned aborts the run.
+	Pins []Pin `json:"pins,omitempty"`
+}
+
+// Net configures the in-box forwarder.
+type Net struct {
+	Socket    string `json:"socket"` // the proxy's socket, as seen inside the box
+	Token     string `json:"token"`
+	HTTPPort  int    `json:"http_port"`
+	SOCKSPort int    `json:"socks_port"`
+}
+
+// Pin is the device and inode a bind destination must have inside the box.
+type Pin struct {
+	Path string `json:"path"`
+	Dev  uint64 `json:"dev"`
+	Ino  uint64 `json:"ino"`
+}
+
+// Status is what the init reports when the target has ended or could not
+// start.
+type Status struct {
+	// Started is true once the target was started.
+	Started bool `json:"started"`
+	// Exit is the target's exit status when it exited normally.
+	Exit int `json:"exit"`
+	// Signal is the signal that ended the target, 0 if none.
+	Signal int `json:"signal,omitempty"`
+	// Error says why the init could not run the target (nothing ran).
+	Error string `json:"error,omitempty"`
+	// NotFound marks an Error that is a missing command.
+	NotFound bool `json:"not_found,omitempty"`
+	// Seccomp reports whether the filter was installed.
+	Seccomp bool `json:"seccomp"`
+}
+
+// Flag names on the init's command line.
+const (
+	FlagConfig = "--config-fd"
+	FlagStatus = "--status-fd"
+)

@@ -1,0 +1,254 @@
+package boxinit
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-run/airlock/sandbox"
+	"github.com/airlock-run/airlock/sandbox/boxconf"
+)
+
+// Main runs the in-box init with the arguments after Arg and returns the exit
+// status of the target (125 when the target could not be started).
+func Main(args []string) int {
+	if len(args) > 0 && args[0] == sandbox.GuardArg {
+		return sandbox.Guard(os.Stdin)
+	}
+	cfgFD, stFD, err := parseFlags(args)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "airlock box init: %v\n", err)
+		return 125
+	}
+	status := os.NewFile(uintptr(stFD), "status")
+	st := run(cfgFD)
+	data, _ := json.Marshal(st)
+	status.Write(data)
+	status.Close()
+	switch {
+	case st.Error != "":
+		fmt.Fprintf(os.Stderr, "airlock: box: %s\n", st.Error)
+		return 125
+	case st.Signal != 0:
+		return 128 + st.Signal
+	}
+	return st.Exit
+}
+
+func parseFlags(args []string) (cfg, st int, err error) {
+	cfg, st = -1, -1
+	for i := 0; i+1 < len(args); i += 2 {
+		n, err := strconv.Atoi(args[i+1])
+		if err != nil || n < 3 {
+			return 0, 0, fmt.Errorf("bad descriptor %q for %s", args[i+1], args[i])
+		}
+		switch args[i] {
+		case boxconf.FlagConfig:
+			cfg = n
+		case boxconf.FlagStatus:
+			st = n
+		default:
+			return 0, 0, fmt.Errorf("unknown flag %q", args[i])
+		}
+	}
+	if cfg < 0 || st < 0 {
+		return 0, 0, errors.New("missing " + boxconf.FlagConfig + " or " + boxconf.FlagStatus)
+	}
+	return cfg, st, nil
+}
+
+func fail(st boxconf.Status, format string, a ...any) boxconf.Status {
+	st.Error = fmt.Sprintf(format, a...)
+	return st
+}
+
+func run(cfgFD int) boxconf.Status {
+	var st boxconf.Status
+	// Not dumpable: the target, running as the same user, cannot read this
+	// process's memory or environment through /proc, nor ptrace it.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fail(st, "prctl(PR_SET_DUMPABLE): %v", err)
+	}
+	cf := os.NewFile(uintptr(cfgFD), "config")
+	data, err := io.ReadAll(io.LimitReader(cf, 16<<20))
+	cf.Close()
+	if err != nil {
+		return fail(st, "read config: %v", err)
+	}
+	var cfg boxconf.Config
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return fail(st, "config: %v", err)
+	}
+	if len(cfg.Argv) == 0 {
+		return fail(st, "no command")
+	}
+	// Every bind must be the inode the host pinned. bubblewrap checks this
+	// too where it has --ro-bind-fd; an older one binds by path, and this is
+	// where a swapped link is caught.
+	for _, p := range cfg.Pins {
+		var s unix.Stat_t
+		if err := unix.Lstat(p.Path, &s); err != nil {
+			return fail(st, "bind %s: %v", p.Path, err)
+		}
+		if uint64(s.Dev) != p.Dev || s.Ino != p.Ino {
+			return fail(st, "bind %s is not the file airlock pinned (it changed between the check and the mount); nothing ran", p.Path)
+		}
+	}
+	// Nothing inherited reaches the target: every descriptor above the
+	// standard three is closed on exec (bubblewrap's, the caller's leaks,
+	// and this init's own pipes).
+	if err := closeRangeExec(); err != nil {
+		return fail(st, "close inherited descriptors: %v", err)
+	}
+	env := append([]string(nil), cfg.Env...)
+	if cfg.Net != nil {
+		extra, err := startNet(cfg.Net)
+		if err != nil {
+			return fail(st, "network forwarder: %v", err)
+		}
+		env = append(env, extra...)
+	}
+	path, err := lookPath(cfg.Argv[0], envValue(env, "PATH"), cfg.Dir)
+	if err != nil {
+		st.NotFound = true
+		return fail(st, "%v", err)
+	}
+
+	// The target is started from one locked thread that alone carries
+	// no_new_privs and the seccomp filter: the child of fork inherits both
+	// from the forking thread, and the rest of this init stays free to run
+	// the forwarder.
+	runtime.LockOSThread()
+	// This goroutine stays locked until exit: a thread with a filter must
+	// never go back to the pool.
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fail(st, "prctl(PR_SET_NO_NEW_PRIVS): %v", err)
+	}
+	if cfg.Seccomp {
+		if err := installSeccomp(cfg.Ptrace); err != nil {
+			return fail(st, "seccomp: %v", err)
+		}
+		st.Seccomp = true
+	}
+	stderr := os.Stderr
+	if cfg.StderrFD > 2 {
+		stderr = os.NewFile(uintptr(cfg.StderrFD), "stderr")
+	}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
+	proc, err := os.StartProcess(path, cfg.Argv, &os.ProcAttr{
+		Dir:   cfg.Dir,
+		Env:   env,
+		Files: []*os.File{os.Stdin, os.Stdout, stderr},
+	})
+	if err != nil {
+		return fail(st, "start %s: %v", cfg.Argv[0], err)
+	}
+	st.Started = true
+	go func() {
+		for s := range sigs {
+			proc.Signal(s)
+		}
+	}()
+	ps, err := proc.Wait()
+	if err != nil {
+		return fail(st, "wait: %v", err)
+	}
+	ws := ps.Sys().(syscall.WaitStatus)
+	switch {
+	case ws.Signaled():
+		st.Signal = int(ws.Signal())
+	default:
+		st.Exit = ws.ExitStatus()
+	}
+	return st
+}
+
+func closeRangeExec() error {
+	err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if err == nil {
+		return nil
+	}
+	// Kernels before 5.11: mark each one.
+	ents, rerr := os.ReadDir("/proc/self/fd")
+	if rerr != nil {
+		return rerr
+	}
+	for _, e := range ents {
+		n, _ := strconv.Atoi(e.Name())
+		if n > 2 {
+			unix.FcntlInt(uintptr(n), unix.F_SETFD, unix.FD_CLOEXEC)
+		}
+	}
+	return nil
+}
+
+func envValue(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// errNotFound is a command that is not in the box.
+type errNotFound struct{ name, where string }
+
+func (e *errNotFound) Error() string {
+	return fmt.Sprintf("command %q not found %s", e.name, e.where)
+}
+
+// lookPath finds name the way a shell would, on the box's own PATH.
+func lookPath(name, pathEnv, dir string) (string, error) {
+	if strings.Contains(name, "/") {
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if err := executable(p); err != nil {
+			return "", &errNotFound{name, "inside the box (" + err.Error() + ")"}
+		}
+		return p, nil
+	}
+	if pathEnv == "" {
+		pathEnv = "/usr/local/bin:/usr/bin:/bin"
+	}
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" {
+			d = "."
+		}
+		p := filepath.Join(d, name)
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if executable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", &errNotFound{name, "on the box's PATH " + pathEnv}
+}
+
+func executable(p string) error {
+	st, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if st.IsDir() {
+		return errors.New("is a directory")
+	}
+	if st.Mode()&0o111 == 0 {
+		return errors.New("not executable")
+	}
+	return nil
+}

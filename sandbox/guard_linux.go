@@ -1,0 +1,117 @@
+package sandbox
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// GuardArg selects the guard after InitArg on the airlock command line.
+const GuardArg = "guard"
+
+// GuardConfig is the first line the runner sends its guard: what to clean
+// if the runner dies before it could.
+type GuardConfig struct {
+	Stubs []Stub `json:"stubs,omitempty"`
+	// CgroupVersion is "v1" or "v2"; Cgroups are the run's directories,
+	// the first listing every process of the run.
+	CgroupVersion string   `json:"cgroup_version,omitempty"`
+	Cgroups       []string `json:"cgroups,omitempty"`
+}
+
+// GuardPid is the second line: bubblewrap's process id.
+type GuardPid struct {
+	Pid int `json:"pid"`
+}
+
+// GuardDone is the last line of a run that cleaned up after itself.
+const GuardDone = "done"
+
+// Guard is the cleanup guard: a small process of airlock's own, outside the
+// box and in a session of its own, that reads its orders on in. When the
+// runner ends normally it says GuardDone and the guard exits. When the
+// runner dies (in reaches EOF without GuardDone), the guard ends every
+// process of the box, and only then removes the stubs (removing a stub while
+// the box lives would unmount its protection) and the cgroups. It returns
+// the exit status.
+func Guard(in io.Reader) int {
+	br := bufio.NewReader(in)
+	var cfg GuardConfig
+	line, err := br.ReadBytes('\n')
+	if err != nil || json.Unmarshal(line, &cfg) != nil {
+		return 0
+	}
+	pidfd := -1
+	for {
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			break
+		}
+		s := strings.TrimSpace(string(line))
+		if s == GuardDone {
+			return 0
+		}
+		var gp GuardPid
+		if json.Unmarshal(line, &gp) == nil && gp.Pid > 0 && pidfd < 0 {
+			if fd, err := unix.PidfdOpen(gp.Pid, 0); err == nil {
+				pidfd = fd
+			}
+		}
+	}
+	// The runner is gone.
+	if len(cfg.Cgroups) > 0 {
+		killCgroup(cfg.CgroupVersion, cfg.Cgroups[0])
+	} else if pidfd >= 0 {
+		// bubblewrap dies with its parent and takes its PID namespace
+		// with it; wait for that.
+		fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+		unix.Poll(fds, 10000)
+		time.Sleep(50 * time.Millisecond)
+	}
+	RemoveStubs(cfg.Stubs)
+	for i := len(cfg.Cgroups) - 1; i >= 0; i-- {
+		for j := 0; j < 100; j++ {
+			if err := unix.Rmdir(cfg.Cgroups[i]); err == nil || err == unix.ENOENT {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return 0
+}
+
+// killCgroup sends SIGKILL to every process in the cgroup directory until it
+// is empty (at most a few seconds).
+func killCgroup(version, dir string) {
+	if version == "v2" {
+		os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		if err != nil {
+			return
+		}
+		pids := strings.Fields(string(data))
+		if len(pids) == 0 {
+			return
+		}
+		for _, p := range pids {
+			if n, err := strconv.Atoi(p); err == nil && n > 0 {
+				syscall.Kill(n, syscall.SIGKILL)
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// KillCgroup ends every process in a run's cgroup directory.
+func KillCgroup(version, dir string) { killCgroup(version, dir) }

@@ -1,0 +1,804 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/sandbox/boxconf"
+)
+
+// Paths inside the box that airlock itself uses. /run is the box's own
+// tmpfs, so nothing here touches the host.
+const (
+	boxInitPath  = "/run/airlock/airlock"
+	boxProxyPath = "/run/airlock/egress.sock"
+	// InitArg is the hidden argument of the in-box init (boxinit.Arg; kept
+	// here so this package does not import the in-box code).
+	InitArg = "__airlock-box-init"
+)
+
+// Forwarder ports inside the box's own network namespace.
+const (
+	boxHTTPPort  = 3128
+	boxSOCKSPort = 1080
+)
+
+// systemDirs are bound read-only (or recreated as the same symbolic link
+// when the host has merged /usr).
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// etcFiles are the parts of /etc a program needs. The rest of /etc (keys,
+// shadow, credentials of services) does not exist inside the box.
+var etcFiles = []string{
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+	"/etc/ssl/certs", "/etc/ssl/openssl.cnf", "/etc/ca-certificates.conf", "/etc/pki/tls/certs",
+	"/etc/alternatives", "/etc/localtime", "/etc/timezone",
+	"/etc/protocols", "/etc/services", "/etc/mime.types",
+	"/etc/os-release", "/etc/debian_version", "/etc/lsb-release",
+	"/etc/bash.bashrc", "/etc/profile", "/etc/inputrc", "/etc/terminfo",
+	"/etc/magic", "/etc/mailcap",
+}
+
+// refusedWrite are places a write grant may never reach: the system, and
+// the kernel's interfaces.
+var refusedWrite = []string{"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/proc", "/sys", "/dev", "/run", "/var/run"}
+
+// Box is a planned box: how to start bubblewrap and what to clean up.
+// The runner starts Path with Argv, an empty environment and ExtraFiles (the
+// i-th file becomes descriptor 3+i), then calls Started, SendConfig, and
+// after bubblewrap has ended ReadStatus and Close.
+type Box struct {
+	Tier Tier
+	// Path is bubblewrap's path.
+	Path string
+	// Argv is bubblewrap's command line; options travel in a descriptor.
+	Argv []string
+	// ExtraFiles are the descriptors bubblewrap inherits, from 3.
+	ExtraFiles []*os.File
+	// Mechanism and Version name what confines the box.
+	Mechanism, Version string
+	// Namespaces are those the box gets.
+	Namespaces []string
+	// Protected reports whether protected paths are enforced (read-only
+	// binds inside writable directories).
+	Protected bool
+	// Seccomp reports whether the in-box init installs the filter.
+	Seccomp bool
+	// Notes say what a reader of the evidence should know.
+	Notes []string
+	// Stubs are placeholders airlock made in writable directories for
+	// protected paths that did not exist; they are removed by Close (and by
+	// the runner's guard when the runner dies).
+	Stubs []Stub
+
+	config  boxconf.Config
+	configW *os.File
+	statusR *os.File
+	child   []*os.File // closed in Started
+	keep    []*os.File // pinned descriptors, closed in Close
+}
+
+// Stub is a placeholder made for a protected path that did not exist.
+type Stub struct {
+	Path string `json:"path"`
+	Dev  uint64 `json:"dev"`
+	Ino  uint64 `json:"ino"`
+}
+
+// AddFile passes f to bubblewrap (and so to the init) and returns its
+// descriptor number there. The box closes it in Started.
+func (b *Box) AddFile(f *os.File) int {
+	b.ExtraFiles = append(b.ExtraFiles, f)
+	b.child = append(b.child, f)
+	return 2 + len(b.ExtraFiles)
+}
+
+// SetStderr names the descriptor (from AddFile) the target's stderr is.
+func (b *Box) SetStderr(fd int) { b.config.StderrFD = fd }
+
+// Started closes the descriptors only bubblewrap needed.
+func (b *Box) Started() {
+	for _, f := range b.child {
+		f.Close()
+	}
+	b.child = nil
+}
+
+// SendConfig hands the in-box init its configuration with the target argv,
+// then closes the pipe.
+func (b *Box) SendConfig(argv []string) error {
+	if b.configW == nil {
+		return errors.New("config already sent")
+	}
+	c := b.config
+	c.Argv = argv
+	data, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	_, err = b.configW.Write(data)
+	cerr := b.configW.Close()
+	b.configW = nil
+	if err != nil {
+		return fmt.Errorf("send box config: %w", err)
+	}
+	return cerr
+}
+
+// ReadStatus reads what the in-box init reported. It returns an error when
+// the init reported nothing (it never started, or was killed).
+func (b *Box) ReadStatus() (boxconf.Status, error) {
+	var st boxconf.Status
+	if b.statusR == nil {
+		return st, errors.New("no status pipe")
+	}
+	data, err := io.ReadAll(io.LimitReader(b.statusR, 1<<20))
+	b.statusR.Close()
+	b.statusR = nil
+	if err != nil {
+		return st, err
+	}
+	if len(data) == 0 {
+		return st, errors.New("the box's init reported nothing")
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		return st, fmt.Errorf("box status: %w", err)
+	}
+	return st, nil
+}
+
+// Close releases every descriptor and removes the stubs.
+func (b *Box) Close() error {
+	for _, fs := range [][]*os.File{b.child, b.keep, {b.configW, b.statusR}} {
+		for _, f := range fs {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}
+	b.child, b.keep, b.configW, b.statusR = nil, nil, nil, nil
+	err := RemoveStubs(b.Stubs)
+	b.Stubs = nil
+	return err
+}
+
+// RemoveStubs removes placeholders that are still what airlock made: the
+// same inode, empty. Anything else is left alone and reported.
+func RemoveStubs(stubs []Stub) error {
+	var errList []error
+	for i := len(stubs) - 1; i >= 0; i-- {
+		s := stubs[i]
+		var st unix.Stat_t
+		if err := unix.Lstat(s.Path, &st); err != nil {
+			if !errors.Is(err, unix.ENOENT) {
+				errList = append(errList, fmt.Errorf("stub %s: %w", s.Path, err))
+			}
+			continue
+		}
+		if uint64(st.Dev) != s.Dev || st.Ino != s.Ino {
+			errList = append(errList, fmt.Errorf("stub %s was replaced; left in place", s.Path))
+			continue
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFREG:
+			if st.Size != 0 {
+				errList = append(errList, fmt.Errorf("stub %s is no longer empty; left in place", s.Path))
+				continue
+			}
+			if err := unix.Unlink(s.Path); err != nil && !errors.Is(err, unix.ENOENT) {
+				errList = append(errList, fmt.Errorf("remove stub %s: %w", s.Path, err))
+			}
+		default:
+			errList = append(errList, fmt.Errorf("stub %s changed type; left in place", s.Path))
+		}
+	}
+	return errors.Join(errList...)
+}
+
+// op is one bubblewrap setup operation, ordered by destination depth so a
+// parent is mounted before what is mounted inside it.
+type op struct {
+	dest  string
+	order int // at equal depth: 0 tmpfs/dir/symlink, 1 data, 2 bind, 3 protection
+	args  []string
+}
+
+func depth(p string) int {
+	if p == "/" {
+		return 0
+	}
+	return strings.Count(p, "/")
+}
+
+// planner accumulates a Box.
+type planner struct {
+	spec     Spec
+	box      *Box
+	bw       bwrapInfo
+	ops      []op
+	writable []string // directories the box may write, in every spelling
+	bound    []string // destinations bound from the host
+	pins     []boxconf.Pin
+}
+
+func (p *planner) file(f *os.File, child bool) int {
+	p.box.ExtraFiles = append(p.box.ExtraFiles, f)
+	if child {
+		p.box.child = append(p.box.child, f)
+	}
+	return 2 + len(p.box.ExtraFiles)
+}
+
+// bindFD binds a pinned descriptor at dest.
+func (p *planner) bindFD(pn *pinned, dest string, rw bool, order int) {
+	n := p.file(pn.f, false)
+	p.box.keep = append(p.box.keep, pn.f)
+	flag := "--ro-bind-fd"
+	if rw {
+		flag = "--bind-fd"
+	}
+	src := strconv.Itoa(n)
+	if !p.bw.BindFD {
+		// Without --bind-fd, bubblewrap resolves the magic link itself;
+		// the init's identity check below still catches a swap.
+		flag = "--ro-bind"
+		if rw {
+			flag = "--bind"
+		}
+		src = "/proc/self/fd/" + src
+	}
+	p.ops = append(p.ops, op{dest: dest, order: order, args: []string{flag, src, dest}})
+	p.bound = append(p.bound, dest)
+	p.pins = append(p.pins, boxconf.Pin{Path: dest, Dev: pn.dev, Ino: pn.ino})
+}
+
+func (p *planner) data(content []byte, dest string) error {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	// Small files only: the pipe's buffer holds them, so the write never
+	// waits for bubblewrap.
+	if len(content) > 32<<10 {
+		r.Close()
+		w.Close()
+		return fmt.Errorf("generated %s too large", dest)
+	}
+	_, err = w.Write(content)
+	w.Close()
+	if err != nil {
+		r.Close()
+		return err
+	}
+	n := p.file(r, true)
+	p.ops = append(p.ops, op{dest: dest, order: 1, args: []string{"--perms", "0444", "--ro-bind-data", strconv.Itoa(n), dest}})
+	return nil
+}
+
+// Plan turns spec into a box of the given tier, or fails with the reason.
+// It never falls back to a weaker tier: TierAuto takes what Probe says the
+// host gives, and an explicit tier the host cannot give is errs.Unavailable.
+// exe is the airlock binary re-executed as the in-box init.
+func Plan(spec Spec, tier Tier, exe string) (*Box, error) {
+	if err := validate(spec); err != nil {
+		return nil, err
+	}
+	if tier == TierAuto {
+		tier = Probe().Tier()
+	}
+	switch tier {
+	case Tier0:
+		return &Box{Tier: Tier0, Mechanism: "none", Notes: []string{"tier 0: no confinement; the caller's rights apply"}}, nil
+	case Tier2:
+		return nil, tier2Unavailable()
+	case Tier1:
+	default:
+		return nil, errs.Invalidf("sandbox tier %d: want 0, 1 or 2", int(tier))
+	}
+	bw := findBwrap(os.Getenv("PATH"))
+	if bw.Path == "" || bw.Err != "" {
+		return nil, errs.Unavailablef("sandbox tier 1: %s (install bubblewrap 0.12.0 or later, or run with --sandbox off to accept no confinement)", bw.Err)
+	}
+	if why := usernsBlocked(); why != "" {
+		return nil, errs.Unavailablef("sandbox tier 1: %s", why)
+	}
+	if spec.Ptrace {
+		if ok, why := ptraceScoped(); !ok {
+			return nil, errs.Unavailablef("sandbox.ptrace: %s", why)
+		}
+	}
+	if exe == "" || !filepath.IsAbs(exe) {
+		return nil, errs.Invalidf("sandbox: the airlock binary path %q is not absolute", exe)
+	}
+	p := &planner{spec: spec, bw: bw, box: &Box{Tier: Tier1, Path: bw.Path, Mechanism: "bubblewrap", Version: bw.Version}}
+	if err := p.plan(exe); err != nil {
+		p.box.Close()
+		return nil, err
+	}
+	return p.box, nil
+}
+
+func validate(spec Spec) error {
+	if spec.Workdir == "" {
+		return errs.Invalidf("sandbox: no working directory")
+	}
+	if !filepath.IsAbs(spec.Workdir) {
+		return errs.Invalidf("sandbox: working directory %q is not absolute", spec.Workdir)
+	}
+	st, err := os.Stat(spec.Workdir)
+	if err != nil {
+		return errs.Wrap(errs.Invalid, err, "sandbox: working directory")
+	}
+	if !st.IsDir() {
+		return errs.Invalidf("sandbox: working directory %s is not a directory", spec.Workdir)
+	}
+	for _, kv := range spec.Env {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || strings.ContainsRune(kv, 0) {
+			return errs.Invalidf("sandbox: environment entry %q is not KEY=VALUE", kv)
+		}
+	}
+	if spec.Limits.MemoryBytes < 0 || spec.Limits.CPU < 0 || spec.Limits.Wall < 0 || spec.Limits.Pids < 0 {
+		return errs.Invalidf("sandbox: negative limit")
+	}
+	for _, lst := range [][]string{spec.Read, spec.Write} {
+		for _, r := range lst {
+			if !filepath.IsAbs(r) {
+				return errs.Invalidf("sandbox: path %q is not absolute", r)
+			}
+		}
+	}
+	return nil
+}
+
+func envValue(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+func (p *planner) refuse(path, why string) error {
+	return errs.Unavailablef("sandbox: %s: %s", path, why)
+}
+
+func (p *planner) plan(exe string) error {
+	spec := p.spec
+	b := p.box
+
+	// Writable roots first: every other bind is checked against them, in
+	// both the spelling given and the resolved one.
+	type root struct {
+		pn *pinned
+		rw bool
+	}
+	var roots []root
+	var writeSpell []string
+	for _, w := range spec.Write {
+		writeSpell = append(writeSpell, filepath.Clean(w))
+	}
+	writeSpell = append(writeSpell, filepath.Clean(spec.Workdir))
+	for _, w := range spec.Write {
+		pn, err := pin(w, nil)
+		if err != nil {
+			return errs.Wrap(errs.Unavailable, err, "sandbox: write grant")
+		}
+		for _, r := range refusedWrite {
+			if within(pn.real, r) || within(r, pn.real) {
+				pn.f.Close()
+				return p.refuse(w, fmt.Sprintf("a write grant may not reach %s (it resolves to %s)", r, pn.real))
+			}
+		}
+		if !pn.isDir() {
+			pn.f.Close()
+			return p.refuse(w, "a write grant must be a directory")
+		}
+		roots = append(roots, root{pn, spec.Writable})
+		writeSpell = append(writeSpell, pn.real)
+	}
+	p.writable = writeSpell
+
+	// Workdir: its own bind, writable only when a write grant covers it.
+	wd, err := pin(spec.Workdir, nil)
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, err, "sandbox: working directory")
+	}
+	p.writable = append(p.writable, wd.real)
+	wdRW := false
+	for _, r := range roots {
+		if within(wd.real, r.pn.real) && r.rw {
+			wdRW = true
+		}
+	}
+
+	// Namespaces and the process's standing.
+	args := []string{"--unshare-user"}
+	if p.bw.DisableUserns {
+		args = append(args, "--disable-userns")
+	} else {
+		b.Notes = append(b.Notes, "bubblewrap has no --disable-userns; only the seccomp filter stops new user namespaces")
+	}
+	args = append(args, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try",
+		"--hostname", "airlock", "--die-with-parent", "--new-session", "--cap-drop", "ALL")
+	if p.bw.ClearEnv {
+		args = append(args, "--clearenv")
+	}
+	b.Namespaces = []string{"user", "mount", "pid", "ipc", "uts", "net", "cgroup"}
+
+	// The system, read-only.
+	for _, d := range systemDirs {
+		fi, err := os.Lstat(d)
+		if err != nil {
+			continue
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			target, err := os.Readlink(d)
+			if err != nil {
+				return err
+			}
+			p.ops = append(p.ops, op{dest: d, order: 0, args: []string{"--symlink", target, d}})
+			continue
+		}
+		pn, err := pin(d, p.writable)
+		if err != nil {
+			return errs.Wrap(errs.Unavailable, err, "sandbox: system directory")
+		}
+		p.bindFD(pn, d, false, 2)
+	}
+	for _, f := range etcFiles {
+		if _, err := os.Lstat(f); err != nil {
+			continue
+		}
+		pn, err := pin(f, p.writable)
+		if err != nil {
+			// A system file that cannot be pinned safely is left out.
+			b.Notes = append(b.Notes, err.Error())
+			continue
+		}
+		p.bindFD(pn, f, false, 2)
+	}
+	home := envValue(spec.Env, "HOME")
+	if err := p.etc(home); err != nil {
+		return err
+	}
+	p.ops = append(p.ops,
+		op{dest: "/proc", args: []string{"--proc", "/proc"}},
+		op{dest: "/dev", args: []string{"--dev", "/dev"}},
+		op{dest: "/tmp", args: []string{"--tmpfs", "/tmp"}},
+		op{dest: "/var/tmp", args: []string{"--tmpfs", "/var/tmp"}},
+		op{dest: "/run", args: []string{"--tmpfs", "/run"}},
+	)
+
+	// The airlock binary, read-only, never from a writable directory
+	// (CVE-2019-5736: a box that can write the runtime's binary owns the
+	// next run).
+	ex, err := pin(exe, p.writable)
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, err, "sandbox: airlock binary")
+	}
+	if w := withinAny(ex.real, p.writable); w != "" && spec.Writable {
+		ex.f.Close()
+		return p.refuse(exe, "the airlock binary lies inside the writable directory "+w+"; install it elsewhere")
+	}
+	p.bindFD(ex, boxInitPath, false, 2)
+
+	// Reads, then writes, then the working directory.
+	for _, r := range spec.Read {
+		clean := filepath.Clean(r)
+		for _, bad := range []string{"/proc", "/sys", "/dev"} {
+			if within(clean, bad) {
+				return p.refuse(r, "the kernel's interfaces are never bound from the host")
+			}
+		}
+		if clean == "/" {
+			return p.refuse(r, "the whole file system cannot be granted; name the directories")
+		}
+		pn, err := pin(r, p.writable)
+		if err != nil {
+			return errs.Wrap(errs.Unavailable, err, "sandbox: read grant")
+		}
+		p.bindFD(pn, pn.real, false, 2)
+	}
+	for _, r := range roots {
+		p.bindFD(r.pn, r.pn.real, r.rw, 2)
+	}
+	if !p.has(wd.real) {
+		p.bindFD(wd, wd.real, wdRW, 2)
+	} else {
+		wd.f.Close()
+	}
+	for _, bd := range spec.Binds {
+		dst := bd.Dst
+		if dst == "" {
+			dst = bd.Src
+		}
+		if !filepath.IsAbs(dst) {
+			return p.refuse(dst, "bind destination is not absolute")
+		}
+		pn, err := pin(bd.Src, p.writable)
+		if err != nil {
+			return errs.Wrap(errs.Unavailable, err, "sandbox: bind")
+		}
+		if w := withinAny(pn.real, p.writable); w != "" && filepath.Clean(dst) != pn.real {
+			pn.f.Close()
+			return p.refuse(bd.Src, "lies inside the writable directory "+w+" and would be bound elsewhere")
+		}
+		p.bindFD(pn, filepath.Clean(dst), false, 2)
+	}
+
+	// HOME is private unless a bind already provides it.
+	if filepath.IsAbs(home) && home != "/" {
+		h := filepath.Clean(home)
+		if !p.coveredByBind(h) && !p.isSystem(h) {
+			p.ops = append(p.ops, op{dest: h, order: 0, args: []string{"--tmpfs", h}})
+		} else if p.coveredByBind(h) {
+			b.Notes = append(b.Notes, "HOME "+h+" lies inside a bound directory; it is that directory, not a private one")
+		}
+	}
+
+	// Protected paths inside every writable root.
+	if spec.Writable {
+		for _, r := range roots {
+			if err := p.protect(r.pn); err != nil {
+				return err
+			}
+		}
+		if wdRW {
+			if err := p.protect(wd); err != nil {
+				return err
+			}
+		}
+		if spec.PolicyFile != "" {
+			pf := filepath.Clean(spec.PolicyFile)
+			if withinAny(pf, p.writable) != "" {
+				pn, err := pin(pf, nil)
+				if err != nil {
+					return errs.Wrap(errs.Unavailable, err, "sandbox: policy file")
+				}
+				if pn.mode&unix.S_IFMT == unix.S_IFLNK {
+					return p.refuse(pf, "the policy file is a symbolic link inside a writable directory")
+				}
+				p.bindFD(pn, pn.real, false, 3)
+			}
+		}
+		b.Protected = true
+	}
+
+	// The one way out.
+	if spec.Net != nil {
+		if spec.Net.ProxySocket == "" || spec.Net.Token == "" {
+			return errs.Invalidf("sandbox: network needs the proxy socket and a token")
+		}
+		pn, err := pin(spec.Net.ProxySocket, p.writable)
+		if err != nil {
+			return errs.Wrap(errs.Unavailable, err, "sandbox: egress proxy socket")
+		}
+		if pn.mode&unix.S_IFMT != unix.S_IFSOCK {
+			pn.f.Close()
+			return p.refuse(spec.Net.ProxySocket, "not a Unix socket")
+		}
+		p.bindFD(pn, boxProxyPath, false, 2)
+		p.box.config.Net = &boxconf.Net{Socket: boxProxyPath, Token: spec.Net.Token, HTTPPort: boxHTTPPort, SOCKSPort: boxSOCKSPort}
+	}
+
+	sort.SliceStable(p.ops, func(i, j int) bool {
+		di, dj := depth(p.ops[i].dest), depth(p.ops[j].dest)
+		if di != dj {
+			return di < dj
+		}
+		return p.ops[i].order < p.ops[j].order
+	})
+	for _, o := range p.ops {
+		args = append(args, o.args...)
+	}
+	args = append(args, "--chdir", wd.real)
+
+	// Descriptors for the init: configuration in, status out.
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	b.configW = cfgW
+	cfgN := p.file(cfgR, true)
+	stR, stW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	b.statusR = stR
+	stN := p.file(stW, true)
+
+	// bubblewrap's options go through a descriptor, so nothing about the
+	// box shows in the process list beyond this line.
+	argsR, argsW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	argsN := p.file(argsR, true)
+	var buf strings.Builder
+	for _, a := range args {
+		if strings.ContainsRune(a, 0) {
+			return errs.Invalidf("sandbox: NUL in a path")
+		}
+		buf.WriteString(a)
+		buf.WriteByte(0)
+	}
+	go func() {
+		// The list can outgrow a pipe's buffer; bubblewrap reads it all
+		// before doing anything else.
+		io.WriteString(argsW, buf.String())
+		argsW.Close()
+	}()
+
+	b.config.Env = append([]string(nil), spec.Env...)
+	b.config.Dir = wd.real
+	b.config.Ptrace = spec.Ptrace
+	b.config.Pins = p.pins
+	b.config.Seccomp = seccompWanted
+	b.Seccomp = seccompWanted
+	if !seccompWanted {
+		b.Notes = append(b.Notes, "no seccomp filter in this build")
+	}
+	b.Argv = []string{p.bw.Path, "--args", strconv.Itoa(argsN), "--", boxInitPath, InitArg,
+		boxconf.FlagConfig, strconv.Itoa(cfgN), boxconf.FlagStatus, strconv.Itoa(stN)}
+	return nil
+}
+
+func (p *planner) has(dest string) bool {
+	for _, d := range p.bound {
+		if d == dest {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *planner) coveredByBind(path string) bool {
+	for _, d := range p.bound {
+		if within(path, d) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *planner) isSystem(path string) bool {
+	for _, d := range append(append([]string{}, systemDirs...), "/etc", "/proc", "/dev", "/tmp", "/run") {
+		if within(path, d) || within(d, path) {
+			return true
+		}
+	}
+	return false
+}
+
+// etc writes the generated parts of /etc: users, groups, name service and
+// name resolution that point nowhere but the box itself.
+func (p *planner) etc(home string) error {
+	uid, gid := os.Getuid(), os.Getgid()
+	if home == "" {
+		home = "/"
+	}
+	name := "airlock"
+	if uid == 0 {
+		name = "root"
+	}
+	passwd := fmt.Sprintf("%s:x:%d:%d:%s:%s:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n", name, uid, gid, name, home)
+	group := fmt.Sprintf("%s:x:%d:\nnogroup:x:65534:\n", name, gid)
+	files := []struct{ path, content string }{
+		{"/etc/passwd", passwd},
+		{"/etc/group", group},
+		{"/etc/hosts", "127.0.0.1\tlocalhost airlock\n::1\tlocalhost ip6-localhost ip6-loopback\n"},
+		// No resolver is reachable from the box: names resolve at the
+		// egress proxy. Pointing at loopback makes a lookup fail at once.
+		{"/etc/resolv.conf", "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"},
+		{"/etc/nsswitch.conf", "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n"},
+		{"/etc/hostname", "airlock\n"},
+	}
+	for _, f := range files {
+		if err := p.data([]byte(f.content), f.path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// protect keeps the protected paths inside the writable root r read-only.
+// An existing one is bound read-only onto itself; its ancestors inside r are
+// bound onto themselves so they cannot be renamed aside (a mount point
+// answers EBUSY). A missing one is blocked at its first missing component
+// with an empty placeholder that airlock removes when the box ends.
+func (p *planner) protect(r *pinned) error {
+	for _, name := range protectedNames {
+		comps := splitPath(name)
+		dirfd, err := unix.Dup(int(r.f.Fd()))
+		if err != nil {
+			return err
+		}
+		cur := r.real
+		for i, c := range comps {
+			next := filepath.Join(cur, c)
+			nfd, err := unix.Openat(dirfd, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if errors.Is(err, unix.ENOENT) {
+				stub, serr := p.stub(dirfd, c, next)
+				unix.Close(dirfd)
+				if serr != nil {
+					return serr
+				}
+				p.bindFD(stub, next, false, 3)
+				break
+			}
+			if err != nil {
+				unix.Close(dirfd)
+				return errs.Wrap(errs.Unavailable, err, "sandbox: protected path %s", next)
+			}
+			var st unix.Stat_t
+			if err := unix.Fstat(nfd, &st); err != nil {
+				unix.Close(nfd)
+				unix.Close(dirfd)
+				return err
+			}
+			if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				unix.Close(nfd)
+				unix.Close(dirfd)
+				return p.refuse(next, "a protected path is a symbolic link inside a writable directory; remove the link or make it a real file")
+			}
+			pn := &pinned{real: next, dev: uint64(st.Dev), ino: st.Ino, mode: st.Mode}
+			if i == len(comps)-1 || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+				// The protected path itself, or a file where a directory
+				// is expected (nothing can be created below it): bound
+				// read-only as it is.
+				unix.Close(dirfd)
+				pn.f = os.NewFile(uintptr(nfd), next)
+				p.bindFD(pn, next, false, 3)
+				break
+			}
+			// An ancestor: bound onto itself, still writable, so it cannot
+			// be renamed aside with the protected path inside it.
+			if !p.has(next) {
+				dup, err := unix.Dup(nfd)
+				if err != nil {
+					unix.Close(nfd)
+					unix.Close(dirfd)
+					return err
+				}
+				pn.f = os.NewFile(uintptr(dup), next)
+				p.bindFD(pn, next, true, 3)
+			}
+			unix.Close(dirfd)
+			dirfd = nfd
+			cur = next
+		}
+	}
+	return nil
+}
+
+// stub makes an empty, read-only placeholder name in dirfd.
+func (p *planner) stub(dirfd int, name, path string) (*pinned, error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "sandbox: protect %s", path)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	unix.Close(fd)
+	p.box.Stubs = append(p.box.Stubs, Stub{Path: path, Dev: uint64(st.Dev), Ino: st.Ino})
+	pfd, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &pinned{f: os.NewFile(uintptr(pfd), path), real: path, dev: uint64(st.Dev), ino: st.Ino, mode: st.Mode}, nil
+}

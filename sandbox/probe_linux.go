@@ -1,0 +1,313 @@
+package sandbox
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-run/airlock/errs"
+)
+
+// fixedBwrap is the first upstream bubblewrap release the reference's
+// advisory (symbolic links in bind sources redirecting a mount) names as
+// fixed.
+const fixedBwrap = "0.12.0"
+
+// Probe reports what this host can do, without starting any process: it
+// reads the bubblewrap binary, /proc and /sys. The CLI adds the result of
+// actually starting a box (runner.Check) to it.
+func Probe() Report {
+	r := Report{OS: "linux", Protected: true}
+	var uts unix.Utsname
+	if unix.Uname(&uts) == nil {
+		r.Kernel = unix.ByteSliceToString(uts.Release[:])
+	}
+	r.Bubblewrap = (findBwrap(os.Getenv("PATH")))
+	r.UserNS = probeUserNS()
+	r.Seccomp = probeSeccomp()
+	r.Cgroup = probeCgroup()
+	r.Yama = probeYama()
+	r.GVisor = probeGVisor(os.Getenv("PATH"))
+	r.KVM = probeKVM()
+	r.findings()
+	return r
+}
+
+func (r *Report) add(sev, topic, text, fix string) {
+	r.Findings = append(r.Findings, Finding{Severity: sev, Topic: topic, Text: text, Fix: fix})
+}
+
+func (r *Report) findings() {
+	bw := r.Bubblewrap
+	tier1 := true
+	var why []string
+	switch {
+	case bw.Path == "":
+		tier1 = false
+		why = append(why, "bubblewrap is not installed")
+		r.add(SevError, "bubblewrap", "bubblewrap (bwrap) was not found on PATH nor in /usr/bin, /usr/local/bin, /bin.",
+			"Install bubblewrap 0.12.0 or later from your distribution (apt install bubblewrap, dnf install bubblewrap) or build it from https://github.com/containers/bubblewrap.")
+	case bw.Err != "":
+		tier1 = false
+		why = append(why, "bubblewrap could not be read")
+		r.add(SevError, "bubblewrap", "bubblewrap at "+bw.Path+" could not be read: "+bw.Err+".", "Make "+bw.Path+" readable by the user running airlock, or reinstall bubblewrap.")
+	default:
+		if bw.Version == "" {
+			r.add(SevWarn, "bubblewrap", "bubblewrap at "+bw.Path+" has no version string airlock recognises.", "Install bubblewrap 0.12.0 or later from a trusted source.")
+		} else if versionLess(bw.Version, fixedBwrap) {
+			mit := "airlock mitigates it: every bind source is resolved one component at a time and opened with O_PATH|O_NOFOLLOW, a bind whose path, any symbolic link on the way or its target lies in a writable directory is refused, and bubblewrap binds the pinned descriptor"
+			if bw.BindFD {
+				mit += " (--ro-bind-fd, which checks device and inode after mounting)"
+			} else {
+				mit += " through /proc/self/fd/N"
+			}
+			mit += "; airlock's init checks each bind's device and inode again inside the box before the command starts"
+			r.add(SevWarn, "bubblewrap advisory",
+				fmt.Sprintf("bubblewrap %s at %s is older than %s, which fixes the advisory about symbolic links in bind sources redirecting a mount onto the host; %s.", bw.Version, bw.Path, fixedBwrap, mit),
+				"Upgrade bubblewrap to "+fixedBwrap+" or later from a trusted package source when your distribution has it; until then the mitigation above holds for airlock's own binds.")
+		}
+		if !bw.DisableUserns {
+			r.add(SevWarn, "bubblewrap", "bubblewrap "+bw.Version+" has no --disable-userns (added in 0.8.0); only the seccomp filter stops the box from creating user namespaces.", "Upgrade bubblewrap to 0.8.0 or later.")
+		}
+		if !bw.BindFD {
+			r.add(SevInfo, "bubblewrap", "bubblewrap "+bw.Version+" has no --ro-bind-fd; airlock binds /proc/self/fd/N and checks each bind's device and inode from inside the box.", "Upgrade bubblewrap to 0.10.0 or later (Debian 12 has it backported in 0.8.0-2+deb12u1).")
+		}
+		if bw.Setuid {
+			r.add(SevWarn, "bubblewrap", "bubblewrap at "+bw.Path+" is installed setuid root; airlock works with it, but a setuid sandbox helper has a long history of privilege escalations.", "Remove the setuid bit (chmod u-s "+bw.Path+") on a kernel that allows unprivileged user namespaces.")
+		}
+	}
+	u := r.UserNS
+	if !u.Available {
+		tier1 = false
+		why = append(why, "user namespaces are unavailable")
+		r.add(SevError, "user namespaces", u.Why, u.Fix)
+	}
+	if !r.Seccomp.Available {
+		r.add(SevError, "seccomp", "the kernel has no seccomp filter mode (CONFIG_SECCOMP_FILTER).", "Use a kernel built with CONFIG_SECCOMP and CONFIG_SECCOMP_FILTER (every mainstream distribution kernel has them).")
+		tier1 = false
+		why = append(why, "seccomp filters are unavailable")
+	}
+	cg := r.Cgroup
+	switch {
+	case cg.Version == 0:
+		r.add(SevWarn, "cgroup", "no usable cgroup hierarchy was found; memory, CPU and process limits cannot be applied and a run that asks for them is refused.", "Mount cgroup2 at /sys/fs/cgroup (systemd does this by default) and run airlock as root or in a delegated subtree (systemd-run --user --scope -p Delegate=yes).")
+	case len(cg.Missing) > 0:
+		r.add(SevWarn, "cgroup", fmt.Sprintf("cgroup v%d is missing the controllers %s; a run that asks for their limits is refused.", cg.Version, strings.Join(cg.Missing, ", ")), cg.Fix)
+	case !cg.Writable:
+		r.add(SevWarn, "cgroup", fmt.Sprintf("cgroup v%d at %s is not writable by this user; limits are refused.", cg.Version, cg.Root), "Run airlock as root or inside a delegated cgroup (systemd-run --user --scope -p Delegate=yes -- airlock ...).")
+	}
+	if !r.Yama.Present {
+		r.add(SevInfo, "ptrace", "the Yama LSM is not active (no /proc/sys/kernel/yama/ptrace_scope); a policy with sandbox.ptrace: true is refused, because a tracer in the box could trace any process of the same user.", "Boot a kernel with Yama (security=yama or lsm=...,yama) and set kernel.yama.ptrace_scope=1 to allow ptrace for debuggers.")
+	} else if r.Yama.PtraceScope < 1 {
+		r.add(SevInfo, "ptrace", fmt.Sprintf("kernel.yama.ptrace_scope is %d; a policy with sandbox.ptrace: true is refused.", r.Yama.PtraceScope), "sysctl -w kernel.yama.ptrace_scope=1 (and add it to /etc/sysctl.d/ to keep it).")
+	}
+	if r.GVisor == "" {
+		r.add(SevInfo, "gvisor", "gVisor (runsc) was not found; tier 2 is unavailable and a run asking for --sandbox 2 is refused.", "Install runsc from https://gvisor.dev/docs/user_guide/install/ to make tier 2 possible.")
+	} else {
+		r.add(SevInfo, "gvisor", "gVisor (runsc) is at "+r.GVisor+", but this build of airlock does not run tier 2 yet; --sandbox 2 is refused.", "Use tier 1 (--sandbox 1 or auto).")
+	}
+	if !r.KVM {
+		r.add(SevInfo, "kvm", "/dev/kvm is absent; microVM isolation is unavailable.", "Run on a host or VM with KVM (nested virtualisation enabled) if microVMs are wanted.")
+	}
+	switch {
+	case tier1:
+		r.Best = Tier1
+		r.Why = "bubblewrap " + bw.Version + " with user namespaces and seccomp"
+	default:
+		r.Best = Tier0
+		r.Protected = false
+		r.Why = "tier 1 unavailable: " + strings.Join(why, "; ")
+	}
+}
+
+func readInt(path string) (int, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	return n, err == nil
+}
+
+func probeUserNS() UserNSReport {
+	u := UserNSReport{Available: true}
+	if n, ok := readInt("/proc/sys/user/max_user_namespaces"); ok {
+		u.MaxUserNamespaces = n
+		if n == 0 {
+			u.Available = false
+			u.Why = "user namespaces are switched off (user.max_user_namespaces = 0)."
+			u.Fix = "sysctl -w user.max_user_namespaces=15000 (and add it to /etc/sysctl.d/ to keep it)."
+			return u
+		}
+	}
+	if _, err := os.Stat("/proc/self/ns/user"); err != nil {
+		u.Available = false
+		u.Why = "the kernel has no user namespaces (CONFIG_USER_NS)."
+		u.Fix = "Use a kernel built with CONFIG_USER_NS=y."
+		return u
+	}
+	root := os.Geteuid() == 0
+	if n, ok := readInt("/proc/sys/kernel/unprivileged_userns_clone"); ok {
+		v := n
+		u.UnprivilegedClone = &v
+		if n == 0 && !root {
+			u.Available = false
+			u.Why = "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone = 0) and airlock is not running as root."
+			u.Fix = "sysctl -w kernel.unprivileged_userns_clone=1 (and add it to /etc/sysctl.d/ to keep it)."
+			return u
+		}
+	}
+	if n, ok := readInt("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); ok {
+		v := n
+		u.AppArmorRestrict = &v
+		if n != 0 && !root {
+			u.Available = false
+			u.Why = "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns = 1, the Ubuntu 24.04 default), so bubblewrap cannot create the box."
+			u.Fix = "Load Ubuntu's profile for bwrap: sudo install -m 644 /usr/share/apparmor/extra-profiles/bwrap-userns-restrict /etc/apparmor.d/ && sudo apparmor_parser -r /etc/apparmor.d/bwrap-userns-restrict (never an unconfined profile; setting the sysctl to 0 also works but lifts the restriction for every program)."
+			return u
+		}
+	}
+	return u
+}
+
+func probeSeccomp() SeccompReport {
+	s := SeccompReport{}
+	data, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
+	if err == nil {
+		s.Available = true
+		s.Actions = strings.Fields(string(data))
+		return s
+	}
+	// Older kernels lack the file; prctl(PR_GET_SECCOMP) answers whether
+	// seccomp exists at all.
+	if _, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err == nil {
+		s.Available = true
+	}
+	return s
+}
+
+// probeCgroup looks at the hierarchy mounted at /sys/fs/cgroup: a cgroup2
+// with controllers is v2; otherwise separate v1 controllers are v1.
+func probeCgroup() CgroupReport {
+	c := CgroupReport{}
+	want := []string{"memory", "cpu", "pids"}
+	if data, err := os.ReadFile("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		c.Version = 2
+		c.Root = "/sys/fs/cgroup"
+		c.Controllers = strings.Fields(string(data))
+	} else {
+		mounts, _ := os.Open("/proc/self/mountinfo")
+		if mounts != nil {
+			sc := bufio.NewScanner(mounts)
+			for sc.Scan() {
+				f := strings.Fields(sc.Text())
+				i := indexOf(f, "-")
+				if i < 0 || i+3 >= len(f) || f[i+1] != "cgroup" {
+					continue
+				}
+				for _, o := range strings.Split(f[i+3], ",") {
+					for _, w := range append(want, "freezer", "cpuacct") {
+						if o == w {
+							c.Controllers = append(c.Controllers, o)
+						}
+					}
+				}
+			}
+			mounts.Close()
+		}
+		if len(c.Controllers) > 0 {
+			c.Version = 1
+			c.Root = "/sys/fs/cgroup"
+		}
+	}
+	if c.Version == 0 {
+		return c
+	}
+	for _, w := range want {
+		if indexOf(c.Controllers, w) < 0 {
+			c.Missing = append(c.Missing, w)
+		}
+	}
+	if c.Version == 2 {
+		c.Fix = "Enable the controllers for airlock's subtree: echo '+memory +cpu +pids' > /sys/fs/cgroup/cgroup.subtree_control (or a delegated systemd scope)."
+	} else {
+		c.Fix = "Mount the missing v1 controllers (mount -t cgroup -o memory cgroup /sys/fs/cgroup/memory, likewise cpu and pids) or boot with cgroup v2 (systemd.unified_cgroup_hierarchy=1)."
+	}
+	probeDir := filepath.Join(c.Root, "memory")
+	if c.Version == 2 {
+		probeDir = c.Root
+	}
+	c.Writable = unix.Access(probeDir, unix.W_OK) == nil
+	return c
+}
+
+func indexOf(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+func probeYama() YamaReport {
+	n, ok := readInt("/proc/sys/kernel/yama/ptrace_scope")
+	return YamaReport{Present: ok, PtraceScope: n}
+}
+
+// ptraceScoped says whether a box may be given ptrace: only where Yama keeps
+// tracing to a process's own descendants.
+func ptraceScoped() (bool, string) {
+	y := probeYama()
+	if !y.Present {
+		return false, "refused: this host has no Yama LSM (kernel.yama.ptrace_scope), so a tracer in the box could trace other processes of the same user; boot with Yama and set kernel.yama.ptrace_scope=1"
+	}
+	if y.PtraceScope < 1 {
+		return false, fmt.Sprintf("refused: kernel.yama.ptrace_scope is %d; set it to 1 or more (sysctl -w kernel.yama.ptrace_scope=1)", y.PtraceScope)
+	}
+	return true, ""
+}
+
+func probeGVisor(pathEnv string) string {
+	var dirs []string
+	for _, d := range filepath.SplitList(pathEnv) {
+		if filepath.IsAbs(d) {
+			dirs = append(dirs, d)
+		}
+	}
+	dirs = append(dirs, "/usr/local/bin", "/usr/bin", "/usr/sbin")
+	for _, d := range dirs {
+		p := filepath.Join(d, "runsc")
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
+func probeKVM() bool {
+	_, err := os.Stat("/dev/kvm")
+	return err == nil
+}
+
+// usernsBlocked returns why bubblewrap cannot create its user namespace
+// here, or "".
+func usernsBlocked() string {
+	u := probeUserNS()
+	if u.Available {
+		return ""
+	}
+	return strings.TrimSuffix(u.Why, ".") + " (" + strings.TrimSuffix(u.Fix, ".") + ")"
+}
+
+func tier2Unavailable() error {
+	if p := probeGVisor(os.Getenv("PATH")); p != "" {
+		return errs.Unavailablef("sandbox tier 2: gVisor is installed at %s but this build of airlock does not run tier 2 (use --sandbox 1 or auto)", p)
+	}
+	return errs.Unavailablef("sandbox tier 2: gVisor (runsc) is not installed on this host (install it from https://gvisor.dev/docs/user_guide/install/, or use --sandbox 1 or auto)")
+}
