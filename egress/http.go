@@ -430,7 +430,9 @@ func (p *Proxy) httpForward(c net.Conn, br *bufio.Reader, h *head) (keep bool) {
 	stripHop(resp.Header)
 	framed := resp.ContentLength >= 0 || len(resp.TransferEncoding) > 0 || h.method == http.MethodHead ||
 		resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified
-	keep = framed && !h.close && !resp.Close
+	// resp.Close describes the upstream connection, which ends anyway; the
+	// box's connection stays open when its own request and the framing allow.
+	keep = framed && !h.close
 	resp.Close = !keep
 	if h.proto == "HTTP/1.0" && len(resp.TransferEncoding) > 0 {
 		// An HTTP/1.0 client cannot read chunks: send the body until close.
