@@ -217,6 +217,8 @@ func (r *reader) program(idx int, s scope) {
 		r.watch(idx, s)
 	case "flock", "su", "runuser", "script":
 		r.dashC(idx, s)
+	case "fd", "fdfind":
+		r.fdExec(idx, s)
 	}
 	if _, ok := execOpts[base]; ok {
 		r.execOptions(idx, base, s)
@@ -326,7 +328,7 @@ func (r *reader) script(idx int, text string, s scope) {
 		parent:     idx,
 		how:        "script",
 		upstream:   c.Upstream,
-		redirs:     c.Redirects,
+		redirs:     withoutHereDocs(c.Redirects),
 		background: c.Background,
 		depth:      s.depth + 1,
 		nesting:    s.nesting,
@@ -341,6 +343,19 @@ func (r *reader) script(idx int, text string, s scope) {
 		ns.shell = s.shell
 	}
 	r.stmts(f.Stmts, ns)
+}
+
+// withoutHereDocs drops here-documents and here-strings: a shell that gets
+// a script as its input has consumed them; the commands of the script do
+// not read them as a script again.
+func withoutHereDocs(rs []Redirect) []Redirect {
+	var out []Redirect
+	for _, r := range rs {
+		if r.Op != "<<" && r.Op != "<<-" && r.Op != "<<<" {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func appendVia(via []string, name string) []string {

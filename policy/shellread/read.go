@@ -417,7 +417,7 @@ func Starts(prog string) bool {
 		return true
 	}
 	switch base {
-	case "find", "git", "watch", "flock", "su", "runuser", "script", "eval", "trap", "builtin":
+	case "find", "git", "watch", "flock", "su", "runuser", "script", "eval", "trap", "builtin", "fd", "fdfind":
 		return true
 	}
 	return false

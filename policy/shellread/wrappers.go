@@ -495,6 +495,25 @@ func (r *reader) findExec(idx int, s scope) {
 	}
 }
 
+// fdExec reads `fd … -x CMD ARGS… [;]` and `-X`: the command runs once per
+// result or once for all of them.
+func (r *reader) fdExec(idx int, s scope) {
+	argv := r.out[idx].Argv
+	for i := 1; i < len(argv); i++ {
+		switch argv[i] {
+		case "-x", "--exec", "-X", "--exec-batch":
+			end := i + 1
+			for end < len(argv) && argv[end] != ";" {
+				end++
+			}
+			if i+1 < end {
+				r.inner(idx, i+1, s, innerOpts{end: end, fromInput: true})
+			}
+			i = end
+		}
+	}
+}
+
 // watch runs its operands joined by spaces through sh -c, unless -x.
 func (r *reader) watch(idx int, s scope) {
 	c := &r.out[idx]
