@@ -1,3 +1,163 @@
 package cli
 
-func sandboxCmd() *Command { return notYet("sandbox", "what confinement this host gives") }
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/airlock-run/airlock/runner"
+	"github.com/airlock-run/airlock/sandbox"
+)
+
+func sandboxCmd() *Command {
+	return &Command{Name: "sandbox", Usage: "COMMAND", Short: "what confinement this host gives",
+		Sub: []*Command{sandboxCheckCmd(), sandboxSelftestCmd()}}
+}
+
+// checkReport is what `airlock sandbox check --json` prints: the host probe
+// plus the result of starting a real box.
+type checkReport struct {
+	sandbox.Report
+	BoxStart struct {
+		OK     bool    `json:"ok"`
+		Millis float64 `json:"ms"`
+		Error  string  `json:"error,omitempty"`
+	} `json:"box_start"`
+}
+
+func sandboxCheckCmd() *Command {
+	const usage = "[--json]"
+	const long = `Reports the sandbox tier this host gives and why: bubblewrap's path,
+version and options, user namespaces (including Ubuntu's AppArmor
+restriction), seccomp, the cgroup hierarchy and its controllers, whether
+protected paths are enforced, Yama's ptrace scope, gVisor and KVM. It starts
+one real box running "true" to prove tier 1 works here. Every finding
+carries its fix. Exits 0 when the best tier works, 125 when tier 1 was
+expected but a box could not be started.`
+	return &Command{Name: "check", Usage: usage, Short: "report the sandbox tier this host gives, with fixes", Long: long,
+		Run: func(ctx context.Context, env *Env, args []string) error {
+			fs := NewFlags(env, "airlock sandbox check", usage, long)
+			asJSON := fs.Bool("json", false, "print the report as JSON")
+			if err := ParseFlags(fs, args); err != nil {
+				return err
+			}
+			if fs.NArg() > 0 {
+				return usagef("airlock sandbox check: unexpected argument %q", fs.Arg(0))
+			}
+			rep := checkReport{Report: sandbox.Probe()}
+			var startErr error
+			if rep.Best >= sandbox.Tier1 {
+				_, took, err := runner.Check(ctx, env.Exe)
+				rep.BoxStart.Millis = float64(took.Microseconds()) / 1000
+				if err != nil {
+					startErr = err
+					rep.BoxStart.Error = err.Error()
+					rep.Findings = append(rep.Findings, sandbox.Finding{Severity: sandbox.SevError, Topic: "box start",
+						Text: "every check passed but a real box failed to start: " + err.Error(),
+						Fix:  "Run airlock outside a container that forbids user namespaces (docker run --security-opt seccomp=unconfined, or a privileged pod), or fix what the message names."})
+					rep.Best = sandbox.Tier0
+					rep.Protected = false
+					rep.Why = "a tier-1 box could not be started here"
+				} else {
+					rep.BoxStart.OK = true
+				}
+			}
+			if *asJSON {
+				enc := json.NewEncoder(env.Stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(rep); err != nil {
+					return err
+				}
+			} else {
+				printCheck(env.Stdout, rep)
+			}
+			if startErr != nil {
+				return &ExitError{Code: 125}
+			}
+			return nil
+		}}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func printCheck(w io.Writer, rep checkReport) {
+	r := rep.Report
+	fmt.Fprintf(w, "Sandbox tier: %d (%s)\n", int(r.Best), r.Why)
+	if r.Best >= sandbox.Tier1 || rep.BoxStart.Error != "" {
+		if rep.BoxStart.OK {
+			fmt.Fprintf(w, "Box start: ok (a tier-1 box ran true in %s)\n", time.Duration(rep.BoxStart.Millis*float64(time.Millisecond)).Round(100*time.Microsecond))
+		} else {
+			fmt.Fprintf(w, "Box start: failed (%s)\n", rep.BoxStart.Error)
+		}
+	}
+	bw := r.Bubblewrap
+	if bw.Path == "" {
+		fmt.Fprintf(w, "Bubblewrap: not found\n")
+	} else {
+		fmt.Fprintf(w, "Bubblewrap: %s %s (--ro-bind-fd %s, --disable-userns %s, --clearenv %s, setuid %s)\n",
+			bw.Path, orUnknown(bw.Version), yesNo(bw.BindFD), yesNo(bw.DisableUserns), yesNo(bw.ClearEnv), yesNo(bw.Setuid))
+	}
+	u := r.UserNS
+	us := "available"
+	if !u.Available {
+		us = "unavailable"
+	}
+	extra := []string{fmt.Sprintf("user.max_user_namespaces=%d", u.MaxUserNamespaces)}
+	if u.UnprivilegedClone != nil {
+		extra = append(extra, fmt.Sprintf("kernel.unprivileged_userns_clone=%d", *u.UnprivilegedClone))
+	}
+	if u.AppArmorRestrict != nil {
+		extra = append(extra, fmt.Sprintf("kernel.apparmor_restrict_unprivileged_userns=%d", *u.AppArmorRestrict))
+	} else {
+		extra = append(extra, "no AppArmor user-namespace restriction")
+	}
+	fmt.Fprintf(w, "User namespaces: %s (%s)\n", us, strings.Join(extra, ", "))
+	if r.Seccomp.Available {
+		fmt.Fprintf(w, "Seccomp: available (actions: %s)\n", strings.Join(r.Seccomp.Actions, " "))
+	} else {
+		fmt.Fprintf(w, "Seccomp: unavailable\n")
+	}
+	switch cg := r.Cgroup; cg.Version {
+	case 0:
+		fmt.Fprintf(w, "Cgroups: none usable\n")
+	default:
+		fmt.Fprintf(w, "Cgroups: v%d at %s, controllers %s, writable %s\n", cg.Version, cg.Root, strings.Join(cg.Controllers, " "), yesNo(cg.Writable))
+	}
+	if r.Yama.Present {
+		fmt.Fprintf(w, "Yama ptrace_scope: %d\n", r.Yama.PtraceScope)
+	} else {
+		fmt.Fprintf(w, "Yama: absent (sandbox.ptrace is refused)\n")
+	}
+	onOff := "off"
+	if r.Protected {
+		onOff = "on"
+	}
+	fmt.Fprintf(w, "Protected paths: %s\n", onOff)
+	if r.GVisor != "" {
+		fmt.Fprintf(w, "gVisor: %s (tier 2 not run by this build)\n", r.GVisor)
+	} else {
+		fmt.Fprintf(w, "gVisor: not found (tier 2 unavailable)\n")
+	}
+	fmt.Fprintf(w, "KVM: %s\n", map[bool]string{true: "present", false: "absent"}[r.KVM])
+	if len(r.Findings) > 0 {
+		fmt.Fprintf(w, "\nFindings:\n")
+		for _, f := range r.Findings {
+			fmt.Fprintf(w, "  [%s] %s: %s\n        fix: %s\n", f.Severity, f.Topic, f.Text, f.Fix)
+		}
+	}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "(version unknown)"
+	}
+	return s
+}

@@ -1,0 +1,3 @@
+package cli
+
+func sandboxSelftestCmd() *Command { return notYet("selftest", "run the escape matrix") }
