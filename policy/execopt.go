@@ -1,6 +1,10 @@
 package policy
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/airlock-run/airlock/policy/shellread"
+)
 
 // Options that make an otherwise harmless program run another program of the
 // caller's choosing. They matter only when programs are restricted (a
@@ -97,4 +101,60 @@ func optionIs(a, name string) bool {
 		return false
 	}
 	return strings.IndexByte(a[1:], name[1]) >= 0
+}
+
+// gitQuiet are git subcommands that start no program named on their
+// command line, so `git status` need not be read for nested commands.
+var gitQuiet = map[string]bool{
+	"status": true, "log": true, "diff": true, "show": true, "add": true, "commit": true, "rev-parse": true,
+	"branch": true, "tag": true, "blame": true, "ls-files": true, "describe": true, "shortlog": true,
+	"checkout": true, "switch": true, "restore": true, "reset": true, "mv": true, "rm": true, "init": true,
+	"merge-base": true, "cat-file": true, "stash": true, "cherry-pick": true, "revert": true, "merge": true,
+	"reflog": true, "show-ref": true, "for-each-ref": true, "ls-tree": true, "rev-list": true, "clean": true,
+	"format-patch": true, "apply": true, "worktree": true,
+}
+
+// mayStart reports whether argv could start other programs from its
+// arguments, so that shellread.ReadArgv must read it. It errs towards yes
+// and does not allocate: for most programs shellread.Starts decides; git
+// and the programs with exec-like options are looked at more closely so
+// that `git status` and `rg foo src` stay on the allocation-free path.
+func mayStart(argv []string) bool {
+	if !shellread.Starts(argv[0]) {
+		return false
+	}
+	base := baseName(argv[0])
+	args := argv[1:]
+	switch base {
+	case "git":
+		for i := 0; i < len(args); i++ {
+			a := args[i]
+			switch {
+			case a == "-C":
+				i++ // its value is a directory
+			case a == "--no-pager" || a == "-P":
+			case strings.HasPrefix(a, "-"):
+				return true // -c, --config-env, --exec-path and the like
+			default:
+				if !gitQuiet[a] {
+					return true
+				}
+				for _, b := range args[i+1:] {
+					if strings.HasPrefix(b, "-x") || strings.HasPrefix(b, "--ex") || strings.HasPrefix(b, "-O") || strings.HasPrefix(b, "--open") {
+						return true
+					}
+				}
+				return false
+			}
+		}
+		return false
+	case "rg", "tar", "rsync", "sort", "man", "zip", "ssh", "scp", "sftp":
+		for _, a := range args {
+			if strings.HasPrefix(a, "-") {
+				return true
+			}
+		}
+		return false
+	}
+	return true
 }

@@ -42,7 +42,7 @@ func (c *Checker) Argv(argv []string) Decision {
 	if len(argv) == 0 || argv[0] == "" {
 		return Decision{Verdict: Deny, Category: CatShell, Rule: "default", Reason: "an empty command was refused"}
 	}
-	if !shellread.Starts(argv[0]) {
+	if !mayStart(argv) {
 		// One program and nothing else: the hot path, allocation-free
 		// when it allows.
 		var one [1]shellread.Command
