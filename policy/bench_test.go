@@ -54,8 +54,8 @@ func bigPolicy(tb testing.TB) *Checker {
 func TestNoAllocs(t *testing.T) {
 	c := bigPolicy(t)
 	calls := map[string][]string{
-		"listed program":         {"ls", "-la", "src"},
-		"argument allow pattern": {"git", "status", "--short"},
+		"listed program":                  {"ls", "-la", "src"},
+		"argument allow pattern":          {"git", "status", "--short"},
 		"argument rules, clustered flags": {"tool3", "check", "-v"},
 	}
 	for name, argv := range calls {
