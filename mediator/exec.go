@@ -88,12 +88,18 @@ func (k *Kernel) Exec(ctx context.Context, call Call, o ExecOptions) (ExecResult
 	spec.Binds = append(spec.Binds, o.Binds...)
 	tier := o.Tier
 	if p.Isolation == "none" {
-		tier = sandbox.Tier(0)
+		tier = sandbox.Tier0
+	} else if tier == sandbox.TierAuto {
+		// auto is the best the host gives, and a host that gives no
+		// confinement at all is a failure, never a silent tier 0.
+		if tier = sandbox.Probe().Tier(); tier == sandbox.Tier0 {
+			return res, errs.Unavailablef("sandbox: this host gives no confinement (run `airlock sandbox check` for the fix, or --sandbox off to run unconfined)")
+		}
 	}
-	if tier == sandbox.Tier(0) && o.Warn != nil {
+	if tier == sandbox.Tier0 && o.Warn != nil {
 		o.Warn("WARNING: running UNCONFINED (tier 0): the command has your files, network and rights; only its working directory and environment are its own")
 	}
-	if len(p.Net.Allow) > 0 && tier != sandbox.Tier(0) {
+	if len(p.Net.Allow) > 0 && tier != sandbox.Tier0 {
 		stop, ns, err := k.startEgress(ctx, p, call)
 		if err != nil {
 			return res, err
@@ -212,6 +218,10 @@ func boxEnv(p *policy.Policy, w policy.World, environ []string) []string {
 		"PATH": BoxPATH, "HOME": BoxHome, "LANG": "C.UTF-8", "TERM": "dumb",
 		"USER": "airlock", "LOGNAME": "airlock", "TMPDIR": "/tmp", "PWD": w.Workdir,
 	}
+	var c *policy.Checker
+	if len(p.Env.Allow) > 0 {
+		c, _ = p.Compile(w) // a policy that does not compile passes nothing in
+	}
 	for _, kv := range environ {
 		name, val, ok := strings.Cut(kv, "=")
 		if !ok || name == "" {
@@ -221,7 +231,7 @@ func boxEnv(p *policy.Policy, w policy.World, environ []string) []string {
 			env[name] = val
 			continue
 		}
-		if len(p.Env.Allow) > 0 && policyAllowsEnv(p, name) {
+		if c != nil && c.Env(name).Verdict == policy.Allow {
 			env[name] = val
 		}
 	}
@@ -234,11 +244,6 @@ func boxEnv(p *policy.Policy, w policy.World, environ []string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func policyAllowsEnv(p *policy.Policy, name string) bool {
-	c, err := p.Compile(policy.World{})
-	return err == nil && c.Env(name).Verdict == policy.Allow
 }
 
 // expandPaths turns policy path entries into existing absolute host paths.

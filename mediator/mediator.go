@@ -101,6 +101,9 @@ type Reply struct {
 	// Decider names who answered: "person:<name>", "timeout", "error".
 	Decider string
 	Err     error
+	// Grant is the rule saved when the answer is AnswerAllowAlways; the
+	// kernel adds it to the policy in force so the same call stops asking.
+	Grant *policy.Grant
 }
 
 // Approver puts escalations to a person. It must return when ctx ends or the
@@ -132,11 +135,6 @@ type Recorder interface {
 	Record(ctx context.Context, r Record) error
 }
 
-// GrantSaver keeps the rules a person saved with "allow always".
-type GrantSaver interface {
-	SaveGrant(g policy.Grant) error
-}
-
 // Kernel decides calls. Build it with New; it is safe for concurrent use.
 type Kernel struct {
 	world policy.World
@@ -146,7 +144,6 @@ type Kernel struct {
 	// Recorder receives a record of every decision; nil keeps none (for
 	// library users who audit elsewhere).
 	recorder Recorder
-	grants   GrantSaver
 	now      func() time.Time
 	timeout  time.Duration
 
@@ -159,8 +156,6 @@ type Kernel struct {
 type Options struct {
 	Approver Approver
 	Recorder Recorder
-	// Grants saves "allow always" answers; nil turns them into "allow once".
-	Grants GrantSaver
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 }
@@ -179,7 +174,7 @@ func New(p *policy.Policy, world policy.World, o Options) (*Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &Kernel{world: world, approver: o.Approver, recorder: o.Recorder, grants: o.Grants,
+	k := &Kernel{world: world, approver: o.Approver, recorder: o.Recorder,
 		now: o.Now, policy: p, checker: c}
 	if k.now == nil {
 		k.now = time.Now
@@ -290,11 +285,8 @@ func (k *Kernel) escalate(ctx context.Context, call Call, out Outcome) Outcome {
 	r := k.approver.Ask(ctx, e)
 	switch r.Answer {
 	case AnswerAllowOnce, AnswerAllowAlways:
-		if r.Answer == AnswerAllowAlways && e.Grant != nil && k.grants != nil {
-			if err := k.grants.SaveGrant(*e.Grant); err != nil {
-				return denied("error", "the approval could not be saved")
-			}
-			k.addGrant(*e.Grant)
+		if r.Answer == AnswerAllowAlways && r.Grant != nil {
+			k.addGrant(*r.Grant)
 		}
 		d := out.Decision
 		d.Verdict = policy.Allow

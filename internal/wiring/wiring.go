@@ -1,0 +1,305 @@
+// Package wiring builds airlock's kernel from what a command line names: the
+// policy file (or the built-in workspace profile), the working directory and
+// mode, the person who answers escalations (a terminal, the approvals
+// socket), the grants file and the audit log. `airlock run` and the MCP
+// server and gateway share it, so every entry point is mediated the same
+// way. Only internal/cli imports it.
+package wiring
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/airlock-run/airlock/approvals"
+	"github.com/airlock-run/airlock/audit"
+	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/mediator"
+	"github.com/airlock-run/airlock/policy"
+)
+
+// DefaultPolicyFile is the policy read from the working directory when none
+// is named.
+const DefaultPolicyFile = "airlock.yaml"
+
+// Config is what the command line said.
+type Config struct {
+	// PolicyFile names the policy; "" reads airlock.yaml in Workdir when it
+	// exists and uses the built-in workspace profile otherwise.
+	PolicyFile string
+	// Workdir is the working directory of the calls; "" is Dir.
+	Workdir string
+	// Dir is the caller's own working directory, against which relative
+	// paths on the command line are read.
+	Dir string
+	// Mode is "observe" (also "") or "fix".
+	Mode string
+	// Getenv reads the caller's environment.
+	Getenv func(string) string
+	// Terminal, when true, puts escalations to a person on /dev/tty.
+	Terminal bool
+	// AuditFile is the audit log; "" is audit.DefaultPath.
+	AuditFile string
+	// GrantsFile is where "allow always" saves; "" is the default path.
+	GrantsFile string
+	// Log receives diagnostics; nil drops them.
+	Log *slog.Logger
+}
+
+// Kernel is a built kernel with what it was built from.
+type Kernel struct {
+	*mediator.Kernel
+	Policy *policy.Policy
+	World  policy.World
+	// PolicyFile is the file the policy came from; "" for the built-in one.
+	PolicyFile string
+	Audit      *audit.Log
+	Broker     *approvals.Broker
+	closers    []io.Closer
+}
+
+// Close releases the broker's socket, the terminal and the audit log.
+func (k *Kernel) Close() error {
+	var err error
+	for i := len(k.closers) - 1; i >= 0; i-- {
+		err = errors.Join(err, k.closers[i].Close())
+	}
+	return err
+}
+
+// Build loads the policy and wires the kernel. Any failure is an error and
+// nothing is decided: an invalid policy never falls back to a default.
+func Build(cfg Config) (*Kernel, error) {
+	if cfg.Getenv == nil {
+		cfg.Getenv = func(string) string { return "" }
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	workdir, err := Workdir(cfg.Dir, cfg.Workdir)
+	if err != nil {
+		return nil, err
+	}
+	mode := policy.Observe
+	switch cfg.Mode {
+	case "", "observe":
+	case "fix":
+		mode = policy.Fix
+	default:
+		return nil, errs.Invalidf("--mode %q: want observe or fix", cfg.Mode)
+	}
+	p, file, err := LoadPolicy(cfg.Dir, workdir, cfg.PolicyFile)
+	if err != nil {
+		return nil, err
+	}
+	if mode == policy.Fix && len(p.FS.Write) == 0 {
+		return nil, errs.Invalidf("--mode fix: the policy grants no writes (add paths to fs.write in %s)", nonEmpty(file, "the policy"))
+	}
+
+	k := &Kernel{Policy: p, PolicyFile: file}
+	fail := func(err error) (*Kernel, error) { k.Close(); return nil, err }
+
+	grantsFile := cfg.GrantsFile
+	if grantsFile == "" {
+		if grantsFile, err = approvals.DefaultGrantsPath(cfg.Getenv); err != nil {
+			return fail(err)
+		}
+	}
+	grants, err := approvals.LoadGrants(grantsFile)
+	if err != nil {
+		return fail(err)
+	}
+	if len(grants) > 0 {
+		p = p.WithGrants(grants)
+		k.Policy = p
+	}
+
+	auditFile := cfg.AuditFile
+	if auditFile == "" {
+		if auditFile, err = audit.DefaultPath(cfg.Getenv); err != nil {
+			return fail(err)
+		}
+	}
+	if k.Audit, err = audit.Open(auditFile, audit.Options{}); err != nil {
+		return fail(err)
+	}
+	k.closers = append(k.closers, k.Audit)
+
+	bo := approvals.Options{SocketDir: approvals.DefaultSocketDir(cfg.Getenv), GrantsFile: grantsFile,
+		Log: log, Audit: k.Audit}
+	if cfg.Terminal {
+		if tty, err := approvals.OpenTerminal(); err == nil {
+			bo.Terminal = tty
+			k.closers = append(k.closers, tty)
+		}
+	}
+	if k.Broker, err = approvals.New(bo); err != nil {
+		return fail(err)
+	}
+	k.closers = append(k.closers, k.Broker)
+
+	k.World = World(workdir, cfg.Getenv("HOME"), mode)
+	if k.Kernel, err = mediator.New(p, k.World, mediator.Options{
+		Approver: brokerApprover{b: k.Broker, workdir: workdir},
+		Recorder: auditRecorder{l: k.Audit},
+	}); err != nil {
+		return fail(err)
+	}
+	return k, nil
+}
+
+// Workdir resolves the working directory: absolute, cleaned, an existing
+// directory.
+func Workdir(dir, workdir string) (string, error) {
+	if workdir == "" {
+		workdir = dir
+	}
+	if !filepath.IsAbs(workdir) {
+		workdir = filepath.Join(dir, workdir)
+	}
+	workdir = filepath.Clean(workdir)
+	st, err := os.Stat(workdir)
+	if err != nil {
+		return "", errs.Wrap(errs.Invalid, err, "working directory %s", workdir)
+	}
+	if !st.IsDir() {
+		return "", errs.Invalidf("working directory %s is not a directory", workdir)
+	}
+	return workdir, nil
+}
+
+// LoadPolicy reads the named policy file, or airlock.yaml in workdir, or
+// returns the built-in workspace profile when there is neither.
+func LoadPolicy(dir, workdir, file string) (*policy.Policy, string, error) {
+	explicit := file != ""
+	if !explicit {
+		file = filepath.Join(workdir, DefaultPolicyFile)
+	} else if !filepath.IsAbs(file) {
+		file = filepath.Join(dir, file)
+	}
+	data, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) && !explicit {
+		return policy.Workspace(), "", nil
+	}
+	if err != nil {
+		return nil, "", errs.Wrap(errs.Invalid, err, "policy")
+	}
+	p, err := policy.Parse(file, data)
+	if err != nil {
+		return nil, "", err
+	}
+	return p, file, nil
+}
+
+// World is what the policy needs to know about the machine: symlinks are
+// resolved on the host, programs are looked up on the box's PATH.
+func World(workdir, home string, mode policy.Mode) policy.World {
+	return policy.World{
+		Workdir:  workdir,
+		Home:     home,
+		Mode:     mode,
+		PATH:     strings.Split(mediator.BoxPATH, ":"),
+		Resolve:  resolve,
+		LookPath: lookPath,
+	}
+}
+
+// resolve gives the symlink-resolved form of p. A path that does not exist
+// yet resolves through its deepest existing ancestor, so a link in its
+// parents still counts.
+func resolve(p string) (string, error) {
+	rest := ""
+	for cur := p; ; {
+		r, err := filepath.EvalSymlinks(cur)
+		if err == nil {
+			return filepath.Join(r, rest), nil
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return "", err
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
+}
+
+// lookPath finds an executable regular file named name on the box's PATH.
+func lookPath(name string) (string, error) {
+	if strings.Contains(name, "/") {
+		return "", fmt.Errorf("%q is not a bare program name", name)
+	}
+	for _, dir := range strings.Split(mediator.BoxPATH, ":") {
+		f := filepath.Join(dir, name)
+		if st, err := os.Stat(f); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("%s: not found on the box's PATH", name)
+}
+
+// brokerApprover puts the kernel's escalations to the approvals broker.
+type brokerApprover struct {
+	b       *approvals.Broker
+	workdir string
+}
+
+func (a brokerApprover) Ask(ctx context.Context, e mediator.Escalation) mediator.Reply {
+	req := approvals.Request{
+		Kind: string(e.Call.Kind), Argv: e.Call.Argv, Command: e.Call.Command,
+		Tool: e.Call.Tool, Args: e.Call.Args, Category: string(e.Decision.Category),
+		Rule: e.Decision.Rule, Reason: e.Decision.Reason, Workdir: a.workdir, Grant: e.Grant,
+	}
+	switch e.Call.Kind {
+	case mediator.KindExec:
+		req.Kind = "argv"
+	case mediator.KindRead, mediator.KindWrite:
+		req.Kind, req.Argv = "fs", []string{string(e.Call.Kind), e.Call.Path}
+	case mediator.KindNet:
+		req.Argv = []string{fmt.Sprintf("%s:%d", e.Call.Host, e.Call.Port)}
+	}
+	o := a.b.Ask(ctx, req, e.Timeout)
+	r := mediator.Reply{Decider: o.Decider, Err: o.Err, Grant: o.Grant}
+	switch o.Answer {
+	case approvals.AllowOnce:
+		r.Answer = mediator.AnswerAllowOnce
+	case approvals.AllowAlways:
+		r.Answer = mediator.AnswerAllowAlways
+	case approvals.Deny:
+		r.Answer = mediator.AnswerDeny
+	case approvals.Timeout:
+		r.Answer = mediator.AnswerTimeout
+	default:
+		r.Answer = mediator.AnswerError
+	}
+	return r
+}
+
+// auditRecorder keeps the kernel's records in the hash-chained log.
+type auditRecorder struct{ l *audit.Log }
+
+func (a auditRecorder) Record(_ context.Context, r mediator.Record) error {
+	fields := map[string]any{"category": r.Category}
+	if r.Kind == "decision" || r.Kind == "" {
+		fields["call"] = r.Call
+	}
+	for k, v := range r.Fields {
+		fields[k] = v
+	}
+	return a.l.Append(audit.Record{Kind: nonEmpty(r.Kind, "decision"), Time: r.Time,
+		CallDigest: strings.TrimPrefix(r.CallDigest, "sha256:"), Verdict: r.Verdict.String(),
+		Rule: r.Rule, Reason: r.Reason, Decider: r.Decider, Fields: fields})
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
