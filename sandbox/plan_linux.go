@@ -15,6 +15,7 @@ import (
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/sandbox/boxconf"
+	"github.com/airlock-run/airlock/sandbox/seccomp"
 )
 
 // Paths inside the box that airlock itself uses. /run is the box's own
@@ -22,6 +23,7 @@ import (
 const (
 	boxInitPath  = "/run/airlock/airlock"
 	boxProxyPath = "/run/airlock/egress.sock"
+	boxConnPath  = "/run/airlock/bin/airlock-connect"
 	// InitArg is the hidden argument of the in-box init (boxinit.Arg; kept
 	// here so this package does not import the in-box code).
 	InitArg = "__airlock-box-init"
@@ -312,6 +314,9 @@ func Plan(spec Spec, tier Tier, exe string) (*Box, error) {
 	if why := usernsBlocked(); why != "" {
 		return nil, errs.Unavailablef("sandbox tier 1: %s", why)
 	}
+	if ok, why := seccomp.Supported(); !ok {
+		return nil, errs.Unavailablef("sandbox tier 1: %s", why)
+	}
 	if spec.Ptrace {
 		if ok, why := ptraceScoped(); !ok {
 			return nil, errs.Unavailablef("sandbox.ptrace: %s", why)
@@ -590,7 +595,16 @@ func (p *planner) plan(exe string) error {
 			return p.refuse(spec.Net.ProxySocket, "not a Unix socket")
 		}
 		p.bindFD(pn, boxProxyPath, false, 2)
-		p.box.config.Net = &boxconf.Net{Socket: boxProxyPath, Token: spec.Net.Token, HTTPPort: boxHTTPPort, SOCKSPort: boxSOCKSPort}
+		// git runs its proxy command by name with only HOST PORT: the
+		// airlock binary again, under the name airlock-connect.
+		dup, err := unix.Dup(int(ex.f.Fd()))
+		if err != nil {
+			return err
+		}
+		unix.CloseOnExec(dup)
+		p.bindFD(&pinned{f: os.NewFile(uintptr(dup), exe), real: ex.real, dev: ex.dev, ino: ex.ino, mode: ex.mode}, boxConnPath, false, 2)
+		p.box.config.Net = &boxconf.Net{Socket: boxProxyPath, Token: spec.Net.Token, HTTPPort: boxHTTPPort, SOCKSPort: boxSOCKSPort,
+			Exe: boxInitPath, ConnectExe: boxConnPath}
 	}
 
 	sort.SliceStable(p.ops, func(i, j int) bool {
@@ -645,11 +659,8 @@ func (p *planner) plan(exe string) error {
 	b.config.Dir = wd.real
 	b.config.Ptrace = spec.Ptrace
 	b.config.Pins = p.pins
-	b.config.Seccomp = seccompWanted
-	b.Seccomp = seccompWanted
-	if !seccompWanted {
-		b.Notes = append(b.Notes, "no seccomp filter in this build")
-	}
+	b.config.Seccomp = true
+	b.Seccomp = true
 	b.Argv = []string{p.bw.Path, "--args", strconv.Itoa(argsN), "--", boxInitPath, InitArg,
 		boxconf.FlagConfig, strconv.Itoa(cfgN), boxconf.FlagStatus, strconv.Itoa(stN)}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/sandbox/seccomp"
 )
 
 // fixedBwrap is the first upstream bubblewrap release the reference's
@@ -88,7 +89,7 @@ func (r *Report) findings() {
 		r.add(SevError, "user namespaces", u.Why, u.Fix)
 	}
 	if !r.Seccomp.Available {
-		r.add(SevError, "seccomp", "the kernel has no seccomp filter mode (CONFIG_SECCOMP_FILTER).", "Use a kernel built with CONFIG_SECCOMP and CONFIG_SECCOMP_FILTER (every mainstream distribution kernel has them).")
+		r.add(SevError, "seccomp", "seccomp filters cannot be used: "+r.Seccomp.Why+".", "Use a kernel (4.14 or later) built with CONFIG_SECCOMP and CONFIG_SECCOMP_FILTER; every mainstream distribution kernel has them.")
 		tier1 = false
 		why = append(why, "seccomp filters are unavailable")
 	}
@@ -177,16 +178,9 @@ func probeUserNS() UserNSReport {
 
 func probeSeccomp() SeccompReport {
 	s := SeccompReport{}
-	data, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
-	if err == nil {
-		s.Available = true
+	s.Available, s.Why = seccomp.Supported()
+	if data, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail"); err == nil {
 		s.Actions = strings.Fields(string(data))
-		return s
-	}
-	// Older kernels lack the file; prctl(PR_GET_SECCOMP) answers whether
-	// seccomp exists at all.
-	if _, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err == nil {
-		s.Available = true
 	}
 	return s
 }

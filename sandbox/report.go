@@ -65,6 +65,7 @@ type UserNSReport struct {
 // SeccompReport is whether seccomp filters are available.
 type SeccompReport struct {
 	Available bool     `json:"available"`
+	Why       string   `json:"why,omitempty"`
 	Actions   []string `json:"actions,omitempty"`
 }
 

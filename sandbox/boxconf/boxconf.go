@@ -41,6 +41,10 @@ type Net struct {
 	Token     string `json:"token"`
 	HTTPPort  int    `json:"http_port"`
 	SOCKSPort int    `json:"socks_port"`
+	// Exe and ConnectExe are the airlock binary inside the box, under its
+	// own name and as airlock-connect (git's proxy command).
+	Exe        string `json:"exe"`
+	ConnectExe string `json:"connect_exe"`
 }
 
 // Pin is the device and inode a bind destination must have inside the box.

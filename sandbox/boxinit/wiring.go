@@ -3,18 +3,24 @@
 package boxinit
 
 import (
-	"errors"
+	"context"
 
+	"github.com/airlock-run/airlock/egress/forward"
 	"github.com/airlock-run/airlock/sandbox/boxconf"
+	"github.com/airlock-run/airlock/sandbox/seccomp"
 )
 
-// installSeccomp installs the box's filter on the calling thread.
+// installSeccomp sets no_new_privs and installs the box's filter on every
+// thread of this init (TSYNC); the target inherits it across fork and exec.
 func installSeccomp(ptrace bool) error {
-	return errors.New("the seccomp filter is not part of this build")
+	return seccomp.Install(seccomp.Options{Ptrace: ptrace})
 }
 
-// startNet starts the in-box forwarder and returns the environment that
-// points programs at it.
+// startNet starts the in-box forwarder to the egress proxy and returns the
+// environment that points programs at it. It runs until the init exits.
 func startNet(n *boxconf.Net) ([]string, error) {
-	return nil, errors.New("the in-box forwarder is not part of this build; the box has no network")
+	return forward.Start(context.Background(), forward.Config{
+		Socket: n.Socket, Token: n.Token, HTTPPort: n.HTTPPort, SOCKSPort: n.SOCKSPort,
+		Exe: n.Exe, ConnectExe: n.ConnectExe,
+	})
 }
