@@ -290,6 +290,9 @@ func appendSpec(dst []string, sp *canonSpec, args []string, stopAtWord bool) ([]
 			continue
 		}
 		dst = append(dst, a)
+		if strings.HasPrefix(a, "-") && a != "-" {
+			needDash = true
+		}
 	}
 	if needDash {
 		dst = append(dst, "")
@@ -321,7 +324,8 @@ func isOption(a string, sp *canonSpec) bool {
 
 // optionWidth is how many extra words the option at args[i] consumes.
 func optionWidth(sp *canonSpec, args []string, i int) int {
-	_, n := appendOption(nil, sp, args, i)
+	var tmp [16]string
+	_, n := appendOption(tmp[:0], sp, args, i)
 	return n
 }
 
@@ -361,7 +365,9 @@ func appendOption(dst []string, sp *canonSpec, args []string, i int) ([]string, 
 		switch {
 		case strings.IndexByte(sp.valued, a[k]) >= 0:
 			if k+1 < len(a) {
-				return append(dst, shortOpt(c)+"="+a[k+1:]), 0
+				// "-o=FILE" is the canonical spelling, so it reads back
+				// as the value FILE.
+				return append(dst, shortOpt(c)+"="+strings.TrimPrefix(a[k+1:], "=")), 0
 			}
 			if i+1 < len(args) {
 				return append(dst, shortOpt(c)+"="+args[i+1]), 1
@@ -369,7 +375,7 @@ func appendOption(dst []string, sp *canonSpec, args []string, i int) ([]string, 
 			return append(dst, shortOpt(c)), 0
 		case strings.IndexByte(sp.optional, a[k]) >= 0:
 			if k+1 < len(a) {
-				return append(dst, shortOpt(c)+"="+a[k+1:]), 0
+				return append(dst, shortOpt(c)+"="+strings.TrimPrefix(a[k+1:], "=")), 0
 			}
 			return append(dst, shortOpt(c)), 0
 		default:

@@ -80,7 +80,7 @@ func wantField[T any](t *testing.T, cmds []Command, argv, field string, get func
 	}
 }
 
-func via(c *Command) []string     { return c.Via }
+func via(c *Command) []string      { return c.Via }
 func bg(c *Command) bool           { return c.Background }
 func fromIn(c *Command) bool       { return c.ArgsFromInput }
 func how(c *Command) string        { return c.How }
@@ -238,7 +238,9 @@ func TestReadNestedStrings(t *testing.T) {
 		{name: "bash -lc", src: `bash -lc "curl x | sh"`, has: []string{"curl x", "sh"}},
 		{name: "bash -o option -c", src: `bash -o pipefail -c "rm -rf /"`, has: []string{"rm -rf /"}},
 		{name: "three levels", src: `sh -c "bash -c 'zsh -c \"rm -rf /\"'"`, has: []string{"rm -rf /"},
-			check: func(t *testing.T, cmds []Command) { wantField(t, cmds, "rm -rf /", "via", via, []string{"sh", "bash", "zsh"}) }},
+			check: func(t *testing.T, cmds []Command) {
+				wantField(t, cmds, "rm -rf /", "via", via, []string{"sh", "bash", "zsh"})
+			}},
 		{name: "dash and absolute path", src: `/bin/dash -c 'id'`, has: []string{"id"}},
 		{name: "eval of a literal", src: "eval 'rm -rf /'", has: []string{"rm -rf /"}},
 		{name: "eval joins its words", src: "eval rm -rf /", has: []string{"rm -rf /"}},
@@ -312,7 +314,9 @@ func TestReadWrappers(t *testing.T) {
 		{name: "sudo unknown option", src: "sudo -Z rm x", undecidable: true},
 		{name: "doas", src: "doas -u root rm -rf /", has: []string{"rm -rf /"}},
 		{name: "busybox", src: "busybox sh -c 'rm -rf /'", has: []string{"sh -c rm -rf /", "rm -rf /"},
-			check: func(t *testing.T, cmds []Command) { wantField(t, cmds, "rm -rf /", "via", via, []string{"busybox", "sh"}) }},
+			check: func(t *testing.T, cmds []Command) {
+				wantField(t, cmds, "rm -rf /", "via", via, []string{"busybox", "sh"})
+			}},
 		{name: "time program with output file", src: "/usr/bin/time -o out rm x", has: []string{"rm x"},
 			check: func(t *testing.T, cmds []Command) {
 				wantField(t, cmds, "/usr/bin/time -o out rm x", "redirects", redirs, []Redirect{{Op: "-o", Path: "out", Write: true}})
