@@ -519,7 +519,8 @@ func (p *planner) plan(exe string) error {
 	for _, r := range roots {
 		p.bindFD(r.pn, r.pn.real, r.rw, 2)
 	}
-	if !p.has(wd.real) {
+	wdOwn := !p.has(wd.real)
+	if wdOwn {
 		p.bindFD(wd, wd.real, wdRW, 2)
 	} else {
 		wd.f.Close()
@@ -560,7 +561,7 @@ func (p *planner) plan(exe string) error {
 				return err
 			}
 		}
-		if wdRW {
+		if wdRW && wdOwn {
 			if err := p.protect(wd); err != nil {
 				return err
 			}

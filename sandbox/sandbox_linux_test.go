@@ -1,0 +1,295 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/airlock-run/airlock/errs"
+)
+
+func TestParseTier(t *testing.T) {
+	tests := []struct {
+		in   string
+		want Tier
+		bad  bool
+	}{
+		{"auto", TierAuto, false}, {"", TierAuto, false}, {"off", Tier0, false}, {"0", Tier0, false},
+		{"1", Tier1, false}, {"2", Tier2, false}, {"3", 0, true}, {"yes", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseTier(tt.in)
+			if (err != nil) != tt.bad {
+				t.Fatalf("ParseTier(%q) error = %v, want error %v", tt.in, err, tt.bad)
+			}
+			if !tt.bad && got != tt.want {
+				t.Errorf("ParseTier(%q) = %v, want %v", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestVersionLess(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want bool
+	}{
+		{"0.8.0", "0.12.0", true}, {"0.12.0", "0.12.0", false}, {"0.12.1", "0.12.0", false},
+		{"1.0.0", "0.12.0", false}, {"0.11.9", "0.12.0", true}, {"", "0.12.0", true}, {"x.y", "0.12.0", true},
+	}
+	for _, tt := range tests {
+		if got := versionLess(tt.a, tt.b); got != tt.want {
+			t.Errorf("versionLess(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+// tree makes a directory layout for the resolver tests:
+//
+//	root/outside/secret          a file outside every writable directory
+//	root/work/                   the writable directory
+//	root/work/ok/                a plain directory in it
+//	root/work/link -> ../outside a link inside the writable directory
+//	root/elsewhere/into -> ../work/ok  a link outside that reaches inside
+//	root/elsewhere/plain -> ../outside a link outside that stays outside
+func tree(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(root, "outside"), 0o755))
+	must(os.WriteFile(filepath.Join(root, "outside", "secret"), []byte("s"), 0o644))
+	must(os.MkdirAll(filepath.Join(root, "work", "ok"), 0o755))
+	must(os.MkdirAll(filepath.Join(root, "elsewhere"), 0o755))
+	must(os.Symlink("../outside", filepath.Join(root, "work", "link")))
+	must(os.Symlink("../work/ok", filepath.Join(root, "elsewhere", "into")))
+	must(os.Symlink("../outside", filepath.Join(root, "elsewhere", "plain")))
+	return root
+}
+
+func TestPin(t *testing.T) {
+	root := tree(t)
+	work := filepath.Join(root, "work")
+	tests := []struct {
+		name     string
+		path     string
+		wantReal string
+		refuse   string // substring of the refusal, "" when it must pin
+	}{
+		{"plain path outside", filepath.Join(root, "outside", "secret"), filepath.Join(root, "outside", "secret"), ""},
+		{"plain dir inside writable", filepath.Join(work, "ok"), filepath.Join(work, "ok"), ""},
+		{"link inside writable", filepath.Join(work, "link", "secret"), "", "symbolic link"},
+		{"link outside reaching inside", filepath.Join(root, "elsewhere", "into"), "", "inside the writable directory"},
+		{"link outside staying outside", filepath.Join(root, "elsewhere", "plain", "secret"), filepath.Join(root, "outside", "secret"), ""},
+		{"dotdot climbing out", filepath.Join(work, "ok") + "/../../outside/secret", filepath.Join(root, "outside", "secret"), ""},
+		{"missing", filepath.Join(root, "nope"), "", "no such file"},
+		{"relative", "outside/secret", "", "not an absolute path"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pn, err := pin(tt.path, []string{work})
+			if tt.refuse != "" {
+				if err == nil {
+					pn.f.Close()
+					t.Fatalf("pin(%s) = %s, want refusal containing %q", tt.path, pn.real, tt.refuse)
+				}
+				if !strings.Contains(err.Error(), tt.refuse) {
+					t.Fatalf("pin(%s) error = %q, want it to contain %q", tt.path, err, tt.refuse)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("pin(%s): %v", tt.path, err)
+			}
+			defer pn.f.Close()
+			if pn.real != tt.wantReal {
+				t.Errorf("pin(%s).real = %s, want %s", tt.path, pn.real, tt.wantReal)
+			}
+			var st os.FileInfo
+			st, err = os.Stat(tt.wantReal)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !os.SameFile(st, mustStatFD(t, pn.f)) {
+				t.Errorf("pin(%s) holds a different file than %s", tt.path, tt.wantReal)
+			}
+		})
+	}
+}
+
+func mustStatFD(t *testing.T, f *os.File) os.FileInfo {
+	t.Helper()
+	st, err := os.Stat("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestPlanRefuses(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
+		t.Skip("needs bubblewrap at /usr/bin/bwrap")
+	}
+	root := tree(t)
+	work := filepath.Join(root, "work")
+	exe, _ := os.Executable()
+	base := func() Spec { return Spec{Workdir: work, Write: []string{work}, Writable: true, Env: []string{"PATH=/usr/bin"}} }
+	tests := []struct {
+		name  string
+		spec  func() Spec
+		tier  Tier
+		class errs.Class
+		want  string
+	}{
+		{"write grant into /etc", func() Spec { s := base(); s.Write = append(s.Write, "/etc"); return s }, Tier1, errs.Unavailable, "may not reach /etc"},
+		{"write grant of /", func() Spec { s := base(); s.Write = []string{"/"}; return s }, Tier1, errs.Unavailable, "may not reach"},
+		{"write grant through a link into /etc", func() Spec {
+			l := filepath.Join(root, "etclink")
+			os.Symlink("/etc", l)
+			s := base()
+			s.Write = append(s.Write, l)
+			return s
+		}, Tier1, errs.Unavailable, "resolves to /etc"},
+		{"read through a link in the writable dir", func() Spec { s := base(); s.Read = []string{filepath.Join(work, "link")}; return s }, Tier1, errs.Unavailable, "symbolic link"},
+		{"read of /proc", func() Spec { s := base(); s.Read = []string{"/proc/1"}; return s }, Tier1, errs.Unavailable, "kernel's interfaces"},
+		{"missing workdir", func() Spec { s := base(); s.Workdir = filepath.Join(root, "gone"); return s }, Tier1, errs.Invalid, "working directory"},
+		{"relative workdir", func() Spec { s := base(); s.Workdir = "work"; return s }, Tier1, errs.Invalid, "not absolute"},
+		{"bad env entry", func() Spec { s := base(); s.Env = []string{"NOEQUALS"}; return s }, Tier1, errs.Invalid, "KEY=VALUE"},
+		{"negative limit", func() Spec { s := base(); s.Limits.Pids = -1; return s }, Tier1, errs.Invalid, "negative"},
+		{"tier 2 without gVisor", base, Tier2, errs.Unavailable, "tier 2"},
+		{"unknown tier", base, Tier(7), errs.Invalid, "want 0, 1 or 2"},
+	}
+	if probeGVisor(os.Getenv("PATH")) == "" {
+		tests = append(tests, struct {
+			name  string
+			spec  func() Spec
+			tier  Tier
+			class errs.Class
+			want  string
+		}{"tier 2 names gVisor", base, Tier2, errs.Unavailable, "gVisor (runsc) is not installed"})
+	}
+	if !probeYama().Present {
+		tests = append(tests, struct {
+			name  string
+			spec  func() Spec
+			tier  Tier
+			class errs.Class
+			want  string
+		}{"ptrace without Yama", func() Spec { s := base(); s.Ptrace = true; return s }, Tier1, errs.Unavailable, "no Yama"})
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			box, err := Plan(tt.spec(), tt.tier, exe)
+			if err == nil {
+				box.Close()
+				t.Fatalf("Plan succeeded, want a refusal containing %q", tt.want)
+			}
+			if got := errs.ClassOf(err); got != tt.class {
+				t.Errorf("class = %v, want %v (%v)", got, tt.class, err)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %q, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestPlanLeavesNoStubsAfterClose(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
+		t.Skip("needs bubblewrap at /usr/bin/bwrap")
+	}
+	work := t.TempDir()
+	exe, _ := os.Executable()
+	box, err := Plan(Spec{Workdir: work, Write: []string{work}, Writable: true}, Tier1, exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(box.Stubs) == 0 {
+		t.Fatal("Plan made no stubs for missing protected paths")
+	}
+	if !box.Protected {
+		t.Error("Box.Protected = false in fix mode")
+	}
+	if err := box.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(work)
+	if len(ents) != 0 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("left in the working directory after Close: %v", names)
+	}
+}
+
+func TestRemoveStubsLeavesChangedFiles(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, ".vscode")
+	if err := os.WriteFile(p, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	sys := statOf(t, p)
+	// Someone wrote into it: it is no longer airlock's placeholder.
+	os.WriteFile(p, []byte("user data"), 0o644)
+	err := RemoveStubs([]Stub{{Path: p, Dev: sys.dev, Ino: sys.ino}})
+	if err == nil || !strings.Contains(err.Error(), "no longer empty") {
+		t.Errorf("RemoveStubs error = %v, want it to refuse a non-empty file", err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Errorf("the changed file was removed: %v", err)
+	}
+	if err := RemoveStubs([]Stub{{Path: filepath.Join(dir, "gone")}}); err != nil {
+		t.Error("a stub already gone must not be an error")
+	}
+}
+
+type devIno struct{ dev, ino uint64 }
+
+func statOf(t *testing.T, p string) devIno {
+	t.Helper()
+	pn, err := pin(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pn.f.Close()
+	return devIno{pn.dev, pn.ino}
+}
+
+func TestProbe(t *testing.T) {
+	r := Probe()
+	if r.OS != "linux" {
+		t.Errorf("OS = %q, want linux", r.OS)
+	}
+	for _, f := range r.Findings {
+		if f.Text == "" || f.Fix == "" {
+			t.Errorf("finding %+v lacks its text or its fix", f)
+		}
+	}
+	if r.Bubblewrap.Path != "" && r.UserNS.Available && r.Seccomp.Available {
+		if r.Tier() != Tier1 {
+			t.Errorf("Tier() = %v with bubblewrap, user namespaces and seccomp, want 1 (%s)", r.Tier(), r.Why)
+		}
+		if !r.Protected {
+			t.Error("Protected = false at tier 1")
+		}
+	}
+	if r.Bubblewrap.Version != "" && versionLess(r.Bubblewrap.Version, fixedBwrap) {
+		found := false
+		for _, f := range r.Findings {
+			if f.Topic == "bubblewrap advisory" && strings.Contains(f.Text, "mitigates") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("bubblewrap %s is older than %s but there is no advisory finding saying how it is mitigated", r.Bubblewrap.Version, fixedBwrap)
+		}
+	}
+}
