@@ -268,13 +268,16 @@ func isGrantRule(rule string) bool { return strings.HasPrefix(rule, "grants[") }
 // escalate puts the call to a person and turns the reply into an outcome.
 // Every path that is not an explicit allow denies.
 func (k *Kernel) escalate(ctx context.Context, call Call, out Outcome) Outcome {
-	denied := func(decider, reason string) Outcome {
+	denied := func(decider, why string) Outcome {
 		d := out.Decision
-		d.Verdict, d.Reason = policy.Deny, reason
+		d.Verdict, d.Reason = policy.Deny, why
+		if out.Decision.Reason != "" {
+			d.Reason = strings.TrimSuffix(out.Decision.Reason, ".") + ": " + why
+		}
 		return Outcome{Decision: d, Decider: decider, Commands: out.Commands}
 	}
 	if k.approver == nil {
-		return denied("timeout", "the call needs a person's approval and nobody was there to give it")
+		return denied("timeout", "nobody was there to approve it")
 	}
 	e := Escalation{Call: call, Decision: out.Decision, Timeout: k.timeout}
 	if g, err := grantFor(call, k.now()); err == nil {
@@ -294,9 +297,9 @@ func (k *Kernel) escalate(ctx context.Context, call Call, out Outcome) Outcome {
 	case AnswerDeny:
 		return denied(nonEmpty(r.Decider, "person"), "a person refused the call")
 	case AnswerTimeout:
-		return denied("timeout", fmt.Sprintf("the call needs a person's approval and none came within %s", k.timeout))
+		return denied("timeout", fmt.Sprintf("no approval came within %s", k.timeout))
 	default:
-		return denied("error", "the call needs a person's approval and the answer could not be read")
+		return denied("error", "the approval could not be obtained")
 	}
 }
 

@@ -8,6 +8,7 @@ package wiring
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -285,12 +286,25 @@ func (a brokerApprover) Ask(ctx context.Context, e mediator.Escalation) mediator
 type auditRecorder struct{ l *audit.Log }
 
 func (a auditRecorder) Record(_ context.Context, r mediator.Record) error {
-	fields := map[string]any{"category": r.Category}
+	fields := map[string]any{}
+	if r.Category != "" {
+		fields["category"] = r.Category
+	}
 	if r.Kind == "decision" || r.Kind == "" {
 		fields["call"] = r.Call
 	}
 	for k, v := range r.Fields {
 		fields[k] = v
+	}
+	// The log hashes its own encoding of plain JSON values; structs are
+	// turned into them first so the record reads back exactly as hashed.
+	b, err := json.Marshal(fields)
+	if err != nil {
+		return fmt.Errorf("audit fields: %w", err)
+	}
+	fields = nil
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return fmt.Errorf("audit fields: %w", err)
 	}
 	return a.l.Append(audit.Record{Kind: nonEmpty(r.Kind, "decision"), Time: r.Time,
 		CallDigest: strings.TrimPrefix(r.CallDigest, "sha256:"), Verdict: r.Verdict.String(),
