@@ -68,6 +68,10 @@ func writeTemp(final string, data []byte) (string, error) {
 // directory, so after a crash the name points at the whole file or at the
 // file it replaced, never at part of one.
 func place(temp, final string) error {
+	if err := os.MkdirAll(filepath.Dir(final), 0o700); err != nil {
+		os.Remove(temp)
+		return diskErr(err, "create %s", filepath.Dir(final))
+	}
 	if err := os.Rename(temp, final); err != nil {
 		os.Remove(temp)
 		return diskErr(err, "rename %s", temp)
@@ -89,7 +93,9 @@ func syncDir(dir string) error {
 
 func diskErr(err error, format string, a ...any) error {
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
-		return errs.Wrap(errs.Unavailable, err, "files: the disk of the store is full; nothing was kept (free space and retry): "+format, a...)
+		// The cause and the temporary file's name add nothing a person can act
+		// on; the one line says what happened and what to do.
+		return errs.Unavailablef("files: the disk of the store is full; nothing was kept (free space and retry)")
 	}
 	return errs.Wrap(errs.Unavailable, err, "files: "+format, a...)
 }

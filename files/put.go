@@ -65,17 +65,110 @@ func (s *Store) Put(ctx context.Context, sc Scope, data []byte) (Ref, error) {
 }
 
 // PutReader is Put for a reader: it reads at most MaxSize bytes and refuses
-// a longer stream without keeping any of it.
+// a longer stream without keeping any of it. For a tenant whose files are
+// not sealed the bytes go straight to a temporary file, hashed on the way,
+// and are never held in memory whole.
 func (s *Store) PutReader(ctx context.Context, sc Scope, rd io.Reader) (Ref, error) {
-	var b bytes.Buffer
-	n, err := b.ReadFrom(io.LimitReader(rd, MaxSize+1))
-	if err != nil {
-		return Ref{}, errs.Wrap(errs.Unavailable, err, "files: read the file to keep")
+	if err := sc.check(); err != nil {
+		return Ref{}, err
 	}
+	key, _, err := s.tenantKey(ctx, sc.Tenant)
+	if err != nil {
+		return Ref{}, err
+	}
+	if key != nil {
+		var b bytes.Buffer
+		if f, ok := rd.(*os.File); ok {
+			if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() <= MaxSize {
+				b.Grow(int(fi.Size()) + 1)
+			}
+		}
+		n, err := b.ReadFrom(io.LimitReader(rd, MaxSize+1))
+		if err != nil {
+			return Ref{}, errs.Wrap(errs.Unavailable, err, "files: read the file to keep")
+		}
+		if n > MaxSize {
+			return Ref{}, tooBig(n)
+		}
+		return s.Put(ctx, sc, b.Bytes())
+	}
+	dir := s.tenantDir(sc.Tenant)
+	temp, r, n, err := streamTemp(dir, rd)
+	if err != nil {
+		return Ref{}, err
+	}
+	defer os.Remove(temp) // a no-op once it is renamed
 	if n > MaxSize {
 		return Ref{}, tooBig(n)
 	}
-	return s.Put(ctx, sc, b.Bytes())
+	if err := s.commit(ctx, sc, r, n, "", temp, s.blobPath(sc.Tenant, r, false)); err != nil {
+		return Ref{}, err
+	}
+	return r, nil
+}
+
+// streamTemp copies at most MaxSize+1 bytes of rd to a flushed temporary
+// file in dir, hashing them on the way. A stream longer than MaxSize stops
+// there; the caller refuses it by its size.
+func streamTemp(dir string, rd io.Reader) (string, Ref, int64, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", Ref{}, 0, diskErr(err, "create %s", dir)
+	}
+	f, err := os.CreateTemp(dir, tempPrefix+"stream-*")
+	if err != nil {
+		return "", Ref{}, 0, diskErr(err, "create a file in %s", dir)
+	}
+	name := f.Name()
+	fail := func(err error) (string, Ref, int64, error) {
+		f.Close()
+		os.Remove(name)
+		if errors.Is(err, errRead) {
+			return "", Ref{}, 0, errs.Wrap(errs.Unavailable, err, "files: read the file to keep")
+		}
+		return "", Ref{}, 0, diskErr(err, "write %s", name)
+	}
+	// io.Copy lets the kernel move the bytes (copy_file_range from a file,
+	// splice from a pipe) when it can; the digest is then taken of what
+	// landed in the temporary file, the bytes that will be kept.
+	n, err := io.Copy(f, readErr{io.LimitReader(rd, MaxSize+1)})
+	if err != nil {
+		return fail(err)
+	}
+	var r Ref
+	if n <= MaxSize {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return fail(err)
+		}
+		sum, m, err := hashReader(f)
+		if err != nil {
+			return fail(err)
+		}
+		if m != n {
+			return fail(fmt.Errorf("read back %d bytes of the %d written", m, n))
+		}
+		r.sum = sum
+		if err := f.Sync(); err != nil {
+			return fail(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(name)
+		return "", Ref{}, 0, diskErr(err, "close %s", name)
+	}
+	return name, r, n, nil
+}
+
+// errRead marks a failure of the reader, as against one of the disk.
+var errRead = errors.New("read")
+
+type readErr struct{ r io.Reader }
+
+func (e readErr) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("%w: %w", errRead, err)
+	}
+	return n, err
 }
 
 func tooBig(n int64) error {
@@ -92,10 +185,6 @@ func sizeText(n int64) string {
 func (s *Store) put(ctx context.Context, sc Scope, r Ref, data, key []byte, kid string, force bool) error {
 	sealed := key != nil
 	final := s.blobPath(sc.Tenant, r, sealed)
-	want := int64(len(data))
-	if sealed {
-		want += int64(sealOverhead)
-	}
 	write := force || !s.haveBlob(ctx, sc.Tenant, r, key, kid)
 	var temp string
 	if write {
@@ -110,15 +199,24 @@ func (s *Store) put(ctx context.Context, sc Scope, r Ref, data, key []byte, kid 
 		if temp, err = writeTemp(final, blob); err != nil {
 			return err
 		}
-		defer func() {
-			if temp != "" {
-				os.Remove(temp)
-			}
-		}()
+		defer os.Remove(temp) // a no-op once it is renamed
+	}
+	return s.commit(ctx, sc, r, int64(len(data)), kid, temp, final)
+}
+
+// commit, under the write lock, moves a flushed temporary blob (if any) to
+// its name and records that sc's tree stored r. With no temporary blob the
+// named blob must still be there: a collection may have removed it since
+// Put looked, and then Put writes it after all.
+func (s *Store) commit(ctx context.Context, sc Scope, r Ref, size int64, kid, temp, final string) error {
+	sealed := kid != ""
+	want := size
+	if sealed {
+		want += int64(sealOverhead)
 	}
 	now := ms(s.now())
 	return s.tx(ctx, "keep "+r.String(), func(tx *sql.Tx) error {
-		if kid != "" {
+		if sealed {
 			if err := checkTenantKey(ctx, tx, sc.Tenant, kid); err != nil {
 				return err
 			}
@@ -133,7 +231,7 @@ func (s *Store) put(ctx context.Context, sc Scope, r Ref, data, key []byte, kid 
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO files (tenant, digest, size, sealed, key_id, created) VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (tenant, digest) DO UPDATE SET sealed = excluded.sealed, key_id = excluded.key_id`,
-			sc.Tenant, r.Hex(), len(data), sealed, kid, now); err != nil {
+			sc.Tenant, r.Hex(), size, sealed, kid, now); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO holders (tenant, digest, tree, job, stored) VALUES (?, ?, ?, ?, ?)
@@ -306,10 +404,10 @@ func (s *Store) readBlob(tenant string, r Ref, f fileRow, key []byte) ([]byte, e
 	}
 	defer fh.Close()
 	// Read one byte more than the blob should have, to notice a blob that
-	// grew as well as one that shrank.
+	// grew as well as one that shrank; a clear blob is hashed as it is read.
 	blob := make([]byte, want+1)
-	n, err := io.ReadFull(fh, blob)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+	n, sum, err := readAllHashing(fh, blob)
+	if err != nil {
 		return nil, diskErr(err, "read %s", path)
 	}
 	if int64(n) != want {
@@ -322,7 +420,10 @@ func (s *Store) readBlob(tenant string, r Ref, f fileRow, key []byte) ([]byte, e
 			return nil, damaged(r, "its sealed blob does not authenticate")
 		}
 	}
-	if sha256.Sum256(data) != r.sum {
+	if f.sealed {
+		sum = sha256.Sum256(data)
+	}
+	if sum != r.sum {
 		return nil, damaged(r, "its bytes do not match the digest")
 	}
 	return data, nil
