@@ -370,6 +370,11 @@ type innerOpts struct {
 	dir        string // a directory the wrapper changes to (env -C)
 	end        int    // end index in the wrapper's argv (0 = to the end)
 	how        string // "" = "wrapper"
+	// argv, when non-nil, is the program's argv instead of the wrapper's
+	// argv[from:end] (env -S, xargs without a program, rg --pre), with the
+	// indexes of its dynamic words.
+	argv    []string
+	dynamic []int
 }
 
 // inner adds the program that the command at idx starts from its argv[from:]
@@ -380,11 +385,15 @@ func (r *reader) inner(idx, from int, s scope, o innerOpts) int {
 	if o.end > 0 {
 		end = o.end
 	}
-	if from >= end {
-		return -1
+	argv := o.argv
+	if argv == nil {
+		if from >= end {
+			return -1
+		}
+		argv = append([]string(nil), w.Argv[from:end]...)
 	}
 	n := Command{
-		Argv:          append([]string(nil), w.Argv[from:end]...),
+		Argv:          argv,
 		Assigns:       o.assigns,
 		Via:           appendVia(w.Via, w.Argv[0]),
 		Redirects:     w.Redirects,
@@ -401,9 +410,13 @@ func (r *reader) inner(idx, from int, s scope, o innerOpts) int {
 	if o.dir != "" {
 		n.Dir = changeDir(w.Dir, &Command{Argv: []string{"cd", o.dir}})
 	}
-	for _, d := range w.Dynamic {
-		if d >= from && d < end {
-			n.Dynamic = append(n.Dynamic, d-from)
+	if o.argv != nil {
+		n.Dynamic = o.dynamic
+	} else {
+		for _, d := range w.Dynamic {
+			if d >= from && d < end {
+				n.Dynamic = append(n.Dynamic, d-from)
+			}
 		}
 	}
 	n.Risk = riskOf(n.Assigns)

@@ -113,21 +113,7 @@ func optionValue(argv []string, i int, e execOpt) (val string, at int, ok bool) 
 // program1 adds a program named by an option value (rg --pre, sort
 // --compress-program); it gets file names at run time.
 func (r *reader) program1(idx int, prog string, s scope) {
-	w := r.out[idx]
-	n := Command{Argv: []string{prog}, Via: appendVia(w.Via, w.Argv[0]), Redirects: w.Redirects,
-		Background: w.Background, ArgsFromInput: true, Parent: idx, How: "wrapper",
-		Upstream: w.Upstream, Line: w.Line, Col: w.Col, Dir: w.Dir, InFunc: w.InFunc}
-	j := r.add(n)
-	if j < 0 {
-		return
-	}
-	ns := s
-	ns.depth++
-	if ns.depth > MaxDepth {
-		r.undecidable(j, "wrappers nested too deeply")
-		return
-	}
-	r.program(j, ns)
+	r.inner(idx, 0, s, innerOpts{argv: []string{prog}, fromInput: true})
 }
 
 // gitExecKeys are git settings whose value is a command git runs, matched

@@ -110,7 +110,11 @@ func subScope(s scope, parent int, how string) scope {
 
 // rawText is the source text of w, used for words only known at run time.
 func rawText(src string, w *syntax.Word) string {
-	a, b := int(w.Pos().Offset()), int(w.End().Offset())
+	return rawSpan(src, w)
+}
+
+func rawSpan(src string, n syntax.Node) string {
+	a, b := int(n.Pos().Offset()), int(n.End().Offset())
 	if a < 0 || b > len(src) || a > b {
 		return "?"
 	}
@@ -359,6 +363,7 @@ func (r *reader) redirects(rs []*syntax.Redirect, s scope, parent int) ([]Redire
 func (r *reader) hdocBody(w *syntax.Word, quoted bool, s scope, parent int) wordValue {
 	var b strings.Builder
 	var res wordValue
+	var raw strings.Builder
 	for _, part := range w.Parts {
 		if l, ok := part.(*syntax.Lit); ok {
 			if quoted {
@@ -366,13 +371,15 @@ func (r *reader) hdocBody(w *syntax.Word, quoted bool, s scope, parent int) word
 			} else {
 				b.WriteString(unescapeDouble(l.Value))
 			}
+			raw.WriteString(l.Value)
 			continue
 		}
 		res.dynamic = true
 		res.why = firstNonEmpty(res.why, r.substsIn(part, s, parent))
+		raw.WriteString(rawSpan(s.src, part))
 	}
 	if res.dynamic {
-		res.val = rawText(s.src, w)
+		res.val = raw.String()
 	} else {
 		res.val = b.String()
 	}

@@ -314,47 +314,53 @@ func (r *reader) unwrap(idx int, spec wrapSpec, s scope) {
 		}
 	}
 	if p.cmd >= len(argv) {
-		if spec.emptyRuns != nil {
-			n := r.add(Command{Argv: spec.emptyRuns, Via: appendVia(c.Via, argv[0]), Redirects: c.Redirects,
-				Background: c.Background, ArgsFromInput: true, Parent: idx, How: "wrapper",
-				Upstream: c.Upstream, Line: c.Line, Col: c.Col, Dir: c.Dir, InFunc: c.InFunc})
-			_ = n
+		switch {
+		case spec.emptyRuns != nil:
+			r.inner(idx, 0, s, innerOpts{argv: append([]string(nil), spec.emptyRuns...), fromInput: true})
+		case base == "exec" || base == "command":
+			// `exec 3<> f` only sets up descriptors of the shell.
+			c.Builtin = true
 		}
 		return
 	}
 	r.inner(idx, p.cmd, s, o)
 }
 
-// envSplit handles env -S: the split words replace the option and the rest
-// of the operands follow.
+// envSplit handles env -S: the split words stand where the option stood,
+// before the remaining operands, and are read as env operands again
+// (assignments, then the program).
 func (r *reader) envSplit(idx int, words []string, p parsedOpts, s scope) {
-	c := r.out[idx]
-	argv := append([]string{c.Argv[0]}, words...)
-	argv = append(argv, c.Argv[p.cmd:]...)
-	// Re-read the command as if the split words had been written out, so
-	// their options and assignments are parsed too.
-	n := c
-	n.Argv = argv
-	n.Dynamic = nil
+	c := &r.out[idx]
+	argv := append(append([]string{c.Argv[0]}, words...), c.Argv[p.cmd:]...)
+	shift := 1 + len(words) - p.cmd
+	var dyn []int
 	for _, d := range c.Dynamic {
 		if d >= p.cmd {
-			n.Dynamic = append(n.Dynamic, d-p.cmd+1+len(words))
+			dyn = append(dyn, d+shift)
 		}
 	}
-	n.Via = appendVia(c.Via, c.Argv[0])
-	n.Parent = idx
-	n.How = "wrapper"
-	if s.depth+1 > MaxDepth {
-		r.undecidable(idx, "wrappers nested too deeply")
+	q := parseWrapper(wrappers["env"], argv, func(i int) bool {
+		for _, d := range dyn {
+			if d == i {
+				return true
+			}
+		}
+		return false
+	})
+	if q.bad != "" {
+		r.undecidable(idx, "env -S string with an option or word that cannot be read statically: %s", q.bad)
 		return
 	}
-	j := r.add(n)
-	if j < 0 {
+	if q.noExec || q.cmd >= len(argv) {
 		return
 	}
-	ns := s
-	ns.depth++
-	r.program(j, ns)
+	var inner []int
+	for _, d := range dyn {
+		if d >= q.cmd {
+			inner = append(inner, d-q.cmd)
+		}
+	}
+	r.inner(idx, 0, s, innerOpts{argv: argv[q.cmd:], dynamic: inner, assigns: append(p.assigns, q.assigns...)})
 }
 
 // splitEnvS splits an env -S string: whitespace separates words, single and
