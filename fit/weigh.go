@@ -47,9 +47,10 @@ type piece struct {
 	kind   pieceKind
 	start  int
 	end    int
-	prefix uint8 // words: 0 none, 1 space, 2 other; punct: 1 with a leading space
+	prefix uint8 // words: prefix kind (pfNone...); punct: 1 with a leading space
 	shape  uint8 // words: shapeLower...
 	common bool  // words: in the common-word table
+	rough  bool  // words: too few vowels to be a word of a language (base64, hex, ids)
 	cost   int64 // the estimate, in thousandths of a token
 }
 
@@ -79,6 +80,15 @@ var byteClass = func() (t [256]uint8) {
 		default:
 			t[c] = cOther
 		}
+	}
+	return t
+}()
+
+// isVowel marks the ASCII vowels (and y), both cases: a run of letters with
+// few of them is an identifier or an encoding, not a word, and costs more.
+var isVowel = func() (t [256]uint8) {
+	for _, c := range "aeiouyAEIOUY" {
+		t[c] = 1
 	}
 	return t
 }()
@@ -149,7 +159,7 @@ func weighMilli(s string, rec func(piece)) int64 {
 			// the word; otherwise a run of punctuation is one piece.
 			if i+w < n {
 				if c2, _ := classAt(s, i+w); c2 == cLetter {
-					p = scanWord(s, i, i+w, 2)
+					p = scanWord(s, i, i+w, prefixKind(s[i]))
 					break
 				}
 			}
@@ -228,12 +238,28 @@ func scanSpace(s string, i int) piece {
 	return piece{kind: pkSpace, start: i, end: j, cost: spaceCost(1)}
 }
 
-func prefixKind(b byte) uint8 {
-	if b == ' ' {
-		return 1
+// Prefix kinds: what comes before the letters of a word in its piece.
+const (
+	pfNone  uint8 = iota
+	pfSpace       // a space: " word" is mostly one token
+	pfSoft        // punctuation the tokenizer often merges with a word: . _ ( / tab …
+	pfHard        // punctuation it seldom merges: + : > @ …
+	numPrefix
+)
+
+var prefixClass = func() (t [256]uint8) {
+	for i := range t {
+		t[i] = pfHard
 	}
-	return 2
-}
+	for _, c := range ".-_/\t(<#[=\",{]\\" {
+		t[c] = pfSoft
+	}
+	t[' '] = pfSpace
+	return t
+}()
+
+// prefixKind classes the first byte of a word's prefix.
+func prefixKind(b byte) uint8 { return prefixClass[b] }
 
 // scanPunct scans a run of punctuation starting at from (at, when a leading
 // space belongs to it, is the first punctuation byte), with the line breaks
@@ -259,7 +285,7 @@ func scanPunct(s string, from, at int) piece {
 	if at > from {
 		lead = 1
 	}
-	return piece{kind: pkPunct, start: from, end: j, prefix: lead, cost: punctCost(s[at:j], count, breaks, lead == 1)}
+	return piece{kind: pkPunct, start: from, end: j, prefix: lead, cost: punctCost(count, breaks, lead == 1)}
 }
 
 // Word shapes.
@@ -277,8 +303,8 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 	n := len(s)
 	j := at
 	var h uint64 = hashSeed
-	upper, lower, humps := 0, 0, 0
-	prevLower := false
+	upper, lower, vowels, odd := 0, 0, 0, 0
+	var prev byte
 	var foreign int64 // thousandths for letters outside ASCII
 	nonASCII := false
 	for j < n {
@@ -290,15 +316,15 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 			}
 			if b <= 'Z' {
 				upper++
-				if prevLower {
-					humps++
-				}
-				prevLower = false
 			} else {
 				lower++
-				prevLower = true
 			}
 			h = (h ^ uint64(b|0x20)) * hashMul
+			vowels += int(isVowel[b])
+			if prev != 0 && implausible(prev, b) {
+				odd++
+			}
+			prev = b
 			j++
 			continue
 		}
@@ -307,7 +333,8 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 			break
 		}
 		nonASCII = true
-		foreign += foreignRuneCost(r)
+		prev = 0
+		foreign += foreignCost[scriptOf(r)]
 		j += w
 	}
 	letters := upper + lower
@@ -325,14 +352,87 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 		p.shape = shapeMixed
 	}
 	if nonASCII {
-		p.cost = foreign + asciiLettersCost(letters) + prefixCost[prefix]
+		p.cost = foreign + int64(letters)*foreignCost[scASCII] + prefixCost[prefix]
 		return p
 	}
-	if letters <= maxCommonLen && commonWord(h) && (p.shape == shapeLower || p.shape == shapeTitle || letters <= 3) {
+	if letters <= maxCommonLen && p.shape != shapeMixed && (p.shape != shapeUpper || letters <= 3) && commonWord(h) {
 		p.common = true
 		p.cost = commonCost[prefix][p.shape]
 		return p
 	}
-	p.cost = wordCost(letters, p.shape, prefix, humps)
+	if vowels*4 < letters || odd > 0 {
+		p.rough = true
+	}
+	if p.shape == shapeMixed {
+		p.cost = mixedWordCost(s[at:j], prefix)
+		return p
+	}
+	p.cost = wordCost(letters, p.shape, prefix, p.rough)
 	return p
+}
+
+// mixedParts splits a camelCase or random-case word into its case segments
+// ("getHTTPServer": get, HTTP, Server) and sums the prices each would have as
+// a word of its own: of common words, of other words and of rough ones (with
+// too few vowels). The first segment carries the word's prefix.
+func mixedParts(w string, prefix uint8) (common, normal, rough int64) {
+	n := len(w)
+	pf := prefix
+	for i := 0; i < n; {
+		j := i + 1
+		if w[i] <= 'Z' {
+			for j < n && w[j] <= 'Z' {
+				j++
+			}
+			switch {
+			case j-i == 1:
+				for j < n && w[j] > 'Z' {
+					j++
+				}
+			case j < n:
+				j-- // the last capital begins the next segment
+			}
+		} else {
+			for j < n && w[j] > 'Z' {
+				j++
+			}
+		}
+		seg := w[i:j]
+		var h uint64 = hashSeed
+		vowels, upper, odd := 0, 0, 0
+		for k := 0; k < len(seg); k++ {
+			h = (h ^ uint64(seg[k]|0x20)) * hashMul
+			vowels += int(isVowel[seg[k]])
+			if k > 0 && implausible(seg[k-1], seg[k]) {
+				odd++
+			}
+			if seg[k] <= 'Z' {
+				upper++
+			}
+		}
+		shape := shapeLower
+		switch {
+		case upper == len(seg) && len(seg) > 1:
+			shape = shapeUpper
+		case upper > 0:
+			shape = shapeTitle
+		}
+		switch {
+		case len(seg) <= maxCommonLen && (shape != shapeUpper || len(seg) <= 3) && commonWord(h):
+			common += commonCost[pf][shape]
+		case vowels*4 < len(seg) || odd > 0:
+			rough += wordCost(len(seg), shape, pf, true)
+		default:
+			normal += wordCost(len(seg), shape, pf, false)
+		}
+		pf = pfNone
+		i = j
+	}
+	return common, normal, rough
+}
+
+// mixedWordCost prices a camelCase or random-case word from its segments.
+func mixedWordCost(w string, prefix uint8) int64 {
+	c, n, r := mixedParts(w, prefix)
+	return max(1000, (c*mixedCost[0]+n*mixedCost[1]+r*mixedCost[2])/1000+mixedCost[3])
 }

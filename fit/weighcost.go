@@ -2,17 +2,33 @@ package fit
 
 import "unicode"
 
-// The rates below were calibrated against cl100k_base on the training half
-// of testdata/corpus (see accuracy_test.go); the other half is held out to
-// check that they were not fitted to it.
+// The rates in weightab.go were fitted against cl100k_base on the training
+// samples of testdata/corpus by TestCalibrate (go test -run Calibrate
+// -calibrate -update-rates); the held-out samples check that they were not
+// fitted to the corpus alone. Costs are in thousandths of a token.
 
 const (
 	hashSeed uint64 = 14695981039346656037 // FNV-1a
 	hashMul  uint64 = 1099511628211
 
 	// longRun is the longest run of white space priced as the tokenizer
-	// prices it; longer runs cost one token per CharsPerToken characters.
-	longRun = 16
+	// prices it (about one token); longer runs cost one token per
+	// CharsPerToken characters, so a page of blanks is not nearly free.
+	longRun = 32
+
+	// maxTabLen is the longest word priced by the length table; longer
+	// words are priced per letter.
+	maxTabLen = 16
+
+	// maxCommonLen is the longest word the common-word table may hold.
+	maxCommonLen = 20
+
+	// maxPunct is the longest run of punctuation priced by the table.
+	maxPunct = 12
+
+	// maxBreakLen is the longest white space ending in a line break priced
+	// by the table.
+	maxBreakLen = 8
 )
 
 // digitCost: digits go in groups of three, one token each.
@@ -28,70 +44,87 @@ func spaceCost(runes int) int64 {
 
 // breakCost prices white space that ends in line breaks.
 func breakCost(ws string) int64 {
-	if len(ws) > longRun {
-		return int64((len(ws)+CharsPerToken-1)/CharsPerToken) * 1000
-	}
-	return 1000
-}
-
-// punctCost prices a run of punctuation (count characters), with a leading
-// space when lead and the line breaks that follow it.
-func punctCost(run string, count, breaks int, lead bool) int64 {
-	c := int64(count+1) / 2 * 1000
-	if c < 1000 {
-		c = 1000
-	}
-	if count > 32 {
-		c = int64(count) * 1000 / 4
-	}
-	return c
-}
-
-// prefixCost is what a prefix character adds to a word that is not common.
-var prefixCost = [3]int64{0, 0, 400}
-
-// commonCost[prefix][shape] prices a word of the common-word table.
-var commonCost = [3][5]int64{
-	{1000, 1000, 1000, 1000, 1000},
-	{1000, 1000, 1000, 1000, 1000},
-	{1400, 1400, 1400, 1400, 1400},
-}
-
-// maxCommonLen is the longest word the table holds.
-const maxCommonLen = 14
-
-// wordCost prices a word of ASCII letters that is not in the table.
-func wordCost(letters int, shape, prefix uint8, humps int) int64 {
-	var c int64
-	switch shape {
-	case shapeUpper:
-		c = int64(letters) * 1000 / 2
-	case shapeMixed:
-		c = int64(humps+1)*1000 + int64(letters)*100
-	default:
-		c = 1000 + int64(letters)*1000/5
-	}
-	if c < 1000 {
-		c = 1000
-	}
-	return c + prefixCost[prefix]
-}
-
-// asciiLettersCost prices the ASCII letters of a word that also holds other
-// letters.
-func asciiLettersCost(letters int) int64 { return int64(letters) * 300 }
-
-// foreignRuneCost prices one letter outside ASCII.
-func foreignRuneCost(r rune) int64 {
 	switch {
-	case unicode.Is(unicode.Han, r):
-		return 1200
-	case unicode.Is(unicode.Hiragana, r), unicode.Is(unicode.Katakana, r):
-		return 1000
-	case unicode.Is(unicode.Hangul, r):
-		return 1100
-	case r < 0x250: // Latin accents
-		return 500
+	case len(ws) > longRun:
+		return int64((len(ws)+CharsPerToken-1)/CharsPerToken) * 1000
+	case len(ws) > maxBreakLen:
+		return breakTab[maxBreakLen]
 	}
-	return 600
+	return breakTab[len(ws)]
+}
+
+// punctCost prices a run of punctuation of count characters, with a leading
+// space when lead and breaks line breaks after it.
+func punctCost(count, breaks int, lead bool) int64 {
+	l := 0
+	if lead {
+		l = 1
+	}
+	br := min(breaks, 2)
+	if count <= maxPunct {
+		return punctTab[l][br][count]
+	}
+	return int64(count) * punctRate
+}
+
+// prefixCost is what a prefix adds to a word with letters outside ASCII.
+var prefixCost = [numPrefix]int64{foreignCost[10], foreignCost[11], foreignCost[11], foreignCost[11]}
+
+// Scripts of letters outside ASCII, for foreignCost.
+const (
+	scHanCommon = iota // a Han character the tokenizer takes as one token
+	scHan
+	scKanaCommon
+	scKana
+	scHangulCommon
+	scHangul
+	scCyrillic // and Greek, Armenian
+	scLatin    // Latin letters outside ASCII
+	scOther
+	scASCII
+)
+
+// scriptOf classes a letter for foreignCost.
+func scriptOf(r rune) int {
+	switch {
+	case r < 0x80:
+		return scASCII
+	case r < 0x250 || (r >= 0x1e00 && r < 0x1f00):
+		return scLatin
+	case r >= 0x370 && r < 0x590:
+		return scCyrillic
+	case r >= cjkLo && r < cjkHi:
+		common := commonRune(r)
+		switch {
+		case unicode.Is(unicode.Han, r):
+			if common {
+				return scHanCommon
+			}
+			return scHan
+		case unicode.Is(unicode.Hiragana, r), unicode.Is(unicode.Katakana, r):
+			if common {
+				return scKanaCommon
+			}
+			return scKana
+		case unicode.Is(unicode.Hangul, r):
+			if common {
+				return scHangulCommon
+			}
+			return scHangul
+		}
+	}
+	return scOther
+}
+
+// wordCost prices a word of ASCII letters in lower case, title case or
+// capitals that is not in the common-word table.
+func wordCost(letters int, shape, prefix uint8, rough bool) int64 {
+	r := 0
+	if rough {
+		r = 1
+	}
+	if letters <= maxTabLen {
+		return wordLen[prefix][shape][r][letters]
+	}
+	return int64(letters) * wordRate[shape][r]
 }

@@ -1,17 +1,9 @@
 package fit
 
-import "strings"
-
-// commonWords are frequent English and programming words that the
-// tokenizer takes as one token (with or without a leading space). The list
-// is data, not code: it was picked from the training half of the corpus.
-const commonWords = `
-the of and to in is that for it as with was on be by this are or from at an not
-which have has but can if will you all one we they their more when there been would
-its also other so no any use used may new than only some these then them into do does
-file files function return value values type string int error nil func package import
-var const true false null self def class public private static void let const new
-`
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // wordTable is an open-addressing set of the FNV-1a hashes of the lower-case
 // common words.
@@ -45,3 +37,51 @@ func commonWord(h uint64) bool {
 		k = (k + 1) & (wordTableSize - 1)
 	}
 }
+
+// The range of CJK letters commonRunes may hold: kana, Han, Hangul.
+const (
+	cjkLo = 0x3040
+	cjkHi = 0xd7b0
+)
+
+// runeTable marks the runes of commonRunes.
+var runeTable = func() (t [(cjkHi - cjkLo + 63) / 64]uint64) {
+	for _, r := range commonRunes {
+		if r >= cjkLo && r < cjkHi {
+			k := r - cjkLo
+			t[k/64] |= 1 << (k % 64)
+		}
+	}
+	return t
+}()
+
+func commonRune(r rune) bool {
+	if r < cjkLo || r >= cjkHi {
+		return false
+	}
+	k := r - cjkLo
+	return runeTable[k/64]&(1<<(k%64)) != 0
+}
+
+// plausible marks the pairs of letters that occur in the common words: a
+// word with a pair that never does (qx, zk) is more likely an identifier or
+// an encoding than a word, and the tokenizer cuts it into more pieces.
+var plausible = func() (t [26 * 26]bool) {
+	for _, w := range strings.Fields(commonWords) {
+		for i := 1; i < len(w); i++ {
+			a, b := w[i-1]|0x20, w[i]|0x20
+			if a >= 'a' && a <= 'z' && b >= 'a' && b <= 'z' {
+				t[int(a-'a')*26+int(b-'a')] = true
+			}
+		}
+	}
+	return t
+}()
+
+// implausible reports whether the ASCII letters a, b never stand together in
+// a common word.
+func implausible(a, b byte) bool {
+	return !plausible[int((a|0x20)-'a')*26+int((b|0x20)-'a')]
+}
+
+var _ = utf8.RuneError

@@ -1,0 +1,661 @@
+package fit
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/tiktoken-go/tokenizer"
+)
+
+// The exact tokenizer is the ground truth of these tests only: airlock
+// never ships it (its vocabulary is megabytes and it is many times slower).
+
+var calibrate = flag.Bool("calibrate", false, "print the per-piece statistics the estimator's rates come from")
+
+var exactOnce = sync.OnceValues(func() (tokenizer.Codec, error) { return tokenizer.Get(tokenizer.Cl100kBase) })
+
+func exactCodec(tb testing.TB) tokenizer.Codec {
+	tb.Helper()
+	c, err := exactOnce()
+	if err != nil {
+		tb.Fatalf("cl100k_base: %v", err)
+	}
+	return c
+}
+
+func exactCount(tb testing.TB, s string) int {
+	n, err := exactCodec(tb).Count(s)
+	if err != nil {
+		tb.Fatalf("exact count: %v", err)
+	}
+	return n
+}
+
+// sample is one file of testdata/corpus.
+type corpusSample struct {
+	class, name string
+	heldOut     bool
+	text        string
+}
+
+// loadCorpus reads testdata/corpus. A sample whose number is a multiple of
+// three is held out: the rates were calibrated on the others.
+func loadCorpus(tb testing.TB) []corpusSample {
+	tb.Helper()
+	var out []corpusSample
+	classes, err := os.ReadDir("testdata/corpus")
+	if err != nil {
+		tb.Fatalf("corpus: %v", err)
+	}
+	for _, c := range classes {
+		if !c.IsDir() || c.Name() == "gen" {
+			continue
+		}
+		files, err := filepath.Glob(filepath.Join("testdata/corpus", c.Name(), "*.txt"))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			base := filepath.Base(f)
+			n, _ := strconv.Atoi(strings.SplitN(base, "-", 2)[0])
+			out = append(out, corpusSample{class: c.Name(), name: base, heldOut: n%3 == 0, text: string(b)})
+		}
+	}
+	if len(out) < 50 {
+		tb.Fatalf("corpus has %d samples, want at least 50", len(out))
+	}
+	return out
+}
+
+type classErr struct {
+	sum      float64
+	n        int
+	worst    float64
+	worstOne string
+}
+
+func (c *classErr) add(name string, e float64) {
+	c.sum += e
+	c.n++
+	if e > c.worst {
+		c.worst, c.worstOne = e, name
+	}
+}
+
+func (c *classErr) mean() float64 {
+	if c.n == 0 {
+		return 0
+	}
+	return c.sum / float64(c.n)
+}
+
+// TestAccuracy compares Weigh with cl100k_base over the corpus: the mean
+// absolute error must be at most 3% and no class may be worse than 10% on
+// average, on the training samples and on the held-out ones alike.
+func TestAccuracy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the exact tokenizer takes a few seconds over the corpus")
+	}
+	corpus := loadCorpus(t)
+	train, held := map[string]*classErr{}, map[string]*classErr{}
+	var all, allTrain, allHeld classErr
+	for _, s := range corpus {
+		exact := exactCount(t, s.text)
+		est := Weigh(s.text)
+		e := math.Abs(float64(est-exact)) / float64(max(exact, 1))
+		m := train
+		if s.heldOut {
+			m = held
+			allHeld.add(s.class+"/"+s.name, e)
+		} else {
+			allTrain.add(s.class+"/"+s.name, e)
+		}
+		if m[s.class] == nil {
+			m[s.class] = &classErr{}
+		}
+		m[s.class].add(s.name, e)
+		all.add(s.class+"/"+s.name, e)
+		if testing.Verbose() && e > 0.03 {
+			t.Logf("%s/%s: estimate %d, exact %d (%+.1f%%)", s.class, s.name, est, exact, 100*float64(est-exact)/float64(exact))
+		}
+	}
+	var names []string
+	for c := range train {
+		names = append(names, c)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%-12s %9s %9s %9s  %s\n", "class", "train", "held-out", "worst", "worst sample")
+	for _, c := range names {
+		h := held[c]
+		if h == nil {
+			h = &classErr{}
+		}
+		w, wn := train[c].worst, train[c].worstOne
+		if h.worst > w {
+			w, wn = h.worst, h.worstOne
+		}
+		fmt.Fprintf(&b, "%-12s %8.2f%% %8.2f%% %8.2f%%  %s\n", c, 100*train[c].mean(), 100*h.mean(), 100*w, wn)
+	}
+	fmt.Fprintf(&b, "%-12s %8.2f%% %8.2f%%  (all %d samples: %.2f%%)\n", "mean", 100*allTrain.mean(), 100*allHeld.mean(), all.n, 100*all.mean())
+	t.Log(b.String())
+
+	if all.mean() > 0.03 {
+		t.Errorf("mean absolute error over the corpus %.2f%%, want at most 3%%", 100*all.mean())
+	}
+	if allHeld.mean() > 0.03 {
+		t.Errorf("mean absolute error over the held-out samples %.2f%%, want at most 3%%", 100*allHeld.mean())
+	}
+	for _, c := range names {
+		both := classErr{sum: train[c].sum, n: train[c].n}
+		if h := held[c]; h != nil {
+			both.sum += h.sum
+			both.n += h.n
+		}
+		if both.mean() > 0.10 {
+			t.Errorf("class %s: mean absolute error %.2f%%, want at most 10%%", c, 100*both.mean())
+		}
+	}
+}
+
+// TestCalibrate prints, for the training samples, what each kind of piece
+// of the pre-split really costs next to the estimate, and the rate tables
+// of weighcost.go fitted to them. Run it with -calibrate when changing the
+// estimator; -update-words also rewrites the common-word table (words.go)
+// from the training samples.
+func TestCalibrate(t *testing.T) {
+	if !*calibrate {
+		t.Skip("run with -calibrate")
+	}
+	corpus := loadCorpus(t)
+	cache := map[string]int{}
+	count := func(s string) int {
+		n, ok := cache[s]
+		if !ok {
+			n = exactCount(t, s)
+			cache[s] = n
+		}
+		return n
+	}
+	type acc struct {
+		exact, est float64
+		n          int
+	}
+	stats := map[string]*acc{}
+	var pieces []pieceObs
+	wordFreq := map[string]map[string]bool{} // word -> samples it is in
+	runeFreq := map[rune]int{}
+	split := 0
+	byClass := map[string]*acc{}
+	for _, s := range corpus {
+		if s.heldOut {
+			continue
+		}
+		sum := 0
+		weighMilli(s.text, func(p piece) {
+			txt := s.text[p.start:p.end]
+			n := count(txt)
+			sum += n
+			ck := s.class + "/" + coarseKey(p)
+			if byClass[ck] == nil {
+				byClass[ck] = &acc{}
+			}
+			byClass[ck].exact += float64(n)
+			byClass[ck].est += float64(p.cost) / 1000
+			byClass[ck].n++
+			key := pieceKey(p, txt)
+			a := stats[key]
+			if a == nil {
+				a = &acc{}
+				stats[key] = a
+			}
+			a.exact += float64(n)
+			a.est += float64(p.cost) / 1000
+			a.n++
+			pieces = append(pieces, pieceObs{p: p, txt: txt, exact: n})
+			if p.kind == pkWord && p.shape == shapeForeign {
+				for _, r := range txt {
+					if r >= cjkLo && r < cjkHi {
+						runeFreq[r]++
+					}
+				}
+			}
+			if p.kind == pkWord {
+				letters := txt
+				if p.prefix != 0 {
+					_, w := utf8.DecodeRuneInString(txt)
+					letters = txt[w:]
+				}
+				if p.shape == shapeLower && len(letters) >= 3 {
+					if wordFreq[letters] == nil {
+						wordFreq[letters] = map[string]bool{}
+					}
+					wordFreq[letters][s.name] = true
+				}
+			}
+		})
+		if ex := exactCount(t, s.text); ex != sum {
+			split++
+			t.Logf("%s/%s: pieces sum to %d, whole is %d", s.class, s.name, sum, ex)
+		}
+	}
+	t.Logf("samples whose pieces do not add up to the whole: %d", split)
+	var keys []string
+	for k := range stats {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return stats[keys[i]].exact > stats[keys[j]].exact })
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%-36s %8s %10s %10s %7s\n", "piece", "count", "exact", "estimate", "exact/n")
+	for _, k := range keys {
+		a := stats[k]
+		fmt.Fprintf(&b, "%-36s %8d %10.0f %10.0f %7.3f\n", k, a.n, a.exact, a.est, a.exact/float64(a.n))
+	}
+	t.Log(b.String())
+	b.Reset()
+	keys = keys[:0]
+	for k := range byClass {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		a := byClass[k]
+		if math.Abs(a.est-a.exact) > 30 {
+			fmt.Fprintf(&b, "%-28s %7d %8.0f %8.0f %+7.0f\n", k, a.n, a.exact, a.est, a.est-a.exact)
+		}
+	}
+	t.Log("\nby class: pieces, exact, estimate, difference\n" + b.String())
+	rates := fitRates(pieces)
+	if *updateRates {
+		if err := os.WriteFile("weightab.go", []byte(rates), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Log("wrote weightab.go")
+	} else {
+		t.Log(rates)
+	}
+
+	if *updateWords {
+		type wc struct {
+			w string
+			n int
+		}
+		var ws []wc
+		for w, in := range wordFreq {
+			if len(in) >= 3 && count(" "+w) == 1 {
+				ws = append(ws, wc{w, len(in)})
+			}
+		}
+		sort.Slice(ws, func(i, j int) bool { return ws[i].n > ws[j].n || ws[i].n == ws[j].n && ws[i].w < ws[j].w })
+		ws = ws[:min(len(ws), maxWords)]
+		sort.Slice(ws, func(i, j int) bool { return ws[i].w < ws[j].w })
+		var list strings.Builder
+		line := 0
+		for _, w := range ws {
+			if line+len(w.w) > 100 {
+				list.WriteString("\n")
+				line = 0
+			}
+			list.WriteString(w.w + " ")
+			line += len(w.w) + 1
+		}
+		src := strings.Replace(wordsTemplate, "WORDS", strings.TrimSpace(list.String()), 1)
+		var rs []rune
+		for r, n := range runeFreq {
+			if n >= 2 && count(string(r)) == 1 {
+				rs = append(rs, r)
+			}
+		}
+		sort.Slice(rs, func(i, j int) bool { return rs[i] < rs[j] })
+		var rl strings.Builder
+		for i, r := range rs {
+			if i > 0 && i%40 == 0 {
+				rl.WriteString("\n")
+			}
+			rl.WriteRune(r)
+		}
+		src = strings.Replace(src, "RUNES", rl.String(), 1)
+		if err := os.WriteFile("words_list.go", []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %d words to words_list.go", len(ws))
+	}
+}
+
+var updateRates = flag.Bool("update-rates", false, "with -calibrate: rewrite weightab.go from the training samples")
+
+var updateWords = flag.Bool("update-words", false, "with -calibrate: rewrite words_list.go from the training samples")
+
+// maxWords bounds the common-word table.
+const maxWords = 1500
+
+const wordsTemplate = `// Code generated by TestCalibrate -calibrate -update-words; DO NOT EDIT.
+
+package fit
+
+// commonWords are lower-case words that cl100k_base takes as one token after
+// a space and that stand in at least three training samples of the corpus.
+const commonWords = ` + "`" + `
+WORDS
+` + "`" + `
+
+// commonRunes are the kana, Han and Hangul letters that cl100k_base takes as
+// one token and that stand at least twice in the training samples.
+const commonRunes = ` + "`" + `
+RUNES
+` + "`" + `
+`
+
+type pieceObs struct {
+	p     piece
+	txt   string
+	exact int
+}
+
+// cell averages observations.
+type cell struct{ sum, n float64 }
+
+func (c *cell) add(v float64) { c.sum += v; c.n++ }
+
+// mean is the cell's mean when it has at least min observations.
+func (c cell) mean(min float64) (float64, bool) {
+	if c.n < min {
+		return 0, false
+	}
+	return c.sum / c.n, true
+}
+
+// fitRates fits every table of weightab.go to the pieces of the training
+// samples and returns the file.
+func fitRates(obs []pieceObs) string {
+	var common [numPrefix][3]cell
+	var words [numPrefix][3][2][maxTabLen + 1]cell
+	var pooled [3][2][maxTabLen + 1]cell
+	var rate [3][2]cell // tokens per letter past maxTabLen (sum of extra tokens / extra letters)
+	var punct [2][3][maxPunct + 1]cell
+	var punctLong cell
+	var breaks [maxBreakLen + 1]cell
+	var mixedWords []pieceObs
+	var mixed, foreign [][]float64
+	var mixedY, foreignY []float64
+	for _, o := range obs {
+		p := o.p
+		y := float64(o.exact)
+		switch p.kind {
+		case pkPunct:
+			n := utf8.RuneCountInString(strings.TrimRight(o.txt, "\r\n"))
+			br := min(len(o.txt)-len(strings.TrimRight(o.txt, "\r\n")), 2)
+			if p.prefix == 1 {
+				n--
+			}
+			if n <= maxPunct {
+				punct[p.prefix][br][n].add(y)
+			} else {
+				punctLong.add(y / float64(n))
+			}
+		case pkNewline:
+			if len(o.txt) <= maxBreakLen {
+				breaks[len(o.txt)].add(y)
+			}
+		case pkWord:
+			letters := o.txt
+			if p.prefix != 0 {
+				_, w := utf8.DecodeRuneInString(o.txt)
+				letters = o.txt[w:]
+			}
+			L := len(letters)
+			rough := 0
+			if p.rough {
+				rough = 1
+			}
+			switch {
+			case p.shape == shapeForeign:
+				x := make([]float64, 12)
+				for _, r := range letters {
+					x[scriptOf(r)]++
+				}
+				x[10+min(int(p.prefix), 1)] = 1
+				foreign = append(foreign, x)
+				foreignY = append(foreignY, y)
+			case p.common:
+				common[p.prefix][p.shape].add(y)
+			case p.shape == shapeMixed:
+				mixedWords = append(mixedWords, o)
+			case L <= maxTabLen:
+				words[p.prefix][p.shape][rough][L].add(y)
+				pooled[p.shape][rough][L].add(y)
+			default:
+				rate[p.shape][rough].add(y / float64(L))
+			}
+		}
+	}
+	var b strings.Builder
+	b.WriteString("// Code generated by TestCalibrate -calibrate -update-rates; DO NOT EDIT.\n\npackage fit\n\n")
+	// The tables of whole words, fitted next, price the segments of mixed
+	// words; fit them first and apply them to the observations.
+	prevCommon, prevWords := commonCost, wordLen
+	defer func() { commonCost, wordLen = prevCommon, prevWords }()
+	b.WriteString("// commonCost[prefix][shape]: a word of the common-word table.\nvar commonCost = [numPrefix][3]int64{\n")
+	for pf := 0; pf < int(numPrefix); pf++ {
+		b.WriteString("\t{")
+		for sh := 0; sh < 3; sh++ {
+			v, ok := common[pf][sh].mean(10)
+			if !ok {
+				v, ok = common[pf][0].mean(10)
+			}
+			if !ok {
+				v = 1
+			}
+			commonCost[pf][sh] = int64(1000 * v)
+			fmt.Fprintf(&b, "%.0f, ", 1000*v)
+		}
+		b.WriteString("},\n")
+	}
+	b.WriteString("}\n\n// wordLen[prefix][shape][rough][letters]: other words of ASCII letters.\nvar wordLen = [numPrefix][3][2][maxTabLen + 1]int64{\n")
+	for pf := 0; pf < int(numPrefix); pf++ {
+		b.WriteString("\t{\n")
+		for sh := 0; sh < 3; sh++ {
+			b.WriteString("\t\t{\n")
+			for r := 0; r < 2; r++ {
+				b.WriteString("\t\t\t{0, ")
+				prev := 0.0
+				for L := 1; L <= maxTabLen; L++ {
+					v, ok := words[pf][sh][r][L].mean(30)
+					if !ok {
+						v, ok = pooled[sh][r][L].mean(30)
+					}
+					if !ok {
+						v = math.Max(1, float64(L)*[2]float64{0.25, 0.45}[r])
+					}
+					// Longer words never cost less: smooths thin cells.
+					v = math.Max(v, prev)
+					prev = v
+					wordLen[pf][sh][r][L] = int64(1000 * v)
+					fmt.Fprintf(&b, "%.0f, ", 1000*v)
+				}
+				b.WriteString("},\n")
+			}
+			b.WriteString("\t\t},\n")
+		}
+		b.WriteString("\t},\n")
+	}
+	b.WriteString("}\n\n// wordRate[shape][rough]: per letter of a word longer than maxTabLen.\nvar wordRate = [3][2]int64{")
+	for sh := 0; sh < 3; sh++ {
+		b.WriteString("{")
+		for r := 0; r < 2; r++ {
+			v, ok := rate[sh][r].mean(20)
+			if !ok {
+				v = [2]float64{0.25, 0.45}[r]
+			}
+			fmt.Fprintf(&b, "%.0f, ", 1000*v)
+		}
+		b.WriteString("}, ")
+	}
+	b.WriteString("}\n")
+	for _, o := range mixedWords {
+		letters := o.txt
+		if o.p.prefix != 0 {
+			_, w := utf8.DecodeRuneInString(o.txt)
+			letters = o.txt[w:]
+		}
+		c, n, r := mixedParts(letters, o.p.prefix)
+		mixed = append(mixed, []float64{float64(c) / 1000, float64(n) / 1000, float64(r) / 1000, 1})
+		mixedY = append(mixedY, float64(o.exact))
+	}
+	m := leastSquares(mixed, mixedY)
+	fmt.Fprintf(&b, "\n// mixedCost: a camelCase or random-case word: factors of the prices of its common,\n// other and rough segments, then a constant.\nvar mixedCost = [4]int64{%.0f, %.0f, %.0f, %.0f}\n", 1000*m[0], 1000*m[1], 1000*m[2], 1000*m[3])
+	f := leastSquares(foreign, foreignY)
+	b.WriteString("\n// foreignCost: a word with letters outside ASCII: per letter of each script (see scriptOf),\n// then with no prefix and with one.\nvar foreignCost = [12]int64{")
+	for _, v := range f {
+		fmt.Fprintf(&b, "%.0f, ", 1000*v)
+	}
+	b.WriteString("}\n\n// punctTab[lead][breaks][count]: a run of punctuation.\nvar punctTab = [2][3][maxPunct + 1]int64{\n")
+	for l := 0; l < 2; l++ {
+		b.WriteString("\t{\n")
+		for br := 0; br < 3; br++ {
+			b.WriteString("\t\t{0, ")
+			prev := 1.0
+			for n := 1; n <= maxPunct; n++ {
+				v, ok := punct[l][br][n].mean(20)
+				if !ok {
+					v, ok = punct[l][0][n].mean(20)
+				}
+				if !ok {
+					v = math.Max(prev, float64(n)*0.4)
+				}
+				prev = v
+				fmt.Fprintf(&b, "%.0f, ", 1000*v)
+			}
+			b.WriteString("},\n")
+		}
+		b.WriteString("\t},\n")
+	}
+	pr, ok := punctLong.mean(10)
+	if !ok {
+		pr = 0.4
+	}
+	fmt.Fprintf(&b, "}\n\n// punctRate: per character of a run of punctuation longer than maxPunct.\nconst punctRate = %.0f\n", 1000*pr)
+	b.WriteString("\n// breakTab[bytes]: white space that ends in line breaks.\nvar breakTab = [maxBreakLen + 1]int64{0, ")
+	prev := 1.0
+	for n := 1; n <= maxBreakLen; n++ {
+		v, ok := breaks[n].mean(5)
+		if !ok {
+			v = prev
+		}
+		prev = v
+		fmt.Fprintf(&b, "%.0f, ", 1000*v)
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// leastSquares solves min |Xw - y| by the normal equations.
+func leastSquares(x [][]float64, y []float64) []float64 {
+	if len(x) == 0 {
+		return nil
+	}
+	k := len(x[0])
+	a := make([][]float64, k)
+	for i := range a {
+		a[i] = make([]float64, k+1)
+	}
+	for r, row := range x {
+		for i := 0; i < k; i++ {
+			for j := 0; j < k; j++ {
+				a[i][j] += row[i] * row[j]
+			}
+			a[i][k] += row[i] * y[r]
+		}
+	}
+	for i := 0; i < k; i++ {
+		a[i][i] += 1e-6 // a column with no data gets 0, not NaN
+	}
+	for c := 0; c < k; c++ {
+		piv := c
+		for r := c + 1; r < k; r++ {
+			if math.Abs(a[r][c]) > math.Abs(a[piv][c]) {
+				piv = r
+			}
+		}
+		a[c], a[piv] = a[piv], a[c]
+		for r := 0; r < k; r++ {
+			if r == c || a[c][c] == 0 {
+				continue
+			}
+			f := a[r][c] / a[c][c]
+			for j := c; j <= k; j++ {
+				a[r][j] -= f * a[c][j]
+			}
+		}
+	}
+	w := make([]float64, k)
+	for i := range w {
+		if a[i][i] != 0 {
+			w[i] = a[i][k] / a[i][i]
+		}
+	}
+	return w
+}
+
+func coarseKey(p piece) string {
+	switch p.kind {
+	case pkWord:
+		shapes := [...]string{"lower", "title", "upper", "mixed", "foreign"}
+		r := ""
+		if p.rough {
+			r = "-rough"
+		}
+		return fmt.Sprintf("word-%s-p%d-c%v%s", shapes[p.shape], p.prefix, p.common, r)
+	case pkPunct:
+		return "punct"
+	case pkNewline:
+		return "newline"
+	case pkSpace:
+		return "space"
+	case pkDigits:
+		return "digits"
+	}
+	return "contraction"
+}
+
+func pieceKey(p piece, txt string) string {
+	switch p.kind {
+	case pkWord:
+		shapes := [...]string{"lower", "title", "upper", "mixed", "foreign"}
+		l := len(strings.TrimLeft(txt, " \t"))
+		if p.prefix == 2 {
+			l = len(txt) - 1
+		}
+		if l > 12 {
+			l = 12
+		}
+		return fmt.Sprintf("word/p%d/%s/common=%v/len%02d", p.prefix, shapes[p.shape], p.common, l)
+	case pkDigits:
+		return fmt.Sprintf("digits/len%d", min(len(txt), 9))
+	case pkPunct:
+		n := len(strings.TrimRight(txt, "\r\n"))
+		if p.prefix == 1 {
+			n--
+		}
+		br := len(txt) - len(strings.TrimRight(txt, "\r\n"))
+		return fmt.Sprintf("punct/lead%d/len%02d/br%d", p.prefix, min(n, 12), min(br, 2))
+	case pkNewline:
+		return fmt.Sprintf("newline/len%02d", min(len(txt), 20))
+	case pkSpace:
+		return fmt.Sprintf("space/len%02d", min(len(txt), 20))
+	}
+	return "contraction"
+}
