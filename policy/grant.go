@@ -321,3 +321,10 @@ func (c *Checker) toolGrant(name string, args map[string]any) (int, bool) {
 	}
 	return 0, false
 }
+
+// Interpreter reports whether prog (a bare name or a path) is a shell or a
+// language interpreter: allowing it allows whatever code it is given.
+func Interpreter(prog string) bool {
+	base := baseName(prog)
+	return interpreters[base] || strings.HasPrefix(base, "python")
+}

@@ -1,3 +1,286 @@
 package cli
 
-func policyCmd() *Command { return notYet("policy", "check and explain policies") }
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/wiring"
+	"github.com/airlock-run/airlock/policy"
+	"github.com/airlock-run/airlock/policy/shellread"
+)
+
+func policyCmd() *Command {
+	return &Command{Name: "policy", Usage: "COMMAND [ARGS]", Short: "check and explain policies",
+		Long: `A policy (airlock.yaml in the working directory by default, YAML or JSON)
+says what calls may do: files, network, programs and their arguments, the
+environment, tools and limits. Without one, the built-in workspace profile
+applies. See docs/policy.md for every field.`,
+		Sub: []*Command{policyCheckCmd(), policyExplainCmd(), policyShowCmd()}}
+}
+
+func policyCheckCmd() *Command {
+	const usage = "[--json] FILE"
+	const long = `Validates a policy file and reports the first problem as FILE:LINE:COL: field:
+message. Exits 0 when the policy is valid, 1 when it is not (nothing would run
+with it), 2 on a usage mistake.`
+	return &Command{Name: "check", Usage: usage, Short: "validate a policy file", Long: long,
+		Run: func(ctx context.Context, env *Env, args []string) error {
+			fs := NewFlags(env, "airlock policy check", usage, long)
+			asJSON := fs.Bool("json", false, "print {file, valid, error, warnings} as JSON")
+			if err := ParseFlags(fs, args); err != nil {
+				return err
+			}
+			if fs.NArg() != 1 {
+				return usagef("airlock policy check: one FILE is required (see airlock policy check --help)")
+			}
+			name := fs.Arg(0)
+			p, err := readPolicyFile(env, name)
+			if err != nil && !errs.Is(err, errs.Invalid) {
+				return err
+			}
+			var warnings []string
+			if p != nil {
+				warnings = policyWarnings(p)
+			}
+			if *asJSON {
+				out := struct {
+					File     string   `json:"file"`
+					Valid    bool     `json:"valid"`
+					Error    string   `json:"error,omitempty"`
+					Warnings []string `json:"warnings,omitempty"`
+				}{File: name, Valid: err == nil, Warnings: warnings}
+				if err != nil {
+					out.Error = err.Error()
+				}
+				if e := json.NewEncoder(env.Stdout).Encode(out); e != nil {
+					return e
+				}
+			} else if err == nil {
+				fmt.Fprintf(env.Stdout, "%s: valid\n", name)
+				for _, w := range warnings {
+					fmt.Fprintf(env.Stderr, "airlock: warning: %s: %s\n", name, w)
+				}
+			} else {
+				fmt.Fprintf(env.Stderr, "airlock: %s\n", oneLine(err.Error()))
+			}
+			if err != nil {
+				return &ExitError{Code: 1}
+			}
+			return nil
+		}}
+}
+
+// readPolicyFile reads and parses a policy named on the command line.
+func readPolicyFile(env *Env, name string) (*policy.Policy, error) {
+	path := name
+	if !filepath.IsAbs(path) && env.Dir != "" {
+		path = filepath.Join(env.Dir, path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, errs.NotFoundf("%s: no such file (name an existing policy file)", name)
+		}
+		return nil, errs.Wrap(errs.Unavailable, err, "read policy %s", name)
+	}
+	return policy.Parse(name, data)
+}
+
+// policyWarnings lists what a valid policy does that a reader should not
+// miss.
+func policyWarnings(p *policy.Policy) []string {
+	var w []string
+	if p.Isolation == "none" {
+		w = append(w, "isolation: none runs every command unconfined, with this user's rights")
+	}
+	for _, e := range p.FS.Write {
+		if e == "/" || e == "~" || e == "/**" {
+			w = append(w, fmt.Sprintf("fs.write holds %q: a run may change almost anything", e))
+		}
+	}
+	for _, e := range p.Env.Allow {
+		if e == "*" {
+			w = append(w, `env.allow holds "*": the caller's whole environment (tokens included) enters the box`)
+		}
+	}
+	for _, a := range p.Shell.Allow {
+		if policy.Interpreter(a) {
+			w = append(w, fmt.Sprintf("shell.allow holds %q, an interpreter: it runs whatever code it is given", a))
+		}
+	}
+	return w
+}
+
+func policyExplainCmd() *Command {
+	const usage = "[--policy FILE] [--mode observe|fix] [--json] (--shell STRING | -- CMD [ARG...])"
+	const long = `Decides a command without running it and prints, for every simple command
+it would run (after wrappers, nested sh -c strings, substitutions and
+redirections are read), the verdict, the policy field that decided and the
+reason an agent would be given. The policy is FILE, or airlock.yaml in the
+working directory, or the built-in workspace profile.
+
+Exits 0 when the command was explained, whatever the verdict; the verdict is
+in the output (and in --json).`
+	return &Command{Name: "explain", Usage: usage, Short: "show how a policy decides a command", Long: long,
+		Run: func(ctx context.Context, env *Env, args []string) error {
+			fs := NewFlags(env, "airlock policy explain", usage, long)
+			file := fs.String("policy", "", "the policy file (default: airlock.yaml in the working directory, else the workspace profile)")
+			mode := fs.String("mode", "observe", "observe (read only) or fix (writes as fs.write allows)")
+			src := fs.String("shell", "", "a shell command string to decide")
+			asJSON := fs.Bool("json", false, "print the decisions as JSON")
+			if err := ParseFlags(fs, args); err != nil {
+				return err
+			}
+			argv := fs.Args()
+			shellGiven := false
+			fs.Visit(func(f *flag.Flag) {
+				if f.Name == "shell" {
+					shellGiven = true
+				}
+			})
+			switch {
+			case shellGiven && len(argv) > 0:
+				return usagef("airlock policy explain: give --shell STRING or -- CMD ARG..., not both")
+			case !shellGiven && len(argv) == 0:
+				return usagef("airlock policy explain: nothing to explain: give --shell STRING or -- CMD ARG... (see airlock policy explain --help)")
+			}
+			m := policy.Observe
+			switch *mode {
+			case "observe":
+			case "fix":
+				m = policy.Fix
+			default:
+				return usagef("airlock policy explain: --mode %q: want observe or fix", *mode)
+			}
+			c, source, err := explainChecker(env, *file, m)
+			if err != nil {
+				return err
+			}
+			ex := explanation{Policy: source, Mode: m.String()}
+			if shellGiven {
+				ex.Shell = *src
+				sd := c.Shell(*src)
+				ex.Overall, ex.Commands = sd.Overall, sd.Commands
+			} else {
+				ex.Argv = argv
+				ex.Overall = c.Argv(argv)
+				if cmds, err := shellread.ReadArgv(argv); err == nil {
+					ex.Commands = c.Commands(cmds, false).Commands
+				}
+			}
+			if *asJSON {
+				return json.NewEncoder(env.Stdout).Encode(ex)
+			}
+			return ex.print(env.Stdout)
+		}}
+}
+
+// explainChecker compiles the policy explain and show use, in the caller's
+// working directory.
+func explainChecker(env *Env, file string, m policy.Mode) (*policy.Checker, string, error) {
+	workdir, err := wiring.Workdir(env.Dir, "")
+	if err != nil {
+		return nil, "", err
+	}
+	p, source, err := wiring.LoadPolicy(env.Dir, workdir, file)
+	if err != nil {
+		return nil, "", err
+	}
+	if source == "" {
+		source = "workspace (built-in)"
+	}
+	c, err := p.Compile(wiring.World(workdir, env.Getenv("HOME"), m))
+	if err != nil {
+		return nil, "", err
+	}
+	return c, source, nil
+}
+
+type explanation struct {
+	Policy   string                   `json:"policy"`
+	Mode     string                   `json:"mode"`
+	Shell    string                   `json:"shell,omitempty"`
+	Argv     []string                 `json:"argv,omitempty"`
+	Overall  policy.Decision          `json:"overall"`
+	Commands []policy.CommandDecision `json:"commands"`
+}
+
+func (ex *explanation) print(w io.Writer) error {
+	fmt.Fprintf(w, "policy: %s (mode %s)\n", ex.Policy, ex.Mode)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "VERDICT\tCOMMAND\tRULE\tREASON")
+	for _, cd := range ex.Commands {
+		cmd := quoteArgv(cd.Argv)
+		if len(cd.Via) > 0 {
+			cmd += "  (via " + strings.Join(cd.Via, ", ") + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cd.Decision.Verdict, cmd, cd.Decision.Rule, cd.Decision.Reason)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	d := ex.Overall
+	line := fmt.Sprintf("=> %s (%s)", strings.ToUpper(d.Verdict.String()), d.Rule)
+	if d.Reason != "" {
+		line += ": " + d.Reason
+	}
+	_, err := fmt.Fprintln(w, line)
+	return err
+}
+
+// quoteArgv shows an argv the way a shell would need it typed.
+func quoteArgv(argv []string) string {
+	if len(argv) == 0 {
+		return "(redirection only)"
+	}
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && !strings.ContainsAny(a, " \t\n'\"\\$`;&|<>()*?[]{}~#!") {
+			parts[i] = a
+			continue
+		}
+		parts[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	s := strings.Join(parts, " ")
+	if len(s) > 100 {
+		s = s[:97] + "..."
+	}
+	return s
+}
+
+func policyShowCmd() *Command {
+	const usage = "[--policy FILE]"
+	const long = `Prints the effective policy as JSON: the file (or the built-in workspace
+profile) with every default filled in.`
+	return &Command{Name: "show", Usage: usage, Short: "print the effective policy as JSON", Long: long,
+		Run: func(ctx context.Context, env *Env, args []string) error {
+			fs := NewFlags(env, "airlock policy show", usage, long)
+			file := fs.String("policy", "", "the policy file (default: airlock.yaml in the working directory, else the workspace profile)")
+			if err := ParseFlags(fs, args); err != nil {
+				return err
+			}
+			if fs.NArg() > 0 {
+				return usagef("airlock policy show: unexpected argument %q (see airlock policy show --help)", fs.Arg(0))
+			}
+			workdir, err := wiring.Workdir(env.Dir, "")
+			if err != nil {
+				return err
+			}
+			p, _, err := wiring.LoadPolicy(env.Dir, workdir, *file)
+			if err != nil {
+				return err
+			}
+			enc := json.NewEncoder(env.Stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(p)
+		}}
+}
