@@ -7,11 +7,20 @@ import (
 	"github.com/airlock-run/airlock/sandbox/boxinit"
 )
 
-// TestMain lets the test binary be the box's init: bubblewrap re-executes
-// it with boxinit.Arg, exactly as it re-executes the airlock binary.
+// TestMain lets the test binary be the box's init, exactly as bubblewrap
+// re-executes the airlock binary with boxinit.Arg, and an attack tool (see
+// attackMain) and a runner of its own (see helperMain) for tests that kill
+// airlock.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == boxinit.Arg {
-		os.Exit(boxinit.Main(os.Args[2:]))
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case boxinit.Arg:
+			os.Exit(boxinit.Main(os.Args[2:]))
+		case attackArg:
+			os.Exit(attackMain(os.Args[2:]))
+		case helperArg:
+			os.Exit(helperMain(os.Args[2:]))
+		}
 	}
 	os.Exit(m.Run())
 }

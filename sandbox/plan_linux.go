@@ -21,7 +21,10 @@ import (
 // Paths inside the box that airlock itself uses. /run is the box's own
 // tmpfs, so nothing here touches the host.
 const (
-	boxInitPath  = "/run/airlock/airlock"
+	// InitPath is where the airlock binary is inside the box (read-only);
+	// the box's programs may run it, for instance as a proxy command.
+	InitPath     = "/run/airlock/airlock"
+	boxInitPath  = InitPath
 	boxProxyPath = "/run/airlock/egress.sock"
 	boxConnPath  = "/run/airlock/bin/airlock-connect"
 	// InitArg is the hidden argument of the in-box init (boxinit.Arg; kept
@@ -480,6 +483,15 @@ func (p *planner) plan(exe string) error {
 	}
 	p.ops = append(p.ops,
 		op{dest: "/proc", args: []string{"--proc", "/proc"}},
+		// The box's uid 0 is the host's root, and sysctl files answer to
+		// the owner's bits for host root with no capability check: a
+		// writable /proc/sys would let the box set kernel.core_pattern.
+		// bubblewrap's own cover skips /proc/sys (its 0555 mode fails
+		// access(W_OK) without capabilities), so airlock replaces it with a
+		// read-only tmpfs holding read-only views of kernel, vm and fs (not
+		// net, which would show the host's network settings), and covers
+		// /proc/irq and /proc/bus the same way.
+		op{dest: "/proc", order: 5, args: procCover()},
 		op{dest: "/dev", args: []string{"--dev", "/dev"}},
 		op{dest: "/tmp", args: []string{"--tmpfs", "/tmp"}},
 		op{dest: "/var/tmp", args: []string{"--tmpfs", "/var/tmp"}},
@@ -665,6 +677,22 @@ func (p *planner) plan(exe string) error {
 	b.Argv = []string{p.bw.Path, "--args", strconv.Itoa(argsN), "--", boxInitPath, InitArg,
 		boxconf.FlagConfig, strconv.Itoa(cfgN), boxconf.FlagStatus, strconv.Itoa(stN)}
 	return nil
+}
+
+// procCover returns the bubblewrap options that make /proc/sys, /proc/irq
+// and /proc/bus read-only.
+func procCover() []string {
+	args := []string{"--tmpfs", "/proc/sys"}
+	for _, d := range []string{"kernel", "vm", "fs"} {
+		args = append(args, "--ro-bind-try", "/proc/sys/"+d, "/proc/sys/"+d)
+	}
+	args = append(args, "--remount-ro", "/proc/sys")
+	for _, d := range []string{"/proc/irq", "/proc/bus"} {
+		if _, err := os.Stat(d); err == nil {
+			args = append(args, "--tmpfs", d, "--remount-ro", d)
+		}
+	}
+	return args
 }
 
 func (p *planner) has(dest string) bool {

@@ -1,0 +1,164 @@
+package runner
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// attackArg makes the test binary an attack tool: inside the box it is the
+// same file bubblewrap runs as the init, so attacks are Go code and need
+// nothing of the host. An attack exits 0 when it reached its target, 1 when
+// it was held, printing what happened either way.
+const attackArg = "__airlock-test-attack"
+
+func attackMain(args []string) int {
+	if len(args) == 0 {
+		fmt.Println("no attack")
+		return 2
+	}
+	err := attack(args[0], args[1:])
+	if err != nil {
+		fmt.Println("held:", err)
+		return 1
+	}
+	fmt.Println("reached")
+	return 0
+}
+
+func attack(name string, args []string) error {
+	switch name {
+	case "read":
+		// read FILE: read a file that was not granted.
+		_, err := os.ReadFile(args[0])
+		return err
+	case "write":
+		// write FILE: create or append to a file.
+		f, err := os.OpenFile(args[0], os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = f.WriteString("attack\n")
+		return err
+	case "mkdir-write":
+		// mkdir-write DIR FILE: create a directory and a file in it.
+		if err := os.Mkdir(args[0], 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(args[0]+"/"+args[1], []byte("attack\n"), 0o644)
+	case "rename-aside":
+		// rename-aside DIR NAME: move DIR away, recreate it, write NAME.
+		if err := os.Rename(args[0], args[0]+".aside"); err != nil {
+			return err
+		}
+		if err := os.Mkdir(args[0], 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(args[0]+"/"+args[1], []byte("attack\n"), 0o644)
+	case "userns":
+		// userns: create a user namespace (a child with CLONE_NEWUSER).
+		cmd := exec.Command("/bin/true")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}
+		return cmd.Run()
+	case "tcp":
+		// tcp ADDR: connect to a canary.
+		c, err := net.DialTimeout("tcp", args[0], 2*time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		buf := make([]byte, 6)
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		n, err := c.Read(buf)
+		if err != nil {
+			return err
+		}
+		if string(buf[:n]) != "canary" {
+			return fmt.Errorf("reached something that is not the canary: %q", buf[:n])
+		}
+		return nil
+	case "environ":
+		// environ PID: read another process's environment.
+		data, err := os.ReadFile("/proc/" + args[0] + "/environ")
+		if err != nil {
+			return err
+		}
+		if len(data) == 0 {
+			return fmt.Errorf("empty environment")
+		}
+		return nil
+	case "parent-mem":
+		// parent-mem: read the parent's environment and memory map (the
+		// init inside the box; the caller outside).
+		ppid := strconv.Itoa(os.Getppid())
+		if _, err := os.ReadFile("/proc/" + ppid + "/environ"); err != nil {
+			return err
+		}
+		f, err := os.Open("/proc/" + ppid + "/mem")
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	case "fd":
+		// fd N: use a descriptor inherited from airlock's caller.
+		n, _ := strconv.Atoi(args[0])
+		buf := make([]byte, 16)
+		_, err := unix.Pread(n, buf, 0)
+		return err
+	case "orphan":
+		// orphan SECONDS: leave a process behind in a session of its own.
+		cmd := exec.Command("sleep", args[0])
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		return cmd.Start()
+	case "setuid":
+		// setuid FILE: make a set-user-ID file.
+		if err := os.WriteFile(args[0], []byte("#!/bin/sh\n"), 0o755); err != nil {
+			return err
+		}
+		if err := unix.Chmod(args[0], 0o4755); err != nil {
+			return err
+		}
+		st, err := os.Stat(args[0])
+		if err != nil {
+			return err
+		}
+		if st.Mode()&os.ModeSetuid == 0 {
+			return fmt.Errorf("the set-user-ID bit did not stick")
+		}
+		return nil
+	case "sysctl":
+		// sysctl: write a kernel tunable (its own value back).
+		p := "/proc/sys/kernel/domainname"
+		v, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(p, v, 0)
+	case "sysrq":
+		return os.WriteFile("/proc/sysrq-trigger", []byte("h"), 0)
+	case "mknod":
+		// mknod PATH: make a device node (/dev/null's numbers).
+		return unix.Mknod(args[0], unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3)))
+	case "kill":
+		// kill PID: signal a process of the host.
+		n, _ := strconv.Atoi(args[0])
+		return unix.Kill(n, 0)
+	case "ptrace":
+		// ptrace PID: attach to a process of the host.
+		n, _ := strconv.Atoi(args[0])
+		if err := unix.PtraceAttach(n); err != nil {
+			return err
+		}
+		var ws unix.WaitStatus
+		unix.Wait4(n, &ws, 0, nil)
+		return unix.PtraceDetach(n)
+	}
+	return fmt.Errorf("unknown attack %q", name)
+}

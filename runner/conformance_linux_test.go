@@ -1,0 +1,420 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/sandbox"
+)
+
+// tierCase is a tier the conformance suite runs, or the reason it cannot.
+type tierCase struct {
+	tier sandbox.Tier
+	skip string
+}
+
+func tiers() []tierCase {
+	out := []tierCase{{tier: sandbox.Tier0}}
+	r := sandbox.Probe()
+	if r.Tier() >= sandbox.Tier1 && os.Geteuid() == 0 {
+		out = append(out, tierCase{tier: sandbox.Tier1})
+	} else {
+		out = append(out, tierCase{tier: sandbox.Tier1, skip: "tier 1 unavailable here: " + r.Why})
+	}
+	if _, err := sandbox.Plan(sandbox.Spec{Workdir: os.TempDir()}, sandbox.Tier2, "/x"); err != nil {
+		out = append(out, tierCase{tier: sandbox.Tier2, skip: "tier 2 unavailable: " + err.Error()})
+	}
+	return out
+}
+
+// boxExe is where the test binary (the attack tool) is as the command sees
+// it.
+func boxExe(t *testing.T, tier sandbox.Tier) string {
+	if tier == sandbox.Tier0 {
+		return testExe(t)
+	}
+	return sandbox.InitPath
+}
+
+type outcome struct {
+	res    Result
+	err    error
+	stdout string
+	stderr string
+}
+
+func runIn(t *testing.T, tier sandbox.Tier, spec sandbox.Spec, stdin string, argv ...string) outcome {
+	t.Helper()
+	var o, e bytes.Buffer
+	req := Request{Argv: argv, Spec: spec, Tier: tier, Stdout: &o, Stderr: &e}
+	if stdin != "" {
+		req.Stdin = strings.NewReader(stdin)
+	}
+	res, err := Run(context.Background(), testExe(t), req)
+	return outcome{res, err, o.String(), e.String()}
+}
+
+func baseSpec(t *testing.T) sandbox.Spec {
+	return sandbox.Spec{Workdir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin", "HOME=/home/box"}}
+}
+
+func fixSpec(t *testing.T, wd string) sandbox.Spec {
+	return sandbox.Spec{Workdir: wd, Write: []string{wd}, Writable: true, Env: []string{"PATH=/usr/bin:/bin", "HOME=/home/box"}}
+}
+
+// TestConformance runs the rows every tier must pass: how a command is
+// started, what it gets and how its end is reported.
+func TestConformance(t *testing.T) {
+	rows := []struct {
+		name  string
+		spec  func(t *testing.T) sandbox.Spec
+		stdin string
+		argv  []string
+		check func(t *testing.T, o outcome, spec sandbox.Spec)
+	}{
+		{"exit status", baseSpec, "", []string{"sh", "-c", "exit 7"}, func(t *testing.T, o outcome, _ sandbox.Spec) {
+			if o.err != nil || o.res.ExitCode != 7 {
+				t.Errorf("got exit %d, err %v; want 7", o.res.ExitCode, o.err)
+			}
+		}},
+		{"signal", baseSpec, "", []string{"sh", "-c", "kill -TERM $$"}, func(t *testing.T, o outcome, _ sandbox.Spec) {
+			if o.err != nil || o.res.ExitCode != 128+15 || o.res.Signal != 15 {
+				t.Errorf("got exit %d signal %d, err %v; want 143 and signal 15", o.res.ExitCode, o.res.Signal, o.err)
+			}
+		}},
+		{"wall clock", func(t *testing.T) sandbox.Spec {
+			s := baseSpec(t)
+			s.Limits.Wall = 300 * time.Millisecond
+			return s
+		}, "", []string{"sleep", "30"}, func(t *testing.T, o outcome, _ sandbox.Spec) {
+			if o.err != nil || o.res.ExitCode != 124 || !o.res.WallTimeout {
+				t.Errorf("got exit %d wall %v, err %v; want 124 and WallTimeout", o.res.ExitCode, o.res.WallTimeout, o.err)
+			}
+		}},
+		{"environment built from nothing", baseSpec, "", []string{"env"}, func(t *testing.T, o outcome, spec sandbox.Spec) {
+			got := strings.Fields(o.stdout)
+			want := spec.Env
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("got environment %q, want exactly %q", got, want)
+			}
+		}},
+		{"working directory", baseSpec, "", []string{"pwd"}, func(t *testing.T, o outcome, spec sandbox.Spec) {
+			real, _ := filepath.EvalSymlinks(spec.Workdir)
+			if got := strings.TrimSpace(o.stdout); got != real {
+				t.Errorf("got working directory %q, want %q", got, real)
+			}
+		}},
+		{"stdin and streams", baseSpec, "hello", []string{"sh", "-c", "cat; echo err >&2"}, func(t *testing.T, o outcome, _ sandbox.Spec) {
+			if o.stdout != "hello" || o.stderr != "err\n" {
+				t.Errorf("got stdout %q stderr %q, want \"hello\" and \"err\\n\"", o.stdout, o.stderr)
+			}
+		}},
+		{"command not found", baseSpec, "", []string{"no-such-command-airlock"}, func(t *testing.T, o outcome, _ sandbox.Spec) {
+			if !errs.Is(o.err, errs.NotFound) || errs.ExitCode(o.err) != errs.ExitCannotRun {
+				t.Errorf("got error %v (class %v), want a not-found error that exits 125", o.err, errs.ClassOf(o.err))
+			}
+		}},
+		{"description", baseSpec, "", []string{"true"}, func(t *testing.T, o outcome, _ sandbox.Spec) {
+			d := o.res.Description
+			if o.err != nil || d.Mechanism == "" || d.Workdir == "" {
+				t.Errorf("got description %+v (err %v), want mechanism and workdir", d, o.err)
+			}
+			if d.Tier == 1 && (!d.Seccomp || len(d.Namespaces) == 0 || d.Network != "none") {
+				t.Errorf("tier 1 description %+v lacks seccomp, namespaces or network none", d)
+			}
+		}},
+	}
+	for _, tc := range tiers() {
+		t.Run("tier"+strconv.Itoa(int(tc.tier)), func(t *testing.T) {
+			if tc.skip != "" {
+				t.Skip(tc.skip)
+			}
+			for _, row := range rows {
+				t.Run(row.name, func(t *testing.T) {
+					spec := row.spec(t)
+					o := runIn(t, tc.tier, spec, row.stdin, row.argv...)
+					row.check(t, o, spec)
+				})
+			}
+		})
+	}
+}
+
+func TestOutputCap(t *testing.T) {
+	for _, tc := range tiers() {
+		t.Run("tier"+strconv.Itoa(int(tc.tier)), func(t *testing.T) {
+			if tc.skip != "" {
+				t.Skip(tc.skip)
+			}
+			var o bytes.Buffer
+			res, err := Run(context.Background(), testExe(t), Request{Argv: []string{"head", "-c", "100000", "/dev/zero"},
+				Spec: baseSpec(t), Tier: tc.tier, Stdout: &o, OutputCap: 1000})
+			if err != nil || o.Len() != 1000 || !res.Truncated || res.ExitCode != 0 {
+				t.Errorf("got %d bytes, truncated %v, exit %d, err %v; want 1000 bytes, truncated, exit 0", o.Len(), res.Truncated, res.ExitCode, err)
+			}
+		})
+	}
+}
+
+// attackRow is an escape attempt. It must reach its target at tier 0
+// (unconfined), or it is untested on this machine; it must be held at tier 1.
+type attackRow struct {
+	name string
+	// survives marks an attack judged by its mark alone (a process that
+	// outlives the run), not by its exit status.
+	survives bool
+	// setup prepares the world and returns the spec, the attack's arguments
+	// (after the attack tool) and a check that the attack left no mark on
+	// the host (nil when the exit status says all).
+	setup func(t *testing.T, exe string) (spec sandbox.Spec, argv []string, clean func() bool)
+}
+
+func attacks(t *testing.T) []attackRow {
+	return []attackRow{
+		{"read a file outside the grants", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+			secret := filepath.Join(t.TempDir(), "secret")
+			os.WriteFile(secret, []byte("flag"), 0o600)
+			return baseSpec(t), []string{exe, attackArg, "read", secret}, nil
+		}},
+		{"read a file outside through .. from the workdir", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+			parent := t.TempDir()
+			wd := filepath.Join(parent, "wd")
+			os.Mkdir(wd, 0o755)
+			os.WriteFile(filepath.Join(parent, "flag"), []byte("flag"), 0o600)
+			s := baseSpec(t)
+			s.Workdir = wd
+			return s, []string{exe, attackArg, "read", "../flag"}, nil
+		}},
+		{"write outside the grants", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+			target := filepath.Join(t.TempDir(), "dropped")
+			return baseSpec(t), []string{exe, attackArg, "write", target}, func() bool { _, err := os.Stat(target); return err != nil }
+		}},
+		{"write the workdir in observe mode", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+			s := baseSpec(t)
+			target := filepath.Join(s.Workdir, "dropped")
+			return s, []string{exe, attackArg, "write", target}, func() bool { _, err := os.Stat(target); return err != nil }
+		}},
+		{"write an existing git hook in fix mode", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+			wd := t.TempDir()
+			os.MkdirAll(filepath.Join(wd, ".git", "hooks"), 0o755)
+			hook := filepath.Join(wd, ".git", "hooks", "pre-commit")
+			os.WriteFile(hook, []byte("#!/bin/sh\n"), 0o755)
+			return fixSpec(t, wd), []string{exe, attackArg, "write", hook}, func() bool {
+				b, _ := os.ReadFile(hook)
+				return string(b) == "#!/bin/sh\n"
+			}
+		}},
+		{"write an existing .bashrc in fix mode", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+			wd := t.TempDir()
+			rc := filepath.Join(wd, ".bashrc")
+			os.WriteFile(rc, []byte("# rc\n"), 0o644)
+			return fixSpec(t, wd), []string{exe, attackArg, "write", rc}, func() bool {
+				b, _ := os.ReadFile(rc)
+				return string(b) == "# rc\n"
+			}
+		}},
+		{"create a missing .vscode in fix mode", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+			wd := t.TempDir()
+			d := filepath.Join(wd, ".vscode")
+			return fixSpec(t, wd), []string{exe, attackArg, "mkdir-write", d, "tasks.json"}, func() bool { _, err := os.Lstat(d); return err != nil }
+		}},
+		{"create a missing .mcp.json in fix mode", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+			wd := t.TempDir()
+			f := filepath.Join(wd, ".mcp.json")
+			return fixSpec(t, wd), []string{exe, attackArg, "write", f}, func() bool { _, err := os.Lstat(f); return err != nil }
+		}},
+		{"create missing git hooks in an existing .git", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+			wd := t.TempDir()
+			os.MkdirAll(filepath.Join(wd, ".git"), 0o755)
+			d := filepath.Join(wd, ".git", "hooks")
+			return fixSpec(t, wd), []string{exe, attackArg, "mkdir-write", d, "pre-commit"}, func() bool { _, err := os.Lstat(d); return err != nil }
+		}},
+		{"rename .git aside and write its config", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+			wd := t.TempDir()
+			os.MkdirAll(filepath.Join(wd, ".git", "hooks"), 0o755)
+			os.WriteFile(filepath.Join(wd, ".git", "config"), []byte("[core]\n"), 0o644)
+			return fixSpec(t, wd), []string{exe, attackArg, "rename-aside", filepath.Join(wd, ".git"), "config"}, func() bool {
+				b, _ := os.ReadFile(filepath.Join(wd, ".git", "config"))
+				_, err := os.Stat(filepath.Join(wd, ".git.aside"))
+				return string(b) == "[core]\n" && err != nil
+			}
+		}},
+		{"create a user namespace", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+			return baseSpec(t), []string{exe, attackArg, "userns"}, nil
+		}},
+		{"reach a canary on the host's loopback", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ln.Close() })
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					c.Write([]byte("canary"))
+					c.Close()
+				}
+			}()
+			return baseSpec(t), []string{exe, attackArg, "tcp", ln.Addr().String()}, nil
+		}},
+		{"read the caller's environment", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+			return baseSpec(t), []string{exe, attackArg, "environ", strconv.Itoa(os.Getpid())}, nil
+		}},
+		{"read the parent's environment and memory", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+			return baseSpec(t), []string{exe, attackArg, "parent-mem"}, nil
+		}},
+		{"use a leaked descriptor", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+			secret := filepath.Join(t.TempDir(), "secret")
+			os.WriteFile(secret, []byte("flag"), 0o600)
+			// Opened without O_CLOEXEC, as careless callers do.
+			fd, err := syscall.Open(secret, syscall.O_RDONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { syscall.Close(fd) })
+			return baseSpec(t), []string{exe, attackArg, "fd", strconv.Itoa(fd)}, nil
+		}},
+		{"leave a process running", true, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+			secs := fmt.Sprintf("%d.%d", 3000+os.Getpid()%1000, time.Now().UnixNano()%100000)
+			t.Cleanup(func() { killMarked(secs) })
+			return baseSpec(t), []string{exe, attackArg, "orphan", secs}, func() bool { return waitGone(secs, 3*time.Second) }
+		}},
+		{"make a set-user-ID file in fix mode", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+			wd := t.TempDir()
+			f := filepath.Join(wd, "suid")
+			return fixSpec(t, wd), []string{exe, attackArg, "setuid", f}, func() bool {
+				st, err := os.Stat(f)
+				return err != nil || st.Mode()&(os.ModeSetuid|os.ModeSetgid) == 0
+			}
+		}},
+		{"make a device node in fix mode", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+			wd := t.TempDir()
+			f := filepath.Join(wd, "null")
+			return fixSpec(t, wd), []string{exe, attackArg, "mknod", f}, func() bool { _, err := os.Lstat(f); return err != nil }
+		}},
+		{"write a kernel tunable", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+			return baseSpec(t), []string{exe, attackArg, "sysctl"}, nil
+		}},
+		{"write the sysrq trigger", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+			// "h" only prints the help to the kernel log when it does reach.
+			return baseSpec(t), []string{exe, attackArg, "sysrq"}, nil
+		}},
+		{"signal a process of the host", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+			pid := hostSleeper(t)
+			return baseSpec(t), []string{exe, attackArg, "kill", strconv.Itoa(pid)}, nil
+		}},
+		{"ptrace a process of the host", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+			pid := hostSleeper(t)
+			return baseSpec(t), []string{exe, attackArg, "ptrace", strconv.Itoa(pid)}, nil
+		}},
+	}
+}
+
+// TestContainment runs every attack unconfined first (tier 0, where it must
+// reach its target or it counts as untested here), then confined, where it
+// must be held and leave no mark.
+func TestContainment(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the attack suite runs as root, like CI (several attacks need root to succeed unconfined)")
+	}
+	var confined []tierCase
+	for _, tc := range tiers() {
+		if tc.tier > sandbox.Tier0 {
+			confined = append(confined, tc)
+		}
+	}
+	for _, row := range attacks(t) {
+		t.Run(row.name, func(t *testing.T) {
+			spec, argv, clean := row.setup(t, testExe(t))
+			o := runIn(t, sandbox.Tier0, spec, "", argv...)
+			reached := o.err == nil && o.res.ExitCode == 0
+			if row.survives {
+				reached = reached && !clean()
+			}
+			if reached {
+				t.Logf("tier 0 does not contain this, as expected: %s", strings.TrimSpace(o.stdout))
+			} else {
+				t.Skipf("untested on this machine: the attack did not reach its target unconfined either (exit %d, err %v): %s", o.res.ExitCode, o.err, o.stdout)
+			}
+			for _, tc := range confined {
+				t.Run("tier"+strconv.Itoa(int(tc.tier)), func(t *testing.T) {
+					if tc.skip != "" {
+						t.Skip(tc.skip)
+					}
+					spec, argv, clean := row.setup(t, boxExe(t, tc.tier))
+					o := runIn(t, tc.tier, spec, "", argv...)
+					if o.err != nil {
+						t.Fatalf("the box did not run: %v", o.err)
+					}
+					if o.res.ExitCode == 0 && !row.survives {
+						t.Errorf("the attack reached its target: %s%s", o.stdout, o.stderr)
+					}
+					if clean != nil && !clean() {
+						t.Errorf("the attack left its mark on the host (%s)", strings.TrimSpace(o.stdout))
+					}
+				})
+			}
+			_ = clean
+		})
+	}
+}
+
+func hostSleeper(t *testing.T) int {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd.Process.Pid
+}
+
+// marked lists host processes whose command line holds marker.
+func marked(marker string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if bytes.Contains(b, []byte(marker)) && pid != os.Getpid() {
+			// A zombie has an empty cmdline, so a match is alive.
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func waitGone(marker string, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if len(marked(marker)) == 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func killMarked(marker string) {
+	for _, p := range marked(marker) {
+		syscall.Kill(p, syscall.SIGKILL)
+	}
+}
