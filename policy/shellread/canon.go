@@ -41,6 +41,7 @@ type canonSpec struct {
 	alias    map[byte]byte      // short synonyms: R → r
 	long     map[string]longOpt // long name → canonical form
 	operands string             // "dd": KEY=VALUE operands sorted; "find": untouched
+	modes    bool               // chmod: -w, -rwx are modes (operands), not options
 	subs     map[string]*canonSpec
 }
 
@@ -84,7 +85,7 @@ var canonSpecs = map[string]*canonSpec{
 		"strip-trailing-slashes attributes-only copy-contents debug context?:Z keep-directory-symlink"),
 	"mv": spec("bfinTuvZ", "St", "", "", "backup?:b force:f interactive:i no-clobber:n suffix=:S target-directory=:t "+
 		"no-target-directory:T update?:u verbose:v strip-trailing-slashes exchange no-copy context:Z debug"),
-	"chmod": spec("cfvR", "", "", "", "changes:c silent:f quiet:f verbose:v recursive:R reference= preserve-root no-preserve-root"),
+	"chmod": withModes(spec("cfvR", "", "", "", "changes:c silent:f quiet:f verbose:v recursive:R reference= preserve-root no-preserve-root")),
 	"chown": spec("cfvhRHLP", "", "", "", "changes:c silent:f quiet:f verbose:v no-dereference:h recursive:R "+
 		"dereference from= reference= preserve-root no-preserve-root"),
 	"curl": spec("0123456aBfgGhiIjJklLMnNOpqRsSvVZ#", "AbcCdDeEFHKmoPQrtTuUwxXyYz", "", "", "output=:o remote-name:O "+
@@ -159,6 +160,11 @@ var canonSpecs = map[string]*canonSpec{
 		}),
 }
 
+func withModes(s *canonSpec) *canonSpec {
+	s.modes = true
+	return s
+}
+
 func withSubs(s *canonSpec, subs map[string]*canonSpec) *canonSpec {
 	s.subs = subs
 	return s
@@ -196,6 +202,10 @@ func AppendCanon(dst []string, prog string, args []string) []string {
 	}
 	// git: its own options stop at the first word, the subcommand.
 	dst, next := appendSpec(dst, sp, args, true)
+	if next > 0 && args[next-1] == "--" {
+		// `git -- …`: no subcommand follows; keep the rest as it is.
+		return append(dst, args[next-1:]...)
+	}
 	if next >= len(args) {
 		return dst
 	}
@@ -245,7 +255,10 @@ func appendSpec(dst []string, sp *canonSpec, args []string, stopAtWord bool) ([]
 	start := len(dst)
 	next := len(args)
 	dashdash := -1
-	// First pass: options.
+	// First pass: options. consumed marks (for the first 64 words) the
+	// option words and their values, so the second pass need not parse
+	// again.
+	var consumed uint64
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -261,6 +274,9 @@ func appendSpec(dst []string, sp *canonSpec, args []string, stopAtWord bool) ([]
 		}
 		var n int
 		dst, n = appendOption(dst, sp, args, i)
+		for k := i; k <= i+n && k < 64; k++ {
+			consumed |= 1 << k
+		}
 		i += n
 	}
 	sortStrings(dst[start:])
@@ -285,7 +301,11 @@ func appendSpec(dst []string, sp *canonSpec, args []string, stopAtWord bool) ([]
 			}
 			break
 		}
-		if isOption(a, sp) {
+		if i < 64 {
+			if consumed&(1<<i) != 0 {
+				continue
+			}
+		} else if isOption(a, sp) {
 			i += optionWidth(sp, args, i)
 			continue
 		}
@@ -312,7 +332,7 @@ func isOption(a string, sp *canonSpec) bool {
 	if a[1] == '-' {
 		return true
 	}
-	if sp == canonSpecs["chmod"] {
+	if sp.modes {
 		for k := 1; k < len(a); k++ {
 			if strings.IndexByte(sp.flags, a[k]) < 0 {
 				return false // a mode like -w, -rwx
@@ -333,12 +353,12 @@ func optionWidth(sp *canonSpec, args []string, i int) int {
 // returns how many following words it consumed as its value.
 func appendOption(dst []string, sp *canonSpec, args []string, i int) ([]string, int) {
 	a := args[i]
-	if strings.ContainsAny(a, "*?[") && !strings.Contains(a, "=") {
+	if hasGlob(a) && strings.IndexByte(a, '=') < 0 {
 		return append(dst, a), 0
 	}
 	if strings.HasPrefix(a, "--") {
 		name, val, has := strings.Cut(a[2:], "=")
-		lo, ok := lookupLong(sp, name)
+		lo, exact, ok := lookupLong(sp, name)
 		if !ok {
 			return append(dst, a), 0
 		}
@@ -347,10 +367,14 @@ func appendOption(dst []string, sp *canonSpec, args []string, i int) ([]string, 
 			val, has, used = args[i+1], true, 1
 		}
 		if lo.short == 0 {
-			if !has {
-				return append(dst, "--"+name), used
+			if exact && used == 0 {
+				return append(dst, a), 0 // already canonical; no allocation
 			}
-			return append(dst, "--"+name+"="+val), used
+			full := longName(sp, lo, name)
+			if !has {
+				return append(dst, "--"+full), used
+			}
+			return append(dst, "--"+full+"="+val), used
 		}
 		if !has {
 			return append(dst, shortOpt(lo.short)), used
@@ -387,30 +411,53 @@ func appendOption(dst []string, sp *canonSpec, args []string, i int) ([]string, 
 
 // lookupLong finds a long option by its name or, as GNU getopt does, by an
 // unambiguous prefix of at least three letters.
-func lookupLong(sp *canonSpec, name string) (longOpt, bool) {
+func lookupLong(sp *canonSpec, name string) (lo longOpt, exact, ok bool) {
 	if lo, ok := sp.long[name]; ok {
-		return lo, true
+		return lo, true, true
 	}
 	if len(name) < 3 {
-		return longOpt{}, false
+		return longOpt{}, false, false
 	}
 	var found longOpt
 	n := 0
 	var foundName string
 	for k, lo := range sp.long {
 		if strings.HasPrefix(k, name) {
-			if n == 1 && lo == found {
-				continue // two names for one option
+			if n == 1 && lo.short != 0 && lo == found {
+				continue // two long names for one short option
 			}
 			found, foundName = lo, k
 			n++
 		}
 	}
 	if n != 1 {
-		return longOpt{}, false
+		return longOpt{}, false, false
 	}
 	_ = foundName
-	return found, true
+	return found, false, true
+}
+
+// hasGlob reports whether a holds a glob character (* ? [).
+func hasGlob(a string) bool {
+	for i := 0; i < len(a); i++ {
+		if a[i] == '*' || a[i] == '?' || a[i] == '[' {
+			return true
+		}
+	}
+	return false
+}
+
+// longName is the full name of the option lo that name abbreviates.
+func longName(sp *canonSpec, lo longOpt, name string) string {
+	if _, ok := sp.long[name]; ok {
+		return name
+	}
+	for k, v := range sp.long {
+		if v == lo && strings.HasPrefix(k, name) {
+			return k
+		}
+	}
+	return name
 }
 
 // oldTar reports whether a is tar's old-style option word (xzf).

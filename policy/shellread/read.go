@@ -166,7 +166,7 @@ func nestingTooDeep(src string) bool {
 	depth := 0
 	for i := 0; i < len(src); i++ {
 		switch src[i] {
-		case '(', '{', '[', '`':
+		case '(', '{', '[':
 			depth++
 			if depth > 4*maxNesting {
 				return true
