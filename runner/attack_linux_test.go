@@ -143,6 +143,53 @@ func attack(name string, args []string) error {
 		return os.WriteFile(p, v, 0)
 	case "sysrq":
 		return os.WriteFile("/proc/sysrq-trigger", []byte("h"), 0)
+	case "alloc":
+		// alloc MB: allocate and touch memory.
+		n, _ := strconv.Atoi(args[0])
+		bufs := make([][]byte, 0, n)
+		for i := 0; i < n; i++ {
+			b := make([]byte, 1<<20)
+			for j := 0; j < len(b); j += 4096 {
+				b[j] = 1
+			}
+			bufs = append(bufs, b)
+		}
+		return nil
+	case "fork":
+		// fork N: start N processes at once.
+		n, _ := strconv.Atoi(args[0])
+		var cmds []*exec.Cmd
+		defer func() {
+			for _, c := range cmds {
+				c.Process.Kill()
+				c.Wait()
+			}
+		}()
+		for i := 0; i < n; i++ {
+			c := exec.Command("sleep", "5")
+			if err := c.Start(); err != nil {
+				return fmt.Errorf("process %d: %w", i, err)
+			}
+			cmds = append(cmds, c)
+		}
+		return nil
+	case "spin":
+		// spin MS: burn CPU for a second of wall time; reached when it got
+		// more than MS milliseconds of it.
+		end := time.Now().Add(time.Second)
+		x := 0
+		for time.Now().Before(end) {
+			x++
+		}
+		var ru unix.Rusage
+		unix.Getrusage(unix.RUSAGE_SELF, &ru)
+		used := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		fmt.Printf("cpu %v in 1s (%d)\n", used, x%2)
+		ms, _ := strconv.Atoi(args[0])
+		if used < time.Duration(ms)*time.Millisecond {
+			return fmt.Errorf("only %v of CPU in one second", used)
+		}
+		return nil
 	case "mknod":
 		// mknod PATH: make a device node (/dev/null's numbers).
 		return unix.Mknod(args[0], unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3)))

@@ -140,7 +140,9 @@ func TestPlanRefuses(t *testing.T) {
 	root := tree(t)
 	work := filepath.Join(root, "work")
 	exe, _ := os.Executable()
-	base := func() Spec { return Spec{Workdir: work, Write: []string{work}, Writable: true, Env: []string{"PATH=/usr/bin"}} }
+	base := func() Spec {
+		return Spec{Workdir: work, Write: []string{work}, Writable: true, Env: []string{"PATH=/usr/bin"}}
+	}
 	tests := []struct {
 		name  string
 		spec  func() Spec
