@@ -263,7 +263,19 @@ func (c *Checker) patternsFor(entry string) []pathPattern {
 
 // absolute expands "~" and makes p absolute against the working directory,
 // without cleaning it.
-func (c *Checker) absolute(p string) (string, bool) {
+func (c *Checker) absolute(p string) (string, bool) { return c.absoluteIn("", p) }
+
+// absoluteIn is absolute for a command that runs in dir (shellread's
+// Command.Dir: "" the working directory, absolute, relative to the working
+// directory, "~" or "~/...", or "?" when only known at run time).
+func (c *Checker) absoluteIn(dir, p string) (string, bool) {
+	if dir != "" && p != "" && !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "~") {
+		base, ok := c.absolute(dir)
+		if !ok || dir == "?" || strings.HasPrefix(dir, "?") {
+			return "", false
+		}
+		return base + "/" + p, true
+	}
 	switch {
 	case p == "":
 		return "", false
@@ -298,8 +310,10 @@ var errResolve = errors.New("cannot resolve")
 // canonical returns the lexical form (path.Clean of the absolute path) and
 // the resolved form (World.Resolve of the absolute path as written, so a
 // ".." after a symlink is read the way the kernel reads it).
-func (c *Checker) canonical(p string) (forms, bool) {
-	abs, ok := c.absolute(p)
+func (c *Checker) canonical(p string) (forms, bool) { return c.canonicalIn("", p) }
+
+func (c *Checker) canonicalIn(dir, p string) (forms, bool) {
+	abs, ok := c.absoluteIn(dir, p)
 	if !ok {
 		return forms{}, false
 	}
@@ -365,11 +379,15 @@ func (c *Checker) Path(a Access, p string) Decision {
 	return d
 }
 
-func (c *Checker) path(a Access, p string) Decision {
+func (c *Checker) path(a Access, p string) Decision { return c.pathIn(a, "", p) }
+
+// pathIn decides an access to p by a command running in dir (see
+// absoluteIn).
+func (c *Checker) pathIn(a Access, dir, p string) Decision {
 	if p == "" || strings.ContainsRune(p, 0) {
 		return Decision{Verdict: Deny, Category: CatFS, Rule: "fs.path", Reason: "an empty or malformed path was refused"}
 	}
-	f, ok := c.canonical(p)
+	f, ok := c.canonicalIn(dir, p)
 	if !ok {
 		return Decision{Verdict: Deny, Category: CatFS, Rule: "fs.path",
 			Reason: fmt.Sprintf("the path %q could not be resolved, so access to it was refused", p)}

@@ -33,6 +33,8 @@ type CommandDecision struct {
 var harmlessBuiltins = map[string]bool{
 	"cd": true, "pwd": true, "echo": true, "true": true, "false": true, "test": true, "[": true, ":": true,
 	"exit": true, "return": true, "shift": true, "wait": true, "break": true, "continue": true,
+	"set": true, "export": true, "local": true, "declare": true, "typeset": true, "readonly": true,
+	"pushd": true, "popd": true, "dirs": true, "type": true, "getopts": true, "umask": true, "times": true, "jobs": true,
 }
 
 // Argv decides running argv directly (no shell). If argv's program starts
@@ -113,7 +115,9 @@ func static(cmd *shellread.Command) bool {
 func (c *Checker) command(cmds []shellread.Command, i int, fromShell bool) Decision {
 	cmd := &cmds[i]
 	d := Decision{Verdict: Allow, Category: CatShell, Rule: "default"}
-	if len(cmd.Argv) > 0 && !cmd.Function {
+	// A program name only known at run time is left to the Undecidable
+	// escalation below: it may or may not be an allowed program.
+	if len(cmd.Argv) > 0 && !cmd.Function && !(len(cmd.Dynamic) > 0 && cmd.Dynamic[0] == 0) {
 		d = c.program(cmds, i, fromShell)
 	}
 	if d.Verdict == Deny {
@@ -142,7 +146,7 @@ func (c *Checker) command(cmds []shellread.Command, i int, fromShell bool) Decis
 			Reason: fmt.Sprintf("%s would keep running in the background, which is not allowed here", describeCmd(cmd.Argv))}
 	}
 	for _, r := range cmd.Redirects {
-		rd := c.redirect(r)
+		rd := c.redirect(r, cmd.Dir)
 		if rd.Verdict > d.Verdict {
 			d = rd
 			if d.Verdict == Deny {
@@ -166,7 +170,7 @@ func describeCmd(argv []string) string {
 
 // redirect decides a redirection as a file access: a write for output, a
 // read for input.
-func (c *Checker) redirect(r shellread.Redirect) Decision {
+func (c *Checker) redirect(r shellread.Redirect, dir string) Decision {
 	switch r.Op {
 	case "<<", "<<-", "<<<":
 		return Decision{Verdict: Allow, Category: CatFS, Rule: "default"}
@@ -188,7 +192,11 @@ func (c *Checker) redirect(r shellread.Redirect) Decision {
 	if r.Write {
 		a = Write
 	}
-	return c.path(a, r.Path)
+	if dir == "?" && !strings.HasPrefix(r.Path, "/") && !tildeOnly(r.Path) {
+		return Decision{Verdict: Escalate, Category: CatFS, Rule: "fs.path",
+			Reason: "a redirection into a directory only known at run time needs a person's approval"}
+	}
+	return c.pathIn(a, dir, r.Path)
 }
 
 // program decides what runs: argv[0] against shell.allow, the arguments
@@ -204,7 +212,7 @@ func (c *Checker) program(cmds []shellread.Command, i int, fromShell bool) Decis
 	restricted := !c.allowAll
 	if !c.allowAll {
 		switch {
-		case !qualified && harmlessBuiltins[prog]:
+		case !qualified && harmlessBuiltins[prog] && (cmd.Builtin || !fromShell):
 			d.Rule = "shell.builtins"
 		case !qualified:
 			idx, ok := c.allowBare[prog]
@@ -213,7 +221,7 @@ func (c *Checker) program(cmds []shellread.Command, i int, fromShell bool) Decis
 			}
 			d.Rule = c.allowRule[idx]
 		default:
-			rule, ok := c.allowedPath(prog, base)
+			rule, ok := c.allowedPath(prog, base, cmd.Dir)
 			if !ok {
 				return c.notAllowed(prog)
 			}
@@ -263,8 +271,8 @@ func (c *Checker) notAllowed(prog string) Decision {
 // shell.allow, or the very file an allowed bare name resolves to on the
 // box's PATH (`/usr/bin/git` where `git` is allowed; never `/tmp/git` or
 // `./git`).
-func (c *Checker) allowedPath(prog, base string) (string, bool) {
-	f, ok := c.canonical(prog)
+func (c *Checker) allowedPath(prog, base, dir string) (string, bool) {
+	f, ok := c.canonicalIn(dir, prog)
 	if !ok {
 		return "", false
 	}
