@@ -179,11 +179,9 @@ func (b *Broker) Ask(ctx context.Context, req Request, timeout time.Duration) Ou
 	b.log.Info("escalation waiting", "id", req.ID, "call", ShowCall(req), "timeout", timeout)
 	timer := b.clock.After(timeout)
 	if b.opts.Terminal != nil {
-		b.wg.Add(1)
-		go func() {
-			defer b.wg.Done()
-			b.prompt(p)
-		}()
+		// Not counted in b.wg: a terminal write can block for good (a
+		// stopped tty), and Close must not wait for it.
+		go b.prompt(p)
 	}
 	select {
 	case <-p.resolved:
