@@ -1,0 +1,168 @@
+package runner
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlock-run/airlock/sandbox"
+)
+
+func requireTier1(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, like CI")
+	}
+	if r := sandbox.Probe(); r.Tier() < sandbox.Tier1 {
+		t.Skip("tier 1 unavailable here: " + r.Why)
+	}
+}
+
+// gitRepo makes a repository with one commit and an ignored file, the
+// shape `git status --porcelain --ignored` has to say everything about.
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs git")
+	}
+	dir := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = []string{"HOME=" + dir, "PATH=/usr/bin:/bin", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t"}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, ".gitignore"), []byte("*.log\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "build.log"), []byte("x\n"), 0o644)
+	git("add", "main.go", ".gitignore")
+	git("commit", "-q", "-m", "init")
+	return dir
+}
+
+func gitStatus(t *testing.T, dir string) string {
+	t.Helper()
+	cmd := exec.Command("git", "status", "--porcelain", "--ignored")
+	cmd.Dir = dir
+	cmd.Env = []string{"HOME=" + dir, "PATH=/usr/bin:/bin"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git status: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// TestNoStubsLeft: a fix-mode run protects paths that do not exist (which
+// needs placeholders in the tree while it runs) and leaves the tree as git
+// saw it.
+func TestNoStubsLeft(t *testing.T) {
+	requireTier1(t)
+	repo := gitRepo(t)
+	before := gitStatus(t, repo)
+	o := runIn(t, sandbox.Tier1, fixSpec(t, repo), "", "sh", "-c", "ls -a; echo new > new.txt; rm new.txt; test -e .vscode")
+	if o.err != nil || o.res.ExitCode != 0 {
+		t.Fatalf("run: exit %d, err %v, %s", o.res.ExitCode, o.err, o.stderr)
+	}
+	if !strings.Contains(o.stdout, ".vscode") {
+		t.Errorf("inside the box .vscode was not blocked (ls -a: %q)", o.stdout)
+	}
+	if after := gitStatus(t, repo); after != before {
+		t.Errorf("git status changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// TestKillAirlock kills airlock (a stand-in running runner.Run) with
+// SIGKILL in the middle of a fix-mode run: no process of the box may
+// survive, and the guard must remove the placeholders and the cgroups.
+func TestKillAirlock(t *testing.T) {
+	requireTier1(t)
+	repo := gitRepo(t)
+	before := gitStatus(t, repo)
+	signal := t.TempDir()
+	marker := fmt.Sprintf("%d.%d", 4000+os.Getpid()%1000, time.Now().UnixNano()%100000)
+	t.Cleanup(func() { killMarked(marker) })
+	spec := fixSpec(t, repo)
+	spec.Write = append(spec.Write, signal)
+	spec.Limits.Pids = 100
+	req, _ := json.Marshal(helperReq{Spec: spec, Tier: sandbox.Tier1,
+		Argv: []string{"sh", "-c", "touch " + filepath.Join(signal, "started") + "; sleep " + marker + " & setsid sleep " + marker + " & wait"}})
+	cmd := exec.Command(testExe(t), helperArg, string(req))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(signal, "started")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the box never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := os.Lstat(filepath.Join(repo, ".vscode")); err != nil {
+		t.Fatalf("no placeholder while the box runs, so this test shows nothing: %v", err)
+	}
+	// The stand-in (its request holds the marker), the shell, a sleep in
+	// its session and one that left it.
+	for end := time.Now().Add(5 * time.Second); len(marked(marker)) < 4 && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := len(marked(marker)); n != 4 {
+		t.Fatalf("%d marked processes, want 4", n)
+	}
+	cgroupsBefore := airlockCgroups(cmd.Process.Pid)
+	if len(cgroupsBefore) == 0 {
+		t.Errorf("no cgroup of the run was found while it ran")
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if !waitGone(marker, 5*time.Second) {
+		t.Errorf("box processes survived airlock's death: %v", marked(marker))
+	}
+	var after string
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if after = gitStatus(t, repo); after == before {
+			break
+		}
+	}
+	if after != before {
+		t.Errorf("the tree changed after airlock was killed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && len(airlockCgroups(cmd.Process.Pid)) > 0; {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if left := airlockCgroups(cmd.Process.Pid); len(left) > 0 {
+		t.Errorf("cgroups left behind: %v", left)
+	}
+}
+
+// airlockCgroups lists the cgroup directories a run of process pid made.
+func airlockCgroups(pid int) []string {
+	var out []string
+	filepath.WalkDir("/sys/fs/cgroup", func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), fmt.Sprintf("airlock-%d-", pid)) {
+			out = append(out, p)
+			return filepath.SkipDir
+		}
+		if strings.Count(p, "/") > 8 {
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	return out
+}
