@@ -1,0 +1,95 @@
+package boxinit
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/airlock-run/airlock/sandbox/boxconf"
+)
+
+// configFD hands run a configuration the way bubblewrap does: a pipe.
+func configFD(t *testing.T, cfg boxconf.Config) int {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(cfg)
+	w.Write(data)
+	w.Close()
+	t.Cleanup(func() { r.Close() })
+	fd, err := dupFD(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fd
+}
+
+// TestRunRefusesASwappedBind: a bind whose inode is not the one the host
+// pinned stops the run before anything starts.
+func TestRunRefusesASwappedBind(t *testing.T) {
+	var st = statOf(t, "/")
+	tests := []struct {
+		name string
+		pins []boxconf.Pin
+		want string
+	}{
+		{"other inode", []boxconf.Pin{{Path: "/", Dev: st.dev, Ino: st.ino + 1}}, "not the file airlock pinned"},
+		{"other device", []boxconf.Pin{{Path: "/", Dev: st.dev + 1, Ino: st.ino}}, "not the file airlock pinned"},
+		{"gone", []boxconf.Pin{{Path: "/no/such/bind", Dev: 1, Ino: 1}}, "no such file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := run(configFD(t, boxconf.Config{Argv: []string{"/bin/true"}, Pins: tt.pins}))
+			if got.Started || !strings.Contains(got.Error, tt.want) {
+				t.Errorf("got %+v, want nothing started and an error containing %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLookPath(t *testing.T) {
+	tests := []struct {
+		name, prog, path, want string
+		notFound              bool
+	}{
+		{"on PATH", "sh", "/nonexistent:/bin", "/bin/sh", false},
+		{"absolute", "/bin/sh", "", "/bin/sh", false},
+		{"missing", "no-such-prog-airlock", "/bin:/usr/bin", "", true},
+		{"directory", "/bin", "", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := lookPath(tt.prog, tt.path, "/")
+			if (err != nil) != tt.notFound {
+				t.Fatalf("lookPath(%q) error %v, want not found %v", tt.prog, err, tt.notFound)
+			}
+			if got != tt.want {
+				t.Errorf("lookPath(%q) = %q, want %q", tt.prog, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	if _, _, err := parseFlags([]string{boxconf.FlagConfig, "3"}); err == nil {
+		t.Error("parseFlags without the status descriptor succeeded")
+	}
+	if _, _, err := parseFlags([]string{boxconf.FlagConfig, "1", boxconf.FlagStatus, "4"}); err == nil {
+		t.Error("parseFlags took descriptor 1 for the config")
+	}
+	c, s, err := parseFlags([]string{boxconf.FlagConfig, "5", boxconf.FlagStatus, "6"})
+	if err != nil || c != 5 || s != 6 {
+		t.Errorf("parseFlags = %d, %d, %v; want 5, 6, nil", c, s, err)
+	}
+}
+
+func FuzzParseFlags(f *testing.F) {
+	f.Add("--config-fd", "3", "--status-fd", "4")
+	f.Add("--status-fd", "-1", "x", "")
+	f.Fuzz(func(t *testing.T, a, b, c, d string) {
+		parseFlags([]string{a, b, c, d})
+	})
+}
