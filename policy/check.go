@@ -125,8 +125,16 @@ func (p *Policy) Compile(w World) (*Checker, error) {
 		c.grantOK = append(c.grantOK, ValidateGrant(g) == nil)
 		c.grantRules = append(c.grantRules, fmt.Sprintf("grants[%d]", i))
 	}
-	if p.Source != "" && path.IsAbs(p.Source) {
-		c.policyFile = c.patternsFor(p.Source)
+	// The policy file, and the file airlock would read as the policy of
+	// the working directory, are never writable from a run: a run that
+	// could write either could widen its own next run.
+	for _, f := range []string{p.Source, DefaultPolicyFile} {
+		if f != "" && (path.IsAbs(f) || f == DefaultPolicyFile) {
+			for _, pp := range c.patternsFor(f) {
+				pp.literal = true
+				c.policyFile = append(c.policyFile, pp)
+			}
+		}
 	}
 
 	c.allowAll = p.Shell.Allow == nil

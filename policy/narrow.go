@@ -18,7 +18,9 @@ func (p *Policy) Narrow(n *Policy) *Policy {
 	if n == nil {
 		return p
 	}
-	q := &Policy{Source: p.Source, within: p}
+	// p's grants go along: a person's "allow always" holds for the exact
+	// call it names whatever a call narrows.
+	q := &Policy{Source: p.Source, within: p, grants: p.grants}
 
 	q.Isolation = "auto"
 	if p.Isolation == "none" && (n.Isolation == "none" || n.Isolation == "") {

@@ -228,6 +228,10 @@ func DefaultLimits() Limits {
 	return Limits{Memory: 4 << 30, CPU: 2, Wall: 30 * time.Minute, Pids: 1024}
 }
 
+// DefaultPolicyFile is the policy airlock reads from the working directory
+// when none is named.
+const DefaultPolicyFile = "airlock.yaml"
+
 // DefaultEscalationTimeout is how long an escalation waits for a person
 // before it is denied.
 const DefaultEscalationTimeout = 30 * time.Second

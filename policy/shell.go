@@ -49,9 +49,9 @@ func (c *Checker) Argv(argv []string) Decision {
 		// when it allows.
 		var one [1]shellread.Command
 		one[0] = shellread.Command{Argv: argv, Parent: -1}
-		d := c.command(one[:], 0, false)
+		d := c.command(one[:], 0)
 		for in := c.within; in != nil && d.Verdict != Deny; in = in.within {
-			d = Strictest(d, in.command(one[:], 0, false))
+			d = Strictest(d, in.command(one[:], 0))
 		}
 		return d
 	}
@@ -60,7 +60,7 @@ func (c *Checker) Argv(argv []string) Decision {
 		return Decision{Verdict: Escalate, Category: CatShell, Rule: "shell.parse",
 			Reason: "the command could not be read completely, so it needs a person's approval"}
 	}
-	return c.decideAll(cmds, false).Overall
+	return c.decideAll(cmds).Overall
 }
 
 // Shell decides a shell string: every simple command it would run is
@@ -78,22 +78,21 @@ func (c *Checker) Shell(src string) ShellDecision {
 		return ShellDecision{Overall: Decision{Verdict: Escalate, Category: CatShell, Rule: "shell.parse",
 			Reason: "the shell command could not be read completely, so it needs a person's approval"}}
 	}
-	return c.decideAll(cmds, true)
+	return c.decideAll(cmds)
 }
 
-// Commands decides commands already read by shellread (fromShell: they came
-// from a shell string, so their words may be expansions).
-func (c *Checker) Commands(cmds []shellread.Command, fromShell bool) ShellDecision {
-	return c.decideAll(cmds, fromShell)
+// Commands decides commands already read by shellread.Read or ReadArgv.
+func (c *Checker) Commands(cmds []shellread.Command) ShellDecision {
+	return c.decideAll(cmds)
 }
 
-func (c *Checker) decideAll(cmds []shellread.Command, fromShell bool) ShellDecision {
+func (c *Checker) decideAll(cmds []shellread.Command) ShellDecision {
 	sd := ShellDecision{Overall: Decision{Verdict: Allow, Category: CatShell, Rule: "default"}}
 	sd.Commands = make([]CommandDecision, 0, len(cmds))
 	for i := range cmds {
-		d := c.command(cmds, i, fromShell)
+		d := c.command(cmds, i)
 		for in := c.within; in != nil && d.Verdict != Deny; in = in.within {
-			d = Strictest(d, in.command(cmds, i, fromShell))
+			d = Strictest(d, in.command(cmds, i))
 		}
 		cmd := &cmds[i]
 		sd.Commands = append(sd.Commands, CommandDecision{Argv: cmd.Argv, Decision: d, Via: cmd.Via,
@@ -112,13 +111,13 @@ func static(cmd *shellread.Command) bool {
 
 // command decides cmds[i] against c's own policy (not the one it was
 // narrowed from).
-func (c *Checker) command(cmds []shellread.Command, i int, fromShell bool) Decision {
+func (c *Checker) command(cmds []shellread.Command, i int) Decision {
 	cmd := &cmds[i]
 	d := Decision{Verdict: Allow, Category: CatShell, Rule: "default"}
 	// A program name only known at run time is left to the Undecidable
 	// escalation below: it may or may not be an allowed program.
 	if len(cmd.Argv) > 0 && !cmd.Function && !(len(cmd.Dynamic) > 0 && cmd.Dynamic[0] == 0) {
-		d = c.program(cmds, i, fromShell)
+		d = c.program(cmds, i)
 	}
 	if d.Verdict == Deny {
 		return d
@@ -201,7 +200,7 @@ func (c *Checker) redirect(r shellread.Redirect, dir string) Decision {
 
 // program decides what runs: argv[0] against shell.allow, the arguments
 // against shell.args, the built-in command rules, and grants.
-func (c *Checker) program(cmds []shellread.Command, i int, fromShell bool) Decision {
+func (c *Checker) program(cmds []shellread.Command, i int) Decision {
 	cmd := &cmds[i]
 	argv := cmd.Argv
 	prog := argv[0]
@@ -212,7 +211,7 @@ func (c *Checker) program(cmds []shellread.Command, i int, fromShell bool) Decis
 	restricted := !c.allowAll
 	if !c.allowAll {
 		switch {
-		case !qualified && harmlessBuiltins[prog] && (cmd.Builtin || !fromShell):
+		case !qualified && harmlessBuiltins[prog] && (cmd.Builtin || cmd.Parent < 0 && len(cmds) == 1):
 			d.Rule = "shell.builtins"
 		case !qualified:
 			idx, ok := c.allowBare[prog]
@@ -235,7 +234,7 @@ func (c *Checker) program(cmds []shellread.Command, i int, fromShell bool) Decis
 		switch {
 		case cmd.ArgsFromInput:
 			d = Strictest(d, Decision{Verdict: Escalate, Category: CatShell, Rule: ar.baseRule})
-		case fromShell && len(cmd.Dynamic) > 0 && !(len(cmd.Dynamic) == 1 && cmd.Dynamic[0] == 0):
+		case len(cmd.Dynamic) > 0:
 			// A word only known at run time could be anything; it can
 			// neither satisfy an allow pattern nor be trusted to miss a
 			// deny pattern.

@@ -174,7 +174,7 @@ in the output (and in --json).`
 				ex.Argv = argv
 				ex.Overall = c.Argv(argv)
 				if cmds, err := shellread.ReadArgv(argv); err == nil {
-					ex.Commands = c.Commands(cmds, false).Commands
+					ex.Commands = c.Commands(cmds).Commands
 				}
 			}
 			if *asJSON {

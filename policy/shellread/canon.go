@@ -193,8 +193,20 @@ func AppendCanon(dst []string, prog string, args []string) []string {
 		sortStrings(dst[start:])
 		return dst
 	}
-	if baseName(prog) == "tar" && len(args) > 0 && oldTar(args[0], sp) {
-		return appendOldTar(dst, sp, args)
+	if baseName(prog) == "tar" {
+		start := len(dst)
+		if len(args) > 0 && oldTar(args[0], sp) {
+			dst = appendOldTar(dst, sp, args)
+		} else {
+			dst, _ = appendSpec(dst, sp, args, false)
+		}
+		if len(dst) > start && oldTar(dst[start], sp) {
+			// An operand first would read back as old-style options.
+			dst = append(dst, "")
+			copy(dst[start+1:], dst[start:])
+			dst[start] = "--"
+		}
+		return dst
 	}
 	if sp.subs == nil {
 		dst, _ = appendSpec(dst, sp, args, false)
@@ -363,8 +375,13 @@ func appendOption(dst []string, sp *canonSpec, args []string, i int) ([]string, 
 			return append(dst, a), 0
 		}
 		used := 0
-		if lo.value == '=' && !has && i+1 < len(args) {
-			val, has, used = args[i+1], true, 1
+		if lo.value == '=' && !has {
+			// A missing value at the end is an empty one, so that the
+			// canonical form reads back the same.
+			has = true
+			if i+1 < len(args) {
+				val, used = args[i+1], 1
+			}
 		}
 		if lo.short == 0 {
 			if exact && used == 0 {
@@ -396,7 +413,7 @@ func appendOption(dst []string, sp *canonSpec, args []string, i int) ([]string, 
 			if i+1 < len(args) {
 				return append(dst, shortOpt(c)+"="+args[i+1]), 1
 			}
-			return append(dst, shortOpt(c)), 0
+			return append(dst, shortOpt(c)+"="), 0
 		case strings.IndexByte(sp.optional, a[k]) >= 0:
 			if k+1 < len(a) {
 				return append(dst, shortOpt(c)+"="+strings.TrimPrefix(a[k+1:], "=")), 0
