@@ -342,7 +342,7 @@ func (c *Checker) canonicalIn(dir, p string) (forms, bool) {
 // systemRead is what every box can read: the system, read-only. Secrets
 // that live under it are carved out below.
 var systemReadDirs = [...]string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
-	"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/stdin", "/dev/fd", "/proc/self"}
+	"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/stdin", "/dev/fd"}
 
 var systemSecrets = [...]string{"/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-",
 	"/etc/sudoers", "/etc/sudoers.d", "/etc/ssh", "/etc/ssl/private"}

@@ -114,6 +114,12 @@ func static(cmd *shellread.Command) bool {
 func (c *Checker) command(cmds []shellread.Command, i int) Decision {
 	cmd := &cmds[i]
 	d := Decision{Verdict: Allow, Category: CatShell, Rule: "default"}
+	if !c.raw && cmd.How == "script" {
+		// A string run by sh -c, eval, trap or a git setting is a shell
+		// string however it arrived.
+		return Decision{Verdict: Deny, Category: CatShell, Rule: "shell.raw",
+			Reason: "shell command strings are not accepted here; run the program with its arguments instead"}
+	}
 	// A program name only known at run time is left to the Undecidable
 	// escalation below: it may or may not be an allowed program.
 	if len(cmd.Argv) > 0 && !cmd.Function && !(len(cmd.Dynamic) > 0 && cmd.Dynamic[0] == 0) {
