@@ -109,6 +109,11 @@ var entryKeys = []string{"kind", "argv", "tool", "args", "created"}
 
 func (e entry) grant() (policy.Grant, error) {
 	g := policy.Grant{Kind: e.Kind, Argv: e.Argv, Tool: e.Tool, Args: e.Args}
+	if g.Args != nil {
+		// YAML reads 3 as an int, JSON as a float64; keep one form, the
+		// one a tool call's arguments arrive in.
+		g.Args, _ = jsonNumbers(g.Args).(map[string]any)
+	}
 	if e.Created != "" {
 		t, err := time.Parse(time.RFC3339Nano, e.Created)
 		if err != nil {
@@ -120,6 +125,26 @@ func (e entry) grant() (policy.Grant, error) {
 		return g, err
 	}
 	return g, nil
+}
+
+func jsonNumbers(v any) any {
+	switch x := v.(type) {
+	case int:
+		return float64(x)
+	case int64:
+		return float64(x)
+	case uint64:
+		return float64(x)
+	case []any:
+		for i := range x {
+			x[i] = jsonNumbers(x[i])
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = jsonNumbers(x[k])
+		}
+	}
+	return v
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
