@@ -12,21 +12,56 @@ import (
 // directory it is in and the functions it has defined. Subshells,
 // substitutions and pipeline stages get a copy.
 type shellState struct {
-	dir   string          // "" = where the string starts; see Command.Dir
-	funcs map[string]bool // functions defined unconditionally so far
+	// dir is where the shell is if every cd so far succeeded ("" = where
+	// the string starts; see Command.Dir). A cd can fail and the shell
+	// goes on where it was, so after a cd alt holds that other directory
+	// until a command is known to run only after the cd succeeded (the
+	// right side of &&).
+	dir    string
+	alt    string
+	hasAlt bool
+	funcs  map[string]bool // functions defined unconditionally so far
+	// cdFuncs are functions whose bodies may change the directory.
+	cdFuncs map[string]bool
 }
 
-func newShell() *shellState { return &shellState{funcs: map[string]bool{}} }
+func newShell() *shellState {
+	return &shellState{funcs: map[string]bool{}, cdFuncs: map[string]bool{}}
+}
 
 func (sh *shellState) fork() *shellState {
 	if sh == nil {
 		return newShell()
 	}
-	n := &shellState{dir: sh.dir, funcs: make(map[string]bool, len(sh.funcs))}
+	n := &shellState{dir: sh.dir, alt: sh.alt, hasAlt: sh.hasAlt,
+		funcs: make(map[string]bool, len(sh.funcs)), cdFuncs: make(map[string]bool, len(sh.cdFuncs))}
 	for k, v := range sh.funcs {
 		n.funcs[k] = v
 	}
+	for k, v := range sh.cdFuncs {
+		n.cdFuncs[k] = v
+	}
 	return n
+}
+
+// current is the directory commands run in now: "?" when it depends on
+// whether an earlier cd failed.
+func (sh *shellState) current() string {
+	if sh.hasAlt && sh.alt != sh.dir {
+		return "?"
+	}
+	return sh.dir
+}
+
+// cd records a directory change that may fail.
+func (sh *shellState) cd(to string) {
+	sh.alt, sh.hasAlt = sh.current(), true
+	sh.dir = to
+}
+
+// unknown forgets where the shell is.
+func (sh *shellState) unknown() {
+	sh.dir, sh.alt, sh.hasAlt = "?", "", false
 }
 
 // call reads one simple command.
@@ -37,7 +72,7 @@ func (r *reader) call(st *syntax.Stmt, ce *syntax.CallExpr, s scope) {
 		return
 	}
 	c := Command{Via: s.via, Parent: s.parent, How: s.how, Upstream: s.upstream,
-		Background: s.background, Line: line, Col: col, Dir: s.shell.dir, InFunc: s.inFunc}
+		Background: s.background, Line: line, Col: col, Dir: s.shell.current(), InFunc: s.inFunc}
 	why := ""
 	for _, a := range ce.Assigns {
 		as, w := r.assign(a, s, idx)
@@ -105,7 +140,7 @@ func (r *reader) decl(st *syntax.Stmt, d *syntax.DeclClause, s scope) {
 		return
 	}
 	c := Command{Argv: []string{d.Variant.Value}, Via: s.via, Parent: s.parent, How: s.how,
-		Upstream: s.upstream, Background: s.background, Line: line, Col: col, Dir: s.shell.dir,
+		Upstream: s.upstream, Background: s.background, Line: line, Col: col, Dir: s.shell.current(),
 		InFunc: s.inFunc, Builtin: true}
 	why := ""
 	for _, a := range d.Args {
@@ -156,6 +191,10 @@ func (r *reader) program(idx int, s scope) {
 		return
 	}
 	name := c.Argv[0]
+	if !strings.Contains(name, "/") && s.shell.cdFuncs[name] {
+		// The function may have changed the directory (or not).
+		defer s.shell.unknown()
+	}
 	if !strings.Contains(name, "/") && s.shell.funcs[name] {
 		c.Function = true
 		return
@@ -167,7 +206,7 @@ func (r *reader) program(idx int, s scope) {
 		}
 		switch name {
 		case "cd", "pushd", "popd":
-			s.shell.dir = changeDir(s.shell.dir, c)
+			s.shell.cd(changeDir(s.shell.current(), c))
 			return
 		case "unset":
 			for _, a := range c.Argv[1:] {
@@ -228,9 +267,6 @@ func (r *reader) program(idx int, s scope) {
 // changeDir follows cd, pushd and popd so relative paths of later commands
 // can be placed. Anything not known statically becomes "?".
 func changeDir(dir string, c *Command) string {
-	if dir == "?" {
-		return dir
-	}
 	args := c.Argv[1:]
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "-" {
 		if args[0] == "--" {
@@ -255,10 +291,17 @@ func changeDir(dir string, c *Command) string {
 	if path.IsAbs(t) {
 		return path.Clean(t)
 	}
+	if dir == "?" {
+		return dir
+	}
 	if dir == "" {
 		return path.Clean(t)
 	}
-	return path.Clean(dir + "/" + t)
+	out := path.Clean(dir + "/" + t)
+	if strings.HasPrefix(dir, "~") && out != "~" && !strings.HasPrefix(out, "~/") {
+		return "?" // climbed out of the home directory: keep it simple
+	}
+	return out
 }
 
 // evalArgs reads `eval` of literal words as a nested script.

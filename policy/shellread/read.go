@@ -58,7 +58,9 @@ type Command struct {
 	// Dir is the directory the command runs in when the string changed it
 	// (cd, pushd, env -C): "" for the directory the string starts in, an
 	// absolute path, a path relative to the start, "~" or "~/…" under the
-	// home directory, or "?" when it is only known at run time.
+	// home directory, or "?" when it is only known at run time (also when
+	// it depends on whether an earlier cd failed: `cd /x; cmd`, unlike
+	// `cd /x && cmd`).
 	Dir string `json:"dir,omitempty"`
 	// Parent is the index of the command that holds this one: the wrapper
 	// that starts it, the command in whose arguments or redirections its
@@ -274,11 +276,30 @@ func (r *reader) stmt(st *syntax.Stmt, s scope) {
 			ys.shell = s.shell.fork()
 			ys.upstream = append(append([]int(nil), s.upstream...), seq(start, len(r.out))...)
 			r.stmt(c.Y, ys)
+		case syntax.AndStmt:
+			// The right side runs only if the left succeeded, so a cd
+			// on the left surely happened for it; afterwards either may
+			// be where the shell is.
+			r.stmt(c.X, s)
+			sh := s.shell
+			alt, hasAlt := sh.alt, sh.hasAlt
+			sh.hasAlt = false
+			ys := s
+			ys.cond = true
+			r.stmt(c.Y, ys)
+			switch {
+			case hasAlt && sh.hasAlt:
+				// More than one cd may have failed: somewhere other
+				// than dir, but a later && still runs in dir.
+				sh.alt = "?"
+			case hasAlt:
+				sh.alt, sh.hasAlt = alt, true
+			}
 		default:
 			r.stmt(c.X, s)
 			ys := s
 			ys.cond = true
-			r.stmt(c.Y, ys)
+			r.condStmts([]*syntax.Stmt{c.Y}, ys)
 		}
 	case *syntax.Subshell:
 		ss := s
@@ -289,17 +310,19 @@ func (r *reader) stmt(st *syntax.Stmt, s scope) {
 	case *syntax.IfClause:
 		cs := s
 		cs.cond = true
+		before := s.shell.current()
 		for ic := c; ic != nil; ic = ic.Else {
 			r.stmts(ic.Cond, cs)
 			r.stmts(ic.Then, cs)
 		}
+		s.shell.settle(before)
 	case *syntax.WhileClause:
 		cs := s
 		cs.cond = true
-		r.stmts(c.Cond, cs)
-		r.stmts(c.Do, cs)
+		r.condStmts(append(append([]*syntax.Stmt(nil), c.Cond...), c.Do...), cs)
 	case *syntax.ForClause:
 		s.cond = true
+		defer s.shell.settle(s.shell.current())
 		switch l := c.Loop.(type) {
 		case *syntax.WordIter:
 			for _, w := range l.Items {
@@ -311,6 +334,7 @@ func (r *reader) stmt(st *syntax.Stmt, s scope) {
 		r.stmts(c.Do, s)
 	case *syntax.CaseClause:
 		s.cond = true
+		defer s.shell.settle(s.shell.current())
 		r.word(c.Word, s, s.parent)
 		for _, it := range c.Items {
 			for _, p := range it.Patterns {
@@ -332,6 +356,16 @@ func (r *reader) stmt(st *syntax.Stmt, s scope) {
 		fs.cond = true
 		if len(names) > 0 {
 			fs.inFunc = names[0]
+		}
+		// The body runs where it is called, not here: its directory
+		// changes stay in it, and a call of a function that may change
+		// the directory leaves it unknown.
+		fs.shell = s.shell.fork()
+		if changesDir(c.Body) {
+			for _, n := range names {
+				s.shell.cdFuncs[n] = true
+			}
+			fs.shell.unknown()
 		}
 		r.stmt(c.Body, fs)
 	case *syntax.TestDecl:
@@ -360,6 +394,38 @@ func (r *reader) flag(st *syntax.Stmt, s scope, why string) {
 	r.add(Command{Argv: []string{}, Undecidable: why, Parent: s.parent, How: s.how, Via: s.via,
 		Upstream: s.upstream, Redirects: s.redirs, Background: s.background, Line: line, Col: col,
 		Dir: s.shell.dir, InFunc: s.inFunc})
+}
+
+// condStmts reads statements that may or may not run: a directory change
+// in them leaves the directory unknown afterwards.
+func (r *reader) condStmts(stmts []*syntax.Stmt, s scope) {
+	before := s.shell.current()
+	r.stmts(stmts, s)
+	s.shell.settle(before)
+}
+
+// settle ends a construct that may or may not have run: if the directory
+// changed in it, it is unknown afterwards.
+func (sh *shellState) settle(before string) {
+	if sh.current() != before {
+		sh.unknown()
+	}
+}
+
+// changesDir reports whether a function body may change the directory of
+// the shell that calls it.
+func changesDir(body *syntax.Stmt) bool {
+	found := false
+	syntax.Walk(body, func(n syntax.Node) bool {
+		if ce, ok := n.(*syntax.CallExpr); ok && len(ce.Args) > 0 {
+			switch ce.Args[0].Lit() {
+			case "cd", "pushd", "popd", "eval", "source", ".", "builtin", "command":
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 func funcNames(fd *syntax.FuncDecl) []string {

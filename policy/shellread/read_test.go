@@ -124,14 +124,28 @@ func TestReadChaining(t *testing.T) {
 
 func TestReadGroups(t *testing.T) {
 	runReadCases(t, []readCase{
-		{name: "subshell", src: "(cd /; rm -rf *)", has: []string{"cd /", "rm -rf *"},
+		{name: "subshell", src: "(cd / && rm -rf *)", has: []string{"cd /", "rm -rf *"},
 			check: func(t *testing.T, cmds []Command) {
 				wantField(t, cmds, "rm -rf *", "dir", dir, "/")
 				wantField(t, cmds, "rm -rf *", "dynamic", dynamic, []int{2})
 			}},
+		{name: "a cd that may fail leaves the directory unknown", src: "cd /; rm -rf *",
+			check: func(t *testing.T, cmds []Command) { wantField(t, cmds, "rm -rf *", "dir", dir, "?") }},
+		{name: "a failed cd keeps the old directory", src: "cd / && cd /work/x; rm -rf *",
+			check: func(t *testing.T, cmds []Command) { wantField(t, cmds, "rm -rf *", "dir", dir, "?") }},
+		{name: "cd in a branch", src: "if x; then cd /tmp && ls; fi; rm -rf *",
+			check: func(t *testing.T, cmds []Command) {
+				wantField(t, cmds, "ls", "dir", dir, "/tmp")
+				wantField(t, cmds, "rm -rf *", "dir", dir, "?")
+			}},
+		{name: "cd in a function", src: "f() { cd / && ls; }; cd sub && f && rm -rf *",
+			check: func(t *testing.T, cmds []Command) {
+				wantField(t, cmds, "ls", "dir", dir, "/")
+				wantField(t, cmds, "rm -rf *", "dir", dir, "?")
+			}},
 		{name: "subshell does not change the outer directory", src: "(cd /etc); cat passwd", has: []string{"cat passwd"},
 			check: func(t *testing.T, cmds []Command) { wantField(t, cmds, "cat passwd", "dir", dir, "") }},
-		{name: "cd changes the directory of later commands", src: "cd /etc && cat shadow; cd ..; ls; cd $X; ls -l",
+		{name: "cd changes the directory of later commands", src: "cd /etc && cat shadow && cd .. && ls; cd $X && ls -l",
 			check: func(t *testing.T, cmds []Command) {
 				wantField(t, cmds, "cat shadow", "dir", dir, "/etc")
 				wantField(t, cmds, "ls", "dir", dir, "/")

@@ -43,6 +43,7 @@ func TestCatastrophic(t *testing.T) {
 		{"rm through sudo", "sudo rm -rf /", "rm-root"},
 		{"rm in sh -c", "sh -c 'rm -rf /'", "rm-root"},
 		{"rm after cd /", "cd / && rm -rf *", "rm-root"},
+		{"rm after cd / with ;", "cd /; rm -rf *", "rm-outside"},
 		{"rm quoted and escaped", `\rm '-rf' "/"`, "rm-root"},
 		{"rm via xargs", "echo / | xargs rm -rf", "rm-outside"},
 		// rm-home
@@ -63,6 +64,9 @@ func TestCatastrophic(t *testing.T) {
 		{"rm dotglob", "rm -rf .*", "rm-outside"},
 		{"rm after unknown cd", "cd $X; rm -rf build", "rm-outside"},
 		{"rm after cd outside", "cd /tmp && rm -rf build", "rm-outside"},
+		{"rm after a cd that may fail", "cd /; cd /work/proj/gone; rm -rf *", "rm-outside"},
+		{"rm after a cd in a function", "f() { cd /; }; cd /work/proj && f; rm -rf *", "rm-outside"},
+		{"rm after a cd in a branch", "cd / && if x; then cd /work/proj; fi && rm -rf *", "rm-outside"},
 		{"find -exec rm from /", `find / -name x -exec rm -rf {} \;`, "rm-root"},
 		{"find -exec rm from outside", `find /var -exec rm -rf {} +`, "rm-outside"},
 		{"find -delete outside", "find /var -delete", "rm-outside"},
