@@ -222,13 +222,23 @@ func checkNarrowing(t *testing.T, r *rand.Rand) {
 		t.Fatalf("flattened: %v", err)
 	}
 	for _, call := range narrowCalls {
-		b, _ := decideLine(bc, call)
-		n, _ := decideLine(nc, call)
+		b, err := decideLine(bc, call)
+		if err != nil {
+			t.Fatalf("base: %s: %v", call, err)
+		}
+		n, err := decideLine(nc, call)
+		if err != nil {
+			t.Fatalf("narrowed: %s: %v", call, err)
+		}
 		if verdictOf(n) < verdictOf(b) {
 			t.Fatalf("narrowing widened %s: base %s, narrowed %s\nbase %+v\nnarrow %+v", call, b, n, base, narrow)
 		}
 		if strings.HasPrefix(call, "read ") || strings.HasPrefix(call, "write ") {
-			if f, _ := decideLine(fc, call); verdictOf(f) < verdictOf(b) {
+			f, err := decideLine(fc, call)
+			if err != nil {
+				t.Fatalf("flattened: %s: %v", call, err)
+			}
+			if verdictOf(f) < verdictOf(b) {
 				t.Fatalf("flattened fs lists widened %s: base %s, flattened %s\nbase %+v\nnarrow %+v", call, b, f, base.FS, narrow.FS)
 			}
 		}

@@ -9,9 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/decisions")
@@ -198,6 +195,13 @@ func decideLine(c *Checker, call string) (string, error) {
 	if d.Verdict != Allow && d.Reason == "" {
 		return "", fmt.Errorf("%s without a reason (rule %s)", d.Verdict, d.Rule)
 	}
+	// The reason is for the agent: it never names the rule.
+	if strings.Contains(d.Rule, ".") && strings.Contains(d.Reason, d.Rule) {
+		return "", fmt.Errorf("reason %q quotes the rule %s", d.Reason, d.Rule)
+	}
+	if d.Category != CatTools && (strings.Contains(d.Reason, "shell.") || strings.Contains(d.Reason, "fs.") || strings.Contains(d.Reason, "builtin.")) {
+		return "", fmt.Errorf("reason %q names a policy field", d.Reason)
+	}
 	return d.Verdict.String() + " " + d.Rule, nil
 }
 
@@ -262,6 +266,3 @@ func cutLast(s, sep string) (before, after string, ok bool) {
 	}
 	return s[:i], s[i+len(sep):], true
 }
-
-var _ = cmp.Diff
-var _ = time.Second

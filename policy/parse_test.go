@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -205,6 +206,28 @@ func TestUnits(t *testing.T) {
 	for _, bad := range []string{"", "%", "0", "-1", "1e3", "abc", "100000"} {
 		if got, err := parseCPU(bad); err == nil {
 			t.Errorf("parseCPU(%q) = %v, want an error", bad, got)
+		}
+	}
+}
+
+// The JSON form of a parsed policy (what `airlock policy show` prints) is
+// itself a policy that parses to the same thing.
+func TestJSONRoundTrip(t *testing.T) {
+	for _, doc := range seedPolicies(t) {
+		p, err := Parse("a.yaml", []byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := Parse("a.yaml", b)
+		if err != nil {
+			t.Fatalf("the JSON form does not parse: %v\n%s", err, b)
+		}
+		if d := cmp.Diff(p, q, cmpopts.IgnoreUnexported(Policy{}), cmpopts.EquateEmpty()); d != "" {
+			t.Errorf("round trip differs (-before +after):\n%s\n%s", d, b)
 		}
 	}
 }

@@ -135,7 +135,7 @@ type Policy struct {
 	Escalation Escalation          `json:"escalation"`
 	Sandbox    SandboxOpts         `json:"sandbox"`
 	// Source is the file the policy came from, "" for the built-in profile.
-	Source string `json:"source,omitempty"`
+	Source string `json:"-"`
 
 	// within is the policy this one was narrowed from: every decision must
 	// also pass it, which is what makes narrowing unable to widen.
