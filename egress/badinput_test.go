@@ -66,7 +66,7 @@ func TestBadRequests(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			out := s.raw(t, tc.req)
 			if out != "" && !strings.HasPrefix(out, "HTTP/1.1 400 ") {
-				t.Fatalf("got %q, want 400 or a closed connection", firstLine(out))
+				t.Fatalf("got %.80q, want 400 or a closed connection", firstLine(out))
 			}
 		})
 	}

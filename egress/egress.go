@@ -27,6 +27,7 @@ package egress
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -34,8 +35,10 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/airlock-run/airlock/egress/wire"
@@ -310,32 +313,178 @@ func (p *Proxy) Close() error {
 	return nil
 }
 
-// handle reads the preamble and hands the connection to its protocol.
+// handle reads the preamble and hands the connection, or the box client's
+// socket it carries, to its protocol.
 func (p *Proxy) handle(c net.Conn) {
 	start := p.o.Now()
 	c.SetDeadline(start.Add(p.o.HeaderTimeout))
-	br := bufio.NewReaderSize(c, 4096)
-	mode, err := wire.ReadPreamble(br, p.o.Token)
-	if err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) || errors.Is(err, net.ErrClosed) {
-			return // a timeout or a hang-up, not an attempt
+	line, rest, fds, err := readPreamble(c)
+	defer func() {
+		for _, fd := range fds {
+			syscall.Close(fd)
 		}
+	}()
+	if err != nil {
+		return // a timeout, a hang-up or garbage before any preamble
+	}
+	mode, err := wire.ParsePreamble(line, p.o.Token)
+	if err != nil {
 		p.audit(Event{Proto: "auth", Reason: "connection without the box's egress token", Start: start})
-		if errors.Is(err, wire.ErrBadToken) {
+		if errors.Is(err, wire.ErrBadToken) && len(fds) == 0 {
 			// Say why, in case it is a misconfigured forwarder.
 			io.WriteString(c, "HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 		}
 		return
 	}
+	var cl *client
 	switch mode {
 	case wire.ModePing:
-		io.WriteString(c, "ok\n")
-	case wire.ModeHTTP:
-		p.serveHTTP(c, br)
-	case wire.ModeSOCKS:
-		p.serveSOCKS(c, br)
+		if len(fds) == 0 {
+			io.WriteString(c, "ok\n")
+		}
+		return
+	case wire.ModeHTTP, wire.ModeSOCKS:
+		if len(fds) != 0 {
+			return
+		}
+		cl = newClient(c, rest)
+	case wire.ModeHTTPFD, wire.ModeSOCKSFD:
+		if len(fds) != 1 || len(rest) != 0 {
+			return
+		}
+		conn, err := fdConn(fds[0])
+		fds = nil // fdConn closed it
+		if err != nil {
+			p.log.Warn("egress: refused a passed descriptor", "err", err)
+			return
+		}
+		if !p.trackUp(conn) {
+			conn.Close()
+			return
+		}
+		defer p.untrack(conn)
+		c.Close() // the socket connection has done its work
+		conn.SetDeadline(start.Add(p.o.HeaderTimeout))
+		cl = newClient(conn, nil)
 	}
+	switch mode {
+	case wire.ModeHTTP, wire.ModeHTTPFD:
+		p.serveHTTP(cl)
+	default:
+		p.serveSOCKS(cl)
+	}
+	linger(cl.Conn)
+}
+
+// linger ends the box's side gently: closing a socket with unread input
+// makes the kernel send a reset, which can destroy the 400 just written
+// before the client reads it. So the write side is shut first and input is
+// drained for a moment. A connection already closed returns at once.
+func linger(c net.Conn) {
+	cw, ok := c.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return
+	}
+	c.SetReadDeadline(time.Now().Add(lingerTime))
+	io.CopyN(io.Discard, c, lingerBytes)
+}
+
+const (
+	lingerTime  = 500 * time.Millisecond
+	lingerBytes = 1 << 20
+)
+
+// maxFDs is the most descriptors read with a preamble; more are cut off by
+// the kernel (MSG_CTRUNC) and closed there.
+const maxFDs = 4
+
+// readPreamble reads the opening line, any descriptors sent with it, and
+// whatever bytes came after the line in the same read.
+func readPreamble(c net.Conn) (line, rest []byte, fds []int, err error) {
+	buf := make([]byte, wire.MaxLine+1)
+	var n int
+	if uc, ok := c.(*net.UnixConn); ok {
+		oob := make([]byte, syscall.CmsgSpace(4*maxFDs))
+		var oobn int
+		n, oobn, _, _, err = uc.ReadMsgUnix(buf, oob)
+		if oobn > 0 {
+			msgs, perr := syscall.ParseSocketControlMessage(oob[:oobn])
+			for _, m := range msgs {
+				if got, e := syscall.ParseUnixRights(&m); e == nil {
+					fds = append(fds, got...)
+				}
+			}
+			if perr != nil && err == nil {
+				err = perr
+			}
+		}
+	} else {
+		n, err = c.Read(buf)
+	}
+	for err == nil && n < len(buf) && bytes.IndexByte(buf[:n], '\n') < 0 {
+		var m int
+		m, err = c.Read(buf[n:])
+		n += m
+	}
+	i := bytes.IndexByte(buf[:n], '\n')
+	if i < 0 {
+		if err == nil {
+			err = wire.ErrBadPreamble
+		}
+		return nil, nil, fds, err
+	}
+	return buf[:i], buf[i+1 : n], fds, nil
+}
+
+// fdConn turns a descriptor passed by the forwarder into the box client's
+// connection. It must be a connected TCP socket: anything else (a file, a
+// listening socket, a Unix or UDP socket) is refused. fd is closed either way.
+func fdConn(fd int) (*net.TCPConn, error) {
+	f := os.NewFile(uintptr(fd), "box-client")
+	defer f.Close()
+	nc, err := net.FileConn(f)
+	if err != nil {
+		return nil, fmt.Errorf("passed descriptor is not a socket: %w", err)
+	}
+	tc, ok := nc.(*net.TCPConn)
+	if !ok || tc.RemoteAddr() == nil {
+		nc.Close()
+		return nil, errors.New("passed descriptor is not a connected TCP socket")
+	}
+	return tc, nil
+}
+
+// client is the box's side of one conversation.
+type client struct {
+	net.Conn
+	br  *bufio.Reader
+	pre *prefixReader
+}
+
+func newClient(c net.Conn, rest []byte) *client {
+	pre := &prefixReader{b: bytes.Clone(rest), r: c}
+	return &client{Conn: c, br: bufio.NewReaderSize(pre, 4096), pre: pre}
+}
+
+// pending returns the bytes read from the client but not yet consumed.
+func (c *client) pending() []byte {
+	b, _ := c.br.Peek(c.br.Buffered())
+	return append(bytes.Clone(b), c.pre.b...)
+}
+
+// prefixReader yields b, then r.
+type prefixReader struct {
+	b []byte
+	r io.Reader
+}
+
+func (p *prefixReader) Read(b []byte) (int, error) {
+	if len(p.b) > 0 {
+		n := copy(b, p.b)
+		p.b = p.b[n:]
+		return n, nil
+	}
+	return p.r.Read(b)
 }
 
 func (p *Proxy) audit(e Event) {
@@ -496,7 +645,8 @@ func (p *Proxy) addrRefused(a netip.Addr, port int) (why, rule string) {
 // already buffered from it) and up until both directions end, passing a
 // half-close on, and returns the bytes moved each way. An error on either
 // side ends both.
-func (p *Proxy) pipe(c net.Conn, buffered []byte, up net.Conn) (upBytes, downBytes int64) {
+func (p *Proxy) pipe(cl *client, up net.Conn) (upBytes, downBytes int64) {
+	c, buffered := cl.Conn, cl.pending()
 	c.SetDeadline(time.Time{})
 	var once sync.Once
 	stop := func() { once.Do(func() { c.Close(); up.Close() }) }

@@ -309,7 +309,7 @@ func (s *stack) raw(t testing.TB, req string) string {
 	io.WriteString(c, req)
 	b, err := io.ReadAll(c)
 	if err != nil {
-		t.Fatalf("reading the answer to %q: %v (the proxy must answer or close)", req, err)
+		t.Fatalf("reading the answer to %.80q: %v (the proxy must answer or close)", req, err)
 	}
 	return string(b)
 }

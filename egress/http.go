@@ -261,7 +261,8 @@ func writeDecision(w io.Writer, d *decision) {
 
 // serveHTTP serves HTTP proxy requests on c until the client or an error
 // ends the connection.
-func (p *Proxy) serveHTTP(c net.Conn, br *bufio.Reader) {
+func (p *Proxy) serveHTTP(cl *client) {
+	c, br := cl.Conn, cl.br
 	for first := true; ; first = false {
 		if !first {
 			c.SetDeadline(p.o.Now().Add(p.o.IdleTimeout))
@@ -279,7 +280,7 @@ func (p *Proxy) serveHTTP(c net.Conn, br *bufio.Reader) {
 			return
 		}
 		if h.method == http.MethodConnect {
-			p.httpConnect(c, br, h)
+			p.httpConnect(cl, h)
 			return
 		}
 		if !p.httpForward(c, br, h) {
@@ -294,7 +295,8 @@ func isNetErr(err error) bool {
 }
 
 // httpConnect decides a CONNECT request and, when allowed, tunnels.
-func (p *Proxy) httpConnect(c net.Conn, br *bufio.Reader, h *head) {
+func (p *Proxy) httpConnect(cl *client, h *head) {
+	c := cl.Conn
 	start := p.o.Now()
 	host, portText, err := net.SplitHostPort(h.target)
 	port, perr := strconv.Atoi(portText)
@@ -317,9 +319,8 @@ func (p *Proxy) httpConnect(c net.Conn, br *bufio.Reader, h *head) {
 		return
 	}
 	// Bytes the client sent after the head (a TLS hello, say) are already
-	// in br; they go first.
-	buffered, _ := br.Peek(br.Buffered())
-	up, down := p.pipe(c, buffered, d.up)
+	// buffered; pipe sends them first.
+	up, down := p.pipe(cl, d.up)
 	ev := d.event("connect", start)
 	ev.BytesUp, ev.BytesDown, ev.Duration = up, down, p.o.Now().Sub(start)
 	p.audit(ev)

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
-	"net"
 	"net/netip"
 	"time"
 )
@@ -143,9 +142,10 @@ func socksReply(w io.Writer, rep byte) error {
 }
 
 // serveSOCKS serves one SOCKS5 CONNECT on c.
-func (p *Proxy) serveSOCKS(c net.Conn, br *bufio.Reader) {
+func (p *Proxy) serveSOCKS(cl *client) {
+	c := cl.Conn
 	start := p.o.Now()
-	req, err := socksHandshake(br, c)
+	req, err := socksHandshake(cl.br, c)
 	if err != nil {
 		return
 	}
@@ -178,8 +178,7 @@ func (p *Proxy) serveSOCKS(c net.Conn, br *bufio.Reader) {
 		p.audit(ev)
 		return
 	}
-	buffered, _ := br.Peek(br.Buffered())
-	up, down := p.pipe(c, buffered, d.up)
+	up, down := p.pipe(cl, d.up)
 	ev := d.event("socks5", start)
 	ev.BytesUp, ev.BytesDown, ev.Duration = up, down, p.o.Now().Sub(start)
 	p.audit(ev)

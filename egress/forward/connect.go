@@ -91,7 +91,7 @@ func connect(args []string, getenv func(string) string, stdin io.Reader, stdout,
 	// Whatever the server already sent sits in br; it goes out first.
 	go func() {
 		io.Copy(c, stdin)
-		closeWrite(c)
+		c.(*net.TCPConn).CloseWrite() // pass the end of stdin on, keep reading
 	}()
 	io.Copy(stdout, br)
 	return 0

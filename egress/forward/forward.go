@@ -1,8 +1,10 @@
 // Package forward is the half of airlock's egress that runs inside the box.
 // The box has only a loopback interface; the in-box init (sandbox/boxinit)
 // calls Start, which listens on 127.0.0.1 for HTTP-proxy and SOCKS5 clients
-// and relays each connection, unread, to the egress proxy's Unix socket that
-// is bound into the box, opening it with the box's token (egress/wire). It
+// hands each accepted connection, unread, to the egress proxy through its
+// Unix socket that is bound into the box: the client's socket travels as
+// SCM_RIGHTS with the box's token (egress/wire), and the proxy talks to the
+// client directly. It
 // also serves the hidden `__airlock-connect HOST PORT` mode that git and ssh
 // use as a ProxyCommand.
 //
@@ -14,13 +16,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/airlock-run/airlock/egress/wire"
@@ -51,8 +53,8 @@ type Config struct {
 const pingTimeout = 5 * time.Second
 
 // Start checks that the proxy answers on cfg.Socket with cfg.Token, listens
-// on 127.0.0.1 for HTTP-proxy and SOCKS5 clients, and relays them until ctx
-// ends. It returns the environment the box's programs should get (see Env).
+// on 127.0.0.1 for HTTP-proxy and SOCKS5 clients, and hands them to the proxy
+// until ctx ends (connections already handed over are the proxy's). It returns the environment the box's programs should get (see Env).
 func Start(ctx context.Context, cfg Config) (env []string, err error) {
 	f, err := start(ctx, cfg)
 	if err != nil {
@@ -68,10 +70,7 @@ type forwarder struct {
 	http, socks net.Listener
 	env         []string
 
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
+	wg sync.WaitGroup
 }
 
 func start(ctx context.Context, cfg Config) (*forwarder, error) {
@@ -91,7 +90,7 @@ func start(ctx context.Context, cfg Config) (*forwarder, error) {
 	if err := ping(ctx, cfg.Socket, cfg.Token); err != nil {
 		return nil, err
 	}
-	f := &forwarder{cfg: cfg, log: cfg.Log, conns: map[net.Conn]struct{}{}}
+	f := &forwarder{cfg: cfg, log: cfg.Log}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}
@@ -106,8 +105,8 @@ func start(ctx context.Context, cfg Config) (*forwarder, error) {
 	}
 	f.env = Env(f.http.Addr().(*net.TCPAddr).Port, f.socks.Addr().(*net.TCPAddr).Port, cfg.Exe, cfg.ConnectExe)
 	f.wg.Add(3)
-	go f.serve(f.http, wire.ModeHTTP)
-	go f.serve(f.socks, wire.ModeSOCKS)
+	go f.serve(f.http, wire.ModeHTTPFD)
+	go f.serve(f.socks, wire.ModeSOCKSFD)
 	go func() {
 		defer f.wg.Done()
 		<-ctx.Done()
@@ -143,35 +142,8 @@ func ping(ctx context.Context, socket, token string) error {
 }
 
 func (f *forwarder) close() {
-	f.mu.Lock()
-	f.closed = true
 	f.http.Close()
 	f.socks.Close()
-	for c := range f.conns {
-		c.Close()
-	}
-	f.mu.Unlock()
-}
-
-func (f *forwarder) track(cs ...net.Conn) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
-		return false
-	}
-	for _, c := range cs {
-		f.conns[c] = struct{}{}
-	}
-	return true
-}
-
-func (f *forwarder) untrack(cs ...net.Conn) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, c := range cs {
-		c.Close()
-		delete(f.conns, c)
-	}
 }
 
 func (f *forwarder) serve(ln net.Listener, mode string) {
@@ -189,63 +161,39 @@ func (f *forwarder) serve(ln net.Listener, mode string) {
 		f.wg.Add(1)
 		go func() {
 			defer f.wg.Done()
-			f.relay(c, pre)
+			if err := f.pass(c, pre); err != nil {
+				f.log.Warn("egress forwarder: cannot hand a connection to the proxy", "err", err)
+			}
 		}()
 	}
 }
 
-// relay connects one client to the proxy and copies both ways.
-func (f *forwarder) relay(c net.Conn, pre []byte) {
-	up, err := net.Dial("unix", f.cfg.Socket)
+// pass hands the client's socket to the proxy with the preamble and lets go
+// of it: from then on the proxy talks to the client directly, so no byte of
+// the box's traffic is copied inside the box.
+func (f *forwarder) pass(c net.Conn, pre []byte) error {
+	defer c.Close() // the proxy holds its own reference once the message is sent
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return errors.New("not a TCP connection")
+	}
+	raw, err := tc.SyscallConn()
 	if err != nil {
-		f.log.Warn("egress forwarder: cannot reach the proxy", "err", err)
-		c.Close()
-		return
+		return err
 	}
-	if !f.track(c, up) {
-		c.Close()
-		up.Close()
-		return
-	}
-	defer f.untrack(c, up)
-	if _, err := up.Write(pre); err != nil {
-		return
-	}
-	Pipe(c, up)
-}
-
-// Pipe copies a to b and b to a until both directions end, passing a
-// half-close on, and closes both. An error in either direction ends both.
-func Pipe(a, b net.Conn) (ab, ba int64) {
-	var once sync.Once
-	stop := func() { once.Do(func() { a.Close(); b.Close() }) }
-	done := make(chan int64, 1)
-	go func() {
-		n, err := io.Copy(b, a)
-		if err != nil {
-			stop()
-		} else {
-			closeWrite(b)
-		}
-		done <- n
-	}()
-	ba, err := io.Copy(a, b)
+	up, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: f.cfg.Socket, Net: "unix"})
 	if err != nil {
-		stop()
-	} else {
-		closeWrite(a)
+		return err
 	}
-	ab = <-done
-	stop()
-	return ab, ba
-}
-
-func closeWrite(c net.Conn) {
-	if cw, ok := c.(interface{ CloseWrite() error }); ok {
-		cw.CloseWrite()
-	} else {
-		c.Close()
+	defer up.Close()
+	up.SetDeadline(time.Now().Add(pingTimeout))
+	var werr error
+	if err := raw.Control(func(fd uintptr) {
+		_, _, werr = up.WriteMsgUnix(pre, syscall.UnixRights(int(fd)), nil)
+	}); err != nil {
+		return err
 	}
+	return werr
 }
 
 // Env returns the environment that points a box's programs at the

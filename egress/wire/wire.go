@@ -8,28 +8,30 @@
 //	AIRLOCK-EGRESS/1 <mode> <token>\n
 //
 // where mode is "http" (an HTTP proxy conversation follows), "socks" (a SOCKS5
-// one follows) or "ping" (the proxy answers "ok\n" and closes; the forwarder
-// uses it to fail early on a wrong socket or token). The token is the box's
+// one follows), "http-fd" or "socks-fd" (the same, but on the box client's
+// own TCP socket, passed with the line as SCM_RIGHTS, so the proxy relays
+// between the client and the destination with nothing in between), or
+// "ping" (the proxy answers "ok\n" and closes; the forwarder uses it to fail
+// early on a wrong socket or token). The token is the box's
 // secret: the socket's directory is private already, and the token keeps a
 // process of the same user on the host from borrowing a box's allowlist.
 //
-//	forwarder (in box)                         proxy (host)
-//	   | ---- AIRLOCK-EGRESS/1 http TOKEN\n ---> |  token compared in constant time
-//	   | ---- client bytes, untouched ---------> |  wrong token: closed (http: 407 first)
-//	   | <--- proxy replies, untouched --------- |
+//	box client        forwarder (in box)                      proxy (host)
+//	    | --connect--> |                                          |
+//	    |              | -- "AIRLOCK-EGRESS/1 http-fd TOKEN\n" --> |  token compared in constant time;
+//	    |              |    + SCM_RIGHTS(client socket), close    |  wrong token: fd closed, nothing read
+//	    | <================ HTTP or SOCKS5, read by the proxy ===> |
 //
 // The forwarder does not parse what its clients send; the proxy alone reads
 // HTTP and SOCKS, so there is one parser to harden and fuzz.
 package wire
 
 import (
-	"bufio"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 )
 
@@ -38,9 +40,16 @@ const Magic = "AIRLOCK-EGRESS/1"
 
 // Modes of a connection.
 const (
+	// ModeHTTP and ModeSOCKS: the client's bytes follow on this connection.
 	ModeHTTP  = "http"
 	ModeSOCKS = "socks"
-	ModePing  = "ping"
+	// ModeHTTPFD and ModeSOCKSFD: the preamble carries the client's own TCP
+	// socket (SCM_RIGHTS) and nothing follows; the proxy talks to the client
+	// directly, one relay fewer for every byte.
+	ModeHTTPFD  = "http-fd"
+	ModeSOCKSFD = "socks-fd"
+	// ModePing: the proxy answers "ok\n" and closes.
+	ModePing = "ping"
 )
 
 // MaxLine bounds the preamble; a longer one is refused before it is read whole.
@@ -84,33 +93,18 @@ var ErrBadPreamble = errors.New("not an airlock egress preamble")
 // ErrBadToken is returned for a well-formed preamble with the wrong token.
 var ErrBadToken = errors.New("wrong egress token")
 
-// ReadPreamble reads the opening line from r and checks its token against
-// want in constant time. It returns the mode. It reads at most MaxLine bytes
-// before giving up, whatever r holds.
-func ReadPreamble(r *bufio.Reader, want string) (mode string, err error) {
-	var line []byte
-	for {
-		b, err := r.ReadByte()
-		if err != nil {
-			if err == io.EOF {
-				return "", ErrBadPreamble
-			}
-			return "", err
-		}
-		if b == '\n' {
-			break
-		}
-		if len(line) >= MaxLine {
-			return "", ErrBadPreamble
-		}
-		line = append(line, b)
+// ParsePreamble checks one opening line (without its newline) against the
+// token want, comparing the token in constant time, and returns the mode.
+func ParsePreamble(line []byte, want string) (mode string, err error) {
+	if len(line) > MaxLine {
+		return "", ErrBadPreamble
 	}
 	parts := strings.Split(string(line), " ")
 	if len(parts) != 3 || parts[0] != Magic {
 		return "", ErrBadPreamble
 	}
 	switch parts[1] {
-	case ModeHTTP, ModeSOCKS, ModePing:
+	case ModeHTTP, ModeSOCKS, ModeHTTPFD, ModeSOCKSFD, ModePing:
 	default:
 		return "", ErrBadPreamble
 	}
