@@ -406,7 +406,7 @@ func (b *Broker) readTerminal() {
 // came from the agent goes through Show.
 func promptText(p Pending) string {
 	var s strings.Builder
-	fmt.Fprintf(&s, "\nairlock: a call needs your approval [%s]\n", p.ID)
+	fmt.Fprintf(&s, "\nairlock: a call needs your approval [%s]\n", Show(p.ID))
 	fmt.Fprintf(&s, "  %-9s%s\n", "call:", ShowCall(p.Request))
 	if p.Command != "" && (len(p.Argv) > 0 || p.Tool != "") {
 		fmt.Fprintf(&s, "  %-9s%s\n", "from:", Show(p.Command))
