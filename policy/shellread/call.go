@@ -208,6 +208,19 @@ func (r *reader) program(idx int, s scope) {
 		case "cd", "pushd", "popd":
 			s.shell.cd(changeDir(s.shell.current(), c))
 			return
+		case "read", "printf", "mapfile", "readarray", "getopts":
+			if risky := riskyBuiltin(c.Argv); risky != "" {
+				c.Undecidable = firstNonEmpty(c.Undecidable, risky)
+			}
+			for _, n := range assignedNames(c.Argv) {
+				switch {
+				case n == "IFS":
+					c.Undecidable = firstNonEmpty(c.Undecidable, "assigning IFS changes how later words are split")
+				case RiskyEnv(n):
+					c.Risk = firstNonEmpty(c.Risk, "assigns "+n+", which changes what programs run or load")
+				}
+			}
+			return
 		case "unset":
 			for _, a := range c.Argv[1:] {
 				delete(s.shell.funcs, a)
@@ -224,7 +237,7 @@ func (r *reader) program(idx int, s scope) {
 				c.Undecidable = firstNonEmpty(c.Undecidable, "an alias changes what a later command name runs")
 			}
 			return
-		case "enable", "hash", "fc", "shopt", "bind", "complete", "compgen", "mapfile", "readarray":
+		case "enable", "hash", "fc", "shopt", "bind", "complete", "compgen":
 			if risky := riskyBuiltin(c.Argv); risky != "" {
 				c.Undecidable = firstNonEmpty(c.Undecidable, risky)
 			}
@@ -480,4 +493,54 @@ func (r *reader) inner(idx, from int, s scope, o innerOpts) int {
 
 func (r *reader) undecidable(idx int, format string, args ...any) {
 	r.out[idx].Undecidable = firstNonEmpty(r.out[idx].Undecidable, fmt.Sprintf(format, args...))
+}
+
+// assignedNames lists the variables that read, printf -v, mapfile,
+// readarray and getopts assign.
+func assignedNames(argv []string) []string {
+	var valued, arrayOpt string
+	switch argv[0] {
+	case "read":
+		valued, arrayOpt = "adinNptu", "a"
+	case "printf":
+		valued, arrayOpt = "v", "v"
+	case "mapfile", "readarray":
+		valued = "dnOsuCc"
+	case "getopts":
+		if len(argv) > 2 {
+			return argv[2:3]
+		}
+		return nil
+	}
+	var names []string
+	i := 1
+	for ; i < len(argv); i++ {
+		a := argv[i]
+		if a == "--" {
+			i++
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			break
+		}
+		for k := 1; k < len(a); k++ {
+			if strings.IndexByte(valued, a[k]) < 0 {
+				continue
+			}
+			v := a[k+1:]
+			if v == "" && i+1 < len(argv) {
+				i++
+				v = argv[i]
+			}
+			if strings.IndexByte(arrayOpt, a[k]) >= 0 {
+				names = append(names, v)
+			}
+			break
+		}
+	}
+	switch argv[0] {
+	case "read", "mapfile", "readarray":
+		names = append(names, argv[i:]...)
+	}
+	return names
 }

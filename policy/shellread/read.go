@@ -325,6 +325,13 @@ func (r *reader) stmt(st *syntax.Stmt, s scope) {
 		defer s.shell.settle(s.shell.current())
 		switch l := c.Loop.(type) {
 		case *syntax.WordIter:
+			if n := l.Name.Value; n == "IFS" {
+				r.flag(st, s, "a loop over IFS changes how later words are split")
+			} else if RiskyEnv(n) {
+				line, col := s.pos(st.Pos())
+				r.add(Command{Argv: []string{}, Risk: "a loop assigns " + n + ", which changes what programs run or load",
+					Parent: s.parent, How: s.how, Via: s.via, Line: line, Col: col, Dir: s.shell.current(), InFunc: s.inFunc})
+			}
 			for _, w := range l.Items {
 				r.word(w, s, s.parent)
 			}

@@ -366,6 +366,17 @@ func TestReadEnvironment(t *testing.T) {
 		{name: "declare -x BASH_ENV", src: "declare -x BASH_ENV=/tmp/x", risk: true},
 		{name: "export of a variable name", src: "export $X", undecidable: true},
 		{name: "IFS assignment", src: "IFS=/; x=a/b", undecidable: true},
+		{name: "printf -v PATH", src: "printf -v PATH /tmp; ls", risk: true},
+		{name: "read PATH", src: "read PATH < f; ls", risk: true},
+		{name: "read -a LD_PRELOAD", src: "read -ra LD_PRELOAD <<< x", risk: true},
+		{name: "read into harmless names", src: "read -r -p prompt a b"},
+		{name: "mapfile into BASH_ENV", src: "mapfile -t BASH_ENV < f", risk: true},
+		{name: "getopts into PATH", src: "getopts ab PATH", risk: true},
+		{name: "read IFS", src: "read IFS", undecidable: true},
+		{name: "loop variable PATH", src: "for PATH in /tmp; do ls; done", risk: true},
+		{name: "assigning default expansion", src: "echo ${PATH:=/tmp}", undecidable: true},
+		{name: "arithmetic assignment", src: "(( LD_PRELOAD = 1 ))", undecidable: true},
+		{name: "harmless default expansion", src: "echo ${x:=1}"},
 		{name: "plain assignment is not a command", src: "x=1; y=2", check: func(t *testing.T, cmds []Command) {
 			if len(cmds) != 0 {
 				t.Errorf("got %d commands, want none", len(cmds))

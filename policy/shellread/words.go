@@ -89,8 +89,24 @@ func (r *reader) substsIn(n syntax.Node, s scope, parent int) (why string) {
 			if x.Param != nil && x.Param.Value == "IFS" {
 				why = firstNonEmpty(why, "$IFS changes how words are split")
 			}
+			if x.Param != nil && x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) &&
+				RiskyEnv(x.Param.Value) {
+				why = firstNonEmpty(why, "${"+x.Param.Value+":=…} assigns a variable that changes what programs run")
+			}
 			if x.Exp != nil && x.Exp.Op == syntax.OtherParamOps {
 				why = firstNonEmpty(why, "a ${var@…} transformation (prompt or escape expansion) is only known at run time")
+			}
+		case *syntax.BinaryArithm:
+			if assignOp(x.Op) {
+				if w, ok := x.X.(*syntax.Word); ok && (RiskyEnv(w.Lit()) || w.Lit() == "IFS") {
+					why = firstNonEmpty(why, "arithmetic assigns "+w.Lit()+", which changes what programs run")
+				}
+			}
+		case *syntax.UnaryArithm:
+			if x.Op == syntax.Inc || x.Op == syntax.Dec {
+				if w, ok := x.X.(*syntax.Word); ok && (RiskyEnv(w.Lit()) || w.Lit() == "IFS") {
+					why = firstNonEmpty(why, "arithmetic assigns "+w.Lit()+", which changes what programs run")
+				}
 			}
 		}
 		return true
@@ -397,4 +413,14 @@ func isFd(s string) bool {
 		}
 	}
 	return true
+}
+
+func assignOp(op syntax.BinAritOperator) bool {
+	switch op {
+	case syntax.Assgn, syntax.AddAssgn, syntax.SubAssgn, syntax.MulAssgn, syntax.QuoAssgn, syntax.RemAssgn,
+		syntax.AndAssgn, syntax.OrAssgn, syntax.XorAssgn, syntax.ShlAssgn, syntax.ShrAssgn,
+		syntax.AndBoolAssgn, syntax.OrBoolAssgn, syntax.XorBoolAssgn, syntax.PowAssgn:
+		return true
+	}
+	return false
 }
