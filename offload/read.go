@@ -44,6 +44,11 @@ func ReadResult(ctx context.Context, st *files.Store, sc files.Scope, a Args) (f
 	if view != "" && !view.Valid() {
 		return fit.Result{}, errs.Invalidf("read_result: view %q is not one of stub, summary, section, full", a.View)
 	}
+	if view == "" && q != "" {
+		// A part was named: answer with that part (or smaller), not with
+		// the whole just because the whole would fit.
+		view = fit.Section
+	}
 	if a.Budget < 0 {
 		return fit.Result{}, errs.Invalidf("read_result: budget %d is negative", a.Budget)
 	}
