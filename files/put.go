@@ -330,24 +330,30 @@ type fileRow struct {
 
 // access is the single query that decides whether sc may read r: the tree
 // stored it, an earlier turn of its conversation branch stored it, or a
-// person handed it to the tree. Files of other trees and tenants, and files
-// never stored, all give no row.
+// person handed it to the tree. Files of other trees and tenants, files
+// never stored, and claims past retention that no hold keeps (whether or not
+// a collection has removed them yet) all give no row.
 const access = `
 WITH RECURSIVE chain(t) AS (
 	SELECT ?3
 	UNION
 	SELECT turns.prev FROM turns JOIN chain ON turns.tree = chain.t WHERE turns.tenant = ?1 AND turns.prev <> ''
+),
+live(tree) AS (
+	SELECT h.tree FROM holders h WHERE h.tenant = ?1 AND h.digest = ?2 AND (h.stored >= ?4
+		OR EXISTS (SELECT 1 FROM holds k WHERE k.tenant = ?1 AND (k.tree = '' OR k.tree = h.tree)))
 )
 SELECT f.size, f.sealed, f.key_id FROM files f
 WHERE f.tenant = ?1 AND f.digest = ?2 AND (
-	EXISTS (SELECT 1 FROM holders h WHERE h.tenant = ?1 AND h.digest = ?2 AND h.tree IN (SELECT t FROM chain))
-	OR EXISTS (SELECT 1 FROM handed d WHERE d.tenant = ?1 AND d.digest = ?2 AND d.tree = ?3))`
+	EXISTS (SELECT 1 FROM live WHERE live.tree IN (SELECT t FROM chain))
+	OR (EXISTS (SELECT 1 FROM handed d WHERE d.tenant = ?1 AND d.digest = ?2 AND d.tree = ?3)
+		AND EXISTS (SELECT 1 FROM live)))`
 
 func (s *Store) readable(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, sc Scope, r Ref) (fileRow, error) {
 	var f fileRow
-	err := q.QueryRowContext(ctx, access, sc.Tenant, r.Hex(), sc.Tree).Scan(&f.size, &f.sealed, &f.kid)
+	err := q.QueryRowContext(ctx, access, sc.Tenant, r.Hex(), sc.Tree, ms(s.now().Add(-s.keep))).Scan(&f.size, &f.sealed, &f.kid)
 	if errors.Is(err, sql.ErrNoRows) {
 		return f, notFound(r)
 	}

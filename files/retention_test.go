@@ -92,6 +92,31 @@ func TestRestoringRestartsRetention(t *testing.T) {
 	}
 }
 
+// TestExpiredBeforeCollection checks that retention holds for reads even
+// when no collection has run: a claim past retention reads as not found.
+func TestExpiredBeforeCollection(t *testing.T) {
+	f := newFixture(t, Options{})
+	sc := Scope{Tenant: "acme", Tree: "a"}
+	r := mustPut(t, f.s, sc, []byte("x"))
+	if _, err := f.s.Hand(ctx, sc, "b", []Ref{r}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Add(DefaultRetention + time.Minute)
+	for _, tree := range []string{"a", "b"} {
+		if _, err := f.s.Get(ctx, Scope{Tenant: "acme", Tree: tree}, r); errs.ClassOf(err) != errs.NotFound {
+			t.Errorf("tree %s: got %v, want not found past retention", tree, err)
+		}
+	}
+	if err := f.s.PlaceHold(ctx, "acme", "h", "a", ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, tree := range []string{"a", "b"} {
+		if _, err := f.s.Get(ctx, Scope{Tenant: "acme", Tree: tree}, r); err != nil {
+			t.Errorf("tree %s under a hold: got %v, want the file", tree, err)
+		}
+	}
+}
+
 func TestErase(t *testing.T) {
 	f := newFixture(t, Options{})
 	s := f.s
