@@ -275,6 +275,7 @@ func (r *reader) program(idx int, s scope) {
 	if _, ok := execOpts[base]; ok {
 		r.execOptions(idx, base, s)
 	}
+	r.optionWords(idx, base)
 }
 
 // changeDir follows cd, pushd and popd so relative paths of later commands

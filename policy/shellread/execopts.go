@@ -170,6 +170,10 @@ func gitKey(k string) string {
 // gitSetting checks one key=value setting given to git.
 func (r *reader) gitSetting(idx int, kv string, dynamic bool, s scope) {
 	k, v, _ := strings.Cut(kv, "=")
+	if dynamic && strings.ContainsAny(k, "$`\"'\\*?[{~") {
+		r.undecidable(idx, "git setting whose name is only known at run time")
+		return
+	}
 	key := gitKey(k)
 	for _, p := range gitUndecidableKeys {
 		if matchKey(p, key) || (p == "alias.*" && strings.HasPrefix(key, "alias.")) {

@@ -348,6 +348,8 @@ func TestReadWrappers(t *testing.T) {
 			}},
 		{name: "wrapper with a variable program", src: `env "$P" x`, undecidable: true},
 		{name: "builtin", src: "builtin echo x", has: []string{"echo x"}},
+		{name: "env - is env -i", src: "env - PATH=/x rm -rf /", risk: true, has: []string{"rm -rf /"}},
+		{name: "runuser -u", src: "runuser -u nobody -- rm -rf /", has: []string{"rm -rf /"}},
 	})
 }
 
@@ -514,6 +516,20 @@ func TestReadExecutingOptions(t *testing.T) {
 		{name: "sort --compress-program", src: "sort --compress-program=sh x", has: []string{"sh"}},
 		{name: "man -P", src: "man -P 'rm -rf /' ls", has: []string{"rm -rf /"}},
 		{name: "option value only known at run time", src: `rg --pre "$X" y`, undecidable: true},
+		{name: "find start point that may be -delete", src: `find "$d" -name '*.o'`, undecidable: true},
+		{name: "find unquoted variable", src: `find ./x $opts`, undecidable: true},
+		{name: "find value of a test", src: `find . -name "$pat" -type f`},
+		{name: "find path with a literal start", src: `find ./"$d" -name x`},
+		{name: "git global position", src: `git $opt status`, undecidable: true},
+		{name: "git dynamic -c", src: `git -c "$kv" status`, undecidable: true},
+		{name: "git push with a variable ref", src: `git push origin "$ref"`, undecidable: true},
+		{name: "git push ref after --", src: `git push origin -- "$ref"`},
+		{name: "git commit message", src: `git commit -m "$(cat msg)"`, has: []string{"cat msg"}},
+		{name: "git checkout variable", src: `git checkout "$branch"`},
+		{name: "tar variable options", src: `tar $TAR_OPTS -xf a.tar`, undecidable: true},
+		{name: "tar variable file", src: `tar -xf "$archive"`},
+		{name: "glob that may hold an option", src: `tar -cf a.tar *`, undecidable: true},
+		{name: "ssh variable option", src: `ssh "$@" host`, undecidable: true},
 	})
 }
 

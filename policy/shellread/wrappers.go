@@ -20,6 +20,7 @@ type wrapSpec struct {
 	noExecL  []string // long options after which no program runs
 	bg       bool     // the program outlives the shell (nohup)
 	input    bool     // the program gets more arguments at run time (xargs)
+	dashIsI  bool     // a lone "-" means -i (env)
 	// emptyRuns, when non-nil, is the program run when no operand names one
 	// (xargs runs echo).
 	emptyRuns []string
@@ -29,7 +30,7 @@ type wrapSpec struct {
 var wrappers = map[string]wrapSpec{
 	"env": {short: "i0v", shortV: "uCS", long: []string{"ignore-environment", "null", "debug",
 		"list-signal-handling", "block-signal", "default-signal", "ignore-signal"},
-		longV: []string{"unset", "chdir", "split-string"}, assigns: true},
+		longV: []string{"unset", "chdir", "split-string"}, assigns: true, dashIsI: true},
 	"command": {short: "pvV", noExec: "vV"},
 	"exec":    {short: "cl", shortV: "a"},
 	"nohup":   {bg: true},
@@ -110,6 +111,10 @@ func parseWrapper(spec wrapSpec, argv []string, dynamic func(int) bool) parsedOp
 		if a == "--" {
 			i++
 			break
+		}
+		if a == "-" && spec.dashIsI {
+			p.opts = append(p.opts, optVal{name: "i"}) // env - is env -i
+			continue
 		}
 		if strings.HasPrefix(a, "--") {
 			name, val, has := strings.Cut(a[2:], "=")
@@ -598,6 +603,25 @@ func (r *reader) dashC(idx int, s scope) {
 			return
 		}
 		r.script(idx, cmd, s)
+		return
+	}
+	if baseName(argv[0]) == "runuser" {
+		// runuser -u USER [--] PROGRAM ARGS…
+		p := parseWrapper(wrapSpec{short: "lmpfP", shortV: "ugGsw", long: []string{"login", "preserve-environment", "pty"},
+			longV: []string{"user", "group", "supp-group", "shell", "whitelist-environment"}}, argv,
+			func(i int) bool { return isDynamic(c, i) })
+		if p.bad != "" {
+			r.undecidable(idx, "unknown or incomplete option %s of runuser", p.bad)
+			return
+		}
+		if p.cmd < len(argv) {
+			for _, o := range p.opts {
+				if o.name == "u" || o.name == "user" {
+					r.inner(idx, p.cmd, s, innerOpts{})
+					return
+				}
+			}
+		}
 		return
 	}
 	if baseName(argv[0]) == "flock" {
