@@ -8,6 +8,7 @@ import (
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/netrule"
+	"github.com/airlock-run/airlock/policy/shellread"
 )
 
 // World is what a Checker knows about the machine the call runs on. The
@@ -61,6 +62,9 @@ type Checker struct {
 
 	allowAll  bool           // shell.allow not given: any program
 	allowBare map[string]int // bare name -> index in shell.allow
+	// progs holds, for every program name the policy mentions, what the
+	// hot path needs in one map lookup.
+	progs     map[string]*progInfo
 	allowPath []ruledPattern // path entries of shell.allow
 	allowRule []string       // "shell.allow[i]"
 	args      map[string]*argRules
@@ -163,6 +167,21 @@ func (p *Policy) Compile(w World) (*Checker, error) {
 			return nil, err
 		}
 		c.args[prog] = ar
+	}
+	c.progs = map[string]*progInfo{}
+	info := func(name string) *progInfo {
+		pi := c.progs[name]
+		if pi == nil {
+			pi = &progInfo{allowIdx: -1, starts: shellread.Starts(name), execOpts: execOpts[name]}
+			c.progs[name] = pi
+		}
+		return pi
+	}
+	for name, idx := range c.allowBare {
+		info(name).allowIdx = idx
+	}
+	for name, ar := range c.args {
+		info(name).args = ar
 	}
 
 	nl, err := netrule.Parse(p.Net.Allow, p.Net.Deny)
@@ -618,4 +637,12 @@ func (c *Checker) tool(name string, args map[string]any) Decision {
 		d.Reason = fmt.Sprintf("the tool %s needs a person's approval", name)
 	}
 	return d
+}
+
+// progInfo is what the policy says about one program name.
+type progInfo struct {
+	allowIdx int       // index in shell.allow, -1 when not listed by name
+	args     *argRules // nil without argument rules
+	starts   bool      // shellread.Starts
+	execOpts []execOpt // its options that run another program
 }

@@ -1,10 +1,6 @@
 package policy
 
-import (
-	"strings"
-
-	"github.com/airlock-run/airlock/policy/shellread"
-)
+import "strings"
 
 // Options that make an otherwise harmless program run another program of the
 // caller's choosing. They matter only when programs are restricted (a
@@ -43,8 +39,13 @@ var gitExecSubcommands = map[string]bool{"filter-branch": true, "difftool": true
 // execOption reports whether args (without argv[0]) hold an option that
 // makes prog run another program. It does not allocate.
 func execOption(prog string, args []string) bool {
-	opts, ok := execOpts[prog]
-	if !ok {
+	return execOptionIn(prog, execOpts[prog], args)
+}
+
+// execOptionIn is execOption with prog's entry of execOpts already looked
+// up.
+func execOptionIn(prog string, opts []execOpt, args []string) bool {
+	if len(opts) == 0 {
 		return false
 	}
 	sawWord := false
@@ -114,15 +115,12 @@ var gitQuiet = map[string]bool{
 	"format-patch": true, "apply": true, "worktree": true,
 }
 
-// mayStart reports whether argv could start other programs from its
-// arguments, so that shellread.ReadArgv must read it. It errs towards yes
-// and does not allocate: for most programs shellread.Starts decides; git
-// and the programs with exec-like options are looked at more closely so
-// that `git status` and `rg foo src` stay on the allocation-free path.
+// mayStart reports whether argv, whose program shellread.Starts, could
+// start other programs from its arguments, so that shellread.ReadArgv must
+// read it. It errs towards yes and does not allocate: git and the programs
+// with exec-like options are looked at more closely so that `git status`
+// and `rg foo src` stay on the allocation-free path.
 func mayStart(argv []string) bool {
-	if !shellread.Starts(argv[0]) {
-		return false
-	}
 	base := baseName(argv[0])
 	args := argv[1:]
 	switch base {

@@ -44,7 +44,14 @@ func (c *Checker) Argv(argv []string) Decision {
 	if len(argv) == 0 || argv[0] == "" {
 		return Decision{Verdict: Deny, Category: CatShell, Rule: "default", Reason: "an empty command was refused"}
 	}
-	if !mayStart(argv) {
+	pi := c.progs[baseName(argv[0])]
+	starts := false
+	if pi != nil {
+		starts = pi.starts
+	} else {
+		starts = shellread.Starts(argv[0])
+	}
+	if !starts || !mayStart(argv) {
 		// One program and nothing else: the hot path, allocation-free
 		// when it allows.
 		var one [1]shellread.Command
@@ -215,16 +222,15 @@ func (c *Checker) program(cmds []shellread.Command, i int) Decision {
 
 	d := Decision{Verdict: Allow, Category: CatShell, Rule: "default"}
 	restricted := !c.allowAll
+	pi := c.progs[base]
 	if !c.allowAll {
 		switch {
+		case !qualified && pi != nil && pi.allowIdx >= 0:
+			d.Rule = c.allowRule[pi.allowIdx]
 		case !qualified && harmlessBuiltins[prog] && (cmd.Builtin || cmd.Parent < 0 && len(cmds) == 1):
 			d.Rule = "shell.builtins"
 		case !qualified:
-			idx, ok := c.allowBare[prog]
-			if !ok {
-				return c.notAllowed(prog)
-			}
-			d.Rule = c.allowRule[idx]
+			return c.notAllowed(prog)
 		default:
 			rule, ok := c.allowedPath(prog, base, cmd.Dir)
 			if !ok {
@@ -234,7 +240,10 @@ func (c *Checker) program(cmds []shellread.Command, i int) Decision {
 		}
 	}
 
-	ar := c.args[base]
+	var ar *argRules
+	if pi != nil {
+		ar = pi.args
+	}
 	if ar != nil {
 		restricted = true
 		switch {
@@ -258,7 +267,7 @@ func (c *Checker) program(cmds []shellread.Command, i int) Decision {
 			return d
 		}
 	}
-	if restricted && execOption(base, argv[1:]) {
+	if restricted && (pi == nil && execOption(base, argv[1:]) || pi != nil && execOptionIn(base, pi.execOpts, argv[1:])) {
 		d = Strictest(d, Decision{Verdict: Escalate, Category: CatShell, Rule: "builtin.exec-option"})
 	}
 	if d.Verdict == Escalate && d.Reason == "" {
