@@ -249,7 +249,7 @@ func attempts() []attempt {
 		viaProxy("egress-host-address", "", func(w *world) string { return w.hostTCP }, noHostAddr),
 		attempt{id: "egress-redirect", class: "egress", egress: true, reached: tokenIn,
 			args: func(r *run) []string { return []string{"proxy-get", "http://" + r.w.redirect + "/"} }},
-		attempt{id: "egress-metadata", class: "egress", egress: true, reached: exitZero,
+		attempt{id: "egress-metadata", class: "egress", egress: true, reached: tokenIn,
 			args: func(*run) []string { return []string{"proxy-connect", "169.254.169.254:80"} }},
 		attempt{id: "egress-resolve-refused-name", class: "egress", egress: true,
 			args: func(*run) []string { return []string{"proxy-connect", "refused.test:80"} },
@@ -315,8 +315,8 @@ func attempts() []attempt {
 			spec: func(s *sandbox.Spec) { s.Limits.Pids = 32 },
 			args: func(r *run) []string { return []string{"fork", "48", r.marker} }},
 		attempt{id: "exceed-cpu", class: "limits", reached: exitZero,
-			spec: func(s *sandbox.Spec) { s.Limits.CPU = 0.2 },
-			args: func(*run) []string { return []string{"spin", "600", "0.5"} }},
+			spec: func(s *sandbox.Spec) { s.Limits.CPU = 0.1 },
+			args: func(*run) []string { return []string{"spin", "1000", "0.15"} }},
 		attempt{id: "exceed-wall", class: "limits", reached: exitZero,
 			spec: func(s *sandbox.Spec) { s.Limits.Wall = time.Second },
 			args: func(*run) []string { return []string{"sleep", "3s"} }},
@@ -371,6 +371,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			st.Status = StatusRun
 		}
 		rep.Mechanisms = append(rep.Mechanisms, st)
+	}
+	if err := preflight(o.Exe); err != nil {
+		return nil, err
 	}
 	w, err := newWorld(o.TempDir)
 	if err != nil {
@@ -586,4 +589,19 @@ func runBoxed(ctx context.Context, w *world, a attempt, exe string, m MechanismS
 		detail = fmt.Sprintf("exit %d", res.ExitCode)
 	}
 	return Held, detail
+}
+
+// preflight checks that exe runs the attack tool; a binary that does not
+// would make every attempt fail unconfined and the matrix report nothing
+// but "untested".
+func preflight(exe string) error {
+	p, err := os.StartProcess(exe, []string{exe, AttackArg, "true"}, &os.ProcAttr{Env: []string{}})
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, err, "escape: start the attack tool %s", exe)
+	}
+	st, err := p.Wait()
+	if err != nil || !st.Success() {
+		return errs.Unavailablef("escape: %s does not run the attack tool (%s %s true: %v); it must dispatch escape.AttackArg", exe, exe, AttackArg, st)
+	}
+	return nil
 }

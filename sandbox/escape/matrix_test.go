@@ -29,7 +29,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-var only = flag.String("escape.only", "", "comma-separated attempt ids to run (default all)")
+var (
+	only       = flag.String("escape.only", "", "comma-separated attempt ids to run (default all)")
+	reportFile = flag.String("escape.report", "", "write the matrix's JSON report to this file")
+)
 
 const caseFile = "../testdata/escape-cases.json"
 
@@ -218,6 +221,10 @@ func TestMatrix(t *testing.T) {
 	rep, err := Run(context.Background(), Options{Exe: testExe(t), Cases: c, Only: ids})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if *reportFile != "" {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		os.WriteFile(*reportFile, b, 0o644)
 	}
 	var buf bytes.Buffer
 	rep.Table(&buf)

@@ -247,6 +247,13 @@ func (w *world) dnsAnswer(q []byte) []byte {
 	return append(a, txt...)
 }
 
+// rebindFirst is rebind.test's first answer, admitted by an IP entry.
+var rebindFirst = netip.MustParseAddr("127.0.0.3")
+
+// metadataAddr is the cloud metadata service's address. Nothing here ever
+// connects to it: the unconfined run's proxy stands the canary in for it.
+var metadataAddr = netip.MustParseAddr("169.254.169.254")
+
 // lookups is a resolver for the made-up names the egress attempts use; it
 // records every name it was asked.
 type lookups struct {
@@ -265,9 +272,13 @@ func (l *lookups) LookupNetIP(ctx context.Context, network, host string) ([]neti
 	case "localhost", "canary.test", "refused.test":
 		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 	case "rebind.test":
+		// The first answer is an address the policy admits (an IP entry
+		// names 127.0.0.3, where nothing listens); every later one is the
+		// canary. A proxy that checks one lookup and dials another
+		// reaches it.
 		l.rebind++
 		if l.rebind == 1 {
-			return []netip.Addr{netip.MustParseAddr("8.8.8.8")}, nil
+			return []netip.Addr{rebindFirst}, nil
 		}
 		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 	}
@@ -320,6 +331,9 @@ func (w *world) startEgress() error {
 			return egress.Verdict{Allow: true, Rule: "net.allow[0]"}
 		},
 		AllowAddr: func(a netip.Addr, port int) (bool, string) {
+			if a == rebindFirst {
+				return true, "net.allow[2]"
+			}
 			return a == redirAddr && port == redirPort, "net.allow[1]"
 		},
 		Resolver:    w.egressLookups,
@@ -348,6 +362,10 @@ func (w *world) startNaive() error {
 		canon, err := netrule.Canonical(host)
 		if err != nil {
 			return nil, err
+		}
+		if a, err := netip.ParseAddr(canon); err == nil && a == metadataAddr {
+			// Stand-in: this machine's tests touch nothing beyond it.
+			return (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "tcp", w.tcp4)
 		}
 		if _, perr := netip.ParseAddr(canon); perr != nil {
 			w.naiveLookups.LookupNetIP(ctx, "ip", canon) // the check's lookup
@@ -522,7 +540,17 @@ func startVictim(w *world, tty bool) (*victim, error) {
 	return v, nil
 }
 
-func (v *victim) signalled() bool { return fileHas(v.file, "signalled") }
+// signalled reports whether the victim got SIGUSR1, giving it a moment to
+// write its file after the attack has ended.
+func (v *victim) signalled() bool {
+	for i := 0; i < 50; i++ {
+		if fileHas(v.file, "signalled") {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
 
 // ttyGot reports whether text was pushed into the terminal's input.
 func (v *victim) ttyGot(text string) bool {
