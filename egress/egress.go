@@ -1,9 +1,11 @@
 // Package egress is airlock's allowlist proxy: the only way out of a tier-1
 // box. It runs on the host, outside the box, and serves one box on one Unix
 // socket (see Listen) that is bound into the box, where the in-box forwarder
-// (egress/forward) relays the box's loopback proxy ports to it. Each
-// connection opens with the box's token (package egress/wire), then speaks
-// HTTP (CONNECT and absolute-form requests) or SOCKS5 (CONNECT only).
+// (egress/forward) hands it each connection made to the box's loopback proxy
+// ports. Each connection opens with the box's token (package egress/wire),
+// then speaks HTTP (CONNECT and absolute-form requests) or SOCKS5 (CONNECT
+// only), on the socket itself or on the box client's socket passed with the
+// token.
 //
 // Every destination is decided before anything is sent to it:
 //

@@ -324,6 +324,20 @@ func TestNetnsCanary(t *testing.T) {
 			t.Fatalf("the host side of the link: got %d, want 403 (outside the entry)", code)
 		}
 	})
+	t.Run("this host's own address refused even if public", func(t *testing.T) {
+		// The host side of the link is one of this machine's addresses.
+		// Counted as public, it is still refused: a box must not reach the
+		// host's own services through its own address.
+		own := newCanary(t, "own", mustListen(t, hostPort(ns.hostAddr, 0)))
+		o := policyOpts(t, []string{"own.test:" + strconv.Itoa(own.port())}, nil)
+		o.Resolver = newResolver(map[string][]string{"own.test": {ns.hostAddr.String()}})
+		o = egress.WithGlobal(o, func(netip.Addr) bool { return true })
+		s := newStack(t, o)
+		if code, body, _ := s.viaConnect("own.test:" + strconv.Itoa(own.port())); code != 403 {
+			t.Fatalf("got %d %q, want 403", code, body)
+		}
+		own.mustBeUntouched(t)
+	})
 	t.Run("public name reached, its rebinding refused", func(t *testing.T) {
 		// Treat the namespace's address as a public server: a name entry
 		// then reaches it, and only it.
@@ -340,4 +354,13 @@ func TestNetnsCanary(t *testing.T) {
 			t.Fatalf("rebound to loopback: got %d, want 403", code)
 		}
 	})
+}
+
+func mustListen(t *testing.T, addr string) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
 }

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"io"
 	"net/netip"
 )
 
@@ -33,4 +34,13 @@ func ReadHead(br *bufio.Reader, max int) (method, target string, contentLength i
 		}
 	}
 	return h.method, h.target, h.contentLength, h.chunked, nil
+}
+
+// SOCKSHandshake exposes the SOCKS5 handshake reader to the fuzz test.
+func SOCKSHandshake(br *bufio.Reader, w io.Writer) (cmd byte, host string, port int, err error) {
+	r, err := socksHandshake(br, w)
+	if err != nil {
+		return 0, "", 0, err
+	}
+	return r.cmd, r.host, r.port, nil
 }

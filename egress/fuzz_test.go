@@ -2,6 +2,8 @@ package egress_test
 
 import (
 	"bufio"
+	"bytes"
+	"io"
 	"strings"
 	"testing"
 
@@ -39,6 +41,32 @@ func FuzzReadHead(f *testing.F) {
 		}
 		if (method == "GET" || method == "HEAD" || method == "CONNECT") && (chunked || cl > 0) {
 			t.Fatalf("accepted a %s with a body: %q", method, s)
+		}
+	})
+}
+
+// FuzzSOCKSHandshake feeds the SOCKS5 reader arbitrary bytes: it must never
+// panic, never read past what it was given, and return a port in range.
+func FuzzSOCKSHandshake(f *testing.F) {
+	for _, b := range [][]byte{
+		{5, 1, 0, 5, 1, 0, 1, 127, 0, 0, 1, 0, 80},
+		{5, 1, 2, 1, 1, 'u', 1, 'p', 5, 1, 0, 3, 4, 'a', '.', 'b', 'c', 1, 187},
+		{5, 1, 0, 5, 1, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 22},
+		{5, 1, 0, 5, 3, 0, 1, 0, 0, 0, 0, 0, 0},
+		{4, 1, 0, 80, 127, 0, 0, 1, 0},
+		{5, 0},
+		{5, 255},
+	} {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r := bytes.NewReader(b)
+		_, host, port, err := egress.SOCKSHandshake(bufio.NewReaderSize(r, 16), io.Discard)
+		if err != nil {
+			return
+		}
+		if port < 0 || port > 65535 || len(host) > 255 {
+			t.Fatalf("accepted host %q port %d", host, port)
 		}
 	})
 }
