@@ -289,6 +289,11 @@ func (p *Policy) WithGrants(gs []Grant) *Policy {
 	// Refused grants stay in the list (so "grant[i]" keeps naming the i-th
 	// grant given) but the Checker never uses them.
 	q.grants = append(slices.Clone(p.grants), gs...)
+	// The policies p was narrowed from get them too, so the order of
+	// WithGrants and Narrow does not matter.
+	if p.within != nil {
+		q.within = p.within.WithGrants(gs)
+	}
 	return &q
 }
 
