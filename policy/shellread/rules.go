@@ -179,9 +179,11 @@ func downloader(base string) bool {
 // was piped into sudo).
 func downloadFeeds(cmds []Command, i int) bool {
 	c := &cmds[i]
-	for _, u := range c.Upstream {
-		if u >= 0 && u < len(cmds) && len(cmds[u].Argv) > 0 && downloader(baseName(cmds[u].Argv[0])) {
-			return true
+	if readsProgram(c) {
+		for _, u := range c.Upstream {
+			if u >= 0 && u < len(cmds) && len(cmds[u].Argv) > 0 && downloader(baseName(cmds[u].Argv[0])) {
+				return true
+			}
 		}
 	}
 	// Substitutions held by this command, or by a wrapper that starts it.
@@ -609,4 +611,71 @@ func forkBomb(cmds []Command, i int) string {
 		}
 	}
 	return ""
+}
+
+// readsProgram reports whether an interpreter takes its program from its
+// standard input: no inline code option (-c, -e, -m, -r …) and no script
+// operand other than "-" or /dev/stdin. awk and friends read a program only
+// from -f.
+func readsProgram(c *Command) bool {
+	base := baseName(c.Argv[0])
+	var code, valued string
+	switch {
+	case interpreterShells[base] || base == "fish" || base == "csh" || base == "tcsh":
+		code, valued = "c", "oO"
+	case strings.HasPrefix(base, "python") || strings.HasPrefix(base, "pypy"):
+		code, valued = "cm", "WX"
+	case strings.HasPrefix(base, "perl"), strings.HasPrefix(base, "ruby"), base == "lua", base == "luajit":
+		code, valued = "eE", "IrlCx0"
+	case strings.HasPrefix(base, "node"):
+		code, valued = "ep", "r"
+	case strings.HasPrefix(base, "php"):
+		code, valued = "rBRFE", "cdz"
+	case base == "awk" || base == "gawk" || base == "mawk" || base == "nawk" || base == "busybox":
+		for k := 1; k+1 < len(c.Argv); k++ {
+			if c.Argv[k] == "-f" && stdinPath(c.Argv[k+1]) {
+				return true
+			}
+		}
+		return false
+	case base == "eval" || base == "source" || base == ".":
+		return len(c.Argv) > 1 && stdinPath(c.Argv[1])
+	default:
+		return true // deno, bun, pwsh, …: assume they may
+	}
+	for k := 1; k < len(c.Argv); k++ {
+		a := c.Argv[k]
+		if a == "--" || a == "-" {
+			return true
+		}
+		if strings.HasPrefix(a, "--") {
+			if a == "--eval" || a == "--print" || strings.HasPrefix(a, "--eval=") || a == "--command" {
+				return false
+			}
+			if a == "--rcfile" || a == "--init-file" || a == "--require" {
+				k++
+			}
+			continue
+		}
+		if len(a) > 1 && (a[0] == '-' || a[0] == '+') {
+			for j := 1; j < len(a); j++ {
+				if strings.IndexByte(code, a[j]) >= 0 {
+					return false
+				}
+				if strings.IndexByte(valued, a[j]) >= 0 {
+					if j == len(a)-1 {
+						k++
+					}
+					break
+				}
+			}
+			continue
+		}
+		return stdinPath(a)
+	}
+	return true
+}
+
+func stdinPath(p string) bool {
+	return p == "-" || p == "/dev/stdin" || p == "/dev/fd/0" || p == "/proc/self/fd/0"
 }
