@@ -167,3 +167,40 @@ func TestCompileErrors(t *testing.T) {
 		})
 	}
 }
+
+// Grants lift an escalation whether they are added before or after a
+// narrowing, and never lift a denial of either policy.
+func TestGrantsAndNarrowing(t *testing.T) {
+	base, err := Parse("b.yaml", []byte("shell:\n  args:\n    git:\n      escalate: [\"push *\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	narrow, err := ParseNarrowing("n.yaml", []byte("shell:\n  args:\n    git:\n      deny: [\"push * main\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	grants := []Grant{{Kind: "argv", Argv: []string{"git", "push", "origin", "x"}}, {Kind: "argv", Argv: []string{"git", "push", "origin", "main"}}}
+	for name, p := range map[string]*Policy{
+		"grants then narrow": base.WithGrants(grants).Narrow(narrow),
+		"narrow then grants": base.Narrow(narrow).WithGrants(grants),
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, err := p.Compile(World{Workdir: "/w"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tc := range []struct {
+				argv []string
+				want Verdict
+			}{
+				{[]string{"git", "push", "origin", "x"}, Allow},
+				{[]string{"git", "push", "origin", "y"}, Escalate},
+				{[]string{"git", "push", "origin", "main"}, Deny},
+			} {
+				if got := c.Argv(tc.argv); got.Verdict != tc.want {
+					t.Errorf("%q: got %v (%s), want %v", tc.argv, got.Verdict, got.Rule, tc.want)
+				}
+			}
+		})
+	}
+}
