@@ -106,6 +106,25 @@ func attack(name string, args []string) error {
 			return err
 		}
 		return f.Close()
+	case "procs-mem":
+		// procs-mem: open the memory of any other process in sight
+		// (inside the box: its init; outside: the caller's processes).
+		ents, _ := os.ReadDir("/proc")
+		self := os.Getpid()
+		var tried []string
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == self {
+				continue
+			}
+			f, err := os.Open("/proc/" + e.Name() + "/mem")
+			if err == nil {
+				f.Close()
+				return nil
+			}
+			tried = append(tried, e.Name()+": "+err.Error())
+		}
+		return fmt.Errorf("no process's memory opened (%v)", tried)
 	case "fd":
 		// fd N: use a descriptor inherited from airlock's caller.
 		n, _ := strconv.Atoi(args[0])

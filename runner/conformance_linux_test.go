@@ -277,6 +277,9 @@ func attacks(t *testing.T) []attackRow {
 		{"read the parent's environment and memory", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			return baseSpec(t), []string{exe, attackArg, "parent-mem"}, nil
 		}},
+		{"open the memory of another process in sight", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+			return baseSpec(t), []string{exe, attackArg, "procs-mem"}, nil
+		}},
 		{"use a leaked descriptor", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			secret := filepath.Join(t.TempDir(), "secret")
 			os.WriteFile(secret, []byte("flag"), 0o600)

@@ -102,7 +102,10 @@ func (r *run) do(ctx context.Context) (Result, error) {
 			r.desc.Notes = append(r.desc.Notes, "no cgroup: "+err.Error())
 		}
 	}
-	if len(r.box.Stubs) > 0 || r.cg != nil {
+	// The guard is needed only for placeholders: should airlock die, its
+	// box dies with it (bubblewrap's --die-with-parent ends the PID
+	// namespace), and a cgroup left empty is swept by the next run.
+	if len(r.box.Stubs) > 0 {
 		g, err := startGuard(r.exe, r.box.Stubs, r.cg)
 		if err != nil {
 			return Result{}, errs.Wrap(errs.Unavailable, err, "run: start the cleanup guard")

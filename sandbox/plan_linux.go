@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -156,10 +157,16 @@ func (b *Box) ReadStatus() (boxconf.Status, error) {
 	if len(data) == 0 {
 		return st, errors.New("the box's init reported nothing")
 	}
-	if err := json.Unmarshal(data, &st); err != nil {
-		return st, fmt.Errorf("box status: %w", err)
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		var next boxconf.Status
+		if err := dec.Decode(&next); err == io.EOF {
+			return st, nil
+		} else if err != nil {
+			return st, fmt.Errorf("box status: %w", err)
+		}
+		st = next
 	}
-	return st, nil
 }
 
 // Close releases every descriptor and removes the stubs.
@@ -439,7 +446,10 @@ func (p *planner) plan(exe string) error {
 		b.Notes = append(b.Notes, "bubblewrap has no --disable-userns; only the seccomp filter stops new user namespaces")
 	}
 	args = append(args, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try",
-		"--hostname", "airlock", "--die-with-parent", "--new-session", "--cap-drop", "ALL")
+		"--hostname", "airlock", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+		// airlock's init is PID 1: bubblewrap's reaper would stay dumpable
+		// and unfiltered, its memory open to the target via /proc/1/mem.
+		"--as-pid-1")
 	if p.bw.ClearEnv {
 		args = append(args, "--clearenv")
 	}

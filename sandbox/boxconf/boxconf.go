@@ -55,7 +55,7 @@ type Pin struct {
 }
 
 // Status is what the init reports when the target has ended or could not
-// start.
+// start: one JSON document (readers take the last of several).
 type Status struct {
 	// Started is true once the target was started.
 	Started bool `json:"started"`

@@ -33,7 +33,7 @@ func Main(args []string) int {
 	status := os.NewFile(uintptr(stFD), "status")
 	st := run(cfgFD)
 	data, _ := json.Marshal(st)
-	status.Write(data)
+	status.Write(append(data, '\n'))
 	status.Close()
 	switch {
 	case st.Error != "":
@@ -160,18 +160,30 @@ func run(cfgFD int) boxconf.Status {
 			proc.Signal(s)
 		}
 	}()
-	ps, err := proc.Wait()
-	if err != nil {
-		return fail(st, "wait: %v", err)
+	// This init is the box's PID 1 (bubblewrap's --as-pid-1: bubblewrap's
+	// own reaper would be a dumpable, unfiltered process the target could
+	// reach through /proc/1/mem). It reaps every orphan until the target
+	// ends; then it exits and the kernel ends whatever is left.
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return fail(st, "wait: %v", err)
+		}
+		if pid != proc.Pid {
+			continue
+		}
+		switch {
+		case ws.Signaled():
+			st.Signal = int(ws.Signal())
+		default:
+			st.Exit = ws.ExitStatus()
+		}
+		return st
 	}
-	ws := ps.Sys().(syscall.WaitStatus)
-	switch {
-	case ws.Signaled():
-		st.Signal = int(ws.Signal())
-	default:
-		st.Exit = ws.ExitStatus()
-	}
-	return st
 }
 
 func closeRangeExec() error {

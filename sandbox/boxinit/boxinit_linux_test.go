@@ -53,7 +53,7 @@ func TestRunRefusesASwappedBind(t *testing.T) {
 func TestLookPath(t *testing.T) {
 	tests := []struct {
 		name, prog, path, want string
-		notFound              bool
+		notFound               bool
 	}{
 		{"on PATH", "sh", "/nonexistent:/bin", "/bin/sh", false},
 		{"absolute", "/bin/sh", "", "/bin/sh", false},
