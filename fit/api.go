@@ -1,7 +1,6 @@
 package fit
 
 import (
-	"fmt"
 	"strings"
 	"unicode/utf8"
 )
@@ -45,21 +44,18 @@ func Outline(text, name string, budget int) string {
 	if len(d.parts) == 0 {
 		return ""
 	}
-	es := f.entries(0, len(d.parts), true)
-	shown, depth, complete := f.choose(es, 0, 0)
-	if !complete {
-		es = f.entries(0, len(d.parts), false)
-		shown, depth, complete = f.choose(es, 0, 0)
+	o := f.outliner(0, len(d.parts), true)
+	c := o.choose(0, 0)
+	if !c.complete {
+		o = f.outliner(0, len(d.parts), false)
+		c = o.choose(0, 0)
 	}
 	var b strings.Builder
-	for _, e := range shown {
+	for _, e := range c.shown {
 		b.WriteString(e.line)
 	}
-	if left := countBelow(es, depth) - len(shown); left > 0 {
-		more := fmt.Sprintf("… %d more parts.\n", left)
-		if f.b.fits(b.String() + more) {
-			b.WriteString(more)
-		}
+	if more := o.more(c); more != "" && f.b.fits(b.String()+more) {
+		b.WriteString(more)
 	}
 	return cutChars(b.String(), f.b.chars)
 }

@@ -436,79 +436,64 @@ type entry struct {
 // whole document) within the bounds. The stub always answers.
 func (f *fitter) outlineView(v View, scope int, sel *selection) (Result, bool) {
 	d := f.doc()
-	lo, hi := 0, len(d.parts)
-	if scope >= 0 {
-		lo, hi = scope+1, scope+1
-		for hi < len(d.parts) && d.parts[hi].start < d.parts[scope].end {
-			hi++
-		}
-		if lo == hi {
-			// A part with no sub-parts: its own entry is its outline.
-			lo = scope
-		}
-	}
+	lo, hi := f.scopeRange(scope)
 	head := f.describe()
 	if scope >= 0 {
 		p := d.parts[scope]
 		head = fmt.Sprintf("%s (lines %d-%d, %d tokens) of %s", p.title, d.lineOf(p.start), d.lastLine(p.start, p.end), d.tokensOf(scope), head)
 	}
-	var what string
+	what := "Outline"
 	if v == Summary {
-		what = "outline with each part's first sentence"
-	} else {
-		what = "outline"
+		what = "Outline with each part's first sentence"
 	}
-	header := head + ". " + strings.ToUpper(what[:1]) + what[1:] + ":\n"
+	header := head + ". " + what + ":\n"
 	footer := f.howToAsk(v)
-	fixed := header + footer
-	fixedCost := weighMilli(fixed, nil)
+	fixedCost := weighMilli(header, nil) + weighMilli(footer, nil)
+	fixedChars := len(header) + len(footer)
 
-	es := f.entries(lo, hi, v == Summary)
-	shown, depth, complete := f.choose(es, fixedCost, len(fixed))
-	if v == Summary && !complete {
+	o := f.outliner(lo, hi, v == Summary)
+	c := o.choose(fixedCost, fixedChars)
+	if v == Summary && !c.complete {
 		// A summary that leaves parts out is worth less than a stub that
 		// lists them all.
-		stubEs := f.entries(lo, hi, false)
-		if _, _, stubComplete := f.choose(stubEs, fixedCost, len(fixed)); stubComplete || len(shown) == 0 {
+		if sc := f.outliner(lo, hi, false).choose(fixedCost, fixedChars); sc.complete || len(c.shown) == 0 {
 			return Result{}, false
 		}
 	}
 	var b strings.Builder
 	b.WriteString(header)
-	for _, e := range shown {
+	for _, e := range c.shown {
 		b.WriteString(e.line)
 	}
-	more := ""
-	if left := countBelow(es, depth) - len(shown); left > 0 {
-		last := es[len(es)-1]
-		from := d.lineOf(d.parts[last.part].start)
-		if len(shown) < len(es) && len(shown) > 0 {
-			from = d.lastLine(d.parts[shown[len(shown)-1].part].start, d.parts[shown[len(shown)-1].part].end) + 1
-		}
-		more = fmt.Sprintf("… %d more parts from line %d on are not listed.\n", left, from)
-		if f.b.fits(b.String() + more + footer) {
-			b.WriteString(more)
-		}
+	if more := o.more(c); more != "" && f.b.fits(b.String()+more+footer) {
+		b.WriteString(more)
 	}
 	b.WriteString(footer)
 	text := b.String()
-	if !f.b.fits(text) && v == Summary {
-		return Result{}, false
-	}
 	if !f.b.fits(text) {
+		if v == Summary {
+			return Result{}, false
+		}
 		text = f.floor()
 	}
-	return f.result(v, text, f.omittedOutline(v, scope, depth, len(shown), countBelow(es, depth), sel)), true
+	return f.result(v, text, f.omittedOutline(v, scope, len(c.shown), c.listed, sel)), true
 }
 
-func countBelow(es []entry, depth int) int {
-	n := 0
-	for _, e := range es {
-		if e.level <= depth {
-			n++
-		}
+// scopeRange is the range of parts the outline of scope lists: all parts,
+// or the sub-parts of part scope (or scope itself when it has none).
+func (f *fitter) scopeRange(scope int) (int, int) {
+	d := f.doc()
+	if scope < 0 {
+		return 0, len(d.parts)
 	}
-	return n
+	lo, hi := scope+1, scope+1
+	for hi < len(d.parts) && d.parts[hi].start < d.parts[scope].end {
+		hi++
+	}
+	if lo == hi {
+		lo = scope
+	}
+	return lo, hi
 }
 
 // floor is the smallest stub: what the document is and how to ask for more.
@@ -528,16 +513,30 @@ func (f *fitter) howToAsk(v View) string {
 	return b.String()
 }
 
-// entries makes the outline lines of parts lo..hi.
-func (f *fitter) entries(lo, hi int, withFirst bool) []entry {
+// outliner makes the outline lines of parts lo..hi, only as many as are
+// looked at: an outline shows at most a budget's worth of them, so a
+// document with a hundred thousand headings costs no more than one with a
+// hundred.
+type outliner struct {
+	f         *fitter
+	lo, hi    int
+	withFirst bool
+	top       int     // the smallest level in the range
+	maxLevel  int     // the deepest, relative to top (1 is the top)
+	pre       *entry  // the text before the first part, when it is listed
+	cache     []entry // by part index - lo; line == "" until made
+}
+
+func (f *fitter) outliner(lo, hi int, withFirst bool) *outliner {
 	d := f.doc()
-	es := make([]entry, 0, hi-lo)
-	top := 99
+	o := &outliner{f: f, lo: lo, hi: hi, withFirst: withFirst, top: 99, maxLevel: 1, cache: make([]entry, hi-lo)}
 	for i := lo; i < hi; i++ {
-		top = min(top, d.parts[i].level)
+		o.top = min(o.top, d.parts[i].level)
 	}
-	if d.pre > 0 && lo == 0 && hi > 0 && d.parts[0].start > 0 && f.kind != JSON {
-		// The text before the first part.
+	for i := lo; i < hi; i++ {
+		o.maxLevel = max(o.maxLevel, d.parts[i].level-o.top+1)
+	}
+	if lo == 0 && hi > 0 && d.parts[0].start > 0 && f.kind != JSON && strings.TrimSpace(d.text[:d.parts[0].start]) != "" {
 		line := fmt.Sprintf("(top, lines 1-%d)", d.lineOf(d.parts[0].start-1))
 		if withFirst {
 			if s := bodySentence(d.text[:d.parts[0].start]); s != "" {
@@ -545,100 +544,167 @@ func (f *fitter) entries(lo, hi int, withFirst bool) []entry {
 			}
 		}
 		line += "\n"
-		es = append(es, entry{part: 0, level: 1, line: line, cost: weighMilli(line, nil)})
+		o.pre = &entry{part: -1, level: 1, line: line, cost: weighMilli(line, nil)}
 	}
-	for i := lo; i < hi; i++ {
-		p := &d.parts[i]
-		level := p.level - top + 1
-		var b strings.Builder
-		if f.kind != Markdown {
-			for k := 1; k < level; k++ {
-				b.WriteString("  ")
-			}
-		}
-		b.WriteString(p.title)
-		from, to := d.lineOf(p.start), d.lastLine(p.start, p.end)
-		switch {
-		case f.kind == FileList && p.first != "" || f.kind == FileList && level > 1:
-			// One line each: the line number is enough.
-			fmt.Fprintf(&b, " (line %d)", from)
-		case f.kind == FileList:
-			fmt.Fprintf(&b, " (lines %d-%d)", from, to)
-		case p.extra != "":
-			fmt.Fprintf(&b, " (%s, lines %d-%d, %d tokens)", p.extra, from, to, d.tokensOf(i))
-		default:
-			fmt.Fprintf(&b, " (lines %d-%d, %d tokens)", from, to, d.tokensOf(i))
-		}
-		if withFirst {
-			if s := d.firstOf(i); s != "" {
-				b.WriteString(": ")
-				b.WriteString(s)
-			}
-		}
-		b.WriteByte('\n')
-		line := b.String()
-		es = append(es, entry{part: i, level: level, line: line, cost: weighMilli(line, nil)})
+	return o
+}
+
+func (o *outliner) level(i int) int { return o.f.d.parts[i].level - o.top + 1 }
+
+// entry makes (once) the outline line of part i.
+func (o *outliner) entry(i int) entry {
+	e := &o.cache[i-o.lo]
+	if e.line != "" {
+		return *e
 	}
-	return es
+	f, d := o.f, o.f.d
+	p := &d.parts[i]
+	level := o.level(i)
+	var b strings.Builder
+	if f.kind != Markdown {
+		for k := 1; k < level; k++ {
+			b.WriteString("  ")
+		}
+	}
+	b.WriteString(p.title)
+	from, to := d.lineOf(p.start), d.lastLine(p.start, p.end)
+	switch {
+	case f.kind == FileList && (p.first != "" || level > 1):
+		// One line each: the line number is enough.
+		fmt.Fprintf(&b, " (line %d)", from)
+	case f.kind == FileList:
+		fmt.Fprintf(&b, " (lines %d-%d)", from, to)
+	case p.extra != "":
+		fmt.Fprintf(&b, " (%s, lines %d-%d, %d tokens)", p.extra, from, to, d.tokensOf(i))
+	default:
+		fmt.Fprintf(&b, " (lines %d-%d, %d tokens)", from, to, d.tokensOf(i))
+	}
+	if o.withFirst {
+		if s := d.firstOf(i); s != "" {
+			b.WriteString(": ")
+			b.WriteString(s)
+		}
+	}
+	b.WriteByte('\n')
+	line := b.String()
+	*e = entry{part: i, level: level, line: line, cost: weighMilli(line, nil)}
+	return *e
+}
+
+// chosen is an outline that fits: the entries shown, the deepest level
+// listed whole, whether every part down to that level is listed, and how
+// many parts there are down to that level.
+type chosen struct {
+	shown    []entry
+	depth    int
+	complete bool
+	listed   int
 }
 
 // choose picks the deepest outline that fits beside fixed text, or, when not
 // even the top level fits, as many top-level entries as fit.
-func (f *fitter) choose(es []entry, fixedCost int64, fixedChars int) ([]entry, int, bool) {
-	maxLevel := 1
-	for _, e := range es {
-		maxLevel = max(maxLevel, e.level)
-	}
-	costs := make([]int64, maxLevel+1)
-	chars := make([]int, maxLevel+1)
-	for _, e := range es {
-		costs[e.level] += e.cost
-		chars[e.level] += len(e.line)
-	}
+func (o *outliner) choose(fixedCost int64, fixedChars int) chosen {
+	f := o.f
 	tokLimit := int64(f.b.tokens)*1000 - fixedCost
 	charLimit := f.b.chars - fixedChars
 	var sumC int64
 	sumN := 0
+	if o.pre != nil {
+		sumC, sumN = o.pre.cost, len(o.pre.line)
+	}
 	depth := 0
-	for lv := 1; lv <= maxLevel; lv++ {
-		if milliToTokens(sumC+costs[lv]) > int(tokLimit/1000) || sumN+chars[lv] > charLimit {
+	for lv := 1; lv <= o.maxLevel; lv++ {
+		c, n, ok := sumC, sumN, true
+		for i := o.lo; i < o.hi && ok; i++ {
+			if o.level(i) != lv {
+				continue
+			}
+			e := o.entry(i)
+			c += e.cost
+			n += len(e.line)
+			ok = c <= tokLimit && n <= charLimit
+		}
+		if !ok {
 			break
 		}
-		sumC += costs[lv]
-		sumN += chars[lv]
-		depth = lv
+		sumC, sumN, depth = c, n, lv
 	}
-	if depth > 0 {
-		out := make([]entry, 0, len(es))
-		for _, e := range es {
-			if e.level <= depth {
-				out = append(out, e)
+	// The first level with more than one part: a summary that lists only a
+	// document's title says nothing.
+	branch := 1
+	for ; branch < o.maxLevel; branch++ {
+		n := 0
+		if o.pre != nil {
+			n++
+		}
+		for i := o.lo; i < o.hi && n < 2; i++ {
+			if o.level(i) <= branch {
+				n++
 			}
 		}
-		return out, depth, true
+		if n > 1 {
+			break
+		}
 	}
-	// Not even the top level: a prefix of it, leaving room for the line that
-	// says how many were left out.
+	var out []entry
+	if o.pre != nil {
+		out = append(out, *o.pre)
+	}
+	if depth >= branch {
+		for i := o.lo; i < o.hi; i++ {
+			if o.level(i) <= depth {
+				out = append(out, o.entry(i))
+			}
+		}
+		return chosen{shown: out, depth: depth, complete: true, listed: len(out)}
+	}
+	// Not even the first level that branches: its first entries, leaving
+	// room for the line that says how many were left out.
 	tokLimit -= 25000
 	charLimit -= 100
-	var out []entry
-	sumC, sumN = 0, 0
-	for _, e := range es {
-		if e.level != 1 {
+	listed := len(out)
+	if o.pre != nil {
+		sumC, sumN = o.pre.cost, len(o.pre.line)
+	} else {
+		sumC, sumN = 0, 0
+	}
+	for i := o.lo; i < o.hi; i++ {
+		if o.level(i) > branch {
 			continue
 		}
+		listed++
+		if sumC < 0 {
+			continue
+		}
+		e := o.entry(i)
 		if sumC+e.cost > tokLimit || sumN+len(e.line) > charLimit {
-			break
+			sumC = -1 // full: count the rest only
+			continue
 		}
 		sumC += e.cost
 		sumN += len(e.line)
 		out = append(out, e)
 	}
-	return out, 1, false
+	return chosen{shown: out, depth: branch, listed: listed}
+}
+
+// more is the line that says what an outline cut short left out, or "".
+func (o *outliner) more(c chosen) string {
+	left := c.listed - len(c.shown)
+	if left <= 0 {
+		return ""
+	}
+	d := o.f.d
+	from := 1
+	if n := len(c.shown); n > 0 && c.shown[n-1].part >= 0 {
+		p := d.parts[c.shown[n-1].part]
+		from = d.lastLine(p.start, p.end) + 1
+	}
+	return fmt.Sprintf("… %d more parts from line %d on are not listed.\n", left, from)
 }
 
 // omittedOutline is the note's sentence for a stub or a summary.
-func (f *fitter) omittedOutline(v View, scope, depth, shown, listed int, sel *selection) string {
+func (f *fitter) omittedOutline(v View, scope, shown, listed int, sel *selection) string {
 	d := f.doc()
 	var b strings.Builder
 	if scope >= 0 {

@@ -129,35 +129,50 @@ func (d *doc) closeParts() {
 	}
 }
 
-// weighParts weighs the text once, in the stretches between part starts.
-// Weigh is additive at line starts, so the sums are the weights of the parts.
+// weighParts weighs the text once, in the stretches between part starts
+// and ends, on all cores for a big text. Weigh is additive at the start of a
+// line that is not blank, where every part begins, so the sums are the
+// weights of the parts.
 func (d *doc) weighParts() {
 	d.own = make([]int64, len(d.parts))
 	if len(d.parts) == 0 {
-		d.pre = weighMilli(d.text, nil)
+		d.pre = weighAll(d.text)
 		return
 	}
-	d.pre = weighMilli(d.text[:d.parts[0].start], nil)
+	// Cut points: every part's start, and its end where text that belongs
+	// to no part follows (a JSON closing bracket).
+	cuts := make([]int, 0, len(d.parts)+2)
+	cuts = append(cuts, 0)
 	for i := range d.parts {
-		e := len(d.text)
+		cuts = append(cuts, d.parts[i].start)
+		next := len(d.text)
 		if i+1 < len(d.parts) {
-			e = d.parts[i+1].start
+			next = d.parts[i+1].start
 		}
-		if d.parts[i].end < e {
-			e = d.parts[i].end
+		if d.parts[i].end < next {
+			cuts = append(cuts, d.parts[i].end)
 		}
-		d.own[i] = weighMilli(d.text[d.parts[i].start:e], nil)
 	}
-	// Text between a part's end and the next start (a JSON closing bracket)
-	// is counted with the text before the first part.
-	for i := range d.parts {
-		e := len(d.text)
-		if i+1 < len(d.parts) {
-			e = d.parts[i+1].start
+	cuts = append(cuts, len(d.text))
+	w := make([]int64, len(cuts)-1)
+	parallel(len(d.text), len(w), func(k int) int { return cuts[k+1] - cuts[k] }, func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			w[k] = weighMilli(d.text[cuts[k]:cuts[k+1]], nil)
 		}
-		if d.parts[i].end < e {
-			d.pre += weighMilli(d.text[d.parts[i].end:e], nil)
+	})
+	// Each part's own text is the stretch that begins at its start; the
+	// rest (before the first part, after an end) is counted apart.
+	pi := 0
+	for k := range w {
+		if pi < len(d.parts) && cuts[k] == d.parts[pi].start && cuts[k+1] > cuts[k] {
+			d.own[pi] += w[k]
+			pi++
+			continue
 		}
+		for pi < len(d.parts) && cuts[k] == d.parts[pi].start {
+			pi++ // an empty part
+		}
+		d.pre += w[k]
 	}
 }
 

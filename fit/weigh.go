@@ -1,6 +1,9 @@
 package fit
 
 import (
+	"runtime"
+	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -19,7 +22,84 @@ import (
 // does not begin with a line break, the weights of the pieces add up to the
 // weight of the whole, so parts of a document can be weighed once and summed.
 func Weigh(text string) int {
-	return milliToTokens(weighMilli(text, nil))
+	return milliToTokens(weighAll(text))
+}
+
+// parallelMin is the size from which weighing is spread over the cores.
+const parallelMin = 1 << 20
+
+// weighAll is weighMilli of a whole text, on all cores when it is big: the
+// text is cut at the start of lines that begin with a character that is not
+// white space, where the estimate is additive.
+func weighAll(s string) int64 {
+	if len(s) < parallelMin {
+		return weighMilli(s, nil)
+	}
+	workers := min(runtime.GOMAXPROCS(0), maxWorkers)
+	cuts := []int{0}
+	for k := 1; k < workers; k++ {
+		c := safeCut(s, k*len(s)/workers)
+		if c > cuts[len(cuts)-1] && c < len(s) {
+			cuts = append(cuts, c)
+		}
+	}
+	cuts = append(cuts, len(s))
+	w := make([]int64, len(cuts)-1)
+	parallel(len(s), len(w), func(k int) int { return cuts[k+1] - cuts[k] }, func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			w[k] = weighMilli(s[cuts[k]:cuts[k+1]], nil)
+		}
+	})
+	var total int64
+	for _, v := range w {
+		total += v
+	}
+	return total
+}
+
+// maxWorkers bounds the goroutines one weighing uses.
+const maxWorkers = 8
+
+// safeCut returns the first offset at or after k that starts a line whose
+// first byte is printable ASCII other than a space, or len(s).
+func safeCut(s string, k int) int {
+	for k < len(s) {
+		j := strings.IndexByte(s[k:], '\n')
+		if j < 0 {
+			return len(s)
+		}
+		k += j + 1
+		if k < len(s) && s[k] > ' ' && s[k] < 0x7f {
+			return k
+		}
+	}
+	return len(s)
+}
+
+// parallel runs work over items 0..n-1 in contiguous ranges of about equal
+// size (by size(k)) on up to GOMAXPROCS goroutines, when total (bytes) is
+// big enough to be worth it. Results must not depend on the split.
+func parallel(total, n int, size func(k int) int, work func(lo, hi int)) {
+	workers := min(runtime.GOMAXPROCS(0), maxWorkers, n)
+	if total < parallelMin || workers < 2 {
+		work(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	per := total/workers + 1
+	lo, acc := 0, 0
+	for k := 0; k < n; k++ {
+		acc += size(k)
+		if acc >= per || k == n-1 {
+			wg.Add(1)
+			go func(lo, hi int) {
+				defer wg.Done()
+				work(lo, hi)
+			}(lo, k+1)
+			lo, acc = k+1, 0
+		}
+	}
+	wg.Wait()
 }
 
 // Count is Weigh under the name other packages use for a token count; the
@@ -93,6 +173,26 @@ var isVowel = func() (t [256]uint8) {
 	return t
 }()
 
+// letterInfo describes ASCII bytes for the word scanner: a letter, a
+// capital, a vowel.
+const (
+	liLetter = 1 << iota
+	liUpper
+	liVowel
+)
+
+var letterInfo = func() (t [256]uint8) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = liLetter
+		t[c-'a'+'A'] = liLetter | liUpper
+	}
+	for _, c := range "aeiouy" {
+		t[c] |= liVowel
+		t[c-'a'+'A'] |= liVowel
+	}
+	return t
+}()
+
 // runeClass classifies a non-ASCII rune as the tokenizer's pre-split does.
 func runeClass(r rune) uint8 {
 	switch {
@@ -129,8 +229,22 @@ func weighMilli(s string, rec func(piece)) int64 {
 	n := len(s)
 	i := 0
 	for i < n {
-		c, w := classAt(s, i)
+		b := s[i]
 		var p piece
+		// The commonest pieces first: a word after a space, a word.
+		if b == ' ' && i+1 < n && letterInfo[s[i+1]]&liLetter != 0 {
+			p = scanWord(s, i, i+1, pfSpace)
+			total += p.cost
+			if rec != nil {
+				rec(p)
+			}
+			i = p.end
+			continue
+		}
+		c, w := byteClass[b], 1
+		if c == cHigh {
+			c, w = classAt(s, i)
+		}
 		p.start = i
 		switch c {
 		case cLetter:
@@ -206,7 +320,10 @@ func scanSpace(s string, i int) piece {
 	last := i // start of the last white-space rune
 	runes := 0
 	for j < n {
-		c, w := classAt(s, j)
+		c, w := byteClass[s[j]], 1
+		if c == cHigh {
+			c, w = classAt(s, j)
+		}
 		if c == cBreak {
 			lastBreak = j + w
 		} else if c != cSpace {
@@ -269,7 +386,10 @@ func scanPunct(s string, from, at int) piece {
 	j := at
 	count := 0
 	for j < n {
-		c, w := classAt(s, j)
+		c, w := byteClass[s[j]], 1
+		if c == cHigh {
+			c, w = classAt(s, j)
+		}
 		if c != cOther {
 			break
 		}
@@ -302,42 +422,30 @@ const (
 func scanWord(s string, from, at int, prefix uint8) piece {
 	n := len(s)
 	j := at
-	var h uint64 = hashSeed
-	upper, lower, vowels, odd := 0, 0, 0, 0
-	var prev byte
+	upper, letters := 0, 0
 	var foreign int64 // thousandths for letters outside ASCII
 	nonASCII := false
 	for j < n {
-		b := s[j]
-		if b < 0x80 {
-			cl := byteClass[b]
-			if cl != cLetter {
-				break
-			}
-			if b <= 'Z' {
-				upper++
-			} else {
-				lower++
-			}
-			h = (h ^ uint64(b|0x20)) * hashMul
-			vowels += int(isVowel[b])
-			if prev != 0 && implausible(prev, b) {
-				odd++
-			}
-			prev = b
+		f := letterInfo[s[j]]
+		if f&liLetter != 0 {
+			// The hot loop: ASCII letters.
+			upper += int(f >> 1 & 1)
+			letters++
 			j++
 			continue
+		}
+		if s[j] < 0x80 {
+			break
 		}
 		r, w := utf8.DecodeRuneInString(s[j:])
 		if (r == utf8.RuneError && w <= 1) || !unicode.IsLetter(r) {
 			break
 		}
 		nonASCII = true
-		prev = 0
 		foreign += foreignCost[scriptOf(r)]
 		j += w
 	}
-	letters := upper + lower
+	lower := letters - upper
 	p := piece{kind: pkWord, start: from, end: j, prefix: prefix}
 	switch {
 	case nonASCII:
@@ -355,14 +463,13 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 		p.cost = foreign + int64(letters)*foreignCost[scASCII] + prefixCost[prefix]
 		return p
 	}
-	if letters <= maxCommonLen && p.shape != shapeMixed && (p.shape != shapeUpper || letters <= 3) && commonWord(h) {
+	w := s[at:j]
+	if letters <= maxCommonLen && (p.shape != shapeUpper || letters <= 3) && commonWord(wordHash(w)) {
 		p.common = true
 		p.cost = commonCost[prefix][p.shape]
 		return p
 	}
-	if vowels*4 < letters || odd > 0 {
-		p.rough = true
-	}
+	p.rough = isRough(w)
 	if p.shape == shapeMixed {
 		p.cost = mixedWordCost(s[at:j], prefix)
 		return p
@@ -398,14 +505,8 @@ func mixedParts(w string, prefix uint8) (common, normal, rough int64) {
 			}
 		}
 		seg := w[i:j]
-		var h uint64 = hashSeed
-		vowels, upper, odd := 0, 0, 0
+		upper := 0
 		for k := 0; k < len(seg); k++ {
-			h = (h ^ uint64(seg[k]|0x20)) * hashMul
-			vowels += int(isVowel[seg[k]])
-			if k > 0 && implausible(seg[k-1], seg[k]) {
-				odd++
-			}
 			if seg[k] <= 'Z' {
 				upper++
 			}
@@ -418,9 +519,9 @@ func mixedParts(w string, prefix uint8) (common, normal, rough int64) {
 			shape = shapeTitle
 		}
 		switch {
-		case len(seg) <= maxCommonLen && (shape != shapeUpper || len(seg) <= 3) && commonWord(h):
+		case len(seg) <= maxCommonLen && (shape != shapeUpper || len(seg) <= 3) && commonWord(wordHash(seg)):
 			common += commonCost[pf][shape]
-		case vowels*4 < len(seg) || odd > 0:
+		case isRough(seg):
 			rough += wordCost(len(seg), shape, pf, true)
 		default:
 			normal += wordCost(len(seg), shape, pf, false)
@@ -435,4 +536,45 @@ func mixedParts(w string, prefix uint8) (common, normal, rough int64) {
 func mixedWordCost(w string, prefix uint8) int64 {
 	c, n, r := mixedParts(w, prefix)
 	return max(1000, (c*mixedCost[0]+n*mixedCost[1]+r*mixedCost[2])/1000+mixedCost[3])
+}
+
+// isRough reports whether a word of ASCII letters has too few vowels, or a
+// pair of letters no common word has, to be a word of a language: an
+// identifier, an abbreviation or a piece of an encoding, which the tokenizer
+// cuts into more pieces.
+func isRough(w string) bool {
+	vowels := 0
+	prev := uint(0)
+	odd := uint8(0)
+	for k := 0; k < len(w); k++ {
+		b := w[k]
+		vowels += int(letterInfo[b] >> 2 & 1)
+		cur := uint(b) & 31
+		odd |= oddPair[prev<<5|cur]
+		prev = cur
+	}
+	return vowels*4 < len(w) || odd != 0
+}
+
+// wordHash hashes the lower-case form of a word of ASCII letters eight bytes
+// at a time (the common-word table holds these hashes). It is never 0.
+func wordHash(w string) uint64 {
+	h := hashSeed ^ uint64(len(w))
+	for len(w) >= 8 {
+		v := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+		h = (h ^ (v | 0x2020202020202020)) * hashMul
+		h ^= h >> 29
+		w = w[8:]
+	}
+	var v uint64
+	for k := 0; k < len(w); k++ {
+		v |= uint64(w[k]|0x20) << (8 * k)
+	}
+	h = (h ^ v) * hashMul
+	h ^= h >> 32
+	if h == 0 {
+		h = 1
+	}
+	return h
 }

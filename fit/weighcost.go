@@ -8,8 +8,8 @@ import "unicode"
 // fitted to the corpus alone. Costs are in thousandths of a token.
 
 const (
-	hashSeed uint64 = 14695981039346656037 // FNV-1a
-	hashMul  uint64 = 1099511628211
+	hashSeed uint64 = 14695981039346656037 // FNV-1a's
+	hashMul  uint64 = 0x9e3779b97f4a7c15
 
 	// longRun is the longest run of white space priced as the tokenizer
 	// prices it (about one token); longer runs cost one token per
@@ -126,5 +126,5 @@ func wordCost(letters int, shape, prefix uint8, rough bool) int64 {
 	if letters <= maxTabLen {
 		return wordLen[prefix][shape][r][letters]
 	}
-	return int64(letters) * wordRate[shape][r]
+	return wordLen[prefix][shape][r][maxTabLen] + int64(letters-maxTabLen)*wordRate[shape][r]
 }

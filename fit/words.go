@@ -9,10 +9,7 @@ import (
 // common words.
 var wordTable = func() (t [wordTableSize]uint64) {
 	for _, w := range strings.Fields(commonWords) {
-		h := hashSeed
-		for i := 0; i < len(w); i++ {
-			h = (h ^ uint64(w[i]|0x20)) * hashMul
-		}
+		h := wordHash(w)
 		k := h & (wordTableSize - 1)
 		for t[k] != 0 && t[k] != h {
 			k = (k + 1) & (wordTableSize - 1)
@@ -22,7 +19,7 @@ var wordTable = func() (t [wordTableSize]uint64) {
 	return t
 }()
 
-const wordTableSize = 1 << 13
+const wordTableSize = 1 << 12
 
 func commonWord(h uint64) bool {
 	k := h & (wordTableSize - 1)
@@ -81,7 +78,20 @@ var plausible = func() (t [26 * 26]bool) {
 // implausible reports whether the ASCII letters a, b never stand together in
 // a common word.
 func implausible(a, b byte) bool {
-	return !plausible[int((a|0x20)-'a')*26+int((b|0x20)-'a')]
+	return oddPair[(uint(a)&31)<<5|uint(b)&31] != 0
 }
+
+// oddPair is plausible for the scanner's hot loop, indexed by the low five
+// bits of two letters (either case); row 0 is "no letter before".
+var oddPair = func() (t [1024]uint8) {
+	for a := 1; a <= 26; a++ {
+		for b := 1; b <= 26; b++ {
+			if !plausible[(a-1)*26+b-1] {
+				t[a<<5|b] = 1
+			}
+		}
+	}
+	return t
+}()
 
 var _ = utf8.RuneError

@@ -6,22 +6,23 @@ package fit
 // a space and that stand in at least three training samples of the corpus.
 const commonWords = `
 abc ability able aborted about above absent absolute acc accept access accessed accesses according 
-ace act action actions active acts actual actually add added adding addition additional addr address 
-adds admin advance after again against agent air algorithm alias alive all allocate allocated 
-allocation allow allowed allowing allows along alpha already also alternatives although always amd 
-amount and annotations another any anything apache api app appear append appended appending 
-application applications applies apply appropriate apt arbitrary archive archives are aren arg args 
-argument arguments arm around array arrays article ask assert assigned assignment associated assume 
-assumed async atomic attached attempt attempts attribute attributes audio auth automatically 
-available avoid away back backwards bad bar base based basename bash basic because becomes bed been 
-before begin beginning behave behavior being belong below best better between bin binary bit bits 
-blank blob block blocking blue body bool boolean both bottom brackets branch break browser browsers 
-buf buffer buffered buffers bug bugs build building built bus business but button byte bytes cache 
-caf call callback called caller calling calls can cannot cap capacity capture car case cases cat 
-catch cause certain certificates cfg chan change changed changes changing channel channels char 
-character characters charset check checked child chmod choose chunk chunks class classes clean 
-cleaned clear cli click client clients clone close closed closely closing closure cloud cluster cmd 
-code codes collections com combination come comma command commands comment commit common communicate 
+ace act action actions active acts actual actually add added addeventlistener adding addition 
+additional addr address adds admin advance after again against agent air algorithm alias alive all 
+allocate allocated allocation allow allowed allowing allows along alpha already also alternatives 
+although always amd amount and annotations another any anything apache api apis app appear append 
+appendchild appended appending application applications applies apply appropriate apt arbitrary 
+archive archives are aren arg args argument arguments arm around array arrays article ask assert 
+assigned assignment associated assume assumed async atomic attached attempt attempts attribute 
+attributes audio auth automatically available avoid away back backwards bad bar base based basename 
+bash basic because becomes bed been before begin beginning behave behavior being belong below best 
+better between bin binary bit bits blank blob block blocking blue body bool boolean both bottom 
+brackets branch break browser browsers buf buffer buffered bufferedreader buffers bug bugs build 
+building built bus business but button byte bytes cache caf call callback called caller calling 
+calls can cannot cap capacity capture car case cases cat catch cause certain certificates cfg chan 
+change changed changes changing channel channels char character characters charset check checked 
+child childnodes chmod choose chunk chunks class classes classlist classname clean cleaned clear cli 
+click client clients clone close closed closely closing closure cloud cluster cmd code codes 
+collections com combination come comma command commands comment commit common communicate 
 communication compare comparison compat compatibility compatible compilation compile compiled 
 compiler complete completed completes completion complex component components compressed compromise 
 concurrent concurrently conditions conf config configuration configure connection connections 
@@ -29,94 +30,101 @@ consecutive consider considered consistent consists console const constant const
 construction constructor consume consumed contain contained containing contains content contents 
 context continue control controlled convention conversion conversions convert coordinate copied 
 copies copy core correct correspond corresponding corrupt corruption could count crash create 
-created creating creation crypto css curl current currently curses cursor custom daemon dash data 
-database databases date dbus deb debian debug declaration declared decode decoding ded deep def 
-default defaults defer define defined defines definition definitions del delete depend dependency 
-depending depends deploy derived describes describing description descriptor desktop details 
-detecting determine determined determining dev device dict did diff difference different dir 
+created createelement creating creation crypto css curl current currently curses cursor custom 
+daemon dash data database databases date dbus deb debian debug declaration declared decode decoding 
+ded deep def default defaults defer define defined defines definition definitions del delete depend 
+dependency depending depends deploy derived describes describing description descriptor desktop 
+details detecting determine determined determining dev device dict did diff difference different dir 
 direction directly directories directory dirname disable disabled discarded display distinct 
-distributed distribution div doc docs document documentation documented does doesn doing domain don 
-done down drop due dummy dump during dynamic dynamically each easier easily easy echo edit editor 
-effect effects efficient either elem element elements elems elif else embedded emit empty enable 
-enabled enc enclosed encode encoded encoding encountered end endif engine enough ensure enter entire 
-entirely entries entry env environment environments equal equivalent err error errors escape escaped 
-escaping especially essential etc evaluation even event events ever every exact exactly example 
-examples except exception exclusive exe exec executable execute executed executes executing 
-execution executions exist existing exists exit exits expand expected explain explained explicit 
-explicitly export expr expressions ext extend extension external extra extract fact fail fails 
-failure fall fallback false far fast faster feature features few field fields file filename files 
-filesystem fill filter final finally find finish finished first fix fixed flag flags float floating 
-flock flow flush fmt focus fold follow followed following follows fonts foo for fork form format 
-formats formatting found four free from full fully fun func function functionality functions further 
-future gcc gdb gen general generally generate generated generating generator get getattr gets 
-gettext git github give given gives global globals good google got greater grep group groups grow 
-gtk guarantee guaranteed guarantees gzip hack had handful handle handled handler happen happened 
-happening happens hard hardware harm has hash have head header headers height hello help helper here 
-hidden high highlight hint history hold holding holds hope host hostname hosts how however href html 
-http https icon ident identical identified identifier identifiers identify identity ignore ignored 
-illegal image immediately impact implement implementation implementations implemented implements 
-implicit implied import important imported imports include included includes including incorrect 
-independently index indicate indicated indicates indicating indirect individual infinite info 
-information informational init initial initialization initialize initialized input insert inside 
+distributed distribution div doc docs document documentation documented documentelement does doesn 
+doing domain don done down drop due dummy dump during dynamic dynamically each easier easily easy 
+echo edit editor effect effects efficient either elem element elements elementtype elems elif else 
+embedded emit empty enable enabled enc enclosed encode encoded encoding encountered end endif engine 
+enough ensure enter entire entirely entries entry env environment environments equal equivalent err 
+error errors escape escaped escaping especially essential etc evaluation even event events ever 
+every exact exactly example examples except exception exclusive exe exec executable execute executed 
+executes executing execution executions exist existing exists exit exits expand expected explain 
+explained explicit explicitly export expr expressions ext extend extension external extra extract 
+fact fail fails failure fall fallback false far fast faster feature features few field fields file 
+filename files filesystem fill filter final finally find finish finished first fix fixed flag flags 
+float floating flock flow flush fmt focus fold follow followed following follows fonts foo for 
+foreach fork form format formats formatting found four free from full fully fun func function 
+functionality functions further future gcc gdb gen general generally generate generated generating 
+generator get getattr getelementbyid gets gettext git github give given gives global globals good 
+google got greater grep group groups grow gtk guarantee guaranteed guarantees gzip hack had handful 
+handle handled handler happen happened happening happens hard hardware harm has hash hasownproperty 
+hasprefix have head header headers height hello help helper here hidden high highlight hint history 
+hold holding holds hope host hostname hosts how however href html http https icon ident identical 
+identified identifier identifiers identify identity ignore ignored illegal image immediately impact 
+implement implementation implementations implemented implements implicit implied import important 
+imported imports include included includes including incorrect independently index indexof indicate 
+indicated indicates indicating indirect individual infinite info information informational init 
+initial initialization initialize initialized innerhtml innertext input insert insertbefore inside 
 install installed instance instanceof instead int integer integrity intended intent intentionally 
-interface interfaces internal internally into introduce introduced invalid invoked isn iso issue 
-issues item items its itself java javascript job join json just keep keeping keeps kept kernel key 
-keys keyword kind know known krb kwargs label labels lang language languages large larger last later 
-lead leading learn learned least leave left legacy legal len length lengths less let letter level 
-lib libc library license licenses like likely limit limitations limited limiting line lines link 
-linux list listener lists literal literals load local locale locales localhost location lock locks 
-log logic login long longer lookup loop loose low lower lowercase machine made mailing main maintain 
-maintained maintains major make makes making man manage manipulation manual many map mapped mapping 
-maps mark marked match matched matches matching math max maximum may meaning meaningful means 
-mechanism media meet member memory mentioned menu merge message messages meta metadata method 
-methods metric might mime min minimal minimum miss missing mod mode model modified modify module 
-modules more most motion move moved msg much multiple must mutex name named names native necessarily 
-necessary need needed needs negative neither net network never new newer newline next nice nil node 
-non none nor normal normally not note notes nothing now null number numbers obj object objects 
-obtain occur occurs off official offset often old older once one ones only onto opaque open openssl 
-operands operate operating operation operations operator operators opt optimize option optional 
-options order ordering ordinary org origin original other others otherwise our out outer output 
-outside over overridden override own owner package packages page pair pairs panic paper paragraph 
-parallel parameter parameters params parent parse parsed parser parsing part partial particular 
-parts pass passed passes passing passwd password past path pattern payload pending people per 
-percent perform performance performed perhaps perl permission permits permitted php pip pipe pkg 
+interface interfaces internal internally into introduce introduced invalid invoked ios ipv isarray 
+isfunction isn iso issue issues isvalid it item items its itself java javascript job join json just 
+keep keeping keeps kept kernel key keys keytype keyword kind kj know known krb kwargs label labels 
+lang language languages large larger last later lead leading learn learned least leave left legacy 
+legal len length lengths less let letter level lib libc library license licenses like likely limit 
+limitations limited limiting line lines link linux list listener lists literal literals load local 
+locale locales localhost localstorage location lock locks log logic login long longer lookup loop 
+loose low lower lowercase machine macos made mailing main maintain maintained maintains major make 
+makes making man manage manipulation manual many map mapped mapping maps mark marked match matched 
+matches matching math max maximum may meaning meaningful means mechanism media meet member memory 
+mentioned menu merge message messages meta metadata method methods metric might mime min minimal 
+minimum miss missing mod mode model modified modify module modules more most motion move moved msg 
+much multiple must mutex name named names nan native necessarily necessary need needed needs 
+negative neither net network never new newer newline next nice nil node nodetype non none nor normal 
+normally not note notes nothing now null number numbers obj object objects obtain occur occurs off 
+official offset often old older once one ones only onto opaque open openssl operands operate 
+operating operation operations operator operators opt optimize option optional options order 
+ordering ordinary org origin original other others otherwise our out outer output outside over 
+overridden override own owner package packages page pair pairs panic paper paragraph parallel 
+parameter parameters params parent parentelement parentnode parse parsed parser parsing part partial 
+particular parts pass passed passes passing passwd password past path pattern payload pending people 
+per percent perform performance performed perhaps perl permission permits permitted php pip pipe pkg 
 place placed platform platforms please plus point pointer pointers points policy pool pop populated 
 port ports position possibility possible possibly post practice pre preceding preferred prefix 
-presence present prev prevent previous previously print probably problem process processed processes 
-processing produce program programs progress project proof proper properly properties property proto 
-protocol protocols prototype provide provided provides providing proxy public published pull purpose 
-purposes push put puts python query queue queues quick quota quoted raise random range rather raw 
-reached read readable reading readline reads ready real really reason reasons receive received 
-receiver receives receiving record records recover recursive red reduce refer reference references 
-reflect regardless regex region register registry regular rel related relative release releases 
-remaining remains remove removed render repeat repeated replace replacing reply report reported 
-reporting reports repr represented representing represents reproduce req request requested requests 
-require required requirements requires res reset resolved resource resources respective respectively 
-response responses responsibility responsible rest restriction result resulting results ret retry 
-return returned returning returns reuse reverse review right rights risk root routines rule rules 
-run rune running runs runtime rust safe safely same say says schema schemas scheme score script 
-scripts search searching second section security see select selected selector selectors self 
-semantics send sending sends sent sentence separate separated sequence server servers service 
-session set sets setting settings several sha shadow share shared shell short should show shown 
-shutil signal signals signature significant similar simple simply simultaneous since single site 
-size sized sizes skip slice slices slightly small smaller socket sockets software some someone 
-something sort source sources space spaces span spec special specific specification specified 
-specifies specify speed spi split src ssl stable stack standard start started starting starts 
-startup stat state statement statements static statistics status stderr stdin stdout step still stop 
-store stored str stream streams strict string strings strip stripped struct structs structure 
-structures style sub subprocess subsequent subset success such suffice suite sum summary supplied 
-support supported supports sure swap sweet switch symbolic sync synchronization synchronize syntax 
-sys syscall system systemd systems table tabs tag tags take takes target tell template tenant term 
-terminal terminate terminated terminates terms test testing tests text than that the their them 
-theme themes then there therefore these they thing things this those three through thus time timeout 
-times title together token too tool tools top total trailing transfer transport treated trigger true 
-truncate truncated try turns twice two txt type typed typeof types typing uint undefined under 
-underlying union unique unless unordered until unused update updated upstream url usage use used 
-useful user users uses using usr usually utf util utils val valid validate value values var variable 
-variables vary vendor verify version versions very via vim visible void wait waiting want warnings 
-was way web well were what when where whether which while who whole whose width wiki will window 
-windows with within without won word words work worker working works world would wrapper write 
-writes writing written wrong www xml yet you your zero zlib zone
+presence present prev prevent preventdefault previous previously print probably problem process 
+processed processes processing produce program programs progress project proof proper properly 
+properties property proto protocol protocols prototype provide provided provides providing proxy 
+public published pull purpose purposes push put puts python query queryselector queryselectorall 
+queue queues quick quota quoted raise random range rather raw reached read readable reading readline 
+reads ready real really reason reasons receive received receiver receives receiving record records 
+recover recursive red reduce refer reference references reflect regardless regex regexp region 
+register registry regular rel related relative release releases remaining remains remove removechild 
+removed render repeat repeated replace replacing reply report reported reporting reports repr 
+represented representing represents reproduce req request requested requests require required 
+requirements requires res reset resolved resource resources respective respectively response 
+responses responsibility responsible rest restriction result resulting results ret retry return 
+returned returning returns reuse reverse review right rights risk root routines rule rules run rune 
+running runs runtime rust safe safely same say says schema schemas scheme score script scripts 
+search searching second section security see select selected selector selectors self semantics send 
+sending sends sent sentence separate separated sequence server servers service session set 
+setattribute setitem sets settimeout setting settings several sha shadow share shared shell short 
+should show shown shutil signal signals signature significant similar simple simply simultaneous 
+since single site size sized sizes skip slice slices slightly small smaller socket sockets software 
+some someone something sort source sources space spaces span spec special specific specification 
+specified specifies specify speed spi split src ssl stable stack standard start started starting 
+starts startup stat state statement statements static statistics status stderr stdin stdout step 
+still stop store stored str stream streams strict string strings strip stripped struct structs 
+structure structures style sub subprocess subsequent subset success such suffice suite sum summary 
+supplied support supported supports sure swap sweet switch symbolic sync synchronization synchronize 
+syntax sys syscall system systemd systems table tabs tag tags take takes target tell template tenant 
+term terminal terminate terminated terminates terms test testing tests text than that the their them 
+theme themes then there therefore these they thing things third this those though threads three 
+through thrown thus time timeout times title together token tokenize told tolower tolowercase too 
+tool tools top topology tostring total track trailer trailing transfer transport treat treated 
+trigger trim true truncate truncated try tty turn turns tutor twice two txt type typed typeof types 
+typing uint undefined under underlying understand undo unexpected unicode union unique unix unless 
+unlock unordered unrecognized unsigned unspecified unsupported until unused update updated updates 
+upgrade upon upstream url urls usage use used useful user users uses using usr usually utf util 
+utils val valid validate value valued valueerror values var variable variables various vars vary 
+vendor verify version versions very via vim visible void wait waiting want warnings was wasm way 
+ways web well were what when where whether which while white whitespace who whole whose width wiki 
+will win window windows with within without won word words work worker working works world would 
+wrap wrapped wrapper write writebyte writer writes writestring writing written wrong www xc xcb xe 
+xml xxx yet yields you your zero zlib zone
 `
 
 // commonRunes are the kana, Han and Hangul letters that cl100k_base takes as

@@ -1,0 +1,107 @@
+package fit
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// corpusText is the whole corpus as one text, for throughput.
+func corpusText(b *testing.B) string {
+	b.Helper()
+	var sb strings.Builder
+	for _, s := range loadCorpus(b) {
+		sb.WriteString(s.text)
+	}
+	return sb.String()
+}
+
+// BenchmarkWeigh measures the estimate's throughput over the corpus;
+// compare it with BenchmarkExactTokenizer in the same run.
+func BenchmarkWeigh(b *testing.B) {
+	text := corpusText(b)
+	b.SetBytes(int64(len(text)))
+	b.ResetTimer()
+	for b.Loop() {
+		Weigh(text)
+	}
+}
+
+// BenchmarkExactTokenizer is the baseline: cl100k_base's byte-pair
+// encoding over the same corpus.
+func BenchmarkExactTokenizer(b *testing.B) {
+	text := corpusText(b)
+	c := exactCodec(b)
+	b.SetBytes(int64(len(text)))
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := c.Count(text); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// hugeMarkdown builds a Markdown document of at least size bytes: chapters,
+// sections and subsections of generated prose, lists and code blocks.
+func hugeMarkdown(size int) string {
+	words := strings.Fields(`the kernel decides every call against a declared policy and runs it confined
+	by the operating system while the model reads only what fits its budget of tokens so that a long answer
+	becomes a stub with an outline made without any model from headings keys paths and hunks of diffs`)
+	var b strings.Builder
+	b.Grow(size + 4096)
+	rng := uint64(42)
+	next := func(n int) int {
+		rng = rng*6364136223846793005 + 1442695040888963407
+		return int((rng >> 33) % uint64(n))
+	}
+	sentence := func() {
+		k := 6 + next(14)
+		for i := 0; i < k; i++ {
+			w := words[next(len(words))]
+			if i == 0 {
+				w = strings.ToUpper(w[:1]) + w[1:]
+			}
+			b.WriteString(w)
+			if i < k-1 {
+				b.WriteByte(' ')
+			}
+		}
+		b.WriteString(". ")
+	}
+	b.WriteString("# Operations handbook\n\nThis handbook is generated for the benchmark.\n\n")
+	for ch := 1; b.Len() < size; ch++ {
+		fmt.Fprintf(&b, "## Chapter %d: %s\n\n", ch, words[next(len(words))])
+		for sec := 1; sec <= 12 && b.Len() < size; sec++ {
+			fmt.Fprintf(&b, "### Section %d.%d\n\n", ch, sec)
+			for para := 0; para < 4; para++ {
+				for k := 0; k < 5; k++ {
+					sentence()
+				}
+				b.WriteString("\n\n")
+			}
+			if sec%3 == 0 {
+				b.WriteString("```go\nfunc handle(w http.ResponseWriter, r *http.Request) {\n\tfmt.Fprintf(w, \"%d\", 42)\n}\n```\n\n")
+			}
+			if sec%4 == 0 {
+				b.WriteString("- first item of the list\n- second item with `code`\n- third [link](https://example.com/a/b)\n\n")
+			}
+		}
+	}
+	return b.String()
+}
+
+// BenchmarkFitHugeSummary fits a 31 MiB Markdown document to an 8,000-token
+// summary (the target is under 200 ms on the reference machine).
+func BenchmarkFitHugeSummary(b *testing.B) {
+	doc := hugeMarkdown(31 << 20)
+	b.SetBytes(int64(len(doc)))
+	b.ResetTimer()
+	var res Result
+	for b.Loop() {
+		res = Fit(doc, Request{View: Summary, Budget: 8000})
+	}
+	b.StopTimer()
+	if res.Note.Tokens > 8000 || res.Note.View != Summary {
+		b.Fatalf("got view %s with %d tokens, want a summary of at most 8000", res.Note.View, res.Note.Tokens)
+	}
+}
