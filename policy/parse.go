@@ -596,7 +596,7 @@ func (ps *parser) tools(n *yaml.Node, p *Policy) {
 			}
 			ps.mapping(v, f, nil, func(fn string, k, v *yaml.Node) {
 				full := name + "." + fn
-				if err := checkToolName(fn); err != nil || strings.Contains(fn, ".") {
+				if err := checkToolName(name + "." + fn); err != nil {
 					ps.fail(k, "tools."+full, "a function name is letters, digits, '_', '-' or \"*\"")
 					return
 				}
@@ -630,30 +630,24 @@ func hasKey(n *yaml.Node, key string) bool {
 }
 
 func checkToolName(s string) error {
-	if s == "" {
-		return errors.New("empty tool name")
-	}
 	if s == "*" {
 		return nil
 	}
+	// "tool", "server.*" or "server.function"; the function may hold
+	// further dots (MCP tool names sometimes do), the server may not.
 	server, fn, dotted := strings.Cut(s, ".")
-	for _, part := range []string{server, fn} {
-		if !dotted && part == fn {
-			continue
-		}
-		if part == "*" && dotted && part == fn {
-			continue
-		}
-		if part == "" || strings.ContainsFunc(part, func(r rune) bool {
-			return !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '/' || r == ':')
-		}) {
-			return errors.New(`a tool name is "tool", "server.function", "server.*" or "*" with letters, digits, '_', '-', '/', ':'`)
-		}
-	}
-	if strings.Count(s, ".") > 1 {
-		return errors.New(`a tool name has at most one dot: "server.function"`)
+	bad := !toolWord(server) || dotted && fn != "*" && (fn == "" || strings.Contains(fn, "*") ||
+		strings.Contains(fn, "..") || strings.HasPrefix(fn, ".") || strings.HasSuffix(fn, ".") || !toolWord(strings.ReplaceAll(fn, ".", "_")))
+	if bad {
+		return errors.New(`a tool name is "tool", "server.function", "server.*" or "*", with letters, digits, '_', '-', '/', ':'`)
 	}
 	return nil
+}
+
+func toolWord(s string) bool {
+	return s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '/' || r == ':')
+	})
 }
 
 func (ps *parser) verdictValue(n *yaml.Node, field string) (Verdict, bool) {
