@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-run/airlock/egress/forward"
 	"github.com/airlock-run/airlock/internal/cli"
 	"github.com/airlock-run/airlock/sandbox/boxinit"
+	"github.com/airlock-run/airlock/sandbox/escape"
 )
 
 func main() {
@@ -20,6 +21,9 @@ func main() {
 	// wanted, and its environment is not the caller's.
 	if len(os.Args) > 1 && os.Args[1] == boxinit.Arg {
 		os.Exit(boxinit.Main(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == escape.AttackArg { // the escape matrix's attacks, run inside a box
+		os.Exit(escape.AttackMain(os.Args[2:]))
 	}
 	if forward.IsConnect(os.Args) { // git/ssh ProxyCommand inside the box
 		os.Exit(forward.ConnectMain(os.Args))
