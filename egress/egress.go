@@ -110,7 +110,7 @@ type Options struct {
 	// names that resolve into it. nil denies no address by itself.
 	DenyAddr func(addr netip.Addr, port int) (bool, string)
 	// Local reports whether addr is one of this host's own addresses. nil
-	// asks the host's interfaces on each decision.
+	// asks the host's interfaces, at most once a second.
 	Local func(addr netip.Addr) bool
 	// Resolver resolves allowed names. nil uses the system's resolver.
 	Resolver Resolver
@@ -182,7 +182,7 @@ func New(o Options) (*Proxy, error) {
 		o.Resolver = &net.Resolver{}
 	}
 	if o.Local == nil {
-		o.Local = interfaceAddr
+		o.Local = (&localAddrs{now: o.Now}).has
 	}
 	if o.global == nil {
 		o.global = netrule.Global
@@ -199,22 +199,39 @@ func New(o Options) (*Proxy, error) {
 	}, nil
 }
 
-// interfaceAddr reports whether a is assigned to one of this host's
+// localAddrs answers whether an address is assigned to one of this host's
 // interfaces. A host with a public address must not let a box reach its own
-// services through it; an error reading the interfaces counts as "yes".
-func interfaceAddr(a netip.Addr) bool {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return true
-	}
-	for _, ia := range addrs {
-		if n, ok := ia.(*net.IPNet); ok {
-			if ip, ok := netip.AddrFromSlice(n.IP); ok && ip.Unmap() == a.Unmap() {
-				return true
+// services through it. Reading the interfaces costs a netlink dump (about
+// 100 µs), so the answer is kept for localTTL; an address added since is
+// caught at most that much later. An error reading them counts as "yes".
+type localAddrs struct {
+	now   func() time.Time
+	mu    sync.Mutex
+	at    time.Time
+	addrs map[netip.Addr]bool
+	err   bool
+}
+
+const localTTL = time.Second
+
+func (l *localAddrs) has(a netip.Addr) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now := l.now(); l.addrs == nil || now.Sub(l.at) > localTTL || now.Before(l.at) {
+		l.at, l.addrs, l.err = now, map[netip.Addr]bool{}, false
+		ias, err := net.InterfaceAddrs()
+		if err != nil {
+			l.err = true
+		}
+		for _, ia := range ias {
+			if n, ok := ia.(*net.IPNet); ok {
+				if ip, ok := netip.AddrFromSlice(n.IP); ok {
+					l.addrs[ip.Unmap()] = true
+				}
 			}
 		}
 	}
-	return false
+	return l.err || l.addrs[a.Unmap().WithZone("")]
 }
 
 // ErrClosed is returned by Serve after Close.
