@@ -271,6 +271,8 @@ func (r *reader) program(idx int, s scope) {
 		r.dashC(idx, s)
 	case "fd", "fdfind":
 		r.fdExec(idx, s)
+	case "capsh", "gdb", "sg", "hyperfine":
+		r.otherRunners(idx, base, s)
 	}
 	if _, ok := execOpts[base]; ok {
 		r.execOptions(idx, base, s)

@@ -490,7 +490,8 @@ func Starts(prog string) bool {
 		return true
 	}
 	switch base {
-	case "find", "git", "watch", "flock", "su", "runuser", "script", "eval", "trap", "builtin", "fd", "fdfind":
+	case "find", "git", "watch", "flock", "su", "runuser", "script", "eval", "trap", "builtin", "fd", "fdfind",
+		"capsh", "gdb", "sg", "hyperfine":
 		return true
 	}
 	return false

@@ -350,6 +350,20 @@ func TestReadWrappers(t *testing.T) {
 		{name: "builtin", src: "builtin echo x", has: []string{"echo x"}},
 		{name: "env - is env -i", src: "env - PATH=/x rm -rf /", risk: true, has: []string{"rm -rf /"}},
 		{name: "runuser -u", src: "runuser -u nobody -- rm -rf /", has: []string{"rm -rf /"}},
+		{name: "strace", src: "strace -f -o /dev/null -e trace=file rm -rf /", has: []string{"rm -rf /"}},
+		{name: "unshare", src: "unshare -rn --mount-proc rm -rf /", has: []string{"rm -rf /"}},
+		{name: "systemd-run", src: "systemd-run --user -p MemoryMax=1G --wait rm -rf /", has: []string{"rm -rf /"}},
+		{name: "fakeroot", src: "fakeroot -- rm -rf /", has: []string{"rm -rf /"}},
+		{name: "faketime", src: "faketime '2020-01-01' rm -rf /", has: []string{"rm -rf /"}},
+		{name: "capsh", src: "capsh --drop=cap_net_raw -- -c 'rm -rf /'", has: []string{"rm -rf /"}},
+		{name: "gdb --args", src: "gdb -q --args rm -rf /", has: []string{"rm -rf /"}},
+		{name: "sg -c", src: "sg wheel -c 'rm -rf /'", has: []string{"rm -rf /"}},
+		{name: "hyperfine", src: "hyperfine -w 3 --prepare 'sync' 'rm -rf /'", has: []string{"sync", "rm -rf /"}},
+		{name: "strace attach runs nothing", src: "strace -p 1", check: func(t *testing.T, cmds []Command) {
+			if len(cmds) != 1 {
+				t.Errorf("got %d commands, want 1", len(cmds))
+			}
+		}},
 	})
 }
 

@@ -21,6 +21,10 @@ type wrapSpec struct {
 	bg       bool     // the program outlives the shell (nohup)
 	input    bool     // the program gets more arguments at run time (xargs)
 	dashIsI  bool     // a lone "-" means -i (env)
+	// loose: options not listed are taken as flags instead of making the
+	// command undecidable. Used for programs that run a command but whose
+	// options are many; the program found may be wrong, never missed.
+	loose bool
 	// emptyRuns, when non-nil, is the program run when no operand names one
 	// (xargs runs echo).
 	emptyRuns []string
@@ -56,10 +60,36 @@ var wrappers = map[string]wrapSpec{
 	"busybox": {},
 	"time": {short: "pvaq", shortV: "fo", long: []string{"portability", "verbose", "append", "quiet"},
 		longV: []string{"format", "output"}},
-	"chroot":     {long: []string{"skip-chdir"}, longV: []string{"userspec", "groups"}, operands: 1},
-	"taskset":    {short: "ac", long: []string{"all-tasks", "cpu-list"}, shortV: "p", noExec: "p", operands: 1},
-	"unbuffer":   {short: "p"},
-	"caffeinate": {short: "dimsu", shortV: "tw"},
+	"chroot":   {long: []string{"skip-chdir"}, longV: []string{"userspec", "groups"}, operands: 1},
+	"taskset":  {short: "ac", long: []string{"all-tasks", "cpu-list"}, shortV: "p", noExec: "p", operands: 1},
+	"unbuffer": {short: "p"},
+	// Programs that run a command given after their options, read on a
+	// best-effort basis (loose).
+	"strace":      {loose: true, shortV: "abeEIoOpPsSUXu", noExec: "p"},
+	"ltrace":      {loose: true, shortV: "aAeEFlnopsuxXDw", noExec: "p"},
+	"valgrind":    {loose: true},
+	"unshare":     {loose: true, shortV: "SGRw", longV: []string{"propagation", "setgroups", "root", "wd"}},
+	"nsenter":     {loose: true, shortV: "tSG", longV: []string{"target", "setuid", "setgid"}},
+	"setpriv":     {loose: true},
+	"chrt":        {loose: true, shortV: "TPD", noExec: "p", operands: 1},
+	"prlimit":     {loose: true, shortV: "p", noExec: "p"},
+	"numactl":     {loose: true, shortV: "CNmpiP"},
+	"fakeroot":    {loose: true, shortV: "lsib"},
+	"eatmydata":   {loose: true},
+	"tini":        {loose: true, shortV: "pe"},
+	"dumb-init":   {loose: true, shortV: "r"},
+	"catatonit":   {loose: true},
+	"xvfb-run":    {loose: true, shortV: "nsfewp"},
+	"dbus-launch": {loose: true},
+	"proxychains": {loose: true, shortV: "f"}, "proxychains4": {loose: true, shortV: "f"},
+	"torsocks":    {loose: true, shortV: "upaP"},
+	"trickle":     {loose: true, shortV: "udwtln"},
+	"faketime":    {loose: true, shortV: "f", operands: 1},
+	"firejail":    {loose: true},
+	"pkexec":      {loose: true, longV: []string{"user"}},
+	"systemd-run": {loose: true, shortV: "pEuMHs", longV: []string{"property", "setenv", "unit", "machine", "host", "description", "slice", "working-directory", "uid", "gid", "nice"}},
+	"screen":      {loose: true, shortV: "cehpSsTtX"},
+	"caffeinate":  {short: "dimsu", shortV: "tw"},
 }
 
 // interpreterShells run the string after -c as a script.
@@ -119,6 +149,9 @@ func parseWrapper(spec wrapSpec, argv []string, dynamic func(int) bool) parsedOp
 		if strings.HasPrefix(a, "--") {
 			name, val, has := strings.Cut(a[2:], "=")
 			full, takes, ok := matchLong(spec, name)
+			if !ok && spec.loose {
+				continue // best effort: an unknown long option is a flag
+			}
 			if !ok {
 				p.bad = a
 				p.cmd = i
@@ -165,7 +198,7 @@ func parseWrapper(spec wrapSpec, argv []string, dynamic func(int) bool) parsedOp
 				case strings.IndexByte(spec.shortOpt, ch) >= 0:
 					p.opts = append(p.opts, optVal{name: string(ch), value: a[k+1:], has: k+1 < len(a)})
 					k = len(a)
-				case strings.IndexByte(spec.short, ch) >= 0:
+				case strings.IndexByte(spec.short, ch) >= 0 || spec.loose:
 					p.opts = append(p.opts, optVal{name: string(ch)})
 				default:
 					p.bad = a
@@ -433,7 +466,11 @@ func (r *reader) shellArgs(idx int, s scope) {
 	for ; i < len(argv); i++ {
 		a := argv[i]
 		if isDynamic(c, i) {
-			r.undecidable(idx, "a word only known at run time among the options of %s", baseName(argv[0]))
+			if dashC {
+				r.undecidable(idx, "%s -c of a string only known at run time", baseName(argv[0]))
+			} else {
+				r.undecidable(idx, "a word only known at run time among the options of %s", baseName(argv[0]))
+			}
 			return
 		}
 		if a == "--" || a == "-" {
@@ -682,4 +719,96 @@ func riskyBuiltin(argv []string) string {
 		}
 	}
 	return ""
+}
+
+// otherRunners reads programs that run a command in their own way:
+// `capsh … -- ARGS` passes ARGS to bash, `gdb --args PROG …`, `sg GROUP
+// [-c] CMD`, `hyperfine` whose operands and --prepare/--setup/--cleanup
+// values are shell strings.
+func (r *reader) otherRunners(idx int, base string, s scope) {
+	c := &r.out[idx]
+	argv := c.Argv
+	switch base {
+	case "capsh":
+		for i := 1; i < len(argv); i++ {
+			if argv[i] == "--" {
+				r.inner(idx, 0, s, innerOpts{argv: append([]string{"/bin/bash"}, argv[i+1:]...), dynamic: shiftDyn(c, i+1, 1)})
+				return
+			}
+		}
+	case "gdb":
+		for i := 1; i < len(argv); i++ {
+			if argv[i] == "--args" || argv[i] == "-args" {
+				r.inner(idx, i+1, s, innerOpts{})
+				return
+			}
+		}
+	case "sg":
+		if len(argv) < 3 {
+			return
+		}
+		if argv[2] == "-c" && len(argv) > 3 {
+			if isDynamic(c, 3) {
+				r.undecidable(idx, "sg -c of a string only known at run time")
+				return
+			}
+			r.script(idx, argv[3], s)
+			return
+		}
+		for d := 2; d < len(argv); d++ {
+			if isDynamic(c, d) {
+				r.undecidable(idx, "sg runs a command only known at run time")
+				return
+			}
+		}
+		r.script(idx, strings.Join(argv[2:], " "), s)
+	case "hyperfine":
+		for i := 1; i < len(argv); i++ {
+			a := argv[i]
+			script := false
+			switch {
+			case a == "-p" || a == "--prepare" || a == "-s" || a == "--setup" || a == "-c" || a == "--cleanup" ||
+				a == "--conclude":
+				i++
+				script = true
+			case strings.HasPrefix(a, "--prepare=") || strings.HasPrefix(a, "--setup=") ||
+				strings.HasPrefix(a, "--cleanup=") || strings.HasPrefix(a, "--conclude="):
+				_, v, _ := strings.Cut(a, "=")
+				r.hyperfineScript(idx, i, v, s)
+				continue
+			case strings.HasPrefix(a, "-"):
+				switch a {
+				case "-w", "--warmup", "-r", "--runs", "-m", "--min-runs", "-M", "--max-runs", "-n", "--command-name",
+					"-S", "--shell", "--export-json", "--export-markdown", "--export-csv", "--style", "-u", "--time-unit",
+					"-L", "--parameter-list", "-P", "--parameter-scan", "-D", "--parameter-step-size", "--output", "--input":
+					i++
+				}
+				continue
+			default:
+				script = true
+			}
+			if script && i < len(argv) {
+				r.hyperfineScript(idx, i, argv[i], s)
+			}
+		}
+	}
+}
+
+func (r *reader) hyperfineScript(idx, i int, v string, s scope) {
+	if isDynamic(&r.out[idx], i) {
+		r.undecidable(idx, "hyperfine runs a command only known at run time")
+		return
+	}
+	r.script(idx, v, s)
+}
+
+// shiftDyn returns c's dynamic indexes from `from` on, moved to start at to.
+func shiftDyn(c *Command, from, to int) []int {
+	var out []int
+	for _, d := range c.Dynamic {
+		if d >= from {
+			out = append(out, d-from+to)
+		}
+	}
+	return out
 }
