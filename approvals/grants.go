@@ -151,6 +151,9 @@ var yamlLine = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
 
 func grantsErr(file string, line int, format string, a ...any) error {
 	msg := fmt.Sprintf(format, a...)
+	if strings.ContainsFunc(file, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		file = Show(file)
+	}
 	if line > 0 {
 		return errs.Invalidf("%s:%d: %s (fix or remove it; nothing was changed)", file, line, msg)
 	}

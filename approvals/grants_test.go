@@ -198,7 +198,7 @@ func FuzzParseGrants(f *testing.F) {
 				continue // e.g. invalid UTF-8 that the parser let through
 			}
 			var doc string
-			if strings.HasSuffix(name, ".json") {
+			if isJSON(name) {
 				doc = "{\"grants\": [" + line + "]}"
 			} else {
 				doc = "grants:\n- " + line + "\n"
