@@ -87,20 +87,16 @@ func (r *run) finish() {
 func (r *run) do(ctx context.Context) (Result, error) {
 	req := r.req
 	lim := req.Spec.Limits
-	if lim.MemoryBytes > 0 || lim.CPU > 0 || lim.Pids > 0 || r.box.Tier == sandbox.Tier1 {
+	if lim.MemoryBytes > 0 || lim.CPU > 0 || lim.Pids > 0 {
+		// A limit asked for and not enforceable is refused: the command
+		// never runs without it.
 		cg, err := newGroup(lim)
-		switch {
-		case err == nil:
-			r.cg = cg
-			r.desc.Limits.Cgroup = cg.version
-			r.desc.Limits.Controllers = cg.controllers()
-		case lim.MemoryBytes > 0 || lim.CPU > 0 || lim.Pids > 0:
-			// A limit asked for and not enforceable: refuse, never run
-			// without it.
+		if err != nil {
 			return Result{}, err
-		default:
-			r.desc.Notes = append(r.desc.Notes, "no cgroup: "+err.Error())
 		}
+		r.cg = cg
+		r.desc.Limits.Cgroup = cg.version
+		r.desc.Limits.Controllers = cg.controllers()
 	}
 	// The guard is needed only for placeholders: should airlock die, its
 	// box dies with it (bubblewrap's --die-with-parent ends the PID

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/sandbox/cgroup"
 	"github.com/airlock-run/airlock/sandbox/seccomp"
 )
 
@@ -96,9 +96,9 @@ func (r *Report) findings() {
 	cg := r.Cgroup
 	switch {
 	case cg.Version == 0:
-		r.add(SevWarn, "cgroup", "no usable cgroup hierarchy was found; memory, CPU and process limits cannot be applied and a run that asks for them is refused.", "Mount cgroup2 at /sys/fs/cgroup (systemd does this by default) and run airlock as root or in a delegated subtree (systemd-run --user --scope -p Delegate=yes).")
+		r.add(SevWarn, "cgroup", "no usable cgroup hierarchy was found ("+strings.TrimSuffix(cg.Fix, ".")+"); memory, CPU and process limits cannot be applied and a run that asks for them is refused.", "Mount cgroup2 at /sys/fs/cgroup (systemd does this by default) and run airlock as root or in a delegated subtree (systemd-run --user --scope -p Delegate=yes).")
 	case len(cg.Missing) > 0:
-		r.add(SevWarn, "cgroup", fmt.Sprintf("cgroup v%d is missing the controllers %s; a run that asks for their limits is refused.", cg.Version, strings.Join(cg.Missing, ", ")), cg.Fix)
+		r.add(SevWarn, "cgroup", fmt.Sprintf("cgroup v%d: the controllers %s cannot be used; a run that asks for their limits is refused.", cg.Version, strings.Join(cg.Missing, ", ")), cg.Fix)
 	case !cg.Writable:
 		r.add(SevWarn, "cgroup", fmt.Sprintf("cgroup v%d at %s is not writable by this user; limits are refused.", cg.Version, cg.Root), "Run airlock as root or inside a delegated cgroup (systemd-run --user --scope -p Delegate=yes -- airlock ...).")
 	}
@@ -185,68 +185,19 @@ func probeSeccomp() SeccompReport {
 	return s
 }
 
-// probeCgroup looks at the hierarchy mounted at /sys/fs/cgroup: a cgroup2
-// with controllers is v2; otherwise separate v1 controllers are v1.
+// probeCgroup reports the hierarchy package cgroup would use.
 func probeCgroup() CgroupReport {
-	c := CgroupReport{}
-	want := []string{"memory", "cpu", "pids"}
-	if data, err := os.ReadFile("/sys/fs/cgroup/cgroup.controllers"); err == nil {
-		c.Version = 2
+	i := cgroup.Detect()
+	c := CgroupReport{Version: i.Version, Controllers: i.Controllers, Writable: i.Writable, Fix: i.Reason}
+	if i.Version != 0 {
 		c.Root = "/sys/fs/cgroup"
-		c.Controllers = strings.Fields(string(data))
-	} else {
-		mounts, _ := os.Open("/proc/self/mountinfo")
-		if mounts != nil {
-			sc := bufio.NewScanner(mounts)
-			for sc.Scan() {
-				f := strings.Fields(sc.Text())
-				i := indexOf(f, "-")
-				if i < 0 || i+3 >= len(f) || f[i+1] != "cgroup" {
-					continue
-				}
-				for _, o := range strings.Split(f[i+3], ",") {
-					for _, w := range append(want, "freezer", "cpuacct") {
-						if o == w {
-							c.Controllers = append(c.Controllers, o)
-						}
-					}
-				}
-			}
-			mounts.Close()
-		}
-		if len(c.Controllers) > 0 {
-			c.Version = 1
-			c.Root = "/sys/fs/cgroup"
-		}
 	}
-	if c.Version == 0 {
-		return c
-	}
-	for _, w := range want {
-		if indexOf(c.Controllers, w) < 0 {
+	for _, w := range []string{cgroup.Memory, cgroup.CPU, cgroup.Pids} {
+		if !i.Has(w) {
 			c.Missing = append(c.Missing, w)
 		}
 	}
-	if c.Version == 2 {
-		c.Fix = "Enable the controllers for airlock's subtree: echo '+memory +cpu +pids' > /sys/fs/cgroup/cgroup.subtree_control (or a delegated systemd scope)."
-	} else {
-		c.Fix = "Mount the missing v1 controllers (mount -t cgroup -o memory cgroup /sys/fs/cgroup/memory, likewise cpu and pids) or boot with cgroup v2 (systemd.unified_cgroup_hierarchy=1)."
-	}
-	probeDir := filepath.Join(c.Root, "memory")
-	if c.Version == 2 {
-		probeDir = c.Root
-	}
-	c.Writable = unix.Access(probeDir, unix.W_OK) == nil
 	return c
-}
-
-func indexOf(list []string, s string) int {
-	for i, x := range list {
-		if x == s {
-			return i
-		}
-	}
-	return -1
 }
 
 func probeYama() YamaReport {
