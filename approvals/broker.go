@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/airlock-run/airlock/audit"
 	"github.com/airlock-run/airlock/errs"
 )
@@ -151,7 +153,8 @@ func (b *Broker) Close() error {
 
 // Ask puts req to a person and waits for the answer, at most timeout
 // (DefaultTimeout when zero or less). It never returns an allow unless a
-// person chose one; ctx ending, Close, or any failure is an Error outcome.
+// person chose one. ctx's deadline passing counts as the timeout; ctx
+// being cancelled, Close, or any failure is an Error outcome.
 func (b *Broker) Ask(ctx context.Context, req Request, timeout time.Duration) Outcome {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -188,7 +191,13 @@ func (b *Broker) Ask(ctx context.Context, req Request, timeout time.Duration) Ou
 	case <-timer:
 		b.settle(p, Outcome{Answer: Timeout, Decider: "timeout"})
 	case <-ctx.Done():
-		b.settle(p, Outcome{Answer: Error, Decider: "error", Err: ctx.Err()})
+		// A caller's deadline passing is the same event as the timeout: no
+		// one answered in time. Only a cancellation is an error.
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			b.settle(p, Outcome{Answer: Timeout, Decider: "timeout"})
+		} else {
+			b.settle(p, Outcome{Answer: Error, Decider: "error", Err: ctx.Err()})
+		}
 	case <-b.closed:
 		b.settle(p, Outcome{Answer: Error, Decider: "error", Err: errs.Unavailablef("approvals: broker closed")})
 	}
@@ -338,7 +347,9 @@ func (b *Broker) prompt(p *pending) {
 	}
 	defer func() { <-b.termSem }()
 	b.readerOnce.Do(func() { go b.readTerminal() })
-	// Lines typed while no question was shown belong to no question.
+	// Lines typed while no question was shown belong to no question:
+	// discard what the terminal holds, then what the reader holds.
+	flushInput(b.opts.Terminal)
 	for drained := false; !drained; {
 		select {
 		case <-b.lines:
@@ -447,4 +458,19 @@ func resultText(o Outcome) string {
 		msg = oneLine(o.Err.Error())
 	}
 	return "airlock: denied: " + Show(msg)
+}
+
+// flushInput discards typed-ahead input when t is a terminal device.
+func flushInput(t io.ReadWriter) {
+	f, ok := t.(*os.File)
+	if !ok {
+		return
+	}
+	raw, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	raw.Control(func(fd uintptr) {
+		_ = unix.IoctlSetInt(int(fd), unix.TCFLSH, unix.TCIFLUSH)
+	})
 }

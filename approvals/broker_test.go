@@ -301,6 +301,11 @@ func TestContextAndCloseDeny(t *testing.T) {
 	if o := <-done; o.Answer != Error || o.Err == nil {
 		t.Errorf("cancelled: got %v (%v), want an error denial", o.Answer, o.Err)
 	}
+	dctx, dcancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer dcancel()
+	if o := b.Ask(dctx, gitPush(), time.Hour); o.Answer != Timeout || o.Decider != "timeout" {
+		t.Errorf("caller's deadline: got %v by %q, want a timeout", o.Answer, o.Decider)
+	}
 	go func() { done <- b.Ask(context.Background(), gitPush(), time.Hour) }()
 	time.Sleep(10 * time.Millisecond)
 	b.Close()
