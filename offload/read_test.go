@@ -180,3 +180,24 @@ func TestHandFiles(t *testing.T) {
 		}
 	})
 }
+
+// FuzzArgs feeds read_result arbitrary part names: the arguments either
+// give a defined answer or an Invalid error, never a panic.
+func FuzzArgs(f *testing.F) {
+	for _, s := range []string{"120-180", "1-1", "0-3", "9-3", "-", "1-", "a-b", "99999999999999999999-1", "[3]", " 4 - 7 "} {
+		f.Add(s, "")
+		f.Add("", s)
+	}
+	f.Fuzz(func(t *testing.T, rng, section string) {
+		q, err := Args{Range: rng, Section: section}.query()
+		if err != nil {
+			if errs.ClassOf(err) != errs.Invalid {
+				t.Fatalf("got %v, want invalid", err)
+			}
+			return
+		}
+		if strings.TrimSpace(rng) != "" && q != strings.TrimSpace(rng) {
+			t.Fatalf("range %q became query %q", rng, q)
+		}
+	})
+}
