@@ -123,3 +123,27 @@ func canonStable(t *testing.T, prog string, args []string) {
 		t.Fatalf("Canon(%q, %q) = %q, but applied again gives %q", prog, args, once, twice)
 	}
 }
+
+// FuzzStartsArgv checks that StartsArgv is false only when ReadArgv finds
+// nothing beyond argv itself and marks nothing.
+func FuzzStartsArgv(f *testing.F) {
+	for _, s := range []string{"git status", "git -c core.pager=cat log", "git push --exec=x o", "find . -exec rm {} ;",
+		"rg --pre=x y", "tar --checkpoint-action=exec=x -c .", "ssh -oProxyCommand=x h", "git rebase --exec=make",
+		"git clone ext::sh", "man -P less ls", "sort --compress-program=gzip f", "zip --unzip-command=x a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		argv := strings.Fields(s)
+		if len(argv) == 0 || StartsArgv(argv) {
+			return
+		}
+		cmds, err := ReadArgv(argv)
+		if err != nil {
+			return
+		}
+		c := cmds[0]
+		if len(cmds) != 1 || c.Undecidable != "" || c.Risk != "" || c.ArgsFromInput {
+			t.Fatalf("StartsArgv(%q) is false, but ReadArgv found %d commands (undecidable %q, risk %q)", argv, len(cmds), c.Undecidable, c.Risk)
+		}
+	})
+}

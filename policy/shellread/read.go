@@ -491,7 +491,10 @@ func Starts(prog string) bool {
 	}
 	switch base {
 	case "find", "git", "watch", "flock", "su", "runuser", "script", "eval", "trap", "builtin", "fd", "fdfind",
-		"capsh", "gdb", "sg", "hyperfine":
+		"capsh", "gdb", "sg", "hyperfine",
+		// Builtins Read marks (they are no programs exec could start).
+		"source", ".", "alias", "enable", "hash", "fc", "shopt", "bind", "complete", "compgen",
+		"read", "printf", "mapfile", "readarray", "getopts":
 		return true
 	}
 	return false

@@ -609,3 +609,25 @@ func TestStarts(t *testing.T) {
 		t.Errorf("Starts allocates %v times per call, want 0", n)
 	}
 }
+
+func TestStartsArgv(t *testing.T) {
+	for _, tc := range []struct {
+		argv string
+		want bool
+	}{
+		{"git status", false}, {"git log -p", false}, {"git push origin main", false},
+		{"git -c core.pager=cat log", true}, {"git rebase -x make main", true}, {"git push --receive-pack=x o", true},
+		{"git config user.name x", true}, {"git bisect run make", true}, {"git clone -u x r", true},
+		{"find . -name x", false}, {"find . -exec rm {} +", true}, {"rg foo", false}, {"rg --pre=x foo", true},
+		{"tar -xf a", false}, {"tar --to-command=x -xf a", true}, {"sh -c id", true}, {"env X=1 ls", true},
+		{"ls -la", false}, {"ssh -o ProxyCommand=x h", true}, {"ssh h", false},
+	} {
+		argv := strings.Fields(tc.argv)
+		if got := StartsArgv(argv); got != tc.want {
+			t.Errorf("StartsArgv(%q): got %v, want %v", argv, got, tc.want)
+		}
+		if n := testing.AllocsPerRun(50, func() { StartsArgv(argv) }); n != 0 {
+			t.Errorf("StartsArgv(%q) allocates %v times, want 0", argv, n)
+		}
+	}
+}
