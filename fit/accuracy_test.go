@@ -2,8 +2,8 @@ package fit
 
 import (
 	"flag"
-	"go/format"
 	"fmt"
+	"go/format"
 	"math"
 	"os"
 	"path/filepath"
@@ -536,7 +536,7 @@ func fitRates(obs []pieceObs) string {
 		if o.p.rough {
 			r = 1
 		}
-		rate[o.p.shape][r].add((float64(o.exact) - float64(wordLen[o.p.prefix][o.p.shape][r][maxTabLen])/1000) / float64(letters-maxTabLen), o.w)
+		rate[o.p.shape][r].add((float64(o.exact)-float64(wordLen[o.p.prefix][o.p.shape][r][maxTabLen])/1000)/float64(letters-maxTabLen), o.w)
 	}
 	b.WriteString("}\n\n// wordRate[shape][rough]: per letter of a word longer than maxTabLen.\nvar wordRate = [3][2]int64{")
 	for sh := 0; sh < 3; sh++ {

@@ -181,10 +181,12 @@ func (f *fitter) doc() *doc {
 	return f.d
 }
 
-func (f *fitter) fit(text string) Result {
+// prepare reads text: its kind and size. It returns the answer for binary
+// data, which has no views.
+func (f *fitter) prepare(text string) (Result, bool) {
 	f.name = strings.TrimSpace(f.req.Name)
 	if isBinary(text) {
-		return f.binary(text)
+		return f.binary(text), true
 	}
 	if !utf8.ValidString(text) {
 		text = strings.ToValidUTF8(text, "\uFFFD")
@@ -196,6 +198,23 @@ func (f *fitter) fit(text string) Result {
 		f.size = Weigh(text)
 	} else {
 		f.size = milliToTokens(f.doc().total())
+	}
+	return Result{}, false
+}
+
+// floorOf is the smallest answer Fit gives for text: the compact stub. A
+// budget of at least its weight is always kept.
+func floorOf(text string, r Request) string {
+	f := &fitter{req: r, b: boundsOf(r), query: strings.TrimSpace(r.Query)}
+	if res, done := f.prepare(text); done {
+		return res.Text
+	}
+	return f.floor()
+}
+
+func (f *fitter) fit(text string) Result {
+	if res, done := f.prepare(text); done {
+		return res
 	}
 
 	want := f.req.View
@@ -209,21 +228,21 @@ func (f *fitter) fit(text string) Result {
 	if start == "" {
 		start = Full
 	}
-	// Full.
-	if start == Full {
-		if f.b.fitsWeighed(f.orig, f.size) {
-			return f.result(Full, f.orig, f.warn)
-		}
-		start = Section
-	}
 	var sel *selection
 	if f.query != "" {
 		s, ok := f.doc().find(f.query)
 		if ok {
 			sel = &s
 		} else {
-			f.miss = fmt.Sprintf("The query %q names nothing in this %s (%s).", f.query, f.noun(), queryForms(f.kind))
+			f.miss = fmt.Sprintf("The query %q names nothing in this %s (ask for %s).", f.query, f.noun(), queryForms(f.kind))
 		}
+	}
+	// Full.
+	if start == Full {
+		if f.b.fitsWeighed(f.orig, f.size) {
+			return f.result(Full, f.orig, f.warn)
+		}
+		start = Section
 	}
 	// Section.
 	if start == Section {
@@ -233,7 +252,7 @@ func (f *fitter) fit(text string) Result {
 				return res
 			}
 		case f.query == "" && want == Section:
-			f.miss = fmt.Sprintf("View section needs a query (%s).", queryForms(f.kind))
+			f.miss = fmt.Sprintf("View section needs a query: %s.", queryForms(f.kind))
 		}
 		start = Summary
 	}
@@ -286,17 +305,17 @@ func (f *fitter) noun() string {
 func queryForms(k Kind) string {
 	switch k {
 	case Markdown:
-		return `query a heading or a line range such as "120-180"`
+		return `a heading or a line range such as "120-180"`
 	case Code:
-		return `query a definition's name (function, type, class) or a line range such as "120-180"`
+		return `a definition's name (function, type, class) or a line range such as "120-180"`
 	case Diff:
-		return `query a path, "<path>#<n>" for its n-th hunk, or a line range such as "120-180"`
+		return `a path, "<path>#<n>" for its n-th hunk, or a line range such as "120-180"`
 	case JSON:
-		return `query a top-level key, an item such as "[3]", or a line range such as "120-180"`
+		return `a top-level key, an item such as "[3]", or a line range such as "120-180"`
 	case FileList:
-		return `query a path or a line range such as "120-180"`
+		return `a path or a line range such as "120-180"`
 	}
-	return `query a line range such as "120-180"`
+	return `a line range such as "120-180"`
 }
 
 // describe is the one-line description of the whole document.
@@ -317,8 +336,8 @@ func (f *fitter) section(sel *selection) (Result, bool) {
 	text := sel.text(d)
 	if f.b.fits(text) {
 		rest := f.size - Weigh(text)
-		return f.result(Section, text, fmt.Sprintf("This is %s; the rest of the %s (%d tokens, %d lines) was left out: ask another %s, or view full.",
-			sel.label, f.noun(), max(rest, 0), d.lines(), strings.TrimPrefix(queryForms(f.kind), "query "))), true
+		return f.result(Section, text, fmt.Sprintf("This is %s; the rest of the %s (%d tokens, %d lines) was left out: ask view section with another query (%s), or view full.",
+			sel.label, f.noun(), max(rest, 0), d.lines(), queryForms(f.kind))), true
 	}
 	if !sel.isRange {
 		return Result{}, false
@@ -330,8 +349,8 @@ func (f *fitter) section(sel *selection) (Result, bool) {
 		return Result{}, false
 	}
 	text = d.text[d.starts[lo-1]:d.lineEnd(hi)]
-	return f.result(Section, text, fmt.Sprintf("These are lines %d-%d of the %d asked for (%d-%d) of %d: the rest did not fit the bound of %s; ask for lines %d-%d next.",
-		lo, hi, sel.to-sel.from+1, sel.from, sel.to, d.lines(), f.boundName(), hi+1, sel.to)), true
+	return f.result(Section, text, fmt.Sprintf("These are lines %d-%d of the range %d-%d asked for (the %s has %d lines); the rest did not fit the bound of %s: ask for lines %d-%d next.",
+		lo, hi, sel.from, sel.to, f.noun(), d.lines(), f.boundName(), hi+1, sel.to)), true
 }
 
 // boundName says which bound limits answers.
@@ -440,7 +459,7 @@ func (f *fitter) outlineView(v View, scope int, sel *selection) (Result, bool) {
 	head := f.describe()
 	if scope >= 0 {
 		p := d.parts[scope]
-		head = fmt.Sprintf("%s (lines %d-%d, %d tokens) of %s", p.title, d.lineOf(p.start), d.lastLine(p.start, p.end), d.tokensOf(scope), head)
+		head = fmt.Sprintf("%s (%s, %d tokens) of %s", p.title, lineSpan(d.lineOf(p.start), d.lastLine(p.start, p.end)), d.tokensOf(scope), head)
 	}
 	what := "Outline"
 	if v == Summary {
@@ -470,13 +489,14 @@ func (f *fitter) outlineView(v View, scope int, sel *selection) (Result, bool) {
 	}
 	b.WriteString(footer)
 	text := b.String()
+	floor := false
 	if !f.b.fits(text) {
 		if v == Summary {
 			return Result{}, false
 		}
-		text = f.floor()
+		text, floor = f.floor(), true
 	}
-	return f.result(v, text, f.omittedOutline(v, scope, len(c.shown), c.listed, sel)), true
+	return f.result(v, text, f.omittedOutline(v, scope, c, sel, floor)), true
 }
 
 // scopeRange is the range of parts the outline of scope lists: all parts,
@@ -498,18 +518,22 @@ func (f *fitter) scopeRange(scope int) (int, int) {
 
 // floor is the smallest stub: what the document is and how to ask for more.
 func (f *fitter) floor() string {
-	return fmt.Sprintf("%s %s, %d tokens: ask a section (%s) or a bigger budget.\n",
-		strings.TrimSuffix(f.name+":", ":"), f.noun(), f.size, strings.TrimPrefix(queryForms(f.kind), "query "))
+	prefix := ""
+	if f.name != "" {
+		prefix = f.name + ": "
+	}
+	return fmt.Sprintf("%s%s, %d tokens: ask view section with query %s, or a bigger budget.\n",
+		prefix, f.noun(), f.size, queryForms(f.kind))
 }
 
 // howToAsk is the last line of a stub or summary.
 func (f *fitter) howToAsk(v View) string {
 	var b strings.Builder
-	b.WriteString("To read more: view \"section\" with " + queryForms(f.kind))
+	b.WriteString("To read more, ask view \"section\" with query " + queryForms(f.kind))
 	if v == Stub {
-		b.WriteString(`; view "summary" for each part's first sentence`)
+		b.WriteString(`, view "summary" (first sentences)`)
 	}
-	fmt.Fprintf(&b, `; view "full" for all %d tokens.`+"\n", f.size)
+	fmt.Fprintf(&b, ` or view "full" (%d tokens).`+"\n", f.size)
 	return b.String()
 }
 
@@ -537,7 +561,7 @@ func (f *fitter) outliner(lo, hi int, withFirst bool) *outliner {
 		o.maxLevel = max(o.maxLevel, d.parts[i].level-o.top+1)
 	}
 	if lo == 0 && hi > 0 && d.parts[0].start > 0 && f.kind != JSON && strings.TrimSpace(d.text[:d.parts[0].start]) != "" {
-		line := fmt.Sprintf("(top, lines 1-%d)", d.lineOf(d.parts[0].start-1))
+		line := fmt.Sprintf("(top, %s)", lineSpan(1, d.lineOf(d.parts[0].start-1)))
 		if withFirst {
 			if s := bodySentence(d.text[:d.parts[0].start]); s != "" {
 				line += ": " + s
@@ -566,18 +590,32 @@ func (o *outliner) entry(i int) entry {
 			b.WriteString("  ")
 		}
 	}
-	b.WriteString(p.title)
 	from, to := d.lineOf(p.start), d.lastLine(p.start, p.end)
+	if f.kind == Text {
+		// A paragraph or a run of lines has no title: its lines name it,
+		// then its beginning (stub) or its first sentence (summary).
+		fmt.Fprintf(&b, "%s (%d tokens): ", lineSpan(from, to), d.tokensOf(i))
+		if o.withFirst {
+			b.WriteString(d.firstOf(i))
+		} else {
+			b.WriteString(p.title)
+		}
+		b.WriteByte('\n')
+		line := b.String()
+		*e = entry{part: i, level: level, line: line, cost: weighMilli(line, nil)}
+		return *e
+	}
+	b.WriteString(p.title)
 	switch {
 	case f.kind == FileList && (p.first != "" || level > 1):
 		// One line each: the line number is enough.
 		fmt.Fprintf(&b, " (line %d)", from)
 	case f.kind == FileList:
-		fmt.Fprintf(&b, " (lines %d-%d)", from, to)
+		fmt.Fprintf(&b, " (%s)", lineSpan(from, to))
 	case p.extra != "":
-		fmt.Fprintf(&b, " (%s, lines %d-%d, %d tokens)", p.extra, from, to, d.tokensOf(i))
+		fmt.Fprintf(&b, " (%s, %s, %d tokens)", p.extra, lineSpan(from, to), d.tokensOf(i))
 	default:
-		fmt.Fprintf(&b, " (lines %d-%d, %d tokens)", from, to, d.tokensOf(i))
+		fmt.Fprintf(&b, " (%s, %d tokens)", lineSpan(from, to), d.tokensOf(i))
 	}
 	if o.withFirst {
 		if s := d.firstOf(i); s != "" {
@@ -599,6 +637,7 @@ type chosen struct {
 	depth    int
 	complete bool
 	listed   int
+	next     int // the first part left out, -1 for none
 }
 
 // choose picks the deepest outline that fits beside fixed text, or, when not
@@ -656,13 +695,13 @@ func (o *outliner) choose(fixedCost int64, fixedChars int) chosen {
 				out = append(out, o.entry(i))
 			}
 		}
-		return chosen{shown: out, depth: depth, complete: true, listed: len(out)}
+		return chosen{shown: out, depth: depth, complete: true, listed: len(out), next: -1}
 	}
 	// Not even the first level that branches: its first entries, leaving
 	// room for the line that says how many were left out.
-	tokLimit -= 25000
-	charLimit -= 100
-	listed := len(out)
+	tokLimit -= 15000
+	charLimit -= 80
+	listed, next := len(out), -1
 	if o.pre != nil {
 		sumC, sumN = o.pre.cost, len(o.pre.line)
 	} else {
@@ -678,57 +717,84 @@ func (o *outliner) choose(fixedCost int64, fixedChars int) chosen {
 		}
 		e := o.entry(i)
 		if sumC+e.cost > tokLimit || sumN+len(e.line) > charLimit {
-			sumC = -1 // full: count the rest only
+			sumC, next = -1, i // full: count the rest only
 			continue
 		}
 		sumC += e.cost
 		sumN += len(e.line)
 		out = append(out, e)
 	}
-	return chosen{shown: out, depth: branch, listed: listed}
+	return chosen{shown: out, depth: branch, listed: listed, next: next}
 }
 
 // more is the line that says what an outline cut short left out, or "".
 func (o *outliner) more(c chosen) string {
 	left := c.listed - len(c.shown)
-	if left <= 0 {
+	if left <= 0 || c.next < 0 {
 		return ""
 	}
-	d := o.f.d
-	from := 1
-	if n := len(c.shown); n > 0 && c.shown[n-1].part >= 0 {
-		p := d.parts[c.shown[n-1].part]
-		from = d.lastLine(p.start, p.end) + 1
-	}
+	from := o.f.d.lineOf(o.f.d.parts[c.next].start)
 	return fmt.Sprintf("… %d more parts from line %d on are not listed.\n", left, from)
 }
 
 // omittedOutline is the note's sentence for a stub or a summary.
-func (f *fitter) omittedOutline(v View, scope, shown, listed int, sel *selection) string {
+func (f *fitter) omittedOutline(v View, scope int, c chosen, sel *selection, floor bool) string {
 	d := f.doc()
 	var b strings.Builder
+	size := f.size
 	if scope >= 0 {
-		fmt.Fprintf(&b, "%s is %d tokens", sel.label, d.tokensOf(scope))
+		size = d.tokensOf(scope)
+		fmt.Fprintf(&b, "%s is %d tokens", capitalize(sel.label), size)
 	} else {
 		fmt.Fprintf(&b, "The whole %s is %d tokens", f.noun(), f.size)
 	}
-	if f.size > f.b.tokens || len(f.orig) > f.b.chars {
+	if size > f.b.tokens || (scope < 0 && len(f.orig) > f.b.chars) {
 		fmt.Fprintf(&b, ", over the bound of %s", f.boundName())
 	}
-	if v == Summary {
+	switch {
+	case floor:
+		b.WriteString("; not even its outline fits, so only its size is shown")
+	case v == Summary:
 		b.WriteString("; this summary shows its outline with each part's first sentence")
-	} else {
+	default:
 		b.WriteString("; this stub shows its outline only")
 	}
-	if shown < listed {
-		fmt.Fprintf(&b, " (the first %d of %d parts)", shown, listed)
+	if !floor && len(c.shown) < c.listed {
+		fmt.Fprintf(&b, " (the first %d of %d parts)", len(c.shown), c.listed)
 	}
-	fmt.Fprintf(&b, ": ask view section with %s", strings.TrimPrefix(queryForms(f.kind), "query "))
-	if v == Stub {
+	fmt.Fprintf(&b, ": ask view section with query %s", queryForms(f.kind))
+	switch {
+	case floor:
+		b.WriteString(", or a bigger budget")
+	case v == Stub:
 		b.WriteString(", or view summary")
 	}
 	b.WriteString(".")
 	return joinSentences(f.warn, b.String())
+}
+
+// lineSpan says "line 7" or "lines 7-12".
+func lineSpan(from, to int) string {
+	if from == to {
+		return "line " + strconv.Itoa(from)
+	}
+	return "lines " + strconv.Itoa(from) + "-" + strconv.Itoa(to)
+}
+
+// quoteTitle quotes a part's title unless it is quoted already (a JSON key)
+// or an item ([3]).
+func quoteTitle(t string) string {
+	if strings.HasPrefix(t, `"`) || strings.HasPrefix(t, "[") {
+		return t
+	}
+	return strconv.Quote(t)
+}
+
+func capitalize(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
 }
 
 // --- Queries ---
@@ -790,7 +856,7 @@ func (d *doc) find(q string) (selection, bool) {
 		}
 		to = min(to, d.lines())
 		return selection{spans: []span{{d.starts[from-1], d.lineEnd(to)}}, part: -1, isRange: true, from: from, to: to,
-			label: fmt.Sprintf("lines %d-%d", from, to)}, true
+			label: lineSpan(from, to)}, true
 	}
 	lq := strings.ToLower(strings.TrimSpace(q))
 	switch d.kind {
@@ -842,7 +908,7 @@ func (d *doc) find(q string) (selection, bool) {
 func (d *doc) partSelection(i int) selection {
 	p := d.parts[i]
 	return selection{spans: []span{{p.start, p.end}}, part: i,
-		label: fmt.Sprintf("the section %q (lines %d-%d)", p.title, d.lineOf(p.start), d.lastLine(p.start, p.end))}
+		label: fmt.Sprintf("the part %s (%s)", quoteTitle(p.title), lineSpan(d.lineOf(p.start), d.lastLine(p.start, p.end)))}
 }
 
 // findPath selects every file or entry under a directory, or the one path
@@ -891,7 +957,7 @@ func (d *doc) findHunk(path, n string) (selection, bool) {
 			if d.parts[j].names[0] == want {
 				h := d.parts[j]
 				return selection{spans: []span{{p.start, d.parts[i+1].start}, {h.start, h.end}}, part: j,
-					label: fmt.Sprintf("hunk %s of %s (lines %d-%d)", n, p.title, d.lineOf(h.start), d.lastLine(h.start, h.end))}, true
+					label: fmt.Sprintf("hunk %s of %s (%s)", n, p.title, lineSpan(d.lineOf(h.start), d.lastLine(h.start, h.end)))}, true
 			}
 		}
 	}

@@ -139,40 +139,39 @@ func (d *doc) weighParts() {
 		d.pre = weighAll(d.text)
 		return
 	}
-	// Cut points: every part's start, and its end where text that belongs
-	// to no part follows (a JSON closing bracket).
-	cuts := make([]int, 0, len(d.parts)+2)
-	cuts = append(cuts, 0)
+	// Stretches: the text before the first part, each part's own text up
+	// to the next part's start or its end, and text after an end that
+	// belongs to no part (a JSON closing bracket).
+	type stretch struct{ start, end, owner int } // owner -1: no part
+	st := make([]stretch, 0, len(d.parts)+2)
+	if d.parts[0].start > 0 {
+		st = append(st, stretch{0, d.parts[0].start, -1})
+	}
 	for i := range d.parts {
-		cuts = append(cuts, d.parts[i].start)
 		next := len(d.text)
 		if i+1 < len(d.parts) {
 			next = d.parts[i+1].start
 		}
-		if d.parts[i].end < next {
-			cuts = append(cuts, d.parts[i].end)
+		end := min(d.parts[i].end, next)
+		if end > d.parts[i].start {
+			st = append(st, stretch{d.parts[i].start, end, i})
+		}
+		if end < next {
+			st = append(st, stretch{end, next, -1})
 		}
 	}
-	cuts = append(cuts, len(d.text))
-	w := make([]int64, len(cuts)-1)
-	parallel(len(d.text), len(w), func(k int) int { return cuts[k+1] - cuts[k] }, func(lo, hi int) {
+	w := make([]int64, len(st))
+	parallel(len(d.text), len(st), func(k int) int { return st[k].end - st[k].start }, func(lo, hi int) {
 		for k := lo; k < hi; k++ {
-			w[k] = weighMilli(d.text[cuts[k]:cuts[k+1]], nil)
+			w[k] = weighMilli(d.text[st[k].start:st[k].end], nil)
 		}
 	})
-	// Each part's own text is the stretch that begins at its start; the
-	// rest (before the first part, after an end) is counted apart.
-	pi := 0
-	for k := range w {
-		if pi < len(d.parts) && cuts[k] == d.parts[pi].start && cuts[k+1] > cuts[k] {
-			d.own[pi] += w[k]
-			pi++
-			continue
+	for k, x := range st {
+		if x.owner >= 0 {
+			d.own[x.owner] += w[k]
+		} else {
+			d.pre += w[k]
 		}
-		for pi < len(d.parts) && cuts[k] == d.parts[pi].start {
-			pi++ // an empty part
-		}
-		d.pre += w[k]
 	}
 }
 
@@ -370,6 +369,8 @@ func parseDef(l string) (codeDef, bool) {
 		u := cutPrefixes(t, "export ", "default ", "declare ", "pub(crate) ", "pub(super) ", "pub ", "public ", "private ",
 			"protected ", "internal ", "static ", "final ", "abstract ", "sealed ", "async ", "unsafe ", "extern \"C\" ")
 		switch {
+		case strings.HasPrefix(u, "type ") && t != u: // TypeScript: export type X = ...
+			d.name = ident(u[5:])
 		case strings.HasPrefix(u, "def "):
 			d.name = ident(u[4:])
 		case strings.HasPrefix(u, "class "):
@@ -865,7 +866,15 @@ func (d *doc) firstOf(i int) string {
 	if i+1 < len(d.parts) && d.parts[i+1].start < end {
 		end = d.parts[i+1].start
 	}
-	return bodySentence(d.text[min(p.head, end):end])
+	body := d.text[min(p.head, end):end]
+	if d.kind == Text && body != "" && (body[0] >= '0' && body[0] <= '9' || body[0] == '[') {
+		// A log: its first line, not a sentence run over many records.
+		if k := strings.IndexByte(body, '\n'); k >= 0 {
+			body = body[:k]
+		}
+		return clip(strings.TrimSpace(body), 200)
+	}
+	return bodySentence(body)
 }
 
 // bodySentence finds the first sentence of a part's body: skipping blank

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/airlock-run/airlock/fit"
 )
@@ -42,7 +43,9 @@ both go to standard output as {"content": ..., "fit": {...}}.`
 			}
 			res := fit.Fit(text, fit.Request{View: fit.View(*view), Budget: *budget, Query: *query, Chars: *chars, Name: *name})
 			if *asJSON {
-				return json.NewEncoder(env.Stdout).Encode(struct {
+				enc := json.NewEncoder(env.Stdout)
+				enc.SetEscapeHTML(false)
+				return enc.Encode(struct {
 					Content string   `json:"content"`
 					Fit     fit.Note `json:"fit"`
 				}{res.Text, res.Note})
@@ -50,8 +53,13 @@ both go to standard output as {"content": ..., "fit": {...}}.`
 			if _, err := fmt.Fprint(env.Stdout, res.Text); err != nil {
 				return err
 			}
-			note, _ := json.Marshal(res.Note)
-			fmt.Fprintf(env.Stderr, "fit: %s\n", note)
+			var note strings.Builder
+			enc := json.NewEncoder(&note)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(res.Note); err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stderr, "fit: %s", note.String())
 			return nil
 		}}
 }
