@@ -23,7 +23,10 @@
 // DIR is $XDG_RUNTIME_DIR/airlock (or /tmp/airlock-<uid>). DIR must be a
 // directory owned by the user with mode 0700, and each socket is 0600; both
 // sides also check the other's uid with SO_PEERCRED, so only the same user
-// can list or answer. Escalation IDs are "<pid>-<8 hex digits>": the pid
+// can list or answer. The broker also refuses a peer that is not in its own
+// user, mount and pid namespaces: a sandboxed process keeps the uid (its
+// user namespace maps it back) and must never answer its own escalations,
+// even if a policy lets it see the socket. Escalation IDs are "<pid>-<8 hex digits>": the pid
 // says which socket to answer on, and the random part keeps an answer meant
 // for one question from reaching another. `approvals list` asks every socket
 // in DIR and removes the ones nobody listens on (their process is gone).

@@ -68,6 +68,8 @@ type Broker struct {
 	// skipPeerCheck turns off the SO_PEERCRED check; tests set it to show
 	// that the check is what stops another user.
 	skipPeerCheck bool
+	// skipNamespaceCheck turns off the namespace check, likewise.
+	skipNamespaceCheck bool
 
 	termSem    chan struct{}
 	lines      chan string

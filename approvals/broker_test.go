@@ -620,3 +620,56 @@ func TestDenialCodes(t *testing.T) {
 		})
 	}
 }
+
+// TestBoxedPeerRefused connects from inside a bubblewrap box (new user,
+// mount and pid namespaces; the same uid seen from outside) with the
+// socket made visible in it, as a careless policy might. With the
+// namespace check off the boxed process lists the pending call; with it on
+// it gets nothing.
+func TestBoxedPeerRefused(t *testing.T) {
+	const bwrap = "/usr/bin/bwrap"
+	if _, err := os.Stat(bwrap); err != nil {
+		t.Skip("bubblewrap is not installed:", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Skip(err)
+	}
+	attack := func(t *testing.T, sock string) string {
+		r, w, _ := os.Pipe()
+		defer r.Close()
+		argv := []string{bwrap, "--unshare-user", "--unshare-pid", "--die-with-parent",
+			"--bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+			"--", exe, "-test.run=^TestOtherUserRefused$"}
+		p, err := os.StartProcess(bwrap, argv, &os.ProcAttr{
+			Env:   []string{"AIRLOCK_APPROVALS_ATTACK=" + sock},
+			Files: []*os.File{nil, w, w},
+		})
+		w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(r)
+		st, _ := p.Wait()
+		if !strings.Contains(string(out), "reply:") {
+			t.Skipf("bubblewrap cannot make a box here (%v): %s", st, out)
+		}
+		return string(out)
+	}
+	for _, check := range []bool{false, true} {
+		t.Run(fmt.Sprintf("namespace check %v", check), func(t *testing.T) {
+			dir := socketDir(t)
+			b := newBroker(t, Options{SocketDir: dir})
+			b.skipNamespaceCheck = !check
+			a := ask(b, gitPush(), time.Hour)
+			waitPending(t, dir, 1)
+			out := attack(t, b.SocketPath())
+			leaked := strings.Contains(out, "git push needs approval")
+			if leaked == check {
+				t.Errorf("with the check %v: the boxed process saw the call = %v; output %q", check, leaked, out)
+			}
+			b.Close()
+			a.wait(t)
+		})
+	}
+}

@@ -153,6 +153,10 @@ func (b *Broker) serveConn(c *net.UnixConn) {
 		b.log.Warn("approvals: refused a connection from another user", "uid", cred.Uid, "pid", cred.Pid)
 		return
 	}
+	if err := sameNamespaces(int(cred.Pid)); err != nil && !b.skipNamespaceCheck {
+		b.log.Warn("approvals: refused a connection from another namespace", "pid", cred.Pid, "err", err)
+		return
+	}
 	line, err := bufio.NewReaderSize(c, 4096).ReadSlice('\n')
 	if err != nil {
 		return
@@ -194,6 +198,34 @@ func (b *Broker) serveConn(c *net.UnixConn) {
 	default:
 		reply(wireReply{Error: "unknown op " + strconv.Quote(req.Op)})
 	}
+}
+
+// namespaces a person's terminal shares with the broker. A process in a
+// sandbox has the same uid (a user namespace maps it back) but lives in
+// namespaces of its own; if a policy ever let it see the socket, it could
+// otherwise approve its own calls.
+var namespaces = []string{"user", "mnt", "pid"}
+
+// sameNamespaces reports an error unless process pid is in this process's
+// user, mount and pid namespaces. Anything it cannot read is an error.
+func sameNamespaces(pid int) error {
+	if pid <= 0 {
+		return fmt.Errorf("no peer pid")
+	}
+	for _, ns := range namespaces {
+		mine, err := os.Readlink("/proc/self/ns/" + ns)
+		if err != nil {
+			return err
+		}
+		theirs, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/" + ns)
+		if err != nil {
+			return err
+		}
+		if mine != theirs {
+			return fmt.Errorf("%s namespace %s is not %s", ns, theirs, mine)
+		}
+	}
+	return nil
 }
 
 // call sends one request to the socket at path and reads the reply.
