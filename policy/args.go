@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/airlock-run/airlock/errs"
@@ -27,8 +28,25 @@ import (
 type argPattern struct {
 	rule  string
 	flags []string
+	// alts[i], when set, is the canonical spelling of the literal option
+	// a glob flags[i] starts with: `--force*` also means `-f`.
+	alts  []string
 	words []string
 	rest  bool
+}
+
+// flagMatch reports whether pattern option i matches option f.
+func (ap *argPattern) flagMatch(i int, f string) bool {
+	return wordGlob(ap.flags[i], f) || ap.alts[i] != "" && ap.alts[i] == f
+}
+
+func (ap *argPattern) flagIn(i int, fs []string) bool {
+	for _, f := range fs {
+		if ap.flagMatch(i, f) {
+			return true
+		}
+	}
+	return false
 }
 
 type argRules struct {
@@ -67,8 +85,31 @@ func compilePattern(prog, rule, s string) argPattern {
 	}
 	// Canon brings the pattern to the call's spelling; tokens with globs
 	// pass through it unchanged.
-	toks = shellread.Canon(prog, toks)
-	ap.flags, ap.words = splitArgs(toks, ap.flags[:0], ap.words[:0])
+	canon := shellread.Canon(prog, toks)
+	ap.flags, ap.words = splitArgs(canon, ap.flags[:0], ap.words[:0])
+	ap.alts = make([]string, len(ap.flags))
+	// A glob option such as `--force*` covers the literal `--force`, whose
+	// canonical spelling may be `-f`: find it by canonicalising the pattern
+	// with the literal in the glob's place.
+	for i, t := range toks {
+		k := strings.IndexAny(t, globMeta)
+		if k < 0 || !strings.HasPrefix(t, "--") || k <= 3 || t[k-1] == '=' {
+			continue
+		}
+		lit := slices.Clone(toks)
+		lit[i] = t[:k]
+		lc := shellread.Canon(prog, lit)
+		if len(lc) != len(canon) {
+			continue
+		}
+		for j := range lc {
+			if lc[j] != canon[j] && lc[j] != t[:k] {
+				if fi := slices.Index(ap.flags, canon[j]); fi >= 0 {
+					ap.alts[fi] = lc[j]
+				}
+			}
+		}
+	}
 	return ap
 }
 
@@ -90,17 +131,26 @@ func splitArgs(args []string, flags, words []string) ([]string, []string) {
 	return flags, words
 }
 
-// contains reports whether a deny/escalate pattern is in the call.
-func (ap *argPattern) contains(flags, words []string) bool {
-	for _, pf := range ap.flags {
-		hit := false
-		for _, f := range flags {
-			if wordGlob(pf, f) {
-				hit = true
-				break
-			}
+// appendFlags appends the options of args (as splitArgs sees them) to dst.
+func appendFlags(dst, args []string) []string {
+	for _, a := range args {
+		if a == "--" {
+			break
 		}
-		if !hit {
+		if len(a) > 1 && a[0] == '-' {
+			dst = append(dst, a)
+		}
+	}
+	return dst
+}
+
+// contains reports whether a deny/escalate pattern is in the call. An
+// option of the pattern may match the call's options in canonical form or
+// as written (raw): a glob such as `--force*` cannot be brought to the
+// canonical spelling, so it is also tried on the spelling the caller used.
+func (ap *argPattern) contains(flags, raw, words []string) bool {
+	for i := range ap.flags {
+		if !ap.flagIn(i, flags) && !ap.flagIn(i, raw) {
 			return false
 		}
 	}
@@ -128,15 +178,8 @@ func (ap *argPattern) shape(flags, words []string) bool {
 	}
 	// Every pattern option must be present; without a trailing `*` every
 	// call option must be one of the pattern's.
-	for _, pf := range ap.flags {
-		hit := false
-		for _, f := range flags {
-			if wordGlob(pf, f) {
-				hit = true
-				break
-			}
-		}
-		if !hit {
+	for i := range ap.flags {
+		if !ap.flagIn(i, flags) {
 			return false
 		}
 	}
@@ -145,8 +188,8 @@ func (ap *argPattern) shape(flags, words []string) bool {
 	}
 	for _, f := range flags {
 		hit := false
-		for _, pf := range ap.flags {
-			if wordGlob(pf, f) {
+		for i := range ap.flags {
+			if ap.flagMatch(i, f) {
 				hit = true
 				break
 			}
@@ -160,16 +203,17 @@ func (ap *argPattern) shape(flags, words []string) bool {
 
 // decide applies the rules to a call's arguments (argv without argv[0]).
 func (ar *argRules) decide(args []string) Decision {
-	var cb, fb, wb [24]string
+	var cb, fb, wb, rb [24]string
 	canon := shellread.AppendCanon(cb[:0], ar.prog, args)
 	flags, words := splitArgs(canon, fb[:0], wb[:0])
+	raw := appendFlags(rb[:0], args)
 	for i := range ar.deny {
-		if ar.deny[i].contains(flags, words) {
+		if ar.deny[i].contains(flags, raw, words) {
 			return Decision{Verdict: Deny, Category: CatShell, Rule: ar.deny[i].rule}
 		}
 	}
 	for i := range ar.escal {
-		if ar.escal[i].contains(flags, words) {
+		if ar.escal[i].contains(flags, raw, words) {
 			return Decision{Verdict: Escalate, Category: CatShell, Rule: ar.escal[i].rule}
 		}
 	}
