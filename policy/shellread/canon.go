@@ -548,3 +548,57 @@ func dedupe(dst []string, start int) []string {
 	}
 	return dst[:w]
 }
+
+// Spellings returns the ways an option in canonical form can be written:
+// the canonical form itself and each long name that means it ("-f" of git
+// push → "-f", "--force"; "-o=out" of curl → "-o=out", "--output=out").
+// A pattern whose option has a glob ("--force*") cannot be canonicalised;
+// matching it against every spelling of each canonical option of a call
+// keeps its meaning. sub is git's subcommand ("" for other programs); the
+// program's own options are included too.
+func Spellings(prog, sub, opt string) []string {
+	out := []string{opt}
+	if !strings.HasPrefix(opt, "-") || strings.HasPrefix(opt, "--") || len(opt) < 2 {
+		return out
+	}
+	short := opt[1]
+	val, hasVal := "", false
+	if len(opt) > 2 {
+		if opt[2] != '=' {
+			return out
+		}
+		val, hasVal = opt[3:], true
+	}
+	sp := canonSpecs[baseName(prog)]
+	if sp == nil {
+		return out
+	}
+	specs := []*canonSpec{sp}
+	if ss := sp.subs[sub]; ss != nil {
+		specs = []*canonSpec{ss, sp}
+	}
+	for _, s := range specs {
+		for name, lo := range s.long {
+			if lo.short != short {
+				continue
+			}
+			if hasVal {
+				out = append(out, "--"+name+"="+val)
+			} else {
+				out = append(out, "--"+name)
+			}
+		}
+		// Short synonyms (rm -R for -r).
+		for from, to := range s.alias {
+			if to == short {
+				if hasVal {
+					out = append(out, shortOpt(from)+"="+val)
+				} else {
+					out = append(out, shortOpt(from))
+				}
+			}
+		}
+	}
+	sortStrings(out[1:])
+	return out
+}

@@ -113,3 +113,24 @@ func TestAppendCanonAllocations(t *testing.T) {
 		t.Errorf("AppendCanon(git status -s) allocates %v times, want 0", n)
 	}
 }
+
+func TestSpellings(t *testing.T) {
+	for _, tc := range []struct {
+		prog, sub, opt string
+		want           []string
+	}{
+		{"git", "push", "-f", []string{"-f", "--force"}},
+		{"git", "push", "--force-with-lease=x", []string{"--force-with-lease=x"}},
+		{"git", "", "-P", []string{"-P", "--no-pager"}},
+		{"curl", "", "-o=out", []string{"-o=out", "--output=out"}},
+		{"rm", "", "-r", []string{"-r", "--recursive", "-R"}},
+		{"sed", "", "-n", []string{"-n", "--quiet", "--silent"}},
+		{"ls", "", "-l", []string{"-l"}},
+		{"rm", "", "x", []string{"x"}},
+	} {
+		got := Spellings(tc.prog, tc.sub, tc.opt)
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("Spellings(%q, %q, %q) (-want +got):\n%s", tc.prog, tc.sub, tc.opt, diff)
+		}
+	}
+}
