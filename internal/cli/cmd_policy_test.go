@@ -139,7 +139,7 @@ func TestPolicyShow(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("got exit %d, want 0 (stderr %q)", code, errs)
 	}
-	if !strings.Contains(out, `"memory": 536870912`) || !strings.Contains(out, `"read": [`) {
+	if !strings.Contains(out, `"memory": "512M"`) || !strings.Contains(out, `"read": [`) {
 		t.Errorf("got %s, want the policy with defaults filled in", out)
 	}
 }
