@@ -124,9 +124,9 @@ func (r *run) do(ctx context.Context) (Result, error) {
 	}
 	var diag *bytes.Buffer
 	if r.box.Tier == sandbox.Tier0 {
-		path, err := lookPath(req.Argv[0], envValue(req.Spec.Env, "PATH"), req.Spec.Workdir)
+		path, err := sandbox.LookPath(req.Argv[0], sandbox.EnvValue(req.Spec.Env, "PATH"), req.Spec.Workdir)
 		if err != nil {
-			return Result{}, err
+			return Result{}, fmt.Errorf("run: %w", err)
 		}
 		cmd.Path, cmd.Args = path, req.Argv
 		cmd.Env = append([]string{}, req.Spec.Env...)
@@ -319,44 +319,4 @@ func oneLine(s string) string {
 		s = s[i+1:]
 	}
 	return s
-}
-
-func envValue(env []string, key string) string {
-	for i := len(env) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
-			return v
-		}
-	}
-	return ""
-}
-
-// lookPath finds a tier-0 command on the PATH of the command's own
-// environment, not airlock's.
-func lookPath(name, pathEnv, dir string) (string, error) {
-	if strings.Contains(name, "/") {
-		p := name
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		if st, err := os.Stat(p); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-			return "", errs.NotFoundf("run: command %q not found or not executable", name)
-		}
-		return p, nil
-	}
-	if pathEnv == "" {
-		pathEnv = "/usr/local/bin:/usr/bin:/bin"
-	}
-	for _, d := range filepath.SplitList(pathEnv) {
-		if d == "" {
-			d = "."
-		}
-		p := filepath.Join(d, name)
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", errs.NotFoundf("run: command %q not found on PATH %s", name, pathEnv)
 }

@@ -376,15 +376,6 @@ func validate(spec Spec) error {
 	return nil
 }
 
-func envValue(env []string, key string) string {
-	for i := len(env) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
-			return v
-		}
-	}
-	return ""
-}
-
 func (p *planner) refuse(path, why string) error {
 	return errs.Unavailablef("sandbox: %s: %s", path, why)
 }
@@ -406,7 +397,16 @@ func (p *planner) plan(exe string) error {
 	}
 	writeSpell = append(writeSpell, filepath.Clean(spec.Workdir))
 	for _, w := range spec.Write {
-		pn, err := pin(w, nil)
+		// A root reached through a link inside another writable root is
+		// refused like any other bind: what the box wrote before could
+		// have planted it.
+		var others []string
+		for _, o := range spec.Write {
+			if filepath.Clean(o) != filepath.Clean(w) {
+				others = append(others, filepath.Clean(o))
+			}
+		}
+		pn, err := pin(w, others)
 		if err != nil {
 			return errs.Wrap(errs.Unavailable, err, "sandbox: write grant")
 		}
@@ -487,7 +487,7 @@ func (p *planner) plan(exe string) error {
 		}
 		p.bindFD(pn, f, false, 2)
 	}
-	home := envValue(spec.Env, "HOME")
+	home := EnvValue(spec.Env, "HOME")
 	if err := p.etc(home); err != nil {
 		return err
 	}

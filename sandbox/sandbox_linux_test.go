@@ -159,6 +159,12 @@ func TestPlanRefuses(t *testing.T) {
 			s.Write = append(s.Write, l)
 			return s
 		}, Tier1, errs.Unavailable, "resolves to /etc"},
+		{"write grant through a link in another write grant", func() Spec {
+			os.Symlink(filepath.Join(root, "outside"), filepath.Join(work, "out"))
+			s := base()
+			s.Write = append(s.Write, filepath.Join(work, "out"))
+			return s
+		}, Tier1, errs.Unavailable, "symbolic link"},
 		{"read through a link in the writable dir", func() Spec { s := base(); s.Read = []string{filepath.Join(work, "link")}; return s }, Tier1, errs.Unavailable, "symbolic link"},
 		{"read of /proc", func() Spec { s := base(); s.Read = []string{"/proc/1"}; return s }, Tier1, errs.Unavailable, "kernel's interfaces"},
 		{"missing workdir", func() Spec { s := base(); s.Workdir = filepath.Join(root, "gone"); return s }, Tier1, errs.Invalid, "working directory"},
@@ -293,5 +299,31 @@ func TestProbe(t *testing.T) {
 		if !found {
 			t.Errorf("bubblewrap %s is older than %s but there is no advisory finding saying how it is mitigated", r.Bubblewrap.Version, fixedBwrap)
 		}
+	}
+}
+
+func TestLookPath(t *testing.T) {
+	tests := []struct {
+		name, prog, path, want string
+		notFound               bool
+	}{
+		{"on PATH", "sh", "/nonexistent:/bin", "/bin/sh", false},
+		{"absolute", "/bin/sh", "", "/bin/sh", false},
+		{"missing", "no-such-prog-airlock", "/bin:/usr/bin", "", true},
+		{"directory", "/bin", "", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := LookPath(tt.prog, tt.path, "/")
+			if (err != nil) != tt.notFound {
+				t.Fatalf("LookPath(%q) error %v, want not found %v", tt.prog, err, tt.notFound)
+			}
+			if err != nil && errs.ClassOf(err) != errs.NotFound {
+				t.Errorf("LookPath(%q) error class %v, want not found", tt.prog, errs.ClassOf(err))
+			}
+			if got != tt.want {
+				t.Errorf("LookPath(%q) = %q, want %q", tt.prog, got, tt.want)
+			}
+		})
 	}
 }

@@ -7,10 +7,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -118,10 +116,10 @@ func run(cfgFD int) boxconf.Status {
 		}
 		env = append(env, extra...)
 	}
-	path, err := lookPath(cfg.Argv[0], envValue(env, "PATH"), cfg.Dir)
+	path, err := sandbox.LookPath(cfg.Argv[0], sandbox.EnvValue(env, "PATH"), cfg.Dir)
 	if err != nil {
 		st.NotFound = true
-		return fail(st, "%v", err)
+		return fail(st, "%v inside the box", err)
 	}
 
 	// The target is started from one locked thread that alone carries
@@ -201,66 +199,6 @@ func closeRangeExec() error {
 		if n > 2 {
 			unix.FcntlInt(uintptr(n), unix.F_SETFD, unix.FD_CLOEXEC)
 		}
-	}
-	return nil
-}
-
-func envValue(env []string, key string) string {
-	for i := len(env) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
-			return v
-		}
-	}
-	return ""
-}
-
-// errNotFound is a command that is not in the box.
-type errNotFound struct{ name, where string }
-
-func (e *errNotFound) Error() string {
-	return fmt.Sprintf("command %q not found %s", e.name, e.where)
-}
-
-// lookPath finds name the way a shell would, on the box's own PATH.
-func lookPath(name, pathEnv, dir string) (string, error) {
-	if strings.Contains(name, "/") {
-		p := name
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		if err := executable(p); err != nil {
-			return "", &errNotFound{name, "inside the box (" + err.Error() + ")"}
-		}
-		return p, nil
-	}
-	if pathEnv == "" {
-		pathEnv = "/usr/local/bin:/usr/bin:/bin"
-	}
-	for _, d := range filepath.SplitList(pathEnv) {
-		if d == "" {
-			d = "."
-		}
-		p := filepath.Join(d, name)
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		if executable(p) == nil {
-			return p, nil
-		}
-	}
-	return "", &errNotFound{name, "on the box's PATH " + pathEnv}
-}
-
-func executable(p string) error {
-	st, err := os.Stat(p)
-	if err != nil {
-		return err
-	}
-	if st.IsDir() {
-		return errors.New("is a directory")
-	}
-	if st.Mode()&0o111 == 0 {
-		return errors.New("not executable")
 	}
 	return nil
 }

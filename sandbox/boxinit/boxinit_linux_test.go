@@ -50,29 +50,6 @@ func TestRunRefusesASwappedBind(t *testing.T) {
 	}
 }
 
-func TestLookPath(t *testing.T) {
-	tests := []struct {
-		name, prog, path, want string
-		notFound               bool
-	}{
-		{"on PATH", "sh", "/nonexistent:/bin", "/bin/sh", false},
-		{"absolute", "/bin/sh", "", "/bin/sh", false},
-		{"missing", "no-such-prog-airlock", "/bin:/usr/bin", "", true},
-		{"directory", "/bin", "", "", true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := lookPath(tt.prog, tt.path, "/")
-			if (err != nil) != tt.notFound {
-				t.Fatalf("lookPath(%q) error %v, want not found %v", tt.prog, err, tt.notFound)
-			}
-			if got != tt.want {
-				t.Errorf("lookPath(%q) = %q, want %q", tt.prog, got, tt.want)
-			}
-		})
-	}
-}
-
 func TestParseFlags(t *testing.T) {
 	if _, _, err := parseFlags([]string{boxconf.FlagConfig, "3"}); err == nil {
 		t.Error("parseFlags without the status descriptor succeeded")
