@@ -33,7 +33,8 @@ type Options struct {
 	Cases *Cases
 	// Only limits the run to these attempt ids; empty runs every attempt.
 	Only []string
-	// TempDir is where the targets are made; "" is the system's.
+	// TempDir is where the targets are made; "" is the user's cache
+	// directory (never /tmp, which the box replaces with its own).
 	TempDir string
 	// Progress, when not nil, is told each attempt as it starts.
 	Progress func(attempt string)
@@ -81,6 +82,10 @@ type attempt struct {
 	newNS bool
 	// tty gives the unconfined run a terminal as its standard input.
 	tty bool
+	// ownNet runs the unconfined run, when not root, as root of a user
+	// and network namespace of its own: an ordinary user opens a raw
+	// socket nowhere else, so that is where the attempt is shown to work.
+	ownNet bool
 	// reached judges a run from its output and the world's state.
 	reached func(r *run, o out) (bool, string)
 	// untested, when not nil, says why the attempt cannot be tried here.
@@ -106,11 +111,20 @@ func exitZero(_ *run, o out) (bool, string) {
 
 func wrote(rel string) func(r *run, o out) (bool, string) {
 	return func(r *run, o out) (bool, string) {
-		if fileHas(filepath.Join(r.wd, rel), r.marker) {
-			return true, "wrote " + rel
-		}
-		return false, lastLine(o.text)
+		return wroteAt(filepath.Join(r.wd, rel), rel, r, o)
 	}
+}
+
+// wroteAt judges a write by the host's file, never by the attack's word: a
+// write that landed in the box's own copy of a directory changed nothing.
+func wroteAt(p, name string, r *run, o out) (bool, string) {
+	if fileHas(p, r.marker) {
+		return true, "wrote " + name
+	}
+	if o.ok() {
+		return false, "the write landed in the box's own file system; " + name + " on the host is unchanged"
+	}
+	return false, lastLine(o.text)
 }
 
 func firstLine(s, with string) string {
@@ -204,10 +218,7 @@ func attempts() []attempt {
 		{id: "write-beside-workdir", class: "fs-write",
 			args: func(r *run) []string { return []string{"write", r.w.base + "/outside-" + r.marker, r.marker} },
 			reached: func(r *run, o out) (bool, string) {
-				if fileHas(r.w.base+"/outside-"+r.marker, r.marker) {
-					return true, "wrote beside the working directory"
-				}
-				return false, lastLine(o.text)
+				return wroteAt(r.w.base+"/outside-"+r.marker, "the file beside the working directory", r, o)
 			}},
 
 		{id: "tcp-127.0.0.1", class: "net", reached: tokenIn, args: func(r *run) []string { return []string{"tcp", r.w.tcp4} }},
@@ -224,7 +235,7 @@ func attempts() []attempt {
 		{id: "dns-tcp", class: "net", reached: tokenIn, args: func(r *run) []string { return []string{"dns-tcp", r.w.dns} }},
 		{id: "unix-socket-path", class: "net", reached: tokenIn, args: func(r *run) []string { return []string{"unix", r.w.unixPath} }},
 		{id: "unix-socket-abstract", class: "net", reached: tokenIn, args: func(r *run) []string { return []string{"unix", r.w.abstract} }},
-		{id: "raw-socket", class: "net", reached: exitZero, args: func(*run) []string { return []string{"raw"} }},
+		{id: "raw-socket", class: "net", reached: exitZero, ownNet: true, args: func(*run) []string { return []string{"raw"} }},
 	}
 	viaProxy := func(id, host string, addr func(w *world) string, untested func(w *world) string) attempt {
 		return attempt{id: id, class: "egress", egress: true, reached: tokenIn, untested: untested,
@@ -315,8 +326,10 @@ func attempts() []attempt {
 			spec: func(s *sandbox.Spec) { s.Limits.Pids = 32 },
 			args: func(r *run) []string { return []string{"fork", "48", r.marker} }},
 		attempt{id: "exceed-cpu", class: "limits", reached: exitZero,
-			spec: func(s *sandbox.Spec) { s.Limits.CPU = 0.1 },
-			args: func(*run) []string { return []string{"spin", "1000", "0.15"} }},
+			// A small quota, so a host loaded by other work still gives
+			// the unconfined run well over the threshold.
+			spec: func(s *sandbox.Spec) { s.Limits.CPU = 0.02 },
+			args: func(*run) []string { return []string{"spin", "1000", "0.05"} }},
 		attempt{id: "exceed-wall", class: "limits", reached: exitZero,
 			spec: func(s *sandbox.Spec) { s.Limits.Wall = time.Second },
 			args: func(*run) []string { return []string{"sleep", "3s"} }},
@@ -375,7 +388,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := preflight(o.Exe); err != nil {
 		return nil, err
 	}
-	w, err := newWorld(o.TempDir)
+	tmp := o.TempDir
+	if tmp == "" {
+		// Not /tmp: the box has a private /tmp, which would hide the
+		// targets whatever else held. A user's cache directory is where a
+		// real secret beside a project would be: on the host file system.
+		if d, err := os.UserCacheDir(); err == nil && os.MkdirAll(filepath.Join(d, "airlock"), 0o700) == nil {
+			tmp = filepath.Join(d, "airlock")
+		}
+	}
+	w, err := newWorld(tmp)
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "escape: set up the targets")
 	}
@@ -502,6 +524,11 @@ func runUnconfined(ctx context.Context, w *world, a attempt, exe string) (bool, 
 	sys := &syscall.SysProcAttr{Setpgid: true}
 	if a.newNS {
 		sys.Unshareflags = syscall.CLONE_NEWNS
+	}
+	if a.ownNet && os.Geteuid() != 0 {
+		sys.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
+		sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
+		sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
 	}
 	argv := append([]string{exe, AttackArg}, a.args(r)...)
 	p, err := os.StartProcess(exe, argv, &os.ProcAttr{Dir: r.wd, Env: env, Files: files, Sys: sys})
