@@ -3,10 +3,14 @@ package audit
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"sort"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -103,4 +107,19 @@ func attributes(r Record) []attribute.KeyValue {
 		}
 	}
 	return kv
+}
+
+// WriterTracing returns a tracer whose spans are written to w as JSON, one
+// object per span, as soon as each ends (the OpenTelemetry stdout
+// exporter), and the function that flushes and stops it. It is the
+// exporter airlock can configure without a collector: wire it when the user
+// asks for spans (for instance OTEL_TRACES_EXPORTER=console) and pass the
+// tracer to Traced.
+func WriterTracing(w io.Writer) (trace.Tracer, func(context.Context) error, error) {
+	exp, err := stdouttrace.New(stdouttrace.WithWriter(w))
+	if err != nil {
+		return nil, nil, fmt.Errorf("audit: span exporter: %w", err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	return tp.Tracer("github.com/airlock-run/airlock/audit"), tp.Shutdown, nil
 }

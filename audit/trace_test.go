@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"bytes"
+	"encoding/json"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -64,5 +66,37 @@ func TestTracedMarksFailure(t *testing.T) {
 	spans := exp.GetSpans()
 	if len(spans) != 1 || spans[0].Status.Code != codes.Error {
 		t.Fatalf("got %+v, want one span with an error status", spans)
+	}
+}
+
+func TestWriterTracing(t *testing.T) {
+	var buf bytes.Buffer
+	tracer, shutdown, err := WriterTracing(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := openTemp(t)
+	if err := Traced(l, tracer).Append(Record{Kind: "run", Decider: "policy", Fields: map[string]any{"exit": 0}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var span struct {
+		Name       string
+		Attributes []struct {
+			Key   string
+			Value struct{ Value any }
+		}
+	}
+	if err := json.Unmarshal(buf.Bytes(), &span); err != nil {
+		t.Fatalf("exported span %q: %v", buf.String(), err)
+	}
+	got := map[string]any{}
+	for _, a := range span.Attributes {
+		got[a.Key] = a.Value.Value
+	}
+	if span.Name != "airlock.run" || got["airlock.decider"] != "policy" || got["airlock.seq"] != float64(1) {
+		t.Errorf("got span %s with %v", span.Name, got)
 	}
 }
