@@ -42,7 +42,12 @@ func sample(i int) Record {
 		Kind: "decision", CallDigest: strings.Repeat(strconv.Itoa(i%10), 64),
 		Verdict: "deny", Rule: "shell.args.git.deny[0]", Reason: fmt.Sprintf("call %d refused <&>\u2028", i),
 		Decider: "policy",
-		Fields:  map[string]any{"argv": []string{"git", "push"}, "n": i, "big": int64(9007199254740993)},
+		Fields: map[string]any{"argv": []string{"git", "push"}, "n": i, "big": int64(9007199254740993),
+			"desc": struct {
+				Tier      int      `json:"tier"`
+				Mechanism string   `json:"mechanism"`
+				Notes     []string `json:"notes,omitempty"`
+			}{1, "bwrap", []string{"a<b"}}},
 	}
 }
 

@@ -26,6 +26,7 @@
 package audit
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -56,7 +57,9 @@ type Record struct {
 	// "error" or "grant".
 	Decider string `json:"decider,omitempty"`
 	// Fields holds kind-specific data (a runner Description, byte counts).
-	// It must encode as JSON; a value that does not is refused by Append.
+	// Any value that encodes as JSON will do, structs included; it is
+	// stored (and read back) as plain JSON values. A value that does not
+	// encode is refused by Append.
 	Fields map[string]any `json:"fields,omitempty"`
 	// Prev is the Hash of the record before; empty for the first record.
 	Prev string `json:"prev"`
@@ -96,6 +99,11 @@ const timeLayout = "2006-01-02T15:04:05.000000000Z"
 // encode returns the line for r (with its trailing newline) and its hash.
 // r.Seq, r.Time and r.Prev must already be set.
 func encode(r Record) (line []byte, hash string, err error) {
+	fields, err := plain(r.Fields)
+	if err != nil {
+		return nil, "", fmt.Errorf("encode %s record fields: %w", r.Kind, err)
+	}
+	r.Fields = fields
 	b, err := json.Marshal(body{
 		Seq: r.Seq, Time: r.Time.UTC().Format(timeLayout), Kind: r.Kind,
 		CallDigest: r.CallDigest, Verdict: r.Verdict, Rule: r.Rule, Reason: r.Reason,
@@ -113,6 +121,27 @@ func encode(r Record) (line []byte, hash string, err error) {
 	line = append(line, `"}`...)
 	line = append(line, '\n')
 	return line, hash, nil
+}
+
+// plain turns fields into plain JSON values (maps with sorted keys, numbers
+// as written), so a struct among them (a runner Description) is stored in
+// the one encoding Verify accepts: its fields in key order, not in
+// declaration order.
+func plain(fields map[string]any) (map[string]any, error) {
+	if fields == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(fields)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // split separates a stored line (without newline) into its hashed body and
