@@ -107,9 +107,19 @@ func (s *Store) PutReader(ctx context.Context, sc Scope, rd io.Reader) (Ref, err
 	return r, nil
 }
 
+// copyChunk is how much streamTemp copies before handing the chunk to the
+// hasher: big enough that the kernel moves it in few calls, small enough
+// that hashing the last chunk adds little after the copy ends.
+const copyChunk = 4 << 20
+
 // streamTemp copies at most MaxSize+1 bytes of rd to a flushed temporary
-// file in dir, hashing them on the way. A stream longer than MaxSize stops
-// there; the caller refuses it by its size.
+// file in dir and returns its digest. The copy goes through io.CopyN, so the
+// kernel moves the bytes when it can (copy_file_range from a file, splice
+// from a pipe); each chunk, once in the temporary file, is read back from it
+// and hashed in a second goroutine while the next chunk is copied. The
+// digest is thus of the bytes that will be kept, and the store costs little
+// more than a copy. A stream longer than MaxSize stops there; the caller
+// refuses it by its size.
 func streamTemp(dir string, rd io.Reader) (string, Ref, int64, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", Ref{}, 0, diskErr(err, "create %s", dir)
@@ -119,56 +129,65 @@ func streamTemp(dir string, rd io.Reader) (string, Ref, int64, error) {
 		return "", Ref{}, 0, diskErr(err, "create a file in %s", dir)
 	}
 	name := f.Name()
-	fail := func(err error) (string, Ref, int64, error) {
+	type span struct{ off, n int64 }
+	spans := make(chan span, 4)
+	hashed := make(chan error, 1)
+	h := sha256.New()
+	go func() {
+		buf := make([]byte, hashChunk)
+		var herr error
+		for sp := range spans {
+			for herr == nil && sp.n > 0 {
+				k, err := f.ReadAt(buf[:min(sp.n, int64(len(buf)))], sp.off)
+				h.Write(buf[:k])
+				sp.off, sp.n = sp.off+int64(k), sp.n-int64(k)
+				if err != nil && sp.n > 0 {
+					herr = err
+				}
+			}
+		}
+		hashed <- herr
+	}()
+	var total int64
+	var cerr error
+	for total <= MaxSize {
+		n, err := io.CopyN(f, rd, copyChunk)
+		if n > 0 {
+			spans <- span{total, n}
+			total += n
+		}
+		if err != nil {
+			if err != io.EOF {
+				cerr = err
+			}
+			break
+		}
+	}
+	close(spans)
+	herr := <-hashed
+	fail := func(err error, what string) (string, Ref, int64, error) {
 		f.Close()
 		os.Remove(name)
-		if errors.Is(err, errRead) {
-			return "", Ref{}, 0, errs.Wrap(errs.Unavailable, err, "files: read the file to keep")
-		}
-		return "", Ref{}, 0, diskErr(err, "write %s", name)
+		return "", Ref{}, 0, diskErr(err, "%s %s", what, name)
 	}
-	// io.Copy lets the kernel move the bytes (copy_file_range from a file,
-	// splice from a pipe) when it can; the digest is then taken of what
-	// landed in the temporary file, the bytes that will be kept.
-	n, err := io.Copy(f, readErr{io.LimitReader(rd, MaxSize+1)})
-	if err != nil {
-		return fail(err)
+	switch {
+	case cerr != nil:
+		return fail(cerr, "copy into")
+	case herr != nil:
+		return fail(herr, "read back")
 	}
-	var r Ref
-	if n <= MaxSize {
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return fail(err)
-		}
-		sum, m, err := hashReader(f)
-		if err != nil {
-			return fail(err)
-		}
-		if m != n {
-			return fail(fmt.Errorf("read back %d bytes of the %d written", m, n))
-		}
-		r.sum = sum
+	if total <= MaxSize {
 		if err := f.Sync(); err != nil {
-			return fail(err)
+			return fail(err, "flush")
 		}
 	}
 	if err := f.Close(); err != nil {
 		os.Remove(name)
 		return "", Ref{}, 0, diskErr(err, "close %s", name)
 	}
-	return name, r, n, nil
-}
-
-// errRead marks a failure of the reader, as against one of the disk.
-var errRead = errors.New("read")
-
-type readErr struct{ r io.Reader }
-
-func (e readErr) Read(p []byte) (int, error) {
-	n, err := e.r.Read(p)
-	if err != nil && err != io.EOF {
-		err = fmt.Errorf("%w: %w", errRead, err)
-	}
-	return n, err
+	var r Ref
+	h.Sum(r.sum[:0])
+	return name, r, total, nil
 }
 
 func tooBig(n int64) error {
