@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -24,6 +25,7 @@ const childEnv = "AIRLOCK_SECCOMP_TEST_CHILD"
 // childReq is what the parent asks of a child.
 type childReq struct {
 	Filter bool     // install the filter first
+	Bench  int      // make this many getppid calls and report the time per call
 	Ptrace bool     // Options.Ptrace
 	Probes []string // names; empty: every probe except Kill ones
 	Exec   string   // a program to start after the probes, to show exec works
@@ -31,9 +33,10 @@ type childReq struct {
 
 // childOut is what a child prints on stdout.
 type childOut struct {
-	Errno   map[string]int
-	ExecErr string
-	Exit    int
+	NsPerCall float64
+	Errno     map[string]int
+	ExecErr   string
+	Exit      int
 }
 
 func TestMain(m *testing.M) {
@@ -56,12 +59,22 @@ func childMain(spec string) int {
 			return 4
 		}
 	}
+	out := childOut{Errno: map[string]int{}}
+	if req.Bench > 0 {
+		start := time.Now()
+		for i := 0; i < req.Bench; i++ {
+			unix.Getppid()
+		}
+		out.NsPerCall = float64(time.Since(start).Nanoseconds()) / float64(req.Bench)
+	}
 	want := map[string]bool{}
 	for _, n := range req.Probes {
 		want[n] = true
 	}
-	out := childOut{Errno: map[string]int{}}
 	for _, p := range Probes(opts) {
+		if req.Bench > 0 {
+			break
+		}
 		if (len(want) == 0 && p.Want == Kill) || (len(want) > 0 && !want[p.Name]) {
 			continue
 		}
@@ -86,7 +99,7 @@ func childMain(spec string) int {
 
 // runChild runs the test binary in child mode and returns its answer, or the
 // signal that ended it.
-func runChild(t *testing.T, req childReq) (childOut, syscall.Signal) {
+func runChild(t testing.TB, req childReq) (childOut, syscall.Signal) {
 	t.Helper()
 	spec, _ := json.Marshal(req)
 	r, w, err := os.Pipe()
@@ -308,5 +321,20 @@ func TestSupported(t *testing.T) {
 	ok, why := Supported()
 	if !ok {
 		t.Fatalf("Supported: got false (%s) on a kernel that reports seccomp in /proc/self/status", why)
+	}
+}
+
+// BenchmarkSyscall measures what the filter adds to a system call that
+// passes it (getppid, which runs the whole list before being allowed), as
+// the time per call in a child with and without the filter.
+func BenchmarkSyscall(b *testing.B) {
+	for _, filter := range []bool{false, true} {
+		b.Run(fmt.Sprintf("filter=%v", filter), func(b *testing.B) {
+			out, sig := runChild(b, childReq{Filter: filter, Bench: max(b.N, 1000)})
+			if sig != 0 {
+				b.Fatalf("child killed by %v", sig)
+			}
+			b.ReportMetric(out.NsPerCall, "ns/syscall")
+		})
 	}
 }
