@@ -13,6 +13,7 @@ import (
 //   - every option is one element; short clusters are split (-rf → -f, -r);
 //   - a long option with a short equivalent becomes the short one
 //     (--recursive → -r, --force → -f); one without keeps "--name";
+//     unambiguous prefixes count (--rec, --r);
 //   - an option with a value carries it in the same element after "=":
 //     -o FILE, -oFILE, --output FILE and --output=FILE all become "-o=FILE";
 //     an optional value (sed -i.bak, --in-place=.bak) likewise ("-i=.bak");
@@ -426,31 +427,29 @@ func appendOption(dst []string, sp *canonSpec, args []string, i int) ([]string, 
 	return dst, 0
 }
 
-// lookupLong finds a long option by its name or, as GNU getopt does, by an
-// unambiguous prefix of at least three letters.
+// lookupLong finds a long option by its name or, as GNU getopt does, by any
+// unambiguous prefix (`rm --r --f` is `rm --recursive --force`).
 func lookupLong(sp *canonSpec, name string) (lo longOpt, exact, ok bool) {
 	if lo, ok := sp.long[name]; ok {
 		return lo, true, true
 	}
-	if len(name) < 3 {
+	if name == "" {
 		return longOpt{}, false, false
 	}
 	var found longOpt
 	n := 0
-	var foundName string
 	for k, lo := range sp.long {
 		if strings.HasPrefix(k, name) {
 			if n == 1 && lo.short != 0 && lo == found {
 				continue // two long names for one short option
 			}
-			found, foundName = lo, k
+			found = lo
 			n++
 		}
 	}
 	if n != 1 {
 		return longOpt{}, false, false
 	}
-	_ = foundName
 	return found, false, true
 }
 

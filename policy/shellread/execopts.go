@@ -88,7 +88,7 @@ func optionValue(argv []string, i int, e execOpt) (val string, at int, ok bool) 
 	a := argv[i]
 	if e.long != "" && strings.HasPrefix(a, "--") {
 		name, v, has := strings.Cut(a[2:], "=")
-		if name != e.long && !(len(name) >= 3 && strings.HasPrefix(e.long, name)) {
+		if name != e.long && !(name != "" && strings.HasPrefix(e.long, name)) {
 			return "", 0, false
 		}
 		if has {

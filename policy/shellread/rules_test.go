@@ -37,6 +37,7 @@ func TestCatastrophic(t *testing.T) {
 		{"rm -rf /", "rm -rf /", "rm-root"},
 		{"rm -fr /*", "rm -fr /*", "rm-root"},
 		{"rm long options", "rm --recursive --force /", "rm-root"},
+		{"rm shortest long prefixes", "rm --r --f /", "rm-root"},
 		{"rm -r -f //", "rm -r -f //", "rm-root"},
 		{"rm climbing to root", "rm -rf ../../..", "rm-root"},
 		{"no-preserve-root", "rm -rf --no-preserve-root /tmp/x", "rm-root"},

@@ -26,7 +26,7 @@ func StartsArgv(argv []string) bool {
 	}
 	if opts, ok := execOpts[base]; ok {
 		if _, wrapper := wrappers[base]; !wrapper {
-			for i, a := range args {
+			for _, a := range args {
 				if a == "--" {
 					return false
 				}
@@ -35,7 +35,6 @@ func StartsArgv(argv []string) bool {
 						return true
 					}
 				}
-				_ = i
 			}
 			return false
 		}
@@ -50,7 +49,7 @@ func optionNamed(a string, e execOpt) bool {
 		if i := strings.IndexByte(name, '='); i >= 0 {
 			name = name[:i]
 		}
-		return name == e.long || len(name) >= 3 && strings.HasPrefix(e.long, name)
+		return name == e.long || name != "" && strings.HasPrefix(e.long, name)
 	}
 	return e.short != 0 && len(a) >= 2 && a[0] == '-' && a[1] == e.short
 }
