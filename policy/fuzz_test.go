@@ -137,8 +137,9 @@ func pick[T any](r *rand.Rand, pool []T) []T {
 }
 
 var (
-	fsPool    = []string{".", "src", "src/**/*.go", "/etc", "~", "~/.cache", "out", "../x", "/tmp", "*", "/", "src/gen"}
-	netPool   = []string{"example.com", "*.example.com", "api.example.com:443", "10.0.0.0/8", "127.0.0.1:8080", "*.github.com:*"}
+	fsPool  = []string{".", "src", "src/**/*.go", "/etc", "~", "~/.cache", "out", "../x", "/tmp", "*", "/", "src/gen"}
+	netPool = []string{"example.com", "*.example.com", "api.example.com:443", "10.0.0.0/8", "127.0.0.1:8080", "*.github.com:*",
+		"10.1.0.0/16:80", "x.github.com", "*.a.example.com", "[::1]:8080", "127.1:8080", "api.example.com:*"}
 	progPool  = []string{"git", "ls", "cat", "rm", "curl", "sh", "/usr/bin/git", "./run.sh", "env", "xargs"}
 	argPool   = []string{"push --force", "push *", "status *", "-r", "*", "log -n *", "--unsafe"}
 	envPool   = []string{"HOME", "GIT_*", "*", "LD_PRELOAD", "TOKEN"}
@@ -193,7 +194,8 @@ var narrowCalls = []string{
 	`argv ["env","git","status"]`, "shell ls | xargs rm", "shell git status && cat x > out/y", "shell sleep 1 &",
 	"shell curl x | sh", "read src/a.go", "read /etc/hosts", "read ~/.cache/x", "read ../x/y", "read ~/.ssh/k",
 	"write src/gen/a", "write out/x", "write /tmp/x", "write src/a.go", "net example.com 443", "net api.example.com 443",
-	"net x.github.com 22", "net 10.1.1.1 80", "net 127.0.0.1 8080", "env HOME", "env GIT_DIR", "env LD_PRELOAD", "env TOKEN",
+	"net x.github.com 22", "net 10.1.1.1 80", "net 127.0.0.1 8080", "net b.a.example.com 443", "net ::1 8080",
+	"net api.example.com 8443", "net x.github.com 443", "net 10.2.0.1 443", "env HOME", "env GIT_DIR", "env LD_PRELOAD", "env TOKEN",
 	`tool fs.read {}`, `tool fs.write {"path":"src/a"}`, `tool fs.write {"path":"x"}`, `tool web.fetch {}`, `tool other {}`,
 }
 
@@ -233,13 +235,13 @@ func checkNarrowing(t *testing.T, r *rand.Rand) {
 		if verdictOf(n) < verdictOf(b) {
 			t.Fatalf("narrowing widened %s: base %s, narrowed %s\nbase %+v\nnarrow %+v", call, b, n, base, narrow)
 		}
-		if strings.HasPrefix(call, "read ") || strings.HasPrefix(call, "write ") {
+		if strings.HasPrefix(call, "read ") || strings.HasPrefix(call, "write ") || strings.HasPrefix(call, "net ") {
 			f, err := decideLine(fc, call)
 			if err != nil {
 				t.Fatalf("flattened: %s: %v", call, err)
 			}
 			if verdictOf(f) < verdictOf(b) {
-				t.Fatalf("flattened fs lists widened %s: base %s, flattened %s\nbase %+v\nnarrow %+v", call, b, f, base.FS, narrow.FS)
+				t.Fatalf("flattened lists widened %s: base %s, flattened %s\nbase %+v %+v\nnarrow %+v %+v", call, b, f, base.FS, base.Net, narrow.FS, narrow.Net)
 			}
 		}
 	}

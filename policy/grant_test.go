@@ -204,3 +204,33 @@ func TestGrantsAndNarrowing(t *testing.T) {
 		})
 	}
 }
+
+func TestIntersectNet(t *testing.T) {
+	tests := []struct {
+		name       string
+		base, call []string
+		want       []string
+	}{
+		{"not given", []string{"a.com"}, nil, []string{"a.com"}},
+		{"subdomain of a wildcard", []string{"*.github.com"}, []string{"api.github.com", "evil.com"}, []string{"api.github.com"}},
+		{"wildcard not its apex", []string{"*.github.com"}, []string{"github.com"}, []string{}},
+		{"narrower wildcard", []string{"*.example.com"}, []string{"*.a.example.com", "*.example.com.evil"}, []string{"*.a.example.com"}},
+		{"port inside default ports", []string{"a.com"}, []string{"a.com:443", "a.com:22", "a.com:*"}, []string{"a.com:443", "a.com"}},
+		{"any port covers", []string{"a.com:*"}, []string{"a.com", "a.com:8443"}, []string{"a.com", "a.com:8443"}},
+		{"base entry inside the call's", []string{"a.com:443"}, []string{"a.com:*"}, []string{"a.com:443"}},
+		{"cidr", []string{"10.0.0.0/8:5432"}, []string{"10.1.2.3:5432", "10.1.0.0/16:5432", "11.0.0.1:5432", "10.1.2.3:22"},
+			[]string{"10.1.2.3:5432", "10.1.0.0/16:5432"}},
+		{"ip spellings", []string{"127.0.0.1:8080"}, []string{"127.1:8080"}, []string{"127.1:8080"}},
+		{"names never match addresses", []string{"localhost:80"}, []string{"127.0.0.1:80"}, []string{}},
+		{"v6", []string{"[::1]:8080"}, []string{"[::1]:8080", "[::2]:8080"}, []string{"[::1]:8080"}},
+		{"case and trailing dot", []string{"API.github.com."}, []string{"api.github.com"}, []string{"api.github.com"}},
+		{"unparsable dropped", []string{"a.com"}, []string{"a .com"}, []string{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := intersectNet(tc.base, tc.call); !cmp.Equal(got, tc.want) {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -2,9 +2,13 @@ package policy
 
 import (
 	"maps"
+	"net/netip"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/airlock-run/airlock/netrule"
 )
 
 // Narrow returns the policy for one call that carries its own narrower
@@ -35,13 +39,10 @@ func (p *Policy) Narrow(n *Policy) *Policy {
 		q.FS.Write = intersectPaths(q.FS.Write, n.FS.Read)
 	}
 
-	// Host patterns do not intersect entry by entry ("*.example.com" and
-	// "api.example.com"); the call's own list stands and the chain to p
-	// keeps every connection inside p's list too.
-	q.Net.Allow = slices.Clone(p.Net.Allow)
-	if n.Net.Allow != nil {
-		q.Net.Allow = slices.Clone(n.Net.Allow)
-	}
+	// The egress proxy is built from this list, so it is intersected entry
+	// by entry like fs: an entry of n that an entry of p covers, or an
+	// entry of p that an entry of n covers.
+	q.Net.Allow = intersectNet(p.Net.Allow, n.Net.Allow)
 	q.Net.Deny = union(p.Net.Deny, n.Net.Deny)
 	q.Net.DNS = p.Net.DNS
 	if n.Net.DNS == "none" {
@@ -219,4 +220,121 @@ func entryKind(s string) (byte, string) {
 		return '~', path.Clean("/" + s)
 	}
 	return '.', path.Clean(s)
+}
+
+// intersectNet intersects two net.allow lists entry by entry (nil b: a's).
+// Entries that cannot be compared are dropped, so the result never admits a
+// connection that a does not.
+func intersectNet(a, b []string) []string {
+	if b == nil {
+		return slices.Clone(a)
+	}
+	out := []string{}
+	add := func(s string) {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	for _, e := range b {
+		pe, ok := parseNetEntry(e)
+		if !ok {
+			continue
+		}
+		for _, x := range a {
+			px, ok := parseNetEntry(x)
+			if !ok {
+				continue
+			}
+			switch {
+			case px.covers(pe):
+				add(e)
+			case pe.covers(px):
+				add(x)
+			}
+		}
+	}
+	return out
+}
+
+// netEntry is a net.allow entry as far as intersecting needs it, read the
+// way netrule reads it.
+type netEntry struct {
+	kind    byte // 'h' host, 'w' wildcard (strict subdomains of name), 'p' address prefix
+	name    string
+	prefix  netip.Prefix
+	anyPort bool
+	ports   []int
+}
+
+func parseNetEntry(s string) (netEntry, bool) {
+	var e netEntry
+	host, port := s, ""
+	if p, err := netip.ParsePrefix(s); err == nil {
+		e.kind, e.prefix = 'p', p.Masked()
+	} else if a, err := netip.ParseAddr(s); err == nil {
+		e.kind, e.prefix = 'p', netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+	} else {
+		if i := strings.LastIndexByte(s, ':'); i >= 0 {
+			host, port = s[:i], s[i+1:]
+		}
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+		if p, err := netip.ParsePrefix(host); err == nil {
+			e.kind, e.prefix = 'p', p.Masked()
+		} else if a, err := netip.ParseAddr(host); err == nil {
+			e.kind, e.prefix = 'p', netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		} else {
+			e.kind = 'h'
+			if rest, ok := strings.CutPrefix(host, "*."); ok {
+				e.kind, host = 'w', rest
+			}
+			c, err := netrule.Canonical(host)
+			if err != nil {
+				return e, false
+			}
+			if a, err := netip.ParseAddr(c); err == nil {
+				if e.kind == 'w' {
+					return e, false
+				}
+				e.kind, e.prefix = 'p', netip.PrefixFrom(a, a.BitLen())
+			}
+			e.name = c
+		}
+	}
+	switch port {
+	case "":
+		e.ports = []int{80, 443}
+	case "*":
+		e.anyPort = true
+	default:
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 {
+			return e, false
+		}
+		e.ports = []int{n}
+	}
+	return e, true
+}
+
+// covers reports whether every connection e admits, x admits too.
+func (x netEntry) covers(e netEntry) bool {
+	if !x.anyPort {
+		if e.anyPort {
+			return false
+		}
+		for _, p := range e.ports {
+			if !slices.Contains(x.ports, p) {
+				return false
+			}
+		}
+	}
+	switch x.kind {
+	case 'h':
+		return e.kind == 'h' && e.name == x.name
+	case 'w':
+		return (e.kind == 'h' || e.kind == 'w') && (e.kind == 'w' && e.name == x.name || strings.HasSuffix(e.name, "."+x.name))
+	case 'p':
+		return e.kind == 'p' && x.prefix.Addr().Is4() == e.prefix.Addr().Is4() &&
+			x.prefix.Bits() <= e.prefix.Bits() && x.prefix.Contains(e.prefix.Addr())
+	}
+	return false
 }
