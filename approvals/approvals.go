@@ -36,11 +36,11 @@
 //
 //	client ──{"op":"list"}────────────────────────────▶ broker
 //	client ◀─{"pending":[{id, call, grant text, ...}]}── broker
-//	client ──{"op":"decide","id":ID,"answer":A,"grant":TEXT}─▶ broker
+//	client ──{"op":"decide","id":ID,"answer":A,"grant_sha256":H}─▶ broker
 //	client ◀─{"decided":A,"saved":TEXT,"file":F} | {"error":...}─ broker
 //
-// For allow-always the client sends back the grant text it showed the
-// person; the broker saves only if it is the text it would save.
+// For allow-always the client sends the sha256 of the grant line it showed
+// the person; the broker saves only if that is the line it would save.
 package approvals
 
 import (

@@ -3,6 +3,8 @@ package approvals
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -114,8 +116,9 @@ type wireRequest struct {
 	Op     string `json:"op"` // "list" or "decide"
 	ID     string `json:"id,omitempty"`
 	Answer string `json:"answer,omitempty"`
-	// Grant is the grant line the person was shown (allow-always).
-	Grant string `json:"grant,omitempty"`
+	// GrantSHA256 is the hex sha256 of the grant line the person was shown
+	// (allow-always); a digest keeps the request small whatever the grant.
+	GrantSHA256 string `json:"grant_sha256,omitempty"`
 }
 
 // wireReply is what a broker answers.
@@ -157,7 +160,7 @@ func (b *Broker) serveConn(c *net.UnixConn) {
 		b.log.Warn("approvals: refused a connection from another namespace", "pid", cred.Pid, "err", err)
 		return
 	}
-	line, err := bufio.NewReaderSize(c, 4096).ReadSlice('\n')
+	line, err := bufio.NewReaderSize(c, maxAnswerLine).ReadSlice('\n')
 	if err != nil {
 		return
 	}
@@ -181,7 +184,11 @@ func (b *Broker) serveConn(c *net.UnixConn) {
 		}
 		a, perr := ParseAnswer(req.Answer)
 		via := "socket (pid " + strconv.Itoa(int(cred.Pid)) + ")"
-		o, err := b.answer(p, a, perr, via, req.Grant)
+		shown := "(a grant other than the one that would be saved)"
+		if req.GrantSHA256 != "" && req.GrantSHA256 == lineDigest(p.grantLine) {
+			shown = p.grantLine
+		}
+		o, err := b.answer(p, a, perr, via, shown)
 		if err != nil {
 			msg := err.Error()
 			if !errors.Is(err, errDecided) {
@@ -198,6 +205,15 @@ func (b *Broker) serveConn(c *net.UnixConn) {
 	default:
 		reply(wireReply{Error: "unknown op " + strconv.Quote(req.Op)})
 	}
+}
+
+// lineDigest is the hex sha256 of a grant line; "" for none.
+func lineDigest(line string) string {
+	if line == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(line))
+	return hex.EncodeToString(sum[:])
 }
 
 // namespaces a person's terminal shares with the broker. A process in a
@@ -384,7 +400,7 @@ func Decide(ctx context.Context, dir, id string, a Answer, grant string) (Decisi
 	if a != AllowOnce && a != AllowAlways && a != Deny {
 		return Decision{}, errs.Invalidf("approvals: answer with allow-once, allow-always or deny")
 	}
-	rep, err := call(ctx, path, wireRequest{Op: "decide", ID: id, Answer: a.String(), Grant: grant})
+	rep, err := call(ctx, path, wireRequest{Op: "decide", ID: id, Answer: a.String(), GrantSHA256: lineDigest(grant)})
 	if err != nil {
 		return Decision{}, errs.Wrap(errs.Unavailable, err, "approvals: escalation %s", Show(id))
 	}
