@@ -203,19 +203,25 @@ func unescapeLit(v string) (string, bool) {
 
 // unescapeDouble removes the backslashes that are escapes inside double
 // quotes: before $, `, ", \ and newline.
-func unescapeDouble(v string) string {
+func unescapeDouble(v string) string { return unescapeIn(v, "$`\"\\") }
+
+// unescapeHeredoc removes the backslashes that are escapes in an unquoted
+// here-document: before $, `, \ and newline (not before ").
+func unescapeHeredoc(v string) string { return unescapeIn(v, "$`\\") }
+
+func unescapeIn(v, escapable string) string {
 	if !strings.Contains(v, "\\") {
 		return v
 	}
 	var b strings.Builder
 	for i := 0; i < len(v); i++ {
 		if v[i] == '\\' && i+1 < len(v) {
-			switch v[i+1] {
-			case '$', '`', '"', '\\':
+			switch c := v[i+1]; {
+			case strings.IndexByte(escapable, c) >= 0:
 				i++
 				b.WriteByte(v[i])
 				continue
-			case '\n':
+			case c == '\n':
 				i++
 				continue
 			}
@@ -385,7 +391,7 @@ func (r *reader) hdocBody(w *syntax.Word, quoted bool, s scope, parent int) word
 			if quoted {
 				b.WriteString(l.Value)
 			} else {
-				b.WriteString(unescapeDouble(l.Value))
+				b.WriteString(unescapeHeredoc(l.Value))
 			}
 			raw.WriteString(l.Value)
 			continue
