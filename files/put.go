@@ -239,6 +239,16 @@ func (s *Store) commit(ctx context.Context, sc Scope, r Ref, size int64, kid, te
 			if err := checkTenantKey(ctx, tx, sc.Tenant, kid); err != nil {
 				return err
 			}
+		} else {
+			// Another process may have sealed the tenant's first file since
+			// Put looked: a file in the clear must not join it.
+			var n int
+			if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM tenants WHERE tenant = ?", sc.Tenant).Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				return missingKey(sc.Tenant)
+			}
 		}
 		if temp != "" {
 			if err := place(temp, final); err != nil {
