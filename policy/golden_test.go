@@ -25,6 +25,7 @@ func testWorld(mode Mode) World {
 		"/work/proj/build":      "/work/proj/target",
 		"/work/proj/policy.yml": "/work/proj/airlock.yaml",
 		"/tmp/git":              "/tmp/evil",
+		"/work/proj/loop":       "/work/proj/loop",
 	}
 	return World{
 		Workdir: "/work/proj", Home: "/home/agent", Mode: mode, PATH: []string{"/usr/bin"},

@@ -234,3 +234,31 @@ func TestIntersectNet(t *testing.T) {
 		})
 	}
 }
+
+// A World that knows less allows less: no home means no "~" path, no
+// LookPath means no path-qualified program passes as an allowed name.
+func TestWorldWithoutHelpers(t *testing.T) {
+	p, err := Parse("p.yaml", []byte("fs:\n  read: [\"~/.cache\", src]\nshell:\n  allow: [git]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := p.Compile(World{Workdir: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		d    Decision
+		want Verdict
+	}{
+		{"home path without a home", c.Path(Read, "~/.cache/x"), Deny},
+		{"absolute path under no home", c.Path(Read, "/root/.cache/x"), Deny},
+		{"workdir entry still works", c.Path(Read, "src/a"), Allow},
+		{"bare name", c.Argv([]string{"git", "status"}), Allow},
+		{"qualified name without LookPath", c.Argv([]string{"/usr/bin/git", "status"}), Deny},
+	} {
+		if tc.d.Verdict != tc.want {
+			t.Errorf("%s: got %v (%s), want %v", tc.name, tc.d.Verdict, tc.d.Rule, tc.want)
+		}
+	}
+}
