@@ -144,6 +144,11 @@ func (r *reader) decl(st *syntax.Stmt, d *syntax.DeclClause, s scope) {
 		InFunc: s.inFunc, Builtin: true}
 	why := ""
 	for _, a := range d.Args {
+		if a.Name == nil && a.Naked && a.Value != nil {
+			if f := a.Value.Lit(); strings.HasPrefix(f, "-") && strings.Contains(f, "n") {
+				why = firstNonEmpty(why, "a name reference (-n) makes later assignments reach another variable")
+			}
+		}
 		as, w := r.assign(a, s, idx)
 		why = firstNonEmpty(why, w)
 		switch {
@@ -213,7 +218,12 @@ func (r *reader) program(idx int, s scope) {
 				c.Undecidable = firstNonEmpty(c.Undecidable, risky)
 			}
 			for _, n := range assignedNames(c.Argv) {
+				if i := strings.IndexByte(n, '['); i > 0 && strings.HasSuffix(n, "]") {
+					n = n[:i] // an array element: PATH[0] is PATH
+				}
 				switch {
+				case !isName(n):
+					c.Undecidable = firstNonEmpty(c.Undecidable, "assigns a variable whose name is only known at run time")
 				case n == "IFS":
 					c.Undecidable = firstNonEmpty(c.Undecidable, "assigning IFS changes how later words are split")
 				case RiskyEnv(n):

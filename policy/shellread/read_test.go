@@ -393,6 +393,11 @@ func TestReadEnvironment(t *testing.T) {
 		{name: "assigning default expansion", src: "echo ${PATH:=/tmp}", undecidable: true},
 		{name: "arithmetic assignment", src: "(( LD_PRELOAD = 1 ))", undecidable: true},
 		{name: "harmless default expansion", src: "echo ${x:=1}"},
+		{name: "name reference", src: "declare -n r=PATH; r=/tmp", undecidable: true},
+		{name: "BASH_CMDS hash table", src: "BASH_CMDS[ls]=/tmp/evil; ls", risk: true},
+		{name: "read into a brace-expanded name", src: "read PAT{H,}", undecidable: true},
+		{name: "read into an array element", src: "read 'a[1]'"},
+		{name: "printf into PATH[0]", src: "printf -v 'PATH[0]' /tmp", risk: true},
 		{name: "plain assignment is not a command", src: "x=1; y=2", check: func(t *testing.T, cmds []Command) {
 			if len(cmds) != 0 {
 				t.Errorf("got %d commands, want none", len(cmds))

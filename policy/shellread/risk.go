@@ -15,7 +15,8 @@ var riskyExact = map[string]bool{
 	"RUSTC_WRAPPER": true, "RUSTC": true, "GOFLAGS": true, "CC": true, "CXX": true, "MAKEFLAGS": true,
 	"RIPGREP_CONFIG_PATH": true, "TAR_OPTIONS": true, "GREP_OPTIONS": true, "BROWSER": true,
 	"NPM_CONFIG_SCRIPT_SHELL": true, "SHELL": true, "TERMINFO": true, "WGETRC": true, "CURL_HOME": true,
-	"GNUPGHOME": true, "HOSTALIASES": true, "LOCPATH": true, "NLSPATH": true, "TMPDIR": false,
+	"GNUPGHOME": true, "HOSTALIASES": true, "LOCPATH": true, "NLSPATH": true, "BASH_CMDS": true,
+	"BASH_ALIASES": true, "BASH_LOADABLES_PATH": true, "EXECIGNORE": true,
 }
 
 // riskyPrefix are prefixes of such variables.
