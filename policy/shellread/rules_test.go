@@ -230,3 +230,26 @@ func TestRuleTableDocumented(t *testing.T) {
 		t.Errorf("docs/command-rules.md rule IDs (-Builtin +doc):\n%s", diff)
 	}
 }
+
+// TestRiskyEnvDocumented checks that docs/command-rules.md names every
+// variable RiskyEnv knows by name.
+func TestRiskyEnvDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/command-rules.md")
+	if err != nil {
+		t.Fatalf("read the rule table: %v", err)
+	}
+	for name, risky := range riskyExact {
+		if risky && !regexp.MustCompile(`\b`+regexp.QuoteMeta(name)+`\b`).Match(doc) {
+			t.Errorf("RiskyEnv(%q) is true but docs/command-rules.md does not name it", name)
+		}
+		if got := RiskyEnv(name); got != risky {
+			t.Errorf("RiskyEnv(%q): got %v, want %v", name, got, risky)
+		}
+	}
+	for name, want := range map[string]bool{"LD_PRELOAD": true, "GIT_SSH_COMMAND": true, "GIT_AUTHOR_NAME": false,
+		"BASH_FUNC_ls%%": true, "CARGO_TARGET_X_LINKER": true, "CARGO_HOME": false, "FOO": false, "LANG": false} {
+		if got := RiskyEnv(name); got != want {
+			t.Errorf("RiskyEnv(%q): got %v, want %v", name, got, want)
+		}
+	}
+}
