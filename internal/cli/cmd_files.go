@@ -170,7 +170,7 @@ read only by the job tree that stored it, later turns of its conversation,
 and trees a person handed it to; anyone else is told it is not found.
 
 ` + storeHelp,
-		Sub: []*Command{filesPutCmd(), filesGetCmd(), filesLsCmd(), filesGCCmd(), filesEraseCmd(), filesHoldCmd(), filesCheckCmd()}}
+		Sub: []*Command{filesPutCmd(), filesGetCmd(), filesLsCmd(), filesGCCmd(), filesEraseCmd(), filesHoldCmd(), filesCheckCmd(), filesHandCmd()}}
 }
 
 func filesPutCmd() *Command {
@@ -367,6 +367,37 @@ func filesCheckCmd() *Command {
 			fmt.Fprintf(env.Stdout, "%d files checked, %d damaged\n", n, len(probs))
 			if len(probs) > 0 {
 				return errs.New(errs.Internal, "files: %d damaged files (store their content again to repair them)", len(probs))
+			}
+			return nil
+		})
+}
+
+func filesHandCmd() *Command {
+	const long = "Hands the files REF... that the tree (--tree) may read to the job tree --to, so\na job started there (airlock run, a tool call) reads them. Files the tree may\nnot read are left out. The hand-over is recorded as a job.files_handed event.\n\n" + storeHelp
+	var to *string
+	return storeCmd("hand", "[FLAGS] --to TREE REF...", "hand files to another job tree", long, -1,
+		func(fs *flag.FlagSet) { to = fs.String("to", "", "the job tree to hand the files to") },
+		func(ctx context.Context, env *Env, c storeCall) error {
+			if *to == "" || len(c.pos) == 0 {
+				return usagef("airlock files hand: name --to TREE and at least one REF (see --help)")
+			}
+			refs := make([]files.Ref, 0, len(c.pos))
+			for _, p := range c.pos {
+				r, err := files.ParseRef(p)
+				if err != nil {
+					return err
+				}
+				refs = append(refs, r)
+			}
+			handed, err := c.st.Hand(ctx, c.sc, *to, refs, "user-"+strconv.Itoa(os.Getuid()))
+			if err != nil {
+				return err
+			}
+			for _, r := range handed {
+				fmt.Fprintln(env.Stdout, r)
+			}
+			if left := len(refs) - len(handed); left > 0 {
+				return errs.NotFoundf("airlock files hand: %d of the files are not ones this tree may read; they were not handed", left)
 			}
 			return nil
 		})
