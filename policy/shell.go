@@ -129,8 +129,13 @@ func (c *Checker) command(cmds []shellread.Command, i int) Decision {
 	}
 	// A program name only known at run time is left to the Undecidable
 	// escalation below: it may or may not be an allowed program.
-	if len(cmd.Argv) > 0 && !cmd.Function && !(len(cmd.Dynamic) > 0 && cmd.Dynamic[0] == 0) {
+	dynamicProg := len(cmd.Argv) > 0 && len(cmd.Dynamic) > 0 && cmd.Dynamic[0] == 0
+	if len(cmd.Argv) > 0 && !cmd.Function && !dynamicProg {
 		d = c.program(cmds, i)
+	}
+	if dynamicProg && cmd.Undecidable == "" {
+		d = Strictest(d, Decision{Verdict: Escalate, Category: CatShell, Rule: "shell.undecidable",
+			Reason: fmt.Sprintf("%s runs a program only known at run time, so it needs a person's approval", describeCmd(cmd.Argv))})
 	}
 	if d.Verdict == Deny {
 		return d
