@@ -25,7 +25,7 @@ func startGuard(exe string, stubs []sandbox.Stub, cg *group) (*guardProc, error)
 	cmd := &exec.Cmd{
 		Path:  exe,
 		Args:  []string{exe, sandbox.InitArg, sandbox.GuardArg},
-		Env:   []string{},
+		Env:   []string{"GOMAXPROCS=1"},
 		Stdin: r,
 		Dir:   "/",
 		// Its own session: a terminal's hangup or ^C that ends airlock

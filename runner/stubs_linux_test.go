@@ -166,3 +166,42 @@ func airlockCgroups(pid int) []string {
 	})
 	return out
 }
+
+// TestConcurrentRunsShareStubs: two fix-mode runs in one tree. The second
+// shares the first's placeholders; when one run ends, the other's
+// protection must hold until it ends too, and then nothing is left.
+func TestConcurrentRunsShareStubs(t *testing.T) {
+	requireTier1(t)
+	repo := gitRepo(t)
+	before := gitStatus(t, repo)
+	sig := t.TempDir()
+	long := fixSpec(t, repo)
+	long.Write = append(long.Write, sig)
+	script := "touch " + sig + "/started; while [ ! -e " + sig + "/go ]; do sleep 0.02; done; " +
+		"mkdir .vscode 2>/dev/null && echo created; echo x > .mcp.json 2>/dev/null && echo wrote; true"
+	done := make(chan outcome, 1)
+	go func() { done <- runIn(t, sandbox.Tier1, long, "", "sh", "-c", script) }()
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(sig, "started")); err == nil {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("the long run never started")
+		}
+	}
+	short := runIn(t, sandbox.Tier1, fixSpec(t, repo), "", "true")
+	if short.err != nil || short.res.ExitCode != 0 {
+		t.Fatalf("short run: exit %d, %v", short.res.ExitCode, short.err)
+	}
+	os.WriteFile(filepath.Join(sig, "go"), nil, 0o644)
+	o := <-done
+	if o.err != nil {
+		t.Fatalf("long run: %v", o.err)
+	}
+	if strings.Contains(o.stdout, "created") || strings.Contains(o.stdout, "wrote") {
+		t.Errorf("after the other run ended, the long run could create protected paths: %q", o.stdout)
+	}
+	if after := gitStatus(t, repo); after != before {
+		t.Errorf("git status changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}

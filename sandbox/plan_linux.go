@@ -92,6 +92,7 @@ type Box struct {
 	statusR *os.File
 	child   []*os.File // closed in Started
 	keep    []*os.File // pinned descriptors, closed in Close
+	locks   []*os.File // shared flocks on the stubs, released in Close
 }
 
 // Stub is a placeholder made for a protected path that did not exist.
@@ -179,42 +180,69 @@ func (b *Box) Close() error {
 		}
 	}
 	b.child, b.keep, b.configW, b.statusR = nil, nil, nil, nil
+	// Release this run's share of the placeholders, then remove those no
+	// other run holds.
+	for _, f := range b.locks {
+		f.Close()
+	}
+	b.locks = nil
 	err := RemoveStubs(b.Stubs)
 	b.Stubs = nil
 	return err
 }
 
-// RemoveStubs removes placeholders that are still what airlock made: the
-// same inode, empty. Anything else is left alone and reported.
+// stubMode marks airlock's placeholders: an empty regular file that only
+// its owner may read. A run that finds one (another run in the same tree is
+// still going) shares it rather than making its own.
+const stubMode = 0o400
+
+// RemoveStubs removes placeholders that are still what airlock made (the
+// same inode, empty) and that no other live run shares: each run holds a
+// shared flock on its placeholders, so one that cannot take the exclusive
+// lock leaves the file to the run still using it. Anything that changed is
+// left alone and reported.
 func RemoveStubs(stubs []Stub) error {
 	var errList []error
 	for i := len(stubs) - 1; i >= 0; i-- {
-		s := stubs[i]
-		var st unix.Stat_t
-		if err := unix.Lstat(s.Path, &st); err != nil {
-			if !errors.Is(err, unix.ENOENT) {
-				errList = append(errList, fmt.Errorf("stub %s: %w", s.Path, err))
-			}
-			continue
-		}
-		if uint64(st.Dev) != s.Dev || st.Ino != s.Ino {
-			errList = append(errList, fmt.Errorf("stub %s was replaced; left in place", s.Path))
-			continue
-		}
-		switch st.Mode & unix.S_IFMT {
-		case unix.S_IFREG:
-			if st.Size != 0 {
-				errList = append(errList, fmt.Errorf("stub %s is no longer empty; left in place", s.Path))
-				continue
-			}
-			if err := unix.Unlink(s.Path); err != nil && !errors.Is(err, unix.ENOENT) {
-				errList = append(errList, fmt.Errorf("remove stub %s: %w", s.Path, err))
-			}
-		default:
-			errList = append(errList, fmt.Errorf("stub %s changed type; left in place", s.Path))
+		if err := removeStub(stubs[i]); err != nil {
+			errList = append(errList, err)
 		}
 	}
 	return errors.Join(errList...)
+}
+
+func removeStub(s Stub) error {
+	fd, err := unix.Open(s.Path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("stub %s: %w", s.Path, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("stub %s: %w", s.Path, err)
+	}
+	switch {
+	case uint64(st.Dev) != s.Dev || st.Ino != s.Ino:
+		return fmt.Errorf("stub %s was replaced; left in place", s.Path)
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return fmt.Errorf("stub %s changed type; left in place", s.Path)
+	case st.Size != 0:
+		return fmt.Errorf("stub %s is no longer empty; left in place", s.Path)
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		// Another run still protects with it; it removes it when done.
+		return nil
+	}
+	var now unix.Stat_t
+	if unix.Lstat(s.Path, &now) == nil && uint64(now.Dev) == s.Dev && now.Ino == s.Ino {
+		if err := unix.Unlink(s.Path); err != nil && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("remove stub %s: %w", s.Path, err)
+		}
+	}
+	return nil
 }
 
 // op is one bubblewrap setup operation, ordered by destination depth so a
@@ -453,6 +481,10 @@ func (p *planner) plan(exe string) error {
 	if p.bw.ClearEnv {
 		args = append(args, "--clearenv")
 	}
+	// The init's own environment (the target's comes through the config
+	// pipe): one P is all it needs, and fewer runtime threads start faster
+	// on a busy host.
+	args = append(args, "--setenv", "GOMAXPROCS", "1")
 	b.Namespaces = []string{"user", "mount", "pid", "ipc", "uts", "net", "cgroup"}
 
 	// The system, read-only.
@@ -803,6 +835,16 @@ func (p *planner) protect(r *pinned) error {
 				unix.Close(dirfd)
 				return p.refuse(next, "a protected path is a symbolic link inside a writable directory; remove the link or make it a real file")
 			}
+			if isStub(&st) {
+				unix.Close(nfd)
+				stub, err := p.adopt(dirfd, c, next)
+				unix.Close(dirfd)
+				if err != nil {
+					return err
+				}
+				p.bindFD(stub, next, false, 3)
+				break
+			}
 			pn := &pinned{real: next, dev: uint64(st.Dev), ino: st.Ino, mode: st.Mode}
 			if i == len(comps)-1 || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 				// The protected path itself, or a file where a directory
@@ -833,22 +875,55 @@ func (p *planner) protect(r *pinned) error {
 	return nil
 }
 
-// stub makes an empty, read-only placeholder name in dirfd.
+// stub makes an empty placeholder name in dirfd and holds a shared lock
+// on it for the run.
 func (p *planner) stub(dirfd int, name, path string) (*pinned, error) {
-	fd, err := unix.Openat(dirfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(dirfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_RDONLY|unix.O_CLOEXEC, stubMode)
+	if errors.Is(err, unix.EEXIST) {
+		return nil, errs.Unavailablef("sandbox: protect %s: it appeared while airlock was planning the box; run again", path)
+	}
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "sandbox: protect %s", path)
 	}
+	return p.holdStub(fd, dirfd, name, path)
+}
+
+// adopt shares another run's placeholder: nfd (O_PATH) is an existing
+// protected path that has a placeholder's shape.
+func (p *planner) adopt(dirfd int, name, path string) (*pinned, error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "sandbox: protect %s", path)
+	}
+	return p.holdStub(fd, dirfd, name, path)
+}
+
+func (p *planner) holdStub(fd, dirfd int, name, path string) (*pinned, error) {
+	lock := os.NewFile(uintptr(fd), path)
+	if err := unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB); err != nil {
+		lock.Close()
+		return nil, errs.Unavailablef("sandbox: protect %s: another airlock run is removing its placeholder there; run again", path)
+	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
+		lock.Close()
 		return nil, err
 	}
-	unix.Close(fd)
+	p.box.locks = append(p.box.locks, lock)
 	p.box.Stubs = append(p.box.Stubs, Stub{Path: path, Dev: uint64(st.Dev), Ino: st.Ino})
 	pfd, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
+	var pst unix.Stat_t
+	if err := unix.Fstat(pfd, &pst); err != nil || pst.Ino != st.Ino || pst.Dev != st.Dev {
+		unix.Close(pfd)
+		return nil, errs.Unavailablef("sandbox: protect %s: the placeholder changed while airlock held it", path)
+	}
 	return &pinned{f: os.NewFile(uintptr(pfd), path), real: path, dev: uint64(st.Dev), ino: st.Ino, mode: st.Mode}, nil
+}
+
+// isStub reports whether st has the shape of airlock's placeholder.
+func isStub(st *unix.Stat_t) bool {
+	return st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == 0 && st.Mode&0o7777 == stubMode
 }
