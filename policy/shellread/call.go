@@ -196,11 +196,11 @@ func (r *reader) program(idx int, s scope) {
 		return
 	}
 	name := c.Argv[0]
-	if !strings.Contains(name, "/") && s.shell.cdFuncs[name] {
+	if !strings.Contains(name, "/") && s.shell.cdFuncs[name] && !s.noFuncs {
 		// The function may have changed the directory (or not).
 		defer s.shell.unknown()
 	}
-	if !strings.Contains(name, "/") && s.shell.funcs[name] {
+	if !strings.Contains(name, "/") && s.shell.funcs[name] && !s.noFuncs {
 		c.Function = true
 		return
 	}
@@ -257,7 +257,7 @@ func (r *reader) program(idx int, s scope) {
 			return
 		case "builtin":
 			if len(c.Argv) > 1 {
-				r.inner(idx, 1, s, innerOpts{})
+				r.inner(idx, 1, s, innerOpts{sameShell: true})
 			}
 			return
 		}
@@ -444,6 +444,9 @@ type innerOpts struct {
 	// indexes of its dynamic words.
 	argv    []string
 	dynamic []int
+	// sameShell: the program runs in the shell itself (command and
+	// builtin run builtins such as cd there).
+	sameShell bool
 }
 
 // inner adds the program that the command at idx starts from its argv[from:]
@@ -498,8 +501,10 @@ func (r *reader) inner(idx, from int, s scope, o innerOpts) int {
 	}
 	ns := s
 	ns.depth++
-	ns.shell = s.shell.fork()
-	ns.shell.funcs = map[string]bool{} // a wrapper starts a program, never a function
+	ns.noFuncs = true // a wrapper starts a program or builtin, never a function
+	if !o.sameShell {
+		ns.shell = s.shell.fork()
+	}
 	r.program(j, ns)
 	return j
 }

@@ -204,6 +204,7 @@ type scope struct {
 	shell     *shellState
 	inFunc    string // the function whose body this is
 	cond      bool   // inside a branch that may not run
+	noFuncs   bool   // names are not looked up as functions (command, builtin, wrappers)
 }
 
 func (s scope) pos(p syntax.Pos) (int, int) {

@@ -45,6 +45,8 @@ func TestCatastrophic(t *testing.T) {
 		{"rm in sh -c", "sh -c 'rm -rf /'", "rm-root"},
 		{"rm after cd /", "cd / && rm -rf *", "rm-root"},
 		{"rm after cd / with ;", "cd /; rm -rf *", "rm-outside"},
+		{"rm after command cd", "command cd / && rm -rf *", "rm-root"},
+		{"rm after builtin cd", "builtin cd / && rm -rf *", "rm-root"},
 		{"rm quoted and escaped", `\rm '-rf' "/"`, "rm-root"},
 		{"rm via xargs", "echo / | xargs rm -rf", "rm-outside"},
 		// rm-home

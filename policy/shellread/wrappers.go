@@ -361,6 +361,7 @@ func (r *reader) unwrap(idx int, spec wrapSpec, s scope) {
 		}
 		return
 	}
+	o.sameShell = base == "command" && !strings.Contains(argv[0], "/")
 	r.inner(idx, p.cmd, s, o)
 }
 
