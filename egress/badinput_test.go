@@ -288,3 +288,39 @@ func TestHangUpMidTunnel(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxConns: a box cannot open more conversations than MaxConns; one more
+// is closed unanswered, and room comes back when one ends.
+func TestMaxConns(t *testing.T) {
+	leakCheck(t)
+	ln := sink(t, 0)
+	o := policyOpts(t, []string{"127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)}, nil)
+	o.MaxConns = 2
+	s := newStack(t, o)
+	target := ln.Addr().String()
+	a, _, err := tunnel(s.httpAddr, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, _, err := tunnel(s.httpAddr, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _, err := tunnel(s.httpAddr, target); err == nil {
+		c.Close()
+		t.Fatal("a third tunnel opened with MaxConns 2")
+	}
+	b.Close()
+	// The proxy notices the close and frees the slot.
+	var err2 error
+	for i := 0; i < 200; i++ {
+		var c net.Conn
+		if c, _, err2 = tunnel(s.httpAddr, target); err2 == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no tunnel after one ended: %v", err2)
+}

@@ -132,8 +132,8 @@ type Options struct {
 	DialTimeout time.Duration
 	// MaxHeaderBytes bounds a request head. 0 means 32 KiB.
 	MaxHeaderBytes int
-	// MaxConns bounds the connections open at once; more are closed on
-	// arrival. 0 means 4096.
+	// MaxConns bounds the box's conversations (tunnels, HTTP connections)
+	// open at once; more are closed on arrival. 0 means 4096.
 	MaxConns int
 
 	// global classifies addresses; nil is netrule.Global. Tests replace it
@@ -151,7 +151,8 @@ type Proxy struct {
 	mu     sync.Mutex
 	closed bool
 	lns    map[net.Listener]struct{}
-	conns  map[net.Conn]struct{}
+	conns  map[net.Conn]struct{} // everything Close must end
+	open   int                   // conversations admitted by track
 	wg     sync.WaitGroup
 }
 
@@ -273,7 +274,7 @@ func (p *Proxy) Serve(ln net.Listener) error {
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			defer p.untrack(c)
+			defer p.untrackBox(c)
 			p.handle(c)
 		}()
 	}
@@ -285,19 +286,29 @@ func (p *Proxy) isClosed() bool {
 	return p.closed
 }
 
-// track registers c so Close can end it; it fails when closed or full.
+// track registers a connection from the box so Close can end it; it fails
+// when closed or when MaxConns conversations are open.
 func (p *Proxy) track(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || len(p.conns) >= p.o.MaxConns {
+	if p.closed || p.open >= p.o.MaxConns {
 		return false
 	}
+	p.open++
 	p.conns[c] = struct{}{}
 	return true
 }
 
-// trackUp registers an upstream connection; it does not count toward
-// MaxConns, which bounds what the box opens.
+// untrackBox ends a conversation that track admitted.
+func (p *Proxy) untrackBox(c net.Conn) {
+	p.untrack(c)
+	p.mu.Lock()
+	p.open--
+	p.mu.Unlock()
+}
+
+// trackUp registers a further connection of a conversation (upstream, or
+// the box client's passed socket); it does not count toward MaxConns.
 func (p *Proxy) trackUp(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
