@@ -339,8 +339,10 @@ func TestMemoryLimitOOMKills(t *testing.T) {
 		if s.OOMKills < 1 || !g.OOM() {
 			t.Errorf("oom kills: got %d, want at least 1", s.OOMKills)
 		}
-		if s.MemoryPeak > limit {
-			t.Errorf("peak %d bytes, over the limit %d", s.MemoryPeak, limit)
+		// The kernel may charge a few pages past the limit before it
+		// reclaims or kills; more than that is not a limit.
+		if s.MemoryPeak > limit+256<<10 {
+			t.Errorf("peak %d bytes, over the limit %d by more than 256 KiB", s.MemoryPeak, limit)
 		}
 	})
 }
