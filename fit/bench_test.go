@@ -69,9 +69,12 @@ func hugeMarkdown(size int) string {
 		b.WriteString(". ")
 	}
 	b.WriteString("# Operations handbook\n\nThis handbook is generated for the benchmark.\n\n")
+	// About 150 chapters whatever the size, each of 12 sections or more.
+	chapter := max(size/150, 4096)
 	for ch := 1; b.Len() < size; ch++ {
 		fmt.Fprintf(&b, "## Chapter %d: %s\n\n", ch, words[next(len(words))])
-		for sec := 1; sec <= 12 && b.Len() < size; sec++ {
+		end := min(size, b.Len()+chapter)
+		for sec := 1; (sec <= 12 || b.Len() < end) && b.Len() < size; sec++ {
 			fmt.Fprintf(&b, "### Section %d.%d\n\n", ch, sec)
 			for para := 0; para < 4; para++ {
 				for k := 0; k < 5; k++ {

@@ -473,11 +473,10 @@ func (f *fitter) outlineView(v View, scope int, sel *selection) (Result, bool) {
 	o := f.outliner(lo, hi, v == Summary)
 	c := o.choose(fixedCost, fixedChars)
 	if v == Summary && !c.complete {
-		// A summary that leaves parts out is worth less than a stub that
-		// lists them all.
-		if sc := f.outliner(lo, hi, false).choose(fixedCost, fixedChars); sc.complete || len(c.shown) == 0 {
-			return Result{}, false
-		}
+		// A summary that leaves parts out falls to the stub, which lists
+		// more of them in the same room. (Were a partial summary allowed, a
+		// smaller budget could give a summary where a bigger one gave a stub.)
+		return Result{}, false
 	}
 	var b strings.Builder
 	b.WriteString(header)
@@ -885,6 +884,13 @@ func (d *doc) find(q string) (selection, bool) {
 	}
 	// Exact names first, in document order.
 	for i := range d.parts {
+		if d.kind == Markdown {
+			h := headingText(d.parts[i].title)
+			if strings.EqualFold(h, lq) || slug(h) == lq {
+				return d.partSelection(i), true
+			}
+			continue
+		}
 		for _, n := range d.parts[i].names {
 			if n == lq {
 				return d.partSelection(i), true

@@ -203,6 +203,11 @@ func ReadForm(text string, kind Kind) string {
 		return text
 	}
 	t := strings.TrimSpace(text)
+	if jsonDepth(t) > maxIndentDepth {
+		// Indenting deep nesting costs its depth on every line: a few
+		// kilobytes of brackets would become many megabytes.
+		return text
+	}
 	var b bytes.Buffer
 	b.Grow(len(t) + len(t)/4)
 	if err := json.Indent(&b, []byte(t), "", "  "); err != nil {
@@ -210,4 +215,32 @@ func ReadForm(text string, kind Kind) string {
 	}
 	b.WriteByte('\n')
 	return b.String()
+}
+
+// maxIndentDepth is the deepest JSON ReadForm indents.
+const maxIndentDepth = 64
+
+// jsonDepth returns the deepest nesting of brackets in JSON text, outside
+// strings.
+func jsonDepth(t string) int {
+	depth, deepest := 0, 0
+	in, esc := false, false
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		switch {
+		case esc:
+			esc = false
+		case in && c == '\\':
+			esc = true
+		case c == '"':
+			in = !in
+		case in:
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }

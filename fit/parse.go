@@ -219,6 +219,9 @@ func atxHeading(l string) (string, bool) {
 func (d *doc) parseMarkdown() {
 	fence := ""
 	for i := range d.starts {
+		if len(d.parts) >= maxParts {
+			break
+		}
 		l := d.line(i)
 		t := strings.TrimLeft(l, " ")
 		if fence != "" {
@@ -256,13 +259,27 @@ func (d *doc) addHeading(title string, level, line, bodyLine int) {
 	if bodyLine < len(d.starts) {
 		head = d.starts[bodyLine]
 	}
-	d.parts = append(d.parts, part{
-		title: strings.Repeat("#", level) + " " + title,
-		names: []string{strings.ToLower(title), slug(title)},
-		level: level,
-		start: d.starts[line],
-		head:  head,
-	})
+	if d.parts == nil {
+		// One allocation for a document of many headings.
+		d.parts = make([]part, 0, min(maxParts, strings.Count(d.text, "\n#")+1))
+	}
+	// The outline shows an ATX heading as it is written; a setext heading
+	// gets the marks of its level. Query names are made when a query comes.
+	shown := strings.TrimSpace(d.line(line))
+	if !strings.HasPrefix(shown, "#") {
+		shown = strings.Repeat("#", level) + " " + title
+	} else {
+		shown = strings.TrimSpace(strings.TrimRight(shown, "#"))
+		if shown == "" || strings.Trim(shown, "#") == "" {
+			shown = strings.Repeat("#", level) + " " + title
+		}
+	}
+	d.parts = append(d.parts, part{title: shown, level: level, start: d.starts[line], head: head})
+}
+
+// headingText is a Markdown part's title without its marks.
+func headingText(title string) string {
+	return strings.TrimSpace(strings.TrimLeft(title, "#"))
 }
 
 // slug is a heading's anchor as Markdown renderers make it.
@@ -469,6 +486,9 @@ func (d *doc) parseCode() {
 	container := -1 // index of the open top-level container part
 	containerIndent := 0
 	for i := range d.starts {
+		if len(d.parts) >= maxParts {
+			break
+		}
 		l := d.line(i)
 		t := strings.TrimSpace(l)
 		if t == "" {
@@ -571,6 +591,9 @@ func (d *doc) parseDiff() {
 	hunk := 0
 	inHeader := false
 	for i := range d.starts {
+		if len(d.parts) >= maxParts {
+			break
+		}
 		l := d.line(i)
 		switch {
 		case strings.HasPrefix(l, "diff --git "):
@@ -674,6 +697,9 @@ func (d *doc) parseJSON() {
 	}
 	item := 0
 	for i := 1; i < len(d.starts); i++ {
+		if len(d.parts) >= maxParts {
+			break
+		}
 		l := d.line(i)
 		if len(l) < 3 || l[0] != ' ' || l[1] != ' ' || l[2] == ' ' || l[2] == '}' || l[2] == ']' {
 			continue
@@ -744,6 +770,9 @@ func (d *doc) parseFileList() {
 	var es []entry
 	dir := ""
 	for i := range d.starts {
+		if len(d.parts) >= maxParts {
+			break
+		}
 		l := d.line(i)
 		t := strings.TrimSpace(l)
 		switch {
@@ -782,6 +811,9 @@ func (d *doc) parseFileList() {
 	grouped := len(groups) > 1
 	cur := "\x00"
 	for _, e := range es {
+		if len(d.parts) >= maxParts {
+			break
+		}
 		level := 1
 		if grouped {
 			level = 2
@@ -806,6 +838,11 @@ func (d *doc) parseFileList() {
 
 // --- Plain text ---
 
+// maxParts bounds the parts of one document: an outline shows a budget's
+// worth of them at most, and a pathological input (31 MiB of headings) must
+// not cost gigabytes. Text after the last part counts with it.
+const maxParts = 200000
+
 // textRun is how many lines of text without blank lines make one part.
 const textRun = 40
 
@@ -813,6 +850,9 @@ func (d *doc) parseText() {
 	inPara := false
 	run := 0
 	for i := range d.starts {
+		if len(d.parts) >= maxParts {
+			break
+		}
 		l := d.line(i)
 		if strings.TrimSpace(l) == "" {
 			inPara = false
