@@ -256,6 +256,8 @@ func attempts() []attempt {
 		viaProxy("egress-ipv6-loopback", "::1", tcp6, noIPv6),
 		viaProxy("egress-ipv4-mapped-ipv6", "::ffff:127.0.0.1", tcp4, nil),
 		viaProxy("egress-name-to-loopback", "canary.test", tcp4, nil),
+		viaProxy("egress-name-over-udp-dns", "udp.canary.test", tcp4, nil),
+		viaProxy("egress-name-over-tcp-dns", "tcp.canary.test", tcp4, nil),
 		viaProxy("egress-rebinding", "rebind.test", tcp4, nil),
 		viaProxy("egress-host-address", "", func(w *world) string { return w.hostTCP }, noHostAddr),
 		attempt{id: "egress-redirect", class: "egress", egress: true, reached: tokenIn,

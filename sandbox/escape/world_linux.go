@@ -231,20 +231,51 @@ func (w *world) serveHTTP(addr string, h http.Handler) (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// dnsAnswer answers any query with one TXT record holding the token.
+// dnsAnswer answers a query: a TXT question with the token, an A question
+// for a name under canary.test with 127.0.0.1 (so a proxy resolving names
+// over real DNS is led to the loopback canary), anything else with no
+// answer.
 func (w *world) dnsAnswer(q []byte) []byte {
 	if len(q) < 12 {
 		return nil
 	}
-	a := append([]byte{}, q...)
-	a[2], a[3] = 0x81, 0x80              // response, recursion available
-	a[6], a[7] = 0, 1                    // one answer
-	a = append(a, 0xc0, 12, 0, 16, 0, 1) // the question's name, TXT, IN
-	a = append(a, 0, 0, 0, 60)
-	txt := []byte(w.token)
-	a = binary.BigEndian.AppendUint16(a, uint16(len(txt)+1))
-	a = append(a, byte(len(txt)))
-	return append(a, txt...)
+	end := 12
+	var labels []string
+	for end < len(q) && q[end] != 0 {
+		n := int(q[end])
+		if n > 63 || end+1+n > len(q) {
+			return nil
+		}
+		labels = append(labels, string(q[end+1:end+1+n]))
+		end += 1 + n
+	}
+	if end+5 > len(q) {
+		return nil
+	}
+	qtype := binary.BigEndian.Uint16(q[end+1:])
+	end += 5 // the root label, type and class
+	a := append([]byte{}, q[:end]...)
+	a[2], a[3] = 0x81, 0x80 // a response; recursion available
+	binary.BigEndian.PutUint16(a[4:], 1)
+	binary.BigEndian.PutUint16(a[6:], 0)
+	binary.BigEndian.PutUint16(a[8:], 0)
+	binary.BigEndian.PutUint16(a[10:], 0) // no additional section (EDNS)
+	name := strings.ToLower(strings.Join(labels, "."))
+	var rdata []byte
+	switch {
+	case qtype == 16:
+		rdata = append([]byte{byte(len(w.token))}, w.token...)
+	case qtype == 1 && (name == "canary.test" || strings.HasSuffix(name, ".canary.test")):
+		rdata = []byte{127, 0, 0, 1}
+	default:
+		return a
+	}
+	binary.BigEndian.PutUint16(a[6:], 1)
+	a = append(a, 0xc0, 12) // the question's name
+	a = binary.BigEndian.AppendUint16(a, qtype)
+	a = append(a, 0, 1, 0, 0, 0, 60) // IN, TTL 60
+	a = binary.BigEndian.AppendUint16(a, uint16(len(rdata)))
+	return append(a, rdata...)
 }
 
 // rebindFirst is rebind.test's first answer, admitted by an IP entry.
@@ -257,6 +288,10 @@ var metadataAddr = netip.MustParseAddr("169.254.169.254")
 // lookups is a resolver for the made-up names the egress attempts use; it
 // records every name it was asked.
 type lookups struct {
+	// dns is the world's DNS canary, host:port; names under
+	// udp.canary.test and tcp.canary.test are resolved there for real,
+	// over that transport.
+	dns   string
 	mu    sync.Mutex
 	asked []string
 	// rebind counts lookups of rebind.test: the first answer is a public
@@ -266,8 +301,16 @@ type lookups struct {
 
 func (l *lookups) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.asked = append(l.asked, host)
+	l.mu.Unlock()
+	if transport, ok := strings.CutSuffix(host, ".canary.test"); ok && (transport == "udp" || transport == "tcp") {
+		r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, transport, l.dns)
+		}}
+		return r.LookupNetIP(ctx, "ip4", host)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	switch host {
 	case "localhost", "canary.test", "refused.test":
 		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
@@ -320,7 +363,7 @@ func (w *world) startEgress() error {
 	redirHost, redirPortS, _ := net.SplitHostPort(w.redirect)
 	redirPort, _ := strconv.Atoi(redirPortS)
 	redirAddr := netip.MustParseAddr(redirHost)
-	w.egressLookups = &lookups{}
+	w.egressLookups = &lookups{dns: w.dns}
 	p, err := egress.New(egress.Options{
 		Box:   "escape-matrix",
 		Token: tok,
@@ -353,7 +396,7 @@ func (w *world) startEgress() error {
 // way (checking one lookup and dialling another, as a naive proxy would)
 // and refuses nothing, so it shows each spelling does lead to a canary.
 func (w *world) startNaive() error {
-	w.naiveLookups = &lookups{}
+	w.naiveLookups = &lookups{dns: w.dns}
 	dial := func(ctx context.Context, network, hostport string) (net.Conn, error) {
 		host, port, err := net.SplitHostPort(hostport)
 		if err != nil {
