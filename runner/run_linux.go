@@ -158,7 +158,13 @@ func (r *run) do(ctx context.Context) (Result, error) {
 		return Result{}, errs.Wrap(errs.Unavailable, startErr, "run: start %s", filepath.Base(cmd.Path))
 	}
 	if r.guard != nil {
-		r.guard.started(cmd.Process.Pid)
+		pid := cmd.Process.Pid
+		if r.box.Tier == sandbox.Tier1 {
+			if p, err := r.box.ChildPid(); err == nil {
+				pid = p
+			}
+		}
+		r.guard.started(pid)
 	}
 	if r.box.Tier == sandbox.Tier1 {
 		if err := r.box.SendConfig(req.Argv); err != nil {

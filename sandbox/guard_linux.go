@@ -27,7 +27,9 @@ type GuardConfig struct {
 	Cgroups       []string `json:"cgroups,omitempty"`
 }
 
-// GuardPid is the second line: bubblewrap's process id.
+// GuardPid is the second line: the host pid of the box's PID 1, whose
+// exit means every process of the box is gone (or bubblewrap's, when that
+// could not be had).
 type GuardPid struct {
 	Pid int `json:"pid"`
 }
@@ -70,11 +72,11 @@ func Guard(in io.Reader) int {
 	if len(cfg.Cgroups) > 0 {
 		killCgroup(cfg.CgroupVersion, cfg.Cgroups[0])
 	} else if pidfd >= 0 {
-		// bubblewrap dies with its parent and takes its PID namespace
-		// with it; wait for that.
+		// The box's PID 1 dies with bubblewrap (--die-with-parent), and
+		// the kernel has ended every process of its namespace before the
+		// pidfd reports its exit.
 		fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
 		unix.Poll(fds, 10000)
-		time.Sleep(50 * time.Millisecond)
 	}
 	RemoveStubs(cfg.Stubs)
 	for i := len(cfg.Cgroups) - 1; i >= 0; i-- {

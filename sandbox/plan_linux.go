@@ -93,6 +93,7 @@ type Box struct {
 	child   []*os.File // closed in Started
 	keep    []*os.File // pinned descriptors, closed in Close
 	locks   []*os.File // shared flocks on the stubs, released in Close
+	infoR   *os.File   // bubblewrap's --info-fd, when there are stubs
 }
 
 // Stub is a placeholder made for a protected path that did not exist.
@@ -142,6 +143,24 @@ func (b *Box) SendConfig(argv []string) error {
 	return cerr
 }
 
+// ChildPid returns the host pid of the box's PID 1 (the init), as
+// bubblewrap reports it; only boxes with stubs ask bubblewrap for it.
+func (b *Box) ChildPid() (int, error) {
+	if b.infoR == nil {
+		return 0, errors.New("no info pipe")
+	}
+	var info struct {
+		Pid int `json:"child-pid"`
+	}
+	err := json.NewDecoder(io.LimitReader(b.infoR, 1<<16)).Decode(&info)
+	b.infoR.Close()
+	b.infoR = nil
+	if err != nil || info.Pid <= 0 {
+		return 0, fmt.Errorf("bubblewrap's info: %v", err)
+	}
+	return info.Pid, nil
+}
+
 // ReadStatus reads what the in-box init reported. It returns an error when
 // the init reported nothing (it never started, or was killed).
 func (b *Box) ReadStatus() (boxconf.Status, error) {
@@ -172,14 +191,14 @@ func (b *Box) ReadStatus() (boxconf.Status, error) {
 
 // Close releases every descriptor and removes the stubs.
 func (b *Box) Close() error {
-	for _, fs := range [][]*os.File{b.child, b.keep, {b.configW, b.statusR}} {
+	for _, fs := range [][]*os.File{b.child, b.keep, {b.configW, b.statusR, b.infoR}} {
 		for _, f := range fs {
 			if f != nil {
 				f.Close()
 			}
 		}
 	}
-	b.child, b.keep, b.configW, b.statusR = nil, nil, nil, nil
+	b.child, b.keep, b.configW, b.statusR, b.infoR = nil, nil, nil, nil, nil
 	// Release this run's share of the placeholders, then remove those no
 	// other run holds.
 	for _, f := range b.locks {
@@ -671,6 +690,16 @@ func (p *planner) plan(exe string) error {
 	})
 	for _, o := range p.ops {
 		args = append(args, o.args...)
+	}
+	if len(b.Stubs) > 0 {
+		// The guard waits for the box's PID 1 before removing
+		// placeholders; bubblewrap tells its pid here.
+		infoR, infoW, err := os.Pipe()
+		if err != nil {
+			return err
+		}
+		b.infoR = infoR
+		args = append(args, "--info-fd", strconv.Itoa(p.file(infoW, true)))
 	}
 	args = append(args, "--chdir", wd.real)
 
