@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -175,6 +176,10 @@ func TestStubGolden(t *testing.T) {
 				var pretty bytes.Buffer
 				json.Indent(&pretty, []byte(out.Text), "", "  ")
 				pretty.WriteByte('\n')
+				// The weights are fit's estimate, tuned in fit's own tests;
+				// the golden file fixes the stub's layout and content, not
+				// the estimator's exact numbers.
+				pretty = *bytes.NewBufferString(maskWeights(pretty.String()))
 				golden := filepath.Join("testdata", "stub-"+name+".golden")
 				if *update {
 					if err := os.WriteFile(golden, pretty.Bytes(), 0o644); err != nil {
@@ -209,6 +214,12 @@ func TestStubGolden(t *testing.T) {
 			})
 		}
 	}
+}
+
+// maskWeights replaces token counts in a pretty-printed stub with "N".
+func maskWeights(s string) string {
+	s = regexp.MustCompile(`"tokens": [0-9]+`).ReplaceAllString(s, `"tokens": N`)
+	return regexp.MustCompile(`[0-9]+ tokens`).ReplaceAllString(s, `N tokens`)
 }
 
 func TestTooLarge(t *testing.T) {

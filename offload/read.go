@@ -98,3 +98,9 @@ func checkRange(r string) error {
 	}
 	return nil
 }
+
+// ReadResult answers read_result from o's store; see the function
+// ReadResult.
+func (o *Offloader) ReadResult(ctx context.Context, sc files.Scope, a Args) (fit.Result, error) {
+	return ReadResult(ctx, o.Store, sc, a)
+}

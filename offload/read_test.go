@@ -50,15 +50,18 @@ func TestReadResult(t *testing.T) {
 			[]string{"processed batch 119 ", "processed batch 121 "}, []string{"processed batch 122 "}},
 		{"the stub view", Args{Ref: md, View: "stub", Budget: 600}, fit.Stub,
 			[]string{"Markdown document", "# Release notes"}, nil},
-		{"nothing asked: the biggest view that fits the default budget", Args{Ref: logRef}, fit.Stub,
+		{"nothing asked: the biggest view that fits the default budget", Args{Ref: logRef}, "",
 			nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := ReadResult(ctx, st, scope, tc.args)
+			res, err := (&Offloader{Store: st}).ReadResult(ctx, scope, tc.args)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Note.View != tc.view {
+			if tc.view == "" && (res.Note.View == fit.Summary || res.Note.View == fit.Stub) {
+				// Which outline view fits is fit's choice; it must be
+				// one of them, the whole being far over the budget.
+			} else if res.Note.View != tc.view {
 				t.Errorf("got view %q, want %q (note %+v)", res.Note.View, tc.view, res.Note)
 			}
 			budget := tc.args.Budget
