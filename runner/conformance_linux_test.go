@@ -421,3 +421,20 @@ func killMarked(marker string) {
 		syscall.Kill(p, syscall.SIGKILL)
 	}
 }
+
+// TestReadInsideWriteStaysWritable: a read grant inside a write grant
+// takes nothing away in fix mode.
+func TestReadInsideWriteStaysWritable(t *testing.T) {
+	requireTier1(t)
+	wd := t.TempDir()
+	os.Mkdir(filepath.Join(wd, "src"), 0o755)
+	spec := fixSpec(t, wd)
+	spec.Read = []string{filepath.Join(wd, "src")}
+	o := runIn(t, sandbox.Tier1, spec, "", "sh", "-c", "echo ok > src/out")
+	if o.err != nil || o.res.ExitCode != 0 {
+		t.Fatalf("exit %d, err %v, %s", o.res.ExitCode, o.err, o.stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(wd, "src", "out")); string(b) != "ok\n" {
+		t.Errorf("src/out = %q, want \"ok\\n\"", b)
+	}
+}

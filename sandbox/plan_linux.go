@@ -587,6 +587,17 @@ func (p *planner) plan(exe string) error {
 		if err != nil {
 			return errs.Wrap(errs.Unavailable, err, "sandbox: read grant")
 		}
+		// Inside the working directory or a write grant it is already in
+		// the box; a read-only bind there would take away a write the
+		// policy granted.
+		covered := within(pn.real, wd.real)
+		for _, r := range roots {
+			covered = covered || within(pn.real, r.pn.real)
+		}
+		if covered {
+			pn.f.Close()
+			continue
+		}
 		p.bindFD(pn, pn.real, false, 2)
 	}
 	for _, r := range roots {
