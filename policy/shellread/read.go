@@ -116,9 +116,11 @@ const (
 	// MaxDepth bounds nested shell strings (sh -c "sh -c '…'") and wrapper
 	// chains; anything deeper is Undecidable.
 	MaxDepth = 8
-	// MaxCommands bounds the number of commands one string may produce.
-	MaxCommands = 10000
-	// maxNesting bounds the syntax-tree nesting Read walks.
+	// MaxCommands bounds the number of commands one string may produce
+	// (deciding a string is quadratic in it at worst: pipelines).
+	MaxCommands = 4096
+	// maxNesting bounds the syntax-tree nesting Read walks (a chain of
+	// 200 pipes or && nests that deep).
 	maxNesting = 200
 )
 

@@ -613,7 +613,11 @@ func forkBomb(cmds []Command, i int) string {
 		if d.Background || len(d.Upstream) > 0 {
 			return "fork-bomb"
 		}
+		// Its pipeline partner sits in the same body.
 		for k := range cmds {
+			if cmds[k].InFunc != name {
+				continue
+			}
 			for _, u := range cmds[k].Upstream {
 				if u == j {
 					return "fork-bomb"
