@@ -12,9 +12,15 @@
 // (an expansion in command position, `eval` of a variable, `${x@P}`) is marked
 // Undecidable so the caller escalates instead of guessing.
 //
-// Canon brings option spellings to one form before argument patterns match,
-// and Builtin/Catastrophic hold the command rules that escalate even when no
-// policy is configured.
+// ReadArgv does the same for an argv run without a shell, and Starts and
+// StartsArgv say, without allocating, whether there is anything to find.
+// Canon (and AppendCanon, Spellings) bring option spellings to one form
+// before argument patterns match, and Builtin/Catastrophic hold the command
+// rules that escalate even when no policy is configured. RiskyEnv names the
+// environment variables whose assignment changes what programs run.
+//
+// docs/command-rules.md describes what is read, what is undecidable, the
+// canonical argument form and the rule table.
 //
 // The package is pure: it does no I/O and starts nothing. It is imported by
 // package policy (Checker.Shell) and may be imported by anything that needs to
