@@ -3,6 +3,7 @@ package files
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/google/go-cmp/cmp"
@@ -207,6 +208,18 @@ func TestStartJob(t *testing.T) {
 		_, err := s.StartJob(ctx, tenant, "turn-1", "")
 		return err
 	}, errs.Invalid, false)
+	step("an ended tree whose files are past retention may be reused", func() error {
+		if _, err := s.StartJob(ctx, tenant, "old", ""); err != nil {
+			return err
+		}
+		mustPut(t, s, Scope{Tenant: tenant, Tree: "old"}, []byte("old result"))
+		if err := s.EndJob(ctx, tenant, "old"); err != nil {
+			return err
+		}
+		f.clk.Add(DefaultRetention + time.Hour)
+		_, err := s.StartJob(ctx, tenant, "old", "")
+		return err
+	}, 0, true)
 	step("erase the ended tree", func() error { _, err := s.Erase(ctx, Erasure{Tenant: tenant, Tree: "job-7"}); return err }, 0, true)
 	step("reuse the id once the tree holds nothing", start("job-7", ""), 0, true)
 	if _, err := s.Get(ctx, Scope{Tenant: tenant, Tree: "job-7"}, RefOf([]byte("result"))); errs.ClassOf(err) != errs.NotFound {

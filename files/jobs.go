@@ -59,7 +59,10 @@ func (s *Store) StartJob(ctx context.Context, tenant, id, parent string) (string
 		if turn > 0 {
 			return errs.Invalidf("files: start job %q: the id names a turn of a conversation (choose a new id)", id)
 		}
-		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM holders WHERE tenant = ? AND tree = ?", tenant, id).Scan(&holds); err != nil {
+		// Claims past retention no longer hold files, collected or not
+		// (unless a hold keeps them), as for reads.
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM holders WHERE tenant = ? AND tree = ? AND (stored >= ? OR "+held+")",
+			tenant, id, ms(s.now().Add(-s.keep))).Scan(&holds); err != nil {
 			return err
 		}
 		if holds > 0 {

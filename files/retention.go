@@ -93,8 +93,11 @@ type GCReport struct {
 	Swept int `json:"swept"`
 }
 
-// unheld selects holder rows no hold covers.
-const unheld = `NOT EXISTS (SELECT 1 FROM holds k WHERE k.tenant = holders.tenant AND (k.tree = '' OR k.tree = holders.tree))`
+// held selects holder rows a hold covers; unheld the others.
+const (
+	held   = `EXISTS (SELECT 1 FROM holds k WHERE k.tenant = holders.tenant AND (k.tree = '' OR k.tree = holders.tree))`
+	unheld = "NOT " + held
+)
 
 // GC removes every tree's claim on a file it last stored longer than the
 // retention period ago (unless a hold covers the tree), then the files no
