@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/airlock-run/airlock/errs"
@@ -440,7 +441,7 @@ func (c *Checker) pathIn(a Access, dir, p string) Decision {
 			return Decision{Verdict: Deny, Category: CatFS, Rule: "fs.write",
 				Reason: fmt.Sprintf("writing %q is not allowed here", p)}
 		}
-		if c.gitMeta(f) {
+		if gitMeta(f) {
 			return Decision{Verdict: Escalate, Category: CatFS, Rule: "builtin.git-hooks",
 				Reason: fmt.Sprintf("writing %q (repository hooks or configuration that run commands) needs a person's approval", p)}
 		}
@@ -499,18 +500,21 @@ func coveredBy(f forms, a, b []ruledPattern) (string, bool) {
 	return rule, true
 }
 
-// gitMeta reports whether f is a repository's hooks directory or config
-// file below the working directory: a write there runs code the next time
-// a person uses git.
-func (c *Checker) gitMeta(f forms) bool {
+// gitMeta reports whether f is a repository's hooks, a repository's config
+// file (submodules' too, under .git/modules) or a ".git" entry itself (a
+// ".git" file redirects git to another repository): a write there runs code
+// the next time a person, or an allowed git, uses the repository. It looks
+// everywhere, not only below the working directory, because `git -C DIR`
+// reaches any repository.
+func gitMeta(f forms) bool {
 	for _, name := range f.list() {
-		if !underDir(c.world.Workdir, name) {
-			continue
-		}
-		rel := strings.TrimPrefix(name[len(c.world.Workdir):], "/")
-		if i := strings.Index("/"+rel, "/.git/"); i >= 0 {
-			tail := ("/" + rel)[i+len("/.git/"):]
-			if tail == "config" || tail == "hooks" || strings.HasPrefix(tail, "hooks/") {
+		segs := strings.Split(name, "/")
+		for k, seg := range segs {
+			if seg != ".git" {
+				continue
+			}
+			rest := segs[k+1:]
+			if len(rest) == 0 || rest[len(rest)-1] == "config" || slices.Contains(rest, "hooks") {
 				return true
 			}
 		}
