@@ -51,7 +51,7 @@ func (c *Checker) Argv(argv []string) Decision {
 	} else {
 		starts = shellread.Starts(argv[0])
 	}
-	if !starts || !mayStart(argv) {
+	if !starts || !shellread.StartsArgv(argv) {
 		// One program and nothing else: the hot path, allocation-free
 		// when it allows.
 		var one [1]shellread.Command
