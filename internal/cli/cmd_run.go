@@ -49,7 +49,7 @@ func runCmd() *Command {
 			}
 			k, err := wiring.Build(wiring.Config{
 				PolicyFile: *policyFile, Workdir: *workdir, Dir: env.Dir, Mode: *mode, Getenv: env.Getenv,
-				Terminal: env.IsTerminal, AuditFile: *auditFile, Log: env.Log,
+				Terminal: env.IsTerminal, AuditFile: *auditFile, Log: env.Log, TraceFile: env.Getenv("AIRLOCK_TRACE_FILE"),
 			})
 			if err != nil {
 				return err

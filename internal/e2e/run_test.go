@@ -149,3 +149,23 @@ func TestReportAndAudit(t *testing.T) {
 		t.Errorf("audit log has %d records, want a decision and a run for the first call and a decision for the refusal", n)
 	}
 }
+
+// TestTraceFile checks that with an exporter configured every audit record
+// also leaves an OpenTelemetry span.
+func TestTraceFile(t *testing.T) {
+	h := newHome(t)
+	trace := filepath.Join(h.State, "trace.json")
+	h.environ = append(h.environ, "AIRLOCK_TRACE_FILE="+trace)
+	if r := h.run("run", "--sandbox", "off", "--", "true"); r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatalf("no trace file: %v", err)
+	}
+	for _, span := range []string{`"Name":"airlock.decision"`, `"Name":"airlock.run"`} {
+		if !strings.Contains(string(b), span) {
+			t.Errorf("trace file lacks a span %s", span)
+		}
+	}
+}

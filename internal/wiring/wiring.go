@@ -49,6 +49,9 @@ type Config struct {
 	AuditFile string
 	// GrantsFile is where "allow always" saves; "" is the default path.
 	GrantsFile string
+	// TraceFile, when set, also sends every audit record as an
+	// OpenTelemetry span to that file (JSON, one span per record).
+	TraceFile string
 	// Log receives diagnostics; nil drops them.
 	Log *slog.Logger
 }
@@ -132,6 +135,20 @@ func Build(cfg Config) (*Kernel, error) {
 		return fail(err)
 	}
 	k.closers = append(k.closers, k.Audit)
+	var sink audit.Sink = k.Audit
+	if cfg.TraceFile != "" {
+		f, err := os.OpenFile(cfg.TraceFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return fail(errs.Wrap(errs.Unavailable, err, "trace file"))
+		}
+		tracer, shutdown, err := audit.WriterTracing(f)
+		if err != nil {
+			f.Close()
+			return fail(errs.Wrap(errs.Unavailable, err, "trace file"))
+		}
+		k.closers = append(k.closers, f, closerFunc(func() error { return shutdown(context.Background()) }))
+		sink = audit.Traced(k.Audit, tracer)
+	}
 
 	bo := approvals.Options{SocketDir: approvals.DefaultSocketDir(cfg.Getenv), GrantsFile: grantsFile,
 		Log: log, Audit: k.Audit}
@@ -149,7 +166,7 @@ func Build(cfg Config) (*Kernel, error) {
 	k.World = World(workdir, cfg.Getenv("HOME"), mode)
 	if k.Kernel, err = mediator.New(p, k.World, mediator.Options{
 		Approver: brokerApprover{b: k.Broker, workdir: workdir},
-		Recorder: auditRecorder{l: k.Audit},
+		Recorder: auditRecorder{l: sink},
 	}); err != nil {
 		return fail(err)
 	}
@@ -283,7 +300,11 @@ func (a brokerApprover) Ask(ctx context.Context, e mediator.Escalation) mediator
 }
 
 // auditRecorder keeps the kernel's records in the hash-chained log.
-type auditRecorder struct{ l *audit.Log }
+type auditRecorder struct{ l audit.Sink }
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
 
 func (a auditRecorder) Record(_ context.Context, r mediator.Record) error {
 	fields := map[string]any{}
