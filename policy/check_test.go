@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -132,6 +133,38 @@ func TestWorldWithoutHelpers(t *testing.T) {
 	} {
 		if tc.d.Verdict != tc.want {
 			t.Errorf("%s: got %v (%s), want %v", tc.name, tc.d.Verdict, tc.d.Rule, tc.want)
+		}
+	}
+}
+
+// A Checker is shared by every call of a run; decisions from many
+// goroutines at once must agree with decisions made one at a time (the
+// race detector checks the rest).
+func TestConcurrentDecisions(t *testing.T) {
+	c := bigPolicy(t)
+	calls := [][]string{{"git", "status"}, {"git", "push", "--force"}, {"curl", "x"}, {"sh", "-c", "ls; rm -rf /"}, {"tool3", "publish", "x"}}
+	want := make([]Decision, len(calls))
+	for i, argv := range calls {
+		want[i] = c.Argv(argv)
+	}
+	done := make(chan error)
+	for g := 0; g < 8; g++ {
+		go func() {
+			for n := 0; n < 200; n++ {
+				i := (g + n) % len(calls)
+				if got := c.Argv(calls[i]); got != want[i] {
+					done <- fmt.Errorf("%q: got %+v, want %+v", calls[i], got, want[i])
+					return
+				}
+				c.Shell("git status && ls | cat > /dev/null")
+				c.Path(Read, "src/x")
+			}
+			done <- nil
+		}()
+	}
+	for g := 0; g < 8; g++ {
+		if err := <-done; err != nil {
+			t.Error(err)
 		}
 	}
 }

@@ -258,6 +258,9 @@ func TestGoldenDecisions(t *testing.T) {
 		})
 	}
 	t.Logf("%d golden decisions", total)
+	if total < 150 {
+		t.Errorf("got %d golden decisions, want at least 150", total)
+	}
 }
 
 func cutLast(s, sep string) (before, after string, ok bool) {
