@@ -103,7 +103,35 @@ func (r *reader) call(st *syntax.Stmt, ce *syntax.CallExpr, s scope) {
 		}
 	}
 	r.out[idx] = c
+	if len(ce.Args) == 1 && len(ce.Args[0].Parts) == 1 {
+		if eg, ok := ce.Args[0].Parts[0].(*syntax.ExtGlob); ok && eg.Op == syntax.GlobExcept && eg.Pattern != nil {
+			// bash without extglob (its default in scripts) reads
+			// `!(cmd)` as a negated subshell; the parser reads a glob.
+			// List the commands bash would run as well.
+			r.out[idx].Undecidable = "!(…) is a negated subshell to bash but a glob to other readers"
+			r.nestedText(eg.Pattern.Value, s, c.Line, c.Col)
+			return
+		}
+	}
 	r.program(idx, s)
+}
+
+// nestedText reads text as statements of the current shell's subshell, at
+// the position of the current scope.
+func (r *reader) nestedText(text string, s scope, line, col int) {
+	if s.depth+1 > MaxDepth || nestingTooDeep(text) {
+		return
+	}
+	f, err := parse(text)
+	if err != nil {
+		return
+	}
+	ns := s
+	ns.src = text
+	ns.depth++
+	ns.line, ns.col = line, col
+	ns.shell = s.shell.fork()
+	r.stmts(f.Stmts, ns)
 }
 
 // assign resolves one NAME=VALUE prefix or declaration operand.

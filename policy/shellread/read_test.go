@@ -426,6 +426,7 @@ func TestReadProgramNames(t *testing.T) {
 		{name: "variable program", src: "$CMD x", undecidable: true},
 		{name: "substituted program", src: "$(echo rm) -rf /", undecidable: true, has: []string{"echo rm"}},
 		{name: "glob program", src: "/bin/r? -rf /", undecidable: true},
+		{name: "negated subshell bash reads, glob the parser reads", src: "!(rm -rf /)", undecidable: true, has: []string{"rm -rf /"}},
 		{name: "brace program", src: "{rm,-rf,/}", undecidable: true},
 		{name: "indirect expansion", src: "${!x} y", undecidable: true},
 		{name: "IFS split", src: "rm${IFS}-rf${IFS}/", undecidable: true},
