@@ -149,3 +149,44 @@ func ExitCode(err error) int {
 		return ExitCannotRun
 	}
 }
+
+// JSON-RPC error codes of airlock's classes, in the range JSON-RPC leaves to
+// servers (-32000 to -32099). JSONRPCDenied is never -32601 (method not
+// found): a refusal must read as a refusal, not as a missing tool.
+const (
+	JSONRPCDenied      = -32001 // a *Denial, or any Denied error
+	JSONRPCNotFound    = -32002 // the same code MCP uses for an unknown resource
+	JSONRPCUnavailable = -32003
+	JSONRPCTimeout     = -32004
+	JSONRPCInvalid     = -32602 // JSON-RPC's own "invalid params"
+	JSONRPCInternal    = -32603 // JSON-RPC's own "internal error"
+)
+
+// JSONRPC maps err to the error of a JSON-RPC response (the MCP server and
+// gateway): its code, its message, and its data. A *Denial's data is the
+// Denial itself, so the client reads {"code":"POLICY_DENIED","category":…,
+// "reason":…}; any other error's data is {"class": "<class>"}. An Internal
+// error's message says only that airlock failed, since its cause may name
+// things the agent should not read.
+func JSONRPC(err error) (code int, message string, data any) {
+	var d *Denial
+	if errors.As(err, &d) {
+		return JSONRPCDenied, d.Error(), d
+	}
+	c := ClassOf(err)
+	switch c {
+	case Denied:
+		code = JSONRPCDenied
+	case NotFound:
+		code = JSONRPCNotFound
+	case Unavailable:
+		code = JSONRPCUnavailable
+	case Timeout:
+		code = JSONRPCTimeout
+	case Invalid:
+		code = JSONRPCInvalid
+	default:
+		return JSONRPCInternal, "airlock: internal error", map[string]string{"class": c.String()}
+	}
+	return code, err.Error(), map[string]string{"class": c.String()}
+}
