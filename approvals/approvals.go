@@ -5,7 +5,8 @@
 // malformed answer or any failure is a denial recorded as "error". Nothing
 // here ever turns a failure into an allow.
 //
-// The mediator and the CLI import it. It imports policy for the Grant type
+// The program's wiring (internal/wiring) and the CLI import it; the mediator
+// reaches it through its own Approver interface. It imports policy for the Grant type
 // only; it decides nothing itself.
 //
 // # Where the question is asked

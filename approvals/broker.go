@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -67,9 +68,9 @@ type Broker struct {
 	sockPath string
 	// skipPeerCheck turns off the SO_PEERCRED check; tests set it to show
 	// that the check is what stops another user.
-	skipPeerCheck bool
+	skipPeerCheck atomic.Bool
 	// skipNamespaceCheck turns off the namespace check, likewise.
-	skipNamespaceCheck bool
+	skipNamespaceCheck atomic.Bool
 
 	termSem    chan struct{}
 	lines      chan string

@@ -580,7 +580,7 @@ func TestOtherUserRefused(t *testing.T) {
 		t.Run(fmt.Sprintf("peer check %v", check), func(t *testing.T) {
 			dir := filepath.Join(pub, fmt.Sprintf("s%v", check))
 			b := newBroker(t, Options{SocketDir: dir})
-			b.skipPeerCheck = !check
+			b.skipPeerCheck.Store(!check)
 			a := ask(b, gitPush(), time.Hour)
 			waitPending(t, dir, 1)
 			os.Chmod(dir, 0o711)
@@ -660,7 +660,7 @@ func TestBoxedPeerRefused(t *testing.T) {
 		t.Run(fmt.Sprintf("namespace check %v", check), func(t *testing.T) {
 			dir := socketDir(t)
 			b := newBroker(t, Options{SocketDir: dir})
-			b.skipNamespaceCheck = !check
+			b.skipNamespaceCheck.Store(!check)
 			a := ask(b, gitPush(), time.Hour)
 			waitPending(t, dir, 1)
 			out := attack(t, b.SocketPath())

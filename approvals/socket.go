@@ -152,11 +152,11 @@ func (b *Broker) serveConn(c *net.UnixConn) {
 		b.log.Warn("approvals: cannot tell who connected; refused", "err", err)
 		return
 	}
-	if int(cred.Uid) != os.Geteuid() && !b.skipPeerCheck {
+	if int(cred.Uid) != os.Geteuid() && !b.skipPeerCheck.Load() {
 		b.log.Warn("approvals: refused a connection from another user", "uid", cred.Uid, "pid", cred.Pid)
 		return
 	}
-	if err := sameNamespaces(int(cred.Pid)); err != nil && !b.skipNamespaceCheck {
+	if err := sameNamespaces(int(cred.Pid)); err != nil && !b.skipNamespaceCheck.Load() {
 		b.log.Warn("approvals: refused a connection from another namespace", "pid", cred.Pid, "err", err)
 		return
 	}
