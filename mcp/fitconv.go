@@ -71,17 +71,8 @@ func isInteger(raw json.RawMessage) bool {
 	if !ok {
 		return false
 	}
-	if alts := append(s.AnyOf, s.OneOf...); len(alts) > 0 && len(s.Type) == 0 {
-		found := false
-		for _, a := range alts {
-			switch {
-			case isInteger(a):
-				found = true
-			case !isNull(a):
-				return false
-			}
-		}
-		return found
+	if len(s.Type) == 0 && len(s.AnyOf)+len(s.OneOf) > 0 {
+		return oneBranch(s, isInteger)
 	}
 	found := false
 	for _, t := range typeNames(s.Type) {
@@ -90,6 +81,20 @@ func isInteger(raw json.RawMessage) bool {
 			found = true
 		case "null":
 		default:
+			return false
+		}
+	}
+	return found
+}
+
+// oneBranch: the anyOf/oneOf branches are ok or null, and at least one is ok.
+func oneBranch(s schemaAlts, ok func(json.RawMessage) bool) bool {
+	found := false
+	for _, a := range append(append([]json.RawMessage(nil), s.AnyOf...), s.OneOf...) {
+		switch {
+		case ok(a):
+			found = true
+		case !isNull(a):
 			return false
 		}
 	}
@@ -112,17 +117,8 @@ func isViewEnum(raw json.RawMessage) bool {
 	if !ok {
 		return false
 	}
-	if alts := append(s.AnyOf, s.OneOf...); len(alts) > 0 && len(s.Enum) == 0 {
-		found := false
-		for _, a := range alts {
-			switch {
-			case isViewEnum(a):
-				found = true
-			case !isNull(a):
-				return false
-			}
-		}
-		return found
+	if len(s.Enum) == 0 && len(s.AnyOf)+len(s.OneOf) > 0 {
+		return oneBranch(s, isViewEnum)
 	}
 	views := 0
 	for _, e := range s.Enum {
