@@ -70,9 +70,14 @@ func TestNoStubsLeft(t *testing.T) {
 	requireTier1(t)
 	repo := gitRepo(t)
 	before := gitStatus(t, repo)
-	o := runIn(t, sandbox.Tier1, fixSpec(t, repo), "", "sh", "-c", "ls -a; echo new > new.txt; rm new.txt; test -e .vscode")
+	// Inside, git must not offer the placeholders for a commit.
+	o := runIn(t, sandbox.Tier1, fixSpec(t, repo), "", "sh", "-c",
+		"ls -a; echo new > new.txt; rm new.txt; test -e .vscode && git status --porcelain >&2")
 	if o.err != nil || o.res.ExitCode != 0 {
 		t.Fatalf("run: exit %d, err %v, %s", o.res.ExitCode, o.err, o.stderr)
+	}
+	if strings.TrimSpace(o.stderr) != "" {
+		t.Errorf("inside the box git status shows %q, want nothing (placeholders excluded)", o.stderr)
 	}
 	if !strings.Contains(o.stdout, ".vscode") {
 		t.Errorf("inside the box .vscode was not blocked (ls -a: %q)", o.stdout)

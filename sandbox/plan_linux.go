@@ -841,6 +841,8 @@ func (p *planner) etc(home string) error {
 // answers EBUSY). A missing one is blocked at its first missing component
 // with an empty placeholder that airlock removes when the box ends.
 func (p *planner) protect(r *pinned) error {
+	first := len(p.box.Stubs)
+	defer func() { p.hideStubs(r, p.box.Stubs[first:]) }()
 	for _, name := range protectedNames {
 		comps := splitPath(name)
 		dirfd, err := unix.Dup(int(r.f.Fd()))
@@ -913,6 +915,47 @@ func (p *planner) protect(r *pinned) error {
 		}
 	}
 	return nil
+}
+
+// hideStubs keeps git inside the box from offering the placeholders in r
+// for a commit (`git add -A` would record empty .bashrc and friends): the
+// box sees r/.git/info/exclude with their names added. The host's file is
+// untouched. Where that file is missing or not plainly reachable, nothing
+// is done.
+func (p *planner) hideStubs(r *pinned, stubs []Stub) {
+	if len(stubs) == 0 {
+		return
+	}
+	excl := filepath.Join(r.real, ".git", "info", "exclude")
+	pn, err := pin(excl, p.writable)
+	if err != nil {
+		return
+	}
+	defer pn.f.Close()
+	if pn.mode&unix.S_IFMT != unix.S_IFREG || pn.real != excl {
+		return
+	}
+	f, err := os.Open("/proc/self/fd/" + strconv.Itoa(int(pn.f.Fd())))
+	if err != nil {
+		return
+	}
+	orig, err := io.ReadAll(io.LimitReader(f, 16<<10))
+	f.Close()
+	if err != nil || len(orig) >= 16<<10 {
+		return
+	}
+	var b strings.Builder
+	b.Write(orig)
+	if len(orig) > 0 && orig[len(orig)-1] != '\n' {
+		b.WriteByte('\n')
+	}
+	b.WriteString("# airlock: read-only placeholders of protected paths, for this run only\n")
+	for _, st := range stubs {
+		if rel, err := filepath.Rel(r.real, st.Path); err == nil && !strings.HasPrefix(rel, "..") {
+			b.WriteString("/" + rel + "\n")
+		}
+	}
+	p.data([]byte(b.String()), excl)
 }
 
 // stub makes an empty placeholder name in dirfd and holds a shared lock
