@@ -222,6 +222,20 @@ func (d *doc) parseMarkdown() {
 		if len(d.parts) >= maxParts {
 			break
 		}
+		// Most lines are prose: only a line whose first byte after
+		// indentation is one of # ` ~ = - matters.
+		k := d.starts[i]
+		for k < len(d.text) && d.text[k] == ' ' {
+			k++
+		}
+		if k == len(d.text) {
+			continue
+		}
+		switch d.text[k] {
+		case '#', '`', '~', '=', '-':
+		default:
+			continue
+		}
 		l := d.line(i)
 		t := strings.TrimLeft(l, " ")
 		if fence != "" {

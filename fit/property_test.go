@@ -97,6 +97,9 @@ func TestWeighAdditive(t *testing.T) {
 	for _, s := range corpus {
 		all.WriteString(s.text)
 		whole := weighMilli(s.text, nil)
+		if slow := weighMilli(s.text, func(piece) {}); slow != whole {
+			t.Errorf("%s/%s: the inline path weighs %d, the piece path %d", s.class, s.name, whole, slow)
+		}
 		var sum int64
 		prev := 0
 		for k := 0; k < 5; k++ {
@@ -293,8 +296,12 @@ func FuzzWeigh(f *testing.F) {
 	f.Add("'s 'T 'll don't ABCDef getHTTPServer 123456789 ½ ²")
 	f.Add("日本語 한국어 Ελληνικά кириллица")
 	f.Add("\xff\xfe\xc3")
+	f.Add(" A b Cd efghijk LMNOPQR s1 t_ u\n v")
 	f.Fuzz(func(t *testing.T, s string) {
 		w := weighMilli(s, nil)
+		if slow := weighMilli(s, func(piece) {}); slow != w {
+			t.Errorf("the inline path weighs %d, the piece path %d: %q", w, slow, s)
+		}
 		if w < 0 {
 			t.Fatalf("negative weight %d", w)
 		}

@@ -1,6 +1,7 @@
 package fit
 
 import (
+	"math/bits"
 	"runtime"
 	"strings"
 	"sync"
@@ -173,6 +174,9 @@ var isVowel = func() (t [256]uint8) {
 	return t
 }()
 
+// hiBits is the high bit of every byte of a word.
+const hiBits = 0x8080808080808080
+
 // letterInfo describes ASCII bytes for the word scanner: a letter, a
 // capital, a vowel.
 const (
@@ -231,7 +235,40 @@ func weighMilli(s string, rec func(piece)) int64 {
 	for i < n {
 		b := s[i]
 		var p piece
-		// The commonest pieces first: a word after a space, a word.
+		// The commonest piece of prose, inline: a space and a word of up to
+		// seven ASCII letters in lower or title case. It prices exactly as
+		// scanWord does.
+		if b == ' ' && i+9 <= n && rec == nil {
+			_ = s[i+8]
+			v := uint64(s[i+1]) | uint64(s[i+2])<<8 | uint64(s[i+3])<<16 | uint64(s[i+4])<<24 |
+				uint64(s[i+5])<<32 | uint64(s[i+6])<<40 | uint64(s[i+7])<<48 | uint64(s[i+8])<<56
+			if v&hiBits == 0 {
+				x := v | 0x2020202020202020
+				letter := (x + 0x1f1f1f1f1f1f1f1f) &^ (x + 0x0505050505050505) & hiBits
+				k := bits.TrailingZeros64(^letter&hiBits) >> 3
+				if k > 0 && k < 8 {
+					caps := letter &^ (v << 2) & (1<<(8*k) - 1)
+					if caps == 0 || caps == 0x80 {
+						shape := shapeLower
+						switch {
+						case caps != 0 && k == 1:
+							shape = shapeUpper // a lone capital
+						case caps != 0:
+							shape = shapeTitle
+						}
+						w := s[i+1 : i+1+k]
+						if commonWord(wordHash(w)) {
+							total += commonCost[pfSpace][shape]
+						} else {
+							total += wordCost(k, shape, pfSpace, isRough(w))
+						}
+						i += 1 + k
+						continue
+					}
+				}
+			}
+		}
+		// Then: a word after a space, a word.
 		if b == ' ' && i+1 < n && letterInfo[s[i+1]]&liLetter != 0 {
 			p = scanWord(s, i, i+1, pfSpace)
 			total += p.cost
@@ -425,6 +462,29 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 	upper, letters := 0, 0
 	var foreign int64 // thousandths for letters outside ASCII
 	nonASCII := false
+	// Eight bytes at a time while they are ASCII.
+	for j+8 <= n {
+		_ = s[j+7]
+		v := uint64(s[j]) | uint64(s[j+1])<<8 | uint64(s[j+2])<<16 | uint64(s[j+3])<<24 |
+			uint64(s[j+4])<<32 | uint64(s[j+5])<<40 | uint64(s[j+6])<<48 | uint64(s[j+7])<<56
+		if v&hiBits != 0 {
+			break
+		}
+		x := v | 0x2020202020202020
+		// The high bit of each byte: x >= 'a' and not x > 'z'.
+		letter := (x + 0x1f1f1f1f1f1f1f1f) &^ (x + 0x0505050505050505) & hiBits
+		k := bits.TrailingZeros64(^letter&hiBits) >> 3
+		caps := letter &^ (v << 2) // letters whose case bit is clear
+		if k < 8 {
+			caps &= 1<<(8*k) - 1
+		}
+		upper += bits.OnesCount64(caps)
+		letters += k
+		j += k
+		if k < 8 {
+			break
+		}
+	}
 	for j < n {
 		f := letterInfo[s[j]]
 		if f&liLetter != 0 {
@@ -556,6 +616,9 @@ func isRough(w string) bool {
 	return vowels*4 < len(w) || odd != 0
 }
 
+// lowerMask[n] sets the case bit of the first n bytes of a word.
+var lowerMask = [8]uint64{0, 0x20, 0x2020, 0x202020, 0x20202020, 0x2020202020, 0x202020202020, 0x20202020202020}
+
 // wordHash hashes the lower-case form of a word of ASCII letters eight bytes
 // at a time (the common-word table holds these hashes). It is never 0.
 func wordHash(w string) uint64 {
@@ -569,8 +632,9 @@ func wordHash(w string) uint64 {
 	}
 	var v uint64
 	for k := 0; k < len(w); k++ {
-		v |= uint64(w[k]|0x20) << (8 * k)
+		v |= uint64(w[k]) << (8 * k)
 	}
+	v |= lowerMask[len(w)]
 	h = (h ^ v) * hashMul
 	h ^= h >> 32
 	if h == 0 {
