@@ -136,7 +136,17 @@ func readInt(path string) (int, bool) {
 }
 
 func probeUserNS() UserNSReport {
+	_, err := os.Stat("/proc/self/ns/user")
+	privileged := os.Geteuid() == 0 || findBwrap(os.Getenv("PATH")).Setuid
+	return userNSFrom(readInt, err == nil, privileged)
+}
+
+// userNSFrom decides from the sysctls read, whether the kernel has user
+// namespaces at all, and whether bubblewrap runs privileged (as root, or
+// installed setuid), which the unprivileged restrictions do not bind.
+func userNSFrom(readInt func(string) (int, bool), hasNS, privileged bool) UserNSReport {
 	u := UserNSReport{Available: true}
+	root := privileged
 	if n, ok := readInt("/proc/sys/user/max_user_namespaces"); ok {
 		u.MaxUserNamespaces = n
 		if n == 0 {
@@ -146,13 +156,12 @@ func probeUserNS() UserNSReport {
 			return u
 		}
 	}
-	if _, err := os.Stat("/proc/self/ns/user"); err != nil {
+	if !hasNS {
 		u.Available = false
 		u.Why = "the kernel has no user namespaces (CONFIG_USER_NS)."
 		u.Fix = "Use a kernel built with CONFIG_USER_NS=y."
 		return u
 	}
-	root := os.Geteuid() == 0
 	if n, ok := readInt("/proc/sys/kernel/unprivileged_userns_clone"); ok {
 		v := n
 		u.UnprivilegedClone = &v
@@ -169,7 +178,7 @@ func probeUserNS() UserNSReport {
 		if n != 0 && !root {
 			u.Available = false
 			u.Why = "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns = 1, the Ubuntu 24.04 default), so bubblewrap cannot create the box."
-			u.Fix = "Load Ubuntu's profile for bwrap: sudo install -m 644 /usr/share/apparmor/extra-profiles/bwrap-userns-restrict /etc/apparmor.d/ && sudo apparmor_parser -r /etc/apparmor.d/bwrap-userns-restrict (never an unconfined profile; setting the sysctl to 0 also works but lifts the restriction for every program)."
+			u.Fix = "Load Ubuntu's own AppArmor profile for bwrap (shipped by the apparmor package, 4.0.1 or later): sudo install -m 644 /usr/share/apparmor/extra-profiles/bwrap-userns-restrict /etc/apparmor.d/ && sudo apparmor_parser -r /etc/apparmor.d/bwrap-userns-restrict. Never load an unconfined profile for bwrap; sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 also works but lifts the restriction for every program."
 			return u
 		}
 	}

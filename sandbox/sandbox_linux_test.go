@@ -327,3 +327,39 @@ func TestLookPath(t *testing.T) {
 		})
 	}
 }
+
+func TestUserNSFrom(t *testing.T) {
+	sysctls := func(m map[string]int) func(string) (int, bool) {
+		return func(p string) (int, bool) { v, ok := m[p]; return v, ok }
+	}
+	ubuntu := map[string]int{"/proc/sys/user/max_user_namespaces": 1000, "/proc/sys/kernel/apparmor_restrict_unprivileged_userns": 1}
+	tests := []struct {
+		name       string
+		m          map[string]int
+		hasNS      bool
+		privileged bool
+		available  bool
+		fix        string
+	}{
+		{"ubuntu 24.04 unprivileged", ubuntu, true, false, false, "apparmor_parser -r /etc/apparmor.d/bwrap-userns-restrict"},
+		{"ubuntu 24.04 as root", ubuntu, true, true, true, ""},
+		{"switched off", map[string]int{"/proc/sys/user/max_user_namespaces": 0}, true, true, false, "user.max_user_namespaces=15000"},
+		{"debian clone sysctl", map[string]int{"/proc/sys/user/max_user_namespaces": 10, "/proc/sys/kernel/unprivileged_userns_clone": 0}, true, false, false, "kernel.unprivileged_userns_clone=1"},
+		{"no kernel support", map[string]int{}, false, true, false, "CONFIG_USER_NS"},
+		{"plain", map[string]int{"/proc/sys/user/max_user_namespaces": 10}, true, false, true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := userNSFrom(sysctls(tt.m), tt.hasNS, tt.privileged)
+			if u.Available != tt.available {
+				t.Fatalf("Available = %v, want %v (%s)", u.Available, tt.available, u.Why)
+			}
+			if !strings.Contains(u.Fix, tt.fix) {
+				t.Errorf("Fix = %q, want it to contain %q", u.Fix, tt.fix)
+			}
+			if !u.Available && u.Why == "" {
+				t.Error("unavailable without a reason")
+			}
+		})
+	}
+}
