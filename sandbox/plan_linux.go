@@ -473,7 +473,13 @@ func (p *planner) plan(exe string) error {
 	p.writable = writeSpell
 
 	// Workdir: its own bind, writable only when a write grant covers it.
-	wd, err := pin(spec.Workdir, nil)
+	var wdOthers []string
+	for _, w := range writeSpell {
+		if w != filepath.Clean(spec.Workdir) {
+			wdOthers = append(wdOthers, w)
+		}
+	}
+	wd, err := pin(spec.Workdir, wdOthers)
 	if err != nil {
 		return errs.Wrap(errs.Unavailable, err, "sandbox: working directory")
 	}

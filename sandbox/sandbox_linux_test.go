@@ -165,6 +165,11 @@ func TestPlanRefuses(t *testing.T) {
 			s.Write = append(s.Write, filepath.Join(work, "out"))
 			return s
 		}, Tier1, errs.Unavailable, "symbolic link"},
+		{"workdir through a link in a write grant", func() Spec {
+			s := base()
+			s.Workdir = filepath.Join(work, "link")
+			return s
+		}, Tier1, errs.Unavailable, "symbolic link"},
 		{"read through a link in the writable dir", func() Spec { s := base(); s.Read = []string{filepath.Join(work, "link")}; return s }, Tier1, errs.Unavailable, "symbolic link"},
 		{"read of /proc", func() Spec { s := base(); s.Read = []string{"/proc/1"}; return s }, Tier1, errs.Unavailable, "kernel's interfaces"},
 		{"missing workdir", func() Spec { s := base(); s.Workdir = filepath.Join(root, "gone"); return s }, Tier1, errs.Invalid, "working directory"},
