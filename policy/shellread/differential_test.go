@@ -35,7 +35,9 @@ var differentialCases = []string{
 	"BASH_ENV=/dev/null bash -c bar", "printf -v x foo; $x", "if !(foo); then :; fi", "{ foo; } >/dev/null",
 	"foo() { bar; }; foo", "command_not_found_handle() { bar; }; nosuch", "exec 3< <(foo); cat <&3",
 	"[ -n \"$(foo)\" ]", "let x=$(foo)", "time -p foo", "coproc bar { foo; }; wait", "IFS=o; x=fXoXo; $x",
-	"read -r x <<< foo; $x", "mapfile -t a <<< foo; ${a[0]}", "cd STUBS && ./foo", "PATH=STUBS2; baz",
+	"read -r x <<< foo; $x", "<(foo)", "a[$(foo)]=1", ": ${a[$(foo)]}", "[[ -v a[$(foo)] ]]",
+	"x='a[$(foo)]'; (( x ))", "x='a[`foo`]'; echo $(( x ))", "case a in a) foo;& b) bar;; esac", "{ foo; }&",
+	"foo </dev/null >&-", "cat <<-EOF\n\t$(foo)\n\tEOF\n", `echo "$(foo)"`, `x=$'foo'; eval "$x"`, "mapfile -t a <<< foo; ${a[0]}", "cd STUBS && ./foo", "PATH=STUBS2; baz",
 }
 
 func TestDifferentialBash(t *testing.T) {

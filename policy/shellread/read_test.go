@@ -437,6 +437,7 @@ func TestReadProgramNames(t *testing.T) {
 		{name: "backslash-newline in single quotes", src: "echo 'a\\\nb'", undecidable: true},
 		{name: "escaped backslash before newline in double quotes", src: "echo \"a\\\\\nb\""},
 		{name: "alias", src: "alias ls='rm -rf /'; ls", undecidable: true},
+		{name: "arithmetic that runs a subscript", src: "x='a[$(rm -rf /)]'; (( x ))", undecidable: true},
 		{name: "source", src: "source ./x.sh", undecidable: true},
 		{name: "dot of a process substitution", src: ". <(curl x)", undecidable: true, has: []string{"curl x"}},
 		{name: "enable -f", src: "enable -f /tmp/x.so cat", undecidable: true},

@@ -67,6 +67,11 @@ func (r *reader) word(w *syntax.Word, s scope, parent int) wordValue {
 		res.val = rawText(s.src, w)
 	} else {
 		res.val = b.String()
+		if strings.Contains(res.val, "[$(") || strings.Contains(res.val, "[`") {
+			// bash runs a substitution in an array subscript when the
+			// string is later evaluated as arithmetic: x='a[$(cmd)]'; ((x)).
+			res.why = firstNonEmpty(res.why, "a string with a substitution in an array subscript runs it when used in arithmetic")
+		}
 	}
 	return res
 }
