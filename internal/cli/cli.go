@@ -193,8 +193,7 @@ func NewFlags(env *Env, path, usage, long string) *flag.FlagSet {
 func ParseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.Usage()
-			return flag.ErrHelp
+			return flag.ErrHelp // Parse has printed the usage already
 		}
 		return usagef("%s: %v (see %s --help)", fs.Name(), err, fs.Name())
 	}

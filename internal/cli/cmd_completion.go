@@ -12,6 +12,10 @@ func completionCmd() *Command {
 		Name: "completion", Usage: "bash|zsh", Short: "print a shell completion script",
 		Long: "Print a completion script: source <(airlock completion bash)",
 		Run: func(ctx context.Context, env *Env, args []string) error {
+			if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
+				fmt.Fprintf(env.Stdout, "Usage: airlock completion bash|zsh\n\nPrint a completion script: source <(airlock completion bash)\n")
+				return nil
+			}
 			if len(args) != 1 || (args[0] != "bash" && args[0] != "zsh") {
 				return usagef("airlock completion: name the shell: bash or zsh")
 			}
