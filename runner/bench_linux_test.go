@@ -29,7 +29,7 @@ func BenchmarkTrue(b *testing.B) {
 	for _, name := range []string{"nolimits", "limits"} {
 		spec := specs[name]
 		b.Run(name, func(b *testing.B) {
-			var air, bw []time.Duration
+			var air, bw, plan []time.Duration
 			for i := 0; i < b.N; i++ {
 				start := time.Now()
 				res, err := Run(context.Background(), exe, Request{Argv: []string{"/bin/true"}, Spec: spec, Tier: sandbox.Tier1})
@@ -38,10 +38,12 @@ func BenchmarkTrue(b *testing.B) {
 				}
 				air = append(air, time.Since(start))
 
+				start = time.Now()
 				box, err := sandbox.Plan(spec, sandbox.Tier1, exe)
 				if err != nil {
 					b.Fatal(err)
 				}
+				plan = append(plan, time.Since(start))
 				argv := handArgv(box.Argv)
 				cmd := exec.Command(argv[0], argv[1:]...)
 				cmd.Env = []string{}
@@ -58,6 +60,7 @@ func BenchmarkTrue(b *testing.B) {
 			b.ReportMetric(float64(ma.Microseconds())/1000, "airlock-ms")
 			b.ReportMetric(float64(mb.Microseconds())/1000, "bwrap-ms")
 			b.ReportMetric(float64(ma)/float64(mb), "ratio")
+			b.ReportMetric(float64(median(plan).Microseconds())/1000, "plan-ms")
 		})
 	}
 }

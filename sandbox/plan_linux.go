@@ -357,7 +357,7 @@ func Plan(spec Spec, tier Tier, exe string) (*Box, error) {
 	}
 	switch tier {
 	case Tier0:
-		return &Box{Tier: Tier0, Mechanism: "none", Notes: []string{"tier 0: no confinement; the caller's rights apply"}}, nil
+		return &Box{Tier: Tier0, Mechanism: "none"}, nil
 	case Tier2:
 		return nil, tier2Unavailable()
 	case Tier1:
@@ -368,7 +368,7 @@ func Plan(spec Spec, tier Tier, exe string) (*Box, error) {
 	if bw.Path == "" || bw.Err != "" {
 		return nil, errs.Unavailablef("sandbox tier 1: %s (install bubblewrap 0.12.0 or later, or run with --sandbox off to accept no confinement)", bw.Err)
 	}
-	if why := usernsBlocked(); why != "" {
+	if why := usernsBlocked(bw); why != "" {
 		return nil, errs.Unavailablef("sandbox tier 1: %s", why)
 	}
 	if ok, why := seccomp.Supported(); !ok {

@@ -29,7 +29,7 @@ func Probe() Report {
 		r.Kernel = unix.ByteSliceToString(uts.Release[:])
 	}
 	r.Bubblewrap = (findBwrap(os.Getenv("PATH")))
-	r.UserNS = probeUserNS()
+	r.UserNS = probeUserNS(r.Bubblewrap)
 	r.Seccomp = probeSeccomp()
 	r.Cgroup = probeCgroup()
 	r.Yama = probeYama()
@@ -135,10 +135,9 @@ func readInt(path string) (int, bool) {
 	return n, err == nil
 }
 
-func probeUserNS() UserNSReport {
+func probeUserNS(bw bwrapInfo) UserNSReport {
 	_, err := os.Stat("/proc/self/ns/user")
-	privileged := os.Geteuid() == 0 || findBwrap(os.Getenv("PATH")).Setuid
-	return userNSFrom(readInt, err == nil, privileged)
+	return userNSFrom(readInt, err == nil, os.Geteuid() == 0 || bw.Setuid)
 }
 
 // userNSFrom decides from the sysctls read, whether the kernel has user
@@ -251,8 +250,8 @@ func probeKVM() bool {
 
 // usernsBlocked returns why bubblewrap cannot create its user namespace
 // here, or "".
-func usernsBlocked() string {
-	u := probeUserNS()
+func usernsBlocked(bw bwrapInfo) string {
+	u := probeUserNS(bw)
 	if u.Available {
 		return ""
 	}
