@@ -91,7 +91,9 @@ type Escalation struct {
 	// Grant is the rule "allow always" would save, shown verbatim to the
 	// person before it is saved; nil when no rule may be saved for this call
 	// (an interpreter running code it was handed, say).
-	Grant   *policy.Grant
+	Grant *policy.Grant
+	// NoGrant says why "allow always" is not offered when Grant is nil.
+	NoGrant string
 	Timeout time.Duration
 }
 
@@ -282,6 +284,8 @@ func (k *Kernel) escalate(ctx context.Context, call Call, out Outcome) Outcome {
 	e := Escalation{Call: call, Decision: out.Decision, Timeout: k.timeout}
 	if g, err := grantFor(call, k.now()); err == nil {
 		e.Grant = &g
+	} else {
+		e.NoGrant = err.Error()
 	}
 	ctx, cancel := context.WithTimeout(ctx, k.timeout)
 	defer cancel()

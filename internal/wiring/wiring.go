@@ -272,7 +272,7 @@ func (a brokerApprover) Ask(ctx context.Context, e mediator.Escalation) mediator
 	req := approvals.Request{
 		Kind: string(e.Call.Kind), Argv: e.Call.Argv, Command: e.Call.Command,
 		Tool: e.Call.Tool, Args: e.Call.Args, Category: string(e.Decision.Category),
-		Rule: e.Decision.Rule, Reason: e.Decision.Reason, Workdir: a.workdir, Grant: e.Grant,
+		Rule: e.Decision.Rule, Reason: e.Decision.Reason, Workdir: a.workdir, Grant: e.Grant, NoGrant: e.NoGrant,
 	}
 	switch e.Call.Kind {
 	case mediator.KindExec:
