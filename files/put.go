@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/airlock-run/airlock/errs"
@@ -170,7 +171,13 @@ func streamTemp(dir string, rd io.Reader) (string, Ref, int64, error) {
 		os.Remove(name)
 		return "", Ref{}, 0, diskErr(err, "%s %s", what, name)
 	}
+	var pe *os.PathError
 	switch {
+	case cerr != nil && !(errors.As(cerr, &pe) && pe.Path == name) && !errors.Is(cerr, syscall.ENOSPC):
+		// Not an error of the file being written: the source failed.
+		f.Close()
+		os.Remove(name)
+		return "", Ref{}, 0, errs.Wrap(errs.Unavailable, cerr, "files: read the file to keep")
 	case cerr != nil:
 		return fail(cerr, "copy into")
 	case herr != nil:

@@ -5,11 +5,13 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/airlock-run/airlock/errs"
@@ -230,5 +232,74 @@ func sameRefusal(t *testing.T, got, want error) {
 	var e1, e2 *errs.Error
 	if !errors.As(got, &e1) || !errors.As(want, &e2) || e1.Err != nil || e2.Err != nil {
 		t.Fatalf("got a wrapped cause %v, want a bare not-found with nothing behind it", got)
+	}
+}
+
+// TestPutReaderSources streams from a file, a pipe and a plain reader, and
+// refuses a failing reader and an oversized pipe without leaving anything.
+func TestPutReaderSources(t *testing.T) {
+	f := newFixture(t, Options{})
+	sc := Scope{Tenant: "acme", Tree: "a"}
+	data := randomBytes(t, 9<<20+123) // more than two copy chunks
+	path := filepath.Join(t.TempDir(), "src")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pipeOf := func(n int) *os.File {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			defer pw.Close()
+			for written := 0; written < n; {
+				chunk := data[:min(len(data), n-written)]
+				m, err := pw.Write(chunk)
+				if err != nil {
+					return
+				}
+				written += m
+			}
+		}()
+		return pr
+	}
+	for _, tc := range []struct {
+		name string
+		open func() io.Reader
+	}{
+		{"file", func() io.Reader { fh, _ := os.Open(path); t.Cleanup(func() { fh.Close() }); return fh }},
+		{"pipe", func() io.Reader { return pipeOf(len(data)) }},
+		{"reader", func() io.Reader { return bytes.NewReader(data) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := f.s.PutReader(ctx, sc, tc.open())
+			if err != nil || r != RefOf(data) {
+				t.Fatalf("got %v, %v; want %v", r, err, RefOf(data))
+			}
+			got, err := f.s.Get(ctx, sc, r)
+			if err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("read back: %v", err)
+			}
+		})
+	}
+	t.Run("a pipe over the limit", func(t *testing.T) {
+		pr := pipeOf(MaxSize + 1)
+		defer pr.Close()
+		_, err := f.s.PutReader(ctx, sc, pr)
+		if errs.ClassOf(err) != errs.Invalid {
+			t.Fatalf("got %v, want invalid", err)
+		}
+	})
+	t.Run("a failing reader", func(t *testing.T) {
+		_, err := f.s.PutReader(ctx, sc, io.MultiReader(bytes.NewReader(data[:1000]), iotest.ErrReader(errors.New("connection reset"))))
+		if err == nil || err.Error() != "files: read the file to keep: connection reset" {
+			t.Fatalf("got %v, want the reader's error", err)
+		}
+	})
+	if n := countTemps(t, f.dir); n != 0 {
+		t.Errorf("%d temporary files left", n)
+	}
+	if list, _ := f.s.List(ctx, sc); len(list) != 1 {
+		t.Errorf("got %d files, want the one stored three times", len(list))
 	}
 }
