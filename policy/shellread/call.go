@@ -311,6 +311,8 @@ func (r *reader) program(idx int, s scope) {
 		r.fdExec(idx, s)
 	case "capsh", "gdb", "sg", "hyperfine":
 		r.otherRunners(idx, base, s)
+	case "sed", "gsed":
+		r.sedScripts(idx, s)
 	}
 	if _, ok := execOpts[base]; ok {
 		r.execOptions(idx, base, s)

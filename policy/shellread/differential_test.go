@@ -37,6 +37,8 @@ var differentialCases = []string{
 	"[ -n \"$(foo)\" ]", "let x=$(foo)", "time -p foo", "coproc bar { foo; }; wait", "IFS=o; x=fXoXo; $x",
 	"read -r x <<< foo; $x", "<(foo)", "a[$(foo)]=1", ": ${a[$(foo)]}", "[[ -v a[$(foo)] ]]",
 	"x='a[$(foo)]'; (( x ))", "x='a[`foo`]'; echo $(( x ))", "case a in a) foo;& b) bar;; esac", "{ foo; }&",
+	"echo x | sed '1e foo'", "echo x | sed 's/.*/foo/e'", "echo x | sed -n -e p -e '$e bar'",
+	"echo x | sed '1a y; e foo'", "echo x | sed --expression='1e foo'",
 	"foo </dev/null >&-", "cat <<-EOF\n\t$(foo)\n\tEOF\n", `echo "$(foo)"`, `x=$'foo'; eval "$x"`, "mapfile -t a <<< foo; ${a[0]}", "cd STUBS && ./foo", "PATH=STUBS2; baz",
 }
 
@@ -63,7 +65,7 @@ func TestDifferentialBash(t *testing.T) {
 		}
 	}
 	// Real wrappers, so that what they start runs too.
-	for _, w := range []string{"env", "nice", "timeout", "xargs", "find", "sh", "bash", "stdbuf", "setsid", "nohup", "echo"} {
+	for _, w := range []string{"env", "nice", "timeout", "xargs", "find", "sh", "bash", "stdbuf", "setsid", "nohup", "echo", "sed"} {
 		if p, err := exec.LookPath(w); err == nil {
 			if err := os.Symlink(p, filepath.Join(stubs, w)); err != nil {
 				t.Fatal(err)

@@ -638,3 +638,30 @@ func TestStartsArgv(t *testing.T) {
 		}
 	}
 }
+
+func TestReadSed(t *testing.T) {
+	runReadCases(t, []readCase{
+		{name: "plain substitution", src: "sed -n 's/a/b/gp' f"},
+		{name: "in place with expression", src: "sed -i.bak -e 's|/usr|/opt|g' -e '/^#/d' f"},
+		{name: "e command", src: "sed '1e rm -rf /' f", has: []string{"rm -rf /"},
+			check: func(t *testing.T, cmds []Command) { wantField(t, cmds, "rm -rf /", "via", via, []string{"sed"}) }},
+		{name: "e command in an expression", src: "sed -n -e p -e '$e touch x' f", has: []string{"touch x"}},
+		{name: "bare e runs the pattern space", src: "sed e f", undecidable: true},
+		{name: "s///e", src: "sed 's/.*/id/e' f", undecidable: true},
+		{name: "w command writes", src: "sed -n '/x/w out.txt' f", check: func(t *testing.T, cmds []Command) {
+			wantField(t, cmds, "sed -n /x/w out.txt f", "redirects", redirs, []Redirect{{Op: "w", Path: "out.txt", Write: true}})
+		}},
+		{name: "s///w writes", src: "sed 's/a/b/w /etc/passwd' f", check: func(t *testing.T, cmds []Command) {
+			wantField(t, cmds, "sed s/a/b/w /etc/passwd f", "redirects", redirs, []Redirect{{Op: "w", Path: "/etc/passwd", Write: true}})
+		}},
+		{name: "script file", src: "sed -f x.sed f", undecidable: true},
+		{name: "sandbox", src: "sed --sandbox 's/a/b/e' f"},
+		{name: "variable script", src: `sed "$S" f`, undecidable: true},
+		{name: "other delimiters and groups", src: `sed -E '/a/,/b/{s#x#y#g;s,p,q,}; 3,$d; y/abc/xyz/' f`},
+		{name: "append text with a semicolon", src: "sed '1a hello; e rm -rf /' f", check: func(t *testing.T, cmds []Command) {
+			if len(cmds) != 1 {
+				t.Errorf("got %d commands, want only sed (a's text runs nothing)", len(cmds))
+			}
+		}},
+	})
+}
