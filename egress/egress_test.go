@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airlock-run/airlock/egress"
 )
@@ -293,6 +294,14 @@ func TestNetnsCanary(t *testing.T) {
 		t.Fatalf("the canary in the namespace is not reachable directly: %v", err)
 	} else {
 		conn.Close()
+	}
+	// The server counts the connection when it accepts it, which may come
+	// after Dial returns; wait for that count before starting from zero, or
+	// it lands in the first refused case.
+	for deadline := time.Now().Add(10 * time.Second); c.conns.Load() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the canary never counted the direct connection")
+		}
 	}
 	c.conns.Store(0)
 
