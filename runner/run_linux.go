@@ -227,6 +227,17 @@ func (r *run) do(ctx context.Context) (Result, error) {
 				msg = fmt.Sprintf("bubblewrap exited with status %d and the box reported nothing", code)
 			}
 			return Result{Description: r.desc}, errs.Unavailablef("run: the box could not be built: %s", oneLine(msg))
+		case st.Started && !st.Done:
+			// The init died after starting the command: the whole box
+			// went with it.
+			code, sig := exitOf(cmd, waitErr)
+			if r.cg != nil && r.cg.oom() {
+				r.desc.Limits.OOM = true
+				res.ExitCode, res.Signal = 128+9, 9
+				r.desc.Notes = append(r.desc.Notes, "the memory limit's OOM killer ended the box's init, and the box with it")
+				break
+			}
+			return Result{Description: r.desc}, errs.Unavailablef("run: the box's init died while the command ran (bubblewrap status %d, signal %d)", code, sig)
 		case st.Error != "":
 			if st.NotFound {
 				return Result{Description: r.desc}, errs.NotFoundf("run: %s", st.Error)

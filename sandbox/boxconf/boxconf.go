@@ -55,10 +55,15 @@ type Pin struct {
 }
 
 // Status is what the init reports when the target has ended or could not
-// start: one JSON document (readers take the last of several).
+// start: one JSON document per line, the last one counting: one when the
+// target has started, one when it has ended or could not start.
 type Status struct {
 	// Started is true once the target was started.
 	Started bool `json:"started"`
+	// Done marks the init's last report. A report with Started and not
+	// Done means the init died after starting the target (the memory
+	// limit's OOM killer, a SIGKILL from outside).
+	Done bool `json:"done,omitempty"`
 	// Exit is the target's exit status when it exited normally.
 	Exit int `json:"exit"`
 	// Signal is the signal that ended the target, 0 if none.

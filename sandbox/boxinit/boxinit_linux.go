@@ -29,7 +29,8 @@ func Main(args []string) int {
 		return 125
 	}
 	status := os.NewFile(uintptr(stFD), "status")
-	st := run(cfgFD)
+	st := run(cfgFD, status)
+	st.Done = true
 	data, _ := json.Marshal(st)
 	status.Write(append(data, '\n'))
 	status.Close()
@@ -70,7 +71,7 @@ func fail(st boxconf.Status, format string, a ...any) boxconf.Status {
 	return st
 }
 
-func run(cfgFD int) boxconf.Status {
+func run(cfgFD int, status *os.File) boxconf.Status {
 	var st boxconf.Status
 	// Not dumpable: the target, running as the same user, cannot read this
 	// process's memory or environment through /proc, nor ptrace it.
@@ -153,6 +154,10 @@ func run(cfgFD int) boxconf.Status {
 		return fail(st, "start %s: %v", cfg.Argv[0], err)
 	}
 	st.Started = true
+	if status != nil {
+		data, _ := json.Marshal(st)
+		status.Write(append(data, '\n'))
+	}
 	go func() {
 		for s := range sigs {
 			proc.Signal(s)

@@ -42,7 +42,7 @@ func TestRunRefusesASwappedBind(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := run(configFD(t, boxconf.Config{Argv: []string{"/bin/true"}, Pins: tt.pins}))
+			got := run(configFD(t, boxconf.Config{Argv: []string{"/bin/true"}, Pins: tt.pins}), nil)
 			if got.Started || !strings.Contains(got.Error, tt.want) {
 				t.Errorf("got %+v, want nothing started and an error containing %q", got, tt.want)
 			}
