@@ -74,6 +74,7 @@ var findValued = map[string]bool{
 	"-mtime": true, "-mmin": true, "-atime": true, "-amin": true, "-ctime": true, "-cmin": true,
 	"-user": true, "-group": true, "-uid": true, "-gid": true, "-perm": true, "-links": true, "-inum": true,
 	"-samefile": true, "-used": true, "-printf": true, "-context": true, "-fstype": true, "-regextype": true,
+	"-fprint": true, "-fprint0": true, "-fls": true, "-fprintf": true,
 }
 
 // gitExecSubs are the git subcommands whose options can name a command.

@@ -341,6 +341,10 @@ func TestReadWrappers(t *testing.T) {
 			check: func(t *testing.T, cmds []Command) { wantField(t, cmds, "rm -rf {}", "argsFromInput", fromIn, true) }},
 		{name: "find -execdir +", src: `find . -execdir sh -c 'echo $1' _ {} + -ok rm {} \;`, has: []string{"echo $1", "rm {}"}},
 		{name: "find -okdir", src: `find . -okdir shred {} \;`, has: []string{"shred {}"}},
+		{name: "find -fprint writes", src: `find . -fprint /etc/x -fls "$F"`, check: func(t *testing.T, cmds []Command) {
+			wantField(t, cmds, `find . -fprint /etc/x -fls "$F"`, "redirects", redirs, []Redirect{
+				{Op: "-fprint", Path: "/etc/x", Write: true}, {Op: "-fls", Path: `"$F"`, Write: true, Dynamic: true}})
+		}},
 		{name: "fd -x", src: "fd -e o -x rm -rf", has: []string{"rm -rf"}},
 		{name: "a chain of wrappers", src: "sudo env nice timeout 5 rm -rf /", has: []string{"rm -rf /"},
 			check: func(t *testing.T, cmds []Command) {

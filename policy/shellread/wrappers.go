@@ -526,11 +526,19 @@ func (r *reader) shellArgs(idx int, s scope) {
 	r.script(idx, argv[script], s)
 }
 
-// findExec reads the programs find runs for -exec, -execdir, -ok, -okdir.
+// findExec reads the programs find runs for -exec, -execdir, -ok, -okdir,
+// and the files -fprint, -fprint0, -fprintf and -fls write.
 func (r *reader) findExec(idx int, s scope) {
 	argv := r.out[idx].Argv
 	for i := 1; i < len(argv); i++ {
 		switch argv[i] {
+		case "-fprint", "-fprint0", "-fprintf", "-fls":
+			if i+1 < len(argv) {
+				c := &r.out[idx]
+				c.Redirects = append(append([]Redirect(nil), c.Redirects...),
+					Redirect{Op: argv[i], Path: argv[i+1], Write: true, Dynamic: isDynamic(c, i+1)})
+				i++
+			}
 		case "-exec", "-execdir", "-ok", "-okdir":
 			end := i + 1
 			for end < len(argv) && argv[end] != ";" && !(argv[end] == "+" && argv[end-1] == "{}") {
