@@ -17,6 +17,9 @@ type FitMeta struct {
 	// Offloaded names the file an offloaded text was kept as: its ref,
 	// kind, size, tokens and lines (offload.Offloaded), nil when inline.
 	Offloaded any `json:"offloaded,omitempty"`
+	// BudgetFilled is the budget airlock filled in for a call that named
+	// none (a fit-convention tool); 0 when the call named its own.
+	BudgetFilled int `json:"budget_filled,omitempty"`
 	// Items counts the content items of the result that were fitted or
 	// offloaded.
 	Items int `json:"items,omitempty"`
