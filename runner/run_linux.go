@@ -112,7 +112,6 @@ func (r *run) do(ctx context.Context) (Result, error) {
 	stdout, stderr, truncated := outputs(req)
 	cmd := &exec.Cmd{
 		Env:       []string{},
-		Stdin:     stdinOf(req.Stdin),
 		Stdout:    stdout,
 		WaitDelay: waitDelay,
 		SysProcAttr: &syscall.SysProcAttr{
@@ -122,6 +121,11 @@ func (r *run) do(ctx context.Context) (Result, error) {
 			Setpgid:   true,
 		},
 	}
+	closeStdin, err := stdinPipe(cmd, req.Stdin)
+	if err != nil {
+		return Result{}, err
+	}
+	defer closeStdin()
 	var diag *bytes.Buffer
 	if r.box.Tier == sandbox.Tier0 {
 		path, err := sandbox.LookPath(req.Argv[0], sandbox.EnvValue(req.Spec.Env, "PATH"), req.Spec.Workdir)
@@ -304,13 +308,24 @@ func exitOf(cmd *exec.Cmd, err error) (code, sig int) {
 	return ws.ExitStatus(), 0
 }
 
-// stdinOf never hands the caller's own descriptor to the command: a
-// terminal reachable from a box is a keystroke-injection channel.
-func stdinOf(in io.Reader) io.Reader {
+// stdinPipe feeds in to the command through a pipe of airlock's own: the
+// caller's descriptor (a terminal, perhaps) never reaches the command, and
+// the end of the run does not wait for input that may never end (a
+// terminal nobody types into). close ends the feeding.
+func stdinPipe(cmd *exec.Cmd, in io.Reader) (close func(), err error) {
 	if in == nil {
-		return nil
+		return func() {}, nil
 	}
-	return struct{ io.Reader }{in}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdin = pr
+	go func() {
+		io.Copy(pw, in)
+		pw.Close()
+	}()
+	return func() { pr.Close(); pw.Close() }, nil
 }
 
 type limitedBuffer struct {
