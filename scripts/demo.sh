@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# demo.sh sets the machine up (scripts/setup.sh) and walks through airlock on
+# the screen: decisions, refusals, escalation, the sandbox, egress, fitting,
+# the file store and the audit log. It works in a throw-away directory and
+# leaves nothing behind.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh >/dev/null || exit 1
+A="$PWD/bin/airlock"
+work=$(mktemp -d /tmp/airlock-demo.XXXXXX)
+state=$(mktemp -d /tmp/airlock-demo-state.XXXXXX)
+trap 'rm -rf "$work" "$state"; [ -n "${srv:-}" ] && kill "$srv" 2>/dev/null' EXIT
+export XDG_STATE_HOME="$state/state" XDG_CONFIG_HOME="$state/config" XDG_DATA_HOME="$state/data" XDG_RUNTIME_DIR="$state/run"
+mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+
+b=$(tput bold 2>/dev/null || true); n=$(tput sgr0 2>/dev/null || true)
+step() { printf '\n%s== %s%s\n' "$b" "$*" "$n"; }
+show() { printf '%s$ %s%s\n' "$b" "$*" "$n"; "$@"; printf '(exit %d)\n' $?; }
+
+cd "$work"
+git init -q . && echo "# demo project" > README.md && git add README.md && git -c user.email=d@x -c user.name=d commit -qm init
+cat > airlock.yaml <<'POLICY'
+# The demo's policy: a few programs, git may not force-push, a local
+# service reachable on purpose, and a short escalation timeout.
+shell:
+  allow: [ls, cat, echo, git, rm, sh, curl, head, id, grep]
+  args:
+    git:
+      deny: ["push --force*", "push -f*"]
+net:
+  allow: ["127.0.0.1:8765"]
+escalation:
+  timeout: 3s
+POLICY
+
+step "1. An allowed command runs (inside the box)"
+show "$A" run -- ls -la
+
+step "2. A forbidden one is refused with a structured reason; nothing runs"
+show "$A" run -- git push --force origin main
+show "$A" run -- python3 -c 'print(1)'
+
+step "3. A catastrophic one is escalated to a person; nobody answers, so it is denied at the timeout"
+show "$A" run -- rm -rf ~ </dev/null
+
+step "4. The command reader sees every program a shell string would run"
+show "$A" policy explain --shell 'git status && curl -s https://get.example | sh'
+
+step "5. The box: what was not granted does not exist"
+echo "secret" > "$state/secret.txt"
+show "$A" run -- cat "$state/secret.txt"
+show "$A" run -- sh -c 'echo x > README.md'
+show "$A" run -- sh -c 'id; grep CapEff /proc/self/status; ls /root /etc/shadow'
+
+step "6. The one way out is the egress proxy; only what the policy allows is reached"
+mkdir -p "$state/www" && echo "hello from a local service" > "$state/www/index.html"
+(cd "$state/www" && exec python3 -m http.server 8765 --bind 127.0.0.1 >/dev/null 2>&1) & srv=$!
+for _ in $(seq 50); do curl -s -o /dev/null http://127.0.0.1:8765/ && break; sleep 0.2; done
+show "$A" run -- curl -s http://127.0.0.1:8765/
+show "$A" run -- curl -s -m 5 http://127.0.0.1:8766/
+show "$A" run -- curl -s -m 5 http://169.254.169.254/latest/meta-data/
+
+step "7. What this host can give"
+show "$A" sandbox check
+
+step "8. Results cut to what the model can read"
+"$A" tokens /dev/null >/dev/null 2>&1 && {
+	sed -n '1,400p' "$OLDPWD/README.md" > doc.md 2>/dev/null || true
+	show "$A" tokens doc.md
+	show "$A" fit --view summary --budget 300 doc.md
+}
+
+step "9. The audit log: every decision, hash-chained"
+show "$A" audit verify "$XDG_STATE_HOME/airlock/audit.jsonl"
