@@ -19,7 +19,7 @@ var wordTable = func() (t [wordTableSize]uint64) {
 	return t
 }()
 
-const wordTableSize = 1 << 12
+const wordTableSize = 1 << 14
 
 func commonWord(h uint64) bool {
 	k := h & (wordTableSize - 1)
