@@ -48,6 +48,9 @@ func readSeeds(f *testing.F) {
 		"echo ${x@P} ${!y} ${#z} ${a[$(id)]} ${b/$(c)/$(d)}",
 		"select x in $(a); do b; done", "coproc x { y; }", "time", "!", "((", "[[ -f $(x) ]]",
 		"function f { g; }; f", "cd; cd -; pushd /x; popd; ls",
+		"sed -n -e '1e id' -e 's/a/b/w out' -e '/x/,/y/{s,a,b,e;}' f", "sed '1a x; e y' f", "sed -E 'y/ab/cd/;$!N;\\%x%d' f",
+		"sed --expression=e --sandbox f", "sed -i -f s.sed f", "!(rm -rf /)", "x='a[$(id)]'; ((x))",
+		`find . -fprint out -fls "$x"`, "strace -f -o x sh -c id", "capsh -- -c id", "hyperfine -p a 'b' 'c'",
 	} {
 		f.Add(s)
 	}
