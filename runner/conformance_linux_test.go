@@ -438,3 +438,19 @@ func TestReadInsideWriteStaysWritable(t *testing.T) {
 		t.Errorf("src/out = %q, want \"ok\\n\"", b)
 	}
 }
+
+// TestExtraBind: Spec.Binds puts a host file at a box path, read-only.
+func TestExtraBind(t *testing.T) {
+	requireTier1(t)
+	src := filepath.Join(t.TempDir(), "tool.conf")
+	os.WriteFile(src, []byte("conf\n"), 0o644)
+	spec := fixSpec(t, t.TempDir())
+	spec.Binds = []sandbox.Bind{{Src: src, Dst: "/opt/airlock-test/tool.conf"}}
+	o := runIn(t, sandbox.Tier1, spec, "", "sh", "-c", "cat /opt/airlock-test/tool.conf; echo x >> /opt/airlock-test/tool.conf && echo wrote")
+	if o.err != nil || o.stdout != "conf\n" {
+		t.Errorf("got %q (err %v), want the file's content and no write", o.stdout, o.err)
+	}
+	if b, _ := os.ReadFile(src); string(b) != "conf\n" {
+		t.Errorf("the host file changed: %q", b)
+	}
+}
