@@ -237,9 +237,15 @@ func attempts() []attempt {
 		{id: "unix-socket-abstract", class: "net", reached: tokenIn, args: func(r *run) []string { return []string{"unix", r.w.abstract} }},
 		{id: "raw-socket", class: "net", reached: exitZero, ownNet: true, args: func(*run) []string { return []string{"raw"} }},
 	}
+	// viaProxy tunnels to host at the port of addr; host "" is addr itself.
 	viaProxy := func(id, host string, addr func(w *world) string, untested func(w *world) string) attempt {
 		return attempt{id: id, class: "egress", egress: true, reached: tokenIn, untested: untested,
-			args: func(r *run) []string { return []string{"proxy-connect", withPort(host, addr(r.w))} }}
+			args: func(r *run) []string {
+				if host == "" {
+					return []string{"proxy-connect", addr(r.w)}
+				}
+				return []string{"proxy-connect", withPort(host, addr(r.w))}
+			}}
 	}
 	tcp4 := func(w *world) string { return w.tcp4 }
 	tcp6 := func(w *world) string { return w.tcp6 }
@@ -279,12 +285,6 @@ func attempts() []attempt {
 				return false, lastLine(o.text)
 			}},
 	)
-	// The host-address attempt's host is the address itself.
-	for i := range as {
-		if as[i].id == "egress-host-address" {
-			as[i].args = func(r *run) []string { return []string{"proxy-connect", r.w.hostTCP} }
-		}
-	}
 	as = append(as,
 		attempt{id: "signal-outside-process", class: "process", victim: true,
 			args: func(r *run) []string { return []string{"signal", strconv.Itoa(r.victim.pid)} },
