@@ -330,6 +330,9 @@ func locate(p string, dynamic bool, dir string, where Where) place {
 		return unknown
 	}
 	wd := path.Clean(where.Workdir)
+	if strings.Count(abs, "/") == 1 && abs != wd {
+		return outside // a top-level directory (/etc, /usr) is never the work
+	}
 	if abs == wd || strings.HasPrefix(abs, wd+"/") || wd == "/" {
 		return inside
 	}

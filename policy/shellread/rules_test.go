@@ -189,6 +189,16 @@ func TestCatastrophicWithoutPlaces(t *testing.T) {
 	}
 }
 
+func TestCatastrophicWorkdirAtRoot(t *testing.T) {
+	// A working directory of / must not make /etc "inside".
+	where := Where{Workdir: "/", Home: "/root"}
+	for src, want := range map[string][]string{"rm -rf /etc": {"rm-outside"}, "rm -rf /etc/x": nil} {
+		if got := matched(t, src, where); !cmp.Equal(got, want) {
+			t.Errorf("%q with workdir /: got %q, want %q", src, got, want)
+		}
+	}
+}
+
 func TestCatastrophicNoAllocations(t *testing.T) {
 	cmds, err := Read("git status -s")
 	if err != nil {
