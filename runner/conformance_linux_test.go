@@ -454,3 +454,15 @@ func TestExtraBind(t *testing.T) {
 		t.Errorf("the host file changed: %q", b)
 	}
 }
+
+// TestHomeInTmp: a HOME inside the box's private /tmp exists and is
+// writable.
+func TestHomeInTmp(t *testing.T) {
+	requireTier1(t)
+	spec := baseSpec(t)
+	spec.Env = []string{"PATH=/usr/bin:/bin", "HOME=/tmp/home/box"}
+	o := runIn(t, sandbox.Tier1, spec, "", "sh", "-c", "cd && touch x && pwd")
+	if o.err != nil || o.res.ExitCode != 0 || strings.TrimSpace(o.stdout) != "/tmp/home/box" {
+		t.Errorf("got %q / %q (exit %d, err %v), want HOME to exist and be writable", o.stdout, o.stderr, o.res.ExitCode, o.err)
+	}
+}

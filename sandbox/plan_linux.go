@@ -473,6 +473,12 @@ func (p *planner) plan(exe string) error {
 	p.writable = writeSpell
 
 	// Workdir: its own bind, writable only when a write grant covers it.
+	switch wdc := filepath.Clean(spec.Workdir); {
+	case wdc == "/":
+		return p.refuse(spec.Workdir, "the whole file system cannot be the working directory")
+	case within(wdc, "/proc") || within(wdc, "/sys") || within(wdc, "/dev"):
+		return p.refuse(spec.Workdir, "the kernel's interfaces are never bound from the host")
+	}
 	var wdOthers []string
 	for _, w := range writeSpell {
 		if w != filepath.Clean(spec.Workdir) {
@@ -637,10 +643,16 @@ func (p *planner) plan(exe string) error {
 	// HOME is private unless a bind already provides it.
 	if filepath.IsAbs(home) && home != "/" {
 		h := filepath.Clean(home)
-		if !p.coveredByBind(h) && !p.isSystem(h) {
-			p.ops = append(p.ops, op{dest: h, order: 0, args: []string{"--tmpfs", h}})
-		} else if p.coveredByBind(h) {
+		switch {
+		case p.coveredByBind(h):
 			b.Notes = append(b.Notes, "HOME "+h+" lies inside a bound directory; it is that directory, not a private one")
+		case within(h, "/tmp") || within(h, "/var/tmp") || within(h, "/run"):
+			// Already a private tmpfs; only the directory is missing.
+			p.ops = append(p.ops, op{dest: h, order: 1, args: []string{"--dir", h}})
+		case p.isSystem(h):
+			b.Notes = append(b.Notes, "HOME "+h+" is a system path; it is not made private")
+		default:
+			p.ops = append(p.ops, op{dest: h, order: 0, args: []string{"--tmpfs", h}})
 		}
 	}
 

@@ -172,6 +172,8 @@ func TestPlanRefuses(t *testing.T) {
 		}, Tier1, errs.Unavailable, "symbolic link"},
 		{"read through a link in the writable dir", func() Spec { s := base(); s.Read = []string{filepath.Join(work, "link")}; return s }, Tier1, errs.Unavailable, "symbolic link"},
 		{"read of /proc", func() Spec { s := base(); s.Read = []string{"/proc/1"}; return s }, Tier1, errs.Unavailable, "kernel's interfaces"},
+		{"workdir /", func() Spec { s := base(); s.Workdir = "/"; s.Write = nil; return s }, Tier1, errs.Unavailable, "whole file system"},
+		{"workdir in /proc", func() Spec { s := base(); s.Workdir = "/proc/self"; s.Write = nil; return s }, Tier1, errs.Unavailable, "kernel's interfaces"},
 		{"missing workdir", func() Spec { s := base(); s.Workdir = filepath.Join(root, "gone"); return s }, Tier1, errs.Invalid, "working directory"},
 		{"relative workdir", func() Spec { s := base(); s.Workdir = "work"; return s }, Tier1, errs.Invalid, "not absolute"},
 		{"bad env entry", func() Spec { s := base(); s.Env = []string{"NOEQUALS"}; return s }, Tier1, errs.Invalid, "KEY=VALUE"},
