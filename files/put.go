@@ -403,35 +403,81 @@ func (s *Store) readable(ctx context.Context, q interface {
 // against the digest before they are returned: a blob that was changed or
 // cut short on disk is an error, never other bytes.
 func (s *Store) Get(ctx context.Context, sc Scope, r Ref) ([]byte, error) {
-	if err := sc.check(); err != nil {
-		return nil, err
-	}
-	if r.IsZero() {
-		return nil, errs.Invalidf("files: no file reference given")
-	}
-	f, err := s.readable(ctx, s.db, sc, r)
+	f, key, err := s.opening(ctx, sc, r)
 	if err != nil {
 		return nil, err
-	}
-	var key []byte
-	if f.sealed {
-		if s.opt.Keys == nil {
-			return nil, missingKey(sc.Tenant)
-		}
-		if key, err = s.opt.Keys(sc.Tenant); err != nil {
-			return nil, err
-		}
-		if key == nil {
-			return nil, missingKey(sc.Tenant)
-		}
-		if keyID(key) != f.kid {
-			return nil, wrongKey(sc.Tenant)
-		}
 	}
 	return s.readBlob(sc.Tenant, r, f, key)
 }
 
+// GetTo writes the bytes of r, if sc may read it, to w, and returns how many
+// it wrote. Like Get it checks them first, so w gets the whole file or
+// nothing of it; the bytes pass through a buffer the store reuses, which
+// spares a large allocation on each call.
+func (s *Store) GetTo(ctx context.Context, sc Scope, r Ref, w io.Writer) (int64, error) {
+	f, key, err := s.opening(ctx, sc, r)
+	if err != nil {
+		return 0, err
+	}
+	bp, _ := s.bufs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	defer s.bufs.Put(bp)
+	data, err := s.readBlobInto(*bp, sc.Tenant, r, f, key)
+	if err != nil {
+		return 0, err
+	}
+	if cap(data) > cap(*bp) {
+		*bp = data[:0]
+	}
+	n, err := w.Write(data)
+	if err != nil {
+		return int64(n), errs.Wrap(errs.Unavailable, err, "files: write %s", r)
+	}
+	return int64(n), nil
+}
+
+// opening checks that sc may read r and returns its row with the key to
+// open it (nil for a clear file).
+func (s *Store) opening(ctx context.Context, sc Scope, r Ref) (fileRow, []byte, error) {
+	if err := sc.check(); err != nil {
+		return fileRow{}, nil, err
+	}
+	if r.IsZero() {
+		return fileRow{}, nil, errs.Invalidf("files: no file reference given")
+	}
+	f, err := s.readable(ctx, s.db, sc, r)
+	if err != nil {
+		return fileRow{}, nil, err
+	}
+	if !f.sealed {
+		return f, nil, nil
+	}
+	if s.opt.Keys == nil {
+		return fileRow{}, nil, missingKey(sc.Tenant)
+	}
+	key, err := s.opt.Keys(sc.Tenant)
+	if err != nil {
+		return fileRow{}, nil, err
+	}
+	if key == nil {
+		return fileRow{}, nil, missingKey(sc.Tenant)
+	}
+	if keyID(key) != f.kid {
+		return fileRow{}, nil, wrongKey(sc.Tenant)
+	}
+	return f, key, nil
+}
+
+// readBlob reads and checks a file's blob into a new buffer.
 func (s *Store) readBlob(tenant string, r Ref, f fileRow, key []byte) ([]byte, error) {
+	return s.readBlobInto(nil, tenant, r, f, key)
+}
+
+// readBlobInto reads and checks a file's blob into buf when it is big
+// enough (else into a new buffer) and returns the file's bytes within it.
+func (s *Store) readBlobInto(buf []byte, tenant string, r Ref, f fileRow, key []byte) ([]byte, error) {
 	path := s.blobPath(tenant, r, f.sealed)
 	want := f.size
 	if f.sealed {
@@ -447,7 +493,11 @@ func (s *Store) readBlob(tenant string, r Ref, f fileRow, key []byte) ([]byte, e
 	defer fh.Close()
 	// Read one byte more than the blob should have, to notice a blob that
 	// grew as well as one that shrank; a clear blob is hashed as it is read.
-	blob := make([]byte, want+1)
+	blob := buf
+	if int64(cap(blob)) < want+1 {
+		blob = make([]byte, want+1)
+	}
+	blob = blob[:want+1]
 	n, sum, err := readAllHashing(fh, blob)
 	if err != nil {
 		return nil, diskErr(err, "read %s", path)

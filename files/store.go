@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -144,6 +145,9 @@ type Store struct {
 	opt  Options
 	now  func() time.Time
 	keep time.Duration
+	// bufs holds read buffers GetTo reuses: allocating (and so zeroing and
+	// faulting in) 32 MiB costs more than reading it from the page cache.
+	bufs sync.Pool
 }
 
 // Open opens (creating when absent) the store in dir.

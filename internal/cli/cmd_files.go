@@ -218,11 +218,7 @@ func filesGetCmd() *Command {
 			if err != nil {
 				return err
 			}
-			data, err := c.st.Get(ctx, c.sc, ref)
-			if err != nil {
-				return err
-			}
-			_, err = env.Stdout.Write(data)
+			_, err = c.st.GetTo(ctx, c.sc, ref, env.Stdout)
 			return err
 		})
 }
