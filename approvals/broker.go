@@ -18,8 +18,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/airlock-run/airlock/audit"
 	"github.com/airlock-run/airlock/errs"
 )
@@ -461,19 +459,4 @@ func resultText(o Outcome) string {
 		msg = oneLine(o.Err.Error())
 	}
 	return "airlock: denied: " + Show(msg)
-}
-
-// flushInput discards typed-ahead input when t is a terminal device.
-func flushInput(t io.ReadWriter) {
-	f, ok := t.(*os.File)
-	if !ok {
-		return
-	}
-	raw, err := f.SyscallConn()
-	if err != nil {
-		return
-	}
-	raw.Control(func(fd uintptr) {
-		_ = unix.IoctlSetInt(int(fd), unix.TCFLSH, unix.TCIFLUSH)
-	})
 }

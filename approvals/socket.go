@@ -130,20 +130,8 @@ type wireReply struct {
 	Error   string    `json:"error,omitempty"`
 }
 
-func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return nil, err
-	}
-	return cred, cerr
-}
+// peer is who is on the other end of a Unix socket, as the kernel says.
+type peer struct{ Uid, Pid int }
 
 func (b *Broker) serveConn(c *net.UnixConn) {
 	c.SetDeadline(time.Now().Add(ioTimeout))
@@ -152,11 +140,11 @@ func (b *Broker) serveConn(c *net.UnixConn) {
 		b.log.Warn("approvals: cannot tell who connected; refused", "err", err)
 		return
 	}
-	if int(cred.Uid) != os.Geteuid() && !b.skipPeerCheck.Load() {
+	if cred.Uid != os.Geteuid() && !b.skipPeerCheck.Load() {
 		b.log.Warn("approvals: refused a connection from another user", "uid", cred.Uid, "pid", cred.Pid)
 		return
 	}
-	if err := sameNamespaces(int(cred.Pid)); err != nil && !b.skipNamespaceCheck.Load() {
+	if err := sameNamespaces(cred.Pid); err != nil && !b.skipNamespaceCheck.Load() {
 		b.log.Warn("approvals: refused a connection from another namespace", "pid", cred.Pid, "err", err)
 		return
 	}
@@ -183,7 +171,7 @@ func (b *Broker) serveConn(c *net.UnixConn) {
 			return
 		}
 		a, perr := ParseAnswer(req.Answer)
-		via := "socket (pid " + strconv.Itoa(int(cred.Pid)) + ")"
+		via := "socket (pid " + strconv.Itoa(cred.Pid) + ")"
 		shown := "(a grant other than the one that would be saved)"
 		if req.GrantSHA256 != "" && req.GrantSHA256 == lineDigest(p.grantLine) {
 			shown = p.grantLine
@@ -264,7 +252,7 @@ func call(ctx context.Context, path string, req wireRequest) (wireReply, error) 
 	if err != nil {
 		return wireReply{}, err
 	}
-	if int(cred.Uid) != os.Geteuid() {
+	if cred.Uid != os.Geteuid() {
 		return wireReply{}, fmt.Errorf("the socket belongs to uid %d, not to you", cred.Uid)
 	}
 	data, _ := json.Marshal(req)
