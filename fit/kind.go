@@ -54,6 +54,9 @@ func Detect(text, name string) Kind {
 		return Diff
 	case codeExt[ext]:
 		return Code
+	case ext == ".yaml" || ext == ".yml" || ext == ".toml" || ext == ".ini" || ext == ".cfg" || ext == ".conf" || ext == ".log":
+		// Their "# comments" are not headings.
+		return Text
 	}
 	t := strings.TrimLeft(head, " \t\r\n\ufeff")
 	if t == "" {
@@ -61,6 +64,9 @@ func Detect(text, name string) Kind {
 	}
 	if (t[0] == '{' || t[0] == '[') && isJSON(text) {
 		return JSON
+	}
+	if strings.HasPrefix(t, "#!") {
+		return Code // a script
 	}
 	lines := strings.Split(head, "\n")
 	if len(text) > len(head) && len(lines) > 1 {

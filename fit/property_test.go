@@ -189,10 +189,31 @@ func TestDetect(t *testing.T) {
 		{"notes.txt", "", Text},
 		{"notes.txt", "notes.md", Markdown},
 		{"notes.txt", "bad.json", Text},
+		{"guide.md", "values.yaml", Text},
 	} {
 		t.Run(c.doc+"/"+c.name, func(t *testing.T) {
 			if got := Detect(d[c.doc], c.name); got != c.want {
 				t.Errorf("Detect(%s, %q) = %s, want %s", c.doc, c.name, got, c.want)
+			}
+		})
+	}
+}
+
+func TestDetectText(t *testing.T) {
+	for _, c := range []struct {
+		name, text string
+		want       Kind
+	}{
+		{"shell script", "#!/bin/sh\n# install the thing\nset -e\nmake install\n", Code},
+		{"yaml comments by content", "# settings\nkey: value\nother: 2\n", Markdown},
+		{"empty", "", Text},
+		{"blank", "  \n\n", Text},
+		{"json scalar", "42", Text},
+		{"unified diff without git", "--- a.txt\n+++ b.txt\n@@ -1 +1 @@\n-a\n+b\n", Diff},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Detect(c.text, ""); got != c.want {
+				t.Errorf("Detect(%q) = %s, want %s", c.text, got, c.want)
 			}
 		})
 	}
