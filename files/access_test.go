@@ -201,6 +201,14 @@ func TestStartJob(t *testing.T) {
 		_, err := s.StartJob(ctx, tenant, "user-0", "")
 		return err
 	}, errs.Invalid, false)
+	step("an id files were handed to before its job started", func() error {
+		r := mustPut(t, s, Scope{Tenant: tenant, Tree: "job-7"}, []byte("result"))
+		if _, err := s.Hand(ctx, Scope{Tenant: tenant, Tree: "job-7"}, "later", []Ref{r}, "alice"); err != nil {
+			return err
+		}
+		_, err := s.StartJob(ctx, tenant, "later", "")
+		return err
+	}, errs.Invalid, false)
 	step("a turn's id", func() error {
 		if err := s.AddTurn(ctx, tenant, "conv", "turn-1", ""); err != nil {
 			return err

@@ -13,7 +13,8 @@ import (
 //
 // So that a new job never inherits an old job's files, starting a tree under
 // an id whose earlier job has ended while its tree still holds files is
-// refused, and so is an id that names a conversation's turn. Starting an id
+// refused (files handed to the id count), and so is an id that names a
+// conversation's turn: hand files to a job after starting it. Starting an id
 // whose job still runs follows that job: the same tree comes back and no
 // files are handed to anyone.
 func (s *Store) StartJob(ctx context.Context, tenant, id, parent string) (string, error) {
@@ -65,7 +66,13 @@ func (s *Store) StartJob(ctx context.Context, tenant, id, parent string) (string
 			tenant, id, ms(s.now().Add(-s.keep))).Scan(&holds); err != nil {
 			return err
 		}
-		if holds > 0 {
+		// Files handed to the id count too: handed before its job started,
+		// they would go to whoever starts it. Hand files after the start.
+		var handed int
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM handed WHERE tenant = ? AND tree = ?", tenant, id).Scan(&handed); err != nil {
+			return err
+		}
+		if holds+handed > 0 {
 			return errs.Invalidf("files: start job %q: an ended job tree of that id still holds files (choose a new id, or erase that tree's files first)", id)
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO jobs (tenant, id, tree, parent, started, ended) VALUES (?, ?, ?, ?, ?, NULL)
