@@ -316,6 +316,12 @@ func TestReadWrappers(t *testing.T) {
 				wantField(t, cmds, "rm -rf {}", "via", via, []string{"xargs"})
 			}},
 		{name: "xargs without a program runs echo", src: "xargs < list", has: []string{"echo"}},
+		{name: "xargs --eof takes no next word", src: "xargs --eof --replace rm -rf", has: []string{"rm -rf"}},
+		{name: "env --help runs nothing", src: "env --help", check: func(t *testing.T, cmds []Command) {
+			if len(cmds) != 1 || cmds[0].Undecidable != "" {
+				t.Errorf("got %d commands (undecidable %q), want env alone", len(cmds), cmds[0].Undecidable)
+			}
+		}},
 		{name: "xargs sh -c", src: `xargs -n1 sh -c 'rm -rf "$1"' _`, has: []string{`rm -rf "$1"`}},
 		{name: "sudo", src: "sudo -u root -E rm -rf /", has: []string{"rm -rf /"}},
 		{name: "sudo assignment", src: "sudo LD_PRELOAD=/tmp/x.so ls", risk: true, has: []string{"ls"}},

@@ -46,8 +46,9 @@ var wrappers = map[string]wrapSpec{
 	"stdbuf": {shortV: "ioe", longV: []string{"input", "output", "error"}},
 	"setsid": {short: "cfw", long: []string{"ctty", "fork", "wait"}},
 	"xargs": {short: "0prtxo", shortV: "adEILnPs", shortOpt: "eil",
-		long: []string{"null", "interactive", "no-run-if-empty", "verbose", "exit", "open-tty", "show-limits"},
-		longV: []string{"arg-file", "delimiter", "eof", "replace", "max-lines", "max-args", "max-procs",
+		// --eof and --replace take a value only after "=".
+		long: []string{"null", "interactive", "no-run-if-empty", "verbose", "exit", "open-tty", "show-limits", "eof", "replace"},
+		longV: []string{"arg-file", "delimiter", "max-lines", "max-args", "max-procs",
 			"max-chars", "process-slot-var"}, input: true, emptyRuns: []string{"echo"}},
 	"sudo": {short: "AbBEeHiKklnNPSsVv", shortV: "CDghprTtUu",
 		long: []string{"askpass", "background", "bell", "edit", "set-home", "login", "remove-timestamp",
@@ -141,6 +142,11 @@ func parseWrapper(spec wrapSpec, argv []string, dynamic func(int) bool) parsedOp
 		if a == "--" {
 			i++
 			break
+		}
+		if a == "--help" || a == "--version" {
+			p.noExec = true // prints and exits
+			p.cmd = len(argv)
+			return p
 		}
 		if a == "-" && spec.dashIsI {
 			p.opts = append(p.opts, optVal{name: "i"}) // env - is env -i
