@@ -39,12 +39,12 @@ var wrappers = map[string]wrapSpec{
 	"exec":    {short: "cl", shortV: "a"},
 	"nohup":   {bg: true},
 	"nice":    {shortV: "n", longV: []string{"adjustment"}, numeric: true},
-	"ionice": {short: "tu", shortV: "cnpP", long: []string{"ignore"},
-		longV: []string{"class", "classdata", "pid", "pgid", "uid"}, noExec: "pPu", noExecL: []string{"pid", "pgid", "uid"}},
+	"ionice": {short: "thV", shortV: "cnpPu", long: []string{"ignore"},
+		longV: []string{"class", "classdata", "pid", "pgid", "uid"}, noExec: "pPuhV", noExecL: []string{"pid", "pgid", "uid"}},
 	"timeout": {short: "vf", shortV: "sk", long: []string{"preserve-status", "foreground", "verbose"},
 		longV: []string{"signal", "kill-after"}, operands: 1},
 	"stdbuf": {shortV: "ioe", longV: []string{"input", "output", "error"}},
-	"setsid": {short: "cfw", long: []string{"ctty", "fork", "wait"}},
+	"setsid": {short: "cfwhV", long: []string{"ctty", "fork", "wait"}, noExec: "hV"},
 	"xargs": {short: "0prtxo", shortV: "adEILnPs", shortOpt: "eil",
 		// --eof and --replace take a value only after "=".
 		long: []string{"null", "interactive", "no-run-if-empty", "verbose", "exit", "open-tty", "show-limits", "eof", "replace"},
@@ -62,7 +62,7 @@ var wrappers = map[string]wrapSpec{
 	"time": {short: "pvaq", shortV: "fo", long: []string{"portability", "verbose", "append", "quiet"},
 		longV: []string{"format", "output"}},
 	"chroot":   {long: []string{"skip-chdir"}, longV: []string{"userspec", "groups"}, operands: 1},
-	"taskset":  {short: "ac", long: []string{"all-tasks", "cpu-list"}, shortV: "p", noExec: "p", operands: 1},
+	"taskset":  {short: "acphV", long: []string{"all-tasks", "cpu-list", "pid"}, noExec: "phV", noExecL: []string{"pid"}, operands: 1},
 	"unbuffer": {short: "p"},
 	// Programs that run a command given after their options, read on a
 	// best-effort basis (loose).
