@@ -239,9 +239,7 @@ func weighMilli(s string, rec func(piece)) int64 {
 		// seven ASCII letters in lower or title case. It prices exactly as
 		// scanWord does.
 		if b == ' ' && i+9 <= n && rec == nil {
-			_ = s[i+8]
-			v := uint64(s[i+1]) | uint64(s[i+2])<<8 | uint64(s[i+3])<<16 | uint64(s[i+4])<<24 |
-				uint64(s[i+5])<<32 | uint64(s[i+6])<<40 | uint64(s[i+7])<<48 | uint64(s[i+8])<<56
+			v := load64(s, i+1)
 			if v&hiBits == 0 {
 				x := v | 0x2020202020202020
 				letter := (x + 0x1f1f1f1f1f1f1f1f) &^ (x + 0x0505050505050505) & hiBits
@@ -256,11 +254,10 @@ func weighMilli(s string, rec func(piece)) int64 {
 						case caps != 0:
 							shape = shapeTitle
 						}
-						w := s[i+1 : i+1+k]
-						if commonWord(wordHash(w)) {
+						if commonWord(hashTail(hashSeed^uint64(k), v&(1<<(8*k)-1)|lowerMask[k])) {
 							total += commonCost[pfSpace][shape]
 						} else {
-							total += wordCost(k, shape, pfSpace, isRough(w))
+							total += wordCost(k, shape, pfSpace, isRough(s[i+1:i+1+k]))
 						}
 						i += 1 + k
 						continue
@@ -464,9 +461,7 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 	nonASCII := false
 	// Eight bytes at a time while they are ASCII.
 	for j+8 <= n {
-		_ = s[j+7]
-		v := uint64(s[j]) | uint64(s[j+1])<<8 | uint64(s[j+2])<<16 | uint64(s[j+3])<<24 |
-			uint64(s[j+4])<<32 | uint64(s[j+5])<<40 | uint64(s[j+6])<<48 | uint64(s[j+7])<<56
+		v := load64(s, j)
 		if v&hiBits != 0 {
 			break
 		}
@@ -524,7 +519,7 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 		return p
 	}
 	w := s[at:j]
-	if letters <= maxCommonLen && (p.shape != shapeUpper || letters <= 3) && commonWord(wordHash(w)) {
+	if letters <= maxCommonLen && (p.shape != shapeUpper || letters <= 3) && commonWord(wordHashAt(s, at, j-at)) {
 		p.common = true
 		p.cost = commonCost[prefix][p.shape]
 		return p
@@ -621,24 +616,42 @@ var lowerMask = [8]uint64{0, 0x20, 0x2020, 0x202020, 0x20202020, 0x2020202020, 0
 
 // wordHash hashes the lower-case form of a word of ASCII letters eight bytes
 // at a time (the common-word table holds these hashes). It is never 0.
-func wordHash(w string) uint64 {
-	h := hashSeed ^ uint64(len(w))
-	for len(w) >= 8 {
-		v := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
-			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
-		h = (h ^ (v | 0x2020202020202020)) * hashMul
+func wordHash(w string) uint64 { return wordHashAt(w, 0, len(w)) }
+
+// wordHashAt is wordHash of s[at:at+n], reading whole eight-byte words of s
+// where s is long enough.
+func wordHashAt(s string, at, n int) uint64 {
+	h := hashSeed ^ uint64(n)
+	for n >= 8 {
+		h = (h ^ (load64(s, at) | 0x2020202020202020)) * hashMul
 		h ^= h >> 29
-		w = w[8:]
+		at += 8
+		n -= 8
 	}
 	var v uint64
-	for k := 0; k < len(w); k++ {
-		v |= uint64(w[k]) << (8 * k)
+	if at+8 <= len(s) {
+		v = load64(s, at) & (1<<(8*n) - 1)
+	} else {
+		for k := 0; k < n; k++ {
+			v |= uint64(s[at+k]) << (8 * k)
+		}
 	}
-	v |= lowerMask[len(w)]
+	return hashTail(h, v|lowerMask[n])
+}
+
+// hashTail finishes wordHash with the last bytes v (at most seven).
+func hashTail(h, v uint64) uint64 {
 	h = (h ^ v) * hashMul
 	h ^= h >> 32
 	if h == 0 {
 		h = 1
 	}
 	return h
+}
+
+// load64 reads eight bytes of s at i, little-endian.
+func load64(s string, i int) uint64 {
+	_ = s[i+7]
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
 }

@@ -5,27 +5,31 @@ import (
 	"unicode/utf8"
 )
 
-// wordTable is an open-addressing set of the FNV-1a hashes of the lower-case
-// common words.
-var wordTable = func() (t [wordTableSize]uint64) {
+// wordTable is an open-addressing set of the common words: slot h mod size
+// onward holds the high half of wordHash (never 0, as wordHash sets its low
+// bit when it would be). 64 KiB: it stays in the cache while text is weighed.
+var wordTable = func() (t [wordTableSize]uint32) {
 	for _, w := range strings.Fields(commonWords) {
 		h := wordHash(w)
-		k := h & (wordTableSize - 1)
-		for t[k] != 0 && t[k] != h {
+		k, fp := h&(wordTableSize-1), fingerprint(h)
+		for t[k] != 0 && t[k] != fp {
 			k = (k + 1) & (wordTableSize - 1)
 		}
-		t[k] = h
+		t[k] = fp
 	}
 	return t
 }()
 
 const wordTableSize = 1 << 14
 
+// fingerprint is the part of a word's hash the table keeps; never 0.
+func fingerprint(h uint64) uint32 { return uint32(h>>32) | 1 }
+
 func commonWord(h uint64) bool {
-	k := h & (wordTableSize - 1)
+	k, fp := h&(wordTableSize-1), fingerprint(h)
 	for {
 		v := wordTable[k]
-		if v == h {
+		if v == fp {
 			return true
 		}
 		if v == 0 {
