@@ -95,7 +95,7 @@ type Stub struct {
 type Offloaded struct {
 	Ref  string   `json:"ref"`
 	Kind fit.Kind `json:"kind"`
-	// Size is the result's length in bytes of UTF-8.
+	// Size is the length in bytes of the kept file: the result's text.
 	Size int `json:"size"`
 	// Tokens is the result's weight (fit.Weigh).
 	Tokens int `json:"tokens"`
@@ -149,6 +149,7 @@ func (o *Offloader) Offload(ctx context.Context, sc files.Scope, tool, text stri
 // arguments, so the same result always gives the same stub. tokens is
 // fit.Weigh(text), passed in because the caller has it.
 func MakeStub(ref files.Ref, tool, text string, tokens, threshold int) Stub {
+	size := len(text) // of the kept bytes, before any repair below
 	if !utf8.ValidString(text) {
 		text = strings.ToValidUTF8(text, "\uFFFD")
 	}
@@ -166,7 +167,7 @@ func MakeStub(ref files.Ref, tool, text string, tokens, threshold int) Stub {
 		"ref %q with section (a heading, a top-level key or an item such as \"[3]\"), range (lines such as \"120-180\"), "+
 		"or query, and a budget.", tool, tokens, lines, threshold, ref.String())
 	return Stub{
-		Offloaded: Offloaded{Ref: ref.String(), Kind: kind, Size: len(text), Tokens: tokens, Lines: lines},
+		Offloaded: Offloaded{Ref: ref.String(), Kind: kind, Size: size, Tokens: tokens, Lines: lines},
 		Outline:   outline,
 		Note:      note,
 	}
