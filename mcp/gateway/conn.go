@@ -209,9 +209,14 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("encode message: %w", err)
 	}
+	return c.writeLine(data)
+}
+
+// writeLine writes data and a newline as one write.
+func (c *lineConn) writeLine(data []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	_, err = c.w.Write(append(data, '\n'))
+	_, err := c.w.Write(append(data, '\n'))
 	return err
 }
 

@@ -115,7 +115,17 @@ func New(o Options) (*Gateway, error) {
 // ServeStdio relays between a client on r/w (newline-delimited JSON-RPC)
 // and a newly started server until either side ends.
 func (g *Gateway) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
-	return g.Serve(ctx, newLineConn(r, w, MaxFrame, nil))
+	// At the end the streams are closed (when they can be), so that no
+	// write to a client that stopped reading is left blocked.
+	return g.Serve(ctx, newLineConn(r, w, MaxFrame, func() error {
+		var err error
+		for _, c := range []any{r, w} {
+			if c, ok := c.(io.Closer); ok {
+				err = errors.Join(err, c.Close())
+			}
+		}
+		return err
+	}))
 }
 
 // Serve starts the wrapped server and relays between client and it until
@@ -293,8 +303,15 @@ func (s *session) badFromClient(ctx context.Context, bad *BadFrame) {
 	if bad.TooLong {
 		code = jsonrpc.CodeInvalidRequest
 	}
-	// An error with no id must still reach a stdio client; the SDK's
-	// encoder writes a null id for an invalid one.
+	// An error with no id must still reach a stdio client, with "id": null
+	// as JSON-RPC asks (the SDK's encoder leaves an invalid id out).
+	if lc, ok := s.client.(*lineConn); ok && !bad.ID.IsValid() {
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
+		if err := lc.writeLine(b); err != nil {
+			s.log().Debug("mcp: answer a bad frame", "err", err)
+		}
+		return
+	}
 	if err := s.client.Write(ctx, &jsonrpc.Response{ID: bad.ID, Error: &jsonrpc.Error{Code: int64(code), Message: msg}}); err != nil {
 		s.log().Debug("mcp: answer a bad frame", "err", err)
 	}
