@@ -65,7 +65,9 @@ func testServer(echoDesc string) *sdk.Server {
 		})
 	for _, name := range []string{"secret", "ask", "café"} {
 		s.AddTool(&sdk.Tool{Name: name, Description: name, InputSchema: json.RawMessage(plainSchema)},
-			func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return text("ran " + r.Params.Name), nil })
+			func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return text("ran " + r.Params.Name), nil
+			})
 	}
 	s.AddTool(&sdk.Tool{Name: "doc", Description: "a document", InputSchema: json.RawMessage(fitSchema)},
 		func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -87,7 +89,9 @@ func testServer(echoDesc string) *sdk.Server {
 			return nil, ctx.Err()
 		})
 	s.AddTool(&sdk.Tool{Name: "bad\u200bname", Description: "zero-width", InputSchema: json.RawMessage(plainSchema)},
-		func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return text("ran"), nil })
+		func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return text("ran"), nil
+		})
 	return s
 }
 
