@@ -1,0 +1,150 @@
+// Package serve is airlock's own MCP server (`airlock mcp serve`): it offers
+// a model a shell (exec), file tools (read_file, write_file, list_dir,
+// search) and read_result, and every call goes through the kernel:
+//
+//	client ──tools/call──▶ args (strict) ──▶ mediator decision ──deny──▶ POLICY_DENIED (JSON-RPC error)
+//	                                              │ allow
+//	                                              ▼
+//	                              the box (runner, tier of the command line)
+//	                                              │ output (bounded)
+//	                                              ▼
+//	                  fit (view/budget/query) ──▶ offload (> threshold: stub) ──▶ result
+//
+// The file tools do not touch the files from this process: the server runs
+// unconfined, so a path decided here could be swapped for a symbolic link
+// before this process opened it. Each file tool is decided on its path and
+// then carried out by a small program (cat, find, grep, sh) inside the same
+// box an exec call gets, which sees only what the policy grants; a link to
+// anything else leads nowhere in there. It costs a box start per call.
+//
+// Only internal/cli imports it.
+package serve
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/files"
+	"github.com/airlock-run/airlock/mediator"
+	"github.com/airlock-run/airlock/offload"
+	"github.com/airlock-run/airlock/policy"
+	"github.com/airlock-run/airlock/sandbox"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultOutputCap bounds what one call's programs may write (stdout and
+// stderr together). It is a little over offload.MaxResult, so that a result
+// too big to return is seen as such and refused with a request for less,
+// rather than cut silently.
+const DefaultOutputCap = offload.MaxResult + 1<<20
+
+// MaxRequestBody bounds one HTTP request from a client.
+const MaxRequestBody = 8 << 20
+
+// Options configure a Server. Kernel, World and Exe must be set.
+type Options struct {
+	// Kernel decides and runs every call.
+	Kernel *mediator.Kernel
+	// World is the kernel's world: its working directory and mode are the
+	// server's.
+	World policy.World
+	// Tier is the sandbox tier calls run at; sandbox.TierAuto is the best
+	// the host gives (a host that gives none is an error, never tier 0).
+	Tier sandbox.Tier
+	// Exe is the airlock binary, the box's init.
+	Exe string
+	// Environ is the server's environment; the policy's env.allow picks
+	// what reaches an exec call.
+	Environ []string
+	// Offloader keeps results too big for a model; nil keeps every result
+	// inline (the 31 MiB cap still holds) and read_result finds nothing.
+	Offloader *offload.Offloader
+	// Scope is the file-store scope results are offloaded to and read back
+	// from.
+	Scope files.Scope
+	// OutputCap bounds the output of one call; 0 is DefaultOutputCap.
+	OutputCap int64
+	// Warn receives announcements a person must see (an unconfined run);
+	// nil discards them.
+	Warn func(string)
+	// Log receives diagnostics; nil drops them.
+	Log *slog.Logger
+	// Version is the server's version in the MCP handshake.
+	Version string
+}
+
+// Server is airlock's MCP server. It is safe for concurrent use: calls of
+// one or many sessions run in parallel, each in its own box.
+type Server struct {
+	o   Options
+	srv *sdk.Server
+	// probe tells the best tier the host gives, asked once.
+	probe func() sandbox.Tier
+
+	// afterDecide, when set (by tests only), runs between a file tool's
+	// decision and its execution: the window an attacker swapping a path
+	// for a link would use.
+	afterDecide func(tool, path string)
+}
+
+// New checks o and builds the server with its tools.
+func New(o Options) (*Server, error) {
+	if o.Kernel == nil || o.Exe == "" || o.World.Workdir == "" {
+		return nil, errs.Invalidf("mcp serve: a kernel, a working directory and the airlock binary are required")
+	}
+	if o.OutputCap <= 0 {
+		o.OutputCap = DefaultOutputCap
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	s := &Server{o: o, probe: sync.OnceValue(func() sandbox.Tier { return sandbox.Probe().Tier() })}
+	s.srv = sdk.NewServer(&sdk.Implementation{Name: "airlock", Title: "airlock", Version: o.Version},
+		&sdk.ServerOptions{Instructions: instructions, Logger: o.Log})
+	for _, t := range s.tools() {
+		s.srv.AddTool(t.def, s.handler(t))
+	}
+	return s, nil
+}
+
+const instructions = "airlock runs commands and reads and writes files for you inside a sandbox, under a policy. " +
+	"A refused call is a POLICY_DENIED error whose reason says what was refused. Paths are relative to the " +
+	"working directory. Every tool takes view (stub, summary, section, full), budget (tokens) and query to cut " +
+	"its answer; a result too big to show is kept as a file and you get a stub: read parts of it with read_result."
+
+// MCP returns the underlying SDK server (for in-memory transports).
+func (s *Server) MCP() *sdk.Server { return s.srv }
+
+// Run serves one session on t until the client leaves or ctx ends.
+func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
+	return s.srv.Run(ctx, t)
+}
+
+// ServeStdio serves one session over newline-delimited JSON-RPC on r and w.
+func (s *Server) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
+	err := s.srv.Run(ctx, &sdk.IOTransport{Reader: r, Writer: w})
+	if err == nil || ctx.Err() != nil || errors.Is(err, io.EOF) {
+		return nil
+	}
+	return errs.Wrap(errs.Unavailable, err, "mcp serve")
+}
+
+// Handler serves MCP's streamable HTTP transport. Requests whose Host or
+// Origin is not a loopback name, or one of allowHosts, are refused with 403
+// (DNS rebinding: a web page must not reach a local server through a name it
+// controls).
+func (s *Server) Handler(allowHosts []string) http.Handler {
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv },
+		&sdk.StreamableHTTPOptions{Logger: s.o.Log, MaxRequestBodyBytes: MaxRequestBody,
+			SessionTimeout: 30 * time.Minute})
+	return loopbackOnly(h, allowHosts)
+}
