@@ -83,9 +83,9 @@ type Note struct {
 
 // Result is a fitted answer.
 type Result struct {
-	Text string
-	Note Note
-	Kind Kind
+	Text string // what the model reads
+	Note Note   // what was cut and why
+	Kind Kind   // what the document was read as
 }
 
 // Wanted reports whether a call asked for fitting at all: a call with no
@@ -270,6 +270,8 @@ func (f *fitter) fit(text string) Result {
 	return res
 }
 
+// joinSentences joins two clauses into the one sentence a note's omitted
+// field holds.
 func joinSentences(a, b string) string {
 	switch {
 	case a == "":
@@ -277,7 +279,10 @@ func joinSentences(a, b string) string {
 	case b == "":
 		return a
 	}
-	return a + " " + b
+	if b[0] >= 'A' && b[0] <= 'Z' && !(len(b) > 1 && b[1] >= 'A' && b[1] <= 'Z') {
+		b = string(b[0]-'A'+'a') + b[1:]
+	}
+	return strings.TrimSuffix(a, ".") + "; " + b
 }
 
 // result builds an answer; omitted is the note's sentence.
@@ -477,6 +482,9 @@ func (f *fitter) outlineView(v View, scope int, sel *selection) (Result, bool) {
 		// more of them in the same room. (Were a partial summary allowed, a
 		// smaller budget could give a summary where a bigger one gave a stub.)
 		return Result{}, false
+	}
+	if len(c.shown) == 0 {
+		header = head + ".\n" // no outline fits: the size and how to ask
 	}
 	var b strings.Builder
 	b.WriteString(header)
