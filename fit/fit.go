@@ -879,8 +879,15 @@ func (d *doc) find(q string) (selection, bool) {
 			lq = strings.TrimSpace(strings.TrimPrefix(lq, kw))
 		}
 		lq = strings.TrimSuffix(lq, "()")
+		// Go's method forms: (*T).M and (T).M are T.M.
+		if strings.HasPrefix(lq, "(") {
+			lq = strings.NewReplacer("(", "", ")", "", "*", "").Replace(lq)
+		}
 	case Diff, FileList:
-		lq = strings.TrimPrefix(strings.TrimPrefix(lq, "./"), "b/")
+		lq = strings.TrimPrefix(lq, "./")
+		if strings.HasPrefix(lq, "a/") || strings.HasPrefix(lq, "b/") {
+			lq = lq[2:]
+		}
 	}
 	if lq == "" {
 		return selection{}, false
