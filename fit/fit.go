@@ -618,7 +618,11 @@ func (o *outliner) entry(i int) entry {
 		// One line each: the line number is enough.
 		fmt.Fprintf(&b, " (line %d)", from)
 	case f.kind == FileList:
-		fmt.Fprintf(&b, " (%s)", lineSpan(from, to))
+		noun := "entries"
+		if p.adds == 1 {
+			noun = "entry"
+		}
+		fmt.Fprintf(&b, " (%d %s, %s)", p.adds, noun, lineSpan(from, to))
 	case p.extra != "":
 		fmt.Fprintf(&b, " (%s, %s, %d tokens)", p.extra, lineSpan(from, to), d.tokensOf(i))
 	default:

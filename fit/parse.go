@@ -812,18 +812,19 @@ func (d *doc) parseFileList() {
 		}
 		es = append(es, entry{path: p, line: full, at: i})
 	}
-	top := func(p string) string {
-		if k := strings.IndexByte(p, '/'); k >= 0 {
+	// Entries are grouped by their directory, when there is more than one.
+	dirOf := func(p string) string {
+		if k := strings.LastIndexByte(strings.TrimSuffix(p, "/"), '/'); k >= 0 {
 			return p[:k+1]
 		}
 		return ""
 	}
 	groups := map[string]bool{}
 	for _, e := range es {
-		groups[top(e.path)] = true
+		groups[dirOf(e.path)] = true
 	}
 	grouped := len(groups) > 1
-	cur := "\x00"
+	cur, group := "\x00", -1
 	for _, e := range es {
 		if len(d.parts) >= maxParts {
 			break
@@ -831,7 +832,7 @@ func (d *doc) parseFileList() {
 		level := 1
 		if grouped {
 			level = 2
-			if g := top(e.path); g != cur {
+			if g := dirOf(e.path); g != cur {
 				cur = g
 				title := g
 				if g == "" {
@@ -839,7 +840,9 @@ func (d *doc) parseFileList() {
 				}
 				d.parts = append(d.parts, part{title: title, names: []string{strings.ToLower(strings.TrimSuffix(g, "/"))}, level: 1,
 					start: d.starts[e.at], head: d.starts[e.at]})
+				group = len(d.parts) - 1
 			}
+			d.parts[group].adds++ // its entries
 		}
 		head := len(d.text)
 		if e.at+1 < len(d.starts) {
