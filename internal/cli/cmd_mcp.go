@@ -57,6 +57,7 @@ func mcpWrapCmd() *Command {
 			httpAddr := fs.String("http", "", "serve streamable HTTP on `ADDR` (a loopback address such as 127.0.0.1:8931) instead of stdio")
 			prefix := fs.String("name", "", "decide tools as `PREFIX`.tool (default: by their bare names)")
 			tierFlag := fs.String("sandbox", "auto", "sandbox tier: auto, off (tier 0, unconfined), 1 or 2")
+			idle := fs.Duration("session-idle", 30*time.Minute, "with --http, end a session (and its server) idle this long (0: never)")
 			callTimeout := fs.Duration("call-timeout", 10*time.Minute, "answer a request the server has not answered within this long with an error (0: wait)")
 			threshold := fs.String("offload", "", `offload results heavier than this many tokens ("off" keeps all inline; default 10000)`)
 			pinsDir := fs.String("pins", "", "`directory` of pinned tool definitions (default: $XDG_STATE_HOME/airlock/mcp-pins)")
@@ -124,6 +125,7 @@ func mcpWrapCmd() *Command {
 				Pins:        pins,
 				ApprovePin:  pinApprover(k),
 				CallTimeout: *callTimeout,
+				SessionIdle: *idle,
 				Log:         env.Log,
 			}
 			if th > 0 {

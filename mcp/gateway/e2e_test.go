@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -466,6 +467,9 @@ func waitListening(t *testing.T, port int) {
 	t.Fatalf("nothing listens on 127.0.0.1:%d", port)
 }
 
+// stamp is the time the conformance suite appends to a result directory.
+var stamp = regexp.MustCompile(`-\d{4}-\d{2}-\d{2}T[0-9TZ-]+$`)
+
 // conformance runs the MCP conformance suite against url and returns each
 // check's status by "scenario/check".
 func conformance(t *testing.T, url string) map[string]string {
@@ -489,7 +493,7 @@ func conformance(t *testing.T, url string) map[string]string {
 			t.Fatalf("%s: %v", f, err)
 		}
 		scenario := filepath.Base(filepath.Dir(f))
-		scenario = strings.TrimPrefix(scenario[:strings.LastIndex(scenario, "-20")], "server-")
+		scenario = strings.TrimPrefix(stamp.ReplaceAllString(scenario, ""), "server-")
 		for _, c := range checks {
 			got[scenario+"/"+c.ID] = c.Status
 		}

@@ -90,6 +90,10 @@ type Options struct {
 	// CallTimeout bounds how long a request waits for the wrapped server's
 	// answer; 0 means no bound (the client may still cancel).
 	CallTimeout time.Duration
+	// SessionIdle ends an HTTP session (and its boxed server) that no
+	// request has touched for this long; 0 keeps sessions until DELETE or
+	// the end of the gateway.
+	SessionIdle time.Duration
 	// Log receives diagnostics; nil drops them.
 	Log *slog.Logger
 }

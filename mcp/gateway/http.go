@@ -6,12 +6,11 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
-	"strings"
 	"sync"
+	"time"
 
+	"github.com/airlock-run/airlock/mcp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -32,28 +31,68 @@ type HTTPHandler struct {
 	ctx      context.Context
 	mu       sync.Mutex
 	sessions map[string]*httpSession
+	reaping  bool
+}
+
+// reap ends sessions no request has touched for Options.SessionIdle: a
+// client that went away without DELETE would otherwise leave its boxed
+// server running until the gateway stops.
+func (h *HTTPHandler) reap() {
+	idle := h.g.o.SessionIdle
+	tick := time.NewTicker(min(idle/4+time.Millisecond, time.Minute))
+	defer tick.Stop()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		h.mu.Lock()
+		var stale []string
+		for id, s := range h.sessions {
+			if last, quiet := s.idleSince(); quiet && time.Since(last) > idle {
+				stale = append(stale, id)
+			}
+		}
+		h.mu.Unlock()
+		for _, id := range stale {
+			h.g.o.Log.Info("mcp session idle; ended", "session", id)
+			h.end(id)
+		}
+	}
 }
 
 type httpSession struct {
 	t      *sdk.StreamableServerTransport
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	mu     sync.Mutex
+	active int       // requests being served (an open event stream counts)
+	last   time.Time // when the last request ended
+}
+
+// busy marks a request of the session begun (+1) or ended (-1).
+func (s *httpSession) busy(d int) {
+	s.mu.Lock()
+	s.active += d
+	s.last = time.Now()
+	s.mu.Unlock()
+}
+
+func (s *httpSession) idleSince() (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last, s.active == 0
 }
 
 const sessionHeader = "Mcp-Session-Id"
 
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !loopbackHost(r.Host) {
-		http.Error(w, "Forbidden: the Host header does not name this machine", http.StatusForbidden)
-		return
-	}
-	if o := r.Header.Get("Origin"); o != "" {
-		u, err := url.Parse(o)
-		if err != nil || !loopbackHost(u.Host) {
-			http.Error(w, "Forbidden: cross-origin request", http.StatusForbidden)
-			return
-		}
-	}
+	mcp.LoopbackOnly(http.HandlerFunc(h.serve), nil).ServeHTTP(w, r)
+}
+
+func (h *HTTPHandler) serve(w http.ResponseWriter, r *http.Request) {
 	id := r.Header.Get(sessionHeader)
 	if id == "" {
 		h.start(w, r)
@@ -74,6 +113,8 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, MaxRequestBody)
 		}
+		s.busy(1)
+		defer s.busy(-1)
 		s.t.ServeHTTP(w, r)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
@@ -108,9 +149,14 @@ func (h *HTTPHandler) start(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
-	s := &httpSession{t: t, cancel: cancel, done: make(chan struct{})}
+	s := &httpSession{t: t, cancel: cancel, done: make(chan struct{}), last: time.Now(), active: 1}
+	defer s.busy(-1)
 	h.mu.Lock()
 	h.sessions[id] = s
+	if !h.reaping && h.g.o.SessionIdle > 0 {
+		h.reaping = true
+		go h.reap()
+	}
 	h.mu.Unlock()
 	go func() {
 		defer close(s.done)
@@ -147,19 +193,4 @@ func (h *HTTPHandler) Close() {
 	for _, id := range ids {
 		h.end(id)
 	}
-}
-
-// loopbackHost reports whether a Host header (name[:port]) names this
-// machine's loopback.
-func loopbackHost(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
