@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -30,6 +31,22 @@ func attackMain(args []string) int {
 	}
 	fmt.Println("reached")
 	return 0
+}
+
+// openUnfiltered opens /proc/PID/mem of a process with no seccomp filter.
+func openUnfiltered(pid string) error {
+	status, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(string(status), "Seccomp:\t0") {
+		return fmt.Errorf("process %s is under a seccomp filter", pid)
+	}
+	f, err := os.Open("/proc/" + pid + "/mem")
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 func attack(name string, args []string) error {
@@ -95,20 +112,26 @@ func attack(name string, args []string) error {
 		}
 		return nil
 	case "parent-mem":
-		// parent-mem: read the parent's environment and memory map (the
-		// init inside the box; the caller outside).
+		// parent-mem: take over the parent or read what it holds: its
+		// memory when it runs without a seccomp filter (code put there
+		// would run unfiltered), or an environment with anything the
+		// attacker's own lacks.
 		ppid := strconv.Itoa(os.Getppid())
-		if _, err := os.ReadFile("/proc/" + ppid + "/environ"); err != nil {
-			return err
+		if env, err := os.ReadFile("/proc/" + ppid + "/environ"); err == nil {
+			own := map[string]bool{}
+			for _, kv := range os.Environ() {
+				own[kv] = true
+			}
+			for _, kv := range strings.Split(string(env), "\x00") {
+				if kv != "" && !own[kv] {
+					return nil
+				}
+			}
 		}
-		f, err := os.Open("/proc/" + ppid + "/mem")
-		if err != nil {
-			return err
-		}
-		return f.Close()
+		return openUnfiltered(ppid)
 	case "procs-mem":
-		// procs-mem: open the memory of any other process in sight
-		// (inside the box: its init; outside: the caller's processes).
+		// procs-mem: open the memory of any process in sight that runs
+		// without a seccomp filter.
 		ents, _ := os.ReadDir("/proc")
 		self := os.Getpid()
 		var tried []string
@@ -117,14 +140,13 @@ func attack(name string, args []string) error {
 			if err != nil || pid == self {
 				continue
 			}
-			f, err := os.Open("/proc/" + e.Name() + "/mem")
+			err = openUnfiltered(e.Name())
 			if err == nil {
-				f.Close()
 				return nil
 			}
 			tried = append(tried, e.Name()+": "+err.Error())
 		}
-		return fmt.Errorf("no process's memory opened (%v)", tried)
+		return fmt.Errorf("no unfiltered process's memory opened (%v)", tried)
 	case "fd":
 		// fd N: use a descriptor inherited from airlock's caller.
 		n, _ := strconv.Atoi(args[0])

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -33,18 +32,18 @@ func TestLimits(t *testing.T) {
 		if tc.tier == sandbox.Tier2 {
 			continue
 		}
-		t.Run("tier"+strconv.Itoa(int(tc.tier)), func(t *testing.T) {
+		t.Run(tc.name(), func(t *testing.T) {
 			if tc.skip != "" {
 				t.Skip(tc.skip)
 			}
 			for _, row := range rows {
 				t.Run(row.name, func(t *testing.T) {
 					exe := boxExe(t, tc.tier)
-					free := runIn(t, tc.tier, baseSpec(t), "", append([]string{exe}, row.argv...)...)
+					free := runIn(t, tc.tier, withNet(t, tc, baseSpec(t)), "", append([]string{exe}, row.argv...)...)
 					if free.err != nil || free.res.ExitCode != 0 {
 						t.Skipf("untested here: without the limit the command did not reach its goal (exit %d, err %v): %s", free.res.ExitCode, free.err, free.stdout)
 					}
-					spec := baseSpec(t)
+					spec := withNet(t, tc, baseSpec(t))
 					spec.Limits = row.limits
 					o := runIn(t, tc.tier, spec, "", append([]string{exe}, row.argv...)...)
 					if o.err != nil {

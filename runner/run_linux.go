@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/sandbox"
 )
@@ -134,13 +136,27 @@ func (r *run) do(ctx context.Context) (Result, error) {
 		}
 		cmd.Path, cmd.Args = path, req.Argv
 		cmd.Env = append([]string{}, req.Spec.Env...)
+		if sandbox.EnvValue(cmd.Env, "PWD") == "" {
+			// As in a box: PWD names the working directory.
+			cmd.Env = append(cmd.Env, "PWD="+req.Spec.Workdir)
+		}
 		cmd.Dir = req.Spec.Workdir
 		cmd.Stderr = stderr
+	} else if r.box.Direct() {
+		// bubblewrap runs the command itself: they share stderr, and the
+		// start of it is kept to tell bubblewrap's own failure apart.
+		if err := r.box.CheckCommand(req.Argv[0]); err != nil {
+			return Result{Description: r.desc}, fmt.Errorf("run: %w", err)
+		}
+		diag = &bytes.Buffer{}
+		cmd.Path, cmd.Args = r.box.Path, r.box.CommandLine(req.Argv)
+		cmd.Stderr = io.MultiWriter(&limitedBuffer{b: diag, n: 4 << 10}, stderr)
+		cmd.ExtraFiles = r.box.ExtraFiles
 	} else {
 		// bubblewrap's own complaints go to a buffer; the command's
 		// stderr is a descriptor handed to the init.
 		diag = &bytes.Buffer{}
-		cmd.Path, cmd.Args = r.box.Path, r.box.Argv
+		cmd.Path, cmd.Args = r.box.Path, r.box.CommandLine(req.Argv)
 		cmd.Stderr = &limitedBuffer{b: diag, n: 64 << 10}
 		errR, errW, err := os.Pipe()
 		if err != nil {
@@ -154,6 +170,10 @@ func (r *run) do(ctx context.Context) (Result, error) {
 		r.stderrDone = copied
 		cmd.ExtraFiles = r.box.ExtraFiles
 	}
+	// Nothing airlock's caller left open without close-on-exec may reach
+	// the command: every descriptor above the standard three is marked, and
+	// the ones meant for bubblewrap are placed by the start itself.
+	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	startErr := r.startIn(cmd)
 	if r.box.Tier == sandbox.Tier1 {
 		r.box.Started()
@@ -220,6 +240,16 @@ func (r *run) do(ctx context.Context) (Result, error) {
 	if r.box.Tier == sandbox.Tier0 {
 		code, sig := exitOf(cmd, waitErr)
 		res.ExitCode, res.Signal = code, sig
+	} else if r.box.Direct() {
+		code, _ := exitOf(cmd, waitErr)
+		if d := diag.String(); code == 1 && strings.HasPrefix(d, "bwrap: ") && !res.WallTimeout {
+			return Result{Description: r.desc}, errs.Unavailablef("run: the box could not be built: %s", firstLine(d))
+		}
+		// bubblewrap reports a command ended by signal N as 128+N.
+		res.ExitCode = code
+		if code > 128 && code < 128+65 {
+			res.Signal = code - 128
+		}
 	} else {
 		st, serr := r.box.ReadStatus()
 		switch {
@@ -342,6 +372,13 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
 }
 
 func oneLine(s string) string {

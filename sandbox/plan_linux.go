@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -90,10 +91,15 @@ type Box struct {
 	config  boxconf.Config
 	configW *os.File
 	statusR *os.File
-	child   []*os.File // closed in Started
-	keep    []*os.File // pinned descriptors, closed in Close
-	locks   []*os.File // shared flocks on the stubs, released in Close
-	infoR   *os.File   // bubblewrap's --info-fd, when there are stubs
+	child   []*os.File      // closed in Started
+	keep    []*os.File      // pinned descriptors, closed in Close
+	locks   []*os.File      // shared flocks on the stubs, released in Close
+	infoR   *os.File        // bubblewrap's --info-fd, when there are stubs
+	direct  bool            // bubblewrap starts the command; no init
+	visible []string        // host paths seen at the same place inside
+	boxOnly map[string]bool // box paths bound from another host path
+	env     []string        // the command's environment (direct boxes)
+	workdir string
 }
 
 // Stub is a placeholder made for a protected path that did not exist.
@@ -125,6 +131,9 @@ func (b *Box) Started() {
 // SendConfig hands the in-box init its configuration with the target argv,
 // then closes the pipe.
 func (b *Box) SendConfig(argv []string) error {
+	if b.direct {
+		return nil
+	}
 	if b.configW == nil {
 		return errors.New("config already sent")
 	}
@@ -281,6 +290,7 @@ func depth(p string) int {
 
 // planner accumulates a Box.
 type planner struct {
+	direct   bool // no init inside: see plan
 	spec     Spec
 	box      *Box
 	bw       bwrapInfo
@@ -288,6 +298,7 @@ type planner struct {
 	writable []string // directories the box may write, in every spelling
 	bound    []string // destinations bound from the host
 	pins     []boxconf.Pin
+	boxOnly  map[string]bool
 }
 
 func (p *planner) file(f *os.File, child bool) int {
@@ -319,6 +330,12 @@ func (p *planner) bindFD(pn *pinned, dest string, rw bool, order int) {
 	p.ops = append(p.ops, op{dest: dest, order: order, args: []string{flag, src, dest}})
 	p.bound = append(p.bound, dest)
 	p.pins = append(p.pins, boxconf.Pin{Path: dest, Dev: pn.dev, Ino: pn.ino})
+	if dest != pn.real {
+		if p.boxOnly == nil {
+			p.boxOnly = map[string]bool{}
+		}
+		p.boxOnly[dest] = true
+	}
 }
 
 func (p *planner) data(content []byte, dest string) error {
@@ -382,7 +399,10 @@ func Plan(spec Spec, tier Tier, exe string) (*Box, error) {
 	if exe == "" || !filepath.IsAbs(exe) {
 		return nil, errs.Invalidf("sandbox: the airlock binary path %q is not absolute", exe)
 	}
-	p := &planner{spec: spec, bw: bw, box: &Box{Tier: Tier1, Path: bw.Path, Mechanism: "bubblewrap", Version: bw.Version}}
+	p := &planner{spec: spec, bw: bw, box: &Box{Tier: Tier1, Path: bw.Path, Mechanism: "bubblewrap", Version: bw.Version},
+		// The init is needed to run the egress forwarder, and to check
+		// the binds from inside where bubblewrap cannot bind a descriptor.
+		direct: spec.Net == nil && bw.BindFD}
 	if err := p.plan(exe); err != nil {
 		p.box.Close()
 		return nil, err
@@ -505,17 +525,31 @@ func (p *planner) plan(exe string) error {
 		b.Notes = append(b.Notes, "bubblewrap has no --disable-userns; only the seccomp filter stops new user namespaces")
 	}
 	args = append(args, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try",
-		"--hostname", "airlock", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-		// airlock's init is PID 1: bubblewrap's reaper would stay dumpable
-		// and unfiltered, its memory open to the target via /proc/1/mem.
-		"--as-pid-1")
+		"--hostname", "airlock", "--die-with-parent", "--new-session", "--cap-drop", "ALL")
 	if p.bw.ClearEnv {
 		args = append(args, "--clearenv")
 	}
-	// The init's own environment (the target's comes through the config
-	// pipe): one P is all it needs, and fewer runtime threads start faster
-	// on a busy host.
-	args = append(args, "--setenv", "GOMAXPROCS", "1")
+	if p.direct {
+		// No forwarder to run: bubblewrap starts the command itself with
+		// airlock's filter (--seccomp below), which it loads into its own
+		// PID 1 reaper as well, so the one other process in the box is as
+		// filtered as the command and holds nothing the command lacks.
+		// bubblewrap always sets no_new_privs. The environment goes in
+		// the options descriptor; bubblewrap itself starts with none.
+		for _, kv := range spec.Env {
+			k, v, _ := strings.Cut(kv, "=")
+			args = append(args, "--setenv", k, v)
+		}
+	} else {
+		// airlock's init is PID 1: bubblewrap's reaper would stay
+		// dumpable and unfiltered, its memory open to the target via
+		// /proc/1/mem, next to the init holding the egress token.
+		args = append(args, "--as-pid-1")
+		// The init's own environment (the target's comes through the
+		// config pipe): one P is all it needs, and fewer runtime threads
+		// start faster on a busy host.
+		args = append(args, "--setenv", "GOMAXPROCS", "1")
+	}
 	b.Namespaces = []string{"user", "mount", "pid", "ipc", "uts", "net", "cgroup"}
 
 	// The system, read-only.
@@ -732,19 +766,44 @@ func (p *planner) plan(exe string) error {
 	}
 	args = append(args, "--chdir", wd.real)
 
-	// Descriptors for the init: configuration in, status out.
-	cfgR, cfgW, err := os.Pipe()
-	if err != nil {
-		return err
+	var cfgN, stN int
+	if p.direct {
+		prog, err := seccomp.Program(runtime.GOARCH, seccomp.Options{Ptrace: spec.Ptrace})
+		if err != nil {
+			return errs.Wrap(errs.Unavailable, err, "sandbox: seccomp filter")
+		}
+		fr, fw, err := os.Pipe()
+		if err != nil {
+			return err
+		}
+		code := seccomp.Encode(prog)
+		if len(code) > 60<<10 {
+			fr.Close()
+			fw.Close()
+			return errs.New(errs.Internal, "sandbox: seccomp filter of %d bytes does not fit a pipe", len(code))
+		}
+		_, err = fw.Write(code)
+		fw.Close()
+		if err != nil {
+			fr.Close()
+			return err
+		}
+		args = append(args, "--seccomp", strconv.Itoa(p.file(fr, true)))
+	} else {
+		// Descriptors for the init: configuration in, status out.
+		cfgR, cfgW, err := os.Pipe()
+		if err != nil {
+			return err
+		}
+		b.configW = cfgW
+		cfgN = p.file(cfgR, true)
+		stR, stW, err := os.Pipe()
+		if err != nil {
+			return err
+		}
+		b.statusR = stR
+		stN = p.file(stW, true)
 	}
-	b.configW = cfgW
-	cfgN := p.file(cfgR, true)
-	stR, stW, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	b.statusR = stR
-	stN := p.file(stW, true)
 
 	// bubblewrap's options go through a descriptor, so nothing about the
 	// box shows in the process list beyond this line.
@@ -774,9 +833,98 @@ func (p *planner) plan(exe string) error {
 	b.config.Pins = p.pins
 	b.config.Seccomp = true
 	b.Seccomp = true
-	b.Argv = []string{p.bw.Path, "--args", strconv.Itoa(argsN), "--", boxInitPath, InitArg,
-		boxconf.FlagConfig, strconv.Itoa(cfgN), boxconf.FlagStatus, strconv.Itoa(stN)}
+	b.Argv = []string{p.bw.Path, "--args", strconv.Itoa(argsN), "--"}
+	if p.direct {
+		b.direct = true
+		b.visible = p.visible()
+		b.boxOnly = p.boxOnly
+		b.env = spec.Env
+		b.workdir = wd.real
+		b.Notes = append(b.Notes, "no airlock init inside: bubblewrap started the command under airlock's seccomp filter (no forwarder was needed)")
+		return nil
+	}
+	b.Argv = append(b.Argv, boxInitPath, InitArg,
+		boxconf.FlagConfig, strconv.Itoa(cfgN), boxconf.FlagStatus, strconv.Itoa(stN))
 	return nil
+}
+
+// visible lists the host paths the box sees at the same place: what a
+// command found on the host must lie in to exist inside.
+func (p *planner) visible() []string {
+	var out []string
+	for _, d := range p.bound {
+		if !p.boxOnly[d] {
+			out = append(out, d)
+		}
+	}
+	for _, d := range systemDirs {
+		if fi, err := os.Lstat(d); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			continue // its target (/usr/...) is bound
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// CommandLine returns bubblewrap's full command line for argv.
+func (b *Box) CommandLine(argv []string) []string {
+	if !b.direct {
+		return b.Argv
+	}
+	return append(append([]string(nil), b.Argv...), argv...)
+}
+
+// Direct reports whether bubblewrap starts the command itself (no airlock
+// init inside, no status pipe): the exit status is then bubblewrap's.
+func (b *Box) Direct() bool { return b.direct }
+
+// CheckCommand makes sure argv[0] exists inside the box before anything
+// starts, so a missing command is airlock's refusal (exit 125), not a
+// status of the command's. Only direct boxes need it; the init checks for
+// itself.
+func (b *Box) CheckCommand(name string) error {
+	if !b.direct {
+		return nil
+	}
+	pathEnv := EnvValue(b.env, "PATH")
+	var cands []string
+	if strings.Contains(name, "/") {
+		c := name
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(b.workdir, c)
+		}
+		cands = []string{filepath.Clean(c)}
+	} else {
+		if pathEnv == "" {
+			pathEnv = "/usr/local/bin:/usr/bin:/bin"
+		}
+		for _, d := range filepath.SplitList(pathEnv) {
+			if d == "" {
+				d = "."
+			}
+			c := filepath.Join(d, name)
+			if !filepath.IsAbs(c) {
+				c = filepath.Join(b.workdir, c)
+			}
+			cands = append(cands, c)
+		}
+	}
+	for _, c := range cands {
+		if b.boxOnly[c] {
+			return nil // bound from elsewhere: exists inside only
+		}
+		if executable(c) != nil {
+			continue
+		}
+		if real, err := filepath.EvalSymlinks(c); err == nil && (withinAny(real, b.visible) != "" || withinAny(c, b.visible) != "") {
+			return nil
+		}
+	}
+	where := "on the box's PATH " + pathEnv
+	if strings.Contains(name, "/") {
+		where = "inside the box"
+	}
+	return &NotFoundError{name, where}
 }
 
 // procCover returns the bubblewrap options that make /proc/sys, /proc/irq

@@ -68,8 +68,9 @@ type Spec struct {
 	// the box. Protected paths inside them stay read-only.
 	Write []string
 	// Env is the box's whole environment, KEY=VALUE. Nothing else is
-	// inherited. HOME, when set to an absolute path, is a private tmpfs
-	// unless a bind covers it.
+	// inherited; PWD is added (the working directory) when absent. HOME,
+	// when set to an absolute path, is a private tmpfs unless a bind
+	// covers it.
 	Env []string
 	// Limits cover the whole process tree. Zero fields mean no limit.
 	Limits Limits

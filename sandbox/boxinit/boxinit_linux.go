@@ -110,6 +110,11 @@ func run(cfgFD int, status *os.File) boxconf.Status {
 		return fail(st, "close inherited descriptors: %v", err)
 	}
 	env := append([]string(nil), cfg.Env...)
+	// PWD names the working directory, as a shell (and bubblewrap, for a
+	// box without this init) would set it.
+	if sandbox.EnvValue(env, "PWD") == "" {
+		env = append(env, "PWD="+cfg.Dir)
+	}
 	if cfg.Net != nil {
 		extra, err := startNet(cfg.Net)
 		if err != nil {
