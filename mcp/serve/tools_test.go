@@ -15,6 +15,8 @@ shell:
   args:
     sh:
       deny: ["-c *forbidden*"]
+    echo:
+      escalate: ["please-ask*"]
 fs:
   read: [.]
   write: [.]
