@@ -40,9 +40,13 @@ func newGroup(l sandbox.Limits) (*group, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range g.Dirs() {
-		sweepStale(filepath.Dir(d))
-	}
+	// Off the run's path: the sweep only tidies after runs long gone.
+	parents := g.Dirs()
+	go func() {
+		for _, d := range parents {
+			sweepStale(filepath.Dir(d))
+		}
+	}()
 	return &group{g: g, version: "v" + strconv.Itoa(g.Version())}, nil
 }
 
