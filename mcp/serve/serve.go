@@ -31,6 +31,7 @@ import (
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/files"
+	"github.com/airlock-run/airlock/mcp"
 	"github.com/airlock-run/airlock/mediator"
 	"github.com/airlock-run/airlock/offload"
 	"github.com/airlock-run/airlock/policy"
@@ -146,5 +147,5 @@ func (s *Server) Handler(allowHosts []string) http.Handler {
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv },
 		&sdk.StreamableHTTPOptions{Logger: s.o.Log, MaxRequestBodyBytes: MaxRequestBody,
 			SessionTimeout: 30 * time.Minute})
-	return loopbackOnly(h, allowHosts)
+	return mcp.LoopbackOnly(h, allowHosts)
 }
