@@ -68,15 +68,34 @@ func writeTemp(final string, data []byte) (string, error) {
 // directory, so after a crash the name points at the whole file or at the
 // file it replaced, never at part of one.
 func place(temp, final string) error {
-	if err := os.MkdirAll(filepath.Dir(final), 0o700); err != nil {
+	if err := ensureDir(filepath.Dir(final)); err != nil {
 		os.Remove(temp)
-		return diskErr(err, "create %s", filepath.Dir(final))
+		return err
 	}
 	if err := os.Rename(temp, final); err != nil {
 		os.Remove(temp)
 		return diskErr(err, "rename %s", temp)
 	}
 	return syncDir(filepath.Dir(final))
+}
+
+// ensureDir creates dir and any missing parents, flushing each parent that
+// got a new entry: a blob renamed into a directory whose own name was never
+// flushed could vanish with it in a crash.
+func ensureDir(dir string) error {
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := ensureDir(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return diskErr(err, "create %s", dir)
+	}
+	return syncDir(parent)
 }
 
 func syncDir(dir string) error {
