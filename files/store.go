@@ -22,7 +22,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -159,8 +158,8 @@ func Open(dir string, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, "files: store directory %q", dir)
 	}
-	if err := os.MkdirAll(filepath.Join(abs, "blobs"), 0o700); err != nil {
-		return nil, errs.Wrap(errs.Unavailable, err, "files: create store %s", abs)
+	if err := ensureDir(filepath.Join(abs, "blobs")); err != nil {
+		return nil, err
 	}
 	dsn := "file:" + filepath.Join(abs, "meta.db") +
 		"?_pragma=busy_timeout(20000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate"
