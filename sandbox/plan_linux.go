@@ -61,9 +61,15 @@ var etcFiles = []string{
 var refusedWrite = []string{"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/proc", "/sys", "/dev", "/run", "/var/run"}
 
 // Box is a planned box: how to start bubblewrap and what to clean up.
-// The runner starts Path with Argv, an empty environment and ExtraFiles (the
-// i-th file becomes descriptor 3+i), then calls Started, SendConfig, and
-// after bubblewrap has ended ReadStatus and Close.
+// The runner checks the command (CheckCommand), starts Path with
+// CommandLine(argv), an empty environment and ExtraFiles (the i-th file
+// becomes descriptor 3+i), then calls Started and SendConfig, and after
+// bubblewrap has ended ReadStatus (unless Direct) and Close.
+//
+// Two shapes: with network, airlock's init is the box's PID 1 (it runs
+// the egress forwarder, checks every bind from inside, installs the
+// filter and starts the command); without, bubblewrap starts the command
+// itself under airlock's filter (Direct), which saves starting the init.
 type Box struct {
 	Tier Tier
 	// Path is bubblewrap's path.
