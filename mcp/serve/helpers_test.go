@@ -64,7 +64,7 @@ func requireBox(t testing.TB) {
 // fixture is one server with its own working directory, state and store,
 // connected to a real SDK client over in-memory transports.
 type fixture struct {
-	t       *testing.T
+	t       testing.TB
 	root    string
 	Work    string
 	Outside string // a directory the policy does not grant
@@ -75,7 +75,7 @@ type fixture struct {
 // newFixture starts a server under policyYAML (written as airlock.yaml in
 // the working directory) in mode; setup, when set, prepares the working
 // directory first; tweak adjusts the server before it serves.
-func newFixture(t *testing.T, policyYAML, mode string, setup func(work string), tweak func(*Server)) *fixture {
+func newFixture(t testing.TB, policyYAML, mode string, setup func(work string), tweak func(*Server)) *fixture {
 	t.Helper()
 	requireBox(t)
 	root := t.TempDir()
