@@ -198,21 +198,30 @@ func (f *fixture) connect(ctx context.Context) (*sdk.ClientSession, <-chan error
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	served := make(chan error, 1)
+	c := sdk.NewClient(&sdk.Implementation{Name: "client", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, stdioPairDone(f.t, ctx, g, served), nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return cs, served
+}
+
+// stdioPair serves g on pipes and returns the client's end.
+func stdioPair(t *testing.T, g *Gateway) sdk.Transport {
+	return stdioPairDone(t, t.Context(), g, make(chan error, 1))
+}
+
+func stdioPairDone(t *testing.T, ctx context.Context, g *Gateway, served chan<- error) sdk.Transport {
 	c2gR, c2gW := io.Pipe()
 	g2cR, g2cW := io.Pipe()
-	served := make(chan error, 1)
 	go func() {
 		err := g.ServeStdio(ctx, c2gR, g2cW)
 		g2cW.Close()
 		c2gR.Close()
 		served <- err
 	}()
-	c := sdk.NewClient(&sdk.Implementation{Name: "client", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &sdk.IOTransport{Reader: g2cR, Writer: c2gW}, nil)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return cs, served
+	return &sdk.IOTransport{Reader: g2cR, Writer: c2gW}
 }
 
 func toolNames(t *testing.T, cs *sdk.ClientSession) []string {
