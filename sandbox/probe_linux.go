@@ -67,7 +67,7 @@ func (r *Report) findings() {
 			} else {
 				mit += " through /proc/self/fd/N"
 			}
-			mit += "; airlock's init checks each bind's device and inode again inside the box before the command starts"
+			mit += "; where airlock's init runs inside the box (boxes with network, or a bubblewrap without --ro-bind-fd) it checks each bind's device and inode again before the command starts"
 			r.add(SevWarn, "bubblewrap advisory",
 				fmt.Sprintf("bubblewrap %s at %s is older than %s, which fixes the advisory about symbolic links in bind sources redirecting a mount onto the host; %s.", bw.Version, bw.Path, fixedBwrap, mit),
 				"Upgrade bubblewrap to "+fixedBwrap+" or later from a trusted package source when your distribution has it; until then the mitigation above holds for airlock's own binds.")
