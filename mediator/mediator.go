@@ -114,6 +114,23 @@ type Approver interface {
 	Ask(ctx context.Context, e Escalation) Reply
 }
 
+type approverKey struct{}
+
+// WithApprover returns a context whose escalations go to a instead of the
+// kernel's own approver: the MCP gateway asks the client itself (elicitation)
+// when it can. The timeout, the recording and fail-closed handling are the
+// kernel's as for any escalation.
+func WithApprover(ctx context.Context, a Approver) context.Context {
+	return context.WithValue(ctx, approverKey{}, a)
+}
+
+func (k *Kernel) approverFor(ctx context.Context) Approver {
+	if a, ok := ctx.Value(approverKey{}).(Approver); ok && a != nil {
+		return a
+	}
+	return k.approver
+}
+
 // Record is one decision, run or connection as the audit log keeps it.
 type Record struct {
 	// Kind is "decision" (the zero value), "run" or "egress".
@@ -278,7 +295,8 @@ func (k *Kernel) escalate(ctx context.Context, call Call, out Outcome) Outcome {
 		}
 		return Outcome{Decision: d, Decider: decider, Commands: out.Commands}
 	}
-	if k.approver == nil {
+	approver := k.approverFor(ctx)
+	if approver == nil {
 		return denied("timeout", "nobody was there to approve it")
 	}
 	e := Escalation{Call: call, Decision: out.Decision, Timeout: k.timeout}
@@ -289,7 +307,7 @@ func (k *Kernel) escalate(ctx context.Context, call Call, out Outcome) Outcome {
 	}
 	ctx, cancel := context.WithTimeout(ctx, k.timeout)
 	defer cancel()
-	r := k.approver.Ask(ctx, e)
+	r := approver.Ask(ctx, e)
 	switch r.Answer {
 	case AnswerAllowOnce, AnswerAllowAlways:
 		if r.Answer == AnswerAllowAlways && r.Grant != nil {

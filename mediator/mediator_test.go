@@ -302,3 +302,22 @@ func TestDigestIsStable(t *testing.T) {
 	}
 	_ = time.Now
 }
+
+func TestWithApproverOverridesTheKernels(t *testing.T) {
+	kernels := &person{answer: func(context.Context, Escalation) Reply { return Reply{Answer: AnswerDeny, Decider: "kernel"} }}
+	client := &person{answer: func(context.Context, Escalation) Reply {
+		return Reply{Answer: AnswerAllowOnce, Decider: "person:client"}
+	}}
+	k := newKernel(t, testPolicy, Options{Approver: kernels})
+	call := Call{Kind: KindExec, Argv: []string{"git", "push", "origin"}}
+	out, err := k.Decide(WithApprover(context.Background(), client), call)
+	if err != nil || out.Decider != "person:client" {
+		t.Errorf("with the client's approver: decider %q, err %v; want person:client, allowed", out.Decider, err)
+	}
+	if _, err := k.Decide(context.Background(), call); err == nil {
+		t.Error("without it the kernel's approver (which denies) was not asked")
+	}
+	if kernels.asked != 1 || client.asked != 1 {
+		t.Errorf("asked kernel %d, client %d times; want 1 and 1", kernels.asked, client.asked)
+	}
+}
