@@ -63,7 +63,7 @@ func loadCorpus(tb testing.TB) []corpusSample {
 		tb.Fatalf("corpus: %v", err)
 	}
 	for _, c := range classes {
-		if !c.IsDir() || c.Name() == "gen" {
+		if !c.IsDir() || c.Name() == "corpusgen" {
 			continue
 		}
 		files, err := filepath.Glob(filepath.Join("testdata/corpus", c.Name(), "*.txt"))
