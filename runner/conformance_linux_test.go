@@ -221,6 +221,10 @@ type attackRow struct {
 	// survives marks an attack judged by its mark alone (a process that
 	// outlives the run), not by its exit status.
 	survives bool
+	// everyTier marks a protection the runner gives at every tier, tier 0
+	// included: the unconfined run is then a plain exec of the attack, the
+	// way a launcher without airlock would start it.
+	everyTier bool
 	// setup prepares the world and returns the spec, the attack's arguments
 	// (after the attack tool) and a check that the attack left no mark on
 	// the host (nil when the exit status says all).
@@ -229,12 +233,12 @@ type attackRow struct {
 
 func attacks(t *testing.T) []attackRow {
 	return []attackRow{
-		{"read a file outside the grants", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+		{"read a file outside the grants", false, false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			secret := filepath.Join(t.TempDir(), "secret")
 			os.WriteFile(secret, []byte("flag"), 0o600)
 			return baseSpec(t), []string{exe, attackArg, "read", secret}, nil
 		}},
-		{"read a file outside through .. from the workdir", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+		{"read a file outside through .. from the workdir", false, false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			parent := t.TempDir()
 			wd := filepath.Join(parent, "wd")
 			os.Mkdir(wd, 0o755)
@@ -243,16 +247,16 @@ func attacks(t *testing.T) []attackRow {
 			s.Workdir = wd
 			return s, []string{exe, attackArg, "read", "../flag"}, nil
 		}},
-		{"write outside the grants", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+		{"write outside the grants", false, false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			target := filepath.Join(t.TempDir(), "dropped")
 			return baseSpec(t), []string{exe, attackArg, "write", target}, func() bool { _, err := os.Stat(target); return err != nil }
 		}},
-		{"write the workdir in observe mode", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+		{"write the workdir in observe mode", false, false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			s := baseSpec(t)
 			target := filepath.Join(s.Workdir, "dropped")
 			return s, []string{exe, attackArg, "write", target}, func() bool { _, err := os.Stat(target); return err != nil }
 		}},
-		{"write an existing git hook in fix mode", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+		{"write an existing git hook in fix mode", false, false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			wd := t.TempDir()
 			os.MkdirAll(filepath.Join(wd, ".git", "hooks"), 0o755)
 			hook := filepath.Join(wd, ".git", "hooks", "pre-commit")
@@ -262,7 +266,7 @@ func attacks(t *testing.T) []attackRow {
 				return string(b) == "#!/bin/sh\n"
 			}
 		}},
-		{"write an existing .bashrc in fix mode", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+		{"write an existing .bashrc in fix mode", false, false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			wd := t.TempDir()
 			rc := filepath.Join(wd, ".bashrc")
 			os.WriteFile(rc, []byte("# rc\n"), 0o644)
@@ -271,23 +275,23 @@ func attacks(t *testing.T) []attackRow {
 				return string(b) == "# rc\n"
 			}
 		}},
-		{"create a missing .vscode in fix mode", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+		{"create a missing .vscode in fix mode", false, false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			wd := t.TempDir()
 			d := filepath.Join(wd, ".vscode")
 			return fixSpec(t, wd), []string{exe, attackArg, "mkdir-write", d, "tasks.json"}, func() bool { _, err := os.Lstat(d); return err != nil }
 		}},
-		{"create a missing .mcp.json in fix mode", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+		{"create a missing .mcp.json in fix mode", false, false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			wd := t.TempDir()
 			f := filepath.Join(wd, ".mcp.json")
 			return fixSpec(t, wd), []string{exe, attackArg, "write", f}, func() bool { _, err := os.Lstat(f); return err != nil }
 		}},
-		{"create missing git hooks in an existing .git", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+		{"create missing git hooks in an existing .git", false, false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			wd := t.TempDir()
 			os.MkdirAll(filepath.Join(wd, ".git"), 0o755)
 			d := filepath.Join(wd, ".git", "hooks")
 			return fixSpec(t, wd), []string{exe, attackArg, "mkdir-write", d, "pre-commit"}, func() bool { _, err := os.Lstat(d); return err != nil }
 		}},
-		{"rename .git aside and write its config", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+		{"rename .git aside and write its config", false, false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			wd := t.TempDir()
 			os.MkdirAll(filepath.Join(wd, ".git", "hooks"), 0o755)
 			os.WriteFile(filepath.Join(wd, ".git", "config"), []byte("[core]\n"), 0o644)
@@ -297,10 +301,10 @@ func attacks(t *testing.T) []attackRow {
 				return string(b) == "[core]\n" && err != nil
 			}
 		}},
-		{"create a user namespace", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+		{"create a user namespace", false, false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			return baseSpec(t), []string{exe, attackArg, "userns"}, nil
 		}},
-		{"reach a canary on the host's loopback", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+		{"reach a canary on the host's loopback", false, false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
@@ -318,16 +322,16 @@ func attacks(t *testing.T) []attackRow {
 			}()
 			return baseSpec(t), []string{exe, attackArg, "tcp", ln.Addr().String()}, nil
 		}},
-		{"read the caller's environment", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+		{"read the caller's environment", false, false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			return baseSpec(t), []string{exe, attackArg, "environ", strconv.Itoa(os.Getpid())}, nil
 		}},
-		{"take over or read the parent", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+		{"take over or read the parent", false, false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			return baseSpec(t), []string{exe, attackArg, "parent-mem"}, nil
 		}},
-		{"open the memory of an unfiltered process in sight", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+		{"open the memory of an unfiltered process in sight", false, false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			return baseSpec(t), []string{exe, attackArg, "procs-mem"}, nil
 		}},
-		{"use a leaked descriptor", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+		{"use a leaked descriptor", false, true, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			secret := filepath.Join(t.TempDir(), "secret")
 			os.WriteFile(secret, []byte("flag"), 0o600)
 			// Opened without O_CLOEXEC, as careless callers do.
@@ -338,12 +342,12 @@ func attacks(t *testing.T) []attackRow {
 			t.Cleanup(func() { syscall.Close(fd) })
 			return baseSpec(t), []string{exe, attackArg, "fd", strconv.Itoa(fd)}, nil
 		}},
-		{"leave a process running", true, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+		{"leave a process running", true, false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			secs := fmt.Sprintf("%d.%d", 3000+os.Getpid()%1000, time.Now().UnixNano()%100000)
 			t.Cleanup(func() { killMarked(secs) })
 			return baseSpec(t), []string{exe, attackArg, "orphan", secs}, func() bool { return waitGone(secs, 3*time.Second) }
 		}},
-		{"make a set-user-ID file in fix mode", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+		{"make a set-user-ID file in fix mode", false, false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			wd := t.TempDir()
 			f := filepath.Join(wd, "suid")
 			return fixSpec(t, wd), []string{exe, attackArg, "setuid", f}, func() bool {
@@ -351,23 +355,23 @@ func attacks(t *testing.T) []attackRow {
 				return err != nil || st.Mode()&(os.ModeSetuid|os.ModeSetgid) == 0
 			}
 		}},
-		{"make a device node in fix mode", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+		{"make a device node in fix mode", false, false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			wd := t.TempDir()
 			f := filepath.Join(wd, "null")
 			return fixSpec(t, wd), []string{exe, attackArg, "mknod", f}, func() bool { _, err := os.Lstat(f); return err != nil }
 		}},
-		{"write a kernel tunable", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+		{"write a kernel tunable", false, false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			return baseSpec(t), []string{exe, attackArg, "sysctl"}, nil
 		}},
-		{"write the sysrq trigger", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+		{"write the sysrq trigger", false, false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			// "h" only prints the help to the kernel log when it does reach.
 			return baseSpec(t), []string{exe, attackArg, "sysrq"}, nil
 		}},
-		{"signal a process of the host", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+		{"signal a process of the host", false, false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			pid := hostSleeper(t)
 			return baseSpec(t), []string{exe, attackArg, "kill", strconv.Itoa(pid)}, nil
 		}},
-		{"ptrace a process of the host", false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+		{"ptrace a process of the host", false, false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			pid := hostSleeper(t)
 			return baseSpec(t), []string{exe, attackArg, "ptrace", strconv.Itoa(pid)}, nil
 		}},
@@ -381,22 +385,27 @@ func TestContainment(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the attack suite runs as root, like CI (several attacks need root to succeed unconfined)")
 	}
-	var confined []tierCase
-	for _, tc := range tiers() {
-		if tc.tier > sandbox.Tier0 {
-			confined = append(confined, tc)
-		}
-	}
 	for _, row := range attacks(t) {
 		t.Run(row.name, func(t *testing.T) {
+			var confined []tierCase
+			for _, tc := range tiers() {
+				if tc.tier > sandbox.Tier0 || row.everyTier {
+					confined = append(confined, tc)
+				}
+			}
 			spec, argv, clean := row.setup(t, testExe(t))
-			o := runIn(t, sandbox.Tier0, spec, "", argv...)
+			var o outcome
+			if row.everyTier {
+				o = plainRun(spec, argv)
+			} else {
+				o = runIn(t, sandbox.Tier0, spec, "", argv...)
+			}
 			reached := o.err == nil && o.res.ExitCode == 0
 			if row.survives {
 				reached = reached && !clean()
 			}
 			if reached {
-				t.Logf("tier 0 does not contain this, as expected: %s", strings.TrimSpace(o.stdout))
+				t.Logf("unconfined (tier 0, or a plain exec for a protection every tier gives) it reaches its target, as expected: %s", strings.TrimSpace(o.stdout))
 			} else {
 				t.Skipf("untested on this machine: the attack did not reach its target unconfined either (exit %d, err %v): %s", o.res.ExitCode, o.err, o.stdout)
 			}
@@ -422,6 +431,24 @@ func TestContainment(t *testing.T) {
 			_ = clean
 		})
 	}
+}
+
+// plainRun starts the attack as a launcher without airlock would: a plain
+// exec with the spec's environment and directory.
+func plainRun(spec sandbox.Spec, argv []string) outcome {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env, cmd.Dir = spec.Env, spec.Workdir
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		code = cmd.ProcessState.ExitCode()
+		if code > 0 {
+			err = nil
+		}
+	}
+	return outcome{res: Result{ExitCode: code}, err: err, stdout: o.String(), stderr: e.String()}
 }
 
 func hostSleeper(t *testing.T) int {
