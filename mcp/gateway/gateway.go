@@ -90,6 +90,12 @@ type Options struct {
 	// CallTimeout bounds how long a request waits for the wrapped server's
 	// answer; 0 means no bound (the client may still cancel).
 	CallTimeout time.Duration
+	// WithApprover, when set, returns ctx carrying an approver the kernel
+	// asks instead of its own about escalations of that call; the gateway
+	// passes one that asks the client through MCP elicitation when the
+	// client declared the capability. Nil leaves every escalation to the
+	// kernel's own approver (the approvals broker, the terminal).
+	WithApprover func(ctx context.Context, a mediator.Approver) context.Context
 	// SessionIdle ends an HTTP session (and its boxed server) that no
 	// request has touched for this long; 0 keeps sessions until DELETE or
 	// the end of the gateway.
@@ -516,7 +522,14 @@ func (s *session) call(ctx context.Context, m *jsonrpc.Request) {
 		ci.view, _ = args["view"].(string)
 		ci.query, _ = args["query"].(string)
 	}
-	if _, err := s.g.o.Decide(ctx, mediator.Call{Kind: mediator.KindTool, Tool: s.g.o.Prefix + name, Args: args}); err != nil {
+	dctx := ctx
+	s.mu.Lock()
+	elicit := s.elicit
+	s.mu.Unlock()
+	if elicit && s.g.o.WithApprover != nil {
+		dctx = s.g.o.WithApprover(ctx, elicitApprover{s})
+	}
+	if _, err := s.g.o.Decide(dctx, mediator.Call{Kind: mediator.KindTool, Tool: s.g.o.Prefix + name, Args: args}); err != nil {
 		s.reply(ctx, m.ID, err)
 		return
 	}

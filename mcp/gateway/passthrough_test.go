@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-run/airlock/mediator"
+	"github.com/airlock-run/airlock/policy"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -179,5 +181,93 @@ func TestHTTPRefusesOtherHosts(t *testing.T) {
 	h.ServeHTTP(w, r)
 	if w.Code != 403 || f.starts != 0 {
 		t.Errorf("got %d with %d servers started, want 403 and none", w.Code, f.starts)
+	}
+}
+
+// approverKey carries a per-call approver, as mediator's per-call approver
+// hook does: the kernel asks it instead of its own.
+type approverKey struct{}
+
+type ctxApprover struct{}
+
+func (ctxApprover) Ask(ctx context.Context, e mediator.Escalation) mediator.Reply {
+	if a, ok := ctx.Value(approverKey{}).(mediator.Approver); ok {
+		return a.Ask(ctx, e)
+	}
+	<-ctx.Done()
+	return mediator.Reply{Answer: mediator.AnswerTimeout, Decider: "timeout"}
+}
+
+func TestEscalationThroughElicitation(t *testing.T) {
+	p, err := policy.Parse("test.yaml", []byte(testPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		answer   *sdk.ElicitResult // nil: never answers
+		wantErr  string
+		wantText string
+	}{
+		{"person allows", &sdk.ElicitResult{Action: "accept", Content: map[string]any{"allow": true}}, "", "ran ask"},
+		{"person refuses", &sdk.ElicitResult{Action: "accept", Content: map[string]any{"allow": false}}, "POLICY_DENIED", ""},
+		{"person declines", &sdk.ElicitResult{Action: "decline"}, "POLICY_DENIED", ""},
+		{"nobody answers", nil, "ESCALATION_TIMEOUT", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Elicitation during a call needs a protocol version before
+			// 2026-07-28, which replaced it with multi round-trip requests.
+			srv := sdk.NewServer(&sdk.Implementation{Name: "old", Version: "1"}, &sdk.ServerOptions{SupportedProtocolVersions: []string{"2025-06-18"}})
+			srv.AddTool(&sdk.Tool{Name: "ask", InputSchema: json.RawMessage(plainSchema)},
+				func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+					return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ran ask"}}}, nil
+				})
+			f := newFixture(t, srv)
+			k, err := mediator.New(p, policy.World{Workdir: t.TempDir()}, mediator.Options{Approver: ctxApprover{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.opts.Decide = k.Decide
+			f.opts.WithApprover = func(ctx context.Context, a mediator.Approver) context.Context {
+				return context.WithValue(ctx, approverKey{}, a)
+			}
+			g, err := New(f.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var asked string
+			c := sdk.NewClient(&sdk.Implementation{Name: "client", Version: "1"}, &sdk.ClientOptions{
+				ElicitationHandler: func(ctx context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+					asked = r.Params.Message
+					if tt.answer == nil {
+						<-ctx.Done()
+						return nil, ctx.Err()
+					}
+					return tt.answer, nil
+				},
+			})
+			cs, err := c.Connect(t.Context(), stdioPair(t, g), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "ask", Arguments: map[string]any{"message": "m"}})
+			if !strings.Contains(asked, "ask") {
+				t.Errorf("the client was asked %q, want the tool named", asked)
+			}
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %v, want %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.Content[0].(*sdk.TextContent).Text; got != tt.wantText {
+				t.Errorf("got %q, want %q", got, tt.wantText)
+			}
+		})
 	}
 }

@@ -1,0 +1,89 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/airlock-run/airlock/mediator"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// elicitApprover puts an escalated tool call to the person at the client,
+// through MCP elicitation (elicitation/create): the client shows the
+// question and a yes/no field. Anything but an accepted yes denies; no
+// answer by the kernel's timeout is a timeout, and the question is
+// withdrawn (notifications/cancelled).
+type elicitApprover struct{ s *session }
+
+// approvalSchema is the form of the question: one boolean.
+var approvalSchema = json.RawMessage(`{"type":"object","properties":{"allow":{"type":"boolean","title":"Allow this call once","default":false}},"required":["allow"]}`)
+
+func (a elicitApprover) Ask(ctx context.Context, e mediator.Escalation) mediator.Reply {
+	args, _ := json.Marshal(e.Call.Args)
+	msg := fmt.Sprintf("airlock: the agent asks to call the tool %s with arguments %s. %s Allow it once?",
+		e.Call.Tool, truncate(string(args), 2000), e.Decision.Reason)
+	params, err := json.Marshal(map[string]any{"message": msg, "requestedSchema": approvalSchema})
+	if err != nil {
+		return mediator.Reply{Answer: mediator.AnswerError, Decider: "error", Err: err}
+	}
+	resp, err := a.s.ask(ctx, "elicitation/create", params)
+	if err != nil {
+		if ctx.Err() != nil {
+			return mediator.Reply{Answer: mediator.AnswerTimeout, Decider: "timeout"}
+		}
+		return mediator.Reply{Answer: mediator.AnswerError, Decider: "error", Err: err}
+	}
+	if resp.Error != nil {
+		return mediator.Reply{Answer: mediator.AnswerError, Decider: "error", Err: resp.Error}
+	}
+	var r struct {
+		Action  string `json:"action"`
+		Content struct {
+			Allow bool `json:"allow"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(resp.Result, &r) != nil {
+		return mediator.Reply{Answer: mediator.AnswerError, Decider: "error"}
+	}
+	if r.Action == "accept" && r.Content.Allow {
+		return mediator.Reply{Answer: mediator.AnswerAllowOnce, Decider: "person:mcp-client"}
+	}
+	return mediator.Reply{Answer: mediator.AnswerDeny, Decider: "person:mcp-client"}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// ask sends the client a request of the gateway's own and waits for its
+// answer or the end of ctx, when the request is withdrawn.
+func (s *session) ask(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Response, error) {
+	id, err := jsonrpc.MakeID(fmt.Sprintf("airlock-%d", s.nextID.Add(1)))
+	if err != nil {
+		return nil, err
+	}
+	ch := make(chan *jsonrpc.Response, 1)
+	s.mu.Lock()
+	s.ours[id] = ch
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.ours, id)
+		s.mu.Unlock()
+	}()
+	if err := s.client.Write(ctx, &jsonrpc.Request{ID: id, Method: method, Params: params}); err != nil {
+		return nil, err
+	}
+	select {
+	case r := <-ch:
+		return r, nil
+	case <-ctx.Done():
+		p, _ := json.Marshal(map[string]any{"requestId": id.Raw(), "reason": "no answer in time"})
+		s.toClient(context.WithoutCancel(ctx), &jsonrpc.Request{Method: "notifications/cancelled", Params: p})
+		return nil, ctx.Err()
+	}
+}
