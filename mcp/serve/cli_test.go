@@ -193,32 +193,7 @@ func TestConformance(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	srv := exec.CommandContext(ctx, bin, "mcp", "serve", "--workdir", work, "--http", "127.0.0.1:0")
-	srv.Env = environ
-	stderr, err := srv.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { srv.Process.Signal(os.Interrupt); srv.Wait() }()
-	url := ""
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if m := regexp.MustCompile(`serving MCP on (http://127\.0\.0\.1:\d+/mcp)`).FindStringSubmatch(sc.Text()); m != nil {
-			url = m[1]
-			break
-		}
-		t.Logf("airlock: %s", sc.Text())
-	}
-	if url == "" {
-		t.Fatal("airlock mcp serve --http did not say where it serves")
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
+	url := startHTTP(t, ctx, bin, work, environ)
 
 	out := t.TempDir()
 	run := exec.CommandContext(ctx, suite, "server", "--url", url, "-o", out)
@@ -237,6 +212,64 @@ func TestConformance(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("conformance outcomes (-golden +got); a scenario that should pass failed, or the golden is stale (-update):\n%s\nsuite output:\n%s", diff, log)
+	}
+}
+
+// startHTTP starts `airlock mcp serve --http 127.0.0.1:0` and returns the
+// URL it says it serves; the server ends with the test.
+func startHTTP(t *testing.T, ctx context.Context, bin, work string, environ []string) string {
+	t.Helper()
+	srv := exec.CommandContext(ctx, bin, "mcp", "serve", "--workdir", work, "--http", "127.0.0.1:0")
+	srv.Env = environ
+	stderr, err := srv.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Signal(os.Interrupt); srv.Wait() })
+	url := ""
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if m := regexp.MustCompile(`serving MCP on (http://127\.0\.0\.1:\d+/mcp)`).FindStringSubmatch(sc.Text()); m != nil {
+			url = m[1]
+			break
+		}
+		t.Logf("airlock: %s", sc.Text())
+	}
+	if url == "" {
+		t.Fatal("airlock mcp serve --http did not say where it serves")
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	return url
+}
+
+// TestServeHTTP: the Go SDK's client over streamable HTTP against
+// `airlock mcp serve --http`.
+func TestServeHTTP(t *testing.T) {
+	requireBox(t)
+	bin := airlockBin(t)
+	work, environ := cliHome(t)
+	os.WriteFile(filepath.Join(work, "airlock.yaml"), []byte(testPolicy), 0o644)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	url := startHTTP(t, ctx, bin, work, environ)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "exec", Arguments: map[string]any{"argv": []string{"echo", "over", "http"}}})
+	if err != nil || !strings.Contains(resultText(res), "over http\n") {
+		t.Errorf("exec over HTTP: got %v, %v", res, err)
+	}
+	_, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": "/root/.bash_history"}})
+	if !isDenial(err, errs.CodePolicyDenied) {
+		t.Errorf("read_file outside over HTTP: got %v, want POLICY_DENIED", err)
 	}
 }
 
