@@ -147,6 +147,18 @@ func attack(name string, args []string) error {
 			tried = append(tried, e.Name()+": "+err.Error())
 		}
 		return fmt.Errorf("no unfiltered process's memory opened (%v)", tried)
+	case "dirfd":
+		// dirfd: find an inherited directory descriptor, a way around the
+		// box's mounts (openat from a host directory resolves on the host).
+		for fd := 3; fd < 1024; fd++ {
+			var st unix.Stat_t
+			if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+				if _, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY, 0); err == nil {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("no inherited directory descriptor")
 	case "fd":
 		// fd N: use a descriptor inherited from airlock's caller.
 		n, _ := strconv.Atoi(args[0])

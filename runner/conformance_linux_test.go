@@ -342,6 +342,16 @@ func attacks(t *testing.T) []attackRow {
 			t.Cleanup(func() { syscall.Close(fd) })
 			return baseSpec(t), []string{exe, attackArg, "fd", strconv.Itoa(fd)}, nil
 		}},
+		{"walk out through an inherited directory descriptor", false, true, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+			// Opened without O_CLOEXEC, like the pinned descriptors airlock
+			// hands bubblewrap: none may reach the command.
+			fd, err := syscall.Open("/", syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { syscall.Close(fd) })
+			return baseSpec(t), []string{exe, attackArg, "dirfd"}, nil
+		}},
 		{"leave a process running", true, false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			secs := fmt.Sprintf("%d.%d", 3000+os.Getpid()%1000, time.Now().UnixNano()%100000)
 			t.Cleanup(func() { killMarked(secs) })
