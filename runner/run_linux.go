@@ -27,6 +27,10 @@ const waitDelay = 500 * time.Millisecond
 // inside the box as its init (a test binary that dispatches boxinit.Arg in
 // TestMain works too).
 //
+// Run marks every descriptor of the calling process above the standard
+// three close-on-exec before it starts anything, so nothing a careless
+// caller left inheritable reaches a command at any tier.
+//
 // An error means airlock could not run the command (nothing ran, or the box
 // broke); its class maps to exit 125 (errs.Unavailable, errs.Invalid,
 // errs.NotFound). The command's own failure is a Result, not an error.
