@@ -169,6 +169,9 @@ func checkBounds(t *testing.T, text string, r Request, res Result) {
 	if res.Note.Tokens != Weigh(res.Text) {
 		t.Errorf("note says %d tokens, the text weighs %d", res.Note.Tokens, Weigh(res.Text))
 	}
+	if valid := strings.ToValidUTF8(text, "\uFFFD"); res.Note.Size != Weigh(valid) {
+		t.Errorf("note says the whole is %d tokens, it weighs %d", res.Note.Size, Weigh(valid))
+	}
 	if !res.Note.View.Valid() {
 		t.Errorf("note's view %q is not a view", res.Note.View)
 	}
