@@ -27,32 +27,42 @@ func (e *NotFoundError) ErrClass() errs.Class { return errs.NotFound }
 // PATH, never airlock's), resolving relative entries against dir. It is
 // shared by the runner (tier 0, on the host) and the in-box init.
 func LookPath(name, pathEnv, dir string) (string, error) {
-	if strings.Contains(name, "/") {
-		p := name
+	cands, where := candidates(name, pathEnv, dir)
+	var last error
+	for _, p := range cands {
+		if last = executable(p); last == nil {
+			return p, nil
+		}
+	}
+	if strings.Contains(name, "/") && last != nil {
+		where = "(" + last.Error() + ")"
+	}
+	return "", &NotFoundError{name, where}
+}
+
+// candidates are the paths name may be, in order, and how to say where
+// none of them was.
+func candidates(name, pathEnv, dir string) ([]string, string) {
+	abs := func(p string) string {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(dir, p)
 		}
-		if err := executable(p); err != nil {
-			return "", &NotFoundError{name, "(" + err.Error() + ")"}
-		}
-		return p, nil
+		return filepath.Clean(p)
+	}
+	if strings.Contains(name, "/") {
+		return []string{abs(name)}, "inside the box"
 	}
 	if pathEnv == "" {
 		pathEnv = "/usr/local/bin:/usr/bin:/bin"
 	}
+	var out []string
 	for _, d := range filepath.SplitList(pathEnv) {
 		if d == "" {
 			d = "."
 		}
-		p := filepath.Join(d, name)
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		if executable(p) == nil {
-			return p, nil
-		}
+		out = append(out, abs(filepath.Join(d, name)))
 	}
-	return "", &NotFoundError{name, "on PATH " + pathEnv}
+	return out, "on PATH " + pathEnv
 }
 
 func executable(p string) error {

@@ -892,29 +892,7 @@ func (b *Box) CheckCommand(name string) error {
 	if !b.direct {
 		return nil
 	}
-	pathEnv := EnvValue(b.env, "PATH")
-	var cands []string
-	if strings.Contains(name, "/") {
-		c := name
-		if !filepath.IsAbs(c) {
-			c = filepath.Join(b.workdir, c)
-		}
-		cands = []string{filepath.Clean(c)}
-	} else {
-		if pathEnv == "" {
-			pathEnv = "/usr/local/bin:/usr/bin:/bin"
-		}
-		for _, d := range filepath.SplitList(pathEnv) {
-			if d == "" {
-				d = "."
-			}
-			c := filepath.Join(d, name)
-			if !filepath.IsAbs(c) {
-				c = filepath.Join(b.workdir, c)
-			}
-			cands = append(cands, c)
-		}
-	}
+	cands, where := candidates(name, EnvValue(b.env, "PATH"), b.workdir)
 	for _, c := range cands {
 		if b.boxOnly[c] {
 			return nil // bound from elsewhere: exists inside only
@@ -925,10 +903,6 @@ func (b *Box) CheckCommand(name string) error {
 		if real, err := filepath.EvalSymlinks(c); err == nil && (withinAny(real, b.visible) != "" || withinAny(c, b.visible) != "") {
 			return nil
 		}
-	}
-	where := "on the box's PATH " + pathEnv
-	if strings.Contains(name, "/") {
-		where = "inside the box"
 	}
 	return &NotFoundError{name, where}
 }
