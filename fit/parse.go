@@ -273,10 +273,6 @@ func (d *doc) addHeading(title string, level, line, bodyLine int) {
 	if bodyLine < len(d.starts) {
 		head = d.starts[bodyLine]
 	}
-	if d.parts == nil {
-		// One allocation for a document of many headings.
-		d.parts = make([]part, 0, min(maxParts, strings.Count(d.text, "\n#")+1))
-	}
 	// The outline shows an ATX heading as it is written; a setext heading
 	// gets the marks of its level. Query names are made when a query comes.
 	shown := strings.TrimSpace(d.line(line))
