@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/airlock-run/airlock/approvals"
+	"github.com/airlock-run/airlock/audit"
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/internal/wiring"
 	"github.com/airlock-run/airlock/mcp/gateway"
@@ -181,15 +182,28 @@ func pinApprover(k *wiring.Kernel) func(ctx context.Context, old, new gateway.De
 			Args:   map[string]any{"old_description": old.Description, "new_description": new.Description, "new_input_schema": string(new.InputSchema)},
 			Reason: fmt.Sprintf("the definition of the MCP tool %s changed since it was pinned", new.Name), NoGrant: "a changed definition is approved once"},
 			timeout)
+		var err error
 		switch o.Answer {
 		case approvals.AllowOnce, approvals.AllowAlways:
-			return nil
 		case approvals.Timeout:
-			return &errs.Denial{Code: errs.CodeEscalationTimeout, Category: string(policy.CatTools), Reason: fmt.Sprintf("no approval came within %s", timeout)}
+			err = &errs.Denial{Code: errs.CodeEscalationTimeout, Category: string(policy.CatTools), Reason: fmt.Sprintf("no approval came within %s", timeout)}
 		case approvals.Deny:
-			return &errs.Denial{Code: errs.CodePolicyDenied, Category: string(policy.CatTools), Reason: "a person refused it"}
+			err = &errs.Denial{Code: errs.CodePolicyDenied, Category: string(policy.CatTools), Reason: "a person refused it"}
+		default:
+			err = &errs.Denial{Code: errs.CodeEscalationError, Category: string(policy.CatTools), Reason: "the approval could not be obtained"}
 		}
-		return &errs.Denial{Code: errs.CodeEscalationError, Category: string(policy.CatTools), Reason: "the approval could not be obtained"}
+		// The answer is kept like any decision; one that cannot be kept
+		// does not unblock the tool.
+		verdict, reason := "allow", "a person approved the changed definition"
+		if err != nil {
+			verdict, reason = "deny", err.(*errs.Denial).Reason
+		}
+		if aerr := k.Audit.Append(audit.Record{Kind: "decision", Verdict: verdict, Rule: "mcp.pins", Reason: reason,
+			Decider: o.Decider, Fields: map[string]any{"category": "tools", "tool": new.Name,
+				"pinned_digest": old.Digest(), "new_digest": new.Digest()}}); aerr != nil && err == nil {
+			err = errs.Wrap(errs.Unavailable, aerr, "audit: the approval could not be recorded, so the tool stays blocked")
+		}
+		return err
 	}
 }
 

@@ -533,9 +533,20 @@ func TestConformance(t *testing.T) {
 	if err := gw.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { gw.Process.Signal(os.Interrupt); gw.Wait() }()
+	defer gw.Process.Kill()
 	waitListening(t, gport)
 	got := conformance(t, fmt.Sprintf("http://127.0.0.1:%d/mcp", gport))
+	// Stopping the gateway ends every session's box.
+	procs := descendants(gw.Process.Pid)
+	gw.Process.Signal(os.Interrupt)
+	gw.Wait()
+	deadline := time.Now().Add(15 * time.Second)
+	for len(alive(procs)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if left := alive(procs); len(left) > 0 {
+		t.Errorf("processes %v of the gateway's sessions still run after it stopped", left)
+	}
 
 	var table strings.Builder
 	fmt.Fprintf(&table, "%-60s %-8s %s\n", "scenario/check", "direct", "gateway")
@@ -566,5 +577,54 @@ func sortStrings(s []string) {
 		for j := i; j > 0 && s[j] < s[j-1]; j-- {
 			s[j], s[j-1] = s[j-1], s[j]
 		}
+	}
+}
+
+// TestWrapServerCrashes: a wrapped server that dies mid-request leaves the
+// client with a JSON-RPC error for it, and airlock exits with 125 without
+// leaving anything running.
+func TestWrapServerCrashes(t *testing.T) {
+	peer(t, "mcp-server-everything") // the same setup provides node
+	requireTier1(t)
+	u := newUser(t, "shell:\n  allow: [node]\n")
+	cmd := u.wrapCmd(nil, "node", "-e", "process.stdin.once('data', () => process.exit(3))")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	time.Sleep(500 * time.Millisecond) // let the box come up before counting
+	procs := descendants(cmd.Process.Pid)
+	io := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n"
+	if _, err := stdin.Write([]byte(io)); err != nil {
+		t.Fatal(err)
+	}
+	line := make([]byte, 4096)
+	n, _ := stdout.Read(line)
+	if got := string(line[:n]); !strings.Contains(got, `"id":1`) || !strings.Contains(got, `"error"`) {
+		t.Errorf("got %q, want an error answering request 1", got)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != errs.ExitCannotRun {
+			t.Errorf("airlock exited with %v, want %d\n%s", err, errs.ExitCannotRun, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("airlock did not exit after its server died\n%s", stderr.String())
+	}
+	if left := alive(procs); len(left) > 0 {
+		t.Errorf("processes %v still run after airlock exited", left)
 	}
 }

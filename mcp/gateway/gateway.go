@@ -216,6 +216,7 @@ type session struct {
 	tools   map[string]*tool                      // the last listed tools, by NFC name
 	elicit  bool                                  // the client declared the elicitation capability
 	nextID  atomic.Int64
+	bad     atomic.Int64 // bad frames from the server
 }
 
 // pending is a forwarded request waiting for its answer.
@@ -430,7 +431,11 @@ func (s *session) fromServer(ctx context.Context) error {
 }
 
 func (s *session) badFromServer(ctx context.Context, bad *BadFrame) {
-	s.log().Warn("mcp: the wrapped server sent a bad message", "err", bad.Err)
+	// A server flooding garbage must not flood the log too: the first few
+	// are logged, then one in a thousand.
+	if n := s.bad.Add(1); n <= 10 || n%1000 == 0 {
+		s.log().Warn("mcp: the wrapped server sent a bad message", "err", bad.Err, "count", n)
+	}
 	if bad.ID.IsValid() {
 		if p := s.take(bad.ID); p != nil {
 			s.reply(ctx, bad.ID, errs.Unavailablef("the wrapped server answered with a broken message: %v", bad.Err))
@@ -572,6 +577,8 @@ func (s *session) approveChanged(ctx context.Context, name string, t *tool) erro
 	s.mu.Lock()
 	t.blocked = false
 	s.mu.Unlock()
+	// The tool may be listed again: tell the client to list anew.
+	s.toClient(ctx, &jsonrpc.Request{Method: "notifications/tools/list_changed"})
 	return nil
 }
 
