@@ -70,5 +70,22 @@ step "8. Results cut to what the model can read"
 	show "$A" fit --view summary --budget 300 doc.md
 }
 
-step "9. The audit log: every decision, hash-chained"
+step "9. Results too big for a model are kept whole in the file store; the model reads parts"
+seq 1 4000 | sed 's/^/log line /' > big.log
+ref=$("$A" files put big.log)
+echo "stored as $ref"
+show "$A" read-result "$ref" --range 1995-2000
+show "$A" read-result "$ref" --view stub --budget 250
+
+step "10. The same kernel over MCP: an agent's tool calls are decided, confined and fitted"
+mcp() { # one JSON-RPC session on stdio: initialize, then the calls given, then wait for the answers
+	{ printf '%s\n' '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"demo","version":"1"}}}' \
+		'{"jsonrpc":"2.0","method":"notifications/initialized"}' "$@"; sleep "${MCP_WAIT:-6}"; } |
+		"$A" mcp serve 2>/dev/null | grep -v '"id":0' | cut -c1-300
+}
+printf '%s$ airlock mcp serve  <- tools/call exec ["git","log","--oneline"], exec ["git","push","--force"]%s\n' "$b" "$n"
+mcp '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"exec","arguments":{"argv":["git","log","--oneline"]}}}' \
+	'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exec","arguments":{"argv":["git","push","--force","origin","main"]}}}'
+
+step "11. The audit log: every decision, hash-chained"
 show "$A" audit verify "$XDG_STATE_HOME/airlock/audit.jsonl"
