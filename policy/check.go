@@ -423,7 +423,7 @@ func (c *Checker) pathIn(a Access, dir, p string) Decision {
 	if a == Write {
 		for _, name := range f.list() {
 			for _, pp := range c.policyFile {
-				if pp.covers(name) {
+				if policyFileCovers(pp, name) {
 					return Decision{Verdict: Deny, Category: CatFS, Rule: "builtin.policy-file",
 						Reason: "the policy file cannot be changed from inside a run"}
 				}
@@ -506,20 +506,43 @@ func coveredBy(f forms, a, b []ruledPattern) (string, bool) {
 // the next time a person, or an allowed git, uses the repository. It looks
 // everywhere, not only below the working directory, because `git -C DIR`
 // reaches any repository.
+//
+// Outside a ".git" directory it still catches a file named "config" and a
+// hook ("hooks/pre-commit"): git takes any directory holding HEAD, objects
+// and refs for a bare repository, found from the working directory or
+// named by -C, and runs its core.fsmonitor or its hooks on `git status` or
+// `git branch`. ".git" is compared without case: on a case-insensitive
+// file system ".GIT" is the same directory.
 func gitMeta(f forms) bool {
 	for _, name := range f.list() {
 		segs := strings.Split(name, "/")
+		last := segs[len(segs)-1]
+		if last == "config" || len(segs) > 1 && segs[len(segs)-2] == "hooks" && gitHooks[last] {
+			return true
+		}
 		for k, seg := range segs {
-			if seg != ".git" {
+			if !strings.EqualFold(seg, ".git") {
 				continue
 			}
 			rest := segs[k+1:]
-			if len(rest) == 0 || rest[len(rest)-1] == "config" || slices.Contains(rest, "hooks") {
+			if len(rest) == 0 || strings.EqualFold(rest[len(rest)-1], "config") || slices.ContainsFunc(rest, func(s string) bool { return strings.EqualFold(s, "hooks") }) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// gitHooks are the names git runs from a repository's hooks directory.
+var gitHooks = map[string]bool{
+	"applypatch-msg": true, "pre-applypatch": true, "post-applypatch": true, "pre-commit": true,
+	"pre-merge-commit": true, "prepare-commit-msg": true, "commit-msg": true, "post-commit": true,
+	"pre-rebase": true, "post-checkout": true, "post-merge": true, "pre-push": true, "pre-receive": true,
+	"update": true, "proc-receive": true, "post-receive": true, "post-update": true,
+	"reference-transaction": true, "push-to-checkout": true, "pre-auto-gc": true, "post-rewrite": true,
+	"sendemail-validate": true, "fsmonitor-watchman": true, "p4-changelist": true,
+	"p4-prepare-changelist": true, "p4-post-changelist": true, "p4-pre-submit": true,
+	"post-index-change": true,
 }
 
 // Net decides a connection to host:port.
@@ -649,4 +672,15 @@ type progInfo struct {
 	args     *argRules // nil without argument rules
 	starts   bool      // shellread.Starts
 	execOpts []execOpt // its options that run another program
+}
+
+// policyFileCovers reports whether name is the policy file pp (or a path
+// below it), compared without case: on a case-insensitive file system
+// (tier 0 on macOS) AIRLOCK.yaml is the same file.
+func policyFileCovers(pp pathPattern, name string) bool {
+	if pp.covers(name) {
+		return true
+	}
+	n := len(pp.pat)
+	return len(name) >= n && strings.EqualFold(name[:n], pp.pat) && (len(name) == n || name[n] == '/')
 }

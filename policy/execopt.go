@@ -19,18 +19,22 @@ type execOpt struct {
 
 var execOpts = map[string][]execOpt{
 	"git": {{name: "-c", global: true}, {name: "--config-env", global: true}, {name: "--exec-path", global: true},
+		// A repository named outright is taken whatever it holds: its
+		// config and hooks run (core.fsmonitor on status).
+		{name: "--git-dir", global: true},
 		{name: "--upload-pack"}, {name: "--receive-pack"}, {name: "--exec"}, {name: "--extcmd"}},
-	"rg":    {{name: "--pre"}},
-	"tar":   {{name: "--to-command"}, {name: "--use-compress-program"}, {name: "-I"}, {name: "--checkpoint-action"}, {name: "--info-script"}, {name: "--new-volume-script"}, {name: "-F"}, {name: "--rsh-command"}, {name: "--rmt-command"}},
-	"rsync": {{name: "-e"}, {name: "--rsh"}, {name: "--rsync-path"}},
-	"ssh":   {{name: "-o"}, {name: "-F"}},
-	"scp":   {{name: "-S"}, {name: "-o"}, {name: "-F"}},
-	"sftp":  {{name: "-S"}, {name: "-o"}, {name: "-F"}},
-	"zip":   {{name: "-T"}, {name: "--unzip-command"}, {name: "-TT"}},
-	"sort":  {{name: "--compress-program"}},
-	"man":   {{name: "-P"}, {name: "--pager"}, {name: "-H"}, {name: "--html"}},
-	"less":  {{name: "--lesskey-src"}},
-	"fd":    {{name: "-x"}, {name: "--exec"}, {name: "-X"}, {name: "--exec-batch"}},
+	"rg":      {{name: "--pre"}},
+	"tar":     {{name: "--to-command"}, {name: "--use-compress-program"}, {name: "-I"}, {name: "--checkpoint-action"}, {name: "--info-script"}, {name: "--new-volume-script"}, {name: "-F"}, {name: "--rsh-command"}, {name: "--rmt-command"}},
+	"rsync":   {{name: "-e"}, {name: "--rsh"}, {name: "--rsync-path"}},
+	"ssh":     {{name: "-o"}, {name: "-F"}},
+	"scp":     {{name: "-S"}, {name: "-o"}, {name: "-F"}},
+	"sftp":    {{name: "-S"}, {name: "-o"}, {name: "-F"}},
+	"zip":     {{name: "-T"}, {name: "--unzip-command"}, {name: "-TT"}},
+	"sort":    {{name: "--compress-program"}},
+	"install": {{name: "--strip-program"}},
+	"man":     {{name: "-P"}, {name: "--pager"}, {name: "-H"}, {name: "--html"}},
+	"less":    {{name: "--lesskey-src"}},
+	"fd":      {{name: "-x"}, {name: "--exec"}, {name: "-X"}, {name: "--exec-batch"}},
 }
 
 // gitExecSubcommands run a command given on the command line.

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/airlock-run/airlock/policy/shellread"
@@ -121,9 +122,10 @@ func static(cmd *shellread.Command) bool {
 func (c *Checker) command(cmds []shellread.Command, i int) Decision {
 	cmd := &cmds[i]
 	d := Decision{Verdict: Allow, Category: CatShell, Rule: "default"}
-	if !c.raw && cmd.How == "script" {
+	if !c.raw && (cmd.How == "script" || len(cmd.Argv) > 0 && shellread.Shell(cmd.Argv[0])) {
 		// A string run by sh -c, eval, trap or a git setting is a shell
-		// string however it arrived.
+		// string however it arrived; so is what a shell reads from a
+		// script file or its input (`sh < script`, `bash -s`, `sh x.sh`).
 		return Decision{Verdict: Deny, Category: CatShell, Rule: "shell.raw",
 			Reason: "shell command strings are not accepted here; run the program with its arguments instead"}
 	}
@@ -140,12 +142,16 @@ func (c *Checker) command(cmds []shellread.Command, i int) Decision {
 	if d.Verdict == Deny {
 		return d
 	}
-	if rule, ok := shellread.Catastrophic(cmds, i, shellread.Where{Workdir: c.world.Workdir, Home: c.world.Home}); ok {
+	rule, catastrophic := shellread.Catastrophic(cmds, i, shellread.Where{Workdir: c.world.Workdir, Home: c.world.Home})
+	if catastrophic {
 		d = Strictest(d, Decision{Verdict: Escalate, Category: CatShell, Rule: "builtin." + rule.ID, Reason: rule.Reason})
 	}
 	// A person's "allow always" lifts what the command line itself
-	// escalated, only for exactly that command line.
-	if d.Verdict == Escalate && static(cmd) {
+	// escalated, only for exactly that command line. A grant is an argv,
+	// not a place: it never lifts a catastrophic rule (`rm -rf ..`
+	// approved in one directory is the home directory in another), nor
+	// applies after a cd has moved the command elsewhere.
+	if d.Verdict == Escalate && static(cmd) && !catastrophic && cmd.Dir == "" {
 		if g, ok := c.argvGrant(cmd.Argv); ok {
 			d = Decision{Verdict: Allow, Category: CatShell, Rule: g}
 		}
@@ -188,6 +194,9 @@ func describeCmd(argv []string) string {
 // redirect decides a redirection as a file access: a write for output, a
 // read for input.
 func (c *Checker) redirect(r shellread.Redirect, dir string) Decision {
+	if r.Arg {
+		return c.argFile(r, dir)
+	}
 	switch r.Op {
 	case "<<", "<<-", "<<<":
 		return Decision{Verdict: Allow, Category: CatFS, Rule: "default"}
@@ -351,4 +360,139 @@ func baseName(p string) string {
 // would expand.
 func tildeOnly(p string) bool {
 	return (p == "~" || strings.HasPrefix(p, "~/")) && !strings.ContainsAny(p, "$`*?[{\\'\"")
+}
+
+// argFile decides a file that a program writes or removes through its own
+// arguments (`tee F`, `cp X F`, `dd of=F`, `ln -s X F`, `rm F`, `sed -i`).
+// The sandbox makes everything outside fs.write read-only, in observe mode
+// everything, so only the built-in protections are decided here, the same
+// as for a redirection: the policy file is never written, and repository
+// hooks and configuration escalate. Removing a directory that holds the
+// policy file escalates too: without it the next run falls back to the
+// workspace profile, which may be wider.
+func (c *Checker) argFile(r shellread.Redirect, dir string) Decision {
+	allow := Decision{Verdict: Allow, Category: CatFS, Rule: "default"}
+	if r.Dynamic && tildeOnly(r.Path) {
+		r.Dynamic = false
+	}
+	if r.Dynamic {
+		return Decision{Verdict: Escalate, Category: CatFS, Rule: "fs.path",
+			Reason: "a file this command writes or removes is only known at run time, so it needs a person's approval"}
+	}
+	if dir == "?" && !strings.HasPrefix(r.Path, "/") && !tildeOnly(r.Path) {
+		return Decision{Verdict: Escalate, Category: CatFS, Rule: "fs.path",
+			Reason: "a file this command writes in a directory only known at run time needs a person's approval"}
+	}
+	remove := r.Op == "remove"
+	lit, rest := r.Path, []string(nil)
+	if r.Glob {
+		lit, rest = splitGlob(r.Path)
+		for _, seg := range rest {
+			if wordGlob(seg, ".git") {
+				return gitMetaDecision(r.Path)
+			}
+		}
+	}
+	f, ok := c.canonicalIn(dir, lit)
+	if !ok {
+		return Decision{Verdict: Deny, Category: CatFS, Rule: "fs.path",
+			Reason: fmt.Sprintf("the path %q could not be resolved, so access to it was refused", r.Path)}
+	}
+	for _, name := range f.list() {
+		for _, pp := range c.policyFile {
+			switch {
+			case rest == nil && policyFileCovers(pp, name):
+				return Decision{Verdict: Deny, Category: CatFS, Rule: "builtin.policy-file",
+					Reason: "the policy file cannot be changed from inside a run"}
+			case underDir(name, pp.pat) && (remove || rest != nil && globReaches(rest, name, pp.pat)):
+				return Decision{Verdict: Escalate, Category: CatFS, Rule: "builtin.policy-file",
+					Reason: fmt.Sprintf("%q may change or remove the policy file, so it needs a person's approval", r.Path)}
+			}
+		}
+	}
+	if gitMeta(f) {
+		return gitMetaDecision(r.Path)
+	}
+	if remove && rest == nil {
+		if d, bad := c.removeThroughLink(r.Path, dir, f); bad {
+			return d
+		}
+	}
+	return allow
+}
+
+// removeThroughLink catches a removal that looks inside the working
+// directory but reaches out of it through a symbolic link. rm does not
+// follow a link it is given, but it does follow one written with a
+// trailing slash (`rm -rf link/` removes what link points at), and links
+// in the leading directories always.
+func (c *Checker) removeThroughLink(p, dir string, f forms) (Decision, bool) {
+	if c.world.Resolve == nil || !underDir(c.world.Workdir, f.lex) {
+		return Decision{}, false
+	}
+	abs, ok := c.absoluteIn(dir, p)
+	if !ok {
+		return Decision{}, false
+	}
+	target := f.final()
+	if !strings.HasSuffix(abs, "/") && !strings.HasSuffix(abs, "/.") && path.Clean(abs) != "/" {
+		clean := path.Clean(abs)
+		parent, err := c.world.Resolve(path.Dir(clean))
+		if err != nil || !path.IsAbs(parent) {
+			return Decision{}, false
+		}
+		target = path.Join(parent, path.Base(clean))
+	}
+	if c.world.Home != "" && underDir(target, c.world.Home) {
+		return Decision{Verdict: Escalate, Category: CatShell, Rule: "builtin.rm-home",
+			Reason: fmt.Sprintf("removing %q would remove the home directory through a symbolic link, so it needs a person's approval", p)}, true
+	}
+	if !underDir(c.world.Workdir, target) {
+		return Decision{Verdict: Escalate, Category: CatShell, Rule: "builtin.rm-outside",
+			Reason: fmt.Sprintf("removing %q reaches outside the working directory through a symbolic link, so it needs a person's approval", p)}, true
+	}
+	return Decision{}, false
+}
+
+func gitMetaDecision(p string) Decision {
+	return Decision{Verdict: Escalate, Category: CatFS, Rule: "builtin.git-hooks",
+		Reason: fmt.Sprintf("writing %q (repository hooks or configuration that run commands) needs a person's approval", p)}
+}
+
+// splitGlob splits a glob path into its literal directory ("." when the
+// first segment holds the glob) and the segments from the first glob on.
+func splitGlob(p string) (string, []string) {
+	segs := strings.Split(p, "/")
+	k := 0
+	for k < len(segs) && !hasMeta(segs[k]) {
+		k++
+	}
+	lit := strings.Join(segs[:k], "/")
+	switch {
+	case lit == "" && strings.HasPrefix(p, "/"):
+		lit = "/"
+	case lit == "":
+		lit = "."
+	}
+	return lit, segs[k:]
+}
+
+// globReaches reports whether the glob segments rest, read in directory
+// dir, may name file (a path below dir) or one of its ancestors below dir.
+// A "*" is taken to match names starting with a dot (bash's dotglob).
+func globReaches(rest []string, dir, file string) bool {
+	rel := strings.TrimPrefix(strings.TrimPrefix(file, dir), "/")
+	if rel == "" {
+		return false
+	}
+	fsegs := strings.Split(rel, "/")
+	for k := 0; k < len(rest) && k < len(fsegs); k++ {
+		if rest[k] == "" {
+			continue
+		}
+		if !wordGlob(rest[k], fsegs[k]) {
+			return false
+		}
+	}
+	return true
 }

@@ -233,6 +233,7 @@ func (r *reader) program(idx int, s scope) {
 		return
 	}
 	base := path.Base(name)
+	r.daemon(idx, base)
 	if !strings.Contains(name, "/") {
 		if builtinNames[name] {
 			c.Builtin = true
@@ -313,11 +314,16 @@ func (r *reader) program(idx int, s scope) {
 		r.otherRunners(idx, base, s)
 	case "sed", "gsed":
 		r.sedScripts(idx, s)
+	case "awk", "gawk", "mawk", "nawk":
+		r.awkProgram(idx)
+	case "go":
+		r.goExec(idx, s)
 	}
 	if _, ok := execOpts[base]; ok {
 		r.execOptions(idx, base, s)
 	}
 	r.optionWords(idx, base)
+	r.fileWrites(idx, base)
 }
 
 // changeDir follows cd, pushd and popd so relative paths of later commands

@@ -225,7 +225,11 @@ func AppendCanon(dst []string, prog string, args []string) []string {
 	sub := args[next]
 	dst = append(dst, sub)
 	if ss := sp.subs[sub]; ss != nil {
+		subStart := len(dst)
 		dst, _ = appendSpec(dst, ss, args[next+1:], false)
+		if sub == "push" {
+			dst = pushForce(dst, subStart)
+		}
 		return dst
 	}
 	return appendGeneric(dst, args[next+1:])
@@ -600,4 +604,31 @@ func Spellings(prog, sub, opt string) []string {
 	}
 	sortStrings(out[1:])
 	return out
+}
+
+// pushForce adds -f to a canonical git push whose refspec starts with "+"
+// (`git push origin +feature` force-pushes feature, as -f would), so a
+// pattern that denies `push -f` holds whichever spelling is used.
+func pushForce(dst []string, start int) []string {
+	k := start
+	for k < len(dst) && strings.HasPrefix(dst[k], "-") && dst[k] != "--" {
+		if dst[k] == "-f" {
+			return dst
+		}
+		k++
+	}
+	plus := false
+	for _, op := range dst[k:] {
+		if len(op) > 1 && op[0] == '+' {
+			plus = true
+		}
+	}
+	if !plus {
+		return dst
+	}
+	dst = append(dst, "")
+	copy(dst[k+1:], dst[k:])
+	dst[k] = "-f"
+	sortStrings(dst[start : k+1])
+	return dst
 }

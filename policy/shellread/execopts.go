@@ -20,14 +20,15 @@ var execOpts = map[string][]execOpt{
 	"tar": {{long: "to-command", script: true}, {long: "use-compress-program", short: 'I', script: true},
 		{long: "checkpoint-action", script: true, prefix: "exec="}, {long: "info-script", short: 'F', script: true},
 		{long: "new-volume-script", script: true}, {long: "rmt-command"}, {long: "rsh-command"}},
-	"rsync": {{long: "rsh", short: 'e', script: true}},
-	"sort":  {{long: "compress-program"}},
-	"man":   {{long: "pager", short: 'P', script: true}, {long: "html", short: 'H', script: true}},
-	"zip":   {{long: "unzip-command", script: true}},
-	"rg":    {{long: "pre"}},
-	"ssh":   {{short: 'o', script: true, prefix: "proxycommand="}},
-	"scp":   {{short: 'o', script: true, prefix: "proxycommand="}, {short: 'S'}},
-	"sftp":  {{short: 'o', script: true, prefix: "proxycommand="}, {short: 'S'}},
+	"rsync":   {{long: "rsh", short: 'e', script: true}},
+	"sort":    {{long: "compress-program"}},
+	"install": {{long: "strip-program"}},
+	"man":     {{long: "pager", short: 'P', script: true}, {long: "html", short: 'H', script: true}},
+	"zip":     {{long: "unzip-command", script: true}},
+	"rg":      {{long: "pre"}},
+	"ssh":     {{short: 'o', script: true, prefix: "proxycommand="}},
+	"scp":     {{short: 'o', script: true, prefix: "proxycommand="}, {short: 'S'}},
+	"sftp":    {{short: 'o', script: true, prefix: "proxycommand="}, {short: 'S'}},
 }
 
 // execOptions reads the commands named in options of program base.
@@ -315,7 +316,7 @@ func (r *reader) gitSub(idx, i int, s scope) {
 			if (sub == "clone" || sub == "ls-remote") && rest[k] == "-u" && k+1 < len(rest) {
 				r.script(idx, rest[k+1], s)
 			}
-			if strings.HasPrefix(rest[k], "ext::") {
+			if strings.HasPrefix(rest[k], "ext::") || strings.Contains(rest[k], "=ext::") {
 				r.undecidable(idx, "git's ext:: transport runs a command")
 			}
 		}

@@ -99,6 +99,15 @@ type Redirect struct {
 	// Dynamic is true when Path or Body is raw source text only known at
 	// run time.
 	Dynamic bool `json:"dynamic,omitempty"`
+	// Arg is true when the file is named in the program's own arguments
+	// (`tee F`, `cp X F`, `dd of=F`, `rm F`) rather than by the shell; Op is
+	// then "write" (created or changed) or "remove" (removed, with all it
+	// holds).
+	Arg bool `json:"arg,omitempty"`
+	// Glob is true when Path is an unquoted glob pattern (`*.o`,
+	// `build/*`) with nothing else only known at run time: the files it
+	// names are in the directory its literal part names.
+	Glob bool `json:"glob,omitempty"`
 }
 
 // Assign is one NAME=VALUE environment assignment.
@@ -156,6 +165,12 @@ func Read(src string) ([]Command, error) {
 }
 
 func parse(src string) (*syntax.File, error) {
+	if strings.IndexByte(src, '\r') >= 0 {
+		// The parser takes a carriage return for a blank; bash takes it
+		// for part of a word. `git status \r# $(curl x)` is a comment
+		// after git to the parser, and a substitution bash runs.
+		return nil, errors.New("parse shell string: a carriage return, which bash and this reader split differently")
+	}
 	p := syntax.NewParser(syntax.Variant(syntax.LangBash))
 	f, err := p.Parse(strings.NewReader(src), "")
 	if err != nil {
@@ -478,9 +493,14 @@ func ReadArgv(argv []string) ([]Command, error) {
 	return r.out, nil
 }
 
+// Shell reports whether prog (decided on its base name) is a shell: its
+// whole work is reading commands, from -c, a script file or its input.
+func Shell(prog string) bool { return interpreterShells[baseName(prog)] }
+
 // Starts reports whether prog (a bare name or a path; decided on its base
-// name) may start other programs from its arguments, so that ReadArgv has
-// something to find. It does not allocate.
+// name) may start other programs from its arguments, or write files they
+// name (Writes), so that ReadArgv has something to find. It does not
+// allocate.
 func Starts(prog string) bool {
 	base := baseName(prog)
 	if interpreterShells[base] {
@@ -492,9 +512,14 @@ func Starts(prog string) bool {
 	if _, ok := execOpts[base]; ok {
 		return true
 	}
+	if Writes(base) {
+		return true
+	}
 	switch base {
 	case "find", "git", "watch", "flock", "su", "runuser", "script", "eval", "trap", "builtin", "fd", "fdfind",
-		"capsh", "gdb", "sg", "hyperfine",
+		"capsh", "gdb", "sg", "hyperfine", "sed", "gsed", "awk", "gawk", "mawk", "nawk", "go",
+		"daemonize", "start-stop-daemon", "tmux", "screen", "dbus-launch", "dbus-daemon", "ssh-agent", "gpg-agent",
+		"wget", "wget2", "systemd-run", "at", "batch", "disown",
 		// Builtins Read marks (they are no programs exec could start).
 		"source", ".", "alias", "enable", "hash", "fc", "shopt", "bind", "complete", "compgen",
 		"read", "printf", "mapfile", "readarray", "getopts":

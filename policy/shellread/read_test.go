@@ -155,14 +155,15 @@ func TestReadGroups(t *testing.T) {
 			check: func(t *testing.T, cmds []Command) {
 				w := []Redirect{{Op: ">", Path: "out", Write: true}}
 				wantField(t, cmds, "git log", "redirects", redirs, w)
-				wantField(t, cmds, "rm x", "redirects", redirs, w)
+				wantField(t, cmds, "rm x", "redirects", redirs, append(w, Redirect{Op: "remove", Path: "x", Write: true, Arg: true}))
 			}},
 		{name: "nested subshells", src: "( ( (id) ) )", has: []string{"id"}},
 		{name: "if", src: "if git diff --quiet; then echo ok; elif true; then make; else rm -rf build; fi",
 			has: []string{"git diff --quiet", "echo ok", "true", "make", "rm -rf build"}},
 		{name: "while read", src: `while read f; do rm "$f"; done < list`, has: []string{"read f", `rm "$f"`},
 			check: func(t *testing.T, cmds []Command) {
-				wantField(t, cmds, `rm "$f"`, "redirects", redirs, []Redirect{{Op: "<", Path: "list"}})
+				wantField(t, cmds, `rm "$f"`, "redirects", redirs, []Redirect{{Op: "<", Path: "list"},
+					{Op: "remove", Path: `"$f"`, Write: true, Arg: true, Dynamic: true}})
 			}},
 		{name: "until", src: "until curl -sf x; do sleep 1; done", has: []string{"curl -sf x", "sleep 1"}},
 		{name: "for over a substitution", src: "for f in $(ls); do echo $f; done", has: []string{"ls", "echo $f"}},
@@ -616,7 +617,7 @@ func TestReadArgv(t *testing.T) {
 func TestStarts(t *testing.T) {
 	for prog, want := range map[string]bool{
 		"sh": true, "/bin/bash": true, "env": true, "sudo": true, "xargs": true, "find": true, "git": true,
-		"rg": true, "tar": true, "ls": false, "cat": false, "/usr/bin/grep": false, "rm": false,
+		"rg": true, "tar": true, "ls": false, "cat": false, "/usr/bin/grep": false, "rm": true, "/bin/cp": true, "sed": true, "awk": true,
 	} {
 		if got := Starts(prog); got != want {
 			t.Errorf("Starts(%q): got %v, want %v", prog, got, want)

@@ -121,7 +121,9 @@ func Catastrophic(cmds []Command, i int, where Where) (Rule, bool) {
 // deviceRedirect: a write redirection to a disk or memory device.
 func deviceRedirect(c *Command) string {
 	for _, r := range c.Redirects {
-		if r.Write && diskDevice(r.Path) {
+		// A program's own file arguments (dd of=, shred) have rules of
+		// their own, which say more; tee and cp are held here.
+		if r.Write && diskDevice(r.Path) && (!r.Arg || c.Argv[0] != "dd" && c.Argv[0] != "shred" && !strings.HasSuffix(c.Argv[0], "/dd") && !strings.HasSuffix(c.Argv[0], "/shred")) {
 			return "device-write"
 		}
 	}

@@ -18,11 +18,23 @@ func StartsArgv(argv []string) bool {
 	args := argv[1:]
 	switch base {
 	case "find":
-		return anyOf(args, "-exec", "-execdir", "-ok", "-okdir")
+		return anyOf(args, "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls")
+	case "sed", "gsed", "awk", "gawk", "mawk", "nawk", "go":
+		return len(args) > 0
+	case "dd":
+		for _, a := range args {
+			if strings.HasPrefix(a, "of=") {
+				return true
+			}
+		}
+		return false
 	case "fd", "fdfind":
 		return anyOf(args, "-x", "-X", "--exec", "--exec-batch")
 	case "git":
-		return gitStarts(args)
+		return gitStarts(args) || gitOutput(args)
+	}
+	if _, ok := writeSpecs[base]; ok && len(args) > 0 {
+		return true
 	}
 	if opts, ok := execOpts[base]; ok {
 		if _, wrapper := wrappers[base]; !wrapper {
@@ -95,7 +107,7 @@ func gitStarts(args []string) bool {
 					return true
 				}
 				for _, r := range rest {
-					if strings.HasPrefix(r, "ext::") {
+					if strings.HasPrefix(r, "ext::") || strings.Contains(r, "=ext::") {
 						return true
 					}
 				}
@@ -112,6 +124,20 @@ func hasExecOpt(args []string, opts ...execOpt) bool {
 			if optionNamed(a, e) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// gitOutput: git writes a file named by --output (diff, log, show) or
+// --output-directory / -o (format-patch).
+func gitOutput(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if strings.HasPrefix(a, "--output") || a == "-o" {
+			return true
 		}
 	}
 	return false

@@ -322,8 +322,14 @@ func (r *reader) unwrap(idx int, spec wrapSpec, s scope) {
 		return
 	}
 	o := innerOpts{assigns: p.assigns, background: spec.bg, fromInput: spec.input}
+	// setsid forks and returns at once (the program keeps running) when
+	// its caller leads a process group, which only the running shell
+	// knows; -w waits for the program.
+	setsidBg := base == "setsid"
 	for _, ov := range p.opts {
 		switch base + " " + ov.name {
+		case "setsid w", "setsid wait":
+			setsidBg = false
 		case "env S", "env split-string":
 			// env -S splits its value into words that come before the
 			// rest of the operands.
@@ -368,6 +374,7 @@ func (r *reader) unwrap(idx int, spec wrapSpec, s scope) {
 		return
 	}
 	o.sameShell = base == "command" && !strings.Contains(argv[0], "/")
+	o.background = o.background || setsidBg
 	r.inner(idx, p.cmd, s, o)
 }
 

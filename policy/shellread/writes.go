@@ -1,0 +1,333 @@
+package shellread
+
+import (
+	"path"
+	"strings"
+)
+
+// Programs that write or remove the files named in their arguments. A shell
+// redirection is not the only way to reach a file: `tee airlock.yaml`,
+// `cp x .git/hooks/pre-commit`, `dd of=F`, `ln -s`, `install`, `rm F` and
+// `sed -i` do the same. fileWrites lists those files as Redirects with Arg
+// set, so a policy can hold them to the same protections as a `>`.
+
+// writeSpec says how a program's arguments are parsed: which short options
+// take a value (in the same word or the next) and which long options do.
+type writeSpec struct {
+	valued string
+	long   []string
+	// optional are long options whose value may only follow an "=".
+	optional []string
+	// attached are short options whose value is optional and may only be
+	// the rest of the same word (sed -i[SUFFIX]).
+	attached string
+}
+
+var writeSpecs = map[string]writeSpec{
+	"tee":      {optional: []string{"output-error"}},
+	"cp":       {valued: "St", long: []string{"suffix", "target-directory"}, optional: []string{"backup", "preserve", "no-preserve", "reflink", "sparse", "update", "context"}},
+	"mv":       {valued: "St", long: []string{"suffix", "target-directory"}, optional: []string{"backup", "update", "context"}},
+	"ln":       {valued: "St", long: []string{"suffix", "target-directory"}, optional: []string{"backup"}},
+	"install":  {valued: "gmoStZ", long: []string{"group", "mode", "owner", "suffix", "target-directory", "strip-program"}, optional: []string{"backup", "context"}},
+	"rm":       {optional: []string{"interactive", "one-file-system", "preserve-root"}},
+	"rmdir":    {},
+	"unlink":   {},
+	"shred":    {valued: "ns", long: []string{"iterations", "size", "random-source"}},
+	"truncate": {valued: "rs", long: []string{"reference", "size"}},
+	"touch":    {valued: "drt", long: []string{"date", "reference"}, optional: []string{"time"}},
+	"mkdir":    {valued: "m", long: []string{"mode"}, optional: []string{"context"}},
+	"mkfifo":   {valued: "m", long: []string{"mode"}, optional: []string{"context"}},
+	"chmod":    {optional: []string{"reference"}},
+	"chown":    {optional: []string{"reference", "from"}},
+	"chgrp":    {optional: []string{"reference"}},
+	"sed":      sedWrites,
+	"gsed":     sedWrites,
+	"sort":     {valued: "koStT", long: []string{"key", "output", "buffer-size", "field-separator", "temporary-directory", "files0-from", "batch-size", "parallel", "compress-program", "random-source"}, optional: []string{"sort"}},
+	"uniq":     {valued: "fsw", long: []string{"skip-fields", "skip-chars", "check-chars"}, optional: []string{"all-repeated", "group"}},
+}
+
+var sedWrites = writeSpec{valued: "efl", long: []string{"expression", "file", "line-length"}, optional: []string{"in-place"}, attached: "i"}
+
+// Writes reports whether prog (decided on its base name) writes or removes
+// files named in its arguments, so ReadArgv lists them.
+func Writes(prog string) bool {
+	base := baseName(prog)
+	_, ok := writeSpecs[base]
+	return ok || base == "dd" || base == "git"
+}
+
+// argWord is one word of a command line and its index in Argv.
+type argWord struct {
+	val string
+	at  int
+}
+
+// parsedArgs are a command line split into options (with their values) and
+// operands, GNU style: options may follow operands until "--".
+type parsedArgs struct {
+	opts []argOpt
+	ops  []argWord
+}
+
+type argOpt struct {
+	name string // "-t" or "--target-directory" (a long prefix is expanded)
+	val  string
+	at   int // index of the value in Argv (-1 without one)
+}
+
+func (p parsedArgs) opt(names ...string) []argOpt {
+	var out []argOpt
+	for _, o := range p.opts {
+		for _, n := range names {
+			if o.name == n {
+				out = append(out, o)
+			}
+		}
+	}
+	return out
+}
+
+func (p parsedArgs) has(names ...string) bool { return len(p.opt(names...)) > 0 }
+
+func parseArgs(argv []string, sp writeSpec) parsedArgs {
+	var p parsedArgs
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		switch {
+		case a == "--":
+			for _, b := range argv[i+1:] {
+				i++
+				p.ops = append(p.ops, argWord{b, i})
+			}
+			return p
+		case strings.HasPrefix(a, "--"):
+			name, val, has := strings.Cut(a[2:], "=")
+			full, valued := writeLong(sp, name)
+			o := argOpt{name: "--" + full, at: -1}
+			switch {
+			case has:
+				o.val, o.at = val, i
+			case valued && i+1 < len(argv):
+				i++
+				o.val, o.at = argv[i], i
+			}
+			p.opts = append(p.opts, o)
+		case len(a) > 1 && a[0] == '-':
+			for k := 1; k < len(a); k++ {
+				o := argOpt{name: "-" + a[k:k+1], at: -1}
+				if strings.IndexByte(sp.valued, a[k]) >= 0 {
+					if k+1 < len(a) {
+						o.val, o.at = a[k+1:], i
+					} else if i+1 < len(argv) {
+						i++
+						o.val, o.at = argv[i], i
+					}
+					p.opts = append(p.opts, o)
+					break
+				}
+				p.opts = append(p.opts, o)
+				if strings.IndexByte(sp.attached, a[k]) >= 0 {
+					break // sed -i[SUFFIX]: the rest of the word is the value
+				}
+			}
+		default:
+			p.ops = append(p.ops, argWord{a, i})
+		}
+	}
+	return p
+}
+
+// writeLong expands a GNU long-option prefix against the options of sp that
+// take a value; an unknown name is kept as written.
+func writeLong(sp writeSpec, name string) (string, bool) {
+	for _, l := range sp.long {
+		if l == name {
+			return l, true
+		}
+	}
+	for _, l := range sp.optional {
+		if l == name {
+			return l, false
+		}
+	}
+	if name == "" {
+		return name, false
+	}
+	for _, l := range sp.long {
+		if strings.HasPrefix(l, name) {
+			return l, true
+		}
+	}
+	for _, l := range sp.optional {
+		if strings.HasPrefix(l, name) {
+			return l, false
+		}
+	}
+	return name, false
+}
+
+// fileWrites lists, as Redirects with Arg set, the files the command at idx
+// writes ("write") or removes ("remove") through its own arguments.
+func (r *reader) fileWrites(idx int, base string) {
+	c := &r.out[idx]
+	var ws []Redirect
+	add := func(op string, w argWord) {
+		if w.val == "" || w.val == "-" && op == "write" && base == "tee" {
+			return
+		}
+		ws = append(ws, argRedirect(c, op, w))
+	}
+	addUnder := func(target argWord, srcs []argWord) {
+		// cp SRC DIR writes DIR/base(SRC); whether DIR is a directory is
+		// only known at run time, so both are listed.
+		add("write", target)
+		if isDynamic(c, target.at) {
+			return
+		}
+		for _, s := range srcs {
+			if isDynamic(c, s.at) {
+				ws = append(ws, Redirect{Op: "write", Path: target.val + "/" + s.val, Write: true, Arg: true, Dynamic: true})
+				continue
+			}
+			b := path.Base(strings.TrimRight(s.val, "/"))
+			if b != "/" && b != "." && b != ".." {
+				add("write", argWord{strings.TrimRight(target.val, "/") + "/" + b, target.at})
+			}
+		}
+	}
+	switch base {
+	case "dd":
+		for i, a := range c.Argv[1:] {
+			if v, ok := strings.CutPrefix(a, "of="); ok {
+				add("write", argWord{v, i + 1})
+			}
+		}
+	case "git":
+		r.gitWrites(idx, add)
+	default:
+		sp, ok := writeSpecs[base]
+		if !ok {
+			return
+		}
+		p := parseArgs(c.Argv, sp)
+		switch base {
+		case "tee", "touch", "truncate", "mkdir", "mkfifo":
+			for _, w := range p.ops {
+				add("write", w)
+			}
+		case "rm", "rmdir", "unlink", "shred":
+			for _, w := range p.ops {
+				add("remove", w)
+			}
+		case "chmod", "chown", "chgrp":
+			ops := p.ops
+			if !p.has("--reference") && len(ops) > 0 {
+				ops = ops[1:] // the mode or the owner
+			}
+			for _, w := range ops {
+				add("write", w)
+			}
+		case "cp", "ln", "install", "mv":
+			srcs := p.ops
+			if base == "mv" {
+				for _, w := range p.ops {
+					add("remove", w)
+				}
+			}
+			switch {
+			case p.has("-t", "--target-directory"):
+				for _, t := range p.opt("-t", "--target-directory") {
+					addUnder(argWord{t.val, t.at}, srcs)
+				}
+			case base == "install" && p.has("-d", "--directory"):
+				for _, w := range p.ops {
+					add("write", w)
+				}
+			case len(p.ops) >= 2:
+				addUnder(p.ops[len(p.ops)-1], p.ops[:len(p.ops)-1])
+			case len(p.ops) == 1 && base == "ln":
+				// ln TARGET makes a link named after it here.
+				if !isDynamic(c, p.ops[0].at) {
+					add("write", argWord{path.Base(p.ops[0].val), p.ops[0].at})
+				} else {
+					add("write", p.ops[0])
+				}
+			}
+		case "sed", "gsed":
+			if !p.has("-i", "--in-place") {
+				return
+			}
+			files := p.ops
+			if !p.has("-e", "--expression", "-f", "--file") && len(files) > 0 {
+				files = files[1:] // the script
+			}
+			for _, w := range files {
+				add("write", w)
+			}
+		case "sort":
+			for _, o := range p.opt("-o", "--output") {
+				add("write", argWord{o.val, o.at})
+			}
+		case "uniq":
+			if len(p.ops) >= 2 {
+				add("write", p.ops[1])
+			}
+		}
+	}
+	if len(ws) > 0 {
+		c.Redirects = append(append([]Redirect(nil), c.Redirects...), ws...)
+	}
+}
+
+// argRedirect makes a file argument into a Redirect: a word only known at
+// run time is Dynamic unless it is a plain glob, which is kept as a
+// pattern (Glob) so a policy can tell whether it may name a protected file.
+func argRedirect(c *Command, op string, w argWord) Redirect {
+	rd := Redirect{Op: op, Path: w.val, Write: true, Arg: true}
+	if w.at >= 0 && isDynamic(c, w.at) {
+		if plainGlob(w.val) {
+			rd.Glob = true
+		} else {
+			rd.Dynamic = true
+		}
+	}
+	return rd
+}
+
+// plainGlob reports whether a raw word holds only literal characters and
+// the glob characters * ? [ ]: no quotes, escapes, expansions or braces.
+func plainGlob(raw string) bool {
+	return strings.ContainsAny(raw, "*?[") && !strings.ContainsAny(raw, "$`'\"\\{}~()<>|&; \t\n!@+")
+}
+
+// gitWrites lists the files git's --output and format-patch's -o write.
+func (r *reader) gitWrites(idx int, add func(string, argWord)) {
+	argv := r.out[idx].Argv
+	sub := ""
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		if a == "--" {
+			return
+		}
+		if v, ok := strings.CutPrefix(a, "--output="); ok {
+			add("write", argWord{v, i})
+			continue
+		}
+		if v, ok := strings.CutPrefix(a, "--output-directory="); ok {
+			add("write", argWord{v, i})
+			continue
+		}
+		if (a == "--output" || a == "--output-directory" || a == "-o" && sub == "format-patch") && i+1 < len(argv) {
+			add("write", argWord{argv[i+1], i + 1})
+			i++
+			continue
+		}
+		if sub == "" && (a == "-C" || a == "-c" || a == "--git-dir" || a == "--work-tree" || a == "--namespace") {
+			i++
+			continue
+		}
+		if sub == "" && !strings.HasPrefix(a, "-") {
+			sub = a
+		}
+	}
+}
