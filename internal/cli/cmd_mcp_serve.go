@@ -22,8 +22,9 @@ const mcpServeUsage = "[--policy FILE] [--workdir DIR] [--mode observe|fix] [--h
 const mcpServeLong = `Serve airlock's own tools over MCP: exec (argv, or a shell string where the
 policy's shell.raw allows), read_file, write_file, list_dir, search and
 read_result. Every call is decided by the policy (as 'airlock run' decides),
-escalations go to a person through 'airlock approvals' and are denied at the
-timeout, commands and file tools run in the sandbox, and writes happen only
+escalations go to the person at the MCP client (elicitation, when the client
+supports it and --elicit is not false) or through 'airlock approvals', and
+are denied at the timeout, commands and file tools run in the sandbox, and writes happen only
 in fix mode. A refusal is a JSON-RPC error with code POLICY_DENIED and a
 reason. Every tool takes view, budget and query to fit its answer; an answer
 over the offload threshold is kept in the file store and the model gets a
@@ -47,6 +48,7 @@ func mcpServeCmd() *Command {
 			tierFlag := fs.String("sandbox", "auto", "sandbox tier: auto, off (tier 0, unconfined), 1 or 2")
 			auditFile := fs.String("audit", "", "audit log `file` (default: $XDG_STATE_HOME/airlock/audit.jsonl)")
 			threshold := fs.String("offload", "", "offload results over N tokens, or off (default 10000)")
+			elicit := fs.Bool("elicit", true, "put escalations to the person at the MCP client (elicitation) when it supports it; false: only 'airlock approvals'")
 			sf := addStoreFlags(fs)
 			if err := ParseFlags(fs, args); err != nil {
 				return err
@@ -78,7 +80,7 @@ func mcpServeCmd() *Command {
 			defer st.Close()
 			srv, err := serve.New(serve.Options{
 				Kernel: k.Kernel, World: k.World, Tier: tier, Exe: env.Exe, Environ: env.Environ,
-				Offloader: &offload.Offloader{Store: st, Threshold: limit}, Scope: sc, Log: env.Log,
+				Offloader: &offload.Offloader{Store: st, Threshold: limit}, Scope: sc, Log: env.Log, Elicit: *elicit,
 				Warn: func(s string) { fmt.Fprintf(env.Stderr, "airlock: %s\n", s) },
 			})
 			if err != nil {

@@ -75,7 +75,7 @@ type fixture struct {
 // newFixture starts a server under policyYAML (written as airlock.yaml in
 // the working directory) in mode; setup, when set, prepares the working
 // directory first; tweak adjusts the server before it serves.
-func newFixture(t testing.TB, policyYAML, mode string, setup func(work string), tweak func(*Server)) *fixture {
+func newFixture(t testing.TB, policyYAML, mode string, setup func(work string), tweak func(*Server), copts ...*sdk.ClientOptions) *fixture {
 	t.Helper()
 	requireBox(t)
 	root := t.TempDir()
@@ -123,7 +123,11 @@ func newFixture(t testing.TB, policyYAML, mode string, setup func(work string), 
 	st1, ct := sdk.NewInMemoryTransports()
 	done := make(chan struct{})
 	go func() { defer close(done); srv.Run(ctx, st1) }()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	var co *sdk.ClientOptions
+	if len(copts) > 0 {
+		co = copts[0]
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, co).Connect(ctx, ct, nil)
 	if err != nil {
 		cancel()
 		t.Fatalf("connect: %v", err)

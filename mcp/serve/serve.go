@@ -69,6 +69,10 @@ type Options struct {
 	// Scope is the file-store scope results are offloaded to and read back
 	// from.
 	Scope files.Scope
+	// Elicit, when true, puts escalations to the person at the MCP client
+	// through elicitation when the client declared it; otherwise, and
+	// always when false, they go to the kernel's approver.
+	Elicit bool
 	// OutputCap bounds the output of one call; 0 is DefaultOutputCap.
 	OutputCap int64
 	// Warn receives announcements a person must see (an unconfined run);

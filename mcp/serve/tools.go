@@ -156,6 +156,7 @@ func (s *Server) handler(t tool) sdk.ToolHandler {
 		if req.Params != nil {
 			raw = req.Params.Arguments
 		}
+		ctx = s.withApprover(ctx, req.Session)
 		if err := s.decideTool(ctx, t.def.Name, raw); err != nil {
 			return nil, mcp.Error(err)
 		}
