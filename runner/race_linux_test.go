@@ -62,7 +62,11 @@ func TestSwappedBindSource(t *testing.T) {
 	var o bytes.Buffer
 	r := &run{req: Request{Argv: []string{"cat", data + "/file"}, Spec: spec, Stdout: &o, Stderr: &o}, box: box, exe: testExe(t), start: time.Now()}
 	defer r.finish()
-	res, err := r.do(context.Background())
+	var res Result
+	cmd, err := r.launch()
+	if err == nil {
+		res, err = r.wait(context.Background(), cmd)
+	}
 	if err != nil {
 		// Refusing is holding too: bubblewrap's own check or the init's.
 		if !errs.Is(err, errs.Unavailable) {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -35,8 +36,22 @@ const waitDelay = 500 * time.Millisecond
 // broke); its class maps to exit 125 (errs.Unavailable, errs.Invalid,
 // errs.NotFound). The command's own failure is a Result, not an error.
 func Run(ctx context.Context, exe string, req Request) (Result, error) {
+	r, err := prepare(exe, req)
+	if err != nil {
+		return Result{}, err
+	}
+	defer r.finish()
+	cmd, err := r.launch()
+	if err != nil {
+		return Result{Description: r.desc}, err
+	}
+	return r.wait(ctx, cmd)
+}
+
+// prepare checks req and plans its box.
+func prepare(exe string, req Request) (*run, error) {
 	if len(req.Argv) == 0 || req.Argv[0] == "" {
-		return Result{}, errs.Invalidf("run: no command")
+		return nil, errs.Invalidf("run: no command")
 	}
 	tier := req.Tier
 	if tier == sandbox.TierAuto {
@@ -44,10 +59,9 @@ func Run(ctx context.Context, exe string, req Request) (Result, error) {
 	}
 	box, err := sandbox.Plan(req.Spec, tier, exe)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	r := &run{req: req, box: box, exe: exe, start: time.Now()}
-	defer r.finish()
 	r.desc = Description{
 		Tier: int(box.Tier), Mechanism: box.Mechanism, Version: box.Version, Seccomp: box.Seccomp,
 		Namespaces: box.Namespaces, Protected: box.Protected, Workdir: req.Spec.Workdir,
@@ -62,7 +76,7 @@ func Run(ctx context.Context, exe string, req Request) (Result, error) {
 		r.desc.Network = "host"
 		r.desc.Notes = append(r.desc.Notes, "tier 0: the command has the caller's files, network and rights")
 	}
-	return r.do(ctx)
+	return r, nil
 }
 
 type run struct {
@@ -75,12 +89,26 @@ type run struct {
 	guard *guardProc
 	// stderrDone closes when the command's stderr pipe is drained.
 	stderrDone <-chan struct{}
+	// stream, when set, is the command's stdin and stdout (Start).
+	stream *streams
+	// closers run in finish.
+	closers   []func()
+	truncated func() bool
+	diag      *bytes.Buffer
+	// killed is set when the caller ended the run (Process.Kill).
+	killed atomic.Bool
 }
+
+// streams are the command's ends of Start's pipes.
+type streams struct{ stdin, stdout *os.File }
 
 // finish releases the run in an order that never leaves a stub or a cgroup
 // behind: processes first, then the box's descriptors and stubs, and only
 // then the guard that would have done both had airlock died.
 func (r *run) finish() {
+	for _, c := range r.closers {
+		c()
+	}
 	if r.cg != nil {
 		r.cg.close()
 	}
@@ -90,7 +118,9 @@ func (r *run) finish() {
 	}
 }
 
-func (r *run) do(ctx context.Context) (Result, error) {
+// launch starts the command: cgroup, guard, bubblewrap (or the command
+// itself at tier 0), the init's configuration.
+func (r *run) launch() (*exec.Cmd, error) {
 	req := r.req
 	lim := req.Spec.Limits
 	if lim.MemoryBytes > 0 || lim.CPU > 0 || lim.Pids > 0 {
@@ -98,7 +128,7 @@ func (r *run) do(ctx context.Context) (Result, error) {
 		// never runs without it.
 		cg, err := newGroup(lim)
 		if err != nil {
-			return Result{}, err
+			return nil, err
 		}
 		r.cg = cg
 		r.desc.Limits.Cgroup = cg.version
@@ -110,12 +140,13 @@ func (r *run) do(ctx context.Context) (Result, error) {
 	if len(r.box.Stubs) > 0 {
 		g, err := startGuard(r.exe, r.box.Stubs, r.cg)
 		if err != nil {
-			return Result{}, errs.Wrap(errs.Unavailable, err, "run: start the cleanup guard")
+			return nil, errs.Wrap(errs.Unavailable, err, "run: start the cleanup guard")
 		}
 		r.guard = g
 	}
 
 	stdout, stderr, truncated := outputs(req)
+	r.truncated = truncated
 	cmd := &exec.Cmd{
 		Env:       []string{},
 		Stdout:    stdout,
@@ -127,16 +158,20 @@ func (r *run) do(ctx context.Context) (Result, error) {
 			Setpgid:   true,
 		},
 	}
-	closeStdin, err := stdinPipe(cmd, req.Stdin)
-	if err != nil {
-		return Result{}, err
+	if r.stream != nil {
+		cmd.Stdin, cmd.Stdout = r.stream.stdin, r.stream.stdout
+	} else {
+		closeStdin, err := stdinPipe(cmd, req.Stdin)
+		if err != nil {
+			return nil, err
+		}
+		r.closers = append(r.closers, closeStdin)
 	}
-	defer closeStdin()
 	var diag *bytes.Buffer
 	if r.box.Tier == sandbox.Tier0 {
 		path, err := sandbox.LookPath(req.Argv[0], sandbox.EnvValue(req.Spec.Env, "PATH"), req.Spec.Workdir)
 		if err != nil {
-			return Result{}, fmt.Errorf("run: %w", err)
+			return nil, fmt.Errorf("run: %w", err)
 		}
 		cmd.Path, cmd.Args = path, req.Argv
 		cmd.Env = append([]string{}, req.Spec.Env...)
@@ -150,7 +185,7 @@ func (r *run) do(ctx context.Context) (Result, error) {
 		// bubblewrap runs the command itself: they share stderr, and the
 		// start of it is kept to tell bubblewrap's own failure apart.
 		if err := r.box.CheckCommand(req.Argv[0]); err != nil {
-			return Result{Description: r.desc}, fmt.Errorf("run: %w", err)
+			return nil, fmt.Errorf("run: %w", err)
 		}
 		diag = &bytes.Buffer{}
 		cmd.Path, cmd.Args = r.box.Path, r.box.CommandLine(req.Argv)
@@ -164,9 +199,9 @@ func (r *run) do(ctx context.Context) (Result, error) {
 		cmd.Stderr = &limitedBuffer{b: diag, n: 64 << 10}
 		errR, errW, err := os.Pipe()
 		if err != nil {
-			return Result{}, err
+			return nil, err
 		}
-		defer errR.Close()
+		r.closers = append(r.closers, func() { errR.Close() })
 		n := r.box.AddFile(errW)
 		r.box.SetStderr(n)
 		copied := make(chan struct{})
@@ -183,7 +218,7 @@ func (r *run) do(ctx context.Context) (Result, error) {
 		r.box.Started()
 	}
 	if startErr != nil {
-		return Result{}, errs.Wrap(errs.Unavailable, startErr, "run: start %s", filepath.Base(cmd.Path))
+		return nil, errs.Wrap(errs.Unavailable, startErr, "run: start %s", filepath.Base(cmd.Path))
 	}
 	if r.guard != nil {
 		pid := cmd.Process.Pid
@@ -198,9 +233,18 @@ func (r *run) do(ctx context.Context) (Result, error) {
 		if err := r.box.SendConfig(req.Argv); err != nil {
 			r.killAll(cmd)
 			cmd.Wait()
-			return Result{}, errs.Wrap(errs.Unavailable, err, "run")
+			return nil, errs.Wrap(errs.Unavailable, err, "run")
 		}
 	}
+	r.diag = diag
+	return cmd, nil
+}
+
+// wait waits for the command under the wall-clock limit and ctx, ends
+// whatever it left, and reads how it ended.
+func (r *run) wait(ctx context.Context, cmd *exec.Cmd) (Result, error) {
+	lim := r.req.Spec.Limits
+	diag := r.diag
 
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -238,9 +282,15 @@ func (r *run) do(ctx context.Context) (Result, error) {
 			r.desc.Notes = append(r.desc.Notes, "the memory limit was reached")
 		}
 	}
-	res.Truncated = truncated()
+	res.Truncated = r.truncated()
 	r.desc.DurationMS = since(r.start)
 
+	if r.killed.Load() && !res.WallTimeout {
+		res.ExitCode, res.Signal = 128+9, 9
+		r.desc.Notes = append(r.desc.Notes, "ended by the caller (Kill)")
+		res.Description = r.desc
+		return res, nil
+	}
 	if r.box.Tier == sandbox.Tier0 {
 		code, sig := exitOf(cmd, waitErr)
 		res.ExitCode, res.Signal = code, sig
