@@ -140,3 +140,15 @@ func TestEscalationThroughElicitation(t *testing.T) {
 		t.Errorf("server with Elicit off: got %v, asked %d; want the broker's timeout", err, len(offc.asked))
 	}
 }
+
+// TestDuplicateKeysRefused: arguments naming a key twice are refused whole,
+// whichever of the two a parser in front of airlock read.
+func TestDuplicateKeysRefused(t *testing.T) {
+	f := newFixture(t, testPolicy, "observe", setupWork, nil)
+	c := newRawClient(t, f.srv, false)
+	res, err := c.request(7, "tools/call", `{"name":"read_file","arguments":{"path":"hello.txt","path":"../outside/secret"}}`)
+	var r sdk.CallToolResult
+	if err != nil || json.Unmarshal(res, &r) != nil || !r.IsError || !strings.Contains(resultText(&r), "duplicate key") {
+		t.Errorf("got %s, %v; want a failed call naming the duplicate key", res, err)
+	}
+}
