@@ -62,20 +62,26 @@ func truncate(s string, n int) string {
 // ask sends the client a request of the gateway's own and waits for its
 // answer or the end of ctx, when the request is withdrawn.
 func (s *session) ask(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Response, error) {
-	id, err := jsonrpc.MakeID(fmt.Sprintf("airlock-%d", s.nextID.Add(1)))
+	return s.request(ctx, s.client, s.ours, method, params)
+}
+
+// request sends a request of the gateway's own on to (the client or the
+// server), its answer awaited in waiting under an id neither peer uses.
+func (s *session) request(ctx context.Context, to Conn, waiting map[jsonrpc.ID]chan *jsonrpc.Response, method string, params json.RawMessage) (*jsonrpc.Response, error) {
+	id, err := jsonrpc.MakeID(fmt.Sprintf("%s-%d", s.idPrefix, s.nextID.Add(1)))
 	if err != nil {
 		return nil, err
 	}
 	ch := make(chan *jsonrpc.Response, 1)
 	s.mu.Lock()
-	s.ours[id] = ch
+	waiting[id] = ch
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		delete(s.ours, id)
+		delete(waiting, id)
 		s.mu.Unlock()
 	}()
-	if err := s.client.Write(ctx, &jsonrpc.Request{ID: id, Method: method, Params: params}); err != nil {
+	if err := to.Write(ctx, &jsonrpc.Request{ID: id, Method: method, Params: params}); err != nil {
 		return nil, err
 	}
 	select {
@@ -83,7 +89,9 @@ func (s *session) ask(ctx context.Context, method string, params json.RawMessage
 		return r, nil
 	case <-ctx.Done():
 		p, _ := json.Marshal(map[string]any{"requestId": id.Raw(), "reason": "no answer in time"})
-		s.toClient(context.WithoutCancel(ctx), &jsonrpc.Request{Method: "notifications/cancelled", Params: p})
+		if err := to.Write(context.WithoutCancel(ctx), &jsonrpc.Request{Method: "notifications/cancelled", Params: p}); err != nil {
+			s.log().Debug("mcp: withdraw a request", "err", err)
+		}
 		return nil, ctx.Err()
 	}
 }

@@ -25,6 +25,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -153,7 +154,8 @@ func (g *Gateway) Serve(ctx context.Context, client Conn) error {
 		return errors.Join(srv.Stdin.Close(), srv.Stdout.Close())
 	})
 	s := &session{g: g, client: client, server: server, pending: map[jsonrpc.ID]*pending{},
-		ours: map[jsonrpc.ID]chan *jsonrpc.Response{}, tools: map[string]*tool{}}
+		ours: map[jsonrpc.ID]chan *jsonrpc.Response{}, oursServer: map[jsonrpc.ID]chan *jsonrpc.Response{},
+		tools: map[string]*tool{}, idPrefix: "airlock-" + rand.Text()[:12]}
 
 	serverGone := make(chan error, 1)
 	go func() { serverGone <- s.fromServer(ctx) }()
@@ -213,15 +215,21 @@ type session struct {
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]*pending               // client requests the server has not answered
 	ours    map[jsonrpc.ID]chan *jsonrpc.Response // the gateway's own requests to the client
-	tools   map[string]*tool                      // the last listed tools, by NFC name
-	elicit  bool                                  // the client declared the elicitation capability
-	nextID  atomic.Int64
-	bad     atomic.Int64 // bad frames from the server
+	// oursServer are the gateway's own requests to the server.
+	oursServer map[jsonrpc.ID]chan *jsonrpc.Response
+	// idPrefix starts the ids of the gateway's own requests: random, so no
+	// peer's id is taken for one of them.
+	idPrefix string
+	tools    map[string]*tool // the last listed tools, by NFC name
+	elicit   bool             // the client declared the elicitation capability
+	nextID   atomic.Int64
+	bad      atomic.Int64 // bad frames from the server
 }
 
 // pending is a forwarded request waiting for its answer.
 type pending struct {
 	method string
+	held   bool // a tools/call still being decided
 	tool   *callInfo
 	timer  *time.Timer
 }
@@ -297,6 +305,11 @@ func (s *session) fromClient(ctx context.Context) error {
 				s.forward(ctx, m, nil)
 			case "tools/call":
 				// A decision may wait for a person; other messages go on.
+				// The call counts as pending from now, so that a server
+				// that dies meanwhile still gets it answered.
+				if !s.hold(ctx, m.ID) {
+					continue
+				}
 				go s.call(ctx, m)
 			default:
 				s.forward(ctx, m, nil)
@@ -347,14 +360,33 @@ func (s *session) toServer(ctx context.Context, m jsonrpc.Message) {
 	}
 }
 
+// hold marks id pending while its call is decided; false (and the client
+// answered) when a request with that id is already in flight.
+func (s *session) hold(ctx context.Context, id jsonrpc.ID) bool {
+	s.mu.Lock()
+	_, dup := s.pending[id]
+	if !dup {
+		s.pending[id] = &pending{method: "tools/call", held: true}
+	}
+	s.mu.Unlock()
+	if dup {
+		s.reply(ctx, id, errs.Invalidf("a request with id %v is already in flight", id.Raw()))
+	}
+	return !dup
+}
+
 // forward sends request m on to the server and remembers it until its
 // answer comes.
 func (s *session) forward(ctx context.Context, m *jsonrpc.Request, ci *callInfo) {
 	p := &pending{method: m.Method, tool: ci}
 	s.mu.Lock()
-	if _, dup := s.pending[m.ID]; dup {
+	if old, dup := s.pending[m.ID]; dup && !old.held {
 		s.mu.Unlock()
 		s.reply(ctx, m.ID, errs.Invalidf("a request with id %v is already in flight", m.ID.Raw()))
+		return
+	} else if !dup && m.Method == "tools/call" {
+		// Its hold was answered already (the server ended meanwhile).
+		s.mu.Unlock()
 		return
 	}
 	s.pending[m.ID] = p
@@ -411,6 +443,14 @@ func (s *session) fromServer(ctx context.Context) error {
 		resp, ok := msg.(*jsonrpc.Response)
 		if !ok {
 			s.toClient(ctx, msg)
+			continue
+		}
+		s.mu.Lock()
+		mine := s.oursServer[resp.ID]
+		delete(s.oursServer, resp.ID)
+		s.mu.Unlock()
+		if mine != nil {
+			mine <- resp
 			continue
 		}
 		p := s.take(resp.ID)
@@ -478,27 +518,33 @@ type callParams struct {
 
 // call decides one tools/call and forwards it when allowed.
 func (s *session) call(ctx context.Context, m *jsonrpc.Request) {
+	// fail answers the call with err unless it was answered already.
+	fail := func(err error) {
+		if s.take(m.ID) != nil {
+			s.reply(ctx, m.ID, err)
+		}
+	}
 	var raw map[string]json.RawMessage
 	var p callParams
 	if err := json.Unmarshal(m.Params, &raw); err != nil {
-		s.reply(ctx, m.ID, errs.Invalidf("tools/call: params are not an object"))
+		fail(errs.Invalidf("tools/call: params are not an object"))
 		return
 	}
 	if err := json.Unmarshal(m.Params, &p); err != nil {
-		s.reply(ctx, m.ID, errs.Invalidf("tools/call: %v", err))
+		fail(errs.Invalidf("tools/call: %v", err))
 		return
 	}
 	if a, ok := raw["arguments"]; ok {
 		// Numbers stay as they were written when arguments are re-sent.
 		p.Arguments = nil
 		if err := decodeNumbers(a, &p.Arguments); err != nil {
-			s.reply(ctx, m.ID, errs.Invalidf("tools/call: arguments are not an object"))
+			fail(errs.Invalidf("tools/call: arguments are not an object"))
 			return
 		}
 	}
 	name, err := mcp.Name(p.Name)
 	if err != nil {
-		s.reply(ctx, m.ID, errs.Wrap(errs.Invalid, err, "tools/call: tool name"))
+		fail(errs.Wrap(errs.Invalid, err, "tools/call: tool name"))
 		return
 	}
 	s.mu.Lock()
@@ -508,9 +554,17 @@ func (s *session) call(ctx context.Context, m *jsonrpc.Request) {
 		s.readResult(ctx, m.ID, p.Arguments)
 		return
 	}
+	if t == nil {
+		// A client that calls without listing (it kept an old list) must
+		// not skip the pins or the fit convention: list for it.
+		s.refreshTools(ctx)
+		s.mu.Lock()
+		t = s.tools[name]
+		s.mu.Unlock()
+	}
 	if t != nil && t.blocked {
 		if err := s.approveChanged(ctx, name, t); err != nil {
-			s.reply(ctx, m.ID, err)
+			fail(err)
 			return
 		}
 	}
@@ -535,24 +589,56 @@ func (s *session) call(ctx context.Context, m *jsonrpc.Request) {
 		dctx = s.g.o.WithApprover(ctx, elicitApprover{s})
 	}
 	if _, err := s.g.o.Decide(dctx, mediator.Call{Kind: mediator.KindTool, Tool: s.g.o.Prefix + name, Args: args}); err != nil {
-		s.reply(ctx, m.ID, err)
+		fail(err)
 		return
 	}
-	if ci.filled != 0 || (t != nil && t.def.Name != p.Name) {
-		// Forward what was decided: the budget a person saw, and the name
-		// exactly as the server listed it.
-		if t != nil {
-			raw["name"], _ = json.Marshal(t.def.Name)
-		}
+	// Forward what was decided: the budget a person saw, and the name as
+	// the server listed it (else the normalised name that was decided).
+	sendName := name
+	if t != nil {
+		sendName = t.def.Name
+	}
+	if ci.filled != 0 || sendName != p.Name {
+		raw["name"], _ = json.Marshal(sendName)
 		raw["arguments"], _ = json.Marshal(args)
 		params, err := json.Marshal(raw)
 		if err != nil {
-			s.reply(ctx, m.ID, errs.Wrap(errs.Internal, err, "tools/call"))
+			fail(errs.Wrap(errs.Internal, err, "tools/call"))
 			return
 		}
 		m = &jsonrpc.Request{ID: m.ID, Method: m.Method, Params: params}
 	}
 	s.forward(ctx, m, ci)
+}
+
+// refreshTools lists the server's tools on the gateway's own account,
+// so that pins and schemas are known; the answer goes to no client.
+func (s *session) refreshTools(ctx context.Context) {
+	wait := 30 * time.Second
+	if d := s.g.o.CallTimeout; d > 0 && d < wait {
+		wait = d
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	cursor := ""
+	for page := 0; page < 100; page++ {
+		params := json.RawMessage(`{}`)
+		if cursor != "" {
+			params, _ = json.Marshal(map[string]string{"cursor": cursor})
+		}
+		resp, err := s.request(ctx, s.server, s.oursServer, "tools/list", params)
+		if err != nil || resp.Error != nil {
+			return
+		}
+		s.filterList(ctx, resp.Result)
+		var next struct {
+			NextCursor string `json:"nextCursor"`
+		}
+		if json.Unmarshal(resp.Result, &next) != nil || next.NextCursor == "" {
+			return
+		}
+		cursor = next.NextCursor
+	}
 }
 
 // approveChanged asks a person about the changed definition of t; on yes

@@ -581,8 +581,11 @@ func TestBadServer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, testServer(""))
 			f.opts.Start = rawServer(func(id json.RawMessage, method string) []byte {
-				if method == "initialize" {
+				switch method {
+				case "initialize":
 					return initAnswer(id)
+				case "tools/list":
+					return []byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}}` + "\n")
 				}
 				return tt.answer(id)
 			})
@@ -640,5 +643,35 @@ func TestClientGoneEndsServer(t *testing.T) {
 	case <-ended:
 	default:
 		t.Fatal("the wrapped server still runs after the session ended")
+	}
+}
+
+// TestCallWithoutListing: a client that calls a tool without listing first
+// (it kept a list from before) still meets the pins and the convention.
+func TestCallWithoutListing(t *testing.T) {
+	dir := t.TempDir()
+	file := PinsFile(dir, []string{"server"})
+	pins, err := OpenPins(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pins.Check(Definition{Name: "echo", Description: "the old echo", InputSchema: json.RawMessage(plainSchema)}); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, testServer("a new echo"))
+	f.opts.Pins = pins
+	cs, _ := f.connect(t.Context())
+	defer cs.Close()
+
+	je := callErr(t, cs, "echo", map[string]any{"message": "x"})
+	if d, ok := mcp.Denial(je); !ok || !strings.Contains(d.Reason, "definition") {
+		t.Errorf("got %+v, want the changed echo blocked", je)
+	}
+	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "doc", Arguments: map[string]any{"path": "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc, _ := json.Marshal(res.StructuredContent); !strings.Contains(string(sc), `"budget":8000`) {
+		t.Errorf("the server got %s, want the default budget filled in", sc)
 	}
 }

@@ -96,6 +96,9 @@ func errorResult(err error) json.RawMessage {
 // readResult answers the built-in read_result locally, decided like any
 // tool call.
 func (s *session) readResult(ctx context.Context, id jsonrpc.ID, args map[string]any) {
+	if s.take(id) == nil {
+		return // answered already
+	}
 	if _, ok := args["budget"]; !ok {
 		args, _ = mcp.FillBudget(args, s.g.o.Budget())
 	}
