@@ -19,6 +19,7 @@ type Process struct {
 
 	r    *run
 	cmd  *exec.Cmd
+	desc Description // as of the start; the final one is in res
 	done chan struct{}
 	res  Result
 	err  error
@@ -57,7 +58,8 @@ func Start(ctx context.Context, exe string, req Request) (*Process, error) {
 		r.finish()
 		return nil, err
 	}
-	p := &Process{Stdin: inW, Stdout: outR, r: r, cmd: cmd, done: make(chan struct{})}
+	p := &Process{Stdin: inW, Stdout: outR, r: r, cmd: cmd, done: make(chan struct{}), desc: r.desc}
+	p.desc.Notes = append([]string(nil), r.desc.Notes...)
 	go func() {
 		p.res, p.err = r.wait(ctx, cmd)
 		r.finish()
@@ -90,6 +92,6 @@ func (p *Process) Description() Description {
 	case <-p.done:
 		return p.res.Description
 	default:
-		return p.r.desc
+		return p.desc
 	}
 }
