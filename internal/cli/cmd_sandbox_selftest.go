@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/sandbox"
 	"github.com/airlock-run/airlock/sandbox/escape"
 )
 
@@ -97,11 +98,5 @@ func escapeCases(path string) ([]byte, error) {
 		}
 		return b, nil
 	}
-	if len(builtinEscapeCases) == 0 {
-		return nil, errs.Unavailablef("sandbox selftest: this build carries no escape case file (pass --cases sandbox/testdata/escape-cases.json from airlock's source)")
-	}
-	return builtinEscapeCases, nil
+	return sandbox.EscapeCases, nil
 }
-
-// builtinEscapeCases is the case file built into the binary.
-var builtinEscapeCases []byte
