@@ -13,7 +13,7 @@ func FuzzArguments(f *testing.F) {
 	for _, s := range []string{
 		`{"argv":["echo","hi"]}`, `{"command":"ls | wc -l","timeout":2.5}`, `{"path":"a","view":"stub","budget":100}`,
 		`{"path":"a","path":"b"}`, `{"budget":1e400}`, `{"budget":-1}`, `{"view":"everything"}`, `null`, ``, `[]`,
-		`{"argv":"echo"}`, `{"pattern":"-e","path":"-r"}`, "d\x00123\x00\x00sub\x00l\x002\x00/etc\x00x\x00",
+		`{"argv":"echo"}`, `{"pattern":"-e","path":"-r"}`, "0\x00d\x004096\x00\x00w\x001\x00d\x00123\x00\x00sub\x001\x00l\x002\x00/etc\x00x\x00",
 	} {
 		f.Add([]byte(s))
 	}
@@ -29,7 +29,7 @@ func FuzzArguments(f *testing.F) {
 				}
 			}
 		}
-		out := formatEntries(string(data))
+		out, _ := formatEntries(string(data))
 		if out == "" || !strings.HasSuffix(out, "\n") {
 			t.Errorf("formatEntries(%q) = %q, want lines", data, out)
 		}

@@ -402,25 +402,34 @@ func (s *Server) listDir(ctx context.Context, raw json.RawMessage) (output, fitA
 	if err != nil {
 		return output{}, a.fitArgs, err
 	}
-	// Four NUL-ended fields an entry: type, size, link target, name (a
-	// name may hold any byte but NUL and /).
-	r, err := s.inBox(ctx, []string{"find", "-H", abs, "-mindepth", "1", "-maxdepth", "1",
-		"-printf", `%y\0%s\0%l\0%f\0`}, nil)
+	// Five NUL-ended fields an entry: depth, type, size, link target, name
+	// (a name may hold any byte but NUL and /). Depth 0 is the path itself.
+	r, err := s.inBox(ctx, []string{"find", "-H", abs, "-maxdepth", "1",
+		"-printf", `%d\0%y\0%s\0%l\0%f\0`}, nil)
 	if err != nil {
 		return output{}, a.fitArgs, err
 	}
 	if r.code != 0 && r.stdout == "" {
 		return output{text: boxError(ToolListDir, s.rel(abs), r), isError: true}, a.fitArgs, nil
 	}
-	return output{text: formatEntries(r.stdout)}, a.fitArgs, nil
+	text, isDir := formatEntries(r.stdout)
+	if !isDir {
+		return output{text: fmt.Sprintf("list_dir %s: not a directory (read it with read_file)", s.rel(abs)), isError: true}, a.fitArgs, nil
+	}
+	return output{text: text}, a.fitArgs, nil
 }
 
-// formatEntries turns find's fields into one line an entry, sorted by name.
-func formatEntries(raw string) string {
+// formatEntries turns find's fields into one line an entry, sorted by name;
+// isDir says whether the listed path (depth 0) is a directory.
+func formatEntries(raw string) (text string, isDir bool) {
 	f := strings.Split(raw, "\x00")
 	var lines []string
-	for i := 0; i+3 < len(f); i += 4 {
-		typ, size, target, name := f[i], f[i+1], f[i+2], shown(f[i+3])
+	for i := 0; i+4 < len(f); i += 5 {
+		depth, typ, size, target, name := f[i], f[i+1], f[i+2], f[i+3], shown(f[i+4])
+		if depth == "0" {
+			isDir = typ == "d"
+			continue
+		}
 		switch typ {
 		case "d":
 			lines = append(lines, name+"/")
@@ -434,9 +443,9 @@ func formatEntries(raw string) string {
 	}
 	sort.Strings(lines)
 	if len(lines) == 0 {
-		return "(empty directory)\n"
+		return "(empty directory)\n", isDir
 	}
-	return strings.Join(lines, "\n") + "\n"
+	return strings.Join(lines, "\n") + "\n", isDir
 }
 
 // shown quotes a name that would not read as itself on one line.

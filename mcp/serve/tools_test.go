@@ -99,6 +99,7 @@ func TestToolsFixMode(t *testing.T) {
 		{"write_file git hook escalates", "write_file", map[string]any{"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\n"}, want{denial: errs.CodeEscalationTimeout, category: "fs"}},
 		{"list_dir", "list_dir", map[string]any{"path": "."}, want{contains: []string{"hello.txt\t12 bytes\n", "sub/\n"}}},
 		{"list_dir default", "list_dir", map[string]any{}, want{contains: []string{"sub/\n"}}},
+		{"list_dir of a file", "list_dir", map[string]any{"path": "hello.txt"}, want{isError: true, contains: []string{"not a directory"}}},
 		{"list_dir outside refused", "list_dir", map[string]any{"path": f.Outside}, want{denial: errs.CodePolicyDenied, category: "fs"}},
 		{"search", "search", map[string]any{"pattern": "func [A-Z]"}, want{contains: []string{"sub/deep.go:3:func Hello() {}"}}},
 		{"search in a path", "search", map[string]any{"pattern": "wor", "path": "hello.txt"}, want{contains: []string{"hello.txt:2:world"}}},
