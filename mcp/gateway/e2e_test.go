@@ -472,25 +472,27 @@ var stamp = regexp.MustCompile(`-\d{4}-\d{2}-\d{2}T[0-9TZ-]+$`)
 
 // conformance runs the MCP conformance suite against url and returns each
 // check's status by "scenario/check".
-func conformance(t *testing.T, url string) map[string]string {
-	t.Helper()
-	out := t.TempDir()
-	cmd := exec.Command(peer(t, "conformance"), "server", "--url", url, "-o", out)
-	b, err := cmd.CombinedOutput()
+func conformance(bin, url string) (map[string]string, error) {
+	out, err := os.MkdirTemp("", "airlock-conformance-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(out)
+	b, err := exec.Command(bin, "server", "--url", url, "-o", out).CombinedOutput()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
-		t.Fatalf("conformance: %v\n%s", err, b)
+		return nil, fmt.Errorf("conformance: %v\n%s", err, b)
 	}
 	got := map[string]string{}
 	dirs, _ := filepath.Glob(filepath.Join(out, "*", "checks.json"))
 	for _, f := range dirs {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		var checks []struct{ ID, Status string }
 		if err := json.Unmarshal(data, &checks); err != nil {
-			t.Fatalf("%s: %v", f, err)
+			return nil, fmt.Errorf("%s: %v", f, err)
 		}
 		scenario := filepath.Base(filepath.Dir(f))
 		scenario = strings.TrimPrefix(stamp.ReplaceAllString(scenario, ""), "server-")
@@ -499,9 +501,9 @@ func conformance(t *testing.T, url string) map[string]string {
 		}
 	}
 	if len(got) == 0 {
-		t.Fatalf("conformance produced no results:\n%s", b)
+		return nil, fmt.Errorf("conformance produced no results:\n%s", b)
 	}
-	return got
+	return got, nil
 }
 
 // TestConformance runs the conformance suite against server-everything
@@ -512,7 +514,7 @@ func TestConformance(t *testing.T) {
 		t.Skip("the conformance suite takes minutes; not in -short")
 	}
 	ev := peer(t, "mcp-server-everything")
-	peer(t, "conformance")
+	suite := peer(t, "conformance")
 	requireTier1(t)
 
 	port := freePort(t)
@@ -523,7 +525,6 @@ func TestConformance(t *testing.T) {
 	}
 	defer func() { direct.Process.Kill(); direct.Wait() }()
 	waitListening(t, port)
-	want := conformance(t, fmt.Sprintf("http://127.0.0.1:%d/mcp", port))
 
 	u := newUser(t, fmt.Sprintf("fs:\n  read: [%q]\nshell:\n  allow: [node]\ntools:\n  \"*\": true\n", npmDir()))
 	gport := freePort(t)
@@ -535,7 +536,18 @@ func TestConformance(t *testing.T) {
 	}
 	defer gw.Process.Kill()
 	waitListening(t, gport)
-	got := conformance(t, fmt.Sprintf("http://127.0.0.1:%d/mcp", gport))
+
+	// Both runs at once: they share nothing but the machine.
+	var want, got map[string]string
+	var werr, gerr error
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); want, werr = conformance(suite, fmt.Sprintf("http://127.0.0.1:%d/mcp", port)) }()
+	go func() { defer wg.Done(); got, gerr = conformance(suite, fmt.Sprintf("http://127.0.0.1:%d/mcp", gport)) }()
+	wg.Wait()
+	if werr != nil || gerr != nil {
+		t.Fatalf("direct: %v; gateway: %v", werr, gerr)
+	}
 	// Stopping the gateway ends every session's box.
 	procs := descendants(gw.Process.Pid)
 	gw.Process.Signal(os.Interrupt)
