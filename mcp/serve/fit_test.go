@@ -151,3 +151,32 @@ func TestTooLarge(t *testing.T) {
 		t.Errorf("got isError %v, %.300q; want a short failed call asking for less", res.IsError, got)
 	}
 }
+
+// TestExecOffloaded: a command's big output is offloaded like a file's,
+// and a view asked for is fitted before the threshold is applied.
+func TestExecOffloaded(t *testing.T) {
+	f := newFixture(t, testPolicy, "observe", func(work string) {
+		var b strings.Builder
+		for i := 0; i < 4000; i++ {
+			fmt.Fprintf(&b, "log line %d: the widget was checked and found in order\n", i)
+		}
+		os.WriteFile(filepath.Join(work, "log.txt"), []byte(b.String()), 0o644)
+	}, nil)
+	cmd := []string{"cat", "log.txt"}
+	text, res, err := f.call("exec", map[string]any{"argv": cmd})
+	if err != nil || res.IsError {
+		t.Fatalf("got %.200q, %v", text, err)
+	}
+	var stub offload.Stub
+	if err := json.Unmarshal([]byte(text), &stub); err != nil || stub.Offloaded.Ref == "" {
+		t.Fatalf("got %.200q, want a stub: %v", text, err)
+	}
+	got, _, err := f.call("read_result", map[string]any{"ref": stub.Offloaded.Ref, "range": "3001-3001"})
+	if err != nil || !strings.Contains(got, "log line 3000:") || strings.Contains(got, "log line 2999:") {
+		t.Errorf("read_result range: got %.200q, %v; want line 3001 alone", got, err)
+	}
+	text, res, err = f.call("exec", map[string]any{"argv": cmd, "budget": 500})
+	if m, ok := fitMeta(t, res); err != nil || !ok || m.Fit == nil || m.Offloaded != nil || fit.Weigh(text) > 500 {
+		t.Errorf("with a budget: got %d tokens, _meta %v, %v; want a fitted answer of at most 500 tokens, inline", fit.Weigh(text), res.Meta, err)
+	}
+}
