@@ -233,7 +233,7 @@ func (r *reader) program(idx int, s scope) {
 		return
 	}
 	base := path.Base(name)
-	r.daemon(idx, base)
+	r.daemon(idx, baseName(name))
 	if !strings.Contains(name, "/") {
 		if builtinNames[name] {
 			c.Builtin = true
@@ -323,7 +323,7 @@ func (r *reader) program(idx int, s scope) {
 		r.execOptions(idx, base, s)
 	}
 	r.optionWords(idx, base)
-	r.fileWrites(idx, base)
+	r.fileWrites(idx, baseName(name))
 }
 
 // changeDir follows cd, pushd and popd so relative paths of later commands

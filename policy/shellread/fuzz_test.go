@@ -132,7 +132,10 @@ func canonStable(t *testing.T, prog string, args []string) {
 func FuzzStartsArgv(f *testing.F) {
 	for _, s := range []string{"git status", "git -c core.pager=cat log", "git push --exec=x o", "find . -exec rm {} ;",
 		"rg --pre=x y", "tar --checkpoint-action=exec=x -c .", "ssh -oProxyCommand=x h", "git rebase --exec=make",
-		"git clone ext::sh", "man -P less ls", "sort --compress-program=gzip f", "zip --unzip-command=x a"} {
+		"git clone ext::sh", "man -P less ls", "sort --compress-program=gzip f", "zip --unzip-command=x a",
+		"tee airlock.yaml", "dd if=x of=y", "sort -o y x", "sort x", "git log --output=x", "git format-patch -o d",
+		"sed 1e\x20x f", "awk BEGIN{system(1)}", "go test -exec=x", "setsid x", "wget -b u", "find . -fprint f",
+		"cp a b", "install --strip-program=x a b", "rm -rf x/"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -145,8 +148,9 @@ func FuzzStartsArgv(f *testing.F) {
 			return
 		}
 		c := cmds[0]
-		if len(cmds) != 1 || c.Undecidable != "" || c.Risk != "" || c.ArgsFromInput {
-			t.Fatalf("StartsArgv(%q) is false, but ReadArgv found %d commands (undecidable %q, risk %q)", argv, len(cmds), c.Undecidable, c.Risk)
+		if len(cmds) != 1 || c.Undecidable != "" || c.Risk != "" || c.ArgsFromInput || len(c.Redirects) > 0 || c.Background {
+			t.Fatalf("StartsArgv(%q) is false, but ReadArgv found %d commands (undecidable %q, risk %q, redirects %v, background %v)",
+				argv, len(cmds), c.Undecidable, c.Risk, c.Redirects, c.Background)
 		}
 	})
 }
