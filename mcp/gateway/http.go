@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airlock-run/airlock/mcp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -110,8 +111,8 @@ func (h *HTTPHandler) serve(w http.ResponseWriter, r *http.Request) {
 		h.end(id)
 		w.WriteHeader(http.StatusNoContent)
 	case http.MethodGet, http.MethodPost:
-		if r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, MaxRequestBody)
+		if r.Method == http.MethodPost && !checkBody(w, r) {
+			return
 		}
 		s.busy(1)
 		defer s.busy(-1)
@@ -128,11 +129,10 @@ func (h *HTTPHandler) start(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Bad Request: a session id is required", http.StatusBadRequest)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBody))
-	if err != nil {
-		http.Error(w, "request body too large or unreadable", http.StatusRequestEntityTooLarge)
+	if !checkBody(w, r) {
 		return
 	}
+	body, _ := io.ReadAll(r.Body)
 	var msg struct {
 		Method string `json:"method"`
 	}
@@ -169,6 +169,28 @@ func (h *HTTPHandler) start(w http.ResponseWriter, r *http.Request) {
 		conn.Close()
 	}()
 	t.ServeHTTP(w, r)
+}
+
+// checkBody reads a POST body (at most MaxRequestBody) and refuses it with
+// a JSON-RPC error when it is not JSON or holds a key twice, before the
+// transport parses it (and keeps one of the two); otherwise the body is put
+// back for the transport.
+func checkBody(w http.ResponseWriter, r *http.Request) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBody))
+	if err != nil {
+		http.Error(w, "request body too large or unreadable", http.StatusRequestEntityTooLarge)
+		return false
+	}
+	if err := mcp.CheckJSON(body); err != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
+			"error": map[string]any{"code": jsonrpc.CodeParseError, "message": "airlock: " + err.Error()}})
+		w.Write(b)
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return true
 }
 
 func (h *HTTPHandler) end(id string) {

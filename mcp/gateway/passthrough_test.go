@@ -271,3 +271,28 @@ func TestEscalationThroughElicitation(t *testing.T) {
 		})
 	}
 }
+
+func TestHTTPRefusesDuplicateKeys(t *testing.T) {
+	f := newFixture(t, interactiveServer())
+	g, _ := New(f.opts)
+	h := g.Handler(t.Context())
+	defer h.Close()
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","method":"tools/call","params":{}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"a":1,"a":2}}`,
+		`not json`,
+	} {
+		r := httptest.NewRequest("POST", "/mcp", strings.NewReader(body))
+		r.Host = "127.0.0.1:1"
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != 400 || !strings.Contains(w.Body.String(), "-32700") {
+			t.Errorf("%s: got %d %s, want 400 and a parse error", body, w.Code, w.Body.String())
+		}
+	}
+	if f.starts != 0 {
+		t.Errorf("%d servers started for refused requests", f.starts)
+	}
+}
