@@ -611,3 +611,65 @@ func TestBypassAttempts(t *testing.T) {
 		})
 	}
 }
+
+// TestBypassNarrowing: a narrowing policy that tries to widen what its base
+// allows gains nothing.
+func TestBypassNarrowing(t *testing.T) {
+	widen := `
+shell:
+  allow: [curl, sh, git, rm]
+  raw: true
+  spawn: true
+  args:
+    git:
+      allow: ["*"]
+fs:
+  write: ["/", "~"]
+escalation: {timeout: 1h}
+`
+	n, err := ParseNarrowing("widen.yaml", []byte(widen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, base string
+		shell      string
+		want       Verdict
+	}{
+		{"program the base does not list", "strict", "curl x", Deny},
+		{"shell the base does not list", "strict", "sh -c 'git status'", Deny},
+		{"argument the base denies", "strict", "git push --force", Deny},
+		{"argument no base pattern allows", "strict", "git gc", Deny},
+		{"background the base refuses", "strict", "git status &", Deny},
+		{"write outside the base's fs.write", "strict", "echo x > /etc/passwd", Deny},
+		{"write to home", "strict", "echo x > ~/.bashrc", Deny},
+		{"policy file", "strict", "echo x > airlock.yaml", Deny},
+		{"shell strings the base refuses", "noraw", "ls; ls", Deny},
+		{"shell the base refuses to start", "noraw", "sh script.sh", Deny},
+		{"background where the base refuses", "noraw", "setsid ls", Deny},
+		{"catastrophic still escalates", "workspace", "rm -rf /", Escalate},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var base *Policy
+			if src := bypassPolicies[tt.base]; src == "workspace" {
+				base = Workspace()
+			} else if base, err = Parse(tt.base+".yaml", []byte(src)); err != nil {
+				t.Fatal(err)
+			}
+			c, err := base.Narrow(n).Compile(testWorld(Fix))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var d Decision
+			if strings.HasPrefix(tt.shell, "sh script") || strings.HasPrefix(tt.shell, "setsid") {
+				d = c.Argv(strings.Fields(tt.shell))
+			} else {
+				d = c.Shell(tt.shell).Overall
+			}
+			if d.Verdict < tt.want {
+				t.Errorf("%s narrowed to widen: %q: got %s %s, want at least %s", tt.base, tt.shell, d.Verdict, d.Rule, tt.want)
+			}
+		})
+	}
+}
