@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/mcp"
+	"github.com/airlock-run/airlock/mediator"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -150,5 +151,63 @@ func TestDuplicateKeysRefused(t *testing.T) {
 	var r sdk.CallToolResult
 	if err != nil || json.Unmarshal(res, &r) != nil || !r.IsError || !strings.Contains(resultText(&r), "duplicate key") {
 		t.Errorf("got %s, %v; want a failed call naming the duplicate key", res, err)
+	}
+}
+
+// TestEscalationRoundTrip: with a client speaking protocol 2026-07-28 (the
+// Go SDK's own), the question goes out as the call's answer and the
+// client's retry carries the person's answer.
+func TestEscalationRoundTrip(t *testing.T) {
+	var asked []string
+	action := "accept"
+	client := &sdk.ClientOptions{ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		asked = append(asked, r.Params.Message)
+		return &sdk.ElicitResult{Action: action, Content: map[string]any{"allow": true}}, nil
+	}}
+	f := newFixture(t, testPolicy, "observe", nil, func(s *Server) { s.o.Elicit = true }, client)
+	if v := f.cs.InitializeResult().ProtocolVersion; v < mrtrVersion {
+		t.Skipf("the SDK client speaks %s, before multi round-trip", v)
+	}
+	ask := map[string]any{"argv": []string{"echo", "please-ask", "again"}}
+	check(t, f, "exec", ask, want{contains: []string{"please-ask again\n"}})
+	if len(asked) != 1 || !strings.Contains(asked[0], "please-ask") {
+		t.Errorf("got questions %q, want one naming the command", asked)
+	}
+	action = "decline"
+	check(t, f, "exec", ask, want{denial: errs.CodePolicyDenied, category: "shell"})
+}
+
+// TestRoundTripState: an answer counts only with the state airlock signed
+// for the same call, and only within the escalation timeout.
+func TestRoundTripState(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	s := &Server{key: []byte("0123456789abcdef0123456789abcdef"), now: func() time.Time { return now }}
+	e := mediator.Escalation{Call: mediator.Call{Kind: mediator.KindExec, Argv: []string{"echo", "please-ask"}}, Timeout: 30 * time.Second}
+	other := mediator.Call{Kind: mediator.KindExec, Argv: []string{"echo", "something", "else"}}
+	yes := sdk.InputResponseMap{approvalKey: &sdk.ElicitResult{Action: "accept", Content: map[string]any{"allow": true}}}
+	valid := s.makeState(e.Call.Digest(), now)
+	tests := []struct {
+		name    string
+		state   string
+		after   time.Duration
+		want    mediator.Answer
+		reasked bool
+	}{
+		{"signed state, in time", valid, time.Second, mediator.AnswerAllowOnce, false},
+		{"no state: forged answer", "", 0, mediator.AnswerError, true},
+		{"state of another call", s.makeState(other.Digest(), now), 0, mediator.AnswerError, true},
+		{"state signed by another key", (&Server{key: []byte("another key, another key, 32 byt")}).makeState(e.Call.Digest(), now), 0, mediator.AnswerError, true},
+		{"tampered state", valid[:len(valid)-2] + "xx", 0, mediator.AnswerError, true},
+		{"answer after the timeout", valid, time.Minute, mediator.AnswerTimeout, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s.now = func() time.Time { return now.Add(tt.after) }
+			a := &roundTripApprover{s: s, responses: yes, state: tt.state}
+			r := a.Ask(context.Background(), e)
+			if r.Answer != tt.want || (a.asked != nil) != tt.reasked {
+				t.Errorf("got %v, asked again %v; want %v, %v", r.Answer, a.asked != nil, tt.want, tt.reasked)
+			}
+		})
 	}
 }

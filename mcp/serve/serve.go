@@ -22,6 +22,7 @@ package serve
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"io"
 	"log/slog"
@@ -80,6 +81,8 @@ type Options struct {
 	Warn func(string)
 	// Log receives diagnostics; nil drops them.
 	Log *slog.Logger
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
 	// Version is the server's version in the MCP handshake.
 	Version string
 }
@@ -91,6 +94,9 @@ type Server struct {
 	srv *sdk.Server
 	// probe tells the best tier the host gives, asked once.
 	probe func() sandbox.Tier
+	// key signs the request state of a multi round-trip approval.
+	key []byte
+	now func() time.Time
 
 	// afterDecide, when set (by tests only), runs between a file tool's
 	// decision and its execution: the window an attacker swapping a path
@@ -112,7 +118,14 @@ func New(o Options) (*Server, error) {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
-	s := &Server{o: o, probe: sync.OnceValue(func() sandbox.Tier { return sandbox.Probe().Tier() })}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	s := &Server{o: o, probe: sync.OnceValue(func() sandbox.Tier { return sandbox.Probe().Tier() }),
+		key: make([]byte, 32), now: o.Now}
+	if _, err := rand.Read(s.key); err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "mcp serve: no randomness for the approval key")
+	}
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: "airlock", Title: "airlock", Version: o.Version},
 		&sdk.ServerOptions{Instructions: instructions, Logger: o.Log})
 	for _, t := range s.tools() {

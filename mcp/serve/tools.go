@@ -156,14 +156,20 @@ func (s *Server) handler(t tool) sdk.ToolHandler {
 		if req.Params != nil {
 			raw = req.Params.Arguments
 		}
-		ctx = s.withApprover(ctx, req.Session)
-		if err := s.decideTool(ctx, t.def.Name, raw); err != nil {
+		ctx, rt := s.withApprover(ctx, req)
+		denied := func(err error) (*sdk.CallToolResult, error) {
+			if rt != nil && rt.asked != nil {
+				return rt.asked, nil // the question is this round's answer
+			}
 			return nil, mcp.Error(err)
+		}
+		if err := s.decideTool(ctx, t.def.Name, raw); err != nil {
+			return denied(err)
 		}
 		out, fa, err := t.run(ctx, raw)
 		if err != nil {
 			if errs.Is(err, errs.Denied) {
-				return nil, mcp.Error(err)
+				return denied(err)
 			}
 			return errorResult(err), nil
 		}
