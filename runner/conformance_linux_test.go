@@ -285,6 +285,11 @@ func attacks(t *testing.T) []attackRow {
 			f := filepath.Join(wd, ".mcp.json")
 			return fixSpec(t, wd), []string{exe, attackArg, "write", f}, func() bool { _, err := os.Lstat(f); return err != nil }
 		}},
+		{"create the default policy file airlock.yaml in fix mode", false, false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
+			wd := t.TempDir()
+			f := filepath.Join(wd, "airlock.yaml")
+			return fixSpec(t, wd), []string{exe, attackArg, "write", f}, func() bool { _, err := os.Lstat(f); return err != nil }
+		}},
 		{"create missing git hooks in an existing .git", false, false, func(t *testing.T, exe string) (sandbox.Spec, []string, func() bool) {
 			wd := t.TempDir()
 			os.MkdirAll(filepath.Join(wd, ".git"), 0o755)

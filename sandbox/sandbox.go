@@ -116,15 +116,20 @@ type Bind struct {
 	Src, Dst string
 }
 
-// ProtectedNames are the paths, relative to each writable directory, that
+// protectedNames are the paths, relative to each writable directory, that
 // stay read-only inside the box even in fix mode, because something outside
 // the box later executes or trusts them: git hooks and config, airlock's own
-// state, shell start-up files, and editor and agent configuration.
+// state and default policy file, shell start-up files, and editor and agent
+// configuration.
 var protectedNames = []string{
 	".git/hooks",
 	".git/config",
 	".gitmodules",
 	".airlock",
+	// The policy the next run in this directory reads by default.
+	"airlock.yaml",
+	"airlock.yml",
+	"airlock.json",
 	".mcp.json",
 	".vscode",
 	".idea",
