@@ -566,6 +566,12 @@ var bypassCases = []bypassCase{
 	{class: "files programs write, no allow list", policy: "workspace", shell: "cp x evil/hooks/pre-push", want: Escalate, rule: "builtin.git-hooks"},
 	{class: "files programs write, no allow list", policy: "workspace", shell: "echo x > src/hooks/useThing.ts", want: Allow, rule: "default"},
 	{class: "files programs write, no allow list", policy: "workspace", shell: "install --strip-program=curl -s x y", want: Allow, rule: "default"},
+	{class: "find -delete", policy: "workspace", shell: "find . -delete", want: Escalate, rule: "builtin.policy-file"},
+	{class: "find -delete", policy: "workspace", shell: "find . -name airlock.yaml -delete", want: Escalate, rule: "builtin.policy-file"},
+	{class: "find -delete", policy: "workspace", shell: "find . -iname 'AIRLOCK.*' -delete", want: Escalate, rule: "builtin.policy-file"},
+	{class: "find -delete", policy: "workspace", shell: "find home-link/ -delete", want: Escalate, rule: "builtin.rm-home"},
+	{class: "find -delete", policy: "workspace", shell: "find . -name '*.o' -delete", want: Allow, rule: "default"},
+	{class: "find -delete", policy: "workspace", argv: []string{"find", ".", "-delete"}, want: Escalate, rule: "builtin.policy-file"},
 }
 
 func bypassCheckers(t *testing.T, mode Mode) map[string]*Checker {

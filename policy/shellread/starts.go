@@ -18,7 +18,7 @@ func StartsArgv(argv []string) bool {
 	args := argv[1:]
 	switch base {
 	case "find":
-		return anyOf(args, "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls")
+		return anyOf(args, "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls", "-delete")
 	case "sed", "gsed", "awk", "gawk", "mawk", "nawk", "go":
 		return len(args) > 0
 	case "dd":

@@ -53,7 +53,7 @@ var sedWrites = writeSpec{valued: "efl", long: []string{"expression", "file", "l
 func Writes(prog string) bool {
 	base := baseName(prog)
 	_, ok := writeSpecs[base]
-	return ok || base == "dd" || base == "git"
+	return ok || base == "dd" || base == "git" || base == "find"
 }
 
 // argWord is one word of a command line and its index in Argv.
@@ -204,6 +204,24 @@ func (r *reader) fileWrites(idx int, base string) {
 		}
 	case "git":
 		r.gitWrites(idx, add)
+	case "find":
+		// find -delete removes what it finds below its starting points
+		// (`find . -delete` takes the policy file with it).
+		if !contains(c.Argv[1:], "-delete") || !findMayDelete(c) {
+			return
+		}
+		i := 1
+		for i < len(c.Argv) && (c.Argv[i] == "-H" || c.Argv[i] == "-L" || c.Argv[i] == "-P" ||
+			strings.HasPrefix(c.Argv[i], "-D") || strings.HasPrefix(c.Argv[i], "-O") || c.Argv[i] == "--") {
+			i++
+		}
+		for ; i < len(c.Argv); i++ {
+			a := c.Argv[i]
+			if strings.HasPrefix(a, "-") || a == "(" || a == "!" {
+				break
+			}
+			add("remove", argWord{a, i})
+		}
 	default:
 		sp, ok := writeSpecs[base]
 		if !ok {
@@ -330,4 +348,37 @@ func (r *reader) gitWrites(idx int, add func(string, argWord)) {
 			sub = a
 		}
 	}
+}
+
+// findMayDelete reports whether a find -delete may remove a protected file
+// (the policy file, a repository's metadata or configuration). A find
+// whose -name/-iname tests cannot match one of those names does not: the
+// common `find . -name '*.o' -delete` is left alone. Other tests (-path,
+// -regex) cannot be followed, so they count as "may".
+func findMayDelete(c *Command) bool {
+	named := false
+	for i := 1; i < len(c.Argv); i++ {
+		switch c.Argv[i] {
+		case "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex":
+			return true
+		case "-name", "-iname":
+			if i+1 >= len(c.Argv) || isDynamic(c, i+1) {
+				return true
+			}
+			named = true
+			p := c.Argv[i+1]
+			for _, n := range []string{"airlock.yaml", ".git", "config", "hooks", "pre-commit"} {
+				if m, err := path.Match(p, n); err != nil || m {
+					return true
+				}
+				if c.Argv[i] == "-iname" {
+					if m, _ := path.Match(strings.ToLower(p), n); m {
+						return true
+					}
+				}
+			}
+			i++
+		}
+	}
+	return !named
 }
