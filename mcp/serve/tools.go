@@ -157,21 +157,21 @@ func (s *Server) handler(t tool) sdk.ToolHandler {
 			raw = req.Params.Arguments
 		}
 		ctx, rt := s.withApprover(ctx, req)
-		denied := func(err error) (*sdk.CallToolResult, error) {
-			if rt != nil && rt.asked != nil {
+		failed := func(err error) (*sdk.CallToolResult, error) {
+			switch {
+			case rt != nil && rt.asked != nil:
 				return rt.asked, nil // the question is this round's answer
+			case errs.Is(err, errs.Denied):
+				return nil, mcp.Error(err)
 			}
-			return nil, mcp.Error(err)
+			return errorResult(err), nil
 		}
 		if err := s.decideTool(ctx, t.def.Name, raw); err != nil {
-			return denied(err)
+			return failed(err)
 		}
 		out, fa, err := t.run(ctx, raw)
 		if err != nil {
-			if errs.Is(err, errs.Denied) {
-				return denied(err)
-			}
-			return errorResult(err), nil
+			return failed(err)
 		}
 		return s.finish(ctx, t.def.Name, out, fa), nil
 	}
