@@ -13,7 +13,7 @@
 // The file tools do not touch the files from this process: the server runs
 // unconfined, so a path decided here could be swapped for a symbolic link
 // before this process opened it. Each file tool is decided on its path and
-// then carried out by a small program (cat, find, grep, sh) inside the same
+// then carried out by a small program (head, find, grep, sh) inside the same
 // box an exec call gets, which sees only what the policy grants; a link to
 // anything else leads nowhere in there. It costs a box start per call.
 //
