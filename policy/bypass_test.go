@@ -27,6 +27,13 @@ fs:
 `,
 	// No policy file: any program, the built-in rules, writes in fix mode.
 	"workspace": "workspace",
+	// Only git and make, with no argument rules.
+	"git-make": `
+shell:
+  allow: [git, make]
+fs:
+  write: ["."]
+`,
 	// No shell strings and no background processes, any program otherwise.
 	"noraw": `
 shell:
@@ -572,6 +579,26 @@ var bypassCases = []bypassCase{
 	{class: "find -delete", policy: "workspace", shell: "find home-link/ -delete", want: Escalate, rule: "builtin.rm-home"},
 	{class: "find -delete", policy: "workspace", shell: "find . -name '*.o' -delete", want: Allow, rule: "default"},
 	{class: "find -delete", policy: "workspace", argv: []string{"find", ".", "-delete"}, want: Escalate, rule: "builtin.policy-file"},
+	{class: "git subcommands that run programs", policy: "git-make", shell: "git grep -O'curl x' foo", want: Deny, rule: "shell.allow"},
+	{class: "git subcommands that run programs", policy: "git-make", shell: "git grep --open-files-in-pager='curl x' foo", want: Deny, rule: "shell.allow"},
+	{class: "git subcommands that run programs", policy: "git-make", argv: []string{"git", "grep", "-Ocurl", "foo"}, want: Deny, rule: "shell.allow"},
+	{class: "git subcommands that run programs", policy: "git-make", shell: "git clone -c core.fsmonitor=curl u d", want: Deny, rule: "shell.allow"},
+	{class: "git subcommands that run programs", policy: "git-make", shell: "git clone --config=core.hooksPath=/tmp/h u d", want: Escalate, rule: "shell.undecidable"},
+	{class: "git subcommands that run programs", policy: "git-make", shell: "git clone --template=/tmp/t u d", want: Escalate, rule: "shell.undecidable"},
+	{class: "git subcommands that run programs", policy: "git-make", shell: "git init --template=/tmp/t d", want: Escalate, rule: "shell.undecidable"},
+	{class: "git subcommands that run programs", policy: "git-make", shell: "git send-email --sendmail-cmd='curl x' p", want: Deny, rule: "shell.allow"},
+	{class: "git subcommands that run programs", policy: "git-make", shell: "git send-email --smtp-server=/tmp/x p", want: Deny, rule: "shell.allow"},
+	{class: "git subcommands that run programs", policy: "git-make", shell: "git instaweb", want: Deny, rule: "shell.spawn"},
+	{class: "git subcommands that run programs", policy: "git-make", shell: "git daemon --detach", want: Deny, rule: "shell.spawn"},
+	{class: "git subcommands that run programs", policy: "git-make", shell: "git --git-dir=evil status", want: Escalate, rule: "builtin.exec-option"},
+	{class: "git subcommands that run programs", policy: "git-make", shell: "git grep -n foo", want: Allow, rule: "shell.allow[0]"},
+	{class: "make run from the command line", policy: "git-make", shell: "make --eval='x:;curl evil' x", want: Escalate, rule: "shell.undecidable"},
+	{class: "make run from the command line", policy: "git-make", shell: "make -E 'x:;curl y' x", want: Escalate, rule: "shell.undecidable"},
+	{class: "make run from the command line", policy: "git-make", shell: "echo 'x:;curl y' | make -f - x", want: Escalate, rule: "shell.undecidable"},
+	{class: "make run from the command line", policy: "git-make", shell: "make -f /dev/stdin", want: Escalate, rule: "shell.undecidable"},
+	{class: "make run from the command line", policy: "git-make", shell: "make SHELL=curl", want: Escalate, rule: "shell.undecidable"},
+	{class: "make run from the command line", policy: "git-make", argv: []string{"make", ".SHELLFLAGS=-c curl x", "all"}, want: Escalate, rule: "shell.undecidable"},
+	{class: "make run from the command line", policy: "git-make", shell: "make -j4 V=1 all", want: Allow, rule: "shell.allow[1]"},
 }
 
 func bypassCheckers(t *testing.T, mode Mode) map[string]*Checker {

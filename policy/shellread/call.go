@@ -318,6 +318,8 @@ func (r *reader) program(idx int, s scope) {
 		r.awkProgram(idx)
 	case "go":
 		r.goExec(idx, s)
+	case "make", "gmake":
+		r.makeProgram(idx)
 	}
 	if _, ok := execOpts[base]; ok {
 		r.execOptions(idx, base, s)

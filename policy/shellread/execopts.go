@@ -316,9 +316,68 @@ func (r *reader) gitSub(idx, i int, s scope) {
 			if (sub == "clone" || sub == "ls-remote") && rest[k] == "-u" && k+1 < len(rest) {
 				r.script(idx, rest[k+1], s)
 			}
+			if sub == "clone" {
+				// clone -c KEY=VALUE sets up the new repository's config
+				// (core.hooksPath, core.fsmonitor) before its checkout.
+				if v, vi, ok := optionValue(rest, k, execOpt{long: "config", short: 'c'}); ok && (rest[k] == "-c" || strings.HasPrefix(rest[k], "--con")) {
+					r.gitSetting(idx, v, at(vi), s)
+				}
+				if strings.HasPrefix(rest[k], "--template") {
+					r.undecidable(idx, "git clone --template copies hooks that run during the checkout")
+				}
+			}
 			if strings.HasPrefix(rest[k], "ext::") || strings.Contains(rest[k], "=ext::") {
 				r.undecidable(idx, "git's ext:: transport runs a command")
 			}
+		}
+	case "init":
+		for _, a := range rest {
+			if strings.HasPrefix(a, "--template") {
+				r.undecidable(idx, "git init --template copies hooks that later git commands run")
+			}
+		}
+	case "grep":
+		// -O[PAGER] / --open-files-in-pager[=PAGER] runs PAGER (through
+		// the shell) with the matching files.
+		for _, a := range rest {
+			if a == "--" {
+				break
+			}
+			v := ""
+			switch {
+			case strings.HasPrefix(a, "--"):
+				name, val, _ := strings.Cut(a[2:], "=")
+				if len(name) >= 2 && strings.HasPrefix("open-files-in-pager", name) {
+					v = val
+				}
+			case strings.HasPrefix(a, "-"):
+				if o := strings.IndexByte(a[1:], 'O'); o >= 0 {
+					v = a[2+o:]
+				}
+			}
+			if v != "" {
+				r.script(idx, v, s)
+			}
+		}
+	case "send-email":
+		for k := 0; k < len(rest); k++ {
+			for _, e := range []execOpt{{long: "sendmail-cmd"}, {long: "smtp-server"}, {long: "to-cmd"}, {long: "cc-cmd"}, {long: "header-cmd"}} {
+				if v, vi, ok := optionValue(rest, k, e); ok && strings.HasPrefix(rest[k], "--"+e.long[:4]) {
+					if at(vi) {
+						r.undecidable(idx, "git send-email runs a command only known at run time")
+						return
+					}
+					if e.long != "smtp-server" || strings.HasPrefix(v, "/") {
+						r.script(idx, v, s)
+					}
+				}
+			}
+		}
+	case "instaweb":
+		c.Background = true
+	case "daemon":
+		if contains(rest, "--detach") {
+			c.Background = true
 		}
 	case "config":
 		// Storing a command in a setting makes a later, harmless-looking

@@ -187,3 +187,42 @@ func (r *reader) daemon(idx int, base string) {
 		}
 	}
 }
+
+// makeProgram marks what lets a command line, rather than the repository's
+// makefiles, choose what make runs: makefile text given with --eval, a
+// makefile read from standard input, and the shell recipes run with.
+func (r *reader) makeProgram(idx int) {
+	c := &r.out[idx]
+	argv := c.Argv
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		name, val, has := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch {
+		case a == "--":
+			continue
+		case strings.HasPrefix(a, "--") && len(name) >= 2 && strings.HasPrefix("eval", name), a == "-E" || strings.HasPrefix(a, "-E") && !strings.HasPrefix(a, "--"):
+			r.undecidable(idx, "make --eval runs makefile text given on the command line")
+			return
+		case a == "-f" || strings.HasPrefix(a, "--") && len(name) >= 2 && (strings.HasPrefix("file", name) || strings.HasPrefix("makefile", name)):
+			if !has && i+1 < len(argv) {
+				i++
+				val = argv[i]
+			}
+			if val == "-" || val == "/dev/stdin" || isDynamic(c, i) {
+				r.undecidable(idx, "make reads a makefile only known at run time")
+				return
+			}
+		case strings.HasPrefix(a, "-f") && !strings.HasPrefix(a, "--"):
+			if v := a[2:]; v == "-" || v == "/dev/stdin" {
+				r.undecidable(idx, "make reads a makefile only known at run time")
+				return
+			}
+		case !strings.HasPrefix(a, "-") && strings.Contains(a, "="):
+			switch k, _, _ := strings.Cut(a, "="); strings.TrimRight(k, ":+?!") {
+			case "SHELL", ".SHELLFLAGS", "MAKESHELL", "MAKEFILES":
+				r.undecidable(idx, "make %s chooses what runs the recipes", k)
+				return
+			}
+		}
+	}
+}

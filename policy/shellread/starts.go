@@ -19,7 +19,7 @@ func StartsArgv(argv []string) bool {
 	switch base {
 	case "find":
 		return anyOf(args, "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls", "-delete")
-	case "sed", "gsed", "awk", "gawk", "mawk", "nawk", "go":
+	case "sed", "gsed", "awk", "gawk", "mawk", "nawk", "go", "make", "gmake":
 		return len(args) > 0
 	case "dd":
 		for _, a := range args {
@@ -99,11 +99,12 @@ func gitStarts(args []string) bool {
 				return anyOf(rest, "foreach")
 			case "difftool", "mergetool":
 				return hasExecOpt(rest, execOpt{long: "extcmd", short: 'x'})
-			case "filter-branch", "config":
+			case "filter-branch", "config", "init", "grep", "send-email", "instaweb", "daemon":
 				return true
 			case "clone", "fetch", "pull", "ls-remote", "push", "archive":
 				if hasExecOpt(rest, execOpt{long: "upload-pack"}, execOpt{long: "receive-pack"}, execOpt{long: "exec"}) ||
-					(a == "clone" || a == "ls-remote") && anyOf(rest, "-u") {
+					(a == "clone" || a == "ls-remote") && anyOf(rest, "-u") ||
+					a == "clone" && (hasExecOpt(rest, execOpt{long: "config", short: 'c'}, execOpt{long: "template"})) {
 					return true
 				}
 				for _, r := range rest {
