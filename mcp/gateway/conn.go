@@ -184,14 +184,16 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if r, ok := msg.(*jsonrpc.Response); ok {
 		c.bmu.Lock()
 		b := c.batches[r.ID]
+		complete := false
 		if b != nil {
 			delete(c.batches, r.ID)
 			b.responses[b.left[r.ID]] = r
 			delete(b.left, r.ID)
+			complete = len(b.left) == 0
 		}
 		c.bmu.Unlock()
 		if b != nil {
-			if len(b.left) > 0 {
+			if !complete {
 				return nil
 			}
 			raws := make([]json.RawMessage, len(b.responses))

@@ -562,7 +562,10 @@ func (s *session) call(ctx context.Context, m *jsonrpc.Request) {
 		t = s.tools[name]
 		s.mu.Unlock()
 	}
-	if t != nil && t.blocked {
+	s.mu.Lock()
+	blocked := t != nil && t.blocked
+	s.mu.Unlock()
+	if blocked {
 		if err := s.approveChanged(ctx, name, t); err != nil {
 			fail(err)
 			return

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -236,10 +237,13 @@ func TestEscalationThroughElicitation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			var mu sync.Mutex
 			var asked string
 			c := sdk.NewClient(&sdk.Implementation{Name: "client", Version: "1"}, &sdk.ClientOptions{
 				ElicitationHandler: func(ctx context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+					mu.Lock()
 					asked = r.Params.Message
+					mu.Unlock()
 					if tt.answer == nil {
 						<-ctx.Done()
 						return nil, ctx.Err()
@@ -253,8 +257,11 @@ func TestEscalationThroughElicitation(t *testing.T) {
 			}
 			defer cs.Close()
 			res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "ask", Arguments: map[string]any{"message": "m"}})
-			if !strings.Contains(asked, "ask") {
-				t.Errorf("the client was asked %q, want the tool named", asked)
+			mu.Lock()
+			q := asked
+			mu.Unlock()
+			if !strings.Contains(q, "ask") {
+				t.Errorf("the client was asked %q, want the tool named", q)
 			}
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
