@@ -114,6 +114,3 @@ func killCgroup(version, dir string) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
-
-// KillCgroup ends every process in a run's cgroup directory.
-func KillCgroup(version, dir string) { killCgroup(version, dir) }
