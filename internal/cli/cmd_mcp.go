@@ -122,12 +122,15 @@ func mcpWrapCmd() *Command {
 					// may still be called with other arguments: keep it listed.
 					return d.Verdict != policy.Deny || strings.HasSuffix(d.Rule, ".else")
 				},
-				Prefix:      *prefix,
-				Pins:        pins,
-				ApprovePin:  pinApprover(k),
-				CallTimeout: *callTimeout,
-				SessionIdle: *idle,
-				Log:         env.Log,
+				Prefix:     *prefix,
+				Pins:       pins,
+				ApprovePin: pinApprover(k),
+				// Escalations go to the person at the client when it can
+				// show an elicitation, else to the broker and terminal.
+				WithApprover: mediator.WithApprover,
+				CallTimeout:  *callTimeout,
+				SessionIdle:  *idle,
+				Log:          env.Log,
 			}
 			if th > 0 {
 				st, sc, err := sf.open(env)

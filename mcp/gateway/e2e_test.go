@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -296,6 +297,32 @@ func TestWrapEverything(t *testing.T) {
 			t.Errorf("the escalation waited %s; the policy says 1s", time.Since(start))
 		}
 	})
+	t.Run("escalation answered through elicitation", func(t *testing.T) {
+		var asked atomic.Int32
+		cs2, _ := u.connect(t.Context(), &sdk.ClientOptions{
+			ElicitationHandler: func(ctx context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				asked.Add(1)
+				return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"allow": true}}, nil
+			},
+		}, nil, "node", ev, "stdio")
+		defer cs2.Close()
+		res, err := cs2.CallTool(t.Context(), &sdk.CallToolParams{Name: "get-tiny-image", Arguments: map[string]any{}})
+		if err != nil {
+			t.Fatalf("an escalation the person at the client allowed: %v", err)
+		}
+		if asked.Load() != 1 {
+			t.Errorf("the client was asked %d times, want 1", asked.Load())
+		}
+		found := false
+		for _, c := range res.Content {
+			if _, ok := c.(*sdk.ImageContent); ok {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no image in %+v", res.Content)
+		}
+	})
 	t.Run("big result offloaded with _meta", func(t *testing.T) {
 		msg := strings.Repeat("A long line of text for the model to read. ", 400)
 		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"message": msg}})
@@ -337,7 +364,7 @@ func TestWrapEverything(t *testing.T) {
 			t.Errorf("prompt %s does not carry the argument", b)
 		}
 	})
-	t.Run("image content passes through", func(t *testing.T) {
+	t.Run("structured content passes through", func(t *testing.T) {
 		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "get-structured-content", Arguments: map[string]any{"location": "New York"}})
 		if err != nil {
 			t.Fatal(err)

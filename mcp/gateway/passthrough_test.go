@@ -185,16 +185,11 @@ func TestHTTPRefusesOtherHosts(t *testing.T) {
 	}
 }
 
-// approverKey carries a per-call approver, as mediator's per-call approver
-// hook does: the kernel asks it instead of its own.
-type approverKey struct{}
+// nobody is the kernel's own approver: nobody there, so only the per-call
+// approver the gateway passes can answer.
+type nobody struct{}
 
-type ctxApprover struct{}
-
-func (ctxApprover) Ask(ctx context.Context, e mediator.Escalation) mediator.Reply {
-	if a, ok := ctx.Value(approverKey{}).(mediator.Approver); ok {
-		return a.Ask(ctx, e)
-	}
+func (nobody) Ask(ctx context.Context, e mediator.Escalation) mediator.Reply {
 	<-ctx.Done()
 	return mediator.Reply{Answer: mediator.AnswerTimeout, Decider: "timeout"}
 }
@@ -225,14 +220,12 @@ func TestEscalationThroughElicitation(t *testing.T) {
 					return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ran ask"}}}, nil
 				})
 			f := newFixture(t, srv)
-			k, err := mediator.New(p, policy.World{Workdir: t.TempDir()}, mediator.Options{Approver: ctxApprover{}})
+			k, err := mediator.New(p, policy.World{Workdir: t.TempDir()}, mediator.Options{Approver: nobody{}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			f.opts.Decide = k.Decide
-			f.opts.WithApprover = func(ctx context.Context, a mediator.Approver) context.Context {
-				return context.WithValue(ctx, approverKey{}, a)
-			}
+			f.opts.WithApprover = mediator.WithApprover
 			g, err := New(f.opts)
 			if err != nil {
 				t.Fatal(err)
