@@ -135,6 +135,26 @@ func TestBypassEndToEnd(t *testing.T) {
 			},
 			hit: marker, wantErr: "POLICY_DENIED",
 		},
+		{
+			name:   "git-grep-pager", // git grep -O runs a "pager" that is any command
+			policy: "shell: {allow: [git]}\nfs: {write: [.]}\n" + timeout,
+			mode:   "fix",
+			argv:   []string{"git", "grep", "-Otouch MARK", "needle"},
+			setup: func(t *testing.T, h *home) {
+				h.write("a.txt", "needle\n")
+				runHost(t, h.Work, []string{"git", "init", "-q", "."})
+				runHost(t, h.Work, []string{"git", "add", "a.txt"})
+			},
+			hit: marker, wantErr: "POLICY_DENIED",
+		},
+		{
+			name:    "make-eval", // make --eval runs makefile text from the command line
+			policy:  "shell: {allow: [make]}\nfs: {write: [.]}\n" + timeout,
+			mode:    "fix",
+			argv:    []string{"make", "--eval=x:;@touch MARK", "x"},
+			hit:     marker,
+			wantErr: "ESCALATION_TIMEOUT",
+		},
 	}
 	for _, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
