@@ -119,6 +119,10 @@ const (
 	CodePolicyDenied      = "POLICY_DENIED"
 	CodeEscalationTimeout = "ESCALATION_TIMEOUT"
 	CodeEscalationError   = "ESCALATION_ERROR"
+	// CodeEscalationPending means the question was put to a person who
+	// answers out of band (an MCP client's retry carries the answer); the
+	// call does not run until then.
+	CodeEscalationPending = "ESCALATION_PENDING"
 )
 
 func (d *Denial) Error() string {

@@ -51,6 +51,10 @@ type ExecOptions struct {
 	// Warn receives announcements a person must see (an unconfined run).
 	// nil discards them.
 	Warn func(string)
+	// Session marks a command that lives as long as its caller's session
+	// (an MCP server behind the gateway): the policy's wall-clock limit
+	// does not apply, and ctx ending tears the box down instead.
+	Session bool
 }
 
 // ExecResult is how an allowed command ended, with the decision that let it
@@ -86,6 +90,9 @@ func (k *Kernel) Exec(ctx context.Context, call Call, o ExecOptions) (ExecResult
 		return res, err
 	}
 	spec.Binds = append(spec.Binds, o.Binds...)
+	if o.Session {
+		spec.Limits.Wall = 0
+	}
 	tier := o.Tier
 	if p.Isolation == "none" {
 		tier = sandbox.Tier0
@@ -177,6 +184,12 @@ func (k *Kernel) startEgress(ctx context.Context, p *policy.Policy, call Call) (
 	return func() { px.Close(); ln.Close(); os.RemoveAll(dir) }, &sandbox.NetSpec{ProxySocket: path, Token: token}, nil
 }
 
+var gitSafety = map[string]string{
+	"GIT_CONFIG_COUNT":   "1",
+	"GIT_CONFIG_KEY_0":   "safe.bareRepository",
+	"GIT_CONFIG_VALUE_0": "explicit",
+}
+
 // noResolver answers every lookup with a refusal: with `dns: none` the box
 // reaches only the addresses its allowlist names.
 type noResolver struct{}
@@ -217,6 +230,14 @@ func boxEnv(p *policy.Policy, w policy.World, environ []string) []string {
 	env := map[string]string{
 		"PATH": BoxPATH, "HOME": BoxHome, "LANG": "C.UTF-8", "TERM": "dumb",
 		"USER": "airlock", "LOGNAME": "airlock", "TMPDIR": "/tmp", "PWD": w.Workdir,
+	}
+	// git takes any directory holding HEAD, objects/ and refs/ for a bare
+	// repository and runs its config (core.fsmonitor, hooks): an allowed
+	// `git status` in a directory the agent prepared would run the agent's
+	// program. Only repositories named explicitly are read as bare. The
+	// agent cannot undo it: assigning GIT_* variables escalates.
+	for k, v := range gitSafety {
+		env[k] = v
 	}
 	var c *policy.Checker
 	if len(p.Env.Allow) > 0 {

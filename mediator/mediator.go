@@ -73,9 +73,13 @@ const (
 	AnswerAllowAlways
 	AnswerDeny
 	AnswerTimeout
+	// AnswerPending: the question was handed to a person who answers
+	// later, on a new call (an MCP client's round trip). This call is
+	// refused, recorded as "pending", not as an error.
+	AnswerPending
 )
 
-var answerNames = [...]string{"error", "allow-once", "allow-always", "deny", "timeout"}
+var answerNames = [...]string{"error", "allow-once", "allow-always", "deny", "timeout", "pending"}
 
 func (a Answer) String() string {
 	if int(a) < len(answerNames) {
@@ -300,7 +304,11 @@ func (k *Kernel) escalate(ctx context.Context, call Call, out Outcome) Outcome {
 		return denied("timeout", "nobody was there to approve it")
 	}
 	e := Escalation{Call: call, Decision: out.Decision, Timeout: k.timeout}
-	if g, err := grantFor(call, k.now()); err == nil {
+	if strings.HasPrefix(out.Decision.Rule, "builtin.") {
+		// A built-in rule guards against catastrophe in any context; a
+		// grant never lifts it, so "always" is not offered.
+		e.NoGrant = "a built-in safety rule asked; it is decided each time"
+	} else if g, err := grantFor(call, k.now()); err == nil {
 		e.Grant = &g
 	} else {
 		e.NoGrant = err.Error()
@@ -320,6 +328,8 @@ func (k *Kernel) escalate(ctx context.Context, call Call, out Outcome) Outcome {
 		return denied(nonEmpty(r.Decider, "person"), "a person refused the call")
 	case AnswerTimeout:
 		return denied("timeout", fmt.Sprintf("no approval came within %s", k.timeout))
+	case AnswerPending:
+		return denied("pending", "it waits for a person's answer")
 	default:
 		return denied("error", "the approval could not be obtained")
 	}
@@ -374,6 +384,8 @@ func denial(out Outcome) error {
 		code = errs.CodeEscalationTimeout
 	case "error":
 		code = errs.CodeEscalationError
+	case "pending":
+		code = errs.CodeEscalationPending
 	}
 	return &errs.Denial{Code: code, Category: string(out.Decision.Category), Reason: out.Decision.Reason}
 }

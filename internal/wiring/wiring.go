@@ -7,6 +7,7 @@
 package wiring
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -203,7 +204,9 @@ func LoadPolicy(dir, workdir, file string) (*policy.Policy, string, error) {
 		file = filepath.Join(dir, file)
 	}
 	data, err := os.ReadFile(file)
-	if errors.Is(err, fs.ErrNotExist) && !explicit {
+	// An empty default file is the placeholder a running box keeps over a
+	// policy file that does not exist yet: it is no policy at all.
+	if !explicit && (errors.Is(err, fs.ErrNotExist) || err == nil && len(bytes.TrimSpace(data)) == 0) {
 		return policy.Workspace(), "", nil
 	}
 	if err != nil {
