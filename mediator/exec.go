@@ -89,6 +89,9 @@ func (k *Kernel) Exec(ctx context.Context, call Call, o ExecOptions) (ExecResult
 	if err != nil {
 		return res, err
 	}
+	if err := k.checkPrivate(spec); err != nil {
+		return res, err
+	}
 	spec.Binds = append(spec.Binds, o.Binds...)
 	if o.Session {
 		spec.Limits.Wall = 0
@@ -121,6 +124,47 @@ func (k *Kernel) Exec(ctx context.Context, call Call, o ExecOptions) (ExecResult
 		err = rerr
 	}
 	return res, err
+}
+
+// checkPrivate refuses a box whose writable paths reach airlock's own
+// state, at either spelling of the paths.
+func (k *Kernel) checkPrivate(spec sandbox.Spec) error {
+	if !spec.Writable {
+		return nil
+	}
+	for _, w := range spec.Write {
+		for _, wf := range spellings(w) {
+			for _, p := range k.private {
+				for _, pf := range spellings(p) {
+					if pf == wf || strings.HasPrefix(pf, strings.TrimSuffix(wf, "/")+"/") {
+						return errs.Invalidf("fs.write: %s holds airlock's own %s, which a box may never write; grant a narrower directory", w, p)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// spellings is a path as written and with its links resolved (as far as
+// it exists).
+func spellings(p string) []string {
+	out := []string{filepath.Clean(p)}
+	rest := ""
+	for cur := out[0]; ; {
+		if r, err := filepath.EvalSymlinks(cur); err == nil {
+			if r = filepath.Join(r, rest); r != out[0] {
+				out = append(out, r)
+			}
+			return out
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return out
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
 }
 
 func (k *Kernel) recordRun(ctx context.Context, call Call, r runner.Result, runErr error) error {

@@ -169,6 +169,7 @@ type Kernel struct {
 	recorder Recorder
 	now      func() time.Time
 	timeout  time.Duration
+	private  []string
 
 	mu      sync.RWMutex
 	policy  *policy.Policy
@@ -181,6 +182,11 @@ type Options struct {
 	Recorder Recorder
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// Private are airlock's own files and directories (the grants file,
+	// the audit log, the approvals socket): a box may never write them, or
+	// an agent could approve its own calls or rewrite the evidence. A
+	// policy whose writes reach one of them is refused at run time.
+	Private []string
 }
 
 // DefaultEscalationTimeout is how long an escalation waits for a person when
@@ -198,7 +204,7 @@ func New(p *policy.Policy, world policy.World, o Options) (*Kernel, error) {
 		return nil, err
 	}
 	k := &Kernel{world: world, approver: o.Approver, recorder: o.Recorder,
-		now: o.Now, policy: p, checker: c}
+		now: o.Now, policy: p, checker: c, private: o.Private}
 	if k.now == nil {
 		k.now = time.Now
 	}

@@ -321,3 +321,34 @@ func TestWithApproverOverridesTheKernels(t *testing.T) {
 		t.Errorf("asked kernel %d, client %d times; want 1 and 1", kernels.asked, client.asked)
 	}
 }
+
+func TestPrivateStateIsNeverWritable(t *testing.T) {
+	home := t.TempDir()
+	work := filepath.Join(home, "work")
+	grants := filepath.Join(home, ".config", "airlock", "grants.yaml")
+	for _, d := range []string{work, filepath.Dir(grants)} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := policy.Parse("p.yaml", []byte("fs:\n  write: [\"~\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := policy.World{Workdir: work, Home: home, Mode: policy.Fix}
+	k, err := New(p, w, Options{Private: []string{grants}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := SpecFor(p, w, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.checkPrivate(spec); err == nil || !strings.Contains(err.Error(), "grants.yaml") {
+		t.Errorf("a write grant of ~ covering the grants file: got %v, want a refusal naming it", err)
+	}
+	k2, _ := New(p, w, Options{Private: []string{filepath.Join(t.TempDir(), "audit.jsonl")}})
+	if err := k2.checkPrivate(spec); err != nil {
+		t.Errorf("a write grant away from airlock's state was refused: %v", err)
+	}
+}

@@ -168,6 +168,7 @@ func Build(cfg Config) (*Kernel, error) {
 	if k.Kernel, err = mediator.New(p, k.World, mediator.Options{
 		Approver: brokerApprover{b: k.Broker, workdir: workdir},
 		Recorder: auditRecorder{l: sink},
+		Private:  []string{grantsFile, auditFile, bo.SocketDir},
 	}); err != nil {
 		return fail(err)
 	}
