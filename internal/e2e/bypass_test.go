@@ -22,8 +22,12 @@ type bypassAttack struct {
 	setup  func(t *testing.T, h *home)
 	// hit reports whether the attack took effect.
 	hit func(h *home) bool
-	// wantErr is the structured code airlock must answer with.
+	// wantErr is the structured code airlock must answer with, or what
+	// the box says when the box holds the attack.
 	wantErr string
+	// box: the policy lets the command run and the box holds the attack
+	// (the command fails inside), so only its effect is checked.
+	box bool
 }
 
 func exists(p string) bool {
@@ -155,6 +159,25 @@ func TestBypassEndToEnd(t *testing.T) {
 			hit:     marker,
 			wantErr: "ESCALATION_TIMEOUT",
 		},
+		{
+			// A directory that holds HEAD, objects, refs and config is a
+			// bare repository to git, whose core.fsmonitor runs on
+			// `git -C DIR status`. The files may arrive by means the
+			// policy does not see (an archive, a checkout); writing a
+			// file named config escalates, but that is not enough.
+			name:   "git-bare-repo",
+			policy: "shell: {allow: [git]}\nfs: {write: [.]}\n" + timeout,
+			mode:   "fix",
+			argv:   []string{"git", "-C", "r", "status"},
+			setup: func(t *testing.T, h *home) {
+				h.write("r/HEAD", "ref: refs/heads/main\n")
+				h.write("r/objects/.keep", "")
+				h.write("r/refs/.keep", "")
+				h.write("r/config", "[core]\n\trepositoryformatversion = 0\n\tworktree = "+h.Work+"\n\tfsmonitor = touch MARK; false\n")
+			},
+			// the box's git reads only bare repositories named outright
+			hit: marker, wantErr: "safe.bareRepository", box: true,
+		},
 	}
 	for _, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
@@ -182,7 +205,7 @@ func TestBypassEndToEnd(t *testing.T) {
 				mode = "observe"
 			}
 			r := h.run(append([]string{"run", "--policy", pol, "--mode", mode, "--"}, a.argv...)...)
-			if r.Code != 126 {
+			if r.Code != 126 && !a.box {
 				t.Errorf("got exit %d, want 126 (refused)\nstderr: %s", r.Code, r.Stderr)
 			}
 			if !strings.Contains(r.Stderr, a.wantErr) {
