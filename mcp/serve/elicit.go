@@ -86,7 +86,7 @@ func (a *roundTripApprover) Ask(_ context.Context, e mediator.Escalation) mediat
 	}
 	a.asked = &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{approvalKey: question(e)},
 		RequestState: a.s.makeState(digest, a.s.now())}
-	return mediator.Reply{Answer: mediator.AnswerError, Decider: "error", Err: errInputRequested}
+	return mediator.Reply{Answer: mediator.AnswerPending, Decider: "pending", Err: errInputRequested}
 }
 
 type roundState struct {
