@@ -729,7 +729,9 @@ func (s *session) filterList(ctx context.Context, result json.RawMessage) json.R
 		}
 		kept = append(kept, e.raw)
 	}
-	if s.g.o.Offloader != nil && len(page["nextCursor"]) == 0 {
+	if s.g.o.Offloader != nil && len(page["nextCursor"]) == 0 && count[offload.ToolName] == 0 {
+		// airlock's own read_result, unless the server has a tool of that
+		// name (which then stays the server's).
 		if s.g.o.Listed == nil || s.g.o.Listed(offload.ToolName) {
 			kept = append(kept, readResultTool())
 		}
