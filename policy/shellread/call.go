@@ -320,6 +320,8 @@ func (r *reader) program(idx int, s scope) {
 		r.goExec(idx, s)
 	case "make", "gmake":
 		r.makeProgram(idx)
+	case "parallel", "sem", "bwrap", "start-stop-daemon":
+		r.undecidable(idx, "%s", opaqueRunners[base])
 	}
 	if _, ok := execOpts[base]; ok {
 		r.execOptions(idx, base, s)

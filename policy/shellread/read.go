@@ -517,7 +517,7 @@ func Starts(prog string) bool {
 	}
 	switch base {
 	case "find", "git", "watch", "flock", "su", "runuser", "script", "eval", "trap", "builtin", "fd", "fdfind",
-		"capsh", "gdb", "sg", "hyperfine", "sed", "gsed", "awk", "gawk", "mawk", "nawk", "go", "make", "gmake",
+		"capsh", "gdb", "sg", "hyperfine", "sed", "gsed", "awk", "gawk", "mawk", "nawk", "go", "make", "gmake", "parallel", "sem", "bwrap",
 		"daemonize", "start-stop-daemon", "tmux", "screen", "dbus-launch", "dbus-daemon", "ssh-agent", "gpg-agent",
 		"wget", "wget2", "systemd-run", "at", "batch", "disown",
 		// Builtins Read marks (they are no programs exec could start).

@@ -226,3 +226,14 @@ func (r *reader) makeProgram(idx int) {
 		}
 	}
 }
+
+// opaqueRunners run commands that cannot be found from their command line:
+// GNU parallel and sem build them from their input and ::: lists, bwrap's
+// options take one to three values each, start-stop-daemon names its
+// program in any of several options.
+var opaqueRunners = map[string]string{
+	"parallel":          "GNU parallel builds the commands it runs from its input and argument lists",
+	"sem":               "GNU parallel builds the commands it runs from its input and argument lists",
+	"bwrap":             "the program bwrap runs cannot be found reliably among its options",
+	"start-stop-daemon": "the program start-stop-daemon runs cannot be found reliably among its options",
+}
