@@ -550,10 +550,6 @@ func (s *session) call(ctx context.Context, m *jsonrpc.Request) {
 	s.mu.Lock()
 	t := s.tools[name]
 	s.mu.Unlock()
-	if t == nil && name == offload.ToolName && s.g.o.Offloader != nil {
-		s.readResult(ctx, m.ID, p.Arguments)
-		return
-	}
 	if t == nil {
 		// A client that calls without listing (it kept an old list) must
 		// not skip the pins or the fit convention: list for it.
@@ -561,6 +557,10 @@ func (s *session) call(ctx context.Context, m *jsonrpc.Request) {
 		s.mu.Lock()
 		t = s.tools[name]
 		s.mu.Unlock()
+	}
+	if t == nil && name == offload.ToolName && s.g.o.Offloader != nil {
+		s.readResult(ctx, m.ID, p.Arguments)
+		return
 	}
 	s.mu.Lock()
 	blocked := t != nil && t.blocked
