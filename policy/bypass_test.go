@@ -668,6 +668,16 @@ var bypassCases = []bypassCase{
 	{class: "exec wrappers hiding a catastrophic command", policy: "workspace", shell: "uname26 rm -rf /", want: Escalate, rule: "builtin.rm-root"},
 	{class: "exec wrappers hiding a catastrophic command", policy: "workspace", shell: "setsid -w rm -rf /", want: Escalate, rule: "builtin.rm-root"},
 	{class: "exec wrappers hiding a catastrophic command", policy: "workspace", shell: "newgrp rm -rf /", want: Allow, rule: "default"},
+	{class: "links to protected files", policy: "workspace", shell: "ln -s airlock.yaml x && echo hi > x", want: Escalate, rule: "builtin.policy-file"},
+	{class: "links to protected files", policy: "workspace", shell: "ln airlock.yaml x", want: Escalate, rule: "builtin.policy-file"},
+	{class: "links to protected files", policy: "workspace", shell: "ln -s ../airlock.yaml sub/x", want: Escalate, rule: "builtin.policy-file"},
+	{class: "links to protected files", policy: "workspace", shell: "ln -s ../airlock.yaml sub", want: Escalate, rule: "builtin.policy-file"},
+	{class: "links to protected files", policy: "workspace", shell: "ln -t d airlock.yaml", want: Escalate, rule: "builtin.policy-file"},
+	{class: "links to protected files", policy: "workspace", shell: "cp -s airlock.yaml x", want: Escalate, rule: "builtin.policy-file"},
+	{class: "links to protected files", policy: "workspace", shell: "ln -s ../.git/hooks/pre-push sub/x", want: Escalate, rule: "builtin.git-hooks"},
+	{class: "links to protected files", policy: "workspace", argv: []string{"ln", "-s", "airlock.yaml", "x"}, want: Escalate, rule: "builtin.policy-file"},
+	{class: "links to protected files", policy: "workspace", shell: "cp airlock.yaml x", want: Allow, rule: "default"},
+	{class: "links to protected files", policy: "workspace", shell: "ln -s ../README.md docs/readme", want: Allow, rule: "default"},
 }
 
 func bypassCheckers(t *testing.T, mode Mode) map[string]*Checker {

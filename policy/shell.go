@@ -401,6 +401,9 @@ func (c *Checker) argFile(r shellread.Redirect, dir string) Decision {
 	for _, name := range f.list() {
 		for _, pp := range c.policyFile {
 			switch {
+			case rest == nil && policyFileCovers(pp, name) && r.Op == "link":
+				return Decision{Verdict: Escalate, Category: CatFS, Rule: "builtin.policy-file",
+					Reason: fmt.Sprintf("a link to %q would let a later write change the policy file, so it needs a person's approval", r.Path)}
 			case rest == nil && policyFileCovers(pp, name):
 				return Decision{Verdict: Deny, Category: CatFS, Rule: "builtin.policy-file",
 					Reason: "the policy file cannot be changed from inside a run"}

@@ -101,8 +101,8 @@ type Redirect struct {
 	Dynamic bool `json:"dynamic,omitempty"`
 	// Arg is true when the file is named in the program's own arguments
 	// (`tee F`, `cp X F`, `dd of=F`, `rm F`) rather than by the shell; Op is
-	// then "write" (created or changed) or "remove" (removed, with all it
-	// holds).
+	// then "write" (created or changed), "remove" (removed, with all it
+	// holds) or "link" (a link to it is made: `ln -s F L`, `cp -l F L`).
 	Arg bool `json:"arg,omitempty"`
 	// Glob is true when Path is an unquoted glob pattern (`*.o`,
 	// `build/*`) with nothing else only known at run time: the files it

@@ -167,7 +167,8 @@ func writeLong(sp writeSpec, name string) (string, bool) {
 }
 
 // fileWrites lists, as Redirects with Arg set, the files the command at idx
-// writes ("write") or removes ("remove") through its own arguments.
+// writes ("write"), removes ("remove") or links to ("link") through its own
+// arguments.
 func (r *reader) fileWrites(idx int, base string) {
 	c := &r.out[idx]
 	var ws []Redirect
@@ -250,6 +251,32 @@ func (r *reader) fileWrites(idx int, base string) {
 			if base == "mv" {
 				for _, w := range p.ops {
 					add("remove", w)
+				}
+			}
+			if base == "ln" || base == "cp" && p.has("-l", "-s", "--link", "--symbolic-link") {
+				// A link to a protected file is a way to write it later
+				// under another name (`ln -s airlock.yaml x && echo > x`):
+				// the files linked to are listed as "link".
+				ts := p.ops
+				var linkDirs []string // where a relative symbolic link's target is read from
+				if t := p.opt("-t", "--target-directory"); len(t) > 0 {
+					linkDirs = []string{t[0].val}
+				} else if len(ts) >= 2 {
+					last := ts[len(ts)-1].val
+					linkDirs = []string{path.Dir(last), last} // LINK, or DIR/base(TARGET)
+					ts = ts[:len(ts)-1]
+				}
+				symbolic := p.has("-s", "--symbolic", "--symbolic-link")
+				for _, w := range ts {
+					add("link", w)
+					if !symbolic || strings.HasPrefix(w.val, "/") || isDynamic(c, w.at) {
+						continue
+					}
+					for _, d := range linkDirs {
+						if d != "." && d != "" {
+							add("link", argWord{d + "/" + w.val, w.at})
+						}
+					}
 				}
 			}
 			switch {
