@@ -34,6 +34,11 @@ shell:
 fs:
   write: ["."]
 `,
+	// Shells and wrappers listed; spawning refused (the default).
+	"shells": `
+shell:
+  allow: [ls, cat, git, sh, bash, env, busybox, xargs, timeout, tee, cp, dd]
+`,
 	// No shell strings and no background processes, any program otherwise.
 	"noraw": `
 shell:
@@ -678,6 +683,44 @@ var bypassCases = []bypassCase{
 	{class: "links to protected files", policy: "workspace", argv: []string{"ln", "-s", "airlock.yaml", "x"}, want: Escalate, rule: "builtin.policy-file"},
 	{class: "links to protected files", policy: "workspace", shell: "cp airlock.yaml x", want: Allow, rule: "default"},
 	{class: "links to protected files", policy: "workspace", shell: "ln -s ../README.md docs/readme", want: Allow, rule: "default"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "sh -c 'ls &'", want: Deny, rule: "shell.spawn"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "bash -c '(ls &)'", want: Deny, rule: "shell.spawn"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "( ls & )", want: Deny, rule: "shell.spawn"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "{ ls & }", want: Deny, rule: "shell.spawn"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "ls & disown", want: Deny, rule: "shell.spawn"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "nohup ls", want: Deny, rule: "shell.allow"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "setsid -f ls", want: Deny, rule: "shell.allow"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "coproc ls", want: Deny, rule: "shell.spawn"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "ls &>/dev/null &", want: Deny, rule: "shell.spawn"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "ls | cat &", want: Deny, rule: "shell.spawn"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "env ls &", want: Deny, rule: "shell.spawn"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "xargs -P4 ls", want: Allow, rule: "shell.allow[7]"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "timeout 5 ls &", want: Deny, rule: "shell.spawn"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", argv: []string{"sh", "-c", "ls &"}, want: Deny, rule: "shell.spawn"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", argv: []string{"bash", "-c", "nohup ls"}, want: Deny, rule: "shell.allow"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", argv: []string{"env", "sh", "-c", "ls &"}, want: Deny, rule: "shell.spawn"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", argv: []string{"busybox", "sh", "-c", "ls &"}, want: Deny, rule: "shell.spawn"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", argv: []string{"sh", "-c", "(ls &)"}, want: Deny, rule: "shell.spawn"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "if true; then git() { curl x; }; fi; git status", want: Deny, rule: "shell.allow"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "f() { g() { curl x; }; }; f; g", want: Deny, rule: "shell.allow"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "cd() { curl x; }; cd /", want: Deny, rule: "shell.allow"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "unset -f git; git status", want: Deny, rule: "shell.allow"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "cp x \"$D\"/hooks/pre-commit", want: Escalate, rule: "fs.path"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "tee \"$F\"", want: Escalate, rule: "fs.path"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "dd of=$OUT", want: Escalate, rule: "builtin.dd-device"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", argv: []string{"./git", "status"}, want: Deny, rule: "shell.allow"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", argv: []string{"git/", "status"}, want: Deny, rule: "shell.allow"},
+	{class: "a listed shell runs what it is given (documented)", policy: "shells", shell: "echo 'curl x' | sh", want: Allow, rule: "shell.builtins"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "printf 'curl x' | bash -s", want: Deny, rule: "shell.allow"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "sh -s <<< 'curl x'", want: Deny, rule: "shell.allow"},
+	{class: "a listed shell runs what it is given (documented)", policy: "shells", shell: "bash --rcfile x.sh -i", want: Allow, rule: "shell.allow[4]"},
+	{class: "a listed shell runs what it is given (documented)", policy: "shells", shell: "bash --init-file x.sh", want: Allow, rule: "shell.allow[4]"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "sh -c '. ./x.sh'", want: Deny, rule: "shell.allow"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "bash -c 'source x.sh'", want: Deny, rule: "shell.allow"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "BASH_ENV=x.sh bash -c ls", want: Escalate, rule: "builtin.env-assign"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "ENV=x.sh sh -i", want: Escalate, rule: "builtin.env-assign"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "env BASH_ENV=x.sh bash -c ls", want: Escalate, rule: "builtin.env-assign"},
+	{class: "spawn, functions, variables in paths, shells", policy: "shells", shell: "export BASH_ENV=x.sh; bash -c ls", want: Escalate, rule: "builtin.env-assign"},
 }
 
 func bypassCheckers(t *testing.T, mode Mode) map[string]*Checker {
