@@ -221,6 +221,7 @@ type session struct {
 	// peer's id is taken for one of them.
 	idPrefix string
 	tools    map[string]*tool // the last listed tools, by NFC name
+	listed   bool             // a whole list was seen since the server last changed it
 	elicit   bool             // the client declared the elicitation capability
 	nextID   atomic.Int64
 	bad      atomic.Int64 // bad frames from the server
@@ -442,6 +443,13 @@ func (s *session) fromServer(ctx context.Context) error {
 		}
 		resp, ok := msg.(*jsonrpc.Response)
 		if !ok {
+			if r, isReq := msg.(*jsonrpc.Request); isReq && r.Method == "notifications/tools/list_changed" {
+				// What was listed may have changed: the next call lists
+				// again before it is decided.
+				s.mu.Lock()
+				s.tools, s.listed = map[string]*tool{}, false
+				s.mu.Unlock()
+			}
 			s.toClient(ctx, msg)
 			continue
 		}
@@ -550,7 +558,10 @@ func (s *session) call(ctx context.Context, m *jsonrpc.Request) {
 	s.mu.Lock()
 	t := s.tools[name]
 	s.mu.Unlock()
-	if t == nil {
+	s.mu.Lock()
+	listed := s.listed
+	s.mu.Unlock()
+	if t == nil && !listed {
 		// A client that calls without listing (it kept an old list) must
 		// not skip the pins or the fit convention: list for it.
 		s.refreshTools(ctx)
@@ -728,6 +739,11 @@ func (s *session) filterList(ctx context.Context, result json.RawMessage) json.R
 			continue
 		}
 		kept = append(kept, e.raw)
+	}
+	if len(page["nextCursor"]) == 0 {
+		s.mu.Lock()
+		s.listed = true
+		s.mu.Unlock()
 	}
 	if s.g.o.Offloader != nil && len(page["nextCursor"]) == 0 && count[offload.ToolName] == 0 {
 		// airlock's own read_result, unless the server has a tool of that
