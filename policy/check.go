@@ -507,17 +507,18 @@ func coveredBy(f forms, a, b []ruledPattern) (string, bool) {
 // everywhere, not only below the working directory, because `git -C DIR`
 // reaches any repository.
 //
-// Outside a ".git" directory it still catches a file named "config" and a
-// hook ("hooks/pre-commit"): git takes any directory holding HEAD, objects
-// and refs for a bare repository, found from the working directory or
-// named by -C, and runs its core.fsmonitor or its hooks on `git status` or
-// `git branch`. ".git" is compared without case: on a case-insensitive
-// file system ".GIT" is the same directory.
+// Outside a ".git" directory it still catches a hook ("hooks/pre-commit"):
+// a bare repository (any directory holding HEAD, objects and refs) runs its
+// hooks when named by --git-dir. (The box's git reads bare repositories
+// only when named outright, and --git-dir escalates, so a bare
+// repository's config needs no rule of its own.) ".git" is compared
+// without case: on a case-insensitive file system ".GIT" is the same
+// directory.
 func gitMeta(f forms) bool {
 	for _, name := range f.list() {
 		segs := strings.Split(name, "/")
 		last := segs[len(segs)-1]
-		if last == "config" || len(segs) > 1 && segs[len(segs)-2] == "hooks" && gitHooks[last] {
+		if len(segs) > 1 && segs[len(segs)-2] == "hooks" && gitHooks[last] {
 			return true
 		}
 		for k, seg := range segs {

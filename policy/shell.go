@@ -383,12 +383,14 @@ func (c *Checker) argFile(r shellread.Redirect, dir string) Decision {
 		return Decision{Verdict: Escalate, Category: CatFS, Rule: "fs.path",
 			Reason: "a file this command writes in a directory only known at run time needs a person's approval"}
 	}
+	// Removing repository metadata runs nothing; only writes and links
+	// are held to the repository protections.
 	remove := r.Op == "remove"
 	lit, rest := r.Path, []string(nil)
 	if r.Glob {
 		lit, rest = splitGlob(r.Path)
 		for _, seg := range rest {
-			if wordGlob(seg, ".git") {
+			if !remove && wordGlob(seg, ".git") {
 				return gitMetaDecision(r.Path)
 			}
 		}
@@ -407,17 +409,21 @@ func (c *Checker) argFile(r shellread.Redirect, dir string) Decision {
 			case rest == nil && policyFileCovers(pp, name):
 				return Decision{Verdict: Deny, Category: CatFS, Rule: "builtin.policy-file",
 					Reason: "the policy file cannot be changed from inside a run"}
-			case underDir(name, pp.pat) && (remove || rest != nil && globReaches(rest, name, pp.pat)):
+			case underDir(name, pp.pat) && (rest == nil && remove || rest != nil && globReaches(rest, name, pp.pat)):
 				return Decision{Verdict: Escalate, Category: CatFS, Rule: "builtin.policy-file",
 					Reason: fmt.Sprintf("%q may change or remove the policy file, so it needs a person's approval", r.Path)}
 			}
 		}
 	}
-	if gitMeta(f) {
+	if !remove && gitMeta(f) {
 		return gitMetaDecision(r.Path)
 	}
-	if remove && rest == nil {
-		if d, bad := c.removeThroughLink(r.Path, dir, f); bad {
+	if remove {
+		p := r.Path
+		if rest != nil {
+			p = lit + "/" // what a glob names is inside its directory, through any link
+		}
+		if d, bad := c.removeThroughLink(p, dir, f); bad {
 			return d
 		}
 	}
