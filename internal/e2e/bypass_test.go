@@ -163,8 +163,7 @@ func TestBypassEndToEnd(t *testing.T) {
 			// A directory that holds HEAD, objects, refs and config is a
 			// bare repository to git, whose core.fsmonitor runs on
 			// `git -C DIR status`. The files may arrive by means the
-			// policy does not see (an archive, a checkout); writing a
-			// file named config escalates, but that is not enough.
+			// policy does not see (an archive, a checkout, cp -r).
 			name:   "git-bare-repo",
 			policy: "shell: {allow: [git]}\nfs: {write: [.]}\n" + timeout,
 			mode:   "fix",
