@@ -43,7 +43,13 @@ var writeSpecs = map[string]writeSpec{
 	"sed":      sedWrites,
 	"gsed":     sedWrites,
 	"sort":     {valued: "koStT", long: []string{"key", "output", "buffer-size", "field-separator", "temporary-directory", "files0-from", "batch-size", "parallel", "compress-program", "random-source"}, optional: []string{"sort"}},
-	"uniq":     {valued: "fsw", long: []string{"skip-fields", "skip-chars", "check-chars"}, optional: []string{"all-repeated", "group"}},
+	"rsync": {valued: "efBTM", long: []string{"rsh", "filter", "exclude", "include", "exclude-from", "include-from", "files-from",
+		"backup-dir", "suffix", "temp-dir", "partial-dir", "compare-dest", "copy-dest", "link-dest", "rsync-path", "log-file",
+		"log-file-format", "password-file", "out-format", "chmod", "chown", "usermap", "groupmap", "timeout", "contimeout",
+		"port", "sockopts", "protocol", "iconv", "bwlimit", "max-size", "min-size", "max-delete", "modify-window", "remote-option",
+		"info", "debug", "skip-compress", "read-batch", "write-batch", "only-write-batch", "block-size", "checksum-choice", "compress-choice"},
+		optional: []string{"compress-level", "outbuf"}},
+	"uniq": {valued: "fsw", long: []string{"skip-fields", "skip-chars", "check-chars"}, optional: []string{"all-repeated", "group"}},
 }
 
 var sedWrites = writeSpec{valued: "efl", long: []string{"expression", "file", "line-length"}, optional: []string{"in-place"}, attached: "i"}
@@ -53,7 +59,25 @@ var sedWrites = writeSpec{valued: "efl", long: []string{"expression", "file", "l
 func Writes(prog string) bool {
 	base := baseName(prog)
 	_, ok := writeSpecs[base]
-	return ok || base == "dd" || base == "git" || base == "find"
+	return ok || base == "dd" || base == "git" || base == "find" || base == "curl" || base == "wget"
+}
+
+// argIndex finds the argv index of a value Canon moved (an option's value),
+// preferring a word only known at run time, so its Dynamic mark is kept;
+// -1 when it is part of a word.
+func argIndex(c *Command, v string) int {
+	at := -1
+	for i, a := range c.Argv {
+		if a == v || strings.HasSuffix(a, "="+v) || len(a) > 2 && a[0] == '-' && a[1] != '-' && strings.HasSuffix(a, v) {
+			if isDynamic(c, i) {
+				return i
+			}
+			if at < 0 {
+				at = i
+			}
+		}
+	}
+	return at
 }
 
 // argWord is one word of a command line and its index in Argv.
@@ -204,7 +228,17 @@ func (r *reader) fileWrites(idx int, base string) {
 			}
 		}
 	case "git":
-		r.gitWrites(idx, add)
+		r.gitWrites(idx, add, func(rd Redirect) { ws = append(ws, rd) })
+	case "curl", "wget":
+		// Their option tables are Canon's: -o=FILE (curl's output, wget's
+		// log), -O=FILE (wget), --output-dir=DIR, -P=DIR, -a=FILE.
+		for _, a := range Canon(base, c.Argv[1:]) {
+			for _, o := range []string{"-o=", "-O=", "--output-dir=", "-P=", "-a=", "--output-document=", "--directory-prefix="} {
+				if v, ok := strings.CutPrefix(a, o); ok && v != "-" && v != "" {
+					add("write", argWord{v, argIndex(c, v)})
+				}
+			}
+		}
 	case "find":
 		// find -delete removes what it finds below its starting points
 		// (`find . -delete` takes the policy file with it).
@@ -317,6 +351,14 @@ func (r *reader) fileWrites(idx int, base string) {
 			if len(p.ops) >= 2 {
 				add("write", p.ops[1])
 			}
+		case "rsync":
+			for _, o := range p.opt("--log-file", "--write-batch", "--only-write-batch") {
+				add("write", argWord{o.val, o.at})
+			}
+			// A target HOST:PATH or rsync:// is on another machine.
+			if n := len(p.ops); n >= 2 && !remotePath(p.ops[n-1].val) {
+				addUnder(p.ops[n-1], p.ops[:n-1])
+			}
 		}
 	}
 	if len(ws) > 0 {
@@ -345,13 +387,39 @@ func plainGlob(raw string) bool {
 	return strings.ContainsAny(raw, "*?[") && !strings.ContainsAny(raw, "$`'\"\\{}~()<>|&; \t\n!@+")
 }
 
-// gitWrites lists the files git's --output and format-patch's -o write.
-func (r *reader) gitWrites(idx int, add func(string, argWord)) {
-	argv := r.out[idx].Argv
+// gitWrites lists the files git's --output and format-patch's -o write,
+// and the pathspecs checkout, restore, rm and mv rewrite or remove in the
+// working tree (`git checkout OLD -- airlock.yaml` brings back an older
+// policy; a directory pathspec takes everything below it, so they are
+// listed as "remove", which holds an ancestor of the policy file too).
+func (r *reader) gitWrites(idx int, add func(string, argWord), addR func(Redirect)) {
+	c := &r.out[idx]
+	argv := c.Argv
 	sub := ""
+	pathspec := func(a string, i int) {
+		switch sub {
+		case "checkout", "restore", "rm", "mv":
+		default:
+			return
+		}
+		if strings.ContainsAny(a, "*?[") && !isDynamic(c, i) && !strings.HasPrefix(a, ":") {
+			// git matches pathspecs as globs itself.
+			addR(Redirect{Op: "remove", Path: a, Write: true, Arg: true, Glob: true})
+			return
+		}
+		if strings.HasPrefix(a, ":") && !isDynamic(c, i) {
+			// pathspec magic (:(glob), :!x, :/): not followed.
+			addR(Redirect{Op: "remove", Path: a, Write: true, Arg: true, Dynamic: true})
+			return
+		}
+		add("remove", argWord{a, i})
+	}
 	for i := 1; i < len(argv); i++ {
 		a := argv[i]
 		if a == "--" {
+			for k := i + 1; k < len(argv); k++ {
+				pathspec(argv[k], k)
+			}
 			return
 		}
 		if v, ok := strings.CutPrefix(a, "--output="); ok {
@@ -373,7 +441,12 @@ func (r *reader) gitWrites(idx int, add func(string, argWord)) {
 		}
 		if sub == "" && !strings.HasPrefix(a, "-") {
 			sub = a
+			continue
 		}
+		if strings.HasPrefix(a, "-") {
+			continue
+		}
+		pathspec(a, i)
 	}
 }
 
@@ -408,4 +481,14 @@ func findMayDelete(c *Command) bool {
 		}
 	}
 	return !named
+}
+
+// remotePath reports whether an rsync or scp operand names another machine:
+// HOST:PATH (a colon before any slash) or a URL.
+func remotePath(p string) bool {
+	if strings.Contains(p, "://") {
+		return true
+	}
+	colon, slash := strings.IndexByte(p, ':'), strings.IndexByte(p, '/')
+	return colon > 0 && (slash < 0 || colon < slash)
 }
