@@ -163,6 +163,9 @@ func boxedServer(k *wiring.Kernel, env *Env, argv []string, tier sandbox.Tier) g
 			_, err := k.Exec(ctx, mediator.Call{Kind: mediator.KindExec, Argv: argv}, mediator.ExecOptions{
 				Tier: tier, Stdin: inR, Stdout: outW, Stderr: env.Stderr, Environ: env.Environ, Exe: env.Exe,
 				Warn: func(s string) { fmt.Fprintf(env.Stderr, "airlock: %s\n", s) },
+				// The server lives as long as the client's session; the
+				// session's end (ctx) tears its box down.
+				Session: true,
 			})
 			outW.Close()
 			inR.Close()
