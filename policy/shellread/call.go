@@ -232,8 +232,9 @@ func (r *reader) program(idx int, s scope) {
 		c.Function = true
 		return
 	}
-	base := path.Base(name)
-	r.daemon(idx, baseName(name))
+	// The base name as Starts reads it: "prog/" names no file exec runs.
+	base := baseName(name)
+	r.daemon(idx, base)
 	if !strings.Contains(name, "/") {
 		if builtinNames[name] {
 			c.Builtin = true
@@ -327,7 +328,7 @@ func (r *reader) program(idx int, s scope) {
 		r.execOptions(idx, base, s)
 	}
 	r.optionWords(idx, base)
-	r.fileWrites(idx, baseName(name))
+	r.fileWrites(idx, base)
 }
 
 // changeDir follows cd, pushd and popd so relative paths of later commands

@@ -21,6 +21,14 @@ func StartsArgv(argv []string) bool {
 		return anyOf(args, "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls", "-delete")
 	case "sed", "gsed", "awk", "gawk", "mawk", "nawk", "go", "make", "gmake":
 		return len(args) > 0
+	case "curl", "wget", "wget2":
+		// Files they write and wget -b are options; a bare URL is neither.
+		for _, a := range args {
+			if len(a) > 1 && a[0] == '-' {
+				return true
+			}
+		}
+		return false
 	case "dd":
 		for _, a := range args {
 			if strings.HasPrefix(a, "of=") {
