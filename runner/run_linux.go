@@ -97,6 +97,9 @@ type run struct {
 	diag      *bytes.Buffer
 	// killed is set when the caller ended the run (Process.Kill).
 	killed atomic.Bool
+	// nsInit is a pidfd of the box's PID 1 (tier 1): the run is not over
+	// until it is gone, since its end is what empties the namespace.
+	nsInit int
 }
 
 // streams are the command's ends of Start's pipes.
@@ -220,13 +223,17 @@ func (r *run) launch() (*exec.Cmd, error) {
 	if startErr != nil {
 		return nil, errs.Wrap(errs.Unavailable, startErr, "run: start %s", filepath.Base(cmd.Path))
 	}
-	if r.guard != nil {
-		pid := cmd.Process.Pid
-		if r.box.Tier == sandbox.Tier1 {
-			if p, err := r.box.ChildPid(); err == nil {
-				pid = p
+	pid := cmd.Process.Pid
+	if r.box.Tier == sandbox.Tier1 {
+		if p, err := r.box.ChildPid(); err == nil {
+			pid = p
+			if fd, err := unix.PidfdOpen(p, 0); err == nil {
+				r.nsInit = fd
+				r.closers = append(r.closers, func() { unix.Close(fd) })
 			}
 		}
+	}
+	if r.guard != nil {
 		r.guard.started(pid)
 	}
 	if r.box.Tier == sandbox.Tier1 {
@@ -375,6 +382,40 @@ func (r *run) killAll(cmd *exec.Cmd) {
 func (r *run) cleanup(cmd *exec.Cmd) {
 	if cmd.Process != nil {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	r.awaitNamespace()
+}
+
+// nsTeardown bounds the wait for a box's PID 1 to finish ending its
+// namespace; past it the init is killed outright.
+const nsTeardown = 10 * time.Second
+
+// awaitNamespace waits until the box's PID 1 has exited. bubblewrap reports
+// the command's status and exits while its PID 1 may still be killing and
+// reaping what the command left (a daemonised child); the kernel lets that
+// PID 1 exit only once its namespace is empty, so its end is the box's end.
+func (r *run) awaitNamespace() {
+	if r.nsInit <= 0 {
+		return
+	}
+	wait := func(d time.Duration) bool {
+		fds := []unix.PollFd{{Fd: int32(r.nsInit), Events: unix.POLLIN}}
+		deadline := time.Now().Add(d)
+		for {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return false
+			}
+			n, err := unix.Poll(fds, int(left.Milliseconds())+1)
+			if err == unix.EINTR {
+				continue
+			}
+			return err != nil || n > 0
+		}
+	}
+	if !wait(nsTeardown) {
+		unix.PidfdSendSignal(r.nsInit, unix.SIGKILL, nil, 0)
+		wait(nsTeardown)
 	}
 }
 

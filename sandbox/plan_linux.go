@@ -159,7 +159,7 @@ func (b *Box) SendConfig(argv []string) error {
 }
 
 // ChildPid returns the host pid of the box's PID 1 (the init), as
-// bubblewrap reports it; only boxes with stubs ask bubblewrap for it.
+// bubblewrap reports it. It can be read once, after the box started.
 func (b *Box) ChildPid() (int, error) {
 	if b.infoR == nil {
 		return 0, errors.New("no info pipe")
@@ -760,9 +760,12 @@ func (p *planner) plan(exe string) error {
 	for _, o := range p.ops {
 		args = append(args, o.args...)
 	}
-	if len(b.Stubs) > 0 {
-		// The guard waits for the box's PID 1 before removing
-		// placeholders; bubblewrap tells its pid here.
+	{
+		// bubblewrap tells the host pid of the box's PID 1 here. The
+		// runner waits for that process to be gone before it returns
+		// (bubblewrap itself may exit while the namespace is still being
+		// torn down), and the guard waits for it before removing
+		// placeholders.
 		infoR, infoW, err := os.Pipe()
 		if err != nil {
 			return err
