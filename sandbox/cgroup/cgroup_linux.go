@@ -558,9 +558,9 @@ func restrict(m map[string]string, keys []string) map[string]string {
 	return out
 }
 
-// moveThread writes tid into the tasks file of each controller's group
-// (to == nil) or of the directories in to, and returns the controllers
-// moved.
+// moveThread moves the calling thread, tid, (locked to its goroutine) into
+// each controller's group (to == nil) or into the directories in to, and
+// returns the controllers moved.
 func (g *Group) moveThread(tid int, to map[string]string) ([]string, error) {
 	var moved []string
 	ctrls := g.Controllers()
@@ -578,7 +578,11 @@ func (g *Group) moveThread(tid int, to map[string]string) ([]string, error) {
 		if dir == "" {
 			return moved, errs.New(errs.Internal, "cgroups: no %s directory to move thread %d to", c, tid)
 		}
-		if err := writeFile(filepath.Join(dir, "tasks"), strconv.Itoa(tid)); err != nil {
+		// "0" names the writing thread itself. The kernel then moves it
+		// without taking the global lock that any other pid needs, whose
+		// writer side waits out an RCU grace period: milliseconds per write
+		// on a busy host, two writes per controller per box.
+		if err := writeFile(filepath.Join(dir, "tasks"), "0"); err != nil {
 			return moved, errs.Wrap(errs.Unavailable, err, "cgroups: move thread %d into %s", tid, dir)
 		}
 		moved = append(moved, c)
@@ -648,6 +652,16 @@ func (g *Group) Procs() ([]int, error) {
 // Processes that have ended but wait to be reaped by their parent are not
 // counted: the runner reaps its own child.
 func (g *Group) Kill() error {
+	// The normal end of a box finds the group empty already (its PID
+	// namespace ended with its init): nothing to freeze or kill. An empty
+	// group cannot fill itself, since only a member forks into it.
+	left, err := g.Procs()
+	if err != nil {
+		return errs.Wrap(errs.Internal, err, "cgroups: list processes")
+	}
+	if len(left) == 0 {
+		return nil
+	}
 	if g.version == 2 {
 		if p := filepath.Join(g.dirs[""], "cgroup.kill"); exists(p) {
 			if err := writeFile(p, "1"); err != nil {
@@ -676,7 +690,6 @@ func (g *Group) Kill() error {
 		}
 	}
 	defer thaw()
-	var left []int
 	wait := time.Millisecond
 	for round := 0; round < 100; round++ {
 		var err error
