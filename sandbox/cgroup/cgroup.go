@@ -102,7 +102,8 @@ func (i Info) Has(c string) bool {
 // Stats are a group's counters, read when asked.
 type Stats struct {
 	// MemoryPeak is the most memory the group used at once, in bytes (0
-	// where the kernel does not keep it).
+	// where the kernel does not keep it, and on version 1 without a
+	// memory limit).
 	MemoryPeak int64 `json:"memory_peak"`
 	// OOMKills counts processes the OOM killer ended for the memory limit.
 	OOMKills int64 `json:"oom_kills"`
@@ -111,7 +112,10 @@ type Stats struct {
 	PidsPeak int64 `json:"pids_peak"`
 	// PidsRefused counts forks refused at the pids limit.
 	PidsRefused int64 `json:"pids_refused"`
-	// CPUUsage is the CPU time the group used (0 where not kept).
+	// CPUUsage is the CPU time the group used (0 where not kept: on
+	// version 1 the group joins cpuacct only where it is mounted together
+	// with a controller the group needs, since joining one just to count
+	// costs every Start).
 	CPUUsage time.Duration `json:"cpu_usage_ns"`
 	// CPUPeriods and CPUThrottled count CFS periods with activity and those
 	// in which the quota ran out.

@@ -354,13 +354,15 @@ func (i Info) New(name string, l Limits) (*Group, error) {
 		}
 		return g, nil
 	}
-	// Version 1: the limited controllers, and every other usable one so the
-	// whole tree is found by Kill (pids, freezer) and counted (memory,
-	// cpuacct) even without a limit there.
-	for _, c := range i.Controllers {
+	made := map[string]bool{}
+	for _, c := range i.join1(asked) {
 		dir := filepath.Join(i.Parents[c], dn)
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			return fail(errs.Wrap(errs.Unavailable, err, "cgroups: create %s group", c))
+		// Controllers mounted together (cpu,cpuacct) share a directory.
+		if !made[dir] {
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				return fail(errs.Wrap(errs.Unavailable, err, "cgroups: create %s group", c))
+			}
+			made[dir] = true
 		}
 		g.dirs[c] = dir
 	}
@@ -368,6 +370,40 @@ func (i Info) New(name string, l Limits) (*Group, error) {
 		return fail(err)
 	}
 	return g, nil
+}
+
+// join1 lists the v1 controllers a group with the limits asked joins: each
+// limited one, and one whose directory lists every process for Kill — the
+// freezer, which also stops forks while Kill works, else pids, else any.
+// Every controller costs a directory and two thread moves per Start, so
+// one without a limit is left out (no cpuacct, no memory just to count),
+// unless it is mounted with a joined one and comes free.
+func (i Info) join1(asked map[string]bool) []string {
+	use := map[string]bool{}
+	for c, ok := range asked {
+		use[c] = ok
+	}
+	switch {
+	case i.Has(Freezer):
+		use[Freezer] = true
+	case i.Has(Pids):
+		use[Pids] = true
+	case len(i.Controllers) > 0:
+		use[i.Controllers[0]] = true
+	}
+	dirs := map[string]bool{}
+	for _, c := range i.Controllers {
+		if use[c] {
+			dirs[i.Parents[c]] = true
+		}
+	}
+	var out []string
+	for _, c := range i.Controllers {
+		if use[c] || dirs[i.Parents[c]] {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func (g *Group) apply1() error {
@@ -570,6 +606,7 @@ func (g *Group) moveThread(tid int, to map[string]string) ([]string, error) {
 			ctrls = append(ctrls, c)
 		}
 	}
+	done := map[string]bool{}
 	for _, c := range ctrls {
 		dir := g.dirs[c]
 		if to != nil {
@@ -578,6 +615,12 @@ func (g *Group) moveThread(tid int, to map[string]string) ([]string, error) {
 		if dir == "" {
 			return moved, errs.New(errs.Internal, "cgroups: no %s directory to move thread %d to", c, tid)
 		}
+		if done[dir] {
+			// Mounted with a controller already moved.
+			moved = append(moved, c)
+			continue
+		}
+		done[dir] = true
 		// "0" names the writing thread itself. The kernel then moves it
 		// without taking the global lock that any other pid needs, whose
 		// writer side waits out an RCU grace period: milliseconds per write

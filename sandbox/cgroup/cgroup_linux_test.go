@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-run/airlock/errs"
@@ -157,11 +159,19 @@ func startSelf(t *testing.T, g *Group, spec string) *os.Process {
 
 func wait(t *testing.T, p *os.Process) syscall.WaitStatus {
 	t.Helper()
+	ws, _ := waitUsage(t, p)
+	return ws
+}
+
+// waitUsage also returns what the process used, as the kernel counted it
+// for its parent: a group joins no controller only to count.
+func waitUsage(t *testing.T, p *os.Process) (syscall.WaitStatus, *syscall.Rusage) {
+	t.Helper()
 	st, err := p.Wait()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return st.Sys().(syscall.WaitStatus)
+	return st.Sys().(syscall.WaitStatus), st.SysUsage().(*syscall.Rusage)
 }
 
 func TestDetect(t *testing.T) {
@@ -256,6 +266,35 @@ func TestBadInput(t *testing.T) {
 
 func nanf() float64 { var z float64; return z / z }
 
+func TestJoin1(t *testing.T) {
+	apart := Info{Version: 1, Controllers: []string{Memory, CPU, Pids, Freezer, CPUAcct}, Parents: map[string]string{
+		Memory: "/m", CPU: "/c", Pids: "/p", Freezer: "/f", CPUAcct: "/a"}}
+	together := Info{Version: 1, Controllers: []string{Memory, CPU, Pids, CPUAcct}, Parents: map[string]string{
+		Memory: "/m", CPU: "/c,a", Pids: "/p", CPUAcct: "/c,a"}}
+	onlyMem := Info{Version: 1, Controllers: []string{Memory}, Parents: map[string]string{Memory: "/m"}}
+	all := map[string]bool{Memory: true, CPU: true, Pids: true}
+	cases := []struct {
+		name  string
+		i     Info
+		asked map[string]bool
+		want  []string
+	}{
+		{"every limit, separate mounts: no cpuacct", apart, all, []string{Memory, CPU, Pids, Freezer}},
+		{"no limit: the freezer alone", apart, nil, []string{Freezer}},
+		{"cpu only", apart, map[string]bool{CPU: true}, []string{CPU, Freezer}},
+		{"no freezer: pids lists the processes", together, map[string]bool{Memory: true}, []string{Memory, Pids}},
+		{"cpuacct mounted with cpu comes along", together, map[string]bool{CPU: true}, []string{CPU, Pids, CPUAcct}},
+		{"neither freezer nor pids", onlyMem, nil, []string{Memory}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if diff := cmp.Diff(c.want, c.i.join1(c.asked)); diff != "" {
+				t.Errorf("controllers joined (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestLimitsApplied(t *testing.T) {
 	i := requireV1(t)
 	g := newGroup(t, i, Limits{MemoryBytes: 64 << 20, CPU: 0.5, Pids: 17})
@@ -275,6 +314,17 @@ func TestLimitsApplied(t *testing.T) {
 				t.Errorf("got %s, want %s", got, c.want)
 			}
 		})
+	}
+	want := []string{CPU, Memory, Pids}
+	if i.Has(Freezer) {
+		want = append(want, Freezer)
+	}
+	if i.Has(CPUAcct) && i.Parents[CPUAcct] == i.Parents[CPU] {
+		want = append(want, CPUAcct)
+	}
+	sort.Strings(want)
+	if diff := cmp.Diff(want, g.Controllers()); diff != "" {
+		t.Errorf("controllers joined (-want +got):\n%s", diff)
 	}
 	// The group lies under this process's own cgroup, not the hierarchy root.
 	for _, c := range g.Controllers() {
@@ -316,12 +366,12 @@ func TestMemoryLimitOOMKills(t *testing.T) {
 	i := requireV1(t)
 	t.Run("control: the hog finishes without a memory limit", func(t *testing.T) {
 		g := newGroup(t, i, Limits{})
-		if ws := wait(t, startSelf(t, g, "hog:96")); !ws.Exited() || ws.ExitStatus() != 0 {
+		ws, ru := waitUsage(t, startSelf(t, g, "hog:96"))
+		if !ws.Exited() || ws.ExitStatus() != 0 {
 			t.Fatalf("hog of 96 MiB: got %v, want exit 0", ws)
 		}
-		s, _ := g.Stats()
-		if s.MemoryPeak < 96<<20 {
-			t.Errorf("peak %d bytes, want at least 96 MiB", s.MemoryPeak)
+		if rss := ru.Maxrss << 10; rss < 96<<20 {
+			t.Errorf("peak resident %d bytes, want at least 96 MiB", rss)
 		}
 	})
 	t.Run("limited: the hog is OOM-killed", func(t *testing.T) {
@@ -436,18 +486,20 @@ func assertGone(t *testing.T, g *Group, pids []int) {
 
 func TestCPUQuotaBoundsCPUTime(t *testing.T) {
 	i := requireV1(t)
-	if !i.Has(CPUAcct) {
-		t.Skip("cpuacct is not mounted: no CPU time counter")
-	}
 	const spinMS = 250
 	run := func(l Limits) Stats {
 		g := newGroup(t, i, l)
-		if ws := wait(t, startSelf(t, g, fmt.Sprintf("spin:%d", spinMS))); !ws.Exited() || ws.ExitStatus() != 0 {
+		ws, ru := waitUsage(t, startSelf(t, g, fmt.Sprintf("spin:%d", spinMS)))
+		if !ws.Exited() || ws.ExitStatus() != 0 {
 			t.Fatalf("spinner: %v", ws)
 		}
 		s, err := g.Stats()
 		if err != nil {
 			t.Fatal(err)
+		}
+		if s.CPUUsage == 0 {
+			// cpuacct is joined only where mounted with cpu.
+			s.CPUUsage = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 		}
 		return s
 	}
