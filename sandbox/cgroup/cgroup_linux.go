@@ -773,10 +773,14 @@ var (
 	setThrottled = func(s *Stats, v int64) { s.CPUThrottled = v }
 )
 
+// oomFile is where each version counts the group's OOM kills, under the
+// key oom_kill.
+var oomFile = map[int]string{1: "memory.oom_control", 2: "memory.events"}
+
 var statSources = map[int][]statSource{
 	1: {
 		{Memory, "memory.max_usage_in_bytes", "", setPeak},
-		{Memory, "memory.oom_control", "oom_kill", setOOM},
+		{Memory, oomFile[1], "oom_kill", setOOM},
 		{Pids, "pids.peak", "", setPidsPeak},
 		{Pids, "pids.events", "max", setRefused},
 		{CPUAcct, "cpuacct.usage", "", func(s *Stats, v int64) { s.CPUUsage = time.Duration(v) }},
@@ -785,7 +789,7 @@ var statSources = map[int][]statSource{
 	},
 	2: {
 		{Memory, "memory.peak", "", setPeak},
-		{Memory, "memory.events", "oom_kill", setOOM},
+		{Memory, oomFile[2], "oom_kill", setOOM},
 		{Pids, "pids.peak", "", setPidsPeak},
 		{Pids, "pids.events", "max", setRefused},
 		{"", "cpu.stat", "usage_usec", func(s *Stats, v int64) { s.CPUUsage = time.Duration(v) * time.Microsecond }},
@@ -819,9 +823,10 @@ func (g *Group) Stats() (Stats, error) {
 }
 
 // OOM reports whether the OOM killer ended a process of the group.
+// It reads that one counter: the runner asks after every run.
 func (g *Group) OOM() bool {
-	s, _ := g.Stats()
-	return s.OOMKills > 0
+	d, ok := g.dirs[Memory]
+	return ok && keyed(filepath.Join(d, oomFile[g.version]), "oom_kill") > 0
 }
 
 // Close kills what is left in the group and removes its directories. It is
