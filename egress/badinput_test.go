@@ -297,6 +297,14 @@ func TestMaxConns(t *testing.T) {
 	o := policyOpts(t, []string{"127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)}, nil)
 	o.MaxConns = 2
 	s := newStack(t, o)
+	// The forwarder's start-up check is a connection of its own; let the
+	// proxy finish with it so the count starts from zero.
+	for i := 0; s.proxy.Open() != 0; i++ {
+		if i == 500 {
+			t.Fatalf("the proxy still counts %d connections after start-up", s.proxy.Open())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	target := ln.Addr().String()
 	a, _, err := tunnel(s.httpAddr, target)
 	if err != nil {

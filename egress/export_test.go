@@ -44,3 +44,10 @@ func SOCKSHandshake(br *bufio.Reader, w io.Writer) (cmd byte, host string, port 
 	}
 	return r.cmd, r.host, r.port, nil
 }
+
+// Open reports how many box connections p counts against MaxConns.
+func (p *Proxy) Open() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.open
+}
