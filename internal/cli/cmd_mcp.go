@@ -52,17 +52,13 @@ func mcpWrapCmd() *Command {
 	return &Command{Name: "wrap", Usage: mcpWrapUsage, Short: "run another MCP server in a box and mediate its tools", Long: mcpWrapLong,
 		Run: func(ctx context.Context, env *Env, args []string) error {
 			fs := NewFlags(env, "airlock mcp wrap", mcpWrapUsage, mcpWrapLong)
-			policyFile := fs.String("policy", "", "policy `file` (default: airlock.yaml in the working directory, else the workspace profile)")
-			workdir := fs.String("workdir", "", "working `directory` of the server (default: the current one)")
-			mode := fs.String("mode", "observe", "observe or fix (the server may write the policy's fs.write paths)")
+			kf := addKernelFlags(fs, "the server")
 			httpAddr := fs.String("http", "", "serve streamable HTTP on `ADDR` (a loopback address such as 127.0.0.1:8931) instead of stdio")
 			prefix := fs.String("name", "", "decide tools as `PREFIX`.tool (default: by their bare names)")
-			tierFlag := fs.String("sandbox", "auto", "sandbox tier: auto, off (tier 0, unconfined), 1 or 2")
 			idle := fs.Duration("session-idle", 30*time.Minute, "with --http, end a session (and its server) idle this long (0: never)")
 			callTimeout := fs.Duration("call-timeout", 10*time.Minute, "answer a request the server has not answered within this long with an error (0: wait)")
 			threshold := fs.String("offload", "", `offload results heavier than this many tokens ("off" keeps all inline; default 10000)`)
 			pinsDir := fs.String("pins", "", "`directory` of pinned tool definitions (default: $XDG_STATE_HOME/airlock/mcp-pins)")
-			auditFile := fs.String("audit", "", "audit log `file` (default: $XDG_STATE_HOME/airlock/audit.jsonl)")
 			sf := addStoreFlags(fs)
 			if err := ParseFlags(fs, args); err != nil {
 				return err
@@ -71,9 +67,9 @@ func mcpWrapCmd() *Command {
 			if len(argv) == 0 {
 				return usagef("airlock mcp wrap: no server command (airlock mcp wrap %s)", mcpWrapUsage)
 			}
-			tier, err := sandbox.ParseTier(*tierFlag)
+			tier, err := kf.tier("airlock mcp wrap")
 			if err != nil {
-				return usagef("airlock mcp wrap: --sandbox: %v", err)
+				return err
 			}
 			if *prefix != "" {
 				*prefix = strings.TrimSuffix(*prefix, ".") + "."
@@ -90,10 +86,7 @@ func mcpWrapCmd() *Command {
 				defer ln.Close()
 			}
 
-			k, err := wiring.Build(wiring.Config{
-				PolicyFile: *policyFile, Workdir: *workdir, Dir: env.Dir, Mode: *mode, Getenv: env.Getenv,
-				Terminal: env.IsTerminal, AuditFile: *auditFile, Log: env.Log, TraceFile: env.Getenv("AIRLOCK_TRACE_FILE"),
-			})
+			k, err := kf.build(env, env.IsTerminal)
 			if err != nil {
 				return err
 			}

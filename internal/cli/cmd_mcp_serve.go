@@ -11,10 +11,8 @@ import (
 	"time"
 
 	"github.com/airlock-run/airlock/errs"
-	"github.com/airlock-run/airlock/internal/wiring"
 	"github.com/airlock-run/airlock/mcp/serve"
 	"github.com/airlock-run/airlock/offload"
-	"github.com/airlock-run/airlock/sandbox"
 )
 
 const mcpServeUsage = "[--policy FILE] [--workdir DIR] [--mode observe|fix] [--http ADDR] [--sandbox auto|off|1|2]"
@@ -40,13 +38,9 @@ func mcpServeCmd() *Command {
 	return &Command{Name: "serve", Usage: mcpServeUsage, Short: "serve airlock's own tools over MCP", Long: mcpServeLong,
 		Run: func(ctx context.Context, env *Env, args []string) error {
 			fs := NewFlags(env, "airlock mcp serve", mcpServeUsage, mcpServeLong)
-			policyFile := fs.String("policy", "", "policy `file` (default: airlock.yaml in the working directory, else the workspace profile)")
-			workdir := fs.String("workdir", "", "working `directory` of the calls (default: the current one)")
-			mode := fs.String("mode", "observe", "observe (read and report) or fix (write the policy's fs.write paths)")
+			kf := addKernelFlags(fs, "the calls")
 			httpAddr := fs.String("http", "", "serve streamable HTTP on `addr` (host:port) instead of standard input and output")
 			allowHost := fs.String("allow-host", "", "comma-separated host `names` accepted in Host/Origin besides loopback")
-			tierFlag := fs.String("sandbox", "auto", "sandbox tier: auto, off (tier 0, unconfined), 1 or 2")
-			auditFile := fs.String("audit", "", "audit log `file` (default: $XDG_STATE_HOME/airlock/audit.jsonl)")
 			threshold := fs.String("offload", "", "offload results over N tokens, or off (default 10000)")
 			elicit := fs.Bool("elicit", true, "put escalations to the person at the MCP client (elicitation) when it supports it; false: only 'airlock approvals'")
 			sf := addStoreFlags(fs)
@@ -56,19 +50,16 @@ func mcpServeCmd() *Command {
 			if fs.NArg() > 0 {
 				return usagef("airlock mcp serve: unexpected argument %q (see --help)", fs.Arg(0))
 			}
-			tier, err := sandbox.ParseTier(*tierFlag)
+			tier, err := kf.tier("airlock mcp serve")
 			if err != nil {
-				return usagef("airlock mcp serve: --sandbox: %v", err)
+				return err
 			}
 			limit, err := offload.Threshold(*threshold, 0, 0)
 			if err != nil {
 				return usagef("airlock mcp serve: --offload: %v", err)
 			}
-			k, err := wiring.Build(wiring.Config{
-				PolicyFile: *policyFile, Workdir: *workdir, Dir: env.Dir, Mode: *mode, Getenv: env.Getenv,
-				Terminal: env.IsTerminal && *httpAddr != "", AuditFile: *auditFile, Log: env.Log,
-				TraceFile: env.Getenv("AIRLOCK_TRACE_FILE"),
-			})
+			// Over stdio the terminal carries the protocol, never a person.
+			k, err := kf.build(env, env.IsTerminal && *httpAddr != "")
 			if err != nil {
 				return err
 			}

@@ -8,9 +8,7 @@ import (
 	"os"
 
 	"github.com/airlock-run/airlock/errs"
-	"github.com/airlock-run/airlock/internal/wiring"
 	"github.com/airlock-run/airlock/mediator"
-	"github.com/airlock-run/airlock/sandbox"
 )
 
 const runLong = `Decide CMD against the policy and, when it is allowed, run it in the sandbox.
@@ -30,12 +28,8 @@ func runCmd() *Command {
 		Name: "run", Usage: "[flags] -- CMD [ARG...]", Short: "run a command through the policy and the sandbox", Long: runLong,
 		Run: func(ctx context.Context, env *Env, args []string) error {
 			fs := NewFlags(env, "airlock run", "[flags] -- CMD [ARG...]", runLong)
-			policyFile := fs.String("policy", "", "policy `file` (default: airlock.yaml in the working directory, else the workspace profile)")
-			workdir := fs.String("workdir", "", "working `directory` of the command (default: the current one)")
-			tierFlag := fs.String("sandbox", "auto", "sandbox tier: auto, off (tier 0, unconfined), 1 or 2")
-			mode := fs.String("mode", "observe", "observe (read and report) or fix (write the policy's fs.write paths)")
+			kf := addKernelFlags(fs, "the command")
 			report := fs.String("report", "", "write a JSON report of the decision and of where and how the command ran to `file`")
-			auditFile := fs.String("audit", "", "audit log `file` (default: $XDG_STATE_HOME/airlock/audit.jsonl)")
 			if err := ParseFlags(fs, args); err != nil {
 				return err
 			}
@@ -43,14 +37,11 @@ func runCmd() *Command {
 			if len(argv) == 0 {
 				return usagef("airlock run: no command (airlock run [flags] -- CMD [ARG...])")
 			}
-			tier, err := sandbox.ParseTier(*tierFlag)
+			tier, err := kf.tier("airlock run")
 			if err != nil {
-				return usagef("airlock run: --sandbox: %v", err)
+				return err
 			}
-			k, err := wiring.Build(wiring.Config{
-				PolicyFile: *policyFile, Workdir: *workdir, Dir: env.Dir, Mode: *mode, Getenv: env.Getenv,
-				Terminal: env.IsTerminal, AuditFile: *auditFile, Log: env.Log, TraceFile: env.Getenv("AIRLOCK_TRACE_FILE"),
-			})
+			k, err := kf.build(env, env.IsTerminal)
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"flag"
+
+	"github.com/airlock-run/airlock/internal/wiring"
+	"github.com/airlock-run/airlock/sandbox"
+)
+
+// kernelFlags are the flags of every command that builds the kernel (run,
+// mcp serve, mcp wrap), so all of them read the policy, the mode, the tier
+// and the audit log the same way.
+type kernelFlags struct {
+	policy, workdir, mode, sandbox, audit *string
+}
+
+// addKernelFlags defines the kernel's flags on fs; of names what the
+// working directory belongs to in the help ("the command", "the calls").
+func addKernelFlags(fs *flag.FlagSet, of string) *kernelFlags {
+	return &kernelFlags{
+		policy:  fs.String("policy", "", "policy `file` (default: airlock.yaml in the working directory, else the workspace profile)"),
+		workdir: fs.String("workdir", "", "working `directory` of "+of+" (default: the current one)"),
+		mode:    fs.String("mode", "observe", "observe (read and report) or fix (write the policy's fs.write paths)"),
+		sandbox: fs.String("sandbox", "auto", "sandbox tier: auto, off (tier 0, unconfined), 1 or 2"),
+		audit:   fs.String("audit", "", "audit log `file` (default: $XDG_STATE_HOME/airlock/audit.jsonl)"),
+	}
+}
+
+// tier reads --sandbox; a bad value is a usage error of cmd.
+func (k *kernelFlags) tier(cmd string) (sandbox.Tier, error) {
+	t, err := sandbox.ParseTier(*k.sandbox)
+	if err != nil {
+		return 0, usagef("%s: --sandbox: %v", cmd, err)
+	}
+	return t, nil
+}
+
+// build wires the kernel the flags name. terminal says whether a person may
+// be asked on this terminal (not when the terminal carries the protocol).
+func (k *kernelFlags) build(env *Env, terminal bool) (*wiring.Kernel, error) {
+	return wiring.Build(wiring.Config{
+		PolicyFile: *k.policy, Workdir: *k.workdir, Dir: env.Dir, Mode: *k.mode, Getenv: env.Getenv,
+		Terminal: terminal, AuditFile: *k.audit, Log: env.Log, TraceFile: env.Getenv("AIRLOCK_TRACE_FILE"),
+	})
+}
