@@ -150,17 +150,25 @@ func (k *Kernel) checkPrivate(spec sandbox.Spec) error {
 // it exists).
 func spellings(p string) []string {
 	out := []string{filepath.Clean(p)}
+	if r, err := Resolve(out[0]); err == nil && r != out[0] {
+		out = append(out, r)
+	}
+	return out
+}
+
+// Resolve gives the symlink-resolved form of p. A path that does not exist
+// yet resolves through its deepest existing ancestor, so a link in its
+// parents still counts. It is the World.Resolve of a kernel on this host.
+func Resolve(p string) (string, error) {
 	rest := ""
-	for cur := out[0]; ; {
-		if r, err := filepath.EvalSymlinks(cur); err == nil {
-			if r = filepath.Join(r, rest); r != out[0] {
-				out = append(out, r)
-			}
-			return out
+	for cur := p; ; {
+		r, err := filepath.EvalSymlinks(cur)
+		if err == nil {
+			return filepath.Join(r, rest), nil
 		}
 		parent := filepath.Dir(cur)
 		if parent == cur {
-			return out
+			return "", err
 		}
 		rest = filepath.Join(filepath.Base(cur), rest)
 		cur = parent

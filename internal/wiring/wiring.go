@@ -24,6 +24,7 @@ import (
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/mediator"
 	"github.com/airlock-run/airlock/policy"
+	"github.com/airlock-run/airlock/sandbox"
 )
 
 // DefaultPolicyFile is the policy read from the working directory when none
@@ -228,42 +229,19 @@ func World(workdir, home string, mode policy.Mode) policy.World {
 		Home:     home,
 		Mode:     mode,
 		PATH:     strings.Split(mediator.BoxPATH, ":"),
-		Resolve:  resolve,
+		Resolve:  mediator.Resolve,
 		LookPath: lookPath,
 	}
 }
 
-// resolve gives the symlink-resolved form of p. A path that does not exist
-// yet resolves through its deepest existing ancestor, so a link in its
-// parents still counts.
-func resolve(p string) (string, error) {
-	rest := ""
-	for cur := p; ; {
-		r, err := filepath.EvalSymlinks(cur)
-		if err == nil {
-			return filepath.Join(r, rest), nil
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return "", err
-		}
-		rest = filepath.Join(filepath.Base(cur), rest)
-		cur = parent
-	}
-}
-
-// lookPath finds an executable regular file named name on the box's PATH.
+// lookPath finds the program a bare name runs in the box: the box binds
+// the system's program directories, so the host's files on the box's PATH
+// are the box's.
 func lookPath(name string) (string, error) {
 	if strings.Contains(name, "/") {
 		return "", fmt.Errorf("%q is not a bare program name", name)
 	}
-	for _, dir := range strings.Split(mediator.BoxPATH, ":") {
-		f := filepath.Join(dir, name)
-		if st, err := os.Stat(f); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			return f, nil
-		}
-	}
-	return "", fmt.Errorf("%s: not found on the box's PATH", name)
+	return sandbox.LookPath(name, mediator.BoxPATH, "/")
 }
 
 // brokerApprover puts the kernel's escalations to the approvals broker.
