@@ -262,7 +262,7 @@ limits: {memory: 1G, pids: 64}
 	}
 	environ := []string{"GITHUB_TOKEN=t", "AWS_SECRET=s", "HOME=/root", "TERM=xterm"}
 	for _, mode := range []policy.Mode{policy.Observe, policy.Fix} {
-		spec, err := SpecFor(p, policy.World{Workdir: dir, Mode: mode}, environ)
+		spec, err := specFor(p, policy.World{Workdir: dir, Mode: mode}, environ)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -340,7 +340,7 @@ func TestPrivateStateIsNeverWritable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := SpecFor(p, w, nil)
+	spec, err := specFor(p, w, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

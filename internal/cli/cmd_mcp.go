@@ -12,15 +12,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/airlock-run/airlock/approvals"
-	"github.com/airlock-run/airlock/audit"
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/internal/wiring"
 	"github.com/airlock-run/airlock/mcp/gateway"
 	"github.com/airlock-run/airlock/mediator"
 	"github.com/airlock-run/airlock/offload"
 	"github.com/airlock-run/airlock/policy"
-	"github.com/airlock-run/airlock/sandbox"
 )
 
 // mcpCmd groups airlock's MCP entry points: serve (airlock's own tools) and
@@ -67,10 +64,6 @@ func mcpWrapCmd() *Command {
 			if len(argv) == 0 {
 				return usagef("airlock mcp wrap: no server command (airlock mcp wrap %s)", mcpWrapUsage)
 			}
-			tier, err := kf.tier("airlock mcp wrap")
-			if err != nil {
-				return err
-			}
 			if *prefix != "" {
 				*prefix = strings.TrimSuffix(*prefix, ".") + "."
 			}
@@ -86,7 +79,16 @@ func mcpWrapCmd() *Command {
 				defer ln.Close()
 			}
 
-			k, err := kf.build(env, env.IsTerminal)
+			var withStore func(*wiring.Config)
+			if th > 0 {
+				st, sc, err := sf.open(env)
+				if err != nil {
+					return err
+				}
+				defer st.Close()
+				withStore = func(c *wiring.Config) { c.Offloader, c.Scope = &offload.Offloader{Store: st, Threshold: th}, sc }
+			}
+			k, err := kf.build(env, "airlock mcp wrap", env.IsTerminal, withStore)
 			if err != nil {
 				return err
 			}
@@ -107,8 +109,8 @@ func mcpWrapCmd() *Command {
 				return err
 			}
 			o := gateway.Options{
-				Start:  boxedServer(k, env, argv, tier),
-				Decide: k.Decide,
+				Start:  boxedServer(k, env, argv),
+				Kernel: k.Kernel,
 				Listed: func(tool string) bool {
 					d := checker.Tool(tool, nil)
 					// A tool denied only because its arguments did not match
@@ -125,14 +127,6 @@ func mcpWrapCmd() *Command {
 				SessionIdle:  *idle,
 				Log:          env.Log,
 			}
-			if th > 0 {
-				st, sc, err := sf.open(env)
-				if err != nil {
-					return err
-				}
-				defer st.Close()
-				o.Offloader, o.Scope = &offload.Offloader{Store: st, Threshold: th}, sc
-			}
 			g, err := gateway.New(o)
 			if err != nil {
 				return err
@@ -147,15 +141,14 @@ func mcpWrapCmd() *Command {
 // boxedServer starts argv through the kernel, exactly as `airlock run`
 // would: decided as a command, confined by the policy's box, its network
 // through egress; cancelling ctx tears the box down.
-func boxedServer(k *wiring.Kernel, env *Env, argv []string, tier sandbox.Tier) gateway.Starter {
+func boxedServer(k *wiring.Kernel, env *Env, argv []string) gateway.Starter {
 	return func(ctx context.Context) (*gateway.Server, error) {
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
 		done := make(chan error, 1)
 		go func() {
 			_, err := k.Exec(ctx, mediator.Call{Kind: mediator.KindExec, Argv: argv}, mediator.ExecOptions{
-				Tier: tier, Stdin: inR, Stdout: outW, Stderr: env.Stderr, Environ: env.Environ, Exe: env.Exe,
-				Warn: func(s string) { fmt.Fprintf(env.Stderr, "airlock: %s\n", s) },
+				Stdin: inR, Stdout: outW, Stderr: env.Stderr,
 				// The server lives as long as the client's session; the
 				// session's end (ctx) tears its box down.
 				Session: true,
@@ -168,41 +161,16 @@ func boxedServer(k *wiring.Kernel, env *Env, argv []string, tier sandbox.Tier) g
 	}
 }
 
-// pinApprover asks a person, through the approvals broker, whether a
-// changed tool definition may be used; no answer by the policy's escalation
-// timeout is a refusal.
+// pinApprover asks a person, through the kernel like any escalation,
+// whether a changed tool definition may be used; no answer by the policy's
+// escalation timeout is a refusal, and an answer that cannot be recorded
+// keeps the tool blocked.
 func pinApprover(k *wiring.Kernel) func(ctx context.Context, old, new gateway.Definition) error {
 	return func(ctx context.Context, old, new gateway.Definition) error {
-		timeout := k.Kernel.Policy().Escalation.Timeout
-		if timeout <= 0 {
-			timeout = mediator.DefaultEscalationTimeout
-		}
-		o := k.Broker.Ask(ctx, approvals.Request{Kind: "tool", Tool: new.Name, Category: string(policy.CatTools),
-			Args:   map[string]any{"old_description": old.Description, "new_description": new.Description, "new_input_schema": string(new.InputSchema)},
-			Reason: fmt.Sprintf("the definition of the MCP tool %s changed since it was pinned", new.Name), NoGrant: "a changed definition is approved once"},
-			timeout)
-		var err error
-		switch o.Answer {
-		case approvals.AllowOnce, approvals.AllowAlways:
-		case approvals.Timeout:
-			err = &errs.Denial{Code: errs.CodeEscalationTimeout, Category: string(policy.CatTools), Reason: fmt.Sprintf("no approval came within %s", timeout)}
-		case approvals.Deny:
-			err = &errs.Denial{Code: errs.CodePolicyDenied, Category: string(policy.CatTools), Reason: "a person refused it"}
-		default:
-			err = &errs.Denial{Code: errs.CodeEscalationError, Category: string(policy.CatTools), Reason: "the approval could not be obtained"}
-		}
-		// The answer is kept like any decision; one that cannot be kept
-		// does not unblock the tool.
-		verdict, reason := "allow", "a person approved the changed definition"
-		if err != nil {
-			verdict, reason = "deny", err.(*errs.Denial).Reason
-		}
-		if aerr := k.Audit.Append(audit.Record{Kind: "decision", Verdict: verdict, Rule: "mcp.pins", Reason: reason,
-			Decider: o.Decider, Fields: map[string]any{"category": "tools", "tool": new.Name,
-				"pinned_digest": old.Digest(), "new_digest": new.Digest()}}); aerr != nil && err == nil {
-			err = errs.Wrap(errs.Unavailable, aerr, "audit: the approval could not be recorded, so the tool stays blocked")
-		}
-		return err
+		call := mediator.Call{Kind: mediator.KindTool, Tool: new.Name, Args: map[string]any{
+			"old_description": old.Description, "new_description": new.Description,
+			"new_input_schema": string(new.InputSchema), "pinned_digest": old.Digest(), "new_digest": new.Digest()}}
+		return k.Confirm(ctx, call, "mcp.pins", fmt.Sprintf("the definition of the MCP tool %s changed since it was pinned", new.Name))
 	}
 }
 

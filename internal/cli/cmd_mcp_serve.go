@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/wiring"
 	"github.com/airlock-run/airlock/mcp/serve"
 	"github.com/airlock-run/airlock/offload"
 )
@@ -50,30 +51,24 @@ func mcpServeCmd() *Command {
 			if fs.NArg() > 0 {
 				return usagef("airlock mcp serve: unexpected argument %q (see --help)", fs.Arg(0))
 			}
-			tier, err := kf.tier("airlock mcp serve")
-			if err != nil {
-				return err
-			}
 			limit, err := offload.Threshold(*threshold, 0, 0)
 			if err != nil {
 				return usagef("airlock mcp serve: --offload: %v", err)
 			}
-			// Over stdio the terminal carries the protocol, never a person.
-			k, err := kf.build(env, env.IsTerminal && *httpAddr != "")
-			if err != nil {
-				return err
-			}
-			defer k.Close()
 			st, sc, err := sf.open(env)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			srv, err := serve.New(serve.Options{
-				Kernel: k.Kernel, World: k.World, Tier: tier, Exe: env.Exe, Environ: env.Environ,
-				Offloader: &offload.Offloader{Store: st, Threshold: limit}, Scope: sc, Log: env.Log, Elicit: *elicit,
-				Warn: func(s string) { fmt.Fprintf(env.Stderr, "airlock: %s\n", s) },
+			// Over stdio the terminal carries the protocol, never a person.
+			k, err := kf.build(env, "airlock mcp serve", env.IsTerminal && *httpAddr != "", func(c *wiring.Config) {
+				c.Offloader, c.Scope = &offload.Offloader{Store: st, Threshold: limit}, sc
 			})
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			srv, err := serve.New(serve.Options{Kernel: k.Kernel, Log: env.Log, Elicit: *elicit})
 			if err != nil {
 				return err
 			}

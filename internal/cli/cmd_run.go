@@ -37,11 +37,7 @@ func runCmd() *Command {
 			if len(argv) == 0 {
 				return usagef("airlock run: no command (airlock run [flags] -- CMD [ARG...])")
 			}
-			tier, err := kf.tier("airlock run")
-			if err != nil {
-				return err
-			}
-			k, err := kf.build(env, env.IsTerminal)
+			k, err := kf.build(env, "airlock run", env.IsTerminal, nil)
 			if err != nil {
 				return err
 			}
@@ -50,11 +46,7 @@ func runCmd() *Command {
 				env.Log.Info("no policy file; using the built-in workspace profile")
 			}
 			call := mediator.Call{Kind: mediator.KindExec, Argv: argv}
-			res, err := k.Exec(ctx, call, mediator.ExecOptions{
-				Tier: tier, Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr,
-				Environ: env.Environ, Exe: env.Exe,
-				Warn: func(s string) { fmt.Fprintf(env.Stderr, "airlock: %s\n", s) },
-			})
+			res, err := k.Exec(ctx, call, mediator.ExecOptions{Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr})
 			if *report != "" {
 				if werr := writeReport(*report, call, res, err); werr != nil && err == nil {
 					err = werr

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"flag"
+	"fmt"
 
 	"github.com/airlock-run/airlock/internal/wiring"
 	"github.com/airlock-run/airlock/sandbox"
@@ -35,11 +36,22 @@ func (k *kernelFlags) tier(cmd string) (sandbox.Tier, error) {
 	return t, nil
 }
 
-// build wires the kernel the flags name. terminal says whether a person may
-// be asked on this terminal (not when the terminal carries the protocol).
-func (k *kernelFlags) build(env *Env, terminal bool) (*wiring.Kernel, error) {
-	return wiring.Build(wiring.Config{
+// build wires the kernel the flags name, for cmd. terminal says whether a
+// person may be asked on this terminal (not when the terminal carries the
+// protocol); with, when set, adds to the configuration (the file store).
+func (k *kernelFlags) build(env *Env, cmd string, terminal bool, with func(*wiring.Config)) (*wiring.Kernel, error) {
+	tier, err := k.tier(cmd)
+	if err != nil {
+		return nil, err
+	}
+	cfg := wiring.Config{
 		PolicyFile: *k.policy, Workdir: *k.workdir, Dir: env.Dir, Mode: *k.mode, Getenv: env.Getenv,
 		Terminal: terminal, AuditFile: *k.audit, Log: env.Log, TraceFile: env.Getenv("AIRLOCK_TRACE_FILE"),
-	})
+		Tier: tier, Exe: env.Exe, Environ: env.Environ,
+		Warn: func(s string) { fmt.Fprintf(env.Stderr, "airlock: %s\n", s) },
+	}
+	if with != nil {
+		with(&cfg)
+	}
+	return wiring.Build(cfg)
 }

@@ -22,7 +22,9 @@ import (
 	"github.com/airlock-run/airlock/approvals"
 	"github.com/airlock-run/airlock/audit"
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/files"
 	"github.com/airlock-run/airlock/mediator"
+	"github.com/airlock-run/airlock/offload"
 	"github.com/airlock-run/airlock/policy"
 	"github.com/airlock-run/airlock/sandbox"
 )
@@ -56,6 +58,18 @@ type Config struct {
 	TraceFile string
 	// Log receives diagnostics; nil drops them.
 	Log *slog.Logger
+
+	// Tier, Exe, Environ, Warn, OutputCap, Offloader, Scope and AfterDecide
+	// are the kernel's (mediator.Options): how it runs, fits and offloads
+	// what it allowed.
+	Tier        sandbox.Tier
+	Exe         string
+	Environ     []string
+	Warn        func(string)
+	OutputCap   int64
+	Offloader   *offload.Offloader
+	Scope       files.Scope
+	AfterDecide func(mediator.Call)
 }
 
 // Kernel is a built kernel with what it was built from.
@@ -170,6 +184,8 @@ func Build(cfg Config) (*Kernel, error) {
 		Approver: brokerApprover{b: k.Broker, workdir: workdir},
 		Recorder: auditRecorder{l: sink},
 		Private:  []string{grantsFile, auditFile, bo.SocketDir},
+		Tier:     cfg.Tier, Exe: cfg.Exe, Environ: cfg.Environ, Warn: cfg.Warn, OutputCap: cfg.OutputCap,
+		Offloader: cfg.Offloader, Scope: cfg.Scope, AfterDecide: cfg.AfterDecide,
 	}); err != nil {
 		return fail(err)
 	}

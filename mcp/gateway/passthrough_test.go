@@ -224,7 +224,7 @@ func TestEscalationThroughElicitation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f.opts.Decide = k.Decide
+			f.opts.Kernel = k
 			f.opts.WithApprover = mediator.WithApprover
 			g, err := New(f.opts)
 			if err != nil {
