@@ -140,7 +140,9 @@ func (k *Kernel) checkPrivate(spec sandbox.Spec) error {
 			for _, p := range k.private {
 				for _, pf := range spellings(p) {
 					if pf == wf || strings.HasPrefix(pf, strings.TrimSuffix(wf, "/")+"/") {
-						return errs.Invalidf("fs.write: %s holds airlock's own %s, which a box may never write; grant a narrower directory", w, p)
+						// Not the call's fault: no call runs under this
+						// policy, so airlock cannot run it (exit 125).
+						return errs.Unavailablef("fs.write: %s holds airlock's own %s, which a box may never write; grant a narrower directory", w, p)
 					}
 				}
 			}

@@ -94,11 +94,17 @@ type result struct {
 // empty input, and returns how it ended.
 func (h *home) run(args ...string) result {
 	h.t.Helper()
+	return h.runEnv(h.environ, args...)
+}
+
+// runEnv is run with the environment environ.
+func (h *home) runEnv(environ []string, args ...string) result {
+	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, h.bin, args...)
 	cmd.Dir = h.Work
-	cmd.Env = append(append([]string(nil), h.environ...), "AIRLOCK_E2E=1")
+	cmd.Env = append(append([]string(nil), environ...), "AIRLOCK_E2E=1")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

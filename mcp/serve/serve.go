@@ -33,6 +33,10 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// MaxLine bounds one message from a client over stdio: a request's
+// arguments may carry a file's whole content.
+const MaxLine = 40 << 20
+
 // MaxRequestBody bounds one HTTP request from a client.
 const MaxRequestBody = 8 << 20
 
@@ -111,7 +115,9 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 
 // ServeStdio serves one session over newline-delimited JSON-RPC on r and w.
 func (s *Server) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
-	err := s.srv.Run(ctx, &sdk.IOTransport{Reader: r, Writer: w})
+	// Messages are decoded exactly before the SDK reads them.
+	sr, sw := mcp.StrictStdio(r, w, MaxLine)
+	err := s.srv.Run(ctx, &sdk.IOTransport{Reader: sr, Writer: sw})
 	if err == nil || ctx.Err() != nil || errors.Is(err, io.EOF) {
 		return nil
 	}
@@ -126,5 +132,5 @@ func (s *Server) Handler(allowHosts []string) http.Handler {
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv },
 		&sdk.StreamableHTTPOptions{Logger: s.o.Log, MaxRequestBodyBytes: MaxRequestBody,
 			SessionTimeout: 30 * time.Minute})
-	return mcp.LoopbackOnly(h, allowHosts)
+	return mcp.LoopbackOnly(mcp.StrictHTTP(h, MaxRequestBody), allowHosts)
 }

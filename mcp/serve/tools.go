@@ -178,13 +178,18 @@ func (s *Server) handler(t tool) sdk.ToolHandler {
 	}
 }
 
-// errorResult is a failed call: the model reads why.
+// errorResult is a failed call: the model reads why, and
+// `_meta["airlock/error"]` says of which class the failure is (invalid: the
+// call was malformed; unavailable: airlock could not run it as the policy
+// asks; …), so a client can tell the model's mistakes from airlock's.
 func errorResult(err error) *sdk.CallToolResult {
 	msg := err.Error()
-	if errs.ClassOf(err) == errs.Internal {
+	class := errs.ClassOf(err)
+	if class == errs.Internal {
 		msg = "airlock: the call failed inside airlock"
 	}
-	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: msg}}, IsError: true}
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: msg}}, IsError: true,
+		Meta: sdk.Meta{mcp.MetaError: map[string]string{"class": class.String()}}}
 }
 
 // finish has the kernel fit out to the call's view, budget and query and
