@@ -211,12 +211,12 @@ func (k *Kernel) startEgress(ctx context.Context, p *policy.Policy, call Call) (
 		},
 		AllowAddr: list.AllowsAddr,
 		DenyAddr:  list.DeniesAddr,
-		Audit: func(e egress.Event) {
+		Audit: func(e egress.Event) error {
 			v := policy.Deny
 			if e.Allow {
 				v = policy.Allow
 			}
-			_ = k.record(context.WithoutCancel(ctx), Record{Kind: "egress", Time: e.Start, CallDigest: call.Digest(),
+			return k.record(context.WithoutCancel(ctx), Record{Kind: "egress", Time: e.Start, CallDigest: call.Digest(),
 				Verdict: v, Rule: e.Rule, Reason: e.Reason, Decider: "egress", Category: policy.CatNet,
 				Fields: map[string]any{"event": e}})
 		},
