@@ -32,7 +32,7 @@ both go to standard output as {"content": ..., "fit": {...}}.`
 				return err
 			}
 			if *view != "" && !fit.View(*view).Valid() {
-				return usagef("airlock fit: --view %q is not a view (stub, summary, section or full)", *view)
+				return usagef("--view %q is not a view (stub, summary, section or full)", *view)
 			}
 			text, fileName, err := readTextArg(env, fs.Args(), "airlock fit")
 			if err != nil {

@@ -65,7 +65,7 @@ func mcpWrapCmd() *Command {
 			}
 			argv := fs.Args()
 			if len(argv) == 0 {
-				return usagef("airlock mcp wrap: no server command (airlock mcp wrap %s)", mcpWrapUsage)
+				return usagef("no server command (airlock mcp wrap %s)", mcpWrapUsage)
 			}
 			tier, err := kf.tier("airlock mcp wrap")
 			if err != nil {
@@ -76,7 +76,7 @@ func mcpWrapCmd() *Command {
 			}
 			th, err := offload.Threshold(*threshold, 0, 0)
 			if err != nil {
-				return usagef("airlock mcp wrap: --offload: %v", err)
+				return usagef("--offload: %v", err)
 			}
 			var ln net.Listener
 			if *httpAddr != "" {

@@ -48,7 +48,7 @@ func mcpServeCmd() *Command {
 				return err
 			}
 			if fs.NArg() > 0 {
-				return usagef("airlock mcp serve: unexpected argument %q (see --help)", fs.Arg(0))
+				return usagef("unexpected argument %q (see --help)", fs.Arg(0))
 			}
 			tier, err := kf.tier("airlock mcp serve")
 			if err != nil {
@@ -56,7 +56,7 @@ func mcpServeCmd() *Command {
 			}
 			limit, err := offload.Threshold(*threshold, 0, 0)
 			if err != nil {
-				return usagef("airlock mcp serve: --offload: %v", err)
+				return usagef("--offload: %v", err)
 			}
 			// Over stdio the terminal carries the protocol, never a person.
 			k, err := kf.build(env, env.IsTerminal && *httpAddr != "")

@@ -36,7 +36,7 @@ to standard output as {"content": ..., "fit": {...}}.
 				return err
 			}
 			if len(pos) != 1 {
-				return usagef("airlock read-result: name one REF (see --help)")
+				return usagef("name one REF (see --help)")
 			}
 			if _, err := files.ParseRef(pos[0]); err != nil {
 				return err

@@ -35,7 +35,7 @@ func runCmd() *Command {
 			}
 			argv := fs.Args()
 			if len(argv) == 0 {
-				return usagef("airlock run: no command (airlock run [flags] -- CMD [ARG...])")
+				return usagef("no command (airlock run [flags] -- CMD [ARG...])")
 			}
 			tier, err := kf.tier("airlock run")
 			if err != nil {
@@ -63,7 +63,7 @@ func runCmd() *Command {
 			var d *errs.Denial
 			if errors.As(err, &d) {
 				b, _ := json.Marshal(d)
-				fmt.Fprintf(env.Stderr, "airlock: refused: %s\n", b)
+				fmt.Fprintf(env.Stderr, "airlock: run: refused: %s\n", b)
 				return &ExitError{Code: errs.ExitRefused}
 			}
 			if err != nil {
