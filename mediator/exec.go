@@ -61,7 +61,7 @@ type ExecOptions struct {
 // run.
 type ExecResult struct {
 	runner.Result
-	Outcome Outcome
+	Outcome Outcome `json:"outcome"`
 }
 
 // Exec decides call (KindExec or KindShell) and, when it is allowed, runs it

@@ -224,12 +224,12 @@ func (k *Kernel) Policy() *policy.Policy {
 
 // Outcome is how a call was decided.
 type Outcome struct {
-	Decision policy.Decision
+	Decision policy.Decision `json:"decision"`
 	// Decider is "policy", "grant", "person:<name>", "timeout" or "error".
-	Decider string
+	Decider string `json:"decider"`
 	// Commands holds, for a shell call, the decision of every simple
 	// command the string would run.
-	Commands []policy.CommandDecision
+	Commands []policy.CommandDecision `json:"commands,omitempty"`
 }
 
 // Decide decides call. It returns a nil error when the call may go ahead and

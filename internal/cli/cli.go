@@ -221,8 +221,11 @@ type usageError struct {
 }
 
 func (u *usageError) Error() string {
-	if u.err == nil {
+	switch {
+	case u.err == nil:
 		return u.msg
+	case u.msg == "":
+		return u.err.Error()
 	}
 	return u.msg + ": " + u.err.Error()
 }
@@ -232,7 +235,7 @@ func usagef(format string, a ...any) error { return &usageError{msg: fmt.Sprintf
 func isUsage(err error) bool               { var u *usageError; return errors.As(err, &u) }
 
 // badValue makes err, the refusal of a value given on the command line, a
-// usage error; nil stays nil.
+// usage error with the context format gives ("" for none); nil stays nil.
 func badValue(err error, format string, a ...any) error {
 	if err == nil {
 		return nil

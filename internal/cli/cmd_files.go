@@ -184,7 +184,7 @@ func filesPutCmd() *Command {
 				f, err := os.Open(absFrom(env, c.pos[0]))
 				if err != nil {
 					if os.IsNotExist(err) {
-						return errs.NotFoundf("%s does not exist (name an existing file)", c.pos[0])
+						return usagef("%s does not exist (name an existing file)", c.pos[0])
 					}
 					return errs.Wrap(errs.Invalid, err, "open %s", c.pos[0])
 				}
@@ -216,7 +216,7 @@ func filesGetCmd() *Command {
 		func(ctx context.Context, env *Env, c storeCall) error {
 			ref, err := files.ParseRef(c.pos[0])
 			if err != nil {
-				return err
+				return badValue(err, "")
 			}
 			_, err = c.st.GetTo(ctx, c.sc, ref, env.Stdout)
 			return err
@@ -381,7 +381,7 @@ func filesHandCmd() *Command {
 			for _, p := range c.pos {
 				r, err := files.ParseRef(p)
 				if err != nil {
-					return err
+					return badValue(err, "")
 				}
 				refs = append(refs, r)
 			}

@@ -39,7 +39,7 @@ to standard output as {"content": ..., "fit": {...}}.
 				return usagef("name one REF (see --help)")
 			}
 			if _, err := files.ParseRef(pos[0]); err != nil {
-				return err
+				return badValue(err, "")
 			}
 			st, sc, err := sf.open(env)
 			if err != nil {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/sandbox"
 	"github.com/airlock-run/airlock/sandbox/escape"
 )
@@ -94,7 +93,7 @@ func escapeCases(path string) ([]byte, error) {
 	if path != "" {
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return nil, errs.Wrap(errs.Invalid, err, "--cases")
+			return nil, badValue(err, "--cases")
 		}
 		return b, nil
 	}

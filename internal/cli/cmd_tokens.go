@@ -61,7 +61,7 @@ func readTextArg(env *Env, args []string, place string) (string, string, error) 
 		f, err := os.Open(p)
 		if err != nil {
 			if os.IsNotExist(err) {
-				return "", "", errs.NotFoundf("%s does not exist (name an existing file, or - for standard input)", args[0])
+				return "", "", usagef("%s does not exist (name an existing file, or - for standard input)", args[0])
 			}
 			return "", "", errs.Wrap(errs.Invalid, err, "open %s", args[0])
 		}
