@@ -316,9 +316,16 @@ func NewFlags(env *Env, path, usage, long string) *flag.FlagSet {
 // flag.ErrHelp, which Main turns into exit 0) and turning any other flag
 // mistake into a one-line usage error.
 func ParseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	// The flag package prints the usage on every mistake; only --help
+	// should, so a mistake is one line (and --json output stays JSON).
+	usage := fs.Usage
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.Usage = usage
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return flag.ErrHelp // Parse has printed the usage already
+			usage()
+			return flag.ErrHelp
 		}
 		return usagef("%v (see %s --help)", err, fs.Name())
 	}

@@ -18,12 +18,18 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // runIn runs the CLI in dir with a home and state of the test's own.
 func runIn(t *testing.T, dir string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	home := t.TempDir()
+	return runHome(t, dir, t.TempDir(), args...)
+}
+
+// runHome runs the CLI in dir with home as $HOME and its config, state and
+// runtime directories inside it.
+func runHome(t *testing.T, dir, home string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	var out, errb bytes.Buffer
 	env := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Dir: dir,
 		Environ: []string{"HOME=" + home, "XDG_STATE_HOME=" + filepath.Join(home, "state"),
 			"XDG_CONFIG_HOME=" + filepath.Join(home, "config"), "XDG_RUNTIME_DIR=" + filepath.Join(home, "run"),
-			"PATH=/usr/bin:/bin"}}
+			"XDG_DATA_HOME=" + filepath.Join(home, "data"), "PATH=/usr/bin:/bin"}}
 	code = Main(context.Background(), args, env)
 	return code, out.String(), errb.String()
 }
