@@ -23,8 +23,10 @@
 //
 // A refusal is a 403 whose body is one line the agent can read, "blocked by
 // airlock egress policy: <host:port> <why>" (SOCKS5 has no room for text and
-// answers "connection not allowed by ruleset"). Each decision is one audit
-// Event. The daemon, the runner's host half and tests import this package.
+// answers "connection not allowed by ruleset"). Every decision is audited
+// (see Event), and an allowed connection whose admission cannot be recorded
+// is refused. The daemon, the runner's host half and tests import this
+// package.
 package egress
 
 import (
