@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -86,6 +88,11 @@ func (sf *storeFlags) open(env *Env) (*files.Store, files.Scope, error) {
 	case keyFile != "" && keyEnv != "":
 		return nil, files.Scope{}, usagef("name a key file or a key variable, not both")
 	case keyFile != "":
+		if *sf.keyFile != "" {
+			if _, err := os.Stat(absFrom(env, keyFile)); errors.Is(err, fs.ErrNotExist) {
+				return nil, files.Scope{}, usagef("--key-file %s: no such file (create it with 32 random bytes, e.g. head -c32 /dev/urandom > %s)", keyFile, keyFile)
+			}
+		}
 		opt.Keys = files.KeyFile(absFrom(env, keyFile))
 	case keyEnv != "":
 		opt.Keys = files.KeyEnv(keyEnv, env.Getenv)

@@ -31,6 +31,9 @@ both go to standard output as {"content": ..., "fit": {...}}.`
 			if err := ParseFlags(fs, args); err != nil {
 				return err
 			}
+			if *budget < 0 || *chars < 0 {
+				return usagef("--budget and --chars are counts: 0 or more")
+			}
 			if *view != "" && !fit.View(*view).Valid() {
 				return usagef("--view %q is not a view (stub, summary, section or full)", *view)
 			}

@@ -35,6 +35,9 @@ to standard output as {"content": ..., "fit": {...}}.
 			if err != nil {
 				return err
 			}
+			if *budget < 0 {
+				return usagef("--budget %d: want 0 (the default) or more tokens", *budget)
+			}
 			if len(pos) != 1 {
 				return usagef("name one REF (see --help)")
 			}
