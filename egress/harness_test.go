@@ -144,10 +144,27 @@ type stack struct {
 	events []egress.Event
 }
 
+// audited returns the final record of every decision: refusals, and allowed
+// connections that have ended.
 func (s *stack) audited() []egress.Event {
+	return s.eventsWhere(func(e egress.Event) bool { return !e.Opened })
+}
+
+// opened returns the admission records of allowed connections.
+func (s *stack) opened() []egress.Event {
+	return s.eventsWhere(func(e egress.Event) bool { return e.Opened })
+}
+
+func (s *stack) eventsWhere(keep func(egress.Event) bool) []egress.Event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]egress.Event(nil), s.events...)
+	var out []egress.Event
+	for _, e := range s.events {
+		if keep(e) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // policyOpts wires a netrule list in as the daemon does.
@@ -182,13 +199,14 @@ func newStack(t testing.TB, o egress.Options) *stack {
 	o.Token = tok
 	o.Box = "test-box"
 	audit := o.Audit
-	o.Audit = func(e egress.Event) {
+	o.Audit = func(e egress.Event) error {
 		s.mu.Lock()
 		s.events = append(s.events, e)
 		s.mu.Unlock()
 		if audit != nil {
-			audit(e)
+			return audit(e)
 		}
+		return nil
 	}
 	p, err := egress.New(o)
 	if err != nil {

@@ -100,9 +100,6 @@ type box struct {
 }
 
 func (k *Kernel) box(ctx context.Context, call Call, what string, network bool) (box, error) {
-	if k.run.exe == "" {
-		return box{}, errs.Invalidf("mediator: the kernel was built without the airlock binary, so it runs nothing")
-	}
 	p := k.Policy()
 	if call.Narrow != nil {
 		p = p.Narrow(call.Narrow)
@@ -216,12 +213,12 @@ func (k *Kernel) startEgress(ctx context.Context, p *policy.Policy, call Call) (
 		},
 		AllowAddr: list.AllowsAddr,
 		DenyAddr:  list.DeniesAddr,
-		Audit: func(e egress.Event) {
+		Audit: func(e egress.Event) error {
 			v := policy.Deny
 			if e.Allow {
 				v = policy.Allow
 			}
-			_ = k.record(context.WithoutCancel(ctx), Record{Kind: "egress", Time: e.Start, CallDigest: call.Digest(),
+			return k.record(context.WithoutCancel(ctx), Record{Kind: "egress", Time: e.Start, CallDigest: call.Digest(),
 				Verdict: v, Rule: e.Rule, Reason: e.Reason, Decider: "egress", Category: policy.CatNet,
 				Fields: map[string]any{"event": e}})
 		},

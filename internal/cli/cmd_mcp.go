@@ -62,14 +62,14 @@ func mcpWrapCmd() *Command {
 			}
 			argv := fs.Args()
 			if len(argv) == 0 {
-				return usagef("airlock mcp wrap: no server command (airlock mcp wrap %s)", mcpWrapUsage)
+				return usagef("no server command (airlock mcp wrap %s)", mcpWrapUsage)
 			}
 			if *prefix != "" {
 				*prefix = strings.TrimSuffix(*prefix, ".") + "."
 			}
 			th, err := offload.Threshold(*threshold, 0, 0)
 			if err != nil {
-				return usagef("airlock mcp wrap: --offload: %v", err)
+				return usagef("--offload: %v", err)
 			}
 			var ln net.Listener
 			if *httpAddr != "" {

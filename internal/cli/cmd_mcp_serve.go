@@ -49,11 +49,11 @@ func mcpServeCmd() *Command {
 				return err
 			}
 			if fs.NArg() > 0 {
-				return usagef("airlock mcp serve: unexpected argument %q (see --help)", fs.Arg(0))
+				return usagef("unexpected argument %q (see --help)", fs.Arg(0))
 			}
 			limit, err := offload.Threshold(*threshold, 0, 0)
 			if err != nil {
-				return usagef("airlock mcp serve: --offload: %v", err)
+				return usagef("--offload: %v", err)
 			}
 			st, sc, err := sf.open(env)
 			if err != nil {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/mediator"
+	"github.com/airlock-run/airlock/policy"
+	"github.com/airlock-run/airlock/runner"
 )
 
 const runLong = `Decide CMD against the policy and, when it is allowed, run it in the sandbox.
@@ -35,7 +37,7 @@ func runCmd() *Command {
 			}
 			argv := fs.Args()
 			if len(argv) == 0 {
-				return usagef("airlock run: no command (airlock run [flags] -- CMD [ARG...])")
+				return usagef("no command (airlock run [flags] -- CMD [ARG...])")
 			}
 			k, err := kf.build(env, "airlock run", env.IsTerminal, nil)
 			if err != nil {
@@ -55,7 +57,7 @@ func runCmd() *Command {
 			var d *errs.Denial
 			if errors.As(err, &d) {
 				b, _ := json.Marshal(d)
-				fmt.Fprintf(env.Stderr, "airlock: refused: %s\n", b)
+				fmt.Fprintf(env.Stderr, "airlock: run: refused: %s\n", b)
 				return &ExitError{Code: errs.ExitRefused}
 			}
 			if err != nil {
@@ -73,23 +75,26 @@ func runCmd() *Command {
 }
 
 // runReport is the --report file: the decision and the runner's evidence.
+// Every key, nested ones included, is snake_case; the golden files in
+// testdata hold its shape.
 type runReport struct {
-	Argv     []string        `json:"argv"`
-	Verdict  string          `json:"verdict"`
-	Rule     string          `json:"rule,omitempty"`
-	Reason   string          `json:"reason,omitempty"`
-	Decider  string          `json:"decider"`
-	Denial   *errs.Denial    `json:"denial,omitempty"`
-	Error    string          `json:"error,omitempty"`
-	Result   *mediatorResult `json:"result,omitempty"`
-	Commands any             `json:"commands,omitempty"`
+	Argv    []string     `json:"argv"`
+	Verdict string       `json:"verdict"`
+	Rule    string       `json:"rule,omitempty"`
+	Reason  string       `json:"reason,omitempty"`
+	Decider string       `json:"decider"`
+	Denial  *errs.Denial `json:"denial,omitempty"`
+	Error   string       `json:"error,omitempty"`
+	// Result is where and how the command ran, when it did.
+	Result *runner.Result `json:"result,omitempty"`
+	// Commands is, for a shell string, the decision of every simple
+	// command in it.
+	Commands []policy.CommandDecision `json:"commands,omitempty"`
 }
-
-type mediatorResult = mediator.ExecResult
 
 func writeReport(path string, call mediator.Call, res mediator.ExecResult, runErr error) error {
 	r := runReport{Argv: call.Argv, Verdict: res.Outcome.Decision.Verdict.String(), Rule: res.Outcome.Decision.Rule,
-		Reason: res.Outcome.Decision.Reason, Decider: res.Outcome.Decider}
+		Reason: res.Outcome.Decision.Reason, Decider: res.Outcome.Decider, Commands: res.Outcome.Commands}
 	var d *errs.Denial
 	switch {
 	case errors.As(runErr, &d):
@@ -97,7 +102,7 @@ func writeReport(path string, call mediator.Call, res mediator.ExecResult, runEr
 	case runErr != nil:
 		r.Error = runErr.Error()
 	default:
-		r.Result = &res
+		r.Result = &res.Result
 	}
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/sandbox"
 	"github.com/airlock-run/airlock/sandbox/escape"
 )
@@ -34,7 +33,7 @@ mechanism; exits 1 when anything escaped or a box failed to start.`
 				return err
 			}
 			if fs.NArg() > 0 {
-				return usagef("airlock sandbox selftest: unexpected argument %q", fs.Arg(0))
+				return usagef("unexpected argument %q", fs.Arg(0))
 			}
 			data, err := escapeCases(*casesPath)
 			if err != nil {
@@ -53,7 +52,7 @@ mechanism; exits 1 when anything escaped or a box failed to start.`
 				}
 				for _, id := range ids {
 					if !known[id] {
-						return usagef("airlock sandbox selftest: --only: no attempt %q in the case file", id)
+						return usagef("--only: no attempt %q in the case file", id)
 					}
 				}
 			}
@@ -94,7 +93,7 @@ func escapeCases(path string) ([]byte, error) {
 	if path != "" {
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return nil, errs.Wrap(errs.Invalid, err, "sandbox selftest: --cases")
+			return nil, badValue(err, "--cases")
 		}
 		return b, nil
 	}

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
+	"os"
 
 	"github.com/airlock-run/airlock/internal/wiring"
 	"github.com/airlock-run/airlock/sandbox"
@@ -44,6 +47,9 @@ func (k *kernelFlags) build(env *Env, cmd string, terminal bool, with func(*wiri
 	if err != nil {
 		return nil, err
 	}
+	if err := checkKernelValues(env, *k.mode, *k.workdir, *k.policy); err != nil {
+		return nil, err
+	}
 	cfg := wiring.Config{
 		PolicyFile: *k.policy, Workdir: *k.workdir, Dir: env.Dir, Mode: *k.mode, Getenv: env.Getenv,
 		Terminal: terminal, AuditFile: *k.audit, Log: env.Log, TraceFile: env.Getenv("AIRLOCK_TRACE_FILE"),
@@ -54,4 +60,25 @@ func (k *kernelFlags) build(env *Env, cmd string, terminal bool, with func(*wiri
 		with(&cfg)
 	}
 	return wiring.Build(cfg)
+}
+
+// checkKernelValues refuses, as usage mistakes (exit 2), the values of
+// --mode, --workdir and --policy that name nothing: a mode that is not one, a
+// working directory that is not there, a policy file that does not exist.
+// Commands that only read the policy (policy explain, show) check the same.
+func checkKernelValues(env *Env, mode, workdir, policyFile string) error {
+	if mode != "observe" && mode != "fix" {
+		return usagef("--mode %q: want observe or fix", mode)
+	}
+	if workdir != "" {
+		if _, err := wiring.Workdir(env.Dir, workdir); err != nil {
+			return badValue(err, "--workdir")
+		}
+	}
+	if policyFile != "" {
+		if _, err := os.Stat(absFrom(env, policyFile)); errors.Is(err, fs.ErrNotExist) {
+			return usagef("--policy %s: no such file (name an existing policy file, or leave --policy out for airlock.yaml or the workspace profile)", policyFile)
+		}
+	}
+	return nil
 }
