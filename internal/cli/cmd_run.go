@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/privfile"
 	"github.com/airlock-run/airlock/mediator"
 )
 
@@ -30,6 +30,7 @@ func runCmd() *Command {
 			fs := NewFlags(env, "airlock run", "[flags] -- CMD [ARG...]", runLong)
 			kf := addKernelFlags(fs, "the command")
 			report := fs.String("report", "", "write a JSON report of the decision and of where and how the command ran to `file`")
+			kf.report = report
 			if err := ParseFlags(fs, args); err != nil {
 				return err
 			}
@@ -56,7 +57,7 @@ func runCmd() *Command {
 				Warn: func(s string) { fmt.Fprintf(env.Stderr, "airlock: %s\n", s) },
 			})
 			if *report != "" {
-				if werr := writeReport(*report, call, res, err); werr != nil && err == nil {
+				if werr := writeReport(absFrom(env, *report), k.BoxWritable, call, res, err); werr != nil && err == nil {
 					err = werr
 				}
 			}
@@ -95,7 +96,10 @@ type runReport struct {
 
 type mediatorResult = mediator.ExecResult
 
-func writeReport(path string, call mediator.Call, res mediator.ExecResult, runErr error) error {
+// writeReport writes the report to path through privfile: airlock may run
+// as root and path is often in a directory a box wrote, so never through a
+// link, and never where a box under this policy may write (boxWritable).
+func writeReport(path string, boxWritable []string, call mediator.Call, res mediator.ExecResult, runErr error) error {
 	r := runReport{Argv: call.Argv, Verdict: res.Outcome.Decision.Verdict.String(), Rule: res.Outcome.Decision.Rule,
 		Reason: res.Outcome.Decision.Reason, Decider: res.Outcome.Decider}
 	var d *errs.Denial
@@ -111,9 +115,8 @@ func writeReport(path string, call mediator.Call, res mediator.ExecResult, runEr
 	if err != nil {
 		return errs.Wrap(errs.Internal, err, "--report")
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+	if err := privfile.WriteFile(path, append(b, '\n'), 0o600, privfile.Options{BoxWritable: boxWritable}); err != nil {
 		return errs.Wrap(errs.Unavailable, err, "--report")
 	}
-	return errs.Wrap(errs.Unavailable, os.Rename(tmp, path), "--report")
+	return nil
 }

@@ -12,6 +12,11 @@ import (
 // and the audit log the same way.
 type kernelFlags struct {
 	policy, workdir, mode, sandbox, audit *string
+	// report is the command's --report flag and store its file store's
+	// flags, when it has them: what airlock will write there must lie
+	// outside the box's reach, so the kernel is told.
+	report *string
+	store  *storeFlags
 }
 
 // addKernelFlags defines the kernel's flags on fs; of names what the
@@ -38,8 +43,16 @@ func (k *kernelFlags) tier(cmd string) (sandbox.Tier, error) {
 // build wires the kernel the flags name. terminal says whether a person may
 // be asked on this terminal (not when the terminal carries the protocol).
 func (k *kernelFlags) build(env *Env, terminal bool) (*wiring.Kernel, error) {
-	return wiring.Build(wiring.Config{
+	cfg := wiring.Config{
 		PolicyFile: *k.policy, Workdir: *k.workdir, Dir: env.Dir, Mode: *k.mode, Getenv: env.Getenv,
 		Terminal: terminal, AuditFile: *k.audit, Log: env.Log, TraceFile: env.Getenv("AIRLOCK_TRACE_FILE"),
-	})
+	}
+	if k.report != nil && *k.report != "" {
+		cfg.ReportFile = absFrom(env, *k.report)
+	}
+	if k.store != nil {
+		// A store with no place to be fails when it is opened.
+		cfg.StoreDir, _ = storeDir(env, *k.store.store)
+	}
+	return wiring.Build(cfg)
 }
