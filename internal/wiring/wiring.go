@@ -272,15 +272,23 @@ func BoxWritable(p *policy.Policy, w policy.World) ([]string, error) {
 }
 
 // checkPrivate refuses when a box-writable path holds one of airlock's own,
-// at either spelling of each (as written, links resolved); the mediator
-// checks the same at every run.
+// or lies inside one of airlock's directories (a grant of the store's
+// blobs/ would let the box swap the files it is handed), at either spelling
+// of each (as written, links resolved). The mediator checks the first at
+// every run.
 func checkPrivate(private, writable []string) error {
+	within := func(p, dir string) bool {
+		return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+	}
 	for _, w := range writable {
 		for _, wf := range spellings(w) {
 			for _, p := range private {
 				for _, pf := range spellings(p) {
-					if pf == wf || strings.HasPrefix(pf, strings.TrimSuffix(wf, "/")+"/") {
+					if within(pf, wf) {
 						return errs.Invalidf("fs.write: %s holds airlock's own %s, which a box may never write; grant a narrower directory or name another place", w, p)
+					}
+					if within(wf, pf) {
+						return errs.Invalidf("fs.write: %s lies inside airlock's own %s, which a box may never write; grant a directory outside it", w, p)
 					}
 				}
 			}
