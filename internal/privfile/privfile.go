@@ -17,8 +17,8 @@ import (
 	"github.com/airlock-run/airlock/errs"
 )
 
-// Options say what else may write along a path. The zero value trusts no
-// box path and creates no directory.
+// Options say what else may write along a path. The zero value: no path is
+// the box's, and no directory is created.
 type Options struct {
 	// BoxWritable are the paths a box may write (a policy's fs.write, as
 	// granted to the box); nil means none. A directory at or beneath one
@@ -54,7 +54,7 @@ func WriteFile(path string, data []byte, perm fs.FileMode, o Options) error {
 // link could be the host's /etc/shadow) and, under root, a file owned by
 // another user are refused.
 func OpenAppend(path string, flag int, perm fs.FileMode, o Options) (*os.File, error) {
-	if flag&^(os.O_WRONLY|os.O_RDWR) != 0 || flag&(os.O_WRONLY|os.O_RDWR) == 0 {
+	if flag != os.O_WRONLY && flag != os.O_RDWR {
 		return nil, errs.Invalidf("privfile: %s: open for appending takes os.O_WRONLY or os.O_RDWR", path)
 	}
 	d, name, err := openParent(path, o)
