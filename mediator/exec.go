@@ -127,25 +127,50 @@ func (k *Kernel) box(ctx context.Context, call Call, what string, network bool) 
 }
 
 // checkPrivate refuses a box whose writable paths reach airlock's own
-// state, at either spelling of the paths.
+// state.
 func (k *Kernel) checkPrivate(spec sandbox.Spec) error {
 	if !spec.Writable {
 		return nil
 	}
-	for _, w := range spec.Write {
+	return CheckPrivate(k.private, spec.Write)
+}
+
+// CheckPrivate refuses when a box-writable path holds one of airlock's own
+// files or directories, or lies inside one of them (a grant of the file
+// store's blobs/ would let the box swap the files it is handed), at either
+// spelling of each (as written, links resolved). It is not the call's
+// fault: no call runs under such a policy, so airlock cannot run it (exit
+// 125).
+func CheckPrivate(private, writable []string) error {
+	within := func(p, dir string) bool {
+		return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+	}
+	for _, w := range writable {
 		for _, wf := range spellings(w) {
-			for _, p := range k.private {
+			for _, p := range private {
 				for _, pf := range spellings(p) {
-					if pf == wf || strings.HasPrefix(pf, strings.TrimSuffix(wf, "/")+"/") {
-						// Not the call's fault: no call runs under this
-						// policy, so airlock cannot run it (exit 125).
-						return errs.Unavailablef("fs.write: %s holds airlock's own %s, which a box may never write; grant a narrower directory", w, p)
+					if within(pf, wf) {
+						return errs.Unavailablef("fs.write: %s holds airlock's own %s, which a box may never write; grant a narrower directory or name another place", w, p)
+					}
+					if within(wf, pf) {
+						return errs.Unavailablef("fs.write: %s lies inside airlock's own %s, which a box may never write; grant a directory outside it", w, p)
 					}
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// BoxWritable is every existing path a box under p may write in fix mode,
+// absolute, in w.
+func BoxWritable(p *policy.Policy, w policy.World) ([]string, error) {
+	w.Mode = policy.Fix
+	spec, err := specFor(p, w, nil)
+	if err != nil {
+		return nil, err
+	}
+	return spec.Write, nil
 }
 
 // spellings is a path as written and with its links resolved (as far as

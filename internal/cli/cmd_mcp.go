@@ -57,6 +57,7 @@ func mcpWrapCmd() *Command {
 			threshold := fs.String("offload", "", `offload results heavier than this many tokens ("off" keeps all inline; default 10000)`)
 			pinsDir := fs.String("pins", "", "`directory` of pinned tool definitions (default: $XDG_STATE_HOME/airlock/mcp-pins)")
 			sf := addStoreFlags(fs)
+			kf.store = sf
 			if err := ParseFlags(fs, args); err != nil {
 				return err
 			}

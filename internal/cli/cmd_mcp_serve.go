@@ -45,6 +45,7 @@ func mcpServeCmd() *Command {
 			threshold := fs.String("offload", "", "offload results over N tokens, or off (default 10000)")
 			elicit := fs.Bool("elicit", true, "put escalations to the person at the MCP client (elicitation) when it supports it; false: only 'airlock approvals'")
 			sf := addStoreFlags(fs)
+			kf.store = sf
 			if err := ParseFlags(fs, args); err != nil {
 				return err
 			}

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/privfile"
 	"github.com/airlock-run/airlock/mediator"
 	"github.com/airlock-run/airlock/policy"
 	"github.com/airlock-run/airlock/runner"
@@ -32,6 +32,7 @@ func runCmd() *Command {
 			fs := NewFlags(env, "airlock run", "[flags] -- CMD [ARG...]", runLong)
 			kf := addKernelFlags(fs, "the command")
 			report := fs.String("report", "", "write a JSON report of the decision and of where and how the command ran to `file`")
+			kf.report = report
 			if err := ParseFlags(fs, args); err != nil {
 				return err
 			}
@@ -50,7 +51,7 @@ func runCmd() *Command {
 			call := mediator.Call{Kind: mediator.KindExec, Argv: argv}
 			res, err := k.Exec(ctx, call, mediator.ExecOptions{Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr})
 			if *report != "" {
-				if werr := writeReport(*report, call, res, err); werr != nil && err == nil {
+				if werr := writeReport(absFrom(env, *report), k.BoxWritable, call, res, err); werr != nil && err == nil {
 					err = werr
 				}
 			}
@@ -92,7 +93,10 @@ type runReport struct {
 	Commands []policy.CommandDecision `json:"commands,omitempty"`
 }
 
-func writeReport(path string, call mediator.Call, res mediator.ExecResult, runErr error) error {
+// writeReport writes the report to path through privfile: airlock may run
+// as root and path is often in a directory a box wrote, so never through a
+// link, and never where a box under this policy may write (boxWritable).
+func writeReport(path string, boxWritable []string, call mediator.Call, res mediator.ExecResult, runErr error) error {
 	r := runReport{Argv: call.Argv, Verdict: res.Outcome.Decision.Verdict.String(), Rule: res.Outcome.Decision.Rule,
 		Reason: res.Outcome.Decision.Reason, Decider: res.Outcome.Decider, Commands: res.Outcome.Commands}
 	var d *errs.Denial
@@ -108,9 +112,8 @@ func writeReport(path string, call mediator.Call, res mediator.ExecResult, runEr
 	if err != nil {
 		return errs.Wrap(errs.Internal, err, "--report")
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+	if err := privfile.WriteFile(path, append(b, '\n'), 0o600, privfile.Options{BoxWritable: boxWritable}); err != nil {
 		return errs.Wrap(errs.Unavailable, err, "--report")
 	}
-	return errs.Wrap(errs.Unavailable, os.Rename(tmp, path), "--report")
+	return nil
 }

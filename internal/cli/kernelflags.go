@@ -16,6 +16,11 @@ import (
 // and the audit log the same way.
 type kernelFlags struct {
 	policy, workdir, mode, sandbox, audit *string
+	// report is the command's --report flag and store its file store's
+	// flags, when it has them: what airlock will write there must lie
+	// outside the box's reach, so the kernel is told.
+	report *string
+	store  *storeFlags
 }
 
 // addKernelFlags defines the kernel's flags on fs; of names what the
@@ -55,6 +60,13 @@ func (k *kernelFlags) build(env *Env, cmd string, terminal bool, with func(*wiri
 		Terminal: terminal, AuditFile: *k.audit, Log: env.Log, TraceFile: env.Getenv("AIRLOCK_TRACE_FILE"),
 		Tier: tier, Exe: env.Exe, Environ: env.Environ,
 		Warn: func(s string) { fmt.Fprintf(env.Stderr, "airlock: %s\n", s) },
+	}
+	if k.report != nil && *k.report != "" {
+		cfg.ReportFile = absFrom(env, *k.report)
+	}
+	if k.store != nil {
+		// A store with no place to be fails when it is opened.
+		cfg.StoreDir, _ = storeDir(env, *k.store.store)
 	}
 	if with != nil {
 		with(&cfg)

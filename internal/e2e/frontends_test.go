@@ -402,9 +402,11 @@ func (h *home) httpClient(t *testing.T, args ...string) *rpcClient {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		cancel()
-		cmd.Wait()
+		<-exited
 		if t.Failed() {
 			t.Logf("airlock stderr:\n%s", stderr.String())
 		}
@@ -421,6 +423,11 @@ func (h *home) httpClient(t *testing.T, args ...string) *rpcClient {
 			}
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
+				select {
+				case <-exited:
+					return nil // airlock ended: the caller sees no answer
+				default:
+				}
 				if i < 100 && ctx.Err() == nil {
 					time.Sleep(50 * time.Millisecond) // still starting
 					continue
@@ -435,8 +442,9 @@ func (h *home) httpClient(t *testing.T, args ...string) *rpcClient {
 			return sseData(body)
 		}
 	}
-	post(t, feInitialize)
-	post(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if post(t, feInitialize) != nil {
+		post(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	}
 	return &rpcClient{send: post}
 }
 
