@@ -53,11 +53,10 @@ func prepare(exe string, req Request) (*run, error) {
 	if len(req.Argv) == 0 || req.Argv[0] == "" {
 		return nil, errs.Invalidf("run: no command")
 	}
-	tier := req.Tier
-	if tier == sandbox.TierAuto {
-		tier = sandbox.Probe().Tier()
+	if req.Tier == sandbox.TierAuto {
+		return nil, sandbox.ErrAuto("runner")
 	}
-	box, err := sandbox.Plan(req.Spec, tier, exe)
+	box, err := sandbox.Plan(req.Spec, req.Tier, exe)
 	if err != nil {
 		return nil, err
 	}

@@ -25,8 +25,9 @@ type Request struct {
 	Argv []string
 	// Spec is the confinement asked for.
 	Spec sandbox.Spec
-	// Tier is the tier to run at; sandbox.TierAuto takes the best the host
-	// gives. A tier the host cannot give is an error, never a fallback.
+	// Tier is the tier to run at, concrete: sandbox.TierAuto is refused
+	// (errs.Invalid), since only the kernel resolves it (sandbox.Resolve).
+	// A tier the host cannot give is an error, never a fallback.
 	Tier sandbox.Tier
 	// Stdin is the command's input; nil is empty input.
 	Stdin io.Reader

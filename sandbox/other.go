@@ -57,6 +57,9 @@ func Probe() Report {
 
 // Plan gives tier 0 and refuses every other tier.
 func Plan(spec Spec, tier Tier, exe string) (*Box, error) {
+	if tier == TierAuto {
+		return nil, ErrAuto("sandbox")
+	}
 	if tier == Tier0 {
 		return &Box{Tier: Tier0, Mechanism: "none"}, nil
 	}

@@ -368,15 +368,16 @@ func (p *planner) data(content []byte, dest string) error {
 }
 
 // Plan turns spec into a box of the given tier, or fails with the reason.
-// It never falls back to a weaker tier: TierAuto takes what Probe says the
-// host gives, and an explicit tier the host cannot give is errs.Unavailable.
-// exe is the airlock binary re-executed as the in-box init.
+// The tier is concrete: TierAuto is refused (errs.Invalid), since only the
+// kernel resolves it (Resolve). It never falls back to a weaker tier: a tier
+// the host cannot give is errs.Unavailable. exe is the airlock binary
+// re-executed as the in-box init.
 func Plan(spec Spec, tier Tier, exe string) (*Box, error) {
+	if tier == TierAuto {
+		return nil, ErrAuto("sandbox")
+	}
 	if err := validate(spec); err != nil {
 		return nil, err
-	}
-	if tier == TierAuto {
-		tier = Probe().Tier()
 	}
 	switch tier {
 	case Tier0:
