@@ -28,6 +28,7 @@ type Box struct {
 type Stub struct {
 	Path     string `json:"path"`
 	Dev, Ino uint64
+	Lock     string `json:"lock,omitempty"`
 }
 
 // InitArg is the hidden argument of the in-box init.
