@@ -1,9 +1,10 @@
 // Package runner is the only code in airlock that starts processes on the
-// host. It runs one command under the tier the caller asks for (through a
-// sandbox.Box for tier 1), enforces the wall-clock limit, the output cap and
-// the cgroup limits, makes sure no process of the run outlives it, and
-// describes where and how the command ran so that a claim of isolation is
-// kept as evidence.
+// host. It runs one command at the concrete tier the caller resolved
+// (sandbox.Resolve; auto is refused), in the box sandbox.Plan made, with
+// what differs between tiers behind one small interface (tier_linux.go);
+// it enforces the wall-clock limit, the output cap and the cgroup limits,
+// makes sure no process of the run outlives it, and describes where and how
+// the command ran so that a claim of isolation is kept as evidence.
 //
 // It decides no policy: the caller (the mediator, `airlock run`) has already
 // decided, and hands over a sandbox.Spec built from the policy. Anything may

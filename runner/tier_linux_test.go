@@ -62,3 +62,26 @@ func TestRunResolvedTier(t *testing.T) {
 		t.Errorf("tier 1 ran under %q", o.res.Description.Mechanism)
 	}
 }
+
+// TestEveryTierHasARunner: each tier the planner can make a box for has a
+// tierRunner, so a tier added to the sandbox cannot reach a runner that
+// would start it some other way; a box of a tier without one is refused.
+func TestEveryTierHasARunner(t *testing.T) {
+	for _, tier := range sandbox.Tiers() {
+		if _, ok := tierRunners[tier]; !ok {
+			t.Errorf("sandbox plans tier %v, the runner has no entry for it", tier)
+		}
+	}
+	for tier := range tierRunners {
+		found := false
+		for _, st := range sandbox.Tiers() {
+			found = found || st == tier
+		}
+		if !found {
+			t.Errorf("the runner has an entry for tier %v, which the sandbox does not plan", tier)
+		}
+	}
+	if _, err := runnerFor(&sandbox.Box{Tier: sandbox.Tier(9)}); !errs.Is(err, errs.Unavailable) {
+		t.Errorf("runnerFor(tier 9) = %v, want errs.Unavailable", err)
+	}
+}

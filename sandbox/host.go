@@ -58,17 +58,21 @@ func Resolve(requested Tier, h Host) (Tier, error) {
 		return Resolve(h.Best(), h)
 	case Tier0:
 		return Tier0, nil
-	case Tier1:
-		if h.Best() < Tier1 {
+	case Tier1, Tier2:
+		if _, ok := mechanisms[requested]; !ok {
+			if requested == Tier2 {
+				return 0, tier2Refusal(h.report.GVisor)
+			}
+			return 0, noMechanism(requested)
+		}
+		if h.Best() < requested {
 			why := h.report.Why
 			if why == "" {
-				why = "tier 1 unavailable"
+				why = "the probe found nothing"
 			}
-			return 0, errs.Unavailablef("sandbox tier 1: this host cannot give it: %s (run `airlock sandbox check` for the fix, or --sandbox off to run unconfined)", why)
+			return 0, errs.Unavailablef("sandbox tier %s: this host cannot give it: %s (run `airlock sandbox check` for the fix, or --sandbox off to run unconfined)", requested, why)
 		}
-		return Tier1, nil
-	case Tier2:
-		return 0, tier2Refusal(h.report.GVisor)
+		return requested, nil
 	}
 	return 0, errs.Invalidf("sandbox tier %d: want auto, 0, 1 or 2", int(requested))
 }

@@ -78,3 +78,33 @@ func TestProbeHostKeepsTheProbe(t *testing.T) {
 		t.Errorf("ProbeHost() = tier %v (%s), Probe() = tier %v (%s)", h.Best(), h.Report().Why, r.Tier(), r.Why)
 	}
 }
+
+// TestMechanismTable: every entry gives the tier it is listed under, and
+// the table has no entry for auto or for a tier this build refuses.
+func TestMechanismTable(t *testing.T) {
+	for tier, m := range mechanisms {
+		if m.Tier() != tier {
+			t.Errorf("mechanisms[%v] gives tier %v", tier, m.Tier())
+		}
+		if m.Name() == "" {
+			t.Errorf("mechanisms[%v] has no name for the evidence", tier)
+		}
+	}
+	if _, ok := mechanisms[TierAuto]; ok {
+		t.Error("the table has an entry for auto")
+	}
+	if _, ok := mechanisms[Tier0]; !ok {
+		t.Error("the table has no tier 0")
+	}
+	if got := Tiers(); len(got) != len(mechanisms) || got[0] != Tier0 {
+		t.Errorf("Tiers() = %v, want the table's tiers from 0", got)
+	}
+	box, err := Plan(Spec{Workdir: t.TempDir()}, Tier0, "/bin/true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close()
+	if box.Mechanism != mechanisms[Tier0].Name() || box.Tier != Tier0 {
+		t.Errorf("tier 0 plans a box of tier %v under %q, want %q", box.Tier, box.Mechanism, mechanisms[Tier0].Name())
+	}
+}

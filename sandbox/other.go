@@ -56,13 +56,18 @@ func Probe() Report {
 	return r
 }
 
+// mechanisms are the tiers this build runs off Linux: tier 0 only.
+var mechanisms = map[Tier]Mechanism{Tier0: none{}}
+
+func noMechanism(t Tier) error {
+	return errs.Unavailablef("sandbox tier %s: needs Linux; this is %s", t, runtime.GOOS)
+}
+
 // Plan gives tier 0 and refuses every other tier.
 func Plan(spec Spec, tier Tier, exe string) (*Box, error) {
-	if tier == TierAuto {
-		return nil, ErrAuto("sandbox")
+	m, err := mechanismFor(tier)
+	if err != nil {
+		return nil, err
 	}
-	if tier == Tier0 {
-		return &Box{Tier: Tier0, Mechanism: "none"}, nil
-	}
-	return nil, errs.Unavailablef("sandbox tier %s: needs Linux; this is %s", tier, runtime.GOOS)
+	return m.plan(spec, exe)
 }

@@ -412,6 +412,20 @@ func (p *planner) data(content []byte, dest string) error {
 	return nil
 }
 
+// mechanisms are the tiers this build runs on Linux, one entry each.
+var mechanisms = map[Tier]Mechanism{
+	Tier0: none{},
+	Tier1: bubblewrap{},
+}
+
+// noMechanism is why a tier without an entry in mechanisms is refused.
+func noMechanism(t Tier) error {
+	if t == Tier2 {
+		return tier2Unavailable()
+	}
+	return errs.Unavailablef("sandbox tier %s: this build of airlock does not run it", t)
+}
+
 // Plan turns spec into a box of the given tier, or fails with the reason.
 // The tier is concrete: TierAuto is refused (errs.Invalid), since only the
 // kernel resolves it (Resolve). It never falls back to a weaker tier: a tier
@@ -424,15 +438,23 @@ func Plan(spec Spec, tier Tier, exe string) (*Box, error) {
 	if err := validate(spec); err != nil {
 		return nil, err
 	}
-	switch tier {
-	case Tier0:
-		return &Box{Tier: Tier0, Mechanism: "none"}, nil
-	case Tier2:
-		return nil, tier2Unavailable()
-	case Tier1:
-	default:
-		return nil, errs.Invalidf("sandbox tier %d: want 0, 1 or 2", int(tier))
+	m, err := mechanismFor(tier)
+	if err != nil {
+		return nil, err
 	}
+	return m.plan(spec, exe)
+}
+
+// bubblewrap is tier 1: bubblewrap's namespaces, airlock's seccomp filter,
+// no capabilities, pinned binds and protected paths.
+type bubblewrap struct{}
+
+var _ Mechanism = bubblewrap{}
+
+func (bubblewrap) Tier() Tier   { return Tier1 }
+func (bubblewrap) Name() string { return "bubblewrap" }
+
+func (m bubblewrap) plan(spec Spec, exe string) (*Box, error) {
 	bw := findBwrap(os.Getenv("PATH"))
 	if bw.Path == "" || bw.Err != "" {
 		return nil, errs.Unavailablef("sandbox tier 1: %s (install bubblewrap 0.12.0 or later, or run with --sandbox off to accept no confinement)", bw.Err)
@@ -451,7 +473,7 @@ func Plan(spec Spec, tier Tier, exe string) (*Box, error) {
 	if exe == "" || !filepath.IsAbs(exe) {
 		return nil, errs.Invalidf("sandbox: the airlock binary path %q is not absolute", exe)
 	}
-	p := &planner{spec: spec, bw: bw, box: &Box{Tier: Tier1, Path: bw.Path, Mechanism: "bubblewrap", Version: bw.Version},
+	p := &planner{spec: spec, bw: bw, box: &Box{Tier: Tier1, Path: bw.Path, Mechanism: m.Name(), Version: bw.Version},
 		// The init is needed to run the egress forwarder, and to check
 		// the binds from inside where bubblewrap cannot bind a descriptor.
 		direct: spec.Net == nil && bw.BindFD}
