@@ -46,11 +46,11 @@ func stubLockDir() string {
 	return filepath.Join(base, "locks")
 }
 
-// privateDir makes dir (mode 0700) if it is missing and checks that it is a
-// real directory only this user can enter: in /tmp another user could have
-// made it first.
+// privateDir makes dir (mode 0700, with its parents) if it is missing and
+// checks that it is a real directory only this user can enter: in /tmp
+// another user could have made it first.
 func privateDir(dir string) error {
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	var st unix.Stat_t
