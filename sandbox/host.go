@@ -6,8 +6,9 @@ import (
 
 // Host is what this host can do, probed once. A kernel probes when it
 // starts (ProbeHost), keeps the value, and resolves every tier it is asked
-// for against it (Resolve), so one process reads /proc and the bubblewrap
-// binary once rather than once per call.
+// for against it (Resolve), so the tier is chosen once per kernel rather
+// than probed again on every call. (Plan still checks, per box, what that
+// box needs of bubblewrap and the kernel.)
 //
 // It is a value the caller holds rather than a cache inside this package:
 // `airlock sandbox check` and a long-lived daemon want a fresh probe when
@@ -44,8 +45,8 @@ const errNoConfinement = "sandbox: this host gives no confinement (run `airlock 
 //   - 0 is tier 0, asked for by name (--sandbox off);
 //   - 1 is refused on a host that cannot give it (errs.Unavailable, naming
 //     what is missing);
-//   - 2 is refused until this build runs it (errs.Unavailable, naming the
-//     fix);
+//   - 2 is refused while this build has no mechanism for it (errs.Unavailable,
+//     naming the fix), and once it has one, on a host that cannot give it;
 //   - anything else is errs.Invalid.
 //
 // Resolve never falls back: a tier the host cannot give is an error.
