@@ -8,8 +8,7 @@ import (
 	"strings"
 
 	"github.com/airlock-run/airlock/errs"
-	"github.com/airlock-run/airlock/sandbox"
-	"github.com/airlock-run/airlock/sandbox/escape"
+	"github.com/airlock-run/airlock/escape"
 )
 
 func sandboxSelftestCmd() *Command {
@@ -98,5 +97,5 @@ func escapeCases(path string) ([]byte, error) {
 		}
 		return b, nil
 	}
-	return sandbox.EscapeCases, nil
+	return escape.CaseFile, nil
 }

@@ -34,7 +34,7 @@ var (
 	reportFile = flag.String("escape.report", "", "write the matrix's JSON report to this file")
 )
 
-const caseFile = "../testdata/escape-cases.json"
+const caseFile = "testdata/escape-cases.json"
 
 func loadCases(t *testing.T) *Cases {
 	t.Helper()
