@@ -118,21 +118,55 @@ func Missing(t testing.TB, format string, args ...any) {
 // requirement must be met.
 func CI() bool { return os.Getenv("CI") == "true" }
 
-// probeCgroup makes and removes a group where the host's hierarchy is.
+// probeCgroup makes and removes a group under this process's own cgroup,
+// where airlock's cgroup package makes its groups: in the unified hierarchy
+// when /sys/fs/cgroup is one, else in each of the v1 memory, cpu and pids
+// hierarchies.
 func probeCgroup() string {
 	const root = "/sys/fs/cgroup"
+	own, err := ownCgroups()
+	if err != nil {
+		return "cannot read this process's cgroups (" + err.Error() + ")"
+	}
 	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err == nil {
-		if err := tryGroup(root); err != nil {
-			return "cgroup v2 is not writable here (" + err.Error() + "); run as root, or with a delegated cgroup"
+		if err := tryGroup(filepath.Join(root, own[""])); err != nil {
+			return "cgroup v2 is not writable here (" + err.Error() + "); run as root, or in a delegated cgroup"
 		}
 		return ""
 	}
 	for _, c := range []string{"memory", "cpu", "pids"} {
-		if err := tryGroup(filepath.Join(root, c)); err != nil {
-			return "no writable cgroup v2 hierarchy, and cgroup v1 " + c + " is not usable (" + err.Error() + "); run as root"
+		path, ok := own[c]
+		if !ok {
+			return "no cgroup v2 hierarchy at " + root + ", and no cgroup v1 " + c + " controller"
+		}
+		if err := tryGroup(filepath.Join(root, c, path)); err != nil {
+			return "no cgroup v2 hierarchy at " + root + ", and cgroup v1 " + c + " is not writable (" + err.Error() + "); run as root"
 		}
 	}
 	return ""
+}
+
+// ownCgroups reads /proc/self/cgroup: the process's group per v1
+// controller, and under "" its unified (v2) group.
+func ownCgroups() (map[string]string, error) {
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	own := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[1] == "" {
+			own[""] = parts[2]
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			own[c] = parts[2]
+		}
+	}
+	return own, nil
 }
 
 // tryGroup makes a group under parent and removes it again.
