@@ -12,12 +12,13 @@ import (
 // ending the goroutine, so the gate itself can be tested.
 type recorder struct {
 	testing.TB
-	skipped, failed string
+	skipped, failed, logged string
 }
 
 func (r *recorder) Helper()                      {}
 func (r *recorder) Skip(args ...any)             { r.skipped = fmt.Sprint(args...) }
 func (r *recorder) Fatal(args ...any)            { r.failed = fmt.Sprint(args...) }
+func (r *recorder) Log(args ...any)              { r.logged = fmt.Sprint(args...) }
 func (r *recorder) Skipf(f string, args ...any)  { r.skipped = fmt.Sprintf(f, args...) }
 func (r *recorder) Fatalf(f string, args ...any) { r.failed = fmt.Sprintf(f, args...) }
 
@@ -59,6 +60,20 @@ func TestRequire(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestMissingPart(t *testing.T) {
+	for _, ci := range []string{"", "true"} {
+		t.Setenv("CI", ci)
+		r := &recorder{TB: t}
+		MissingPart(r, "no %s here", "thing")
+		if r.skipped != "" || (ci == "true") != (r.failed != "") || (ci == "") != (r.logged != "") {
+			t.Errorf("CI=%q: got skipped %q, failed %q, logged %q; want a failure under CI, else only a log line", ci, r.skipped, r.failed, r.logged)
+		}
+		if !strings.Contains(r.failed+r.logged, "no thing here") {
+			t.Errorf("CI=%q: the reason is missing from %q", ci, r.failed+r.logged)
+		}
 	}
 }
 
