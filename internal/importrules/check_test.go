@@ -191,24 +191,25 @@ func hasPrefixIn(list []string, prefix string) bool {
 // entry, and fails every pending entry that is no longer a violation (the
 // lists only shrink).
 func settle(vs []violation, lists ...[]pending) (fail, tolerated []string) {
-	used := map[pending]bool{}
+	waiting := map[[2]string]pending{} // {pkg, import} -> its entry
+	for _, l := range lists {
+		for _, p := range l {
+			waiting[[2]string{p.pkg, p.imp}] = p
+		}
+	}
+	used := map[[2]string]bool{}
 	for _, v := range vs {
-		i := -1
-		for _, l := range lists {
-			if j := slices.IndexFunc(l, func(p pending) bool { return p.pkg == v.pkg && p.imp == v.imp }); j >= 0 && v.imp != "" {
-				used[l[j]] = true
-				i = j
-				tolerated = append(tolerated, fmt.Sprintf("pending: %s (%s)", v, l[j].why))
-				break
-			}
+		key := [2]string{v.pkg, v.imp}
+		if p, ok := waiting[key]; ok && v.imp != "" {
+			used[key] = true
+			tolerated = append(tolerated, fmt.Sprintf("pending: %s (%s)", v, p.why))
+			continue
 		}
-		if i < 0 {
-			fail = append(fail, v.String())
-		}
+		fail = append(fail, v.String())
 	}
 	for _, l := range lists {
 		for _, p := range l {
-			if !used[p] {
+			if !used[[2]string{p.pkg, p.imp}] {
 				fail = append(fail, fmt.Sprintf("pending entry {%s, %s} is no longer a violation: remove it from the pending list", p.pkg, p.imp))
 			}
 		}
