@@ -110,17 +110,11 @@ type pending struct {
 	pkg, imp, why string
 }
 
-// pendingFrontEnd: the front ends still do part of the loop themselves.
-var pendingFrontEnd = []pending{
-	{"mcp/gateway", "files", "moves into mediator"},
-	{"mcp/gateway", "fit", "moves into mediator"},
-	{"mcp/gateway", "offload", "moves into mediator"},
-	{"mcp/serve", "files", "moves into mediator"},
-	{"mcp/serve", "fit", "moves into mediator"},
-	{"mcp/serve", "offload", "moves into mediator"},
-	{"mcp/serve", "runner", "moves into mediator"},
-	{"mcp/serve", "sandbox", "moves into mediator"},
-}
+// pendingFrontEnd: front-end imports of the loop's work that still wait to
+// move into mediator ({package, import, "moves into mediator"}). It is
+// empty: mcp/serve and mcp/gateway translate and nothing else. Entries leave
+// it, none join it.
+var pendingFrontEnd = []pending{}
 
 // pendingBoxInit: the in-box init still takes sandbox.LookPath and
 // sandbox.EnvValue from the host planner, and dispatches the runner's
