@@ -59,21 +59,24 @@ var table = map[string]row{
 	"egress/wire":      {layer: leaves},
 
 	// parts
-	"policy":          {layer: parts, pure: true, may: []string{"netrule", "policy/shellread"}},
-	"egress":          {layer: parts, may: []string{"egress/wire", "netrule"}},
-	"egress/forward":  {layer: parts, may: []string{"egress/wire"}},
-	"audit":           {layer: parts},
-	"files":           {layer: parts},
-	"mcp":             {layer: parts, may: []string{"fit"}},
-	"sandbox/cgroup":  {layer: parts},
-	"sandbox/seccomp": {layer: parts},
+	"policy":           {layer: parts, pure: true, may: []string{"netrule", "policy/shellread"}},
+	"egress":           {layer: parts, may: []string{"egress/wire", "netrule"}},
+	"egress/forward":   {layer: parts, may: []string{"egress/wire"}},
+	"audit":            {layer: parts, may: []string{"internal/privfile"}},
+	"files":            {layer: parts, may: []string{"internal/privfile"}},
+	"mcp":              {layer: parts, may: []string{"fit"}},
+	"sandbox/cgroup":   {layer: parts},
+	"sandbox/seccomp":  {layer: parts},
+	"sandbox/landlock": {layer: parts},
+	// privfile writes airlock's own files (audit log, grants, store) so that no box can steer them.
+	"internal/privfile": {layer: parts},
 
 	// host
-	"sandbox":   {layer: host, may: []string{"sandbox/boxconf", "sandbox/cgroup", "sandbox/seccomp"}},
+	"sandbox":   {layer: host, may: []string{"sandbox/boxconf", "sandbox/cgroup", "sandbox/landlock", "sandbox/seccomp"}},
 	"runner":    {layer: host, may: []string{"sandbox", "sandbox/boxconf", "sandbox/cgroup"}, starts: "the only code that executes processes on the host (DESIGN.md)"},
-	"approvals": {layer: host, may: []string{"audit", "policy"}},
+	"approvals": {layer: host, may: []string{"audit", "internal/privfile", "policy"}},
 	"offload":   {layer: host, may: []string{"files", "fit"}},
-	"sandbox/boxinit": {layer: host, may: []string{"sandbox/boxconf", "sandbox/seccomp", "egress/forward"},
+	"sandbox/boxinit": {layer: host, may: []string{"sandbox/boxconf", "sandbox/landlock", "sandbox/seccomp", "egress/forward"},
 		starts: "the in-box init starts the target inside the box"},
 
 	// kernel
@@ -84,15 +87,19 @@ var table = map[string]row{
 		starts: "the escape matrix runs each attack unconfined first, to show it works outside any box"},
 
 	// front ends
-	"mcp/serve":   {layer: frontEnds, may: []string{"mcp", "mediator", "policy"}},
-	"mcp/gateway": {layer: frontEnds, may: []string{"mcp", "mediator"}},
+	// policy and audit: the types of the rules a front end forwards and of
+	// the records its hooks write (a message refused before it is a call).
+	"mcp/serve":     {layer: frontEnds, may: []string{"audit", "mcp", "mcp/httpfront", "mediator", "policy"}},
+	"mcp/gateway":   {layer: frontEnds, may: []string{"audit", "mcp", "mcp/httpfront", "mediator", "policy"}},
+	"mcp/httpfront": {layer: frontEnds, may: []string{"mcp"}}, // the guard before any MCP code sees an HTTP request
 
 	// cli
 	"internal/wiring": {layer: cli, may: []string{"approvals", "audit", "egress", "egress/wire", "files", "fit",
-		"mcp", "mediator", "netrule", "offload", "policy", "sandbox"}},
+		"internal/privfile", "mcp", "mediator", "netrule", "offload", "policy", "sandbox"}},
 	// runner: `airlock sandbox check` times a real box start (runner.Check).
-	"internal/cli": {layer: cli, may: []string{"approvals", "audit", "escape", "files", "fit", "internal/wiring",
-		"mcp", "mcp/gateway", "mcp/serve", "mediator", "offload", "policy", "policy/shellread", "runner", "sandbox"}},
+	"internal/cli": {layer: cli, may: []string{"approvals", "audit", "escape", "files", "fit", "internal/privfile",
+		"internal/wiring", "mcp", "mcp/gateway", "mcp/httpfront", "mcp/serve", "mediator", "offload", "policy",
+		"policy/shellread", "runner", "sandbox"}},
 
 	// mains
 	"cmd/airlock": {layer: mains, may: []string{"egress/forward", "escape", "internal/cli", "sandbox/boxinit"}},
