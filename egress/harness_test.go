@@ -27,6 +27,7 @@ import (
 	"github.com/airlock-run/airlock/egress"
 	"github.com/airlock-run/airlock/egress/forward"
 	"github.com/airlock-run/airlock/egress/wire"
+	"github.com/airlock-run/airlock/internal/testsupport"
 	"github.com/airlock-run/airlock/netrule"
 )
 
@@ -358,7 +359,7 @@ func leakCheck(t *testing.T) {
 func openFDs(t testing.TB) int {
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
-		t.Skipf("cannot count descriptors: %v", err)
+		testsupport.Missing(t, "cannot count descriptors: %v", err)
 	}
 	return len(ents)
 }
@@ -373,12 +374,7 @@ type netns struct {
 
 func requireRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create a network namespace")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("needs the ip command (iproute2) to create a network namespace")
-	}
+	testsupport.Require(t, testsupport.NetNS)
 }
 
 var netnsSeq atomic.Int32
@@ -399,7 +395,7 @@ func newNetns(t testing.TB) *netns {
 	run := func(args ...string) {
 		t.Helper()
 		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Skipf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+			testsupport.Missing(t, "ip %s: %v: %s", strings.Join(args, " "), err, out)
 		}
 	}
 	run("netns", "add", n.name)

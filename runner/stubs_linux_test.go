@@ -12,16 +12,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-run/airlock/internal/testsupport"
 	"github.com/airlock-run/airlock/sandbox"
 )
 
 func requireTier1(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, like CI")
-	}
+	testsupport.Require(t, testsupport.Root)
 	if r := sandbox.Probe(); r.Tier() < sandbox.Tier1 {
-		t.Skip("tier 1 unavailable here: " + r.Why)
+		testsupport.Missing(t, "tier 1 unavailable here: %s", r.Why)
 	}
 }
 
@@ -29,9 +28,7 @@ func requireTier1(t *testing.T) {
 // shape `git status --porcelain --ignored` has to say everything about.
 func gitRepo(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("needs git")
-	}
+	testsupport.Require(t, testsupport.Program("git"))
 	dir := t.TempDir()
 	git := func(args ...string) {
 		t.Helper()

@@ -7,8 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/airlock-run/airlock/sandbox"
-	"github.com/airlock-run/airlock/sandbox/escape"
+	"github.com/airlock-run/airlock/escape"
 )
 
 func sandboxSelftestCmd() *Command {
@@ -97,5 +96,5 @@ func escapeCases(path string) ([]byte, error) {
 		}
 		return b, nil
 	}
-	return sandbox.EscapeCases, nil
+	return escape.CaseFile, nil
 }
