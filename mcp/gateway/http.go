@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
 	"net/http"
 	"sync"
 
@@ -57,10 +56,6 @@ type backend HTTPHandler
 func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := (*HTTPHandler)(b)
 	id := r.Header.Get(httpfront.SessionHeader)
-	if id == "" {
-		h.start(w, r)
-		return
-	}
 	h.mu.Lock()
 	s := h.sessions[id]
 	h.mu.Unlock()
@@ -80,16 +75,20 @@ func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+func (b *backend) Begin(w http.ResponseWriter, r *http.Request, id string) bool {
+	return (*HTTPHandler)(b).start(w, r, id)
+}
+
 func (b *backend) End(id string) { (*HTTPHandler)(b).end(id) }
 
-// start begins a session with the initialize request the front admitted.
-func (h *HTTPHandler) start(w http.ResponseWriter, r *http.Request) {
-	id := rand.Text()
+// start begins session id, and its wrapped server, with the initialize
+// request the front admitted; it reports whether the server was started.
+func (h *HTTPHandler) start(w http.ResponseWriter, r *http.Request, id string) bool {
 	t := &sdk.StreamableServerTransport{SessionID: id}
 	conn, err := t.Connect(h.ctx)
 	if err != nil {
 		http.Error(w, "session could not be started", http.StatusInternalServerError)
-		return
+		return false
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
 	s := &httpSession{t: t, cancel: cancel, done: make(chan struct{})}
@@ -109,6 +108,7 @@ func (h *HTTPHandler) start(w http.ResponseWriter, r *http.Request) {
 		h.front.Ended(id)
 	}()
 	t.ServeHTTP(w, r)
+	return true
 }
 
 func (h *HTTPHandler) end(id string) {

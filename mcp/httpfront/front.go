@@ -21,6 +21,7 @@ package httpfront
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"io"
@@ -105,12 +106,19 @@ type Options struct {
 	Log *slog.Logger
 }
 
-// Backend serves what the front let through: initialize requests (which
-// begin a session when the answer carries a session id), requests of the
-// sessions the front knows, and, with Options.Sessionless, requests of no
-// session.
+// Backend serves what the front let through: requests of the sessions the
+// front knows and, with Options.Sessionless, requests of no session; and
+// initialize requests the front admitted, through Begin.
 type Backend interface {
 	http.Handler
+	// Begin answers the initialize r, beginning session id (a fresh random
+	// id the front chose and already counts). A backend that names its
+	// sessions itself answers with its own id in Mcp-Session-Id, and the
+	// front takes that one instead. Begin reports whether a session may
+	// have begun even though no id was answered (the client went away
+	// before the answer): the front then keeps counting it as id until it
+	// ends.
+	Begin(w http.ResponseWriter, r *http.Request, id string) (kept bool)
 	// End ends session id (idle, or the front is closing) and waits for it;
 	// an id it does not know is no error.
 	End(id string)
@@ -229,7 +237,10 @@ func (f *Front) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) 
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			writeError(w, http.StatusRequestEntityTooLarge, nil, errs.Invalidf(
+			// The error answers the request by its id, when it came
+			// before the cap, so the client's call fails and not the
+			// session.
+			writeError(w, http.StatusRequestEntityTooLarge, peekID(body), errs.Invalidf(
 				"airlock: %s: the request body is over %d bytes; send less in one request", f.o.Name, f.o.MaxBody))
 		} else {
 			writeError(w, http.StatusBadRequest, nil, errs.Invalidf("airlock: %s: the request body could not be read", f.o.Name))
@@ -243,6 +254,56 @@ func (f *Front) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) 
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	return body, true
+}
+
+// peekID finds the id of the request whose first bytes are prefix: a
+// member "id" of the top-level object that comes before the prefix ends.
+func peekID(prefix []byte) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(prefix))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		if key == "id" {
+			var id json.RawMessage
+			if dec.Decode(&id) != nil {
+				return nil
+			}
+			if b := bytes.TrimSpace(id); len(b) > 0 && (b[0] == '"' || b[0] == '-' || (b[0] >= '0' && b[0] <= '9')) {
+				return id
+			}
+			return nil
+		}
+		if !skipValue(dec) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// skipValue reads one JSON value from dec, token by token (a value cut off
+// by the cap ends in an error).
+func skipValue(dec *json.Decoder) bool {
+	depth := 0
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch t {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return true
+		}
+	}
 }
 
 type bodyKind int
@@ -278,7 +339,9 @@ func classify(body []byte) (bodyKind, json.RawMessage) {
 }
 
 // begin admits an initialize under the caps and lets the backend answer
-// it; the session is the front's from the moment the answer names it.
+// it. The session is counted, and reaped when idle, from before anything
+// starts, so that a client that goes away before the answer cannot leave
+// an uncounted box behind.
 func (f *Front) begin(w http.ResponseWriter, r *http.Request, client string, reqID json.RawMessage) {
 	if err := f.admit(client); err != nil {
 		f.o.Log.Warn("mcp session refused", "client", client, "reason", err.Error())
@@ -286,20 +349,37 @@ func (f *Front) begin(w http.ResponseWriter, r *http.Request, client string, req
 		writeError(w, http.StatusTooManyRequests, reqID, err)
 		return
 	}
+	id := rand.Text()
+	f.register(id, client)
+	answered := false
 	cw := &captureWriter{ResponseWriter: w}
-	var id string
 	cw.onHeader = func() {
-		id = cw.Header().Get(SessionHeader)
-		if id != "" {
-			f.register(id, client)
+		// Before the answer leaves: the client's next request may come at
+		// once.
+		if got := cw.Header().Get(SessionHeader); got != "" {
+			answered = true
+			if got != id {
+				f.rekey(id, got)
+				id = got
+			}
 		}
 	}
-	f.b.ServeHTTP(cw, r)
-	if id == "" {
-		f.release(client, f.o.SessionBox)
+	kept := f.b.Begin(cw, r, id)
+	if !answered && !kept {
+		f.forget(id)
 		return
 	}
 	f.touch(id, -1)
+}
+
+// rekey moves session old to the id the backend gave it.
+func (f *Front) rekey(old, id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s := f.sessions[old]; s != nil {
+		delete(f.sessions, old)
+		f.sessions[id] = s
+	}
 }
 
 // admit reserves a session (and with SessionBox a box) for client, or

@@ -173,14 +173,19 @@ func (s *Server) Handler(ctx context.Context, o httpfront.Options) *httpfront.Fr
 	if o.Log == nil {
 		o.Log = s.o.Log
 	}
+	if o.SessionIdle == 0 {
+		o.SessionIdle = httpfront.DefaultSessionIdle
+	}
 	// MCP 2026-07-28 requests of no session reach the server; their calls
 	// are bounded like any other.
 	o.SessionBox, o.Sessionless = false, true
 	sh := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv },
 		&sdk.StreamableHTTPOptions{Logger: s.o.Log, MaxRequestBodyBytes: o.MaxBody,
 			// The front checks Host and Origin (with the names of
-			// --allow-host) and ends idle sessions itself.
-			DisableLocalhostProtection: true})
+			// --allow-host). It ends idle sessions itself; the SDK's
+			// timeout ends one whose client left before the answer to
+			// initialize named it to the front.
+			DisableLocalhostProtection: true, SessionTimeout: max(o.SessionIdle, 0)})
 	f := httpfront.New(ctx, o, sdkBackend{sh})
 	s.srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
@@ -202,6 +207,12 @@ func (s *Server) Handler(ctx context.Context, o httpfront.Options) *httpfront.Fr
 // sdkBackend is the SDK's handler behind the front; a session the front
 // ends is ended as a DELETE from the client would.
 type sdkBackend struct{ *sdk.StreamableHTTPHandler }
+
+// Begin lets the SDK answer; the session is the one it names.
+func (b sdkBackend) Begin(w http.ResponseWriter, r *http.Request, _ string) bool {
+	b.ServeHTTP(w, r)
+	return false
+}
 
 func (b sdkBackend) End(id string) {
 	r, err := http.NewRequest(http.MethodDelete, "/mcp", nil)
