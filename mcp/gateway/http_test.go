@@ -301,4 +301,3 @@ func TestHTTPBatchedInitialize(t *testing.T) {
 		t.Errorf("got %d with %d servers started, want 400 and none", resp.StatusCode, starts.Load())
 	}
 }
-
