@@ -478,6 +478,13 @@ func (f *Front) Sessions() int {
 	return len(f.sessions)
 }
 
+// Boxes is the number of boxes counted as running for HTTP clients.
+func (f *Front) Boxes() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.nBoxes
+}
+
 // serveSession serves a request of a session the front admitted, to the
 // client that began it; any other id is "not found", as MCP wants for a
 // session that ended.
