@@ -242,8 +242,8 @@ func (e *httpEndpoint) serve(ctx context.Context, env *Env, banner string, h htt
 		fmt.Fprintf(env.Stderr, "airlock: %s: --%s: requests need no token; any local process may use this endpoint\n", name, httpfront.FlagNoAuth)
 	case e.generated:
 		fmt.Fprintf(env.Stderr, "airlock: %s: token: %s\n", name, e.o.Token)
-		fmt.Fprintf(env.Stderr, "airlock: %s: clients send it with every request as the header \"Authorization: Bearer %s\"; it is not shown again (--%s FILE chooses it)\n",
-			name, e.o.Token, httpfront.FlagTokenFile)
+		fmt.Fprintf(env.Stderr, "airlock: %s: clients send it with every request as the header \"Authorization: Bearer <token>\"; it is not shown again (--%s FILE chooses it)\n",
+			name, httpfront.FlagTokenFile)
 	default:
 		fmt.Fprintf(env.Stderr, "airlock: %s: clients send the token of --%s as the header \"Authorization: Bearer TOKEN\"\n", name, httpfront.FlagTokenFile)
 	}
