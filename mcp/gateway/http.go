@@ -22,6 +22,9 @@ func (g *Gateway) Handler(ctx context.Context, o httpfront.Options) *HTTPHandler
 	if o.Name == "" {
 		o.Name = "mcp wrap"
 	}
+	if o.SessionIdle == 0 {
+		o.SessionIdle = g.o.SessionIdle // 0 there too: the front's default
+	}
 	o.SessionBox, o.Sessionless = true, false
 	if o.Log == nil {
 		o.Log = g.o.Log
