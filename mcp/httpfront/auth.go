@@ -59,7 +59,8 @@ func (f *Front) authorized(w http.ResponseWriter, r *http.Request) bool {
 		}
 		why = "wrong bearer token"
 	}
-	f.o.Log.Warn("mcp request refused", "client", clientOf(r), "reason", why)
+	// Debug: a flood of bad requests must not flood the log.
+	f.o.Log.Debug("mcp request refused", "client", clientOf(r), "reason", why)
 	w.Header().Set("WWW-Authenticate", `Bearer realm="airlock"`)
 	http.Error(w, fmt.Sprintf("Unauthorized: airlock: %s: %s", f.o.Name, why), http.StatusUnauthorized)
 	return false

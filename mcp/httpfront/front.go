@@ -129,6 +129,8 @@ type Front struct {
 	o   Options
 	b   Backend
 	ctx context.Context
+	// guarded is serve behind the Host/Origin check.
+	guarded http.Handler
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -166,6 +168,7 @@ func New(ctx context.Context, o Options, b Backend) *Front {
 	}
 	f := &Front{o: o, b: b, ctx: ctx, sessions: map[string]*session{},
 		perSessions: map[string]int{}, perBox: map[string]int{}}
+	f.guarded = mcp.LoopbackOnly(http.HandlerFunc(f.serve), o.AllowHosts)
 	if o.SessionIdle > 0 {
 		go f.reap()
 	}
@@ -190,9 +193,7 @@ func clientOf(r *http.Request) string {
 	return r.RemoteAddr
 }
 
-func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	mcp.LoopbackOnly(http.HandlerFunc(f.serve), f.o.AllowHosts).ServeHTTP(w, r)
-}
+func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) { f.guarded.ServeHTTP(w, r) }
 
 func (f *Front) serve(w http.ResponseWriter, r *http.Request) {
 	if !f.authorized(w, r) {
@@ -344,7 +345,7 @@ func classify(body []byte) (bodyKind, json.RawMessage) {
 // an uncounted box behind.
 func (f *Front) begin(w http.ResponseWriter, r *http.Request, client string, reqID json.RawMessage) {
 	if err := f.admit(client); err != nil {
-		f.o.Log.Warn("mcp session refused", "client", client, "reason", err.Error())
+		f.o.Log.Info("mcp session refused", "client", client, "reason", err.Error())
 		w.Header().Set("Retry-After", "10")
 		writeError(w, http.StatusTooManyRequests, reqID, err)
 		return
