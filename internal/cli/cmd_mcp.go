@@ -2,13 +2,9 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -27,12 +23,12 @@ func mcpCmd() *Command {
 		Sub: []*Command{mcpServeCmd(), mcpWrapCmd()}}
 }
 
-const mcpWrapUsage = "[flags] -- CMD [ARG...]"
+const mcpWrapUsage = "[flags] [--http ADDR [--token-file FILE | --no-auth] ...] -- CMD [ARG...]"
 
 const mcpWrapLong = `Start the MCP server CMD (stdio) inside a box made from the policy (its files;
 its network only through the egress proxy) and serve it to an MCP client on
-standard input and output, or over streamable HTTP with --http ADDR (loopback
-only; one boxed server per session).
+standard input and output, or over streamable HTTP with --http ADDR (one
+boxed server per session).
 
 Every tools/call is decided by the policy's tools section before it reaches
 the server (tool names as listed, or PREFIX.name with --name PREFIX); a denied
@@ -43,16 +39,17 @@ directory); a changed one is blocked until a person approves it. Results too big
 for a model are kept in the file store and read back with read_result. Everything
 else passes through unchanged.
 
-CMD itself is decided as a command by the policy's shell section.`
+CMD itself is decided as a command by the policy's shell section.
+
+` + httpHelp
 
 func mcpWrapCmd() *Command {
 	return &Command{Name: "wrap", Usage: mcpWrapUsage, Short: "run another MCP server in a box and mediate its tools", Long: mcpWrapLong,
 		Run: func(ctx context.Context, env *Env, args []string) error {
 			fs := NewFlags(env, "airlock mcp wrap", mcpWrapUsage, mcpWrapLong)
 			kf := addKernelFlags(fs, "the server")
-			httpAddr := fs.String("http", "", "serve streamable HTTP on `ADDR` (a loopback address such as 127.0.0.1:8931) instead of stdio")
+			hf := addHTTPFlags(fs)
 			prefix := fs.String("name", "", "decide tools as `PREFIX`.tool (default: by their bare names)")
-			idle := fs.Duration("session-idle", 30*time.Minute, "with --http, end a session (and its server) idle this long (0: never)")
 			callTimeout := fs.Duration("call-timeout", 10*time.Minute, "answer a request the server has not answered within this long with an error (0: wait)")
 			threshold := fs.String("offload", "", `offload results heavier than this many tokens ("off" keeps all inline; default 10000)`)
 			pinsDir := fs.String("pins", "", "`directory` of pinned tool definitions (default: $XDG_STATE_HOME/airlock/mcp-pins)")
@@ -72,12 +69,12 @@ func mcpWrapCmd() *Command {
 			if err != nil {
 				return usagef("--offload: %v", err)
 			}
-			var ln net.Listener
-			if *httpAddr != "" {
-				if ln, err = listenLoopback(*httpAddr); err != nil {
-					return err
-				}
-				defer ln.Close()
+			ep, err := hf.open(fs, "airlock mcp wrap")
+			if err != nil {
+				return err
+			}
+			if ep != nil {
+				defer ep.ln.Close()
 			}
 
 			var withStore func(*wiring.Config)
@@ -125,17 +122,18 @@ func mcpWrapCmd() *Command {
 				// show an elicitation, else to the broker and terminal.
 				WithApprover: mediator.WithApprover,
 				CallTimeout:  *callTimeout,
-				SessionIdle:  *idle,
 				Log:          env.Log,
 			}
 			g, err := gateway.New(o)
 			if err != nil {
 				return err
 			}
-			if ln == nil {
+			if ep == nil {
 				return g.ServeStdio(ctx, env.Stdin, env.Stdout)
 			}
-			return serveHTTP(ctx, env, g, ln)
+			ep.o.Log = env.Log
+			h := g.Handler(ctx, ep.o)
+			return ep.serve(ctx, env, "MCP gateway", h, h.Close)
 		}}
 }
 
@@ -173,53 +171,6 @@ func pinApprover(k *wiring.Kernel) func(ctx context.Context, old, new gateway.De
 			"new_input_schema": string(new.InputSchema), "pinned_digest": old.Digest(), "new_digest": new.Digest()}}
 		return k.Confirm(ctx, call, "mcp.pins", fmt.Sprintf("the definition of the MCP tool %s changed since it was pinned", new.Name))
 	}
-}
-
-// listenLoopback listens on addr, which must name a loopback address: the
-// gateway is for this machine's agents, never the network.
-func listenLoopback(addr string) (net.Listener, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, usagef("airlock mcp wrap: --http %q: want HOST:PORT", addr)
-	}
-	if _, err := strconv.Atoi(port); err != nil {
-		return nil, usagef("airlock mcp wrap: --http %q: want a numeric port", addr)
-	}
-	if host == "localhost" {
-		host = "127.0.0.1"
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
-		return nil, usagef("airlock mcp wrap: --http %q: only a loopback address (127.0.0.1, ::1) is served", addr)
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), port))
-	if err != nil {
-		return nil, errs.Wrap(errs.Unavailable, err, "airlock mcp wrap: --http")
-	}
-	return ln, nil
-}
-
-func serveHTTP(ctx context.Context, env *Env, g *gateway.Gateway, ln net.Listener) error {
-	h := g.Handler(ctx)
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", h)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(env.Stderr, "airlock: MCP gateway on http://%s/mcp\n", ln.Addr())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
-		if !errors.Is(err, http.ErrServerClosed) {
-			h.Close()
-			return errs.Wrap(errs.Unavailable, err, "airlock mcp wrap: --http")
-		}
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	srv.Shutdown(sctx)
-	h.Close()
-	return nil
 }
 
 // stateDir is airlock's directory of the user's state.

@@ -394,7 +394,14 @@ func (h *home) httpClient(t *testing.T, args ...string) *rpcClient {
 	addr := ln.Addr().String()
 	ln.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	cmd := exec.CommandContext(ctx, h.bin, append(args, feHTTPFlags(addr)...)...)
+	// A client holds the bearer token from a file only it may read, as a
+	// person would set it up.
+	const token = "conformance-token-0123456789abcdef0123456789abcdef"
+	tokenFile := filepath.Join(h.State, "token")
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, h.bin, append(args, "--http", addr, "--token-file", tokenFile)...)
 	cmd.Dir, cmd.Env = h.Work, h.feEnviron()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -417,6 +424,7 @@ func (h *home) httpClient(t *testing.T, args ...string) *rpcClient {
 			req, _ := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(msg))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Authorization", "Bearer "+token)
 			if session != "" {
 				req.Header.Set("Mcp-Session-Id", session)
 			}
@@ -446,9 +454,6 @@ func (h *home) httpClient(t *testing.T, args ...string) *rpcClient {
 	}
 	return &rpcClient{send: post}
 }
-
-// feHTTPFlags are the flags that serve on addr.
-func feHTTPFlags(addr string) []string { return []string{"--http", addr} }
 
 // sseData is the JSON of an answer sent as a server-sent event, or the
 // body itself when it is plain JSON.

@@ -525,7 +525,9 @@ func TestConformance(t *testing.T) {
 
 	u := newUser(t, fmt.Sprintf("fs:\n  read: [%q]\nshell:\n  allow: [node]\ntools:\n  \"*\": true\n", npmDir()))
 	gport := freePort(t)
-	gw := u.wrapCmd([]string{"--http", fmt.Sprintf("127.0.0.1:%d", gport)}, "node", ev, "stdio")
+	// The suite sends no token and opens a session per scenario.
+	gw := u.wrapCmd([]string{"--http", fmt.Sprintf("127.0.0.1:%d", gport), "--no-auth",
+		"--max-sessions", "100", "--max-client-sessions", "100", "--max-boxes", "100", "--max-client-boxes", "100"}, "node", ev, "stdio")
 	var stderr strings.Builder
 	gw.Stderr = &stderr
 	if err := gw.Start(); err != nil {
