@@ -1,0 +1,151 @@
+//go:build linux
+
+package landlock
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// childEnv selects the child mode: a ruleset cannot be taken off a process,
+// so the test re-executes itself and restricts the child.
+const childEnv = "AIRLOCK_LANDLOCK_TEST_CHILD"
+
+type childReq struct {
+	Restrict bool     // apply RestrictExec(Paths) first
+	Paths    []string // allowed
+	Run      []string // programs to execute, each with no arguments
+}
+
+type childOut struct {
+	Skipped []string
+	Err     string
+	Exec    map[string]string // program: "ok" or the error
+}
+
+func TestMain(m *testing.M) {
+	if v := os.Getenv(childEnv); v != "" {
+		os.Exit(childMain(v))
+	}
+	os.Exit(m.Run())
+}
+
+func childMain(spec string) int {
+	var req childReq
+	if err := json.Unmarshal([]byte(spec), &req); err != nil {
+		return 3
+	}
+	out := childOut{Exec: map[string]string{}}
+	runtime.LockOSThread()
+	if req.Restrict {
+		sk, err := RestrictExec(req.Paths)
+		out.Skipped = sk
+		if err != nil {
+			out.Err = err.Error()
+		}
+	}
+	for _, p := range req.Run {
+		// Started from this (restricted) thread.
+		proc, err := os.StartProcess(p, []string{p}, &os.ProcAttr{})
+		if err == nil {
+			_, err = proc.Wait()
+		}
+		out.Exec[p] = "ok"
+		if err != nil {
+			out.Exec[p] = err.Error()
+		}
+	}
+	json.NewEncoder(os.Stdout).Encode(out)
+	return 0
+}
+
+func runChild(t *testing.T, req childReq) childOut {
+	t.Helper()
+	spec, _ := json.Marshal(req)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = []string{childEnv + "=" + string(spec)}
+	cmd.Stderr = os.Stderr
+	data, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	var out childOut
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatalf("child said %q: %v", data, err)
+	}
+	return out
+}
+
+// requireLandlock skips (or, in CI, fails) where the kernel has no Landlock.
+func requireLandlock(t *testing.T) int {
+	t.Helper()
+	abi, err := ABI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if abi < 1 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("this kernel has no Landlock")
+		}
+		t.Skip("this kernel has no Landlock")
+	}
+	return abi
+}
+
+// loader is the dynamic loader that /usr/bin/true names (PT_INTERP), found
+// the way the kernel finds it.
+func loader(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"} {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r
+		}
+	}
+	t.Skip("no known dynamic loader here")
+	return ""
+}
+
+// TestRestrictExec: without the ruleset both programs run; with it only the
+// listed one (and its loader) does, and the other is refused with EACCES.
+func TestRestrictExec(t *testing.T) {
+	abi := requireLandlock(t)
+	t.Logf("Landlock ABI %d", abi)
+	run := []string{"/usr/bin/true", "/usr/bin/false"}
+	control := runChild(t, childReq{Run: run})
+	for _, p := range run {
+		if control.Exec[p] != "ok" {
+			t.Fatalf("control: %s: %s", p, control.Exec[p])
+		}
+	}
+	got := runChild(t, childReq{Restrict: true, Paths: []string{"/usr/bin/true", loader(t), "/no/such/program"}, Run: run})
+	if got.Err != "" {
+		t.Fatalf("RestrictExec: %s", got.Err)
+	}
+	if got.Exec["/usr/bin/true"] != "ok" {
+		t.Errorf("listed /usr/bin/true: %s, want it to run", got.Exec["/usr/bin/true"])
+	}
+	if want := (&os.PathError{Op: "fork/exec", Path: "/usr/bin/false", Err: unix.EACCES}).Error(); got.Exec["/usr/bin/false"] != want {
+		t.Errorf("unlisted /usr/bin/false: %q, want %q", got.Exec["/usr/bin/false"], want)
+	}
+	if fmt.Sprint(got.Skipped) != "[/no/such/program]" {
+		t.Errorf("skipped %v, want [/no/such/program]", got.Skipped)
+	}
+}
+
+func TestErrorNamesTheStep(t *testing.T) {
+	e := &Error{Op: "landlock_add_rule", Path: "/usr/bin/x", Err: unix.EINVAL}
+	if got, want := e.Error(), "landlock: landlock_add_rule /usr/bin/x: invalid argument"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if !errors.Is(e, unix.EINVAL) {
+		t.Error("Error does not unwrap to its errno")
+	}
+}
