@@ -33,6 +33,19 @@ type Config struct {
 	// Pins are binds whose identity the init checks before the target
 	// starts: a mount that is not the file the host pinned aborts the run.
 	Pins []Pin `json:"pins,omitempty"`
+	// Exec, when set, is the exec wall: the target and everything it
+	// starts may execute only what it lists. Nil means no wall (the
+	// policy lists no programs, or the kernel has no Landlock).
+	Exec *Exec `json:"exec,omitempty"`
+}
+
+// Exec is the exec allowlist the in-box init applies with Landlock before
+// the target starts.
+type Exec struct {
+	// Paths are box paths that may be executed: a file, or a directory
+	// for everything beneath it. A path missing inside the box is left
+	// out (what does not exist cannot run).
+	Paths []string `json:"paths"`
 }
 
 // Net configures the in-box forwarder.
@@ -80,4 +93,9 @@ type Status struct {
 const (
 	FlagConfig = "--config-fd"
 	FlagStatus = "--status-fd"
+	// FlagExecWall selects the exec step of a box without an init
+	// (bubblewrap starts the command itself): `InitArg --exec-wall-fd N
+	// -- argv...` reads an Exec as JSON from descriptor N, applies it and
+	// executes argv in its own place.
+	FlagExecWall = "--exec-wall-fd"
 )
