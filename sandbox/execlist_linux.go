@@ -346,3 +346,24 @@ func (p *planner) writableBoxDirs(wdReal string) []string {
 	}
 	return out
 }
+
+func probeLandlock() LandlockReport {
+	abi, err := landlock.ABI()
+	if err != nil {
+		return LandlockReport{Err: err.Error()}
+	}
+	return LandlockReport{ABI: abi}
+}
+
+// landlockFindings says what the host's Landlock means for shell.allow.
+func (r *Report) landlockFindings() {
+	l := r.Landlock
+	switch {
+	case l.Err != "":
+		r.add(SevWarn, "landlock", "Landlock could not be queried ("+l.Err+"); a policy that lists programs (shell.allow) is held by the command reader only.",
+			"Check the kernel's Landlock support (landlock_create_ruleset must answer its version).")
+	case l.ABI < 1:
+		r.add(SevWarn, "landlock", "this kernel has no Landlock (built without CONFIG_SECURITY_LANDLOCK, or not in the lsm= list), so a tier-1 box cannot let the kernel execute only the programs a policy lists: shell.allow is held by the command reader alone, and the mounts still hold.",
+			"Boot a kernel 5.13 or later with CONFIG_SECURITY_LANDLOCK=y and landlock in its LSM list (lsm=landlock,... on the kernel command line).")
+	}
+}
