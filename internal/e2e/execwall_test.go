@@ -1,0 +1,204 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlock-run/airlock/egress"
+	"github.com/airlock-run/airlock/egress/wire"
+	"github.com/airlock-run/airlock/runner"
+	"github.com/airlock-run/airlock/sandbox"
+	"github.com/airlock-run/airlock/sandbox/landlock"
+)
+
+// wallPrograms is the shell.allow of the exec-wall tests.
+var wallPrograms = []string{"sh", "ls", "cat", "echo", "cp", "true", "find"}
+
+func requireLandlock(t *testing.T) {
+	t.Helper()
+	abi, err := landlock.ABI()
+	if err != nil || abi < 1 {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("needs Landlock (ABI %d, %v)", abi, err)
+		}
+		t.Skipf("needs Landlock (ABI %d, %v)", abi, err)
+	}
+}
+
+// proxy starts an egress proxy that refuses every host: enough for a box
+// with network, whose in-box init runs the forwarder and checks in with it.
+func proxy(t *testing.T) *sandbox.NetSpec {
+	t.Helper()
+	token, err := wire.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	px, err := egress.New(egress.Options{Box: "execwall", Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, path, dir, err := egress.Listen("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go px.Serve(ln)
+	t.Cleanup(func() { px.Close(); ln.Close(); os.RemoveAll(dir) })
+	return &sandbox.NetSpec{ProxySocket: path, Token: token}
+}
+
+// wallRun runs argv in a fix-mode tier-1 box over wd (writable) through the
+// runner and the built airlock binary, with the exec wall es (nil: none)
+// and, when net, the box shape that has airlock's init inside.
+func wallRun(t *testing.T, wd string, es *sandbox.ExecSpec, net bool, argv ...string) (runner.Result, string) {
+	t.Helper()
+	spec := sandbox.Spec{Workdir: wd, Writable: true, Write: []string{wd}, Exec: es,
+		Env:    []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/home/airlock"},
+		Limits: sandbox.Limits{Wall: time.Minute}}
+	if net {
+		spec.Net = proxy(t)
+	}
+	var out, errb bytes.Buffer
+	res, err := runner.Run(context.Background(), airlockBin(t), runner.Request{Argv: argv, Spec: spec, Tier: sandbox.Tier1, Stdout: &out, Stderr: &errb})
+	if err != nil {
+		t.Fatalf("run %q: %v", argv, err)
+	}
+	return res, out.String() + errb.String()
+}
+
+// TestExecWall: with the same box (mounts, filter, fix mode over the
+// working directory), a command that the policy's list does not name
+// deletes the victim while there is no wall, and cannot be executed at all
+// with it, however the command reaches it; the listed programs still run.
+// Both box shapes are tried: bubblewrap starting the command (no network)
+// and airlock's init starting it (network).
+func TestExecWall(t *testing.T) {
+	requireRoot(t)
+	requireBwrap(t)
+	requireLandlock(t)
+	attacks := []struct {
+		name string
+		argv []string
+	}{
+		{"sh -c", []string{"sh", "-c", "rm -f victim"}},
+		{"unlisted path", []string{"sh", "-c", "/usr/bin/rm -f victim; /bin/rm -f victim"}},
+		{"argv", []string{"rm", "-f", "victim"}},
+		{"find -exec", []string{"find", ".", "-name", "victim", "-exec", "rm", "-f", "{}", "+"}},
+		{"copy under another name", []string{"sh", "-c", "cp /usr/bin/rm ./x && ./x -f victim"}},
+		{"shell on stdin", []string{"sh", "-c", "echo 'rm -f victim' | sh"}},
+		{"script file", []string{"sh", "-c", "echo 'rm -f victim' > s; sh s"}},
+		{"exec builtin", []string{"sh", "-c", "exec rm -f victim"}},
+	}
+	for _, net := range []bool{false, true} {
+		shape := "no init (no network)"
+		if net {
+			shape = "init (network)"
+		}
+		t.Run(shape, func(t *testing.T) {
+			for _, a := range attacks {
+				t.Run(a.name, func(t *testing.T) {
+					wd := t.TempDir()
+					victim := filepath.Join(wd, "victim")
+					// Without the wall the attack works in this very box.
+					os.WriteFile(victim, []byte("v"), 0o644)
+					if _, out := wallRun(t, wd, nil, net, a.argv...); exists(victim) {
+						t.Fatalf("without the wall the attack did not delete the victim: %s", out)
+					}
+					os.WriteFile(victim, []byte("v"), 0o644)
+					os.Remove(filepath.Join(wd, "x"))
+					res, out := wallRun(t, wd, &sandbox.ExecSpec{Programs: wallPrograms}, net, a.argv...)
+					if !exists(victim) {
+						t.Fatalf("the wall let rm run (exit %d): %s", res.ExitCode, out)
+					}
+					if res.ExitCode == 0 {
+						t.Errorf("exit 0, want a failure: %s", out)
+					}
+					if !strings.Contains(out, "Permission denied") && !strings.Contains(out, "exec wall") {
+						t.Errorf("output %q names no refused execution", out)
+					}
+				})
+			}
+			t.Run("listed programs run", func(t *testing.T) {
+				wd := t.TempDir()
+				os.WriteFile(filepath.Join(wd, "victim"), []byte("v"), 0o644)
+				res, out := wallRun(t, wd, &sandbox.ExecSpec{Programs: wallPrograms}, net,
+					"sh", "-c", "ls victim && cat victim && /bin/echo . && true && cp victim v2 && find . -name v2 -exec cat {} +")
+				if res.ExitCode != 0 || out != "victim\nv.\nv" {
+					t.Errorf("got exit %d, %q; want exit 0, %q", res.ExitCode, out, "victim\nv.\nv")
+				}
+			})
+			t.Run("written files", func(t *testing.T) {
+				// A copy of a listed program and a script the box
+				// wrote: refused without run_written, run with it.
+				const cmd = "cp /usr/bin/true ./t && ./t && echo copy-ran; cp /usr/bin/true w.sh && echo '#!/bin/sh' > w.sh && echo 'echo script-ran' >> w.sh && ./w.sh"
+				wd := t.TempDir()
+				res, out := wallRun(t, wd, &sandbox.ExecSpec{Programs: wallPrograms}, net, "sh", "-c", cmd)
+				if strings.Contains(out, "ran") || res.ExitCode == 0 {
+					t.Errorf("without run_written: exit %d, %q; want both refused", res.ExitCode, out)
+				}
+				wd = t.TempDir()
+				res, out = wallRun(t, wd, &sandbox.ExecSpec{Programs: wallPrograms, RunWritten: true}, net, "sh", "-c", cmd)
+				if res.ExitCode != 0 || out != "copy-ran\nscript-ran\n" {
+					t.Errorf("with run_written: exit %d, %q; want both to run", res.ExitCode, out)
+				}
+			})
+		})
+	}
+}
+
+// TestExecWallEndToEnd runs through `airlock run` the attacks that get past
+// the command reader today (a shell reading code from its input or a
+// file): each first works unconfined, and under the policy the kernel
+// refuses rm while the listed programs run. A policy naming a program that
+// does not exist is refused before anything runs.
+func TestExecWallEndToEnd(t *testing.T) {
+	requireRoot(t)
+	requireBwrap(t)
+	requireLandlock(t)
+	const policy = "shell: {allow: [sh, ls, cat, echo, cp, \"true\"]}\nfs: {write: [.]}\nescalation: {timeout: 1s}\n"
+	for name, c := range map[string]string{"stdin": "echo 'rm -f victim' | sh", "file": "echo 'rm -f victim' > s; sh s"} {
+		t.Run(name, func(t *testing.T) {
+			h := newHome(t)
+			victim := h.write("victim", "v")
+			if runHost(t, h.Work, []string{"sh", "-c", c}); exists(victim) {
+				t.Fatal("unconfined the attack did not delete the victim")
+			}
+			h.write("victim", "v")
+			h.write("airlock.yaml", policy)
+			r := h.run("run", "--mode", "fix", "--", "sh", "-c", c+"; ls victim")
+			if !exists(victim) {
+				t.Fatalf("the victim was deleted: %+v", r)
+			}
+			if r.Code != 0 || !strings.Contains(r.Stderr, "rm: Permission denied") || r.Stdout != "victim\n" {
+				t.Errorf("got %+v; want rm refused with Permission denied and ls to run", r)
+			}
+		})
+	}
+	t.Run("missing", func(t *testing.T) {
+		h := newHome(t)
+		h.write("airlock.yaml", "shell: {allow: [sh, no-such-tool-airlock]}\n")
+		r := h.run("run", "--", "sh", "-c", "true")
+		if r.Code != 125 || !strings.Contains(r.Stderr, `"no-such-tool-airlock" not found on the box's PATH`) {
+			t.Errorf("got %+v; want exit 125 naming the program and the PATH", r)
+		}
+	})
+	// A listed program in a writable directory.
+	t.Run("writable", func(t *testing.T) {
+		h := newHome(t)
+		h.write("tool", "#!/bin/sh\necho tool\n")
+		os.Chmod(filepath.Join(h.Work, "tool"), 0o755)
+		h.write("airlock.yaml", "shell: {allow: [sh, ./tool]}\nfs: {write: [.]}\n")
+		r := h.run("run", "--mode", "fix", "--", "./tool")
+		if r.Code != 125 || !strings.Contains(r.Stderr, "run_written") {
+			t.Errorf("got %+v; want exit 125 pointing at shell.run_written", r)
+		}
+		h.write("airlock.yaml", "shell: {allow: [sh, ./tool]}\nfs: {write: [.]}\n")
+		if r := h.run("run", "--", "./tool"); r.Code != 0 || r.Stdout != "tool\n" {
+			t.Errorf("observe mode (read-only): got %+v; want the listed script to run", r)
+		}
+	})
+}
