@@ -19,7 +19,7 @@ import (
 // wallPrograms is the shell.allow of the exec-wall tests.
 var wallPrograms = []string{"sh", "ls", "cat", "echo", "cp", "true", "find"}
 
-func requireLandlock(t *testing.T) {
+func requireLandlock(t testing.TB) {
 	t.Helper()
 	abi, err := landlock.ABI()
 	if err != nil || abi < 1 {
@@ -201,4 +201,52 @@ func TestExecWallEndToEnd(t *testing.T) {
 			t.Errorf("observe mode (read-only): got %+v; want the listed script to run", r)
 		}
 	})
+}
+
+// BenchmarkExecWall compares `/bin/true` in the box without and with the
+// exec wall (shell.allow of seven programs), alternating within one run so
+// the host's load weighs on both alike. Without network the wall adds the
+// exec step (the airlock binary applying Landlock before executing the
+// command); with network it is a few system calls in the init.
+func BenchmarkExecWall(b *testing.B) {
+	if sandbox.Probe().Tier() < sandbox.Tier1 {
+		b.Skip("tier 1 unavailable")
+	}
+	if abi, _ := landlock.ABI(); abi < 1 {
+		b.Skip("no Landlock")
+	}
+	exe := airlockBin(b)
+	wd := b.TempDir()
+	spec := sandbox.Spec{Workdir: wd, Env: []string{"PATH=/usr/bin:/bin", "HOME=/home/box"}}
+	walled := spec
+	walled.Exec = &sandbox.ExecSpec{Programs: wallPrograms}
+	run := func(s sandbox.Spec) time.Duration {
+		start := time.Now()
+		res, err := runner.Run(context.Background(), exe, runner.Request{Argv: []string{"/bin/true"}, Spec: s, Tier: sandbox.Tier1})
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("run: exit %d, %v", res.ExitCode, err)
+		}
+		return time.Since(start)
+	}
+	var plain, wall []time.Duration
+	for i := 0; i < b.N; i++ {
+		plain = append(plain, run(spec))
+		wall = append(wall, run(walled))
+	}
+	mp, mw := medianOf(plain), medianOf(wall)
+	b.ReportMetric(float64(mp.Microseconds())/1000, "plain-ms")
+	b.ReportMetric(float64(mw.Microseconds())/1000, "wall-ms")
+	b.ReportMetric(float64(mw)/float64(mp), "ratio")
+}
+
+func medianOf(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	for i := range s {
+		for j := i + 1; j < len(s); j++ {
+			if s[j] < s[i] {
+				s[i], s[j] = s[j], s[i]
+			}
+		}
+	}
+	return s[len(s)/2]
 }
