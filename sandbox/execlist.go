@@ -6,7 +6,7 @@ package sandbox
 // shell, a program's own -exec option, or a copy under another name.
 type ExecSpec struct {
 	// Programs are the policy's shell.allow: bare names, looked up on the
-	// box's PATH (every match counts: each is that program by name), or
+	// box's PATH (the file the name runs there), or
 	// paths, absolute or relative to the working directory. Empty allows
 	// only what airlock itself needs (/bin/sh and its loader).
 	Programs []string

@@ -147,18 +147,19 @@ func isDir(p string) bool {
 	return err == nil && st.IsDir()
 }
 
-// onPath returns every executable name on the PATH's absolute entries.
+// onPath returns the file name runs on the PATH's absolute entries (the
+// first executable match, as a shell finds it and as the command reader
+// judges it), or nothing.
 func (ep *execPlanner) onPath(name string) []string {
-	var out []string
 	for _, d := range filepath.SplitList(ep.pathEnv) {
 		if !filepath.IsAbs(d) {
 			continue // a relative entry names the working directory: written files
 		}
 		if p := filepath.Join(d, name); executable(p) == nil {
-			out = append(out, p)
+			return []string{p}
 		}
 	}
-	return out
+	return nil
 }
 
 // file adds the real file behind p and what the kernel executes to run it:
