@@ -297,7 +297,7 @@ func (p *planner) execWall(wdReal string) (execArgs []string, err error) {
 		// git's proxy command is airlock itself (airlock-connect).
 		paths = append(paths, boxInitPath, boxConnPath)
 	}
-	w := &boxconf.Exec{Paths: paths}
+	w := &boxconf.Exec{Paths: paths, Hide: programDirs(EnvValue(p.spec.Env, "PATH"))}
 	what := "only the programs the policy lists (and their loaders and helpers)"
 	if es.RunWritten {
 		what += " and what the box writes"
@@ -367,4 +367,27 @@ func (r *Report) landlockFindings() {
 		r.add(SevWarn, "landlock", "this kernel has no Landlock (built without CONFIG_SECURITY_LANDLOCK, or not in the lsm= list), so a tier-1 box cannot let the kernel execute only the programs a policy lists: shell.allow is held by the command reader alone, and the mounts still hold.",
 			"Boot a kernel 5.13 or later with CONFIG_SECURITY_LANDLOCK=y and landlock in its LSM list (lsm=landlock,... on the kernel command line).")
 	}
+}
+
+// programDirs are the box PATH's directories as real paths: where an
+// unlisted program is kept from being read (and so loaded by the dynamic
+// loader or copied) as well as executed.
+func programDirs(pathEnv string) []string {
+	if pathEnv == "" {
+		pathEnv = defaultBoxPATH
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, d := range filepath.SplitList(pathEnv) {
+		if !filepath.IsAbs(d) {
+			continue
+		}
+		r, err := filepath.EvalSymlinks(d)
+		if err != nil || r == "/" || seen[r] || !isDir(r) {
+			continue
+		}
+		seen[r] = true
+		out = append(out, r)
+	}
+	return out
 }

@@ -92,6 +92,8 @@ func TestExecWall(t *testing.T) {
 		{"shell on stdin", []string{"sh", "-c", "echo 'rm -f victim' | sh"}},
 		{"script file", []string{"sh", "-c", "echo 'rm -f victim' > s; sh s"}},
 		{"exec builtin", []string{"sh", "-c", "exec rm -f victim"}},
+		{"loader", []string{"sh", "-c", "/lib64/ld-linux-x86-64.so.2 /usr/bin/rm -f victim"}},
+		{"loader on stdin", []string{"sh", "-c", "echo '/lib64/ld-linux-x86-64.so.2 /bin/rm -f victim' | sh"}},
 	}
 	for _, net := range []bool{false, true} {
 		shape := "no init (no network)"

@@ -46,6 +46,11 @@ type Exec struct {
 	// for everything beneath it. A path missing inside the box is left
 	// out (what does not exist cannot run).
 	Paths []string `json:"paths"`
+	// Hide are the directories of programs (the box's PATH): a file in
+	// one that Paths does not list may not even be read,
+	// so the dynamic loader cannot load it as its argument. Empty: only
+	// execution is walled.
+	Hide []string `json:"hide,omitempty"`
 }
 
 // Net configures the in-box forwarder.

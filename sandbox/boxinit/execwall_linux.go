@@ -21,7 +21,7 @@ import (
 // applyExecWall restricts the calling thread, and everything it starts, to
 // executing what w lists.
 func applyExecWall(w *boxconf.Exec) error {
-	_, err := landlock.RestrictExec(w.Paths)
+	_, err := landlock.RestrictExec(w.Paths, w.Hide)
 	return err
 }
 

@@ -5,6 +5,8 @@ package landlock
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -40,11 +42,24 @@ func ABI() (int, error) {
 // caller locks its goroutine to the thread and starts or executes the
 // target from it.
 //
+// hide names directories of programs (the PATH's): a file in one of them
+// that paths does not list may not even be read, so the dynamic loader
+// cannot be made to load it as its argument (`ld-linux-x86-64.so.2
+// /usr/bin/rm`) nor a copy be made of it. Everything else stays readable:
+// read access is granted beneath every other entry of the file system,
+// walked from / down to the hidden directories.
+//
 // A path that does not exist is skipped and returned: what does not exist
 // cannot be executed, so leaving it out only allows less. Every other
 // failure is an error and nothing is applied.
-func RestrictExec(paths []string) (skipped []string, err error) {
-	attr := rulesetAttr{handledFS: unix.LANDLOCK_ACCESS_FS_EXECUTE}
+func RestrictExec(paths, hide []string) (skipped []string, err error) {
+	var handled, grant uint64 = unix.LANDLOCK_ACCESS_FS_EXECUTE, unix.LANDLOCK_ACCESS_FS_EXECUTE
+	if len(hide) > 0 {
+		// The kernel opens what it executes for reading too.
+		handled |= unix.LANDLOCK_ACCESS_FS_READ_FILE
+		grant |= unix.LANDLOCK_ACCESS_FS_READ_FILE
+	}
+	attr := rulesetAttr{handledFS: handled}
 	// Eight bytes: only handled_access_fs, which every ABI has.
 	fd, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), 8, 0)
 	if e != 0 {
@@ -52,7 +67,7 @@ func RestrictExec(paths []string) (skipped []string, err error) {
 	}
 	defer unix.Close(int(fd))
 	for _, p := range paths {
-		missing, err := addPath(int(fd), p, unix.LANDLOCK_ACCESS_FS_EXECUTE)
+		missing, err := addPath(int(fd), p, grant)
 		if err != nil {
 			return nil, err
 		}
@@ -60,7 +75,61 @@ func RestrictExec(paths []string) (skipped []string, err error) {
 			skipped = append(skipped, p)
 		}
 	}
+	if len(hide) > 0 {
+		if err := readAllBut(int(fd), hide); err != nil {
+			return nil, err
+		}
+	}
 	return skipped, restrictSelf(int(fd))
+}
+
+// readAllBut grants reading beneath every entry of the file system except
+// the directories in hide.
+func readAllBut(ruleset int, hide []string) error {
+	hidden := map[string]bool{}
+	above := map[string]bool{}
+	for _, h := range hide {
+		h = filepath.Clean(h)
+		if !filepath.IsAbs(h) || h == "/" {
+			return &Error{Op: "hide", Path: h, Err: unix.EINVAL}
+		}
+		hidden[h] = true
+		for d := filepath.Dir(h); ; d = filepath.Dir(d) {
+			above[d] = true
+			if d == "/" {
+				break
+			}
+		}
+	}
+	const read = unix.LANDLOCK_ACCESS_FS_READ_FILE
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return &Error{Op: "read directory", Path: dir, Err: err}
+		}
+		for _, e := range ents {
+			full := filepath.Join(dir, e.Name())
+			switch {
+			case e.Type()&os.ModeSymlink != 0:
+				// Its target is judged where it lies.
+			case above[full]:
+				if err := walk(full); err != nil {
+					return err
+				}
+			case hidden[full]:
+				// Only what paths lists is readable here. Granting the
+				// other files one by one would mean a stat of each of
+				// thousands, on every run.
+			default:
+				if _, err := addPath(ruleset, full, read); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk("/")
 }
 
 // addPath adds a path-beneath rule granting access on p.

@@ -22,13 +22,16 @@ const childEnv = "AIRLOCK_LANDLOCK_TEST_CHILD"
 type childReq struct {
 	Restrict bool     // apply RestrictExec(Paths) first
 	Paths    []string // allowed
+	Hide     []string
 	Run      []string // programs to execute, each with no arguments
+	Read     []string // files to open for reading
 }
 
 type childOut struct {
 	Skipped []string
 	Err     string
 	Exec    map[string]string // program: "ok" or the error
+	Read    map[string]string // file: "ok" or the error
 }
 
 func TestMain(m *testing.M) {
@@ -43,10 +46,10 @@ func childMain(spec string) int {
 	if err := json.Unmarshal([]byte(spec), &req); err != nil {
 		return 3
 	}
-	out := childOut{Exec: map[string]string{}}
+	out := childOut{Exec: map[string]string{}, Read: map[string]string{}}
 	runtime.LockOSThread()
 	if req.Restrict {
-		sk, err := RestrictExec(req.Paths)
+		sk, err := RestrictExec(req.Paths, req.Hide)
 		out.Skipped = sk
 		if err != nil {
 			out.Err = err.Error()
@@ -61,6 +64,14 @@ func childMain(spec string) int {
 		out.Exec[p] = "ok"
 		if err != nil {
 			out.Exec[p] = err.Error()
+		}
+	}
+	for _, p := range req.Read {
+		out.Read[p] = "ok"
+		if f, err := os.Open(p); err != nil {
+			out.Read[p] = err.Error()
+		} else {
+			f.Close()
 		}
 	}
 	json.NewEncoder(os.Stdout).Encode(out)
@@ -126,6 +137,9 @@ func TestRestrictExec(t *testing.T) {
 		}
 	}
 	got := runChild(t, childReq{Restrict: true, Paths: []string{"/usr/bin/true", loader(t), "/no/such/program"}, Run: run})
+	if got.Exec["/usr/bin/false"] == "ok" {
+		t.Fatal("an unlisted program ran")
+	}
 	if got.Err != "" {
 		t.Fatalf("RestrictExec: %s", got.Err)
 	}
@@ -147,5 +161,38 @@ func TestErrorNamesTheStep(t *testing.T) {
 	}
 	if !errors.Is(e, unix.EINVAL) {
 		t.Error("Error does not unwrap to its errno")
+	}
+}
+
+// TestRestrictExecHide: with the PATH's directory hidden, an unlisted
+// program there cannot be read (so the loader cannot load it as its
+// argument), while listed programs and the rest of the system still can.
+func TestRestrictExecHide(t *testing.T) {
+	requireLandlock(t)
+	ld := loader(t)
+	dir, err := filepath.EvalSymlinks("/usr/bin")
+	if err != nil {
+		t.Skip(err)
+	}
+	reads := []string{"/usr/bin/true", "/usr/bin/false", "/etc/passwd", ld}
+	control := runChild(t, childReq{Read: reads})
+	for _, p := range reads {
+		if control.Read[p] != "ok" {
+			t.Fatalf("control: read %s: %s", p, control.Read[p])
+		}
+	}
+	got := runChild(t, childReq{Restrict: true, Paths: []string{"/usr/bin/true", ld}, Hide: []string{dir}, Read: reads,
+		Run: []string{"/usr/bin/true"}})
+	if got.Err != "" {
+		t.Fatalf("RestrictExec: %s", got.Err)
+	}
+	for p, want := range map[string]string{"/usr/bin/true": "ok", "/etc/passwd": "ok", ld: "ok",
+		"/usr/bin/false": "open /usr/bin/false: permission denied"} {
+		if got.Read[p] != want {
+			t.Errorf("read %s: got %q, want %q", p, got.Read[p], want)
+		}
+	}
+	if got.Exec["/usr/bin/true"] != "ok" {
+		t.Errorf("listed /usr/bin/true: %s, want it to run", got.Exec["/usr/bin/true"])
 	}
 }

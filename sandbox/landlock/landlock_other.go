@@ -11,4 +11,4 @@ var ErrUnsupported = errors.New("landlock: needs Linux")
 func ABI() (int, error) { return 0, nil }
 
 // RestrictExec is not supported off Linux.
-func RestrictExec(paths []string) ([]string, error) { return nil, ErrUnsupported }
+func RestrictExec(paths, hide []string) ([]string, error) { return nil, ErrUnsupported }
