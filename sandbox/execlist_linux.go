@@ -254,25 +254,69 @@ func elfInterp(f *os.File) (string, error) {
 	return "", nil
 }
 
-// execWall plans the box's exec wall from spec.Exec: nothing when the
-// policy lists no programs; a note and nothing when the kernel has no
-// Landlock (the mounts still hold, and `airlock sandbox check` says so);
-// otherwise the init's configuration, or for a box without an init the
-// descriptor of the exec step, whose command line it returns to put before
-// the command's. wdReal is the working directory as bound in the box.
+// execWall plans the box's Landlock walls: the exec wall from spec.Exec,
+// and the write wall wherever airlock's own code runs in the box anyway
+// (the init, or the exec step of a box with an exec wall), so a box
+// without either costs nothing more (its mounts are its write wall). On a
+// kernel without Landlock it plans nothing and notes it (the mounts still
+// hold, and `airlock sandbox check` says so). The walls go to the init's
+// configuration, or for a box without an init to the descriptor of the
+// exec step, whose command line it returns to put before the command's.
+// wdReal is the working directory as bound in the box.
 func (p *planner) execWall(wdReal string) (execArgs []string, err error) {
 	es := p.spec.Exec
-	if es == nil {
-		return nil, nil
-	}
 	abi, err := landlock.ABI()
 	if err != nil {
-		return nil, errs.Wrap(errs.Unavailable, err, "sandbox: exec allowlist")
+		return nil, errs.Wrap(errs.Unavailable, err, "sandbox: landlock")
 	}
 	if abi < 1 {
-		p.box.Notes = append(p.box.Notes, "no exec wall: this kernel has no Landlock, so only the command reader holds shell.allow (see `airlock sandbox check`)")
+		if es != nil {
+			p.box.Notes = append(p.box.Notes, "no exec wall: this kernel has no Landlock, so only the command reader holds shell.allow (see `airlock sandbox check`)")
+		}
 		return nil, nil
 	}
+	walls := &boxconf.Walls{}
+	if es != nil {
+		if walls.Exec, err = p.execList(es, wdReal, abi); err != nil {
+			return nil, err
+		}
+	}
+	if !p.direct || walls.Exec != nil {
+		walls.Write = p.writePaths(wdReal)
+		p.box.Notes = append(p.box.Notes, fmt.Sprintf("write wall: Landlock (ABI %d) lets the box write only beneath %s", abi, strings.Join(walls.Write, ", ")))
+	}
+	if walls.Exec == nil && walls.Write == nil {
+		return nil, nil
+	}
+	if !p.direct {
+		p.box.config.Walls = walls
+		return nil, nil
+	}
+	data, err := json.Marshal(walls)
+	if err != nil {
+		return nil, err
+	}
+	r, wr, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > 60<<10 {
+		r.Close()
+		wr.Close()
+		return nil, errs.New(errs.Internal, "sandbox: Landlock rules of %d bytes do not fit a pipe", len(data))
+	}
+	_, err = wr.Write(data)
+	wr.Close()
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	n := p.file(r, true)
+	return []string{boxInitPath, InitArg, boxconf.FlagExecWall, strconv.Itoa(n), "--"}, nil
+}
+
+// execList is the exec wall of es.
+func (p *planner) execList(es *ExecSpec, wdReal string, abi int) (*boxconf.Exec, error) {
 	paths, err := planExecList(es, EnvValue(p.spec.Env, "PATH"), wdReal)
 	if err != nil {
 		return nil, err
@@ -297,37 +341,25 @@ func (p *planner) execWall(wdReal string) (execArgs []string, err error) {
 		// git's proxy command is airlock itself (airlock-connect).
 		paths = append(paths, boxInitPath, boxConnPath)
 	}
-	w := &boxconf.Exec{Paths: paths, Hide: programDirs(EnvValue(p.spec.Env, "PATH"))}
 	what := "only the programs the policy lists (and their loaders and helpers)"
 	if es.RunWritten {
 		what += " and what the box writes"
 	}
 	p.box.Notes = append(p.box.Notes, fmt.Sprintf("exec wall: Landlock (ABI %d) lets the box execute %s; any other program fails with Permission denied (exit 126)", abi, what))
-	if !p.direct {
-		p.box.config.Exec = w
-		return nil, nil
+	return &boxconf.Exec{Paths: paths, Hide: programDirs(EnvValue(p.spec.Env, "PATH"))}, nil
+}
+
+// writePaths are the box paths the write wall leaves writable: the write
+// grants in fix mode (and the working directory they cover), the private
+// temporary directories and HOME, and the kernel's /dev and /proc (a
+// program writes /dev/null, a terminal, /proc/self/...). The box's /run
+// is not among them: only airlock's own read-only files are there.
+func (p *planner) writePaths(wdReal string) []string {
+	out := append(p.writableBoxDirs(wdReal), "/tmp", "/var/tmp", "/dev", "/proc")
+	if h := EnvValue(p.spec.Env, "HOME"); filepath.IsAbs(h) && h != "/" {
+		out = append(out, filepath.Clean(h))
 	}
-	data, err := json.Marshal(w)
-	if err != nil {
-		return nil, err
-	}
-	r, wr, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > 60<<10 {
-		r.Close()
-		wr.Close()
-		return nil, errs.New(errs.Internal, "sandbox: exec allowlist of %d bytes does not fit a pipe", len(data))
-	}
-	_, err = wr.Write(data)
-	wr.Close()
-	if err != nil {
-		r.Close()
-		return nil, err
-	}
-	n := p.file(r, true)
-	return []string{boxInitPath, InitArg, boxconf.FlagExecWall, strconv.Itoa(n), "--"}, nil
+	return out
 }
 
 // writableBoxDirs are the write grants as the box sees them (fix mode

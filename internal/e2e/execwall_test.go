@@ -252,3 +252,39 @@ func medianOf(ds []time.Duration) time.Duration {
 	}
 	return s[len(s)/2]
 }
+
+// TestWriteWall: the box's /run is a writable tmpfs that holds only
+// airlock's own files. A box with no airlock code inside (no network, no
+// exec wall) can write there, as the mounts allow; a box with the init
+// (network) or the exec step (an exec wall) has the Landlock write wall,
+// which leaves only the write grants, the temporary directories, HOME, /dev
+// and /proc writable.
+func TestWriteWall(t *testing.T) {
+	requireRoot(t)
+	requireBwrap(t)
+	requireLandlock(t)
+	const probe = "echo x > /run/planted && cat /run/planted"
+	wd := t.TempDir()
+	if res, out := wallRun(t, wd, nil, false, "sh", "-c", probe); res.ExitCode != 0 || out != "x\n" {
+		t.Fatalf("without the wall: exit %d, %q; want /run writable by the mounts", res.ExitCode, out)
+	}
+	const allowed = "echo a > ./w && echo b > /tmp/w && echo c > $HOME/w && echo d > /dev/null && mkdir d && mv w d/w && rm -r d && echo ok"
+	for _, c := range []struct {
+		name string
+		es   *sandbox.ExecSpec
+		net  bool
+	}{
+		{"init", nil, true},
+		{"exec step", &sandbox.ExecSpec{Programs: []string{"sh", "cat", "echo", "mkdir", "mv", "rm"}}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, out := wallRun(t, t.TempDir(), c.es, c.net, "sh", "-c", probe)
+			if res.ExitCode == 0 || !strings.Contains(out, "Permission denied") {
+				t.Errorf("/run under the wall: exit %d, %q; want Permission denied", res.ExitCode, out)
+			}
+			if res, out := wallRun(t, t.TempDir(), c.es, c.net, "sh", "-c", allowed); res.ExitCode != 0 || out != "ok\n" {
+				t.Errorf("granted places under the wall: exit %d, %q; want ok", res.ExitCode, out)
+			}
+		})
+	}
+}

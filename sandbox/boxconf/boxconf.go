@@ -33,10 +33,21 @@ type Config struct {
 	// Pins are binds whose identity the init checks before the target
 	// starts: a mount that is not the file the host pinned aborts the run.
 	Pins []Pin `json:"pins,omitempty"`
-	// Exec, when set, is the exec wall: the target and everything it
-	// starts may execute only what it lists. Nil means no wall (the
-	// policy lists no programs, or the kernel has no Landlock).
+	// Walls, when set, are the Landlock walls the init puts on the target
+	// and everything it starts. Nil means none (the kernel has no
+	// Landlock).
+	Walls *Walls `json:"walls,omitempty"`
+}
+
+// Walls are the Landlock rules of a box.
+type Walls struct {
+	// Exec, when set, is the exec wall: only what it lists may be
+	// executed. Nil means any program (the policy lists none).
 	Exec *Exec `json:"exec,omitempty"`
+	// Write, when not nil, is the write wall: files may be written,
+	// made, removed and renamed only beneath these box paths, a second
+	// wall behind the read-only mounts.
+	Write []string `json:"write,omitempty"`
 }
 
 // Exec is the exec allowlist the in-box init applies with Landlock before
@@ -100,7 +111,7 @@ const (
 	FlagStatus = "--status-fd"
 	// FlagExecWall selects the exec step of a box without an init
 	// (bubblewrap starts the command itself): `InitArg --exec-wall-fd N
-	// -- argv...` reads an Exec as JSON from descriptor N, applies it and
+	// -- argv...` reads Walls as JSON from descriptor N, applies them and
 	// executes argv in its own place.
 	FlagExecWall = "--exec-wall-fd"
 )

@@ -141,11 +141,11 @@ func run(cfgFD int, status *os.File) boxconf.Status {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fail(st, "prctl(PR_SET_NO_NEW_PRIVS): %v", err)
 	}
-	// The exec wall goes on this thread only, before the filter: the
-	// target inherits it, the forwarder's threads do not need it.
-	if cfg.Exec != nil {
-		if err := applyExecWall(cfg.Exec); err != nil {
-			return fail(st, "exec wall: %v", err)
+	// The Landlock walls go on this thread only, before the filter: the
+	// target inherits them, the forwarder's threads do not need them.
+	if cfg.Walls != nil {
+		if err := applyWalls(cfg.Walls); err != nil {
+			return fail(st, "landlock walls: %v", err)
 		}
 	}
 	if cfg.Seccomp {
@@ -165,7 +165,7 @@ func run(cfgFD int, status *os.File) boxconf.Status {
 		Env:   env,
 		Files: []*os.File{os.Stdin, os.Stdout, stderr},
 	})
-	if err != nil && cfg.Exec != nil && errors.Is(err, unix.EACCES) {
+	if err != nil && cfg.Walls != nil && cfg.Walls.Exec != nil && errors.Is(err, unix.EACCES) {
 		// The wall refused the command itself: a refusal (126), said on
 		// the command's stderr as a shell would.
 		fmt.Fprintln(stderr, refusedExec(cfg.Argv[0]))

@@ -81,13 +81,13 @@ func TestRunFailsWhenTheWallCannotBeApplied(t *testing.T) {
 		}
 		t.Skip("needs Landlock")
 	}
-	cfg := boxconf.Config{Argv: []string{"/bin/true"}, Exec: &boxconf.Exec{Paths: []string{"/bin/true"}, Hide: []string{"not/absolute"}}}
+	cfg := boxconf.Config{Argv: []string{"/bin/true"}, Walls: &boxconf.Walls{Exec: &boxconf.Exec{Paths: []string{"/bin/true"}, Hide: []string{"not/absolute"}}}}
 	done := make(chan boxconf.Status)
 	// run locks its thread and sets no_new_privs on it; the goroutine
 	// ends locked, so the thread goes with it.
 	go func() { done <- run(configFD(t, cfg), nil) }()
 	got := <-done
-	if got.Started || !strings.Contains(got.Error, "exec wall: landlock: hide not/absolute") {
+	if got.Started || !strings.Contains(got.Error, "landlock walls: landlock: hide not/absolute") {
 		t.Errorf("got %+v, want nothing started and the wall's error", got)
 	}
 }

@@ -18,10 +18,14 @@ import (
 	"github.com/airlock-run/airlock/sandbox/landlock"
 )
 
-// applyExecWall restricts the calling thread, and everything it starts, to
-// executing what w lists.
-func applyExecWall(w *boxconf.Exec) error {
-	_, err := landlock.RestrictExec(w.Paths, w.Hide)
+// applyWalls restricts the calling thread, and everything it starts, to
+// executing what w.Exec lists and writing beneath w.Write.
+func applyWalls(w *boxconf.Walls) error {
+	r := landlock.Rules{WriteWall: w.Write != nil, Write: w.Write}
+	if w.Exec != nil {
+		r.ExecWall, r.Exec, r.Hide = true, w.Exec.Paths, w.Exec.Hide
+	}
+	_, err := landlock.Restrict(r)
 	return err
 }
 
@@ -32,7 +36,7 @@ func refusedExec(name string) string {
 
 // execWall is the exec step of a box without an init: bubblewrap, under
 // airlock's seccomp filter and no_new_privs, starts `InitArg --exec-wall-fd
-// N -- argv...`; this reads the wall from descriptor N, applies it and
+// N -- argv...`; this reads the walls from descriptor N, applies them and
 // executes argv in its own place, so the command is the box's process as
 // before, only walled. A wall that cannot be applied ends the run (125)
 // before anything of the command ran.
@@ -53,12 +57,12 @@ func execWall(args []string) int {
 	f := os.NewFile(uintptr(fd), "exec-wall")
 	data, err := io.ReadAll(io.LimitReader(f, 4<<20))
 	f.Close()
-	var w boxconf.Exec
+	var w boxconf.Walls
 	if err == nil {
 		err = json.Unmarshal(data, &w)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "airlock: box: exec wall: read the allowlist: %v\n", err)
+		fmt.Fprintf(os.Stderr, "airlock: box: landlock walls: read them: %v\n", err)
 		return 125
 	}
 	dir, _ := os.Getwd()
@@ -67,8 +71,8 @@ func execWall(args []string) int {
 		fmt.Fprintf(os.Stderr, "airlock: box: %v inside the box\n", err)
 		return 127
 	}
-	if err := applyExecWall(&w); err != nil {
-		fmt.Fprintf(os.Stderr, "airlock: box: exec wall: %v\n", err)
+	if err := applyWalls(&w); err != nil {
+		fmt.Fprintf(os.Stderr, "airlock: box: landlock walls: %v\n", err)
 		return 125
 	}
 	// Nothing of bubblewrap's or this step's descriptors reaches the
@@ -78,7 +82,7 @@ func execWall(args []string) int {
 		return 125
 	}
 	err = unix.Exec(path, argv, os.Environ())
-	if errors.Is(err, unix.EACCES) {
+	if errors.Is(err, unix.EACCES) && w.Exec != nil {
 		fmt.Fprintln(os.Stderr, refusedExec(argv[0]))
 		return 126
 	}

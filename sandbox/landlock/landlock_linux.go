@@ -35,29 +35,75 @@ func ABI() (int, error) {
 	return 0, &Error{Op: "landlock_create_ruleset(VERSION)", Err: e}
 }
 
-// RestrictExec limits the calling thread, and every process it starts from
-// now on, to executing the files listed in paths and whatever lies beneath
-// the directories listed there. It sets no_new_privs (the kernel requires
-// it of an unprivileged caller). Only the calling thread is restricted: the
-// caller locks its goroutine to the thread and starts or executes the
-// target from it.
-//
-// hide names directories of programs (the PATH's): a file in one of them
-// that paths does not list may not even be read, so the dynamic loader
-// cannot be made to load it as its argument (`ld-linux-x86-64.so.2
-// /usr/bin/rm`) nor a copy be made of it. Everything else stays readable:
-// read access is granted beneath every other entry of the file system,
-// walked from / down to the hidden directories.
+// Rules are what one ruleset allows. A wall that is off leaves its kind
+// of access unrestricted.
+type Rules struct {
+	// ExecWall restricts execution to the files in Exec and whatever lies
+	// beneath the directories there.
+	ExecWall bool
+	Exec     []string
+	// Hide names directories of programs (the PATH's), with ExecWall: a
+	// file in one of them that Exec does not list may not even be read,
+	// so the dynamic loader cannot be made to load it as its argument
+	// (`ld-linux-x86-64.so.2 /usr/bin/rm`) nor a copy be made of it.
+	// Everything else stays readable: read access is granted beneath every
+	// other entry of the file system, walked from / down to them.
+	Hide []string
+	// WriteWall restricts writing, creating, removing, renaming and
+	// truncating files to beneath the directories in Write.
+	WriteWall bool
+	Write     []string
+}
+
+// writeAccess are the write rights of each ABI: 1 has writing, making and
+// removing; 2 adds moving between directories (refer); 3 truncation.
+func writeAccess(abi int) uint64 {
+	w := uint64(unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_REMOVE_DIR | unix.LANDLOCK_ACCESS_FS_REMOVE_FILE |
+		unix.LANDLOCK_ACCESS_FS_MAKE_CHAR | unix.LANDLOCK_ACCESS_FS_MAKE_DIR | unix.LANDLOCK_ACCESS_FS_MAKE_REG |
+		unix.LANDLOCK_ACCESS_FS_MAKE_SOCK | unix.LANDLOCK_ACCESS_FS_MAKE_FIFO | unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK |
+		unix.LANDLOCK_ACCESS_FS_MAKE_SYM)
+	if abi >= 2 {
+		w |= unix.LANDLOCK_ACCESS_FS_REFER
+	}
+	if abi >= 3 {
+		w |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	}
+	return w
+}
+
+// Restrict applies r to the calling thread and every process it starts
+// from now on. It sets no_new_privs (the kernel requires it of an
+// unprivileged caller). Only the calling thread is restricted: the caller
+// locks its goroutine to the thread and starts or executes the target from
+// it.
 //
 // A path that does not exist is skipped and returned: what does not exist
-// cannot be executed, so leaving it out only allows less. Every other
-// failure is an error and nothing is applied.
-func RestrictExec(paths, hide []string) (skipped []string, err error) {
-	var handled, grant uint64 = unix.LANDLOCK_ACCESS_FS_EXECUTE, unix.LANDLOCK_ACCESS_FS_EXECUTE
-	if len(hide) > 0 {
-		// The kernel opens what it executes for reading too.
-		handled |= unix.LANDLOCK_ACCESS_FS_READ_FILE
-		grant |= unix.LANDLOCK_ACCESS_FS_READ_FILE
+// cannot be executed or written, so leaving it out only allows less. Every
+// other failure is an error and nothing is applied.
+func Restrict(r Rules) (skipped []string, err error) {
+	abi, err := ABI()
+	if err != nil {
+		return nil, err
+	}
+	if abi < 1 {
+		return nil, &Error{Op: "landlock_create_ruleset", Err: unix.EOPNOTSUPP}
+	}
+	var handled, execGrant uint64
+	if r.ExecWall {
+		handled |= unix.LANDLOCK_ACCESS_FS_EXECUTE
+		execGrant = unix.LANDLOCK_ACCESS_FS_EXECUTE
+		if len(r.Hide) > 0 {
+			// The kernel opens what it executes for reading too.
+			handled |= unix.LANDLOCK_ACCESS_FS_READ_FILE
+			execGrant |= unix.LANDLOCK_ACCESS_FS_READ_FILE
+		}
+	}
+	write := writeAccess(abi)
+	if r.WriteWall {
+		handled |= write
+	}
+	if handled == 0 {
+		return nil, nil
 	}
 	attr := rulesetAttr{handledFS: handled}
 	// Eight bytes: only handled_access_fs, which every ABI has.
@@ -66,21 +112,41 @@ func RestrictExec(paths, hide []string) (skipped []string, err error) {
 		return nil, &Error{Op: "landlock_create_ruleset", Err: e}
 	}
 	defer unix.Close(int(fd))
-	for _, p := range paths {
-		missing, err := addPath(int(fd), p, grant)
-		if err != nil {
+	add := func(paths []string, access uint64) error {
+		for _, p := range paths {
+			missing, err := addPath(int(fd), p, access)
+			if err != nil {
+				return err
+			}
+			if missing {
+				skipped = append(skipped, p)
+			}
+		}
+		return nil
+	}
+	if r.ExecWall {
+		if err := add(r.Exec, execGrant); err != nil {
 			return nil, err
 		}
-		if missing {
-			skipped = append(skipped, p)
+		if len(r.Hide) > 0 {
+			if err := readAllBut(int(fd), r.Hide); err != nil {
+				return nil, err
+			}
 		}
 	}
-	if len(hide) > 0 {
-		if err := readAllBut(int(fd), hide); err != nil {
+	if r.WriteWall {
+		// A file the kernel must read is readable wherever it may be
+		// written (the write grants never lie in a hidden directory).
+		if err := add(r.Write, write|(handled&unix.LANDLOCK_ACCESS_FS_READ_FILE)); err != nil {
 			return nil, err
 		}
 	}
 	return skipped, restrictSelf(int(fd))
+}
+
+// RestrictExec is Restrict with only the exec wall.
+func RestrictExec(paths, hide []string) (skipped []string, err error) {
+	return Restrict(Rules{ExecWall: true, Exec: paths, Hide: hide})
 }
 
 // readAllBut grants reading beneath every entry of the file system except

@@ -25,6 +25,8 @@ type childReq struct {
 	Hide     []string
 	Run      []string // programs to execute, each with no arguments
 	Read     []string // files to open for reading
+	Write    []string // with Restrict: a write wall with these
+	Touch    []string // files to create
 }
 
 type childOut struct {
@@ -32,6 +34,7 @@ type childOut struct {
 	Err     string
 	Exec    map[string]string // program: "ok" or the error
 	Read    map[string]string // file: "ok" or the error
+	Touch   map[string]string
 }
 
 func TestMain(m *testing.M) {
@@ -46,9 +49,14 @@ func childMain(spec string) int {
 	if err := json.Unmarshal([]byte(spec), &req); err != nil {
 		return 3
 	}
-	out := childOut{Exec: map[string]string{}, Read: map[string]string{}}
+	out := childOut{Exec: map[string]string{}, Read: map[string]string{}, Touch: map[string]string{}}
 	runtime.LockOSThread()
-	if req.Restrict {
+	if req.Restrict && req.Write != nil {
+		_, err := Restrict(Rules{WriteWall: true, Write: req.Write})
+		if err != nil {
+			out.Err = err.Error()
+		}
+	} else if req.Restrict {
 		sk, err := RestrictExec(req.Paths, req.Hide)
 		out.Skipped = sk
 		if err != nil {
@@ -64,6 +72,12 @@ func childMain(spec string) int {
 		out.Exec[p] = "ok"
 		if err != nil {
 			out.Exec[p] = err.Error()
+		}
+	}
+	for _, p := range req.Touch {
+		out.Touch[p] = "ok"
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			out.Touch[p] = err.Error()
 		}
 	}
 	for _, p := range req.Read {
@@ -194,5 +208,29 @@ func TestRestrictExecHide(t *testing.T) {
 	}
 	if got.Exec["/usr/bin/true"] != "ok" {
 		t.Errorf("listed /usr/bin/true: %s, want it to run", got.Exec["/usr/bin/true"])
+	}
+}
+
+// TestRestrictWrite: with the write wall, files are made only beneath the
+// granted directory; without it, anywhere the process may write.
+func TestRestrictWrite(t *testing.T) {
+	requireLandlock(t)
+	granted, other := t.TempDir(), t.TempDir()
+	a, b := filepath.Join(granted, "a"), filepath.Join(other, "b")
+	control := runChild(t, childReq{Touch: []string{a, b}})
+	if control.Touch[a] != "ok" || control.Touch[b] != "ok" {
+		t.Fatalf("control: %v", control.Touch)
+	}
+	os.Remove(a)
+	os.Remove(b)
+	got := runChild(t, childReq{Restrict: true, Write: []string{granted}, Touch: []string{a, b}})
+	if got.Err != "" {
+		t.Fatal(got.Err)
+	}
+	if got.Touch[a] != "ok" {
+		t.Errorf("granted %s: %s", a, got.Touch[a])
+	}
+	if want := "open " + b + ": permission denied"; got.Touch[b] != want {
+		t.Errorf("outside the grant: %q, want %q", got.Touch[b], want)
 	}
 }
