@@ -284,6 +284,12 @@ func (p *planner) execWall(wdReal string) (execArgs []string, err error) {
 	if !p.direct || walls.Exec != nil {
 		walls.Write = p.writePaths(wdReal)
 		p.box.Notes = append(p.box.Notes, fmt.Sprintf("write wall: Landlock (ABI %d) lets the box write only beneath %s", abi, strings.Join(walls.Write, ", ")))
+		if abi >= 6 {
+			// bubblewrap (PID 1 of a box without an init) is outside
+			// the walls; the init started the command from inside them.
+			walls.Scope = true
+			p.box.Notes = append(p.box.Notes, "Landlock scopes: the box's processes cannot signal, or reach the abstract Unix sockets of, a process outside the walls")
+		}
 	}
 	if walls.Exec == nil && walls.Write == nil {
 		return nil, nil

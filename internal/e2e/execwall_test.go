@@ -288,3 +288,28 @@ func TestWriteWall(t *testing.T) {
 		})
 	}
 }
+
+// TestScopeSignals: without the walls the box's command may signal the
+// box's PID 1 (bubblewrap, in a box with no airlock code); with the exec
+// step's walls Landlock's scope refuses it, while the command still
+// signals its own children. (Where airlock's init is PID 1 it started the
+// command from a thread inside the walls, so the scope does not part them;
+// the kernel already ignores every signal sent from inside a namespace to
+// its init that the init does not handle, and the init only forwards the
+// ones it handles to the command.)
+func TestScopeSignals(t *testing.T) {
+	requireRoot(t)
+	requireBwrap(t)
+	requireLandlock(t)
+	if abi, _ := landlock.ABI(); abi < 6 {
+		t.Skipf("Landlock ABI %d has no scopes", abi)
+	}
+	const probe = "kill -0 1 2>/dev/null; echo pid1=$?; sleep 30 & kill $!; wait $! 2>/dev/null; echo child=$?"
+	if _, out := wallRun(t, t.TempDir(), nil, false, "sh", "-c", probe); out != "pid1=0\nchild=143\n" {
+		t.Fatalf("without the walls: %q; want PID 1 reachable", out)
+	}
+	es := &sandbox.ExecSpec{Programs: []string{"sh", "sleep"}}
+	if _, out := wallRun(t, t.TempDir(), es, false, "sh", "-c", probe); out != "pid1=1\nchild=143\n" {
+		t.Errorf("under the walls: %q; want PID 1 refused and the child signalled", out)
+	}
+}

@@ -48,6 +48,11 @@ type Walls struct {
 	// made, removed and renamed only beneath these box paths, a second
 	// wall behind the read-only mounts.
 	Write []string `json:"write,omitempty"`
+	// Scope keeps the box's processes from signalling, or reaching the
+	// abstract Unix sockets of, any process outside the walls (bubblewrap,
+	// in a box without an init), where the kernel has Landlock scopes
+	// (ABI 6).
+	Scope bool `json:"scope,omitempty"`
 }
 
 // Exec is the exec allowlist the in-box init applies with Landlock before

@@ -21,7 +21,7 @@ import (
 // applyWalls restricts the calling thread, and everything it starts, to
 // executing what w.Exec lists and writing beneath w.Write.
 func applyWalls(w *boxconf.Walls) error {
-	r := landlock.Rules{WriteWall: w.Write != nil, Write: w.Write}
+	r := landlock.Rules{WriteWall: w.Write != nil, Write: w.Write, Scope: w.Scope}
 	if w.Exec != nil {
 		r.ExecWall, r.Exec, r.Hide = true, w.Exec.Paths, w.Exec.Hide
 	}

@@ -53,7 +53,14 @@ type Rules struct {
 	// truncating files to beneath the directories in Write.
 	WriteWall bool
 	Write     []string
+	// Scope keeps the process from signalling, and from connecting to the
+	// abstract Unix sockets of, any process outside its own ruleset (ABI
+	// 6; ignored on older kernels, where the namespaces alone hold it).
+	Scope bool
 }
+
+// scopeABI is the first ABI with scopes.
+const scopeABI = 6
 
 // writeAccess are the write rights of each ABI: 1 has writing, making and
 // removing; 2 adds moving between directories (refer); 3 truncation.
@@ -102,12 +109,18 @@ func Restrict(r Rules) (skipped []string, err error) {
 	if r.WriteWall {
 		handled |= write
 	}
-	if handled == 0 {
+	attr := rulesetAttr{handledFS: handled}
+	// Eight bytes (only handled_access_fs, which every ABI has) unless
+	// scopes are asked for.
+	size := uintptr(8)
+	if r.Scope && abi >= scopeABI {
+		attr.scoped = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | unix.LANDLOCK_SCOPE_SIGNAL
+		size = unsafe.Sizeof(attr)
+	}
+	if handled == 0 && attr.scoped == 0 {
 		return nil, nil
 	}
-	attr := rulesetAttr{handledFS: handled}
-	// Eight bytes: only handled_access_fs, which every ABI has.
-	fd, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), 8, 0)
+	fd, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), size, 0)
 	if e != 0 {
 		return nil, &Error{Op: "landlock_create_ruleset", Err: e}
 	}

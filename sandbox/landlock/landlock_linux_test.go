@@ -27,6 +27,8 @@ type childReq struct {
 	Read     []string // files to open for reading
 	Write    []string // with Restrict: a write wall with these
 	Touch    []string // files to create
+	Scope    bool     // with Restrict: scopes only
+	Signal   bool     // send signal 0 to the parent
 }
 
 type childOut struct {
@@ -35,6 +37,7 @@ type childOut struct {
 	Exec    map[string]string // program: "ok" or the error
 	Read    map[string]string // file: "ok" or the error
 	Touch   map[string]string
+	Signal  string
 }
 
 func TestMain(m *testing.M) {
@@ -51,7 +54,11 @@ func childMain(spec string) int {
 	}
 	out := childOut{Exec: map[string]string{}, Read: map[string]string{}, Touch: map[string]string{}}
 	runtime.LockOSThread()
-	if req.Restrict && req.Write != nil {
+	if req.Restrict && req.Scope {
+		if _, err := Restrict(Rules{Scope: true}); err != nil {
+			out.Err = err.Error()
+		}
+	} else if req.Restrict && req.Write != nil {
 		_, err := Restrict(Rules{WriteWall: true, Write: req.Write})
 		if err != nil {
 			out.Err = err.Error()
@@ -72,6 +79,12 @@ func childMain(spec string) int {
 		out.Exec[p] = "ok"
 		if err != nil {
 			out.Exec[p] = err.Error()
+		}
+	}
+	if req.Signal {
+		out.Signal = "ok"
+		if err := unix.Kill(os.Getppid(), 0); err != nil {
+			out.Signal = err.Error()
 		}
 	}
 	for _, p := range req.Touch {
@@ -232,5 +245,23 @@ func TestRestrictWrite(t *testing.T) {
 	}
 	if want := "open " + b + ": permission denied"; got.Touch[b] != want {
 		t.Errorf("outside the grant: %q, want %q", got.Touch[b], want)
+	}
+}
+
+// TestRestrictScope: a scoped process cannot signal its parent, which is
+// outside its ruleset; without the scope it can.
+func TestRestrictScope(t *testing.T) {
+	if abi := requireLandlock(t); abi < scopeABI {
+		t.Skipf("Landlock ABI %d has no scopes", abi)
+	}
+	if got := runChild(t, childReq{Signal: true}); got.Signal != "ok" {
+		t.Fatalf("control: signal the parent: %s", got.Signal)
+	}
+	got := runChild(t, childReq{Restrict: true, Scope: true, Signal: true})
+	if got.Err != "" {
+		t.Fatal(got.Err)
+	}
+	if got.Signal != unix.EPERM.Error() {
+		t.Errorf("scoped: signal the parent: %q, want %q", got.Signal, unix.EPERM.Error())
 	}
 }

@@ -20,6 +20,7 @@ type Rules struct {
 	Hide      []string
 	WriteWall bool
 	Write     []string
+	Scope     bool
 }
 
 // Restrict is not supported off Linux.
