@@ -178,6 +178,11 @@ func TestExecWallEndToEnd(t *testing.T) {
 			if r.Code != 0 || !strings.Contains(r.Stderr, "rm: Permission denied") || r.Stdout != "victim\n" {
 				t.Errorf("got %+v; want rm refused with Permission denied and ls to run", r)
 			}
+			// The command itself ends 126: airlock says what that means.
+			r = h.run("run", "--mode", "fix", "--", "sh", "-c", c)
+			if r.Code != 126 || !strings.Contains(r.Stderr, "the kernel refusing a program the policy does not list") {
+				t.Errorf("got %+v; want exit 126 and airlock's note on the exec wall", r)
+			}
 		})
 	}
 	t.Run("missing", func(t *testing.T) {
