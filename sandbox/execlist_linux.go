@@ -343,8 +343,11 @@ func (p *planner) execList(es *ExecSpec, wdReal string, abi int) (*boxconf.Exec,
 		}
 		paths = append(paths, "/tmp", "/var/tmp", "/run", "/dev/shm")
 	}
-	if p.spec.Net != nil {
-		// git's proxy command is airlock itself (airlock-connect).
+	if p.spec.Net != nil && proxyCommandUsers(es.Programs) {
+		// git's and ssh's proxy command is airlock itself
+		// (airlock-connect). It is the same file as the box's init, so
+		// the rule lets the box run airlock's other modes too: it is
+		// given only to a list that has a program needing it.
 		paths = append(paths, boxInitPath, boxConnPath)
 	}
 	what := "only the programs the policy lists (and their loaders and helpers)"
@@ -353,6 +356,19 @@ func (p *planner) execList(es *ExecSpec, wdReal string, abi int) (*boxconf.Exec,
 	}
 	p.box.Notes = append(p.box.Notes, fmt.Sprintf("exec wall: Landlock (ABI %d) lets the box execute %s; any other program fails with Permission denied (exit 126)", abi, what))
 	return &boxconf.Exec{Paths: paths, Hide: programDirs(EnvValue(p.spec.Env, "PATH"))}, nil
+}
+
+// proxyCommandUsers reports whether programs lists git or ssh, which reach
+// the egress proxy through a proxy command (GIT_PROXY_COMMAND for git://,
+// ssh's ProxyCommand) rather than the proxy variables.
+func proxyCommandUsers(programs []string) bool {
+	for _, p := range programs {
+		switch filepath.Base(p) {
+		case "git", "ssh", "scp", "sftp":
+			return true
+		}
+	}
+	return false
 }
 
 // writePaths are the box paths the write wall leaves writable: the write

@@ -133,6 +133,21 @@ func TestExecWall(t *testing.T) {
 					t.Errorf("got exit %d, %q; want exit 0, %q", res.ExitCode, out, "victim\nv.\nv")
 				}
 			})
+			if net {
+				// airlock's own binary in the box (the proxy command of git
+				// and ssh) runs only for a list that has one of them.
+				t.Run("airlock binary", func(t *testing.T) {
+					const cmd = "/run/airlock/airlock tokens < /dev/null"
+					res, out := wallRun(t, t.TempDir(), &sandbox.ExecSpec{Programs: wallPrograms}, net, "sh", "-c", cmd)
+					if res.ExitCode != 126 || !strings.Contains(out, "Permission denied") {
+						t.Errorf("without git or ssh listed: exit %d, %q; want Permission denied", res.ExitCode, out)
+					}
+					res, out = wallRun(t, t.TempDir(), &sandbox.ExecSpec{Programs: append([]string{"git"}, wallPrograms...)}, net, "sh", "-c", cmd)
+					if res.ExitCode != 0 {
+						t.Errorf("with git listed: exit %d, %q; want it to run", res.ExitCode, out)
+					}
+				})
+			}
 			t.Run("written files", func(t *testing.T) {
 				// A copy of a listed program and a script the box
 				// wrote: refused without run_written, run with it.
