@@ -11,7 +11,7 @@ type ExecSpec struct {
 	// only what airlock itself needs (/bin/sh and its loader).
 	Programs []string
 	// RunWritten lets whatever lies beneath the box's writable places (the
-	// write grants in fix mode, /tmp, /var/tmp, /run, /dev/shm and HOME)
+	// write grants in fix mode, /tmp, /var/tmp, /dev/shm and HOME)
 	// be executed too. False: a file the box writes can never run.
 	RunWritten bool
 }

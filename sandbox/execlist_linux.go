@@ -341,7 +341,7 @@ func (p *planner) execList(es *ExecSpec, wdReal string, abi int) (*boxconf.Exec,
 		if h := EnvValue(p.spec.Env, "HOME"); filepath.IsAbs(h) && h != "/" {
 			paths = append(paths, filepath.Clean(h))
 		}
-		paths = append(paths, "/tmp", "/var/tmp", "/run", "/dev/shm")
+		paths = append(paths, "/tmp", "/var/tmp", "/dev/shm")
 	}
 	if p.spec.Net != nil && proxyCommandUsers(es.Programs) {
 		// git's and ssh's proxy command is airlock itself
