@@ -301,6 +301,11 @@ func specFor(p *policy.Policy, w policy.World, environ []string) (sandbox.Spec, 
 		}
 	}
 	spec.Env = boxEnv(p, w, environ)
+	if p.Shell.Allow != nil {
+		// The programs the policy lists are the only ones the kernel
+		// lets a tier-1 box execute (Landlock).
+		spec.Exec = &sandbox.ExecSpec{Programs: p.Shell.Allow, RunWritten: p.Shell.RunWritten}
+	}
 	return spec, nil
 }
 

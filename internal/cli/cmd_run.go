@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/internal/privfile"
@@ -69,9 +70,22 @@ func runCmd() *Command {
 			if res.WallTimeout {
 				fmt.Fprintln(env.Stderr, "airlock: the wall-clock limit ended the command")
 			}
+			if res.ExitCode == errs.ExitRefused && execWalled(res.Description.Notes) {
+				fmt.Fprintln(env.Stderr, "airlock: exit 126 in a box with the exec wall: a \"Permission denied\" above is the kernel refusing a program the policy does not list (shell.allow)")
+			}
 			return &ExitError{Code: res.ExitCode}
 		},
 	}
+}
+
+// execWalled reports whether the box's evidence says it had the exec wall.
+func execWalled(notes []string) bool {
+	for _, n := range notes {
+		if strings.HasPrefix(n, "exec wall: ") {
+			return true
+		}
+	}
+	return false
 }
 
 // runReport is the --report file: the decision and the runner's evidence.

@@ -131,6 +131,7 @@ func printCheck(w io.Writer, rep checkReport) {
 	default:
 		fmt.Fprintf(w, "Cgroups: v%d at %s, controllers %s, writable %s\n", cg.Version, cg.Root, strings.Join(cg.Controllers, " "), yesNo(cg.Writable))
 	}
+	fmt.Fprintf(w, "Landlock: ABI %d\n", r.Landlock.ABI)
 	if r.Yama.Present {
 		fmt.Fprintf(w, "Yama ptrace_scope: %d\n", r.Yama.PtraceScope)
 	} else {
