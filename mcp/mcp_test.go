@@ -121,6 +121,26 @@ func TestFoldKey(t *testing.T) {
 	}
 }
 
+func TestSkeleton(t *testing.T) {
+	tests := []struct {
+		a, b string
+		same bool
+	}{
+		{"get-sum", "GET-SUM", true},
+		{"secret", "ｓｅｃｒｅｔ", true},
+		{"café", "cafe\u0301", true},
+		{"Delete_File", "delete_file", true},
+		{"file", "\ufb01le", true},
+		{"echo", "echo2", false},
+		{"get-sum", "get_sum", false},
+	}
+	for _, tt := range tests {
+		if got := Skeleton(tt.a) == Skeleton(tt.b); got != tt.same {
+			t.Errorf("Skeleton(%q) == Skeleton(%q) is %v, want %v", tt.a, tt.b, got, tt.same)
+		}
+	}
+}
+
 func deep(n int) string {
 	b := make([]byte, 0, 2*n)
 	for i := 0; i < n; i++ {

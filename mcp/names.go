@@ -65,3 +65,11 @@ func runeDesc(r rune) string {
 	}
 	return fmt.Sprintf("an invisible or format character (U+%04X)", r)
 }
+
+// Skeleton is the form in which two names are taken for look-alikes:
+// NFKC with Unicode case folding (FoldKey). Names are compared exactly
+// (byte for byte) everywhere; Skeleton finds the names that a person, or
+// a server matching names loosely, would take for one another: "GET-SUM"
+// and "get-sum", the full-width "ｓｅｃｒｅｔ" and "secret", "café" in NFC
+// and NFD.
+func Skeleton(name string) string { return FoldKey(name) }
