@@ -2,9 +2,13 @@ package gateway
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/airlock-run/airlock/audit"
 )
 
 // TestOversizedNotification: a notification over the size cap from the
@@ -147,5 +151,100 @@ func TestOtherSessionsKeepWorking(t *testing.T) {
 		if got := c.call(3, `{"name":"echo","arguments":{}}`); !strings.Contains(got, "ran echo") {
 			t.Errorf("got %s, want the call answered", got)
 		}
+	}
+}
+
+// auditLog keeps the records the gateway gives Options.Audit.
+type auditLog struct {
+	mu sync.Mutex
+	rs []audit.Record
+}
+
+func (a *auditLog) append(r audit.Record) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.rs = append(a.rs, r)
+	return nil
+}
+
+func (a *auditLog) reasons() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var b strings.Builder
+	for _, r := range a.rs {
+		if r.Kind != "mcp.refused" || r.Verdict != "deny" || r.Reason == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "%s: %s\n", r.Fields["from"], r.Reason)
+	}
+	return b.String()
+}
+
+// TestRefusalsRecorded: every message the gateway refuses, from either
+// side, is answered with an error where it can be and kept in the audit
+// log with its reason.
+func TestRefusalsRecorded(t *testing.T) {
+	peer := &jsPeer{tools: []map[string]any{peerTool("echo")}}
+	peer.hook = func(p *peerSession, m map[string]json.RawMessage) bool {
+		if !strings.Contains(string(m["params"]), `"echo"`) {
+			return false
+		}
+		p.send(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"` + strings.Repeat("x", MaxFrame+10) + `"}}`)
+		p.send(`{"jsonrpc":"2.0","id":"airlock-guess-1","method":"ping"}`)
+		p.send(`{"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"message":"hi"}}`)
+		return false
+	}
+	f := peerFixture(t, peer)
+	log := &auditLog{}
+	f.opts.Audit = log.append
+	g, err := New(f.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newRawClient(t, g)
+	c.init(`{}`)
+	c.listNames(1)
+	for _, tt := range []struct{ line, id string }{
+		{`not json`, `null`},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"a":1,"A":2}}}`, `2`},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nothing","arguments":{}}}`, `3`},
+		{`{"jsonrpc":"2.0","id":"airlock-x","method":"ping"}`, `"airlock-x"`},
+		{strings.Repeat("z", MaxFrame+1), `null`},
+	} {
+		c.send(tt.line)
+		if got, _ := c.until(`"id":` + tt.id); !strings.Contains(got, `"error"`) {
+			t.Errorf("%.40s: got %.200s, want an error", tt.line, got)
+		}
+	}
+	if got := c.call(4, `{"name":"echo","arguments":{}}`); !strings.Contains(got, "ran echo") {
+		t.Errorf("got %.200s, want the call answered", got)
+	}
+	want := []string{
+		"client: JSON: invalid character",
+		"client: JSON: duplicate key",
+		"client: tools/call: the wrapped server did not list a tool named",
+		"client: request id airlock-x",
+		"client: a message of more than 32 MiB",
+		"server: a message of more than 32 MiB",
+		"server: airlock: request id airlock-guess-1",
+		"server: airlock: the client did not declare the elicitation capability",
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := log.reasons()
+		missing := ""
+		for _, w := range want {
+			if !strings.Contains(got, w) {
+				missing = w
+				break
+			}
+		}
+		if missing == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the audit log lacks %q; it holds:\n%s", missing, got)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
