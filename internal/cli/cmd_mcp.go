@@ -115,9 +115,11 @@ func mcpWrapCmd() *Command {
 					// may still be called with other arguments: keep it listed.
 					return d.Verdict != policy.Deny || strings.HasSuffix(d.Rule, ".else")
 				},
-				Prefix:     *prefix,
-				Pins:       pins,
-				ApprovePin: pinApprover(k),
+				Prefix:      *prefix,
+				PolicyTools: func() map[string]policy.ToolRule { return k.Kernel.Policy().Tools },
+				Audit:       k.Audit.Append,
+				Pins:        pins,
+				ApprovePin:  pinApprover(k),
 				// Escalations go to the person at the client when it can
 				// show an elicitation, else to the broker and terminal.
 				WithApprover: mediator.WithApprover,
@@ -178,7 +180,7 @@ func pinApprover(k *wiring.Kernel) func(ctx context.Context, old, new gateway.De
 			timeout = mediator.DefaultEscalationTimeout
 		}
 		o := k.Broker.Ask(ctx, approvals.Request{Kind: "tool", Tool: new.Name, Category: string(policy.CatTools),
-			Args:   map[string]any{"old_description": old.Description, "new_description": new.Description, "new_input_schema": string(new.InputSchema)},
+			Args:   gateway.ApprovalArgs(old, new),
 			Reason: fmt.Sprintf("the definition of the MCP tool %s changed since it was pinned", new.Name), NoGrant: "a changed definition is approved once"},
 			timeout)
 		var err error
