@@ -36,6 +36,10 @@ type BadFrame struct {
 	TooLong bool
 	// Reused is set for a request whose id is still in flight.
 	Reused bool
+	// Request is set unless the frame reads as an answer (a "result" or
+	// "error" member comes before any "method"): its id is then one of the
+	// sender's requests, not that of a request of the other side's.
+	Request bool
 	Err    error
 }
 
@@ -95,7 +99,7 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return nil, err
 		}
 		if head != nil {
-			return nil, &BadFrame{ID: idFromEnds(head, tail), TooLong: true,
+			return nil, &BadFrame{ID: idFromEnds(head, tail), TooLong: true, Request: !startsAnswer(head),
 				Err: errs.Invalidf("a message of more than %d MiB", c.max>>20)}
 		}
 		line = bytes.TrimSpace(line)
@@ -111,7 +115,7 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return nil, bad
 		}
 		if err != nil {
-			return nil, &BadFrame{ID: idOf(line), Err: err}
+			return nil, &BadFrame{ID: idOf(line), Request: !startsAnswer(line), Err: err}
 		}
 		c.queue = msgs[1:]
 		return msgs[0], nil
@@ -166,7 +170,7 @@ func (c *lineConn) decode(line []byte) ([]jsonrpc.Message, error) {
 			}
 			c.bmu.Unlock()
 			if reused {
-				return nil, &BadFrame{ID: r.ID, Reused: true, Err: errReused(r.ID)}
+				return nil, &BadFrame{ID: r.ID, Reused: true, Request: true, Err: errReused(r.ID)}
 			}
 		}
 		return []jsonrpc.Message{m}, nil
@@ -407,6 +411,52 @@ func idOf(line []byte) jsonrpc.ID {
 		return jsonrpc.ID{}
 	}
 	return id
+}
+
+// startsAnswer reports whether the object data begins (data may be cut
+// short) has a top-level "result" or "error" member before any "method".
+func startsAnswer(data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	depth := 1
+	key := true
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+			}
+			if depth == 1 {
+				key = true
+			}
+			if depth == 0 {
+				return false
+			}
+			continue
+		}
+		if depth != 1 {
+			continue
+		}
+		if key {
+			switch tok {
+			case "method":
+				return false
+			case "result", "error":
+				return true
+			}
+			key = false
+			continue
+		}
+		key = true // a scalar value at depth 1
+	}
 }
 
 var (

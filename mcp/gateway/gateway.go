@@ -436,6 +436,10 @@ func reencode(raw json.RawMessage) (json.RawMessage, error) {
 }
 
 func (s *session) badFromClient(ctx context.Context, bad *BadFrame) {
+	if bad.ID.IsValid() && !bad.Request {
+		s.badAnswerFromClient(ctx, bad)
+		return
+	}
 	code := jsonrpc.CodeParseError
 	if bad.ID.IsValid() || bad.TooLong || bad.Reused {
 		code = jsonrpc.CodeInvalidRequest
@@ -463,6 +467,23 @@ func (s *session) badFromClient(ctx context.Context, bad *BadFrame) {
 	if err := s.client.Write(ctx, resp); err != nil {
 		s.log().Debug("mcp: answer a bad frame", "err", err)
 	}
+}
+
+// badAnswerFromClient handles a broken answer of the client's: to one of
+// airlock's questions (which then has its answer: an error), or to a
+// request of the server's, which hears why.
+func (s *session) badAnswerFromClient(ctx context.Context, bad *BadFrame) {
+	s.record(ctx, fromClientSide, "", bad.ID, bad.Err)
+	answer := &jsonrpc.Response{ID: bad.ID, Error: mcp.Error(errs.Invalidf("airlock: the client's answer was refused: %v", bad.Err))}
+	s.mu.Lock()
+	ch := s.ours[bad.ID]
+	delete(s.ours, bad.ID)
+	s.mu.Unlock()
+	if ch != nil {
+		ch <- answer
+		return
+	}
+	s.toServer(ctx, answer)
 }
 
 // noteClient remembers what the client can do, read with exact keys.
@@ -639,16 +660,25 @@ func (s *session) badFromServer(ctx context.Context, bad *BadFrame) {
 		s.log().Warn("mcp: the wrapped server sent a bad message", "err", bad.Err, "count", n)
 		s.record(ctx, fromServerSide, "", bad.ID, bad.Err)
 	}
-	if bad.Reused {
-		// The server reused the id of one of its requests still in flight.
+	switch {
+	case bad.ID.IsValid() && bad.Request:
+		// A request of the server's own (or one reusing the id of one
+		// still in flight): the server hears why, aside from any answer
+		// it waits for under that id.
 		if lc, ok := s.server.(*lineConn); ok {
-			lc.writeAside(&jsonrpc.Response{ID: bad.ID, Error: mcp.Error(bad.Err)})
+			lc.writeAside(&jsonrpc.Response{ID: bad.ID, Error: mcp.Error(errs.Invalidf("airlock: %v", bad.Err))})
 		}
-		return
-	}
-	if bad.ID.IsValid() {
+	case bad.ID.IsValid():
 		if p := s.take(bad.ID); p != nil {
 			s.reply(ctx, bad.ID, errs.Unavailablef("the wrapped server answered with a broken message: %v", bad.Err))
+			return
+		}
+		s.mu.Lock()
+		mine := s.oursServer[bad.ID]
+		delete(s.oursServer, bad.ID)
+		s.mu.Unlock()
+		if mine != nil {
+			mine <- &jsonrpc.Response{ID: bad.ID, Error: mcp.Error(errs.Unavailablef("a broken answer: %v", bad.Err))}
 		}
 	}
 	// A frame without an id (a notification, or an answer too long to

@@ -248,3 +248,66 @@ func TestRefusalsRecorded(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestServerBadRequestLeavesCalls: a broken request of the server's under
+// an id that is also the id of a client's call in flight is the server's
+// problem alone; the call gets its own answer. It used to be failed with
+// the server's broken message.
+func TestServerBadRequestLeavesCalls(t *testing.T) {
+	peer := &jsPeer{tools: []map[string]any{peerTool("echo")}}
+	peer.hook = func(p *peerSession, m map[string]json.RawMessage) bool {
+		if !strings.Contains(string(m["params"]), `"echo"`) {
+			return false
+		}
+		p.send(`{"jsonrpc":"2.0","id":2,"method":"ping","params":{"a":1,"A":2}}`)
+		p.send(`{"jsonrpc":"2.0","id":2,"method":"ping","params":{"pad":"` + strings.Repeat("x", MaxFrame+10) + `"}}`)
+		return false
+	}
+	f := peerFixture(t, peer)
+	g, err := New(f.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newRawClient(t, g)
+	c.init(`{}`)
+	c.listNames(1)
+	if got := c.call(2, `{"name":"echo","arguments":{}}`); !strings.Contains(got, "ran echo") {
+		t.Errorf("got %.300s, want the call's own answer", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n := 0
+		for _, r := range peer.responses() {
+			if string(r["id"]) == "2" && r["error"] != nil {
+				n++
+			}
+		}
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server got %d errors for its broken requests, want 2", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestStartsAnswer(t *testing.T) {
+	tests := []struct {
+		in   string
+		want bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"result":{"method":"x"}}`, true},
+		{`{"result":{"content":[{"text":"xxxxxxxx`, true},
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":1`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping"}`, false},
+		{`{"jsonrpc":"2.0","params":{"result":1},"method":"x"}`, false},
+		{`{"jsonrpc":"2.0","id":1,"METHOD":"x"}`, false},
+		{`not json`, false},
+	}
+	for _, tt := range tests {
+		if got := startsAnswer([]byte(tt.in)); got != tt.want {
+			t.Errorf("startsAnswer(%s) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
