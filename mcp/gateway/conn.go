@@ -40,7 +40,7 @@ type BadFrame struct {
 	// "error" member comes before any "method"): its id is then one of the
 	// sender's requests, not that of a request of the other side's.
 	Request bool
-	Err    error
+	Err     error
 }
 
 func (b *BadFrame) Error() string { return b.Err.Error() }
