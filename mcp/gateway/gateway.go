@@ -373,7 +373,7 @@ func (s *session) fromClient(ctx context.Context) error {
 				ch <- m
 				continue
 			}
-			s.toServer(ctx, m)
+			s.toServer(ctx, reencodeResponse(m))
 		case *jsonrpc.Request:
 			s.clientRequest(ctx, m)
 		}
@@ -433,6 +433,26 @@ func reencode(raw json.RawMessage) (json.RawMessage, error) {
 		return nil, err
 	}
 	return canonical(raw), nil
+}
+
+// reencodeResponse writes an answer of the client's to the server anew
+// (its result and error data in canonical form), as every message is.
+func reencodeResponse(m *jsonrpc.Response) *jsonrpc.Response {
+	out := &jsonrpc.Response{ID: m.ID}
+	if len(m.Result) > 0 {
+		out.Result = canonical(m.Result)
+	}
+	var je *jsonrpc.Error
+	if errors.As(m.Error, &je) {
+		e := &jsonrpc.Error{Code: je.Code, Message: je.Message}
+		if len(je.Data) > 0 {
+			e.Data = canonical(je.Data)
+		}
+		out.Error = e
+	} else if m.Error != nil {
+		out.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: m.Error.Error()}
+	}
+	return out
 }
 
 func (s *session) badFromClient(ctx context.Context, bad *BadFrame) {
