@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 
 	"github.com/airlock-run/airlock/mcp"
-
 	"github.com/airlock-run/airlock/mediator"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
