@@ -153,7 +153,7 @@ func deep(n int) string {
 }
 
 func FuzzCheckJSON(f *testing.F) {
-	for _, s := range []string{`{"a":1}`, `{"a":1,"a":2}`, `[{"x":[{}]}]`, `{"a":`, `"\u0061"`, `{"a":{"b":{"a":1,"b":2}}}`} {
+	for _, s := range []string{`{"a":1}`, `{"a":1,"a":2}`, `[{"x":[{}]}]`, `{"a":`, `"\u0061"`, `{"a":{"b":{"a":1,"b":2}}}`, `{"name":1,"Name":2}`, `{"ｎａｍｅ":1,"name":2}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
