@@ -348,6 +348,14 @@ func TestServerCannotSpoofAirlock(t *testing.T) {
 	if len(spoofed) == 0 {
 		t.Fatal("the server saw no id of the gateway's")
 	}
+	// The two directions have namespaces of their own, 128 random bits each.
+	var q struct{ ID string }
+	json.Unmarshal([]byte(airlockQ), &q)
+	serverNS := spoofed[0][:strings.LastIndex(spoofed[0], "-")]
+	clientNS := q.ID[:max(strings.LastIndex(q.ID, "-"), 0)]
+	if clientNS == "" || clientNS == serverNS || len(strings.TrimPrefix(clientNS, "airlock-")) < 32 || len(strings.TrimPrefix(serverNS, "airlock-")) < 32 {
+		t.Errorf("ids toward the client %q and toward the server %q, want separate 128-bit namespaces", q.ID, spoofed[0])
+	}
 	for _, r := range peer.responses() {
 		var id string
 		json.Unmarshal(r["id"], &id)
