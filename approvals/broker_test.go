@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlock-run/airlock/audit"
+	"github.com/airlock-run/airlock/internal/testsupport"
 	"github.com/airlock-run/airlock/policy"
 )
 
@@ -538,9 +539,7 @@ func TestOtherUserRefused(t *testing.T) {
 		fmt.Printf("reply:%s err:%v\n", strings.TrimSpace(rep), err)
 		os.Exit(0)
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run a child as another uid")
-	}
+	testsupport.Require(t, testsupport.Root) // to run a child as another uid
 	exe, err := os.Executable()
 	if err != nil {
 		t.Skip(err)
@@ -628,9 +627,7 @@ func TestDenialCodes(t *testing.T) {
 // it gets nothing.
 func TestBoxedPeerRefused(t *testing.T) {
 	const bwrap = "/usr/bin/bwrap"
-	if _, err := os.Stat(bwrap); err != nil {
-		t.Skip("bubblewrap is not installed:", err)
-	}
+	testsupport.Require(t, testsupport.Bwrap)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Skip(err)
@@ -652,7 +649,7 @@ func TestBoxedPeerRefused(t *testing.T) {
 		out, _ := io.ReadAll(r)
 		st, _ := p.Wait()
 		if !strings.Contains(string(out), "reply:") {
-			t.Skipf("bubblewrap cannot make a box here (%v): %s", st, out)
+			testsupport.Missing(t, "bubblewrap cannot make a box here (%v): %s", st, out)
 		}
 		return string(out)
 	}

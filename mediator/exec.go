@@ -29,28 +29,18 @@ const BoxPATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 // BoxHome is HOME inside a tier-1 box: a private, empty tmpfs.
 const BoxHome = "/home/airlock"
 
-// ExecOptions say how an allowed command runs.
+// ExecOptions say how an allowed command runs. The tier, the airlock
+// binary, the environment and the announcements are the kernel's (Options).
 type ExecOptions struct {
-	// Tier is the tier to run at; sandbox.TierAuto is the best the host
-	// gives. The policy's `isolation: none` forces tier 0, announced.
-	Tier sandbox.Tier
 	// Stdin, Stdout and Stderr are the command's streams; nil is empty input
 	// and discarded output.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	// OutputCap bounds the output passed on; 0 is no bound.
 	OutputCap int64
-	// Environ is the caller's environment. Only the names the policy's
-	// env.allow admits reach the command.
-	Environ []string
-	// Exe is the airlock binary that runs as the box's init.
-	Exe string
 	// Binds are extra read-only files for the box (files handed between
 	// tools).
 	Binds []sandbox.Bind
-	// Warn receives announcements a person must see (an unconfined run).
-	// nil discards them.
-	Warn func(string)
 	// Session marks a command that lives as long as its caller's session
 	// (an MCP server behind the gateway): the policy's wall-clock limit
 	// does not apply, and ctx ending tears the box down instead.
@@ -61,7 +51,7 @@ type ExecOptions struct {
 // run.
 type ExecResult struct {
 	runner.Result
-	Outcome Outcome
+	Outcome Outcome `json:"outcome"`
 }
 
 // Exec decides call (KindExec or KindShell) and, when it is allowed, runs it
@@ -72,52 +62,25 @@ func (k *Kernel) Exec(ctx context.Context, call Call, o ExecOptions) (ExecResult
 	if call.Kind != KindExec && call.Kind != KindShell {
 		return ExecResult{}, errs.Invalidf("exec: a %s call is not a command", call.Kind)
 	}
-	out, err := k.Decide(ctx, call)
+	out, err := k.decideFront(ctx, call)
 	res := ExecResult{Outcome: out}
 	if err != nil {
 		return res, err
-	}
-	p := k.Policy()
-	if call.Narrow != nil {
-		p = p.Narrow(call.Narrow)
 	}
 	argv := call.Argv
 	if call.Kind == KindShell {
 		argv = []string{"/bin/sh", "-c", call.Command}
 	}
-	spec, err := SpecFor(p, k.world, o.Environ)
+	b, err := k.box(ctx, call, "the command", true)
 	if err != nil {
 		return res, err
 	}
-	if err := k.checkPrivate(spec); err != nil {
-		return res, err
-	}
-	spec.Binds = append(spec.Binds, o.Binds...)
+	defer b.stop()
+	b.spec.Binds = append(b.spec.Binds, o.Binds...)
 	if o.Session {
-		spec.Limits.Wall = 0
+		b.spec.Limits.Wall = 0
 	}
-	tier := o.Tier
-	if p.Isolation == "none" {
-		tier = sandbox.Tier0
-	} else if tier == sandbox.TierAuto {
-		// auto is the best the host gives, and a host that gives no
-		// confinement at all is a failure, never a silent tier 0.
-		if tier = sandbox.Probe().Tier(); tier == sandbox.Tier0 {
-			return res, errs.Unavailablef("sandbox: this host gives no confinement (run `airlock sandbox check` for the fix, or --sandbox off to run unconfined)")
-		}
-	}
-	if tier == sandbox.Tier0 && o.Warn != nil {
-		o.Warn("WARNING: running UNCONFINED (tier 0): the command has your files, network and rights; only its working directory and environment are its own")
-	}
-	if len(p.Net.Allow) > 0 && tier != sandbox.Tier0 {
-		stop, ns, err := k.startEgress(ctx, p, call)
-		if err != nil {
-			return res, err
-		}
-		defer stop()
-		spec.Net = ns
-	}
-	r, err := runner.Run(ctx, o.Exe, runner.Request{Argv: argv, Spec: spec, Tier: tier,
+	r, err := runner.Run(ctx, k.run.exe, runner.Request{Argv: argv, Spec: b.spec, Tier: b.tier,
 		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, OutputCap: o.OutputCap})
 	res.Result = r
 	if rerr := k.recordRun(ctx, call, r, err); rerr != nil && err == nil {
@@ -126,24 +89,88 @@ func (k *Kernel) Exec(ctx context.Context, call Call, o ExecOptions) (ExecResult
 	return res, err
 }
 
+// box is the confinement of an allowed call: the policy in force for it
+// (narrowed), mapped to mounts, environment and limits, refused when its
+// writes reach airlock's own state, at the kernel's tier, with the egress
+// proxy up when the policy allows a network and network is wanted.
+type box struct {
+	spec sandbox.Spec
+	tier sandbox.Tier
+	stop func()
+}
+
+func (k *Kernel) box(ctx context.Context, call Call, what string, network bool) (box, error) {
+	p := k.Policy()
+	if call.Narrow != nil {
+		p = p.Narrow(call.Narrow)
+	}
+	spec, err := specFor(p, k.world, k.run.environ)
+	if err != nil {
+		return box{}, err
+	}
+	if err := k.checkPrivate(spec); err != nil {
+		return box{}, err
+	}
+	tier, err := k.tierFor(p, what)
+	if err != nil {
+		return box{}, err
+	}
+	b := box{spec: spec, tier: tier, stop: func() {}}
+	if network && len(p.Net.Allow) > 0 && tier != sandbox.Tier0 {
+		stop, ns, err := k.startEgress(ctx, p, call)
+		if err != nil {
+			return box{}, err
+		}
+		b.stop, b.spec.Net = stop, ns
+	}
+	return b, nil
+}
+
 // checkPrivate refuses a box whose writable paths reach airlock's own
-// state, at either spelling of the paths.
+// state.
 func (k *Kernel) checkPrivate(spec sandbox.Spec) error {
 	if !spec.Writable {
 		return nil
 	}
-	for _, w := range spec.Write {
+	return CheckPrivate(k.private, spec.Write)
+}
+
+// CheckPrivate refuses when a box-writable path holds one of airlock's own
+// files or directories, or lies inside one of them (a grant of the file
+// store's blobs/ would let the box swap the files it is handed), at either
+// spelling of each (as written, links resolved). It is not the call's
+// fault: no call runs under such a policy, so airlock cannot run it (exit
+// 125).
+func CheckPrivate(private, writable []string) error {
+	within := func(p, dir string) bool {
+		return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+	}
+	for _, w := range writable {
 		for _, wf := range spellings(w) {
-			for _, p := range k.private {
+			for _, p := range private {
 				for _, pf := range spellings(p) {
-					if pf == wf || strings.HasPrefix(pf, strings.TrimSuffix(wf, "/")+"/") {
-						return errs.Invalidf("fs.write: %s holds airlock's own %s, which a box may never write; grant a narrower directory", w, p)
+					if within(pf, wf) {
+						return errs.Unavailablef("fs.write: %s holds airlock's own %s, which a box may never write; grant a narrower directory or name another place", w, p)
+					}
+					if within(wf, pf) {
+						return errs.Unavailablef("fs.write: %s lies inside airlock's own %s, which a box may never write; grant a directory outside it", w, p)
 					}
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// BoxWritable is every existing path a box under p may write in fix mode,
+// absolute, in w.
+func BoxWritable(p *policy.Policy, w policy.World) ([]string, error) {
+	w.Mode = policy.Fix
+	spec, err := specFor(p, w, nil)
+	if err != nil {
+		return nil, err
+	}
+	return spec.Write, nil
 }
 
 // spellings is a path as written and with its links resolved (as far as
@@ -211,12 +238,12 @@ func (k *Kernel) startEgress(ctx context.Context, p *policy.Policy, call Call) (
 		},
 		AllowAddr: list.AllowsAddr,
 		DenyAddr:  list.DeniesAddr,
-		Audit: func(e egress.Event) {
+		Audit: func(e egress.Event) error {
 			v := policy.Deny
 			if e.Allow {
 				v = policy.Allow
 			}
-			_ = k.record(context.WithoutCancel(ctx), Record{Kind: "egress", Time: e.Start, CallDigest: call.Digest(),
+			return k.record(context.WithoutCancel(ctx), Record{Kind: "egress", Time: e.Start, CallDigest: call.Digest(),
 				Verdict: v, Rule: e.Rule, Reason: e.Reason, Decider: "egress", Category: policy.CatNet,
 				Fields: map[string]any{"event": e}})
 		},
@@ -250,11 +277,11 @@ func (noResolver) LookupNetIP(ctx context.Context, network, host string) ([]neti
 	return nil, errors.New("name resolution is off in this policy (net.dns: none)")
 }
 
-// SpecFor maps a policy to the confinement of a box: the one place a policy
+// specFor maps a policy to the confinement of a box: the one place a policy
 // becomes mounts, an environment and limits. Relative paths are taken from
 // the working directory, `~` from the caller's home; globs are expanded to
 // what exists now. Writes are granted only in fix mode.
-func SpecFor(p *policy.Policy, w policy.World, environ []string) (sandbox.Spec, error) {
+func specFor(p *policy.Policy, w policy.World, environ []string) (sandbox.Spec, error) {
 	spec := sandbox.Spec{
 		Workdir:    w.Workdir,
 		Writable:   w.Mode == policy.Fix && len(p.FS.Write) > 0,

@@ -1,11 +1,21 @@
-// Package mediator is airlock's kernel loop. Every call an agent asks for —
-// a command, a shell string, a file read or write, a connection, a tool call —
-// comes here first: it is decided against the policy (narrowed for the call
-// when the call carries a narrower one), put to a person when the policy says
-// escalate, recorded, and only then handed to the part that acts on it.
+// Package mediator is airlock's kernel loop, in one place for every front
+// end. Every call an agent asks for — a command, a shell string, a file read,
+// write, listing or search, a connection, a tool call, a read of an
+// offloaded result — comes here: it is decided against the policy (narrowed
+// for the call when the call carries a narrower one), put to a person when
+// the policy says escalate, checked against airlock's private state,
+// confined in the box only this package builds, run, fitted or offloaded,
+// and recorded:
 //
-// The CLI, the daemon wiring and the mcp package import it. It never starts a
-// process itself: running goes through runner, confinement through sandbox.
+//	front end ──Call──▶ Decide ──▶ escalate ──▶ private-state check ──▶ box (tier resolved once)
+//	                                                                     │ run (runner)
+//	                                                                     ▼
+//	           ◀──Outcome/text── fit / offload ◀──────────── output ◀────┘   every step recorded
+//
+// Front ends (internal/cli, mcp/serve, mcp/gateway, the jobs worker) import
+// it and translate their transport's messages into Calls; none of them
+// builds a box or runs a process. It never starts a process itself: running
+// goes through runner, confinement through sandbox.
 package mediator
 
 import (
@@ -19,7 +29,10 @@ import (
 	"time"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/files"
+	"github.com/airlock-run/airlock/offload"
 	"github.com/airlock-run/airlock/policy"
+	"github.com/airlock-run/airlock/sandbox"
 )
 
 // Kind is what a call asks to do.
@@ -27,12 +40,17 @@ type Kind string
 
 // Kinds of call.
 const (
-	KindExec  Kind = "exec"     // run Argv
-	KindShell Kind = "shell"    // run a shell string
-	KindRead  Kind = "fs.read"  // read Path
-	KindWrite Kind = "fs.write" // write Path
-	KindNet   Kind = "net"      // connect to Host:Port
-	KindTool  Kind = "tool"     // call Tool with Args
+	KindExec   Kind = "exec"      // run Argv
+	KindShell  Kind = "shell"     // run a shell string
+	KindRead   Kind = "fs.read"   // read Path
+	KindWrite  Kind = "fs.write"  // write Path
+	KindNet    Kind = "net"       // connect to Host:Port
+	KindTool   Kind = "tool"      // call Tool with Args
+	KindList   Kind = "fs.list"   // list the directory Path
+	KindSearch Kind = "fs.search" // search files under Path for Pattern
+	// KindReadResult reads part of an offloaded result (Args as read_result
+	// takes them), decided as a call of the tool read_result.
+	KindReadResult Kind = "read_result"
 )
 
 // Call is one request of an agent. Only the fields of its Kind are read.
@@ -45,6 +63,12 @@ type Call struct {
 	Port    int            `json:"port,omitempty"`
 	Tool    string         `json:"tool,omitempty"`
 	Args    map[string]any `json:"args,omitempty"`
+	// Pattern is what a search looks for (an extended regular expression).
+	Pattern string `json:"pattern,omitempty"`
+	// Content is what a write puts in the file; it is decided and
+	// recorded by its SHA-256, which the kernel fills in.
+	Content       *string `json:"-"`
+	ContentSHA256 string  `json:"content_sha256,omitempty"`
 	// Narrow, when set, is a narrower policy for this call alone: the call is
 	// decided against the intersection of it and the kernel's policy, which
 	// can only restrict, and nothing of it outlives the call.
@@ -170,6 +194,11 @@ type Kernel struct {
 	now      func() time.Time
 	timeout  time.Duration
 	private  []string
+	run      runConfig
+	tier     func() (sandbox.Tier, error)
+	// afterDecide runs between a file call's decision and its execution
+	// (tests only: the window an attacker swapping a path for a link uses).
+	afterDecide func(Call)
 
 	mu      sync.RWMutex
 	policy  *policy.Policy
@@ -187,7 +216,50 @@ type Options struct {
 	// an agent could approve its own calls or rewrite the evidence. A
 	// policy whose writes reach one of them is refused at run time.
 	Private []string
+
+	// Tier is the sandbox tier calls run at. sandbox.TierAuto is the best
+	// the host gives, found once for the kernel; a host that gives no
+	// confinement is then an error, never a silent tier 0. The policy's
+	// `isolation: none` runs at tier 0, announced through Warn.
+	Tier sandbox.Tier
+	// Exe is the airlock binary that runs as the box's init; "" refuses
+	// every call that needs a box.
+	Exe string
+	// Environ is the caller's environment; only the names the policy's
+	// env.allow admits reach a box.
+	Environ []string
+	// Warn receives announcements a person must see (an unconfined run);
+	// nil discards them.
+	Warn func(string)
+	// OutputCap bounds what one call's programs may write (stdout and
+	// stderr together) when a front end keeps the output; 0 is
+	// DefaultOutputCap.
+	OutputCap int64
+	// Offloader keeps results too heavy for a model in the file store, in
+	// Scope; nil keeps every result inline (MaxResult still holds) and
+	// read_result finds nothing.
+	Offloader *offload.Offloader
+	Scope     files.Scope
+	// AfterDecide, for tests, runs between a file call's decision and its
+	// execution; nil (always, outside tests) runs nothing.
+	AfterDecide func(Call)
 }
+
+// runConfig is how the kernel runs and finishes what it allowed.
+type runConfig struct {
+	exe       string
+	environ   []string
+	warn      func(string)
+	outputCap int64
+	offloader *offload.Offloader
+	scope     files.Scope
+}
+
+// DefaultOutputCap bounds what one call's programs may write when a front
+// end keeps the output. It is a little over MaxResult, so that a result too
+// big to return is seen as such and refused with a request for less, rather
+// than cut silently.
+const DefaultOutputCap = offload.MaxResult + 1<<20
 
 // DefaultEscalationTimeout is how long an escalation waits for a person when
 // the policy names no timeout.
@@ -204,9 +276,18 @@ func New(p *policy.Policy, world policy.World, o Options) (*Kernel, error) {
 		return nil, err
 	}
 	k := &Kernel{world: world, approver: o.Approver, recorder: o.Recorder,
-		now: o.Now, policy: p, checker: c, private: o.Private}
+		now: o.Now, policy: p, checker: c, private: o.Private,
+		run: runConfig{exe: o.Exe, environ: o.Environ, warn: o.Warn, outputCap: o.OutputCap,
+			offloader: o.Offloader, scope: o.Scope},
+		tier: resolveOnce(o.Tier), afterDecide: o.AfterDecide}
 	if k.now == nil {
 		k.now = time.Now
+	}
+	if k.run.outputCap <= 0 {
+		k.run.outputCap = DefaultOutputCap
+	}
+	if k.run.warn == nil {
+		k.run.warn = func(string) {}
 	}
 	k.timeout = p.Escalation.Timeout
 	if k.timeout <= 0 {
@@ -224,12 +305,32 @@ func (k *Kernel) Policy() *policy.Policy {
 
 // Outcome is how a call was decided.
 type Outcome struct {
-	Decision policy.Decision
+	Decision policy.Decision `json:"decision"`
 	// Decider is "policy", "grant", "person:<name>", "timeout" or "error".
-	Decider string
+	Decider string `json:"decider"`
 	// Commands holds, for a shell call, the decision of every simple
 	// command the string would run.
-	Commands []policy.CommandDecision
+	Commands []policy.CommandDecision `json:"commands,omitempty"`
+	// Cause is why an approval could not be obtained (decider "error");
+	// it is recorded, never shown to the agent.
+	Cause error `json:"-"`
+}
+
+// decideFront decides a call a front end made for one of its tools: when
+// the policy names that tool under `tools` (so `tools: {exec: false}`
+// switches exec off, and an escalate there asks a person for every call),
+// it is decided as a call of the tool with the call's arguments first; a
+// tool the policy does not name is decided by what it does alone.
+func (k *Kernel) decideFront(ctx context.Context, call Call) (Outcome, error) {
+	if call.Tool != "" && call.Kind != KindTool && call.Kind != KindReadResult {
+		if _, named := k.Policy().Tools[call.Tool]; named {
+			tc := Call{Kind: KindTool, Tool: call.Tool, Args: call.Args, Narrow: call.Narrow}
+			if out, err := k.Decide(ctx, tc); err != nil {
+				return out, err
+			}
+		}
+	}
+	return k.Decide(ctx, call)
 }
 
 // Decide decides call. It returns a nil error when the call may go ahead and
@@ -243,7 +344,10 @@ func (k *Kernel) Decide(ctx context.Context, call Call) (Outcome, error) {
 		if rerr := k.recordDecision(ctx, call, out); rerr != nil {
 			return out, rerr
 		}
-		return out, &errs.Denial{Code: errs.CodePolicyDenied, Category: string(out.Decision.Category), Reason: out.Decision.Reason}
+		// A call that cannot be decided (no argv, an unknown kind) is a bad
+		// call, not a refusal: the caller reads its class (invalid), so an
+		// agent fixes the call instead of taking it as POLICY_DENIED.
+		return out, err
 	}
 	if out.Decision.Verdict == policy.Escalate {
 		out = k.escalate(ctx, call, out)
@@ -275,7 +379,7 @@ func (k *Kernel) decide(call Call) (Outcome, error) {
 	case KindShell:
 		sd := c.Shell(call.Command)
 		out.Decision, out.Commands = sd.Overall, sd.Commands
-	case KindRead:
+	case KindRead, KindList, KindSearch:
 		out.Decision = c.Path(policy.Read, call.Path)
 	case KindWrite:
 		out.Decision = c.Path(policy.Write, call.Path)
@@ -283,6 +387,14 @@ func (k *Kernel) decide(call Call) (Outcome, error) {
 		out.Decision = c.Net(call.Host, call.Port)
 	case KindTool:
 		out.Decision = c.Tool(call.Tool, call.Args)
+	case KindReadResult:
+		// Reading back a result this kernel kept is airlock's own tool:
+		// the text came from a call that was allowed. A policy that names
+		// read_result under tools decides it as that tool.
+		out.Decision = policy.Decision{Verdict: policy.Allow, Category: policy.CatTools, Rule: "read_result"}
+		if _, named := p.Tools[ReadResultTool]; named {
+			out.Decision = c.Tool(ReadResultTool, call.Args)
+		}
 	default:
 		return out, errs.Invalidf("unknown call kind %q", call.Kind)
 	}
@@ -297,6 +409,29 @@ func isGrantRule(rule string) bool { return strings.HasPrefix(rule, "grants[") }
 // escalate puts the call to a person and turns the reply into an outcome.
 // Every path that is not an explicit allow denies.
 func (k *Kernel) escalate(ctx context.Context, call Call, out Outcome) Outcome {
+	e := Escalation{}
+	if strings.HasPrefix(out.Decision.Rule, "builtin.") {
+		// A built-in rule guards against catastrophe in any context; a
+		// grant never lifts it, so "always" is not offered.
+		return k.ask(ctx, call, out, "a built-in safety rule asked; it is decided each time")
+	} else if g, err := grantFor(call, k.now()); err == nil {
+		e.Grant = &g
+	} else {
+		e.NoGrant = err.Error()
+	}
+	return k.askWith(ctx, call, out, e)
+}
+
+// ask puts call to a person without offering "allow always" (noGrant says
+// why).
+func (k *Kernel) ask(ctx context.Context, call Call, out Outcome, noGrant string) Outcome {
+	return k.askWith(ctx, call, out, Escalation{NoGrant: noGrant})
+}
+
+// askWith puts e (its call, decision and timeout filled in here) to the
+// approver and turns the reply into an outcome. Every path that is not an
+// explicit allow denies.
+func (k *Kernel) askWith(ctx context.Context, call Call, out Outcome, e Escalation) Outcome {
 	denied := func(decider, why string) Outcome {
 		d := out.Decision
 		d.Verdict, d.Reason = policy.Deny, why
@@ -309,23 +444,18 @@ func (k *Kernel) escalate(ctx context.Context, call Call, out Outcome) Outcome {
 	if approver == nil {
 		return denied("timeout", "nobody was there to approve it")
 	}
-	e := Escalation{Call: call, Decision: out.Decision, Timeout: k.timeout}
-	if strings.HasPrefix(out.Decision.Rule, "builtin.") {
-		// A built-in rule guards against catastrophe in any context; a
-		// grant never lifts it, so "always" is not offered.
-		e.NoGrant = "a built-in safety rule asked; it is decided each time"
-	} else if g, err := grantFor(call, k.now()); err == nil {
-		e.Grant = &g
-	} else {
-		e.NoGrant = err.Error()
-	}
+	e.Call, e.Decision, e.Timeout = call, out.Decision, k.timeout
 	ctx, cancel := context.WithTimeout(ctx, k.timeout)
 	defer cancel()
 	r := approver.Ask(ctx, e)
 	switch r.Answer {
 	case AnswerAllowOnce, AnswerAllowAlways:
 		if r.Answer == AnswerAllowAlways && r.Grant != nil {
-			k.addGrant(*r.Grant)
+			if err := k.addGrant(*r.Grant); err != nil {
+				// Never an "always" that silently does not hold: the
+				// call is refused with the reason, which the person reads.
+				return denied("error", "the allow-always grant cannot be applied ("+errs.AgentMessage(err)+"); answer allow-once instead")
+			}
 		}
 		d := out.Decision
 		d.Verdict = policy.Allow
@@ -337,17 +467,28 @@ func (k *Kernel) escalate(ctx context.Context, call Call, out Outcome) Outcome {
 	case AnswerPending:
 		return denied("pending", "it waits for a person's answer")
 	default:
-		return denied("error", "the approval could not be obtained")
+		o := denied("error", "the approval could not be obtained")
+		o.Cause = r.Err
+		return o
 	}
 }
 
-func (k *Kernel) addGrant(g policy.Grant) {
+// addGrant lifts the escalation for g from now on. A grant the Checker
+// would ignore (ValidateGrant refuses it) or a policy that no longer
+// compiles with it is an error, never a grant that silently does nothing.
+func (k *Kernel) addGrant(g policy.Grant) error {
+	if err := policy.ValidateGrant(g); err != nil {
+		return errs.Invalidf("%v", err)
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	p := k.policy.WithGrants([]policy.Grant{g})
-	if c, err := p.Compile(k.world); err == nil {
-		k.policy, k.checker = p, c
+	c, err := p.Compile(k.world)
+	if err != nil {
+		return fmt.Errorf("compile the policy with the grant: %w", err)
 	}
+	k.policy, k.checker = p, c
+	return nil
 }
 
 // grantFor is the rule "allow always" would save for call. Only an argv or
@@ -366,6 +507,9 @@ func grantFor(call Call, now time.Time) (policy.Grant, error) {
 func (k *Kernel) recordDecision(ctx context.Context, call Call, out Outcome) error {
 	r := Record{Kind: "decision", Time: k.now(), CallDigest: call.Digest(), Call: call, Verdict: out.Decision.Verdict,
 		Rule: out.Decision.Rule, Reason: out.Decision.Reason, Decider: out.Decider, Category: out.Decision.Category}
+	if out.Cause != nil {
+		r.Fields = map[string]any{"error": out.Cause.Error()}
+	}
 	return k.record(ctx, r)
 }
 
@@ -400,7 +544,7 @@ func categoryOf(call Call) policy.Category {
 	switch call.Kind {
 	case KindExec, KindShell:
 		return policy.CatShell
-	case KindRead, KindWrite:
+	case KindRead, KindWrite, KindList, KindSearch:
 		return policy.CatFS
 	case KindNet:
 		return policy.CatNet

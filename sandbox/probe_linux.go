@@ -9,7 +9,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/sandbox/cgroup"
 	"github.com/airlock-run/airlock/sandbox/seccomp"
 )
@@ -258,9 +257,4 @@ func usernsBlocked(bw bwrapInfo) string {
 	return strings.TrimSuffix(u.Why, ".") + " (" + strings.TrimSuffix(u.Fix, ".") + ")"
 }
 
-func tier2Unavailable() error {
-	if p := probeGVisor(os.Getenv("PATH")); p != "" {
-		return errs.Unavailablef("sandbox tier 2: gVisor is installed at %s but this build of airlock does not run tier 2 (use --sandbox 1 or auto)", p)
-	}
-	return errs.Unavailablef("sandbox tier 2: gVisor (runsc) is not installed on this host (install it from https://gvisor.dev/docs/user_guide/install/, or use --sandbox 1 or auto)")
-}
+func tier2Unavailable() error { return tier2Refusal(probeGVisor(os.Getenv("PATH"))) }

@@ -11,9 +11,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/airlock-run/airlock/egress/forward"
+	"github.com/airlock-run/airlock/escape"
 	"github.com/airlock-run/airlock/internal/cli"
 	"github.com/airlock-run/airlock/sandbox/boxinit"
-	"github.com/airlock-run/airlock/sandbox/escape"
 )
 
 func main() {

@@ -40,11 +40,11 @@ with it), 2 on a usage mistake.`
 				return err
 			}
 			if fs.NArg() != 1 {
-				return usagef("airlock policy check: one FILE is required (see airlock policy check --help)")
+				return usagef("one FILE is required (see airlock policy check --help)")
 			}
 			name := fs.Arg(0)
 			p, err := readPolicyFile(env, name)
-			if err != nil && !errs.Is(err, errs.Invalid) {
+			if err != nil && (isUsage(err) || !errs.Is(err, errs.Invalid)) {
 				return err
 			}
 			var warnings []string
@@ -70,7 +70,7 @@ with it), 2 on a usage mistake.`
 					fmt.Fprintf(env.Stderr, "airlock: warning: %s: %s\n", name, w)
 				}
 			} else {
-				fmt.Fprintf(env.Stderr, "airlock: %s\n", oneLine(err.Error()))
+				fmt.Fprintf(env.Stderr, "airlock: policy check: %s\n", failureMessage("policy check", err))
 			}
 			if err != nil {
 				return &ExitError{Code: 1}
@@ -88,7 +88,7 @@ func readPolicyFile(env *Env, name string) (*policy.Policy, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, errs.NotFoundf("%s: no such file (name an existing policy file)", name)
+			return nil, usagef("%s: no such file (name an existing policy file)", name)
 		}
 		return nil, errs.Wrap(errs.Unavailable, err, "read policy %s", name)
 	}
@@ -121,12 +121,12 @@ func policyWarnings(p *policy.Policy) []string {
 }
 
 func policyExplainCmd() *Command {
-	const usage = "[--policy FILE] [--mode observe|fix] [--json] (--shell STRING | -- CMD [ARG...])"
+	const usage = "[--policy FILE] [--workdir DIR] [--mode observe|fix] [--json] (--shell STRING | -- CMD [ARG...])"
 	const long = `Decides a command without running it and prints, for every simple command
 it would run (after wrappers, nested sh -c strings, substitutions and
 redirections are read), the verdict, the policy field that decided and the
 reason an agent would be given. The policy is FILE, or airlock.yaml in the
-working directory, or the built-in workspace profile.
+working directory (--workdir, as for run), or the built-in workspace profile.
 
 Exits 0 when the command was explained, whatever the verdict; the verdict is
 in the output (and in --json).`
@@ -134,6 +134,7 @@ in the output (and in --json).`
 		Run: func(ctx context.Context, env *Env, args []string) error {
 			fs := NewFlags(env, "airlock policy explain", usage, long)
 			file := fs.String("policy", "", "the policy file (default: airlock.yaml in the working directory, else the workspace profile)")
+			workdir := fs.String("workdir", "", "the working `directory` the command would run in (default: the current one)")
 			mode := fs.String("mode", "observe", "observe (read only) or fix (writes as fs.write allows)")
 			src := fs.String("shell", "", "a shell command string to decide")
 			asJSON := fs.Bool("json", false, "print the decisions as JSON")
@@ -149,9 +150,9 @@ in the output (and in --json).`
 			})
 			switch {
 			case shellGiven && len(argv) > 0:
-				return usagef("airlock policy explain: give --shell STRING or -- CMD ARG..., not both")
+				return usagef("give --shell STRING or -- CMD ARG..., not both")
 			case !shellGiven && len(argv) == 0:
-				return usagef("airlock policy explain: nothing to explain: give --shell STRING or -- CMD ARG... (see airlock policy explain --help)")
+				return usagef("nothing to explain: give --shell STRING or -- CMD ARG... (see airlock policy explain --help)")
 			}
 			m := policy.Observe
 			switch *mode {
@@ -159,9 +160,9 @@ in the output (and in --json).`
 			case "fix":
 				m = policy.Fix
 			default:
-				return usagef("airlock policy explain: --mode %q: want observe or fix", *mode)
+				return usagef("--mode %q: want observe or fix", *mode)
 			}
-			c, source, err := explainChecker(env, *file, m)
+			c, source, err := explainChecker(env, *file, *workdir, m)
 			if err != nil {
 				return err
 			}
@@ -184,14 +185,10 @@ in the output (and in --json).`
 		}}
 }
 
-// explainChecker compiles the policy explain and show use, in the caller's
-// working directory.
-func explainChecker(env *Env, file string, m policy.Mode) (*policy.Checker, string, error) {
-	workdir, err := wiring.Workdir(env.Dir, "")
-	if err != nil {
-		return nil, "", err
-	}
-	p, source, err := wiring.LoadPolicy(env.Dir, workdir, file)
+// explainChecker compiles the policy explain uses, in the working
+// directory a run with the same flags would have.
+func explainChecker(env *Env, file, workdirFlag string, m policy.Mode) (*policy.Checker, string, error) {
+	p, source, workdir, err := loadPolicyAt(env, file, workdirFlag, m.String())
 	if err != nil {
 		return nil, "", err
 	}
@@ -203,6 +200,25 @@ func explainChecker(env *Env, file string, m policy.Mode) (*policy.Checker, stri
 		return nil, "", err
 	}
 	return c, source, nil
+}
+
+// loadPolicyAt reads the policy the kernel flags name, as run would: the
+// flag values are checked the same way (a bad one is a usage mistake), and
+// it returns the policy, its file ("" for the built-in profile) and the
+// working directory.
+func loadPolicyAt(env *Env, file, workdirFlag, mode string) (*policy.Policy, string, string, error) {
+	if err := checkKernelValues(env, mode, workdirFlag, file); err != nil {
+		return nil, "", "", err
+	}
+	workdir, err := wiring.Workdir(env.Dir, workdirFlag)
+	if err != nil {
+		return nil, "", "", err
+	}
+	p, source, err := wiring.LoadPolicy(env.Dir, workdir, file)
+	if err != nil {
+		return nil, "", "", err
+	}
+	return p, source, workdir, nil
 }
 
 type explanation struct {
@@ -258,24 +274,22 @@ func quoteArgv(argv []string) string {
 }
 
 func policyShowCmd() *Command {
-	const usage = "[--policy FILE]"
+	const usage = "[--policy FILE] [--workdir DIR]"
 	const long = `Prints the effective policy as JSON: the file (or the built-in workspace
-profile) with every default filled in.`
+profile) with every default filled in. Without --policy it is airlock.yaml in
+the working directory (--workdir, as for run).`
 	return &Command{Name: "show", Usage: usage, Short: "print the effective policy as JSON", Long: long,
 		Run: func(ctx context.Context, env *Env, args []string) error {
 			fs := NewFlags(env, "airlock policy show", usage, long)
 			file := fs.String("policy", "", "the policy file (default: airlock.yaml in the working directory, else the workspace profile)")
+			workdir := fs.String("workdir", "", "the working `directory` whose airlock.yaml is read (default: the current one)")
 			if err := ParseFlags(fs, args); err != nil {
 				return err
 			}
 			if fs.NArg() > 0 {
-				return usagef("airlock policy show: unexpected argument %q (see airlock policy show --help)", fs.Arg(0))
+				return usagef("unexpected argument %q (see airlock policy show --help)", fs.Arg(0))
 			}
-			workdir, err := wiring.Workdir(env.Dir, "")
-			if err != nil {
-				return err
-			}
-			p, _, err := wiring.LoadPolicy(env.Dir, workdir, *file)
+			p, _, _, err := loadPolicyAt(env, *file, *workdir, "observe")
 			if err != nil {
 				return err
 			}

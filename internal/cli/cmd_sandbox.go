@@ -45,7 +45,7 @@ expected but a box could not be started.`
 				return err
 			}
 			if fs.NArg() > 0 {
-				return usagef("airlock sandbox check: unexpected argument %q", fs.Arg(0))
+				return usagef("unexpected argument %q", fs.Arg(0))
 			}
 			rep := checkReport{Report: sandbox.Probe()}
 			var startErr error

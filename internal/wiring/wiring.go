@@ -22,7 +22,10 @@ import (
 	"github.com/airlock-run/airlock/approvals"
 	"github.com/airlock-run/airlock/audit"
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/files"
+	"github.com/airlock-run/airlock/internal/privfile"
 	"github.com/airlock-run/airlock/mediator"
+	"github.com/airlock-run/airlock/offload"
 	"github.com/airlock-run/airlock/policy"
 	"github.com/airlock-run/airlock/sandbox"
 )
@@ -54,8 +57,27 @@ type Config struct {
 	// TraceFile, when set, also sends every audit record as an
 	// OpenTelemetry span to that file (JSON, one span per record).
 	TraceFile string
+	// ReportFile is the file the front end will write a report to after
+	// the call (airlock run --report); "" means none. Build only checks it:
+	// it must lie outside every path the policy lets a box write.
+	ReportFile string
+	// StoreDir is the file store's directory the front end opens; ""
+	// means it opens none. A box may never write it.
+	StoreDir string
 	// Log receives diagnostics; nil drops them.
 	Log *slog.Logger
+
+	// Tier, Exe, Environ, Warn, OutputCap, Offloader, Scope and AfterDecide
+	// are the kernel's (mediator.Options): how it runs, fits and offloads
+	// what it allowed.
+	Tier        sandbox.Tier
+	Exe         string
+	Environ     []string
+	Warn        func(string)
+	OutputCap   int64
+	Offloader   *offload.Offloader
+	Scope       files.Scope
+	AfterDecide func(mediator.Call)
 }
 
 // Kernel is a built kernel with what it was built from.
@@ -67,7 +89,16 @@ type Kernel struct {
 	PolicyFile string
 	Audit      *audit.Log
 	Broker     *approvals.Broker
-	closers    []io.Closer
+	// Private is every file and directory airlock writes on the host for
+	// this kernel (see Private); the mediator refuses a box that may
+	// write one of them.
+	Private []string
+	// BoxWritable is every path a box under this policy may write in fix
+	// mode, whatever the mode of this kernel: a file a front end names for
+	// one call (a report) goes through privfile with it, since an earlier
+	// run may have planted links there.
+	BoxWritable []string
+	closers     []io.Closer
 }
 
 // Close releases the broker's socket, the terminal and the audit log.
@@ -112,13 +143,31 @@ func Build(cfg Config) (*Kernel, error) {
 	k := &Kernel{Policy: p, PolicyFile: file}
 	fail := func(err error) (*Kernel, error) { k.Close(); return nil, err }
 
-	grantsFile := cfg.GrantsFile
-	if grantsFile == "" {
-		if grantsFile, err = approvals.DefaultGrantsPath(cfg.Getenv); err != nil {
-			return fail(err)
-		}
+	paths, err := privatePaths(cfg)
+	if err != nil {
+		return fail(err)
 	}
-	grants, err := approvals.LoadGrants(grantsFile)
+	k.Private = paths.list()
+	k.World = World(workdir, cfg.Getenv("HOME"), mode)
+	if k.BoxWritable, err = BoxWritable(p, k.World); err != nil {
+		return fail(err)
+	}
+	// Refuse before anything is opened, let alone run: in fix mode the box
+	// may write its paths now, so none of airlock's files may lie there;
+	// the files named for this call only (the trace, the report) may not
+	// lie where any run of this policy may write, in any mode.
+	var thisRun []string
+	if mode == policy.Fix {
+		thisRun = k.BoxWritable
+	}
+	if err := checkPrivate(k.Private, thisRun); err != nil {
+		return fail(err)
+	}
+	if err := checkPrivate(nonEmptyList(paths.trace, paths.report), k.BoxWritable); err != nil {
+		return fail(err)
+	}
+
+	grants, err := approvals.LoadGrants(paths.grants)
 	if err != nil {
 		return fail(err)
 	}
@@ -127,19 +176,15 @@ func Build(cfg Config) (*Kernel, error) {
 		k.Policy = p
 	}
 
-	auditFile := cfg.AuditFile
-	if auditFile == "" {
-		if auditFile, err = audit.DefaultPath(cfg.Getenv); err != nil {
-			return fail(err)
-		}
-	}
-	if k.Audit, err = audit.Open(auditFile, audit.Options{}); err != nil {
+	if k.Audit, err = audit.Open(paths.audit, audit.Options{BoxWritable: thisRun}); err != nil {
 		return fail(err)
 	}
 	k.closers = append(k.closers, k.Audit)
 	var sink audit.Sink = k.Audit
-	if cfg.TraceFile != "" {
-		f, err := os.OpenFile(cfg.TraceFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if paths.trace != "" {
+		// Appended to by root, at a path the caller's environment names:
+		// never through a link, a hard link or a box's directory.
+		f, err := privfile.OpenAppend(paths.trace, os.O_WRONLY, 0o600, privfile.Options{BoxWritable: k.BoxWritable})
 		if err != nil {
 			return fail(errs.Wrap(errs.Unavailable, err, "trace file"))
 		}
@@ -152,7 +197,7 @@ func Build(cfg Config) (*Kernel, error) {
 		sink = audit.Traced(k.Audit, tracer)
 	}
 
-	bo := approvals.Options{SocketDir: approvals.DefaultSocketDir(cfg.Getenv), GrantsFile: grantsFile,
+	bo := approvals.Options{SocketDir: paths.socketDir, GrantsFile: paths.grants,
 		Log: log, Audit: k.Audit}
 	if cfg.Terminal {
 		if tty, err := approvals.OpenTerminal(); err == nil {
@@ -165,15 +210,90 @@ func Build(cfg Config) (*Kernel, error) {
 	}
 	k.closers = append(k.closers, k.Broker)
 
-	k.World = World(workdir, cfg.Getenv("HOME"), mode)
 	if k.Kernel, err = mediator.New(p, k.World, mediator.Options{
 		Approver: brokerApprover{b: k.Broker, workdir: workdir},
 		Recorder: auditRecorder{l: sink},
-		Private:  []string{grantsFile, auditFile, bo.SocketDir},
+		Private:  k.Private,
+		Tier:     cfg.Tier, Exe: cfg.Exe, Environ: cfg.Environ, Warn: cfg.Warn, OutputCap: cfg.OutputCap,
+		Offloader: cfg.Offloader, Scope: cfg.Scope, AfterDecide: cfg.AfterDecide,
 	}); err != nil {
 		return fail(err)
 	}
 	return k, nil
+}
+
+// hostPaths are the places airlock itself writes on the host for one
+// kernel, absolute; "" for what this kernel does not write.
+type hostPaths struct {
+	grants, audit, socketDir, trace, report, store string
+}
+
+func (h hostPaths) list() []string {
+	return nonEmptyList(h.grants, h.audit, h.socketDir, h.trace, h.report, h.store)
+}
+
+// privatePaths resolves cfg's paths and their defaults.
+func privatePaths(cfg Config) (hostPaths, error) {
+	if cfg.Getenv == nil {
+		cfg.Getenv = func(string) string { return "" }
+	}
+	abs := func(p string) string {
+		if p != "" && !filepath.IsAbs(p) {
+			p = filepath.Join(cfg.Dir, p)
+		}
+		if p != "" {
+			p = filepath.Clean(p)
+		}
+		return p
+	}
+	h := hostPaths{grants: abs(cfg.GrantsFile), audit: abs(cfg.AuditFile),
+		socketDir: abs(approvals.DefaultSocketDir(cfg.Getenv)),
+		trace:     abs(cfg.TraceFile), report: abs(cfg.ReportFile), store: abs(cfg.StoreDir)}
+	var err error
+	if h.grants == "" {
+		if h.grants, err = approvals.DefaultGrantsPath(cfg.Getenv); err != nil {
+			return h, err
+		}
+	}
+	if h.audit == "" {
+		if h.audit, err = audit.DefaultPath(cfg.Getenv); err != nil {
+			return h, err
+		}
+	}
+	return h, nil
+}
+
+// Private is every file and directory airlock writes on the host for cfg:
+// the grants file, the audit log, the approvals socket's directory, the
+// trace file, the report file and the file store, each when cfg has one.
+// It is the one list the mediator checks a box's writable paths against,
+// whichever front end (run, mcp serve, mcp wrap) built the kernel.
+func Private(cfg Config) ([]string, error) {
+	h, err := privatePaths(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return h.list(), nil
+}
+
+// BoxWritable is every existing path a box under p may write in fix mode,
+// absolute, in w.
+func BoxWritable(p *policy.Policy, w policy.World) ([]string, error) {
+	return mediator.BoxWritable(p, w)
+}
+
+// checkPrivate is the kernel's one check of airlock's own paths against
+// what a box may write.
+func checkPrivate(private, writable []string) error { return mediator.CheckPrivate(private, writable) }
+
+func nonEmptyList(s ...string) []string {
+	var out []string
+	for _, v := range s {
+		if v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // Workdir resolves the working directory: absolute, cleaned, an existing

@@ -48,7 +48,7 @@ func peerFixture(t *testing.T, peer *jsPeer) *fixture {
 		t.Fatal(err)
 	}
 	f.opts = Options{
-		Start: peer.starter(), Decide: k.Decide,
+		Start: peer.starter(), Kernel: k,
 		Listed: func(tool string) bool { return checker.Tool(tool, nil).Verdict != policy.Deny },
 		Pins:   pins,
 	}

@@ -50,17 +50,14 @@ import (
 
 	"github.com/airlock-run/airlock/audit"
 	"github.com/airlock-run/airlock/errs"
-	"github.com/airlock-run/airlock/files"
-	"github.com/airlock-run/airlock/fit"
 	"github.com/airlock-run/airlock/mcp"
 	"github.com/airlock-run/airlock/mediator"
-	"github.com/airlock-run/airlock/offload"
 	"github.com/airlock-run/airlock/policy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // MaxFrame is the longest message read from the wrapped server or a stdio
-// client: a result may come to offload.MaxResult (31 MiB) as JSON, and its
+// client: a result may come to mediator.MaxResult (31 MiB) as JSON, and its
 // envelope gets a little more.
 const MaxFrame = 32 << 20
 
@@ -77,12 +74,13 @@ type Server struct {
 // everything it started (the box is torn down).
 type Starter func(ctx context.Context) (*Server, error)
 
-// Options configure a Gateway. Start and Decide must be set.
+// Options configure a Gateway. Start and Kernel must be set.
 type Options struct {
 	Start Starter
-	// Decide decides a call; the kernel's Decide. A non-nil error refuses
-	// the call and is what the client reads.
-	Decide func(ctx context.Context, call mediator.Call) (mediator.Outcome, error)
+	// Kernel decides every call (a non-nil error refuses the call and is
+	// what the client reads), fits and offloads every result, and answers
+	// read_result from its file store.
+	Kernel *mediator.Kernel
 	// Listed reports whether a tool may be shown in tools/list; nil shows
 	// every tool (calls are decided anyway).
 	Listed func(tool string) bool
@@ -94,13 +92,8 @@ type Options struct {
 	// ApprovePin asks a person whether the changed definition of a pinned
 	// tool may be used; nil means nobody can, and the tool stays blocked.
 	ApprovePin func(ctx context.Context, old, new Definition) error
-	// Offloader keeps results too big for a model; nil keeps every result
-	// inline (the 31 MiB cap still holds).
-	Offloader *offload.Offloader
-	// Scope is the file store scope results are offloaded to.
-	Scope files.Scope
 	// Budget gives the default budget of a fit-convention call; nil is
-	// fit.DefaultBudget(0, false).
+	// mediator.DefaultBudget.
 	Budget func() int
 	// CallTimeout bounds how long a request waits for the wrapped server's
 	// answer; 0 means no bound (the client may still cancel).
@@ -134,14 +127,14 @@ type Gateway struct{ o Options }
 
 // New checks o and returns a Gateway.
 func New(o Options) (*Gateway, error) {
-	if o.Start == nil || o.Decide == nil {
-		return nil, errs.Invalidf("gateway: Start and Decide must be set")
+	if o.Start == nil || o.Kernel == nil {
+		return nil, errs.Invalidf("gateway: Start and Kernel must be set")
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	if o.Budget == nil {
-		o.Budget = func() int { return fit.DefaultBudget(0, false) }
+		o.Budget = mediator.DefaultBudget
 	}
 	return &Gateway{o: o}, nil
 }
@@ -766,7 +759,7 @@ func (s *session) call(ctx context.Context, m *jsonrpc.Request, p *pending) {
 		s.refreshTools(ctx)
 		t = s.lookup(name)
 	}
-	if t == nil && name == offload.ToolName && s.g.o.Offloader != nil {
+	if t == nil && name == mediator.ReadResultTool && s.g.o.Kernel.KeepsResults() {
 		s.readResult(ctx, m.ID, args) // it takes the pending call and answers it
 		return
 	}
@@ -806,7 +799,7 @@ func (s *session) call(ctx context.Context, m *jsonrpc.Request, p *pending) {
 	if elicit && s.g.o.WithApprover != nil {
 		dctx = s.g.o.WithApprover(ctx, elicitApprover{s})
 	}
-	if _, err := s.g.o.Decide(dctx, mediator.Call{Kind: mediator.KindTool, Tool: s.g.o.Prefix + name, Args: args}); err != nil {
+	if _, err := s.g.o.Kernel.Decide(dctx, mediator.Call{Kind: mediator.KindTool, Tool: s.g.o.Prefix + name, Args: args}); err != nil {
 		fail(err)
 		return
 	}
@@ -947,7 +940,7 @@ func (s *session) filterList(ctx context.Context, result json.RawMessage) json.R
 	hasReadResult := false
 	for _, t := range entries {
 		name := t.def.Name
-		hasReadResult = hasReadResult || name == offload.ToolName
+		hasReadResult = hasReadResult || name == mediator.ReadResultTool
 		if t.refused == nil && s.g.o.Pins != nil {
 			st, err := s.g.o.Pins.Check(t.def)
 			if err != nil {
@@ -980,10 +973,10 @@ func (s *session) filterList(ctx context.Context, result json.RawMessage) json.R
 		s.listed = true
 		s.mu.Unlock()
 	}
-	if s.g.o.Offloader != nil && len(page["nextCursor"]) == 0 && !hasReadResult {
+	if s.g.o.Kernel.KeepsResults() && len(page["nextCursor"]) == 0 && !hasReadResult {
 		// airlock's own read_result, unless the server has a tool of that
 		// name (which then stays the server's).
-		if s.g.o.Listed == nil || s.g.o.Listed(offload.ToolName) {
+		if s.g.o.Listed == nil || s.g.o.Listed(mediator.ReadResultTool) {
 			kept = append(kept, readResultTool())
 		}
 	}
@@ -1046,9 +1039,9 @@ func (s *session) markLookalikes(entries []*tool) {
 		if like := s.deniedLookalike(t.def.Name); like != "" {
 			t.refused = &errs.Denial{Code: errs.CodePolicyDenied, Category: "tools",
 				Reason: fmt.Sprintf("the tool name %q looks like %q, which is not allowed here", s.g.o.Prefix+t.def.Name, like)}
-		} else if s.g.o.Offloader != nil && t.def.Name != offload.ToolName && mcp.Skeleton(t.def.Name) == mcp.Skeleton(offload.ToolName) {
+		} else if s.g.o.Kernel.KeepsResults() && t.def.Name != mediator.ReadResultTool && mcp.Skeleton(t.def.Name) == mcp.Skeleton(mediator.ReadResultTool) {
 			t.refused = &errs.Denial{Code: errs.CodePolicyDenied, Category: "tools",
-				Reason: fmt.Sprintf("the tool name %q looks like airlock's own %s", t.def.Name, offload.ToolName)}
+				Reason: fmt.Sprintf("the tool name %q looks like airlock's own %s", t.def.Name, mediator.ReadResultTool)}
 		}
 	}
 }
@@ -1080,8 +1073,8 @@ func (s *session) deniedLookalike(name string) string {
 }
 
 func readResultTool() json.RawMessage {
-	b, _ := json.Marshal(map[string]any{"name": offload.ToolName, "description": offload.ToolDescription,
-		"inputSchema": json.RawMessage(offload.ToolSchema)})
+	b, _ := json.Marshal(map[string]any{"name": mediator.ReadResultTool, "description": mediator.ReadResultDescription,
+		"inputSchema": json.RawMessage(mediator.ReadResultSchema)})
 	return b
 }
 

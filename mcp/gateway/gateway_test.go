@@ -169,14 +169,16 @@ func newFixture(t *testing.T, srv *sdk.Server) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{t: t, rec: &recorder{}}
-	k, err := mediator.New(p, policy.World{Workdir: t.TempDir()}, mediator.Options{Approver: waitingApprover{}, Recorder: f.rec})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if f.store, err = files.Open(t.TempDir(), files.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.store.Close() })
+	k, err := mediator.New(p, policy.World{Workdir: t.TempDir()}, mediator.Options{Approver: waitingApprover{}, Recorder: f.rec,
+		Offloader: &offload.Offloader{Store: f.store, Threshold: offload.DefaultThreshold},
+		Scope:     files.Scope{Tenant: "t", Tree: "tree"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	checker, err := p.Compile(policy.World{Workdir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -186,11 +188,9 @@ func newFixture(t *testing.T, srv *sdk.Server) *fixture {
 		t.Fatal(err)
 	}
 	f.opts = Options{
-		Start: sdkStarter(srv, &f.starts), Decide: k.Decide,
-		Listed:    func(tool string) bool { return checker.Tool(tool, nil).Verdict != policy.Deny },
-		Pins:      pins,
-		Offloader: &offload.Offloader{Store: f.store, Threshold: offload.DefaultThreshold},
-		Scope:     files.Scope{Tenant: "t", Tree: "tree"},
+		Start: sdkStarter(srv, &f.starts), Kernel: k,
+		Listed: func(tool string) bool { return checker.Tool(tool, nil).Verdict != policy.Deny },
+		Pins:   pins,
 	}
 	return f
 }

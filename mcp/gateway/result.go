@@ -5,24 +5,23 @@ import (
 	"encoding/json"
 
 	"github.com/airlock-run/airlock/errs"
-	"github.com/airlock-run/airlock/fit"
 	"github.com/airlock-run/airlock/mcp"
 	"github.com/airlock-run/airlock/mediator"
-	"github.com/airlock-run/airlock/offload"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// fitResult fits and offloads the text of a tools/call result. Everything
-// but the text of text items is kept as the server sent it (other content
-// types, structuredContent, isError, _meta); when anything was cut or kept
-// as a file, `_meta["airlock/fit"]` says so. A result over
-// offload.MaxResult as JSON becomes a failed call asking for less.
+// fitResult has the kernel fit and offload the text of a tools/call
+// result. Everything but the text of text items is kept as the server sent
+// it (other content types, structuredContent, isError, _meta); when
+// anything was cut or kept as a file, `_meta["airlock/fit"]` says so. A
+// result over mediator.MaxResult as JSON becomes a failed call asking for
+// less.
 func (s *session) fitResult(ctx context.Context, ci *callInfo, result json.RawMessage) json.RawMessage {
 	if ci == nil {
 		return result
 	}
-	if len(result) > offload.MaxResult {
-		return errorResult(offload.TooLarge(ci.name, len(result)))
+	if len(result) > mediator.MaxResult {
+		return errorResult(mediator.TooLarge(ci.name, len(result)))
 	}
 	var res map[string]json.RawMessage
 	var content []map[string]json.RawMessage
@@ -37,27 +36,24 @@ func (s *session) fitResult(ctx context.Context, ci *callInfo, result json.RawMe
 		if json.Unmarshal(item["type"], &typ) != nil || typ != "text" || json.Unmarshal(item["text"], &text) != nil {
 			continue
 		}
-		orig := text
-		if ci.fitConv && ci.budget > 0 && fit.Weigh(text) > ci.budget {
-			// The tool was asked for a budget and answered with more: cut it
-			// as the convention says it should have.
-			r := fit.Fit(text, fit.Request{View: fit.View(ci.view), Budget: ci.budget, Query: ci.query})
-			text = r.Text
-			note := r.Note
-			meta.Note = &note
+		req := mediator.FitRequest{Tool: s.g.o.Prefix + ci.name, Text: text}
+		if ci.fitConv {
+			// The tool was handed the view and query itself: cut only
+			// what it answered over the budget it was asked for.
+			req.View, req.Budget, req.Query, req.OverBudget = ci.view, ci.budget, ci.query, true
 		}
-		if o := s.g.o.Offloader; o != nil {
-			out, err := o.Offload(ctx, s.g.o.Scope, s.g.o.Prefix+ci.name, text)
-			if err != nil {
-				return errorResult(err)
-			}
-			if out.Stub != nil {
-				text = out.Text
-				meta.Offloaded = out.Stub.Offloaded
-			}
+		r, err := s.g.o.Kernel.Fit(ctx, req)
+		if err != nil {
+			return errorResult(err)
 		}
-		if text != orig {
-			item["text"], _ = json.Marshal(text)
+		if r.Note != nil {
+			meta.Note = r.Note
+		}
+		if r.Offloaded != nil {
+			meta.Offloaded = r.Offloaded
+		}
+		if r.Text != text {
+			item["text"], _ = json.Marshal(r.Text)
 			meta.Items++
 			changed = true
 		}
@@ -93,8 +89,7 @@ func errorResult(err error) json.RawMessage {
 	return b
 }
 
-// readResult answers the built-in read_result locally, decided like any
-// tool call.
+// readResult answers the built-in read_result locally, through the kernel.
 func (s *session) readResult(ctx context.Context, id jsonrpc.ID, args map[string]any) {
 	if s.take(id) == nil {
 		return // answered already
@@ -102,26 +97,10 @@ func (s *session) readResult(ctx context.Context, id jsonrpc.ID, args map[string
 	if _, ok := args["budget"]; !ok {
 		args, _ = mcp.FillBudget(args, s.g.o.Budget())
 	}
-	if _, err := s.g.o.Decide(ctx, mediator.Call{Kind: mediator.KindTool, Tool: offload.ToolName, Args: args}); err != nil {
-		s.reply(ctx, id, err)
-		return
-	}
-	for k, v := range args {
-		if n, ok := v.(json.Number); ok {
-			if i, err := n.Int64(); err == nil {
-				args[k] = float64(i)
-			}
-		}
-	}
-	a, err := offload.ArgsFrom(args)
-	if err != nil {
-		s.reply(ctx, id, err)
-		return
-	}
-	r, err := s.g.o.Offloader.ReadResult(ctx, s.g.o.Scope, a)
+	r, err := s.g.o.Kernel.ReadResult(ctx, mediator.Call{Kind: mediator.KindReadResult, Args: args})
 	var result json.RawMessage
 	if err != nil {
-		if errs.ClassOf(err) == errs.Internal {
+		if errs.Is(err, errs.Denied) || errs.ClassOf(err) == errs.Internal {
 			s.reply(ctx, id, err)
 			return
 		}

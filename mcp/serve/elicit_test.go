@@ -107,7 +107,7 @@ func rawDenial(err error) string {
 // elicitation, or a server told not to ask, leaves it to the approvals
 // broker (nobody there: a timeout).
 func TestEscalationThroughElicitation(t *testing.T) {
-	f := newFixture(t, testPolicy, "observe", nil, func(s *Server) { s.o.Elicit = true })
+	f := newFixture(t, testPolicy, "observe", nil, func(c *fixtureConfig) { c.serve.Elicit = true })
 	c := newRawClient(t, f.srv, true)
 	reply := `{"action":"accept","content":{"allow":true}}`
 	c.answer = func(string) json.RawMessage { return json.RawMessage(reply) }
@@ -164,7 +164,7 @@ func TestEscalationRoundTrip(t *testing.T) {
 		asked = append(asked, r.Params.Message)
 		return &sdk.ElicitResult{Action: action, Content: map[string]any{"allow": true}}, nil
 	}}
-	f := newFixture(t, testPolicy, "observe", nil, func(s *Server) { s.o.Elicit = true }, client)
+	f := newFixture(t, testPolicy, "observe", nil, func(c *fixtureConfig) { c.serve.Elicit = true }, client)
 	if v := f.cs.InitializeResult().ProtocolVersion; v < mrtrVersion {
 		t.Skipf("the SDK client speaks %s, before multi round-trip", v)
 	}

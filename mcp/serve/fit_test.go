@@ -134,7 +134,7 @@ func TestOffloadAndReadBack(t *testing.T) {
 		})
 	}
 	// Another tree of the store may not read the ref.
-	other := newFixture(t, testPolicy, "observe", nil, func(s *Server) { s.o.Scope.Tree = "someone-else" })
+	other := newFixture(t, testPolicy, "observe", nil, func(c *fixtureConfig) { c.kernel.Scope.Tree = "someone-else" })
 	if got, res, err := other.call("read_result", map[string]any{"ref": stub.Offloaded.Ref}); err != nil || !res.IsError || !strings.Contains(got, "not found") {
 		t.Errorf("another tree got %.100q, %v; want not found", got, err)
 	}

@@ -5,15 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/files"
+	"github.com/airlock-run/airlock/internal/testsupport"
 	"github.com/airlock-run/airlock/internal/wiring"
 	"github.com/airlock-run/airlock/mcp"
 	"github.com/airlock-run/airlock/offload"
@@ -22,42 +21,18 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-)
-
 // airlockBin is the airlock binary: $AIRLOCK_BIN, or one built from this
-// checkout once per test run. The box's init is this binary.
+// checkout once per test run (testsupport.AirlockBin). The box's init is
+// this binary.
 func airlockBin(t testing.TB) string {
-	t.Helper()
-	if b := os.Getenv("AIRLOCK_BIN"); b != "" {
-		return b
-	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "airlock-serve-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBin = filepath.Join(dir, "airlock")
-		out, err := exec.Command("go", "build", "-o", builtBin, "../../cmd/airlock").CombinedOutput()
-		if err != nil {
-			buildErr = errors.New(string(out))
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build airlock: %v", buildErr)
-	}
-	return builtBin
+	return testsupport.AirlockBin(t)
 }
 
-// requireBox skips when the host gives no tier-1 box.
+// requireBox skips (fails under CI) when the host gives no tier-1 box.
 func requireBox(t testing.TB) {
 	t.Helper()
 	if tier := sandbox.Probe().Tier(); tier < sandbox.Tier1 {
-		t.Skipf("no tier-1 sandbox on this host (tier %d): run `airlock sandbox check`", tier)
+		testsupport.Missing(t, "no tier-1 sandbox on this host (tier %d): run `airlock sandbox check`", tier)
 	}
 }
 
@@ -72,10 +47,17 @@ type fixture struct {
 	cs      *sdk.ClientSession
 }
 
+// fixtureConfig is what a fixture builds its kernel and server from.
+type fixtureConfig struct {
+	kernel wiring.Config
+	serve  Options
+}
+
 // newFixture starts a server under policyYAML (written as airlock.yaml in
 // the working directory) in mode; setup, when set, prepares the working
-// directory first; tweak adjusts the server before it serves.
-func newFixture(t testing.TB, policyYAML, mode string, setup func(work string), tweak func(*Server), copts ...*sdk.ClientOptions) *fixture {
+// directory first; tweak adjusts the kernel's and the server's
+// configuration before they are built.
+func newFixture(t testing.TB, policyYAML, mode string, setup func(work string), tweak func(*fixtureConfig), copts ...*sdk.ClientOptions) *fixture {
 	t.Helper()
 	requireBox(t)
 	root := t.TempDir()
@@ -97,26 +79,28 @@ func newFixture(t testing.TB, policyYAML, mode string, setup func(work string), 
 		"XDG_CONFIG_HOME": filepath.Join(root, "config"),
 		"XDG_RUNTIME_DIR": filepath.Join(root, "run"),
 	}
-	k, err := wiring.Build(wiring.Config{Workdir: f.Work, Dir: f.Work, Mode: mode,
-		Getenv: func(k string) string { return env[k] }, AuditFile: filepath.Join(root, "audit.jsonl"),
-		GrantsFile: filepath.Join(root, "grants.json")})
-	if err != nil {
-		t.Fatalf("build the kernel: %v", err)
-	}
-	t.Cleanup(func() { k.Close() })
 	st, err := files.Open(filepath.Join(root, "files"), files.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv, err := New(Options{Kernel: k.Kernel, World: k.World, Tier: sandbox.Tier1, Exe: airlockBin(t),
+	cfg := fixtureConfig{kernel: wiring.Config{Workdir: f.Work, Dir: f.Work, Mode: mode,
+		Getenv: func(k string) string { return env[k] }, AuditFile: filepath.Join(root, "audit.jsonl"),
+		GrantsFile: filepath.Join(root, "grants.json"), Tier: sandbox.Tier1, Exe: airlockBin(t),
 		Offloader: &offload.Offloader{Store: st, Threshold: offload.DefaultThreshold},
-		Scope:     files.Scope{Tenant: "local", Tree: "test"}})
+		Scope:     files.Scope{Tenant: "local", Tree: "test"}}}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	k, err := wiring.Build(cfg.kernel)
+	if err != nil {
+		t.Fatalf("build the kernel: %v", err)
+	}
+	t.Cleanup(func() { k.Close() })
+	cfg.serve.Kernel = k.Kernel
+	srv, err := New(cfg.serve)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if tweak != nil {
-		tweak(srv)
 	}
 	f.srv = srv
 	ctx, cancel := context.WithCancel(context.Background())

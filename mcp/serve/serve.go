@@ -10,12 +10,10 @@
 //	                                              ▼
 //	                  fit (view/budget/query) ──▶ offload (> threshold: stub) ──▶ result
 //
-// The file tools do not touch the files from this process: the server runs
-// unconfined, so a path decided here could be swapped for a symbolic link
-// before this process opened it. Each file tool is decided on its path and
-// then carried out by a small program (head, find, grep, sh) inside the same
-// box an exec call gets, which sees only what the policy grants; a link to
-// anything else leads nowhere in there. It costs a box start per call.
+// It is a translation: each tool call becomes a mediator.Call and the
+// kernel's outcome becomes the MCP result. The kernel decides, confines,
+// runs (the file tools too, by a small program in the box, so a link to
+// anything the policy does not grant leads nowhere), fits and offloads.
 //
 // Only internal/cli imports it.
 package serve
@@ -27,58 +25,34 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/airlock-run/airlock/errs"
-	"github.com/airlock-run/airlock/files"
 	"github.com/airlock-run/airlock/mcp"
+	"github.com/airlock-run/airlock/mcp/httpfront"
 	"github.com/airlock-run/airlock/mediator"
-	"github.com/airlock-run/airlock/offload"
-	"github.com/airlock-run/airlock/policy"
-	"github.com/airlock-run/airlock/sandbox"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// DefaultOutputCap bounds what one call's programs may write (stdout and
-// stderr together). It is a little over offload.MaxResult, so that a result
-// too big to return is seen as such and refused with a request for less,
-// rather than cut silently.
-const DefaultOutputCap = offload.MaxResult + 1<<20
+// MaxLine bounds one message from a client over stdio: a request's
+// arguments may carry a file's whole content.
+const MaxLine = 40 << 20
 
 // MaxRequestBody bounds one HTTP request from a client.
-const MaxRequestBody = 8 << 20
+const MaxRequestBody = httpfront.DefaultMaxBody
 
-// Options configure a Server. Kernel, World and Exe must be set.
+// Options configure a Server. Kernel must be set.
 type Options struct {
-	// Kernel decides and runs every call.
+	// Kernel decides, runs, fits and offloads every call, at its tier, in
+	// its working directory and mode, with its file store.
 	Kernel *mediator.Kernel
-	// World is the kernel's world: its working directory and mode are the
-	// server's.
-	World policy.World
-	// Tier is the sandbox tier calls run at; sandbox.TierAuto is the best
-	// the host gives (a host that gives none is an error, never tier 0).
-	Tier sandbox.Tier
-	// Exe is the airlock binary, the box's init.
-	Exe string
-	// Environ is the server's environment; the policy's env.allow picks
-	// what reaches an exec call.
-	Environ []string
-	// Offloader keeps results too big for a model; nil keeps every result
-	// inline (the 31 MiB cap still holds) and read_result finds nothing.
-	Offloader *offload.Offloader
-	// Scope is the file-store scope results are offloaded to and read back
-	// from.
-	Scope files.Scope
 	// Elicit, when true, puts escalations to the person at the MCP client
 	// through elicitation when the client declared it; otherwise, and
 	// always when false, they go to the kernel's approver.
 	Elicit bool
-	// OutputCap bounds the output of one call; 0 is DefaultOutputCap.
+	// OutputCap bounds the output of one exec call; 0 is
+	// mediator.DefaultOutputCap.
 	OutputCap int64
-	// Warn receives announcements a person must see (an unconfined run);
-	// nil discards them.
-	Warn func(string)
 	// Log receives diagnostics; nil drops them.
 	Log *slog.Logger
 	// Now is the clock; nil is time.Now.
@@ -92,25 +66,19 @@ type Options struct {
 type Server struct {
 	o   Options
 	srv *sdk.Server
-	// probe tells the best tier the host gives, asked once.
-	probe func() sandbox.Tier
 	// key signs the request state of a multi round-trip approval.
-	key []byte
-	now func() time.Time
-
-	// afterDecide, when set (by tests only), runs between a file tool's
-	// decision and its execution: the window an attacker swapping a path
-	// for a link would use.
-	afterDecide func(tool, path string)
+	key       []byte
+	now       func() time.Time
+	outputCap int64
 }
 
 // New checks o and builds the server with its tools.
 func New(o Options) (*Server, error) {
-	if o.Kernel == nil || o.Exe == "" || o.World.Workdir == "" {
-		return nil, errs.Invalidf("mcp serve: a kernel, a working directory and the airlock binary are required")
+	if o.Kernel == nil {
+		return nil, errs.Invalidf("mcp serve: a kernel is required")
 	}
 	if o.OutputCap <= 0 {
-		o.OutputCap = DefaultOutputCap
+		o.OutputCap = mediator.DefaultOutputCap
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -121,8 +89,7 @@ func New(o Options) (*Server, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{o: o, probe: sync.OnceValue(func() sandbox.Tier { return sandbox.Probe().Tier() }),
-		key: make([]byte, 32), now: o.Now}
+	s := &Server{o: o, key: make([]byte, 32), now: o.Now, outputCap: o.OutputCap}
 	if _, err := rand.Read(s.key); err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "mcp serve: no randomness for the approval key")
 	}
@@ -149,20 +116,84 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 
 // ServeStdio serves one session over newline-delimited JSON-RPC on r and w.
 func (s *Server) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
-	err := s.srv.Run(ctx, &sdk.IOTransport{Reader: r, Writer: w})
+	// Messages are decoded exactly before the SDK reads them.
+	sr, sw := mcp.StrictStdio(r, w, MaxLine)
+	err := s.srv.Run(ctx, &sdk.IOTransport{Reader: sr, Writer: sw})
 	if err == nil || ctx.Err() != nil || errors.Is(err, io.EOF) {
 		return nil
 	}
 	return errs.Wrap(errs.Unavailable, err, "mcp serve")
 }
 
-// Handler serves MCP's streamable HTTP transport. Requests whose Host or
-// Origin is not a loopback name, or one of allowHosts, are refused with 403
-// (DNS rebinding: a web page must not reach a local server through a name it
-// controls).
-func (s *Server) Handler(allowHosts []string) http.Handler {
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv },
-		&sdk.StreamableHTTPOptions{Logger: s.o.Log, MaxRequestBodyBytes: MaxRequestBody,
-			SessionTimeout: 30 * time.Minute})
-	return mcp.LoopbackOnly(h, allowHosts)
+// Handler serves MCP's streamable HTTP transport behind the front o
+// configures: a bearer token, the Host/Origin check against DNS rebinding
+// (a web page must not reach a local server through a name it controls),
+// the body cap, caps on sessions and on running calls (each tools/call runs
+// in a box of its own), and the end of idle sessions. Call it once per
+// Server: the cap on running calls is a middleware of the server.
+func (s *Server) Handler(ctx context.Context, o httpfront.Options) *httpfront.Front {
+	if o.Name == "" {
+		o.Name = "mcp serve"
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = MaxRequestBody
+	}
+	if o.Log == nil {
+		o.Log = s.o.Log
+	}
+	if o.SessionIdle == 0 {
+		o.SessionIdle = httpfront.DefaultSessionIdle
+	}
+	// MCP 2026-07-28 requests of no session reach the server; their calls
+	// are bounded like any other.
+	o.SessionBox, o.Sessionless = false, true
+	sh := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv },
+		&sdk.StreamableHTTPOptions{Logger: s.o.Log, MaxRequestBodyBytes: o.MaxBody,
+			// The front checks Host and Origin (with the names of
+			// --allow-host). It ends idle sessions itself; the SDK's
+			// timeout ends one whose client left before the answer to
+			// initialize named it to the front.
+			DisableLocalhostProtection: true, SessionTimeout: max(o.SessionIdle, 0)})
+	f := httpfront.New(ctx, o, sdkBackend{sh})
+	s.srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			extra := req.GetExtra()
+			if method != "tools/call" || extra == nil || extra.Header == nil {
+				return next(ctx, method, req) // not a call, or not over HTTP
+			}
+			release, err := f.Box(httpfront.ClientOf(extra.Header))
+			if err != nil {
+				return nil, mcp.Error(err)
+			}
+			defer release()
+			return next(ctx, method, req)
+		}
+	})
+	return f
 }
+
+// sdkBackend is the SDK's handler behind the front; a session the front
+// ends is ended as a DELETE from the client would.
+type sdkBackend struct{ *sdk.StreamableHTTPHandler }
+
+// Begin lets the SDK answer; the session is the one it names.
+func (b sdkBackend) Begin(w http.ResponseWriter, r *http.Request, _ string) bool {
+	b.ServeHTTP(w, r)
+	return false
+}
+
+func (b sdkBackend) End(id string) {
+	r, err := http.NewRequest(http.MethodDelete, "/mcp", nil)
+	if err != nil {
+		return
+	}
+	r.Header.Set(httpfront.SessionHeader, id)
+	b.ServeHTTP(discard{http.Header{}}, r)
+}
+
+// discard is a ResponseWriter that keeps nothing.
+type discard struct{ h http.Header }
+
+func (d discard) Header() http.Header         { return d.h }
+func (d discard) Write(b []byte) (int, error) { return len(b), nil }
+func (d discard) WriteHeader(int)             {}

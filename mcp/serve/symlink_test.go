@@ -68,9 +68,9 @@ func TestSymlinkRace(t *testing.T) {
 	f = newFixture(t, testPolicy, "fix", func(work string) {
 		os.WriteFile(filepath.Join(work, "x"), []byte("harmless\n"), 0o644)
 		os.MkdirAll(filepath.Join(work, "d"), 0o755)
-	}, func(s *Server) {
-		s.afterDecide = func(tool, path string) {
-			if fn := swap[path]; fn != nil {
+	}, func(c *fixtureConfig) {
+		c.kernel.AfterDecide = func(call mediator.Call) {
+			if fn := swap[call.Path]; fn != nil {
 				fn()
 			}
 		}

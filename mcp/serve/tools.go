@@ -6,16 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/mcp"
 	"github.com/airlock-run/airlock/mediator"
-	"github.com/airlock-run/airlock/offload"
 	"github.com/airlock-run/airlock/policy"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -27,7 +23,7 @@ const (
 	ToolWriteFile  = "write_file"
 	ToolListDir    = "list_dir"
 	ToolSearch     = "search"
-	ToolReadResult = offload.ToolName
+	ToolReadResult = mediator.ReadResultTool
 )
 
 // fitProps are the fit convention's arguments, in every tool's schema: an
@@ -75,28 +71,36 @@ type tool struct {
 
 // decode reads a call's arguments into dst, strictly: an unknown argument
 // or a wrong type is an Invalid error naming the tool, told to the model.
-func decode(name string, raw json.RawMessage, dst any) error {
+// It also returns them as a map, which a policy's rule for the tool
+// decides on.
+func decode(name string, raw json.RawMessage, dst any) (map[string]any, error) {
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		raw = json.RawMessage("{}")
 	}
 	// One parse decides and acts here, but a gateway in front may have
 	// read the other of two equal keys: refuse them.
 	if err := mcp.CheckJSON(raw); err != nil {
-		return errs.Wrap(errs.Invalid, err, "%s: arguments", name)
+		return nil, errs.Wrap(errs.Invalid, err, "%s: arguments", name)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return errs.Invalidf("%s: arguments: %s", name, strings.TrimPrefix(err.Error(), "json: "))
+		return nil, errs.Invalidf("%s: arguments: %s", name, strings.TrimPrefix(err.Error(), "json: "))
+	}
+	var args map[string]any
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return nil, errs.Invalidf("%s: arguments are not a JSON object", name)
 	}
 	if c, ok := dst.(interface{ check(string) error }); ok {
-		return c.check(name)
+		return args, c.check(name)
 	}
-	return nil
+	return args, nil
 }
 
 func (f fitArgs) check(name string) error {
-	if f.View != "" && !fitView(f.View) {
+	switch f.View {
+	case "", "stub", "summary", "section", "full":
+	default:
 		return errs.Invalidf("%s: view %q is not one of stub, summary, section, full", name, f.View)
 	}
 	if f.Budget < 0 {
@@ -139,7 +143,7 @@ func (s *Server) tools() []tool {
 			Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
 			run: s.search},
 		{def: &sdk.Tool{Name: ToolReadResult, Title: "Read an offloaded result",
-			Description: offload.ToolDescription, InputSchema: json.RawMessage(offload.ToolSchema),
+			Description: mediator.ReadResultDescription, InputSchema: json.RawMessage(mediator.ReadResultSchema),
 			Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
 			run: s.readResult},
 	}
@@ -149,7 +153,7 @@ func ptr[T any](v T) *T { return &v }
 
 // handler runs t for the SDK: a denial is the structured JSON-RPC error, any
 // other failure a failed call the model reads, and a result is fitted and
-// offloaded.
+// offloaded by the kernel.
 func (s *Server) handler(t tool) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		var raw json.RawMessage
@@ -157,77 +161,54 @@ func (s *Server) handler(t tool) sdk.ToolHandler {
 			raw = req.Params.Arguments
 		}
 		ctx, rt := s.withApprover(ctx, req)
-		failed := func(err error) (*sdk.CallToolResult, error) {
-			switch {
-			case rt != nil && rt.asked != nil:
-				return rt.asked, nil // the question is this round's answer
-			case errs.Is(err, errs.Denied):
-				return nil, mcp.Error(err)
-			}
-			return errorResult(err), nil
-		}
-		if err := s.decideTool(ctx, t.def.Name, raw); err != nil {
-			return failed(err)
-		}
 		out, fa, err := t.run(ctx, raw)
-		if err != nil {
-			return failed(err)
+		if err == nil {
+			var res *sdk.CallToolResult
+			if res, err = s.finish(ctx, t.def.Name, out, fa); err == nil {
+				return res, nil
+			}
 		}
-		return s.finish(ctx, t.def.Name, out, fa), nil
+		switch {
+		case rt != nil && rt.asked != nil:
+			return rt.asked, nil // the question is this round's answer
+		case errs.Is(err, errs.Denied):
+			return nil, mcp.Error(err)
+		}
+		return errorResult(err), nil
 	}
 }
 
-// decideTool decides the call as a tool call too when the policy names the
-// tool under `tools` (so `tools: {exec: false}` switches exec off, and an
-// escalate there asks a person for every call); a tool the policy does not
-// name is decided by what it does alone.
-func (s *Server) decideTool(ctx context.Context, name string, raw json.RawMessage) error {
-	if _, named := s.o.Kernel.Policy().Tools[name]; !named {
-		return nil
-	}
-	args := map[string]any{}
-	if len(bytes.TrimSpace(raw)) > 0 && string(bytes.TrimSpace(raw)) != "null" {
-		if err := json.Unmarshal(raw, &args); err != nil {
-			return errs.Invalidf("%s: arguments are not a JSON object", name)
-		}
-	}
-	_, err := s.o.Kernel.Decide(ctx, mediator.Call{Kind: mediator.KindTool, Tool: name, Args: args})
-	return err
-}
-
-// errorResult is a failed call: the model reads why.
+// errorResult is a failed call: the model reads why, and
+// `_meta["airlock/error"]` says of which class the failure is (invalid: the
+// call was malformed; unavailable: airlock could not run it as the policy
+// asks; …), so a client can tell the model's mistakes from airlock's.
 func errorResult(err error) *sdk.CallToolResult {
 	msg := err.Error()
-	if errs.ClassOf(err) == errs.Internal {
+	class := errs.ClassOf(err)
+	if class == errs.Internal {
 		msg = "airlock: the call failed inside airlock"
 	}
-	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: msg}}, IsError: true}
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: msg}}, IsError: true,
+		Meta: sdk.Meta{mcp.MetaError: map[string]string{"class": class.String()}}}
 }
 
-// finish fits out to the call's view, budget and query, offloads it when it
-// is still too big for the model, and refuses a result over
-// offload.MaxResult. `_meta["airlock/fit"]` says what was done.
-func (s *Server) finish(ctx context.Context, name string, out output, fa fitArgs) *sdk.CallToolResult {
-	if n := offload.JSONSize(out.text); n > offload.MaxResult {
-		return errorResult(offload.TooLarge(name, n))
-	}
+// finish has the kernel fit out to the call's view, budget and query and
+// offload it when it is still too heavy for the model (a result over the
+// cap fails the call). `_meta["airlock/fit"]` says what was done.
+func (s *Server) finish(ctx context.Context, name string, out output, fa fitArgs) (*sdk.CallToolResult, error) {
 	text := out.text
 	meta := mcp.FitMeta{}
 	if out.fitted != nil {
 		meta = *out.fitted
-	} else if fitWanted(fa) {
-		r := fitText(text, fa, out.name)
-		text = r.Text
-		meta.Note = &r.Note
-	}
-	if s.o.Offloader != nil && out.fitted == nil {
-		o, err := s.o.Offloader.Offload(ctx, s.o.Scope, name, text)
+	} else {
+		r, err := s.o.Kernel.Fit(ctx, mediator.FitRequest{Tool: name, Text: out.text, Name: out.name,
+			View: fa.View, Budget: fa.Budget, Query: fa.Query})
 		if err != nil {
-			return errorResult(err)
+			return nil, err
 		}
-		if o.Stub != nil {
-			text = o.Text
-			meta.Offloaded = o.Stub.Offloaded
+		text, meta.Note = r.Text, r.Note
+		if r.Offloaded != nil {
+			meta.Offloaded = r.Offloaded
 		}
 	}
 	res := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}, IsError: out.isError}
@@ -242,35 +223,7 @@ func (s *Server) finish(ctx context.Context, name string, out output, fa fitArgs
 	if len(m) > 0 {
 		res.Meta = m
 	}
-	return res
-}
-
-// path makes a tool's path argument absolute: relative paths are read
-// against the working directory. The policy decides the result (and its
-// symlink-resolved form).
-func (s *Server) path(tool, p string, def string) (string, error) {
-	if p == "" {
-		p = def
-	}
-	if p == "" {
-		return "", errs.Invalidf("%s: path is required", tool)
-	}
-	if strings.ContainsRune(p, 0) {
-		return "", errs.Invalidf("%s: the path holds a NUL byte", tool)
-	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(s.o.World.Workdir, p)
-	}
-	return filepath.Clean(p), nil
-}
-
-// rel shows an absolute path relative to the working directory when it is
-// inside it.
-func (s *Server) rel(p string) string {
-	if r, err := filepath.Rel(s.o.World.Workdir, p); err == nil && r != ".." && !strings.HasPrefix(r, "../") {
-		return r
-	}
-	return p
+	return res, nil
 }
 
 type execArgs struct {
@@ -284,17 +237,18 @@ type execArgs struct {
 // audited, and run in the box the policy describes (egress included).
 func (s *Server) exec(ctx context.Context, raw json.RawMessage) (output, fitArgs, error) {
 	var a execArgs
-	if err := decode(ToolExec, raw, &a); err != nil {
+	args, err := decode(ToolExec, raw, &a)
+	if err != nil {
 		return output{}, fitArgs{}, err
 	}
-	var call mediator.Call
+	call := mediator.Call{Tool: ToolExec, Args: args}
 	switch {
 	case len(a.Argv) > 0 && a.Command != nil:
 		return output{}, a.fitArgs, errs.Invalidf("exec: give argv or command, not both")
 	case len(a.Argv) > 0:
-		call = mediator.Call{Kind: mediator.KindExec, Argv: a.Argv}
+		call.Kind, call.Argv = mediator.KindExec, a.Argv
 	case a.Command != nil && strings.TrimSpace(*a.Command) != "":
-		call = mediator.Call{Kind: mediator.KindShell, Command: *a.Command}
+		call.Kind, call.Command = mediator.KindShell, *a.Command
 	default:
 		return output{}, a.fitArgs, errs.Invalidf("exec: give argv (an array: program and arguments) or command (a shell string)")
 	}
@@ -307,8 +261,8 @@ func (s *Server) exec(ctx context.Context, raw json.RawMessage) (output, fitArgs
 		call.Narrow = &policy.Policy{Limits: policy.Limits{Wall: time.Duration(a.Timeout * float64(time.Second))}}
 	}
 	var stdout, stderr bytes.Buffer
-	res, err := s.o.Kernel.Exec(ctx, call, mediator.ExecOptions{Tier: s.o.Tier, Stdout: &stdout, Stderr: &stderr,
-		OutputCap: s.o.OutputCap, Environ: s.o.Environ, Exe: s.o.Exe, Warn: s.o.Warn})
+	res, err := s.o.Kernel.Exec(ctx, call, mediator.ExecOptions{Stdout: &stdout, Stderr: &stderr,
+		OutputCap: s.outputCap})
 	if err != nil {
 		return output{}, a.fitArgs, err
 	}
@@ -325,7 +279,7 @@ func (s *Server) exec(ctx context.Context, raw json.RawMessage) (output, fitArgs
 		b.WriteString(" [ended by the time limit]")
 	}
 	if res.Truncated {
-		fmt.Fprintf(&b, " [output cut at %d bytes]", s.o.OutputCap)
+		fmt.Fprintf(&b, " [output cut at %d bytes]", s.outputCap)
 	}
 	b.WriteString("\n")
 	return output{text: b.String(), isError: res.ExitCode != 0,
@@ -344,138 +298,10 @@ type pathArgs struct {
 	fitArgs
 }
 
-func (s *Server) readFile(ctx context.Context, raw json.RawMessage) (output, fitArgs, error) {
-	var a pathArgs
-	if err := decode(ToolReadFile, raw, &a); err != nil {
-		return output{}, fitArgs{}, err
-	}
-	abs, err := s.decidePath(ctx, ToolReadFile, mediator.KindRead, a.Path, "")
-	if err != nil {
-		return output{}, a.fitArgs, err
-	}
-	// head stops at one byte over the cap, so an endless file (a device,
-	// a pipe) ends the program instead of running to the time limit.
-	r, err := s.inBox(ctx, []string{"head", "-c", strconv.Itoa(offload.MaxResult + 1), "--", abs}, nil)
-	if err != nil {
-		return output{}, a.fitArgs, err
-	}
-	if r.code != 0 {
-		return output{text: boxError(ToolReadFile, s.rel(abs), r), isError: true}, a.fitArgs, nil
-	}
-	return output{text: r.stdout, name: abs}, a.fitArgs, nil
-}
-
 type writeArgs struct {
 	Path    string  `json:"path"`
 	Content *string `json:"content"`
-}
-
-// writeScript makes the file's directory and writes standard input to it;
-// the path is an argument, never part of the script.
-const writeScript = `d=$(dirname -- "$1") && mkdir -p -- "$d" && cat > "$1"`
-
-func (s *Server) writeFile(ctx context.Context, raw json.RawMessage) (output, fitArgs, error) {
-	var a struct {
-		writeArgs
-		fitArgs
-	}
-	if err := decode(ToolWriteFile, raw, &a); err != nil {
-		return output{}, fitArgs{}, err
-	}
-	if a.Content == nil {
-		return output{}, a.fitArgs, errs.Invalidf("write_file: content is required (the file's whole new content)")
-	}
-	abs, err := s.decidePath(ctx, ToolWriteFile, mediator.KindWrite, a.Path, "")
-	if err != nil {
-		return output{}, a.fitArgs, err
-	}
-	r, err := s.inBox(ctx, []string{"sh", "-c", writeScript, "sh", abs}, strings.NewReader(*a.Content))
-	if err != nil {
-		return output{}, a.fitArgs, err
-	}
-	if r.code != 0 {
-		return output{text: boxError(ToolWriteFile, s.rel(abs), r), isError: true}, a.fitArgs, nil
-	}
-	return output{text: fmt.Sprintf("wrote %d bytes to %s\n", len(*a.Content), s.rel(abs))}, a.fitArgs, nil
-}
-
-func (s *Server) listDir(ctx context.Context, raw json.RawMessage) (output, fitArgs, error) {
-	var a pathArgs
-	if err := decode(ToolListDir, raw, &a); err != nil {
-		return output{}, fitArgs{}, err
-	}
-	abs, err := s.decidePath(ctx, ToolListDir, mediator.KindRead, a.Path, ".")
-	if err != nil {
-		return output{}, a.fitArgs, err
-	}
-	// Five NUL-ended fields an entry: depth, type, size, link target, name
-	// (a name may hold any byte but NUL and /). Depth 0 is the path itself.
-	r, err := s.inBox(ctx, []string{"find", "-H", abs, "-maxdepth", "1",
-		"-printf", `%d\0%y\0%s\0%l\0%f\0`}, nil)
-	if err != nil {
-		return output{}, a.fitArgs, err
-	}
-	if r.code != 0 && r.stdout == "" {
-		return output{text: boxError(ToolListDir, s.rel(abs), r), isError: true}, a.fitArgs, nil
-	}
-	text, isDir := formatEntries(r.stdout)
-	if !isDir {
-		return output{text: fmt.Sprintf("list_dir %s: not a directory (read it with read_file)", s.rel(abs)), isError: true}, a.fitArgs, nil
-	}
-	return output{text: text}, a.fitArgs, nil
-}
-
-// formatEntries turns find's fields into one line an entry, sorted by name;
-// isDir says whether the listed path (depth 0) is a directory.
-func formatEntries(raw string) (text string, isDir bool) {
-	f := strings.Split(raw, "\x00")
-	var lines []string
-	for i := 0; i+4 < len(f); i += 5 {
-		depth, typ, size, target, name := f[i], f[i+1], f[i+2], f[i+3], shown(f[i+4])
-		if depth == "0" {
-			isDir = typ == "d"
-			continue
-		}
-		switch typ {
-		case "d":
-			lines = append(lines, name+"/")
-		case "f":
-			lines = append(lines, name+"\t"+size+" bytes")
-		case "l":
-			lines = append(lines, name+" -> "+shown(target))
-		default:
-			lines = append(lines, name+"\t("+kindName(typ)+")")
-		}
-	}
-	sort.Strings(lines)
-	if len(lines) == 0 {
-		return "(empty directory)\n", isDir
-	}
-	return strings.Join(lines, "\n") + "\n", isDir
-}
-
-// shown quotes a name that would not read as itself on one line.
-func shown(name string) string {
-	for _, r := range name {
-		if r < 0x20 || r == 0x7f || r == '\uFFFD' {
-			return strconv.Quote(name)
-		}
-	}
-	return name
-}
-
-func kindName(t string) string {
-	switch t {
-	case "p":
-		return "fifo"
-	case "s":
-		return "socket"
-	case "c":
-		return "character device"
-	case "b":
-		return "block device"
-	}
-	return "type " + t
+	fitArgs
 }
 
 type searchArgs struct {
@@ -484,75 +310,78 @@ type searchArgs struct {
 	fitArgs
 }
 
+func (s *Server) readFile(ctx context.Context, raw json.RawMessage) (output, fitArgs, error) {
+	var a pathArgs
+	args, err := decode(ToolReadFile, raw, &a)
+	if err != nil {
+		return output{}, fitArgs{}, err
+	}
+	if a.Path == "" {
+		return output{}, a.fitArgs, errs.Invalidf("%s: path is required", ToolReadFile)
+	}
+	return s.file(ctx, mediator.Call{Kind: mediator.KindRead, Tool: ToolReadFile, Args: args, Path: a.Path}, a.fitArgs)
+}
+
+func (s *Server) writeFile(ctx context.Context, raw json.RawMessage) (output, fitArgs, error) {
+	var a writeArgs
+	args, err := decode(ToolWriteFile, raw, &a)
+	if err != nil {
+		return output{}, fitArgs{}, err
+	}
+	if a.Path == "" {
+		return output{}, a.fitArgs, errs.Invalidf("%s: path is required", ToolWriteFile)
+	}
+	if a.Content == nil {
+		return output{}, a.fitArgs, errs.Invalidf("%s: content is required (the file's whole new content)", ToolWriteFile)
+	}
+	// The content is decided by its digest, not kept in the arguments a
+	// tool rule sees or the audit log records.
+	delete(args, "content")
+	return s.file(ctx, mediator.Call{Kind: mediator.KindWrite, Tool: ToolWriteFile, Args: args, Path: a.Path,
+		Content: a.Content}, a.fitArgs)
+}
+
+func (s *Server) listDir(ctx context.Context, raw json.RawMessage) (output, fitArgs, error) {
+	var a pathArgs
+	args, err := decode(ToolListDir, raw, &a)
+	if err != nil {
+		return output{}, fitArgs{}, err
+	}
+	return s.file(ctx, mediator.Call{Kind: mediator.KindList, Tool: ToolListDir, Args: args, Path: a.Path}, a.fitArgs)
+}
+
 func (s *Server) search(ctx context.Context, raw json.RawMessage) (output, fitArgs, error) {
 	var a searchArgs
-	if err := decode(ToolSearch, raw, &a); err != nil {
+	args, err := decode(ToolSearch, raw, &a)
+	if err != nil {
 		return output{}, fitArgs{}, err
 	}
 	if a.Pattern == "" {
-		return output{}, a.fitArgs, errs.Invalidf("search: pattern is required")
+		return output{}, a.fitArgs, errs.Invalidf("%s: pattern is required", ToolSearch)
 	}
-	abs, err := s.decidePath(ctx, ToolSearch, mediator.KindRead, a.Path, ".")
+	return s.file(ctx, mediator.Call{Kind: mediator.KindSearch, Tool: ToolSearch, Args: args, Path: a.Path,
+		Pattern: a.Pattern}, a.fitArgs)
+}
+
+// file has the kernel decide and carry out a file tool's call.
+func (s *Server) file(ctx context.Context, call mediator.Call, fa fitArgs) (output, fitArgs, error) {
+	r, err := s.o.Kernel.File(ctx, call)
 	if err != nil {
-		return output{}, a.fitArgs, err
+		return output{}, fa, err
 	}
-	r, err := s.inBox(ctx, []string{"grep", "-rnHIE", "--exclude-dir=.git", "-e", a.Pattern, "--", abs}, nil)
-	if err != nil {
-		return output{}, a.fitArgs, err
-	}
-	switch {
-	case r.code == 1 && r.stdout == "":
-		return output{text: fmt.Sprintf("no matches for %q in %s\n", a.Pattern, s.rel(abs))}, a.fitArgs, nil
-	case r.code > 1 && r.stdout == "":
-		return output{text: boxError(ToolSearch, s.rel(abs), r), isError: true}, a.fitArgs, nil
-	}
-	// Paths under the working directory are shown relative to it.
-	text := strings.ReplaceAll(r.stdout, "\n"+s.o.World.Workdir+"/", "\n")
-	text = strings.TrimPrefix(text, s.o.World.Workdir+"/")
-	return output{text: text}, a.fitArgs, nil
+	return output{text: r.Text, name: r.Path, isError: r.Failed}, fa, nil
 }
 
 func (s *Server) readResult(ctx context.Context, raw json.RawMessage) (output, fitArgs, error) {
 	var m map[string]any
-	if err := decode(ToolReadResult, raw, &m); err != nil {
-		return output{}, fitArgs{}, err
-	}
-	a, err := offload.ArgsFrom(m)
+	args, err := decode(ToolReadResult, raw, &m)
 	if err != nil {
 		return output{}, fitArgs{}, err
 	}
-	if s.o.Offloader == nil {
-		return output{}, fitArgs{}, errs.NotFoundf("read_result: this server keeps no results")
-	}
-	r, err := s.o.Offloader.ReadResult(ctx, s.o.Scope, a)
+	r, err := s.o.Kernel.ReadResult(ctx, mediator.Call{Kind: mediator.KindReadResult, Args: args})
 	if err != nil {
 		return output{}, fitArgs{}, err
 	}
 	note := r.Note
 	return output{text: r.Text, fitted: &mcp.FitMeta{Note: &note}}, fitArgs{}, nil
-}
-
-// decidePath makes p absolute and has the kernel decide the access.
-func (s *Server) decidePath(ctx context.Context, tool string, kind mediator.Kind, p, def string) (string, error) {
-	abs, err := s.path(tool, p, def)
-	if err != nil {
-		return "", err
-	}
-	if _, err := s.o.Kernel.Decide(ctx, mediator.Call{Kind: kind, Path: abs}); err != nil {
-		return "", err
-	}
-	if s.afterDecide != nil {
-		s.afterDecide(tool, abs)
-	}
-	return abs, nil
-}
-
-// boxError is what the model reads when a file tool's program failed.
-func boxError(tool, path string, r boxResult) string {
-	msg := strings.TrimSpace(r.stderr)
-	// The programs name the absolute path; the model gave a relative one.
-	if msg == "" {
-		msg = fmt.Sprintf("exit code %d", r.code)
-	}
-	return fmt.Sprintf("%s %s: %s", tool, path, msg)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-run/airlock/internal/testsupport"
 	"github.com/airlock-run/airlock/policy/shellread"
 )
 
@@ -48,7 +49,7 @@ var differentialCases = []string{
 func TestDifferentialBash(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
-		t.Skip("no bash on this host to compare with")
+		testsupport.Missing(t, "no bash on this host to compare with")
 	}
 	dir := t.TempDir()
 	stubs := filepath.Join(dir, "bin")

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/testsupport"
 )
 
 // childEnv selects the test binary's child mode: the test re-executes itself
@@ -148,12 +149,10 @@ func requireSeccomp(t *testing.T) {
 	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
 		t.Skipf("no syscall table for %s", runtime.GOARCH)
 	}
-	if _, err := os.Stat("/proc/self/status"); err != nil {
-		t.Skip("no /proc to read the seccomp state from")
-	}
+	testsupport.Require(t, testsupport.Proc)
 	b, _ := os.ReadFile("/proc/self/status")
 	if !strings.Contains(string(b), "Seccomp:") {
-		t.Skip("kernel without seccomp")
+		testsupport.Missing(t, "kernel without seccomp")
 	}
 }
 

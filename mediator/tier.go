@@ -1,0 +1,37 @@
+package mediator
+
+import (
+	"sync"
+
+	"github.com/airlock-run/airlock/policy"
+	"github.com/airlock-run/airlock/sandbox"
+)
+
+// resolveOnce turns the requested tier into the concrete one, probing the
+// host at most once for the kernel's life (sandbox.Resolve: auto is the
+// best the host gives, and a host that gives no confinement fails every
+// call that needs a box rather than running it at tier 0).
+func resolveOnce(requested sandbox.Tier) func() (sandbox.Tier, error) {
+	return sync.OnceValues(func() (sandbox.Tier, error) {
+		if requested == sandbox.Tier0 {
+			return requested, nil // no probe needed: the caller asked for none
+		}
+		return sandbox.Resolve(requested, sandbox.ProbeHost())
+	})
+}
+
+// tierFor is the tier a call under p runs at: `isolation: none` is tier 0,
+// announced every time; otherwise the kernel's resolved tier.
+func (k *Kernel) tierFor(p *policy.Policy, what string) (sandbox.Tier, error) {
+	t, err := k.tier()
+	if p.Isolation == "none" {
+		t, err = sandbox.Tier0, nil
+	}
+	if err != nil {
+		return t, err
+	}
+	if t == sandbox.Tier0 {
+		k.run.warn("WARNING: " + what + " runs UNCONFINED (tier 0): it has your files, network and rights; only its working directory and environment are its own")
+	}
+	return t, nil
+}
