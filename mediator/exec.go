@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/airlock-run/airlock/egress"
 	"github.com/airlock-run/airlock/egress/wire"
@@ -442,4 +443,16 @@ func matchDoubleStar(pattern, name string) bool {
 		return j == len(ns)
 	}
 	return match(0, 0)
+}
+
+// RunResult is how a command that ran ended, and where (the runner's
+// evidence).
+type RunResult = runner.Result
+
+// CheckBox starts a real tier-1 box that runs `true`, for `airlock sandbox
+// check`: what happens, rather than what the host's files suggest. It
+// returns how long the box took.
+func CheckBox(ctx context.Context, exe string) (time.Duration, error) {
+	_, took, err := runner.Check(ctx, exe)
+	return took, err
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/airlock-run/airlock/internal/privfile"
 	"github.com/airlock-run/airlock/mediator"
 	"github.com/airlock-run/airlock/policy"
-	"github.com/airlock-run/airlock/runner"
 )
 
 const runLong = `Decide CMD against the policy and, when it is allowed, run it in the sandbox.
@@ -87,7 +86,7 @@ type runReport struct {
 	Denial  *errs.Denial `json:"denial,omitempty"`
 	Error   string       `json:"error,omitempty"`
 	// Result is where and how the command ran, when it did.
-	Result *runner.Result `json:"result,omitempty"`
+	Result *mediator.RunResult `json:"result,omitempty"`
 	// Commands is, for a shell string, the decision of every simple
 	// command in it.
 	Commands []policy.CommandDecision `json:"commands,omitempty"`

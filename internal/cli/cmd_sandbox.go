@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/airlock-run/airlock/runner"
+	"github.com/airlock-run/airlock/mediator"
 	"github.com/airlock-run/airlock/sandbox"
 )
 
@@ -50,7 +50,7 @@ expected but a box could not be started.`
 			rep := checkReport{Report: sandbox.Probe()}
 			var startErr error
 			if rep.Best >= sandbox.Tier1 {
-				_, took, err := runner.Check(ctx, env.Exe)
+				took, err := mediator.CheckBox(ctx, env.Exe)
 				rep.BoxStart.Millis = float64(took.Microseconds()) / 1000
 				if err != nil {
 					startErr = err
