@@ -395,6 +395,10 @@ func (s *session) clientRequest(ctx context.Context, m *jsonrpc.Request) {
 	}
 	m = &jsonrpc.Request{ID: m.ID, Method: m.Method, Params: params}
 	if !m.IsCall() {
+		if err := checkNotification(m.Method); err != nil {
+			refuse(err)
+			return
+		}
 		s.toServer(ctx, m)
 		return
 	}
@@ -414,6 +418,18 @@ func (s *session) clientRequest(ctx context.Context, m *jsonrpc.Request) {
 	default:
 		s.forward(ctx, m, p)
 	}
+}
+
+// checkNotification refuses a message without an id whose method is not a
+// notification's. Nothing decides a notification, so one spelled as a
+// request ("tools/call" with no id, or a null id) would reach a peer that
+// runs the method and only leaves out the answer (a hand-written server
+// loop), undecided. MCP's notifications all live under "notifications/".
+func checkNotification(method string) error {
+	if strings.HasPrefix(method, "notifications/") {
+		return nil
+	}
+	return errs.Invalidf("%s without an id: only notifications (notifications/...) may come without one; send the request with an id", method)
 }
 
 // reencode checks raw (no keys alike under folding, at any depth) and
@@ -624,6 +640,10 @@ func (s *session) fromServer(ctx context.Context) error {
 			r := msg.(*jsonrpc.Request)
 			if r.IsCall() {
 				s.serverRequest(ctx, r)
+				continue
+			}
+			if err := checkNotification(r.Method); err != nil {
+				s.record(ctx, fromServerSide, r.Method, r.ID, err)
 				continue
 			}
 			if r.Method == "notifications/tools/list_changed" {
