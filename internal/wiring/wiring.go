@@ -64,6 +64,11 @@ type Config struct {
 	// StoreDir is the file store's directory the front end opens; ""
 	// means it opens none. A box may never write it.
 	StoreDir string
+	// PinsDir is the directory of the pinned tool definitions the front
+	// end keeps (airlock mcp wrap); "" means it keeps none. A box may
+	// never write it: a pin decides whether a changed definition needs a
+	// person.
+	PinsDir string
 	// Log receives diagnostics; nil drops them.
 	Log *slog.Logger
 
@@ -225,11 +230,11 @@ func Build(cfg Config) (*Kernel, error) {
 // hostPaths are the places airlock itself writes on the host for one
 // kernel, absolute; "" for what this kernel does not write.
 type hostPaths struct {
-	grants, audit, socketDir, trace, report, store string
+	grants, audit, socketDir, trace, report, store, pins string
 }
 
 func (h hostPaths) list() []string {
-	return nonEmptyList(h.grants, h.audit, h.socketDir, h.trace, h.report, h.store)
+	return nonEmptyList(h.grants, h.audit, h.socketDir, h.trace, h.report, h.store, h.pins)
 }
 
 // privatePaths resolves cfg's paths and their defaults.
@@ -248,7 +253,8 @@ func privatePaths(cfg Config) (hostPaths, error) {
 	}
 	h := hostPaths{grants: abs(cfg.GrantsFile), audit: abs(cfg.AuditFile),
 		socketDir: abs(approvals.DefaultSocketDir(cfg.Getenv)),
-		trace:     abs(cfg.TraceFile), report: abs(cfg.ReportFile), store: abs(cfg.StoreDir)}
+		trace:     abs(cfg.TraceFile), report: abs(cfg.ReportFile), store: abs(cfg.StoreDir),
+		pins: abs(cfg.PinsDir)}
 	var err error
 	if h.grants == "" {
 		if h.grants, err = approvals.DefaultGrantsPath(cfg.Getenv); err != nil {
@@ -265,7 +271,8 @@ func privatePaths(cfg Config) (hostPaths, error) {
 
 // Private is every file and directory airlock writes on the host for cfg:
 // the grants file, the audit log, the approvals socket's directory, the
-// trace file, the report file and the file store, each when cfg has one.
+// trace file, the report file, the file store and the MCP pins, each when
+// cfg has one.
 // It is the one list the mediator checks a box's writable paths against,
 // whichever front end (run, mcp serve, mcp wrap) built the kernel.
 func Private(cfg Config) ([]string, error) {
