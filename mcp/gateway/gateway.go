@@ -276,6 +276,12 @@ type pending struct {
 	method string
 	tool   *callInfo
 	timer  *time.Timer
+	// sent is set when the request goes to the server: only then may an
+	// answer of the server's under its id be taken for the answer. The
+	// server sees the client's ids and can guess the next one, so an
+	// answer before that (a call still waiting for its decision) is not
+	// the answer of anything.
+	sent bool
 }
 
 // tool is what the gateway knows of a listed tool.
@@ -581,6 +587,7 @@ func (s *session) forward(ctx context.Context, m *jsonrpc.Request, p *pending) {
 			s.toServer(ctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: params})
 		})
 	}
+	p.sent = true
 	s.mu.Unlock()
 	if err := s.server.Write(ctx, m); err != nil {
 		if s.takeIf(m.ID, p) {
@@ -600,6 +607,22 @@ func (s *session) take(id jsonrpc.ID) *pending {
 		p.timer.Stop()
 	}
 	return p
+}
+
+// takeSent is take for an answer of the server's: nil, and the request
+// left pending, when it was not sent to the server.
+func (s *session) takeSent(id jsonrpc.ID) *pending {
+	s.mu.Lock()
+	p := s.pending[id]
+	ok := p != nil && p.sent
+	s.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	if s.takeIf(id, p) {
+		return p
+	}
+	return nil
 }
 
 // takeIf removes the pending request id if it is still p (and not a later
@@ -669,9 +692,9 @@ func (s *session) fromServer(ctx context.Context) error {
 			mine <- resp
 			continue
 		}
-		p := s.take(resp.ID)
+		p := s.takeSent(resp.ID)
 		if p == nil {
-			s.log().Debug("mcp: an answer to no pending request", "id", resp.ID.Raw())
+			s.log().Debug("mcp: an answer to no request sent to the server", "id", resp.ID.Raw())
 			continue
 		}
 		if resp.Error == nil {
@@ -702,7 +725,7 @@ func (s *session) badFromServer(ctx context.Context, bad *BadFrame) {
 			lc.writeAside(&jsonrpc.Response{ID: bad.ID, Error: mcp.Error(errs.Invalidf("airlock: %v", bad.Err))})
 		}
 	case bad.ID.IsValid():
-		if p := s.take(bad.ID); p != nil {
+		if p := s.takeSent(bad.ID); p != nil {
 			s.reply(ctx, bad.ID, errs.Unavailablef("the wrapped server answered with a broken message: %v", bad.Err))
 			return
 		}
