@@ -214,7 +214,7 @@ func loadPolicyAt(env *Env, file, workdirFlag, mode string) (*policy.Policy, str
 	if err != nil {
 		return nil, "", "", err
 	}
-	p, source, err := wiring.LoadPolicy(env.Dir, workdir, file)
+	p, source, err := wiring.LoadPolicy(env.Dir, workdir, file, env.Getenv)
 	if err != nil {
 		return nil, "", "", err
 	}
