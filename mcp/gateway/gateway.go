@@ -51,6 +51,7 @@ import (
 	"github.com/airlock-run/airlock/audit"
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/mcp"
+	"github.com/airlock-run/airlock/mcp/approval"
 	"github.com/airlock-run/airlock/mediator"
 	"github.com/airlock-run/airlock/policy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -1108,8 +1109,8 @@ var serverMethods = map[string]string{
 }
 
 // serverPrefix begins the message of an elicitation the wrapped server
-// asks, so that the person never takes it for airlock's question.
-const serverPrefix = "[asked by the wrapped MCP server, not by airlock] "
+// sends (approval.ServerPrefix).
+const serverPrefix = approval.ServerPrefix
 
 func (s *session) checkServerRequest(r *jsonrpc.Request) (json.RawMessage, error) {
 	if ownID(r.ID) {
@@ -1163,7 +1164,7 @@ func (s *session) checkServerRequest(r *jsonrpc.Request) (json.RawMessage, error
 // Keys of _meta that are airlock's: the mark of a question airlock asks,
 // and of a request the wrapped server made.
 const (
-	metaApproval = "airlock/approval"
+	metaApproval = approval.Meta
 	metaFrom     = "airlock/from"
 )
 
