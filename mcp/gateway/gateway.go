@@ -105,9 +105,9 @@ type Options struct {
 	// client declared the capability. Nil leaves every escalation to the
 	// kernel's own approver (the approvals broker, the terminal).
 	WithApprover func(ctx context.Context, a mediator.Approver) context.Context
-	// SessionIdle ends an HTTP session (and its boxed server) that no
-	// request has touched for this long; 0 keeps sessions until DELETE or
-	// the end of the gateway.
+	// SessionIdle is the idle time after which an HTTP session (and its
+	// boxed server) ends when the HTTP front's own (httpfront.Options,
+	// which the CLI sets) is unset; 0 leaves it to the front.
 	SessionIdle time.Duration
 	// PolicyTools returns the tool rules of the policy, so that a listed
 	// name that only looks like one the policy denies (another case, a
