@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/airlock-run/airlock/audit"
 	"github.com/airlock-run/airlock/egress"
@@ -376,6 +377,11 @@ func specFor(p *policy.Policy, w policy.World, environ []string) (sandbox.Spec, 
 		}
 	}
 	spec.Env = boxEnv(p, w, environ)
+	if p.Shell.Allow != nil {
+		// The programs the policy lists are the only ones the kernel
+		// lets a tier-1 box execute (Landlock).
+		spec.Exec = &sandbox.ExecSpec{Programs: p.Shell.Allow, RunWritten: p.Shell.RunWritten}
+	}
 	return spec, nil
 }
 
@@ -518,4 +524,16 @@ func matchDoubleStar(pattern, name string) bool {
 		return j == len(ns)
 	}
 	return match(0, 0)
+}
+
+// RunResult is how a command that ran ended, and where (the runner's
+// evidence).
+type RunResult = runner.Result
+
+// CheckBox starts a real tier-1 box that runs `true`, for `airlock sandbox
+// check`: what happens, rather than what the host's files suggest. It
+// returns how long the box took.
+func CheckBox(ctx context.Context, exe string) (time.Duration, error) {
+	_, took, err := runner.Check(ctx, exe)
+	return took, err
 }

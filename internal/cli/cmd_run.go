@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/internal/privfile"
 	"github.com/airlock-run/airlock/mediator"
 	"github.com/airlock-run/airlock/policy"
-	"github.com/airlock-run/airlock/runner"
 	"github.com/airlock-run/airlock/termsafe"
 )
 
@@ -74,6 +74,9 @@ func runCmd() *Command {
 			if res.WallTimeout {
 				fmt.Fprintln(env.Stderr, "airlock: the wall-clock limit ended the command")
 			}
+			if res.ExitCode == errs.ExitRefused && execWalled(res.Description.Notes) {
+				fmt.Fprintln(env.Stderr, "airlock: exit 126 in a box with the exec wall: a \"Permission denied\" above is the kernel refusing a program the policy does not list (shell.allow)")
+			}
 			return &ExitError{Code: res.ExitCode}
 		},
 	}
@@ -103,6 +106,16 @@ func terminalSafe(env *Env) (stdout, stderr io.Writer, flush func()) {
 	}
 }
 
+// execWalled reports whether the box's evidence says it had the exec wall.
+func execWalled(notes []string) bool {
+	for _, n := range notes {
+		if strings.HasPrefix(n, "exec wall: ") {
+			return true
+		}
+	}
+	return false
+}
+
 // runReport is the --report file: the decision and the runner's evidence.
 // Every key, nested ones included, is snake_case; the golden files in
 // testdata hold its shape.
@@ -115,7 +128,7 @@ type runReport struct {
 	Denial  *errs.Denial `json:"denial,omitempty"`
 	Error   string       `json:"error,omitempty"`
 	// Result is where and how the command ran, when it did.
-	Result *runner.Result `json:"result,omitempty"`
+	Result *mediator.RunResult `json:"result,omitempty"`
 	// Commands is, for a shell string, the decision of every simple
 	// command in it.
 	Commands []policy.CommandDecision `json:"commands,omitempty"`
