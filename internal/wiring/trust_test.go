@@ -167,7 +167,7 @@ func TestBoxCannotMovePolicyAside(t *testing.T) {
 	}
 	_, work, getenv := privateWorld(t)
 	file := filepath.Join(work, "policies", "agent.yaml")
-	const orig = "fs: {read: [.], write: [.]}\nshell: {allow: [sh]}\n"
+	const orig = "fs: {read: [.], write: [.]}\nshell: {allow: [sh, mv, mkdir]}\n"
 	writeFile(t, file, orig)
 	writeFile(t, filepath.Join(work, "other", "x"), "x")
 	writeFile(t, filepath.Join(work, "swap.sh"), `mv other other.old || exit 3
