@@ -34,4 +34,16 @@ func TestWrapPinsArePrivate(t *testing.T) {
 		t.Errorf("got %+v; want exit 125 naming airlock's own pins", r)
 	}
 	os.RemoveAll(filepath.Join(h.Work, "pins"))
+
+	// In observe mode the wrapped server writes nothing, but another run
+	// of the same policy in fix mode does not know where these pins are
+	// and may write them: the pins may not lie where the policy lets any
+	// box write, in any mode.
+	if r := h.run("run", "--mode", "fix", "--", "sh", "-c", "mkdir -p pins && echo x > pins/planted"); r.Code != 0 || !exists(planted) {
+		t.Fatalf("a fix-mode run could not write the pins directory (so this case shows nothing): %+v", r)
+	}
+	r = h.run("mcp", "wrap", "--pins", "pins", "--", "sh", "-c", "true")
+	if r.Code != 125 || !strings.Contains(r.Stderr, "airlock's own") {
+		t.Errorf("observe mode: got %+v; want exit 125 naming airlock's own pins", r)
+	}
 }

@@ -159,7 +159,8 @@ func Build(cfg Config) (*Kernel, error) {
 	}
 	// Refuse before anything is opened, let alone run: in fix mode the box
 	// may write its paths now, so none of airlock's files may lie there;
-	// the files named for this call only (the trace, the report) may not
+	// the files named for this call only (the trace, the report, the MCP
+	// pins, which another run of the policy does not know of) may not
 	// lie where any run of this policy may write, in any mode.
 	var thisRun []string
 	if mode == policy.Fix {
@@ -168,7 +169,7 @@ func Build(cfg Config) (*Kernel, error) {
 	if err := checkPrivate(k.Private, thisRun); err != nil {
 		return fail(err)
 	}
-	if err := checkPrivate(nonEmptyList(paths.trace, paths.report), k.BoxWritable); err != nil {
+	if err := checkPrivate(nonEmptyList(paths.trace, paths.report, paths.pins), k.BoxWritable); err != nil {
 		return fail(err)
 	}
 	// Before any box may write them: a later run must know that a policy
