@@ -693,6 +693,7 @@ func (p *planner) plan(exe string) error {
 	p.bindFD(ex, boxInitPath, false, 2)
 
 	// Reads, then writes, then the working directory.
+	var grants []scanRoot // walked for sockets and hard links (closeChannels)
 	for _, r := range spec.Read {
 		clean := filepath.Clean(r)
 		for _, bad := range []string{"/proc", "/sys", "/dev"} {
@@ -719,13 +720,16 @@ func (p *planner) plan(exe string) error {
 			continue
 		}
 		p.bindFD(pn, pn.real, false, 2)
+		grants = append(grants, scanRoot{path: pn.real})
 	}
 	for _, r := range roots {
 		p.bindFD(r.pn, r.pn.real, r.rw, 2)
+		grants = append(grants, scanRoot{path: r.pn.real, rw: r.rw})
 	}
 	wdOwn := !p.has(wd.real)
 	if wdOwn {
 		p.bindFD(wd, wd.real, wdRW, 2)
+		grants = append(grants, scanRoot{path: wd.real, rw: wdRW})
 	} else {
 		wd.f.Close()
 	}
@@ -790,6 +794,10 @@ func (p *planner) plan(exe string) error {
 			}
 		}
 		b.Protected = true
+	}
+
+	if err := p.closeChannels(grants); err != nil {
+		return err
 	}
 
 	// The one way out.
@@ -979,7 +987,21 @@ func (b *Box) CheckCommand(name string) error {
 }
 
 // procCover returns the bubblewrap options that make /proc/sys, /proc/irq
-// and /proc/bus read-only.
+// and /proc/bus read-only, cover the files that show the host's kernel
+// state (procMasks), and then make the box's whole /proc read-only.
+//
+// The read-only /proc is what stops writes into other processes through
+// /proc/PID/mem (and /proc/PID/oom_score_adj, clear_refs, attr, ...): an
+// open for writing answers EROFS whatever ptrace would allow. Reading
+// stays, and so does everything a program changes through system calls
+// rather than /proc files (prctl(PR_SET_NAME) for its name; writing
+// /proc/self/comm or oom_score_adj answers EROFS). airlock's own process in
+// the box, the init that is PID 1 when the box has a network, is not
+// dumpable: its /proc entries belong to the namespace's owner and answer
+// EACCES to the box, which holds no CAP_SYS_PTRACE; a mount over /proc/1
+// would add nothing (its threads are reachable as /proc/TID anyway). In a
+// box without network PID 1 is bubblewrap's reaper, under the same filter
+// as the command.
 func procCover() []string {
 	args := []string{"--tmpfs", "/proc/sys"}
 	for _, d := range []string{"kernel", "vm", "fs"} {
@@ -988,6 +1010,43 @@ func procCover() []string {
 	args = append(args, "--remount-ro", "/proc/sys")
 	for _, d := range []string{"/proc/irq", "/proc/bus"} {
 		if _, err := os.Stat(d); err == nil {
+			args = append(args, "--tmpfs", d, "--remount-ro", d)
+		}
+	}
+	args = append(args, procMasks()...)
+	return append(args, "--remount-ro", "/proc")
+}
+
+// procMaskFiles show host-wide kernel state no program in a box needs:
+// the kernel keyrings of every user (/proc/keys, key-users), kernel memory
+// and allocator layout (kcore, slabinfo, vmallocinfo, pagetypeinfo), and
+// timer and scheduler internals (timer_list, sched_debug), which leak
+// kernel addresses and other processes' activity. They are covered with
+// /dev/null, as runc covers its masked paths: they read as empty.
+var procMaskFiles = []string{
+	"/proc/keys", "/proc/key-users", "/proc/kcore", "/proc/slabinfo", "/proc/vmallocinfo",
+	"/proc/pagetypeinfo", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+	"/proc/latency_stats", "/proc/sysrq-trigger",
+}
+
+// procMaskDirs are covered with an empty read-only tmpfs: ACPI, sound and
+// SCSI host interfaces.
+var procMaskDirs = []string{"/proc/acpi", "/proc/asound", "/proc/scsi"}
+
+// procMasks returns the options covering those this kernel has (the box's
+// /proc is a new instance of the same kernel's, so the host's shows which
+// exist; a cover over a missing file would fail the box).
+func procMasks() []string {
+	var args []string
+	for _, f := range procMaskFiles {
+		if fi, err := os.Lstat(f); err == nil && !fi.IsDir() {
+			// --dev-bind: a plain bind would add nodev and reading would
+			// answer EACCES instead of an empty file.
+			args = append(args, "--dev-bind", "/dev/null", f)
+		}
+	}
+	for _, d := range procMaskDirs {
+		if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
 			args = append(args, "--tmpfs", d, "--remount-ro", d)
 		}
 	}

@@ -1,0 +1,163 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-run/airlock/errs"
+)
+
+// Channels a bind shares with the host beyond the files themselves: Unix
+// sockets inside a granted tree (an ssh or gpg agent, a rootless Docker
+// daemon below `~`), and files of a writable tree that have other names
+// outside it (hard links made by uv, pnpm or `git clone --local`), whose
+// other names a write through the granted one would rewrite.
+//
+// Both are found at plan time by one breadth-first walk of the granted
+// trees, bounded by scanBudget entries in all: a socket is covered with
+// /dev/null unless the policy names its path itself, and a file with more
+// than one link in a writable tree is bound read-only onto itself. The walk
+// is breadth-first so that the shallow places where agents put their sockets
+// (~/.gnupg, ~/.ssh, ~/.docker/run) are seen before the deep trees that use
+// up the budget (node_modules, module caches). What lies past the budget is
+// not looked at, and the box's notes say where the walk stopped.
+//
+// Measured on this design: a walk of /usr (149 000 entries, cold cache on
+// a 2-core VM) takes about 0.3 s, so the budget of 200 000 entries bounds
+// the plan's extra time at well under a second; a read walk reads only
+// directory entries (the entry type says "socket"), a write walk also
+// lstats each regular file for its link count.
+const scanBudget = 200_000
+
+// maxLinkBinds bounds the read-only binds made for hard-linked files. Each
+// is one mount and one pinned descriptor; a tree with more (a pnpm
+// node_modules, a uv environment linked from its cache) is refused with the
+// fix, rather than run with its other names writable.
+const maxLinkBinds = 512
+
+// scanRoot is one granted tree to walk.
+type scanRoot struct {
+	path string // resolved host path, the same inside the box
+	rw   bool   // writable: look for hard-linked files too
+}
+
+// scanFinds is what a walk found.
+type scanFinds struct {
+	sockets []string
+	linked  []string
+	// stopped is the first directory the budget left unread, "" when the
+	// walk was complete.
+	stopped string
+	entries int
+	took    time.Duration
+}
+
+// scanTrees walks roots breadth-first until it has read budget entries (a
+// directory is read whole, so the last may take it past).
+// Symbolic links are not followed; named holds the paths the policy
+// granted by name, whose sockets stay reachable.
+func scanTrees(roots []scanRoot, named map[string]bool, budget int) scanFinds {
+	start := time.Now()
+	var out scanFinds
+	type dir struct {
+		path string
+		rw   bool
+	}
+	var queue []dir
+	seen := map[string]bool{}
+	for _, r := range roots {
+		if !seen[r.path] {
+			seen[r.path] = true
+			queue = append(queue, dir{r.path, r.rw})
+		}
+	}
+	for len(queue) > 0 {
+		d := queue[0]
+		queue = queue[1:]
+		if out.entries >= budget {
+			out.stopped = d.path
+			break
+		}
+		f, err := os.Open(d.path)
+		if err != nil {
+			continue // unreadable here: unreadable in the box as well
+		}
+		// Unsorted, with each entry's type from the directory itself: no
+		// stat for anything but a writable tree's regular files.
+		ents, _ := f.ReadDir(-1)
+		f.Close()
+		out.entries += len(ents)
+		for _, e := range ents {
+			p := filepath.Join(d.path, e.Name())
+			switch t := e.Type(); {
+			case t&os.ModeSocket != 0:
+				if !named[p] {
+					out.sockets = append(out.sockets, p)
+				}
+			case t.IsDir():
+				if !seen[p] {
+					seen[p] = true
+					queue = append(queue, dir{p, d.rw})
+				}
+			case t.IsRegular() && d.rw:
+				var st unix.Stat_t
+				if unix.Lstat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1 {
+					out.linked = append(out.linked, p)
+				}
+			}
+		}
+	}
+	out.took = time.Since(start)
+	return out
+}
+
+// closeChannels covers the sockets and binds the hard-linked files the
+// walk of the granted trees finds. It runs after every grant is planned.
+func (p *planner) closeChannels(roots []scanRoot) error {
+	named := map[string]bool{}
+	for _, r := range p.spec.Read {
+		named[filepath.Clean(r)] = true
+		if real, err := filepath.EvalSymlinks(r); err == nil {
+			named[real] = true
+		}
+	}
+	found := scanTrees(roots, named, scanBudget)
+	if found.stopped != "" {
+		p.box.Notes = append(p.box.Notes, fmt.Sprintf(
+			"sockets and hard links: the walk of the granted trees stopped after %d entries at %s; what lies past it was not checked (grant smaller trees)",
+			found.entries, found.stopped))
+	}
+	for _, s := range found.sockets {
+		// connect() on /dev/null answers ECONNREFUSED. No pin is needed:
+		// the source is the host's /dev/null, and a destination swapped
+		// for a link would only put /dev/null somewhere else in the box.
+		p.ops = append(p.ops, op{dest: s, order: 3, args: []string{"--ro-bind", "/dev/null", s}})
+	}
+	if len(found.sockets) > 0 {
+		p.box.Notes = append(p.box.Notes, fmt.Sprintf("%d Unix socket(s) in the granted trees are covered (name a socket in fs.read to reach it), e.g. %s",
+			len(found.sockets), found.sockets[0]))
+	}
+	if len(found.linked) > maxLinkBinds {
+		sort.Strings(found.linked)
+		return errs.Unavailablef("sandbox: %d files in the writable trees have other hard links (e.g. %s), more than the %d airlock binds read-only; "+
+			"make them copies (uv: UV_LINK_MODE=copy; pnpm: package-import-method=copy; git clone --no-hardlinks) or grant the tree read-only",
+			len(found.linked), found.linked[0], maxLinkBinds)
+	}
+	for _, l := range found.linked {
+		pn, err := pin(l, p.writable)
+		if err != nil {
+			return errs.Wrap(errs.Unavailable, err, "sandbox: hard-linked file")
+		}
+		p.bindFD(pn, l, false, 3)
+	}
+	if len(found.linked) > 0 {
+		p.box.Notes = append(p.box.Notes, strconv.Itoa(len(found.linked))+" file(s) in the writable trees have other hard links and are read-only, e.g. "+found.linked[0])
+	}
+	return nil
+}
