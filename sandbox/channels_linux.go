@@ -6,11 +6,13 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/sandbox/seccomp"
 )
 
 // Channels a bind shares with the host beyond the files themselves: Unix
@@ -160,4 +162,30 @@ func (p *planner) closeChannels(roots []scanRoot) error {
 		p.box.Notes = append(p.box.Notes, strconv.Itoa(len(found.linked))+" file(s) in the writable trees have other hard links and are read-only, e.g. "+found.linked[0])
 	}
 	return nil
+}
+
+// filterOptions are the seccomp options of a box for spec. S_ISGID is let
+// through (for `chmod g+s` on a directory) only when the box's group is
+// not the host's group 0: the box runs as the caller's own uid and gid, so
+// a set-group-ID file it makes carries the caller's group, which every file
+// the caller makes carries too; under group 0 it would be a
+// set-group-ID-root program on the host.
+func filterOptions(spec Spec) seccomp.Options {
+	return seccomp.Options{Ptrace: spec.Ptrace, SetGID: os.Getgid() != 0}
+}
+
+// etcPaths expands etcFiles: an entry with a '*' names every match (the
+// JDK's directory carries its version).
+func etcPaths() []string {
+	var out []string
+	for _, f := range etcFiles {
+		if !strings.Contains(f, "*") {
+			out = append(out, f)
+			continue
+		}
+		m, _ := filepath.Glob(f)
+		sort.Strings(m)
+		out = append(out, m...)
+	}
+	return out
 }

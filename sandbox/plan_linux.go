@@ -54,6 +54,13 @@ var etcFiles = []string{
 	"/etc/os-release", "/etc/debian_version", "/etc/lsb-release",
 	"/etc/bash.bashrc", "/etc/profile", "/etc/inputrc", "/etc/terminfo",
 	"/etc/magic", "/etc/mailcap",
+	// Runtimes' own configuration: the JDK (java.security, jvm.cfg; its
+	// conf directory is a link into /etc/java-NN-openjdk), Maven's m2.conf,
+	// Python's sitecustomize, fontconfig, the resolver's preferences and
+	// the CA store's source list. None holds a credential; files that may
+	// (/etc/npmrc, /etc/pip.conf, /etc/gitconfig) stay out.
+	"/etc/java-*", "/etc/maven", "/etc/python3*", "/etc/fonts",
+	"/etc/ca-certificates", "/etc/gai.conf", "/etc/host.conf",
 }
 
 // refusedWrite are places a write grant may never reach: the system, and
@@ -646,7 +653,7 @@ func (p *planner) plan(exe string) error {
 		}
 		p.bindFD(pn, d, false, 2)
 	}
-	for _, f := range etcFiles {
+	for _, f := range etcPaths() {
 		if _, err := os.Lstat(f); err != nil {
 			continue
 		}
@@ -853,7 +860,7 @@ func (p *planner) plan(exe string) error {
 
 	var cfgN, stN int
 	if p.direct {
-		prog, err := seccomp.Program(runtime.GOARCH, seccomp.Options{Ptrace: spec.Ptrace})
+		prog, err := seccomp.Program(runtime.GOARCH, filterOptions(spec))
 		if err != nil {
 			return errs.Wrap(errs.Unavailable, err, "sandbox: seccomp filter")
 		}
@@ -915,6 +922,7 @@ func (p *planner) plan(exe string) error {
 	b.config.Env = append([]string(nil), spec.Env...)
 	b.config.Dir = wd.real
 	b.config.Ptrace = spec.Ptrace
+	b.config.SetGID = filterOptions(spec).SetGID
 	b.config.Pins = p.pins
 	b.config.Seccomp = true
 	b.Seccomp = true

@@ -139,7 +139,7 @@ func run(cfgFD int, status *os.File) boxconf.Status {
 		return fail(st, "prctl(PR_SET_NO_NEW_PRIVS): %v", err)
 	}
 	if cfg.Seccomp {
-		if err := installSeccomp(cfg.Ptrace); err != nil {
+		if err := installSeccomp(cfg.Ptrace, cfg.SetGID); err != nil {
 			return fail(st, "seccomp: %v", err)
 		}
 		st.Seccomp = true
