@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/airlock-run/airlock/egress"
 	"github.com/airlock-run/airlock/egress/wire"
@@ -300,6 +301,11 @@ func specFor(p *policy.Policy, w policy.World, environ []string) (sandbox.Spec, 
 		}
 	}
 	spec.Env = boxEnv(p, w, environ)
+	if p.Shell.Allow != nil {
+		// The programs the policy lists are the only ones the kernel
+		// lets a tier-1 box execute (Landlock).
+		spec.Exec = &sandbox.ExecSpec{Programs: p.Shell.Allow, RunWritten: p.Shell.RunWritten}
+	}
 	return spec, nil
 }
 
@@ -442,4 +448,16 @@ func matchDoubleStar(pattern, name string) bool {
 		return j == len(ns)
 	}
 	return match(0, 0)
+}
+
+// RunResult is how a command that ran ended, and where (the runner's
+// evidence).
+type RunResult = runner.Result
+
+// CheckBox starts a real tier-1 box that runs `true`, for `airlock sandbox
+// check`: what happens, rather than what the host's files suggest. It
+// returns how long the box took.
+func CheckBox(ctx context.Context, exe string) (time.Duration, error) {
+	_, took, err := runner.Check(ctx, exe)
+	return took, err
 }

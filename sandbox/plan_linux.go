@@ -858,6 +858,10 @@ func (p *planner) plan(exe string) error {
 	}
 	args = append(args, "--chdir", wd.real)
 
+	execArgs, err := p.execWall(wd.real) // the exec allowlist: execlist_linux.go
+	if err != nil {
+		return err
+	}
 	var cfgN, stN int
 	if p.direct {
 		prog, err := seccomp.Program(runtime.GOARCH, filterOptions(spec))
@@ -928,6 +932,7 @@ func (p *planner) plan(exe string) error {
 	b.Seccomp = true
 	b.Argv = []string{p.bw.Path, "--args", strconv.Itoa(argsN), "--"}
 	if p.direct {
+		b.Argv = append(b.Argv, execArgs...) // the exec step, when walled
 		b.direct = true
 		b.visible = p.visible()
 		b.boxOnly = p.boxOnly

@@ -88,6 +88,9 @@ type Spec struct {
 	// PolicyFile is the policy the run was decided by; it stays read-only
 	// inside the box even in fix mode. Empty means none.
 	PolicyFile string
+	// Exec is the exec allowlist (Landlock); nil means any program may
+	// execute (the policy lists none).
+	Exec *ExecSpec
 }
 
 // Limits are resource limits placed on the whole process tree.

@@ -115,9 +115,11 @@ func mcpWrapCmd() *Command {
 					// may still be called with other arguments: keep it listed.
 					return d.Verdict != policy.Deny || strings.HasSuffix(d.Rule, ".else")
 				},
-				Prefix:     *prefix,
-				Pins:       pins,
-				ApprovePin: pinApprover(k),
+				Prefix:      *prefix,
+				PolicyTools: func() map[string]policy.ToolRule { return k.Kernel.Policy().Tools },
+				Audit:       k.Audit.Append,
+				Pins:        pins,
+				ApprovePin:  pinApprover(k),
 				// Escalations go to the person at the client when it can
 				// show an elicitation, else to the broker and terminal.
 				WithApprover: mediator.WithApprover,
@@ -166,9 +168,10 @@ func boxedServer(k *wiring.Kernel, env *Env, argv []string) gateway.Starter {
 // keeps the tool blocked.
 func pinApprover(k *wiring.Kernel) func(ctx context.Context, old, new gateway.Definition) error {
 	return func(ctx context.Context, old, new gateway.Definition) error {
-		call := mediator.Call{Kind: mediator.KindTool, Tool: new.Name, Args: map[string]any{
-			"old_description": old.Description, "new_description": new.Description,
-			"new_input_schema": string(new.InputSchema), "pinned_digest": old.Digest(), "new_digest": new.Digest()}}
+		// The person is shown every member that changed, old and new.
+		args := gateway.ApprovalArgs(old, new)
+		args["pinned_digest"], args["new_digest"] = old.Digest(), new.Digest()
+		call := mediator.Call{Kind: mediator.KindTool, Tool: new.Name, Args: args}
 		return k.Confirm(ctx, call, "mcp.pins", fmt.Sprintf("the definition of the MCP tool %s changed since it was pinned", new.Name))
 	}
 }

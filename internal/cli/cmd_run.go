@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/internal/privfile"
 	"github.com/airlock-run/airlock/mediator"
 	"github.com/airlock-run/airlock/policy"
-	"github.com/airlock-run/airlock/runner"
 )
 
 const runLong = `Decide CMD against the policy and, when it is allowed, run it in the sandbox.
@@ -70,9 +70,22 @@ func runCmd() *Command {
 			if res.WallTimeout {
 				fmt.Fprintln(env.Stderr, "airlock: the wall-clock limit ended the command")
 			}
+			if res.ExitCode == errs.ExitRefused && execWalled(res.Description.Notes) {
+				fmt.Fprintln(env.Stderr, "airlock: exit 126 in a box with the exec wall: a \"Permission denied\" above is the kernel refusing a program the policy does not list (shell.allow)")
+			}
 			return &ExitError{Code: res.ExitCode}
 		},
 	}
+}
+
+// execWalled reports whether the box's evidence says it had the exec wall.
+func execWalled(notes []string) bool {
+	for _, n := range notes {
+		if strings.HasPrefix(n, "exec wall: ") {
+			return true
+		}
+	}
+	return false
 }
 
 // runReport is the --report file: the decision and the runner's evidence.
@@ -87,7 +100,7 @@ type runReport struct {
 	Denial  *errs.Denial `json:"denial,omitempty"`
 	Error   string       `json:"error,omitempty"`
 	// Result is where and how the command ran, when it did.
-	Result *runner.Result `json:"result,omitempty"`
+	Result *mediator.RunResult `json:"result,omitempty"`
 	// Commands is, for a shell string, the decision of every simple
 	// command in it.
 	Commands []policy.CommandDecision `json:"commands,omitempty"`

@@ -97,10 +97,9 @@ var table = map[string]row{
 	// cli
 	"internal/wiring": {layer: cli, may: []string{"approvals", "audit", "egress", "egress/wire", "files", "fit",
 		"internal/privfile", "mcp", "mediator", "netrule", "offload", "policy", "sandbox"}},
-	// runner: `airlock sandbox check` times a real box start (runner.Check).
 	"internal/cli": {layer: cli, may: []string{"approvals", "audit", "escape", "files", "fit", "internal/privfile", "termsafe",
 		"internal/wiring", "mcp", "mcp/gateway", "mcp/httpfront", "mcp/serve", "mediator", "offload", "policy",
-		"policy/shellread", "runner", "sandbox"}},
+		"policy/shellread", "sandbox"}},
 
 	// mains
 	"cmd/airlock": {layer: mains, may: []string{"egress/forward", "escape", "internal/cli", "sandbox/boxinit"}},

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
+	"sync/atomic"
 
+	"github.com/airlock-run/airlock/mcp"
 	"github.com/airlock-run/airlock/mediator"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -21,9 +24,12 @@ var approvalSchema = json.RawMessage(`{"type":"object","properties":{"allow":{"t
 
 func (a elicitApprover) Ask(ctx context.Context, e mediator.Escalation) mediator.Reply {
 	args, _ := json.Marshal(e.Call.Args)
-	msg := fmt.Sprintf("airlock: the agent asks to call the tool %s with arguments %s. %s Allow it once?",
-		e.Call.Tool, truncate(string(args), 2000), e.Decision.Reason)
-	params, err := json.Marshal(map[string]any{"message": msg, "requestedSchema": approvalSchema})
+	msg := fmt.Sprintf("airlock: the agent asks to call the tool %s with arguments %s. %s Allow it once? (This question is airlock's own; the wrapped server's questions begin %q.)",
+		e.Call.Tool, truncate(string(args), 2000), e.Decision.Reason, strings.TrimSpace(serverPrefix))
+	// The mark a client may show airlock's questions by: the gateway
+	// refuses it in any request of the wrapped server's.
+	params, err := json.Marshal(map[string]any{"message": msg, "requestedSchema": approvalSchema,
+		"_meta": map[string]any{metaApproval: map[string]any{"tool": e.Call.Tool}}})
 	if err != nil {
 		return mediator.Reply{Answer: mediator.AnswerError, Decider: "error", Err: err}
 	}
@@ -37,16 +43,14 @@ func (a elicitApprover) Ask(ctx context.Context, e mediator.Escalation) mediator
 	if resp.Error != nil {
 		return mediator.Reply{Answer: mediator.AnswerError, Decider: "error", Err: resp.Error}
 	}
-	var r struct {
-		Action  string `json:"action"`
-		Content struct {
-			Allow bool `json:"allow"`
-		} `json:"content"`
-	}
-	if json.Unmarshal(resp.Result, &r) != nil {
+	// Read with exact keys: only "action":"accept" with "allow":true is a yes.
+	var r map[string]json.RawMessage
+	var content map[string]json.RawMessage
+	if json.Unmarshal(resp.Result, &r) != nil || mcp.CheckJSON(resp.Result) != nil {
 		return mediator.Reply{Answer: mediator.AnswerError, Decider: "error"}
 	}
-	if r.Action == "accept" && r.Content.Allow {
+	json.Unmarshal(r["content"], &content)
+	if string(r["action"]) == `"accept"` && string(content["allow"]) == "true" {
 		return mediator.Reply{Answer: mediator.AnswerAllowOnce, Decider: "person:mcp-client"}
 	}
 	return mediator.Reply{Answer: mediator.AnswerDeny, Decider: "person:mcp-client"}
@@ -62,13 +66,20 @@ func truncate(s string, n int) string {
 // ask sends the client a request of the gateway's own and waits for its
 // answer or the end of ctx, when the request is withdrawn.
 func (s *session) ask(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Response, error) {
-	return s.request(ctx, s.client, s.ours, method, params)
+	return s.request(ctx, s.client, s.ours, s.toClientNS, &s.nextClient, method, params)
+}
+
+// askServer sends the server a request of the gateway's own.
+func (s *session) askServer(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Response, error) {
+	return s.request(ctx, s.server, s.oursServer, s.toServerNS, &s.nextServer, method, params)
 }
 
 // request sends a request of the gateway's own on to (the client or the
-// server), its answer awaited in waiting under an id neither peer uses.
-func (s *session) request(ctx context.Context, to Conn, waiting map[jsonrpc.ID]chan *jsonrpc.Response, method string, params json.RawMessage) (*jsonrpc.Response, error) {
-	id, err := jsonrpc.MakeID(fmt.Sprintf("%s-%d", s.idPrefix, s.nextID.Add(1)))
+// server), its answer awaited in waiting under an id of namespace ns: one
+// namespace per direction, so that the ids one peer sees tell it nothing
+// of those the other is asked under.
+func (s *session) request(ctx context.Context, to Conn, waiting map[jsonrpc.ID]chan *jsonrpc.Response, ns string, next *atomic.Int64, method string, params json.RawMessage) (*jsonrpc.Response, error) {
+	id, err := jsonrpc.MakeID(fmt.Sprintf("%s-%d", ns, next.Add(1)))
 	if err != nil {
 		return nil, err
 	}

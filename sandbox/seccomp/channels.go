@@ -39,7 +39,10 @@ var socketFamilies = []struct {
 
 var (
 	// socket is allowed only for the families above (and netlink only
-	// for NETLINK_ROUTE).
+	// for NETLINK_ROUTE). It is refused for IPPROTO_MPTCP as well:
+	// Landlock's TCP rules (LANDLOCK_ACCESS_NET_CONNECT_TCP) check only
+	// IPPROTO_TCP sockets, so a multipath TCP socket would step around a
+	// port rule.
 	sysSocket = sysnum{"socket", 41, 198, "", false}
 	// socketpair makes connected pairs; only AF_UNIX has them for the
 	// box (TIPC has them too, and is refused with the rest).
@@ -85,6 +88,10 @@ func (p *prog) channelDispatch(arch string) {
 // each.
 func (p *prog) channelBlocks() {
 	p.label("socket")
+	// Multipath TCP first, whatever the family says (only AF_INET and
+	// AF_INET6 have it; the kernel refuses it elsewhere anyway).
+	p.load(offArg0 + 16)
+	p.jumpIf(ipprotoMPTCP, "eperm")
 	p.load(offArg0)
 	for _, f := range socketFamilies {
 		if f.family == afNetlink {

@@ -278,6 +278,7 @@ func TestTableMatchesUnix(t *testing.T) {
 		{"AF_UNIX", afUnix, unix.AF_UNIX}, {"AF_INET", afInet, unix.AF_INET}, {"AF_INET6", afInet6, unix.AF_INET6},
 		{"AF_NETLINK", afNetlink, unix.AF_NETLINK}, {"NETLINK_ROUTE", netlinkRoute, unix.NETLINK_ROUTE},
 		{"EAFNOSUPPORT", errnoEAFNOSUPPORT, uint64(unix.EAFNOSUPPORT)},
+		{"IPPROTO_MPTCP", ipprotoMPTCP, unix.IPPROTO_MPTCP},
 	}
 	for _, c := range consts {
 		if c.got != c.want {

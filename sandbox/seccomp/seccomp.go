@@ -122,6 +122,10 @@ const (
 	tiocsti   = 0x5412
 	tioclinux = 0x541c
 
+	// ipprotoMPTCP is IPPROTO_MPTCP, socket(2)'s protocol for multipath
+	// TCP.
+	ipprotoMPTCP = 262
+
 	// Personality values that stay allowed: PER_LINUX, ADDR_NO_RANDOMIZE
 	// (which sanitiser builds such as `go test -race` set on themselves) and
 	// 0xffffffff, which only reads the current value.
@@ -306,6 +310,7 @@ func Rules(arch string, opts Options) ([]Rule, error) {
 	}
 	add(sysPersonality, Refuse, "persona not in {0, ADDR_NO_RANDOMIZE, 0xffffffff}", "other personas change the address-space layout and syscall semantics")
 	add(sysIoctl, Refuse, "request == TIOCSTI or TIOCLINUX", "pushes keystrokes into the terminal")
+	add(sysSocket, Refuse, "protocol == IPPROTO_MPTCP", "Landlock's TCP port rules do not cover multipath TCP")
 	channelRules(arch, add)
 	return out, nil
 }

@@ -127,6 +127,9 @@ func oracle(arch string, opts Options, d data) uint32 {
 	}
 	switch int(d.nr) {
 	case sysSocket.nr(arch):
+		if low(2) == ipprotoMPTCP {
+			return epermRet
+		}
 		switch low(0) {
 		case 1, 2, 10: // AF_UNIX, AF_INET, AF_INET6
 		case 16: // AF_NETLINK, NETLINK_ROUTE only
@@ -300,6 +303,19 @@ func TestProgramIoctl(t *testing.T) {
 		{"TIOCLINUX", tioclinux, epermRet},
 		{"TIOCSTI with high bits", 0xdead0000_00000000 | tiocsti, epermRet},
 		{"TIOCLINUX with high bits", 0x1_00000000 | tioclinux, epermRet},
+	})
+}
+
+// TestProgramSocket: multipath TCP is refused in every spelling the kernel
+// reads as IPPROTO_MPTCP; every other protocol (0, TCP, UDP) passes.
+func TestProgramSocket(t *testing.T) {
+	runArgCases(t, sysSocket, 2, []argCase{
+		{"default protocol", 0, allowRet},
+		{"IPPROTO_TCP", 6, allowRet},
+		{"IPPROTO_UDP", 17, allowRet},
+		{"IPPROTO_MPTCP", ipprotoMPTCP, epermRet},
+		{"IPPROTO_MPTCP with high bits", 0xffffffff_00000000 | ipprotoMPTCP, epermRet},
+		{"IPPROTO_MPTCP+1", ipprotoMPTCP + 1, allowRet},
 	})
 }
 
