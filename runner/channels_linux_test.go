@@ -282,3 +282,28 @@ func TestSetGIDDirectory(t *testing.T) {
 		t.Errorf("the directory is set-user-ID on the host")
 	}
 }
+
+// TestKeptHome: a Spec.HomeDir is HOME in the box, writable, and what one
+// run leaves there the next finds; one inside a writable grant is refused.
+func TestKeptHome(t *testing.T) {
+	requireTier1(t)
+	home := t.TempDir()
+	spec := baseSpec(t)
+	spec.HomeDir = home
+	o := runIn(t, sandbox.Tier1, spec, "", "sh", "-c", `echo kept > "$HOME/history"`)
+	if o.err != nil || o.res.ExitCode != 0 {
+		t.Fatalf("first run: exit %d, err %v: %s", o.res.ExitCode, o.err, o.stderr)
+	}
+	o = runIn(t, sandbox.Tier1, spec, "", "sh", "-c", `cat "$HOME/history"`)
+	if o.err != nil || o.stdout != "kept\n" {
+		t.Errorf("second run: got %q (err %v, %s), want the first run's file", o.stdout, o.err, o.stderr)
+	}
+	wd := t.TempDir()
+	inside := filepath.Join(wd, "home")
+	os.Mkdir(inside, 0o700)
+	bad := fixSpec(t, wd)
+	bad.HomeDir = inside
+	if o := runIn(t, sandbox.Tier1, bad, "", "true"); o.err == nil || !strings.Contains(o.err.Error(), "kept home") {
+		t.Errorf("a kept home inside the writable working directory: got err %v, want a refusal", o.err)
+	}
+}

@@ -189,3 +189,31 @@ func etcPaths() []string {
 	}
 	return out
 }
+
+// persistentHome binds spec.HomeDir writable at HOME h. The directory is
+// airlock's own state, kept per working directory; it may not lie inside
+// a writable grant or hold one (a home the box writes would then be a way
+// to plant files in the project, or the project a way into the home), and
+// HOME may not be a system path.
+func (p *planner) persistentHome(h string) error {
+	if p.isSystem(h) {
+		return p.refuse(h, "HOME is a system path; a kept home needs HOME elsewhere")
+	}
+	pn, err := pin(p.spec.HomeDir, p.writable)
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, err, "sandbox: kept home")
+	}
+	if !pn.isDir() {
+		pn.f.Close()
+		return p.refuse(p.spec.HomeDir, "a kept home must be a directory")
+	}
+	for _, w := range p.writable {
+		if within(pn.real, w) || within(w, pn.real) {
+			pn.f.Close()
+			return p.refuse(p.spec.HomeDir, "a kept home may not lie inside the writable directory "+w+" or contain it")
+		}
+	}
+	p.bindFD(pn, h, true, 2)
+	p.box.Notes = append(p.box.Notes, "HOME "+h+" is kept between runs in "+pn.real)
+	return nil
+}

@@ -763,6 +763,10 @@ func (p *planner) plan(exe string) error {
 	if filepath.IsAbs(home) && home != "/" {
 		h := filepath.Clean(home)
 		switch {
+		case spec.HomeDir != "":
+			if err := p.persistentHome(h); err != nil {
+				return err
+			}
 		case p.coveredByBind(h):
 			b.Notes = append(b.Notes, "HOME "+h+" lies inside a bound directory; it is that directory, not a private one")
 		case within(h, "/tmp") || within(h, "/var/tmp") || within(h, "/run"):
