@@ -8,6 +8,7 @@ import (
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/policy"
+	"github.com/airlock-run/airlock/sandbox"
 )
 
 // keptHome returns the directory kept as the box's HOME for the working
@@ -35,21 +36,8 @@ func keptHome(w policy.World) (string, error) {
 	return dir, nil
 }
 
-// caches are the tool caches whose place the box is told when the policy
-// grants them: inside the box HOME is airlock's own, so without the
-// variable a tool would use an empty cache under it and never the granted
-// one (which the box sees at its host path).
-var caches = []struct {
-	rel, env string // below the caller's home; the variable that names it
-}{
-	{".cache/go-build", "GOCACHE"},
-	{"go/pkg/mod", "GOMODCACHE"},
-	{".cache/pip", "PIP_CACHE_DIR"},
-	{".npm", "npm_config_cache"},
-	{".cargo", "CARGO_HOME"},
-}
-
-// cacheEnv returns the variables naming the granted caches. A cache counts
+// cacheEnv returns the variables naming the granted caches
+// (sandbox.ToolCaches). A cache counts
 // as granted when an fs.read entry names it exactly (a read-only cache,
 // as asked), or when it lies inside a write grant that is writable in
 // this mode. A read grant of a wider tree (`~`) sets nothing: a tool
@@ -65,8 +53,8 @@ func cacheEnv(p *policy.Policy, w policy.World) map[string]string {
 	if w.Mode == policy.Fix {
 		writes, _ = expandPaths(p.FS.Write, w, "fs.write")
 	}
-	for _, c := range caches {
-		path := filepath.Join(w.Home, c.rel)
+	for _, c := range sandbox.ToolCaches {
+		path := filepath.Join(w.Home, c.Rel)
 		if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
 			continue
 		}
@@ -82,7 +70,7 @@ func cacheEnv(p *policy.Policy, w policy.World) map[string]string {
 			if real, err := filepath.EvalSymlinks(path); err == nil {
 				path = real
 			}
-			out[c.env] = path
+			out[c.Env] = path
 		}
 	}
 	return out

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/airlock-run/airlock/policy"
+	"github.com/airlock-run/airlock/sandbox"
 )
 
 // TestCacheEnv: a cache the policy grants by name (or inside a write grant
@@ -15,8 +16,8 @@ import (
 // leave it alone.
 func TestCacheEnv(t *testing.T) {
 	home := t.TempDir()
-	for _, c := range caches {
-		os.MkdirAll(filepath.Join(home, c.rel), 0o755)
+	for _, c := range sandbox.ToolCaches {
+		os.MkdirAll(filepath.Join(home, c.Rel), 0o755)
 	}
 	cases := []struct {
 		name string

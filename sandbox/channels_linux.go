@@ -217,3 +217,24 @@ func (p *planner) persistentHome(h string) error {
 	p.box.Notes = append(p.box.Notes, "HOME "+h+" is kept between runs in "+pn.real)
 	return nil
 }
+
+// channelFindings say what a box shares with the host beside its grants,
+// and what airlock tells a box about granted caches.
+func (r *Report) channelFindings() {
+	r.add(SevInfo, "channels",
+		"sockets: a box may create only AF_UNIX, AF_INET, AF_INET6 and route netlink sockets (vsock, packet, AF_ALG and netfilter netlink answer EAFNOSUPPORT); native AIO (io_setup) answers ENOSYS; /proc is read-only with the host's keyrings, timers and allocator state covered.",
+		"Nothing to do.")
+	r.add(SevInfo, "channels",
+		fmt.Sprintf("Unix sockets inside granted trees are covered unless fs.read names the socket itself, and files of writable trees with other hard links are bound read-only (at most %d; the walk reads at most %d entries).", maxLinkBinds, scanBudget),
+		"To reach an agent's socket, name it in fs.read (e.g. ~/.gnupg/S.gpg-agent); for a tree linked from a cache, make copies (UV_LINK_MODE=copy, pnpm package-import-method=copy, git clone --no-hardlinks).")
+	if os.Getgid() == 0 {
+		r.add(SevInfo, "channels", "airlock runs with group 0, so the box may not make set-group-ID files or directories (chmod g+s fails with EPERM): on the host they would carry group root.",
+			"Run airlock as an ordinary user to let chmod g+s work on directories of writable grants.")
+	}
+	var caches []string
+	for _, c := range ToolCaches {
+		caches = append(caches, "~/"+c.Rel+" → "+c.Env)
+	}
+	r.add(SevInfo, "caches", "a policy that grants one of "+strings.Join(caches, ", ")+" (by name in fs.read, or inside fs.write in fix mode) has the box told the variable, since the box's HOME is its own.",
+		"Grant the cache by name, e.g. fs.read: [\"~/.cache/go-build\"], or fs.write for a cache the box may fill.")
+}
