@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -306,4 +308,71 @@ func TestKeptHome(t *testing.T) {
 	if o := runIn(t, sandbox.Tier1, bad, "", "true"); o.err == nil || !strings.Contains(o.err.Error(), "kept home") {
 		t.Errorf("a kept home inside the writable working directory: got err %v, want a refusal", o.err)
 	}
+}
+
+// TestRootOnAnotherUsersCheckout: airlock as root on a checkout owned by
+// another user runs the box as that user: the box writes the user's files,
+// what it makes belongs to the user, and root's standing (a root-only file
+// in the tree) does not come along. Both shapes: the init's forwarder
+// must reach the egress socket as that user.
+func TestRootOnAnotherUsersCheckout(t *testing.T) {
+	requireTier1(t)
+	const uid = 1000
+	for _, tc := range tiers() {
+		if tc.tier != sandbox.Tier1 {
+			continue
+		}
+		t.Run(tc.name(), func(t *testing.T) {
+			if tc.skip != "" {
+				tc.gate(t)
+			}
+			// The user must reach the checkout and the airlock binary,
+			// as on a real host: test directories are private to root.
+			parent := sharedDir(t)
+			exe := filepath.Join(parent, "airlock")
+			if b, err := os.ReadFile(testExe(t)); err != nil || os.WriteFile(exe, b, 0o755) != nil {
+				t.Fatalf("copy the test binary: %v", err)
+			}
+			wd := filepath.Join(parent, "checkout")
+			os.Mkdir(wd, 0o755)
+			os.WriteFile(filepath.Join(wd, "main.go"), []byte("v1\n"), 0o644)
+			os.WriteFile(filepath.Join(wd, "root-only"), []byte("secret\n"), 0o600)
+			for _, p := range []string{wd, filepath.Join(wd, "main.go")} {
+				if err := os.Chown(p, uid, uid); err != nil {
+					t.Fatal(err)
+				}
+			}
+			spec := withNet(t, tc, fixSpec(t, wd))
+			var out, errOut bytes.Buffer
+			res, err := Run(context.Background(), exe, Request{Spec: spec, Tier: sandbox.Tier1, Stdout: &out, Stderr: &errOut,
+				Argv: []string{"sh", "-c", "echo v2 >> main.go && touch made && id -u && (cat root-only 2>/dev/null || echo unreadable)"}})
+			o := outcome{res, err, out.String(), errOut.String()}
+			if o.err != nil || o.res.ExitCode != 0 {
+				t.Fatalf("exit %d, err %v: %s%s", o.res.ExitCode, o.err, o.stdout, o.stderr)
+			}
+			if o.stdout != fmt.Sprintf("%d\nunreadable\n", uid) {
+				t.Errorf("got %q, want the box as uid %d and the root-only file unreadable", o.stdout, uid)
+			}
+			if b, _ := os.ReadFile(filepath.Join(wd, "main.go")); string(b) != "v1\nv2\n" {
+				t.Errorf("main.go = %q, want the box's write", b)
+			}
+			var st unix.Stat_t
+			if err := unix.Stat(filepath.Join(wd, "made"), &st); err != nil || st.Uid != uid {
+				t.Errorf("made: %v, owner %d; want a file of uid %d", err, st.Uid, uid)
+			}
+		})
+	}
+}
+
+// sharedDir is a fresh directory every user may traverse, removed when
+// the test ends.
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("/tmp", "airlock-shared-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(d, 0o755)
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
 }

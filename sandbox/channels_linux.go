@@ -164,14 +164,95 @@ func (p *planner) closeChannels(roots []scanRoot) error {
 	return nil
 }
 
-// filterOptions are the seccomp options of a box for spec. S_ISGID is let
+// filterOptions are the seccomp options of the box. S_ISGID is let
 // through (for `chmod g+s` on a directory) only when the box's group is
-// not the host's group 0: the box runs as the caller's own uid and gid, so
-// a set-group-ID file it makes carries the caller's group, which every file
-// the caller makes carries too; under group 0 it would be a
-// set-group-ID-root program on the host.
-func filterOptions(spec Spec) seccomp.Options {
-	return seccomp.Options{Ptrace: spec.Ptrace, SetGID: os.Getgid() != 0}
+// not the host's group 0: the box runs as the caller's own uid and gid (or
+// the checkout owner's, see chooseUser), so a set-group-ID file it makes
+// carries that group, which every file that user makes carries too; under
+// group 0 it would be a set-group-ID-root program on the host.
+func (p *planner) filterOptions() seccomp.Options {
+	_, gid := p.boxIDs()
+	return seccomp.Options{Ptrace: p.spec.Ptrace, SetGID: gid != 0}
+}
+
+// RunAs is a user and group bubblewrap is started as instead of
+// airlock's own.
+type RunAs struct {
+	UID, GID uint32
+}
+
+// boxIDs are the host uid and gid the box runs as.
+func (p *planner) boxIDs() (uid, gid int) {
+	if p.runAs != nil {
+		return int(p.runAs.UID), int(p.runAs.GID)
+	}
+	return os.Getuid(), os.Getgid()
+}
+
+// chooseUser decides who the box is. airlock run as root on a writable
+// checkout owned by another user (a CI job as root on the runner's
+// checkout, sudo in a developer's tree) would give a box whose root has no
+// capability over that user's files: every write fails EACCES. Granting
+// the box's root CAP_DAC_OVERRIDE would not help (a capability in a user
+// namespace reaches only files of uids mapped in it) and would be the
+// wrong direction besides. Instead bubblewrap is started as the owner of
+// the working directory: the box is then that user's unprivileged box,
+// writes as that user, and its files belong to that user on the host. Read
+// grants are then read with that user's rights. Only a working directory
+// that is writable in this run chooses; otherwise the box is airlock's
+// user as before.
+func (p *planner) chooseUser(wd *pinned, writable bool) error {
+	if os.Geteuid() != 0 || !writable {
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(wd.f.Fd()), &st); err != nil {
+		return errs.Wrap(errs.Unavailable, err, "sandbox: working directory owner")
+	}
+	if st.Uid == 0 {
+		return nil
+	}
+	gid := st.Gid
+	if gid == 0 {
+		// A directory of the user's with group root: the box must not
+		// run with group 0 (see filterOptions); the user's own group it
+		// cannot know without the user database, so it gets the overflow
+		// group, whose files nobody else holds.
+		gid = 65534
+	}
+	p.runAs = &RunAs{UID: st.Uid, GID: gid}
+	p.box.RunAs = p.runAs
+	p.box.Notes = append(p.box.Notes, fmt.Sprintf("airlock runs as root and the working directory belongs to uid %d: the box runs as uid %d, gid %d", st.Uid, st.Uid, gid))
+	return nil
+}
+
+// proxyForUser lets a box started as another user connect to the egress
+// proxy's socket (connect needs write permission on it, and a bubblewrap
+// without --bind-fd must reach its directory): the socket and its
+// directory, made for this run by the egress proxy and removed after it,
+// are given to that user. The proxy still answers only holders of the
+// run's token.
+func (p *planner) proxyForUser(pn *pinned) error {
+	if p.runAs == nil {
+		return nil
+	}
+	uid, gid := int(p.runAs.UID), int(p.runAs.GID)
+	if err := unix.Fchownat(int(pn.f.Fd()), "", uid, gid, unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return errs.Wrap(errs.Unavailable, err, "sandbox: give the egress socket to uid %d", uid)
+	}
+	dir := filepath.Dir(pn.real)
+	if !strings.HasPrefix(filepath.Base(dir), "airlock-egress-") {
+		return p.refuse(dir, "the egress socket is not in a directory of its own; a box as another user cannot reach it")
+	}
+	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, err, "sandbox: egress socket directory")
+	}
+	defer unix.Close(dfd)
+	if err := unix.Fchownat(dfd, "", uid, gid, unix.AT_EMPTY_PATH); err != nil {
+		return errs.Wrap(errs.Unavailable, err, "sandbox: give the egress socket directory to uid %d", uid)
+	}
+	return nil
 }
 
 // etcPaths expands etcFiles: an entry with a '*' names every match (the

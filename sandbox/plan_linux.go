@@ -100,6 +100,10 @@ type Box struct {
 	// protected paths that did not exist; they are removed by Close (and by
 	// the runner's guard when the runner dies).
 	Stubs []Stub
+	// RunAs, when not nil, is the user and group bubblewrap must be
+	// started as (airlock runs as root on another user's checkout); nil
+	// is airlock's own.
+	RunAs *RunAs
 
 	config  boxconf.Config
 	configW *os.File
@@ -357,6 +361,9 @@ type planner struct {
 	// lock is the root lock held while protect makes or adopts that
 	// root's placeholders.
 	lock *stubLock
+	// runAs is the user the box runs as when not airlock's own (see
+	// chooseUser); nil is airlock's.
+	runAs *RunAs
 }
 
 func (p *planner) file(f *os.File, child bool) int {
@@ -597,6 +604,9 @@ func (p *planner) plan(exe string) error {
 			wdRW = true
 		}
 	}
+	if err := p.chooseUser(wd, wdRW); err != nil {
+		return err
+	}
 
 	// Namespaces and the process's standing.
 	args := []string{"--unshare-user"}
@@ -824,6 +834,9 @@ func (p *planner) plan(exe string) error {
 			pn.f.Close()
 			return p.refuse(spec.Net.ProxySocket, "not a Unix socket")
 		}
+		if err := p.proxyForUser(pn); err != nil {
+			return err
+		}
 		p.bindFD(pn, boxProxyPath, false, 2)
 		// git runs its proxy command by name with only HOST PORT: the
 		// airlock binary again, under the name airlock-connect.
@@ -868,7 +881,7 @@ func (p *planner) plan(exe string) error {
 	}
 	var cfgN, stN int
 	if p.direct {
-		prog, err := seccomp.Program(runtime.GOARCH, filterOptions(spec))
+		prog, err := seccomp.Program(runtime.GOARCH, p.filterOptions())
 		if err != nil {
 			return errs.Wrap(errs.Unavailable, err, "sandbox: seccomp filter")
 		}
@@ -930,7 +943,7 @@ func (p *planner) plan(exe string) error {
 	b.config.Env = append([]string(nil), spec.Env...)
 	b.config.Dir = wd.real
 	b.config.Ptrace = spec.Ptrace
-	b.config.SetGID = filterOptions(spec).SetGID
+	b.config.SetGID = p.filterOptions().SetGID
 	b.config.Pins = p.pins
 	b.config.Seccomp = true
 	b.Seccomp = true
@@ -1100,7 +1113,7 @@ func (p *planner) isSystem(path string) bool {
 // etc writes the generated parts of /etc: users, groups, name service and
 // name resolution that point nowhere but the box itself.
 func (p *planner) etc(home string) error {
-	uid, gid := os.Getuid(), os.Getgid()
+	uid, gid := p.boxIDs()
 	if home == "" {
 		home = "/"
 	}
