@@ -30,12 +30,15 @@ import (
 // up the budget (node_modules, module caches). What lies past the budget is
 // not looked at, and the box's notes say where the walk stopped.
 //
-// Measured on this design: a walk of /usr (149 000 entries, cold cache on
-// a 2-core VM) takes about 0.3 s, so the budget of 200 000 entries bounds
-// the plan's extra time at well under a second; a read walk reads only
-// directory entries (the entry type says "socket"), a write walk also
-// lstats each regular file for its link count.
-const scanBudget = 200_000
+// Measured (TestScanTime logs it) on a 2-core VM: /usr, 149 000
+// entries, takes 0.4 s to walk as a read grant and 1.1 s as a writable one
+// (which lstats every regular file) with a warm cache, 3 to 8 s cold. A
+// grant that size is rare for a project, but `~` is not, and the walk runs
+// for every command: the budget of 100 000 entries keeps the plan's extra
+// time near a quarter of a second for a read grant of a large home
+// (warm), and a project checkout is walked whole. A whole plan with a read
+// grant of /usr/lib (past the budget) took 240 ms against 1.4 ms without.
+const scanBudget = 100_000
 
 // maxLinkBinds bounds the read-only binds made for hard-linked files. Each
 // is one mount and one pinned descriptor; a tree with more (a pnpm
