@@ -314,7 +314,8 @@ func TestKeptHome(t *testing.T) {
 // another user runs the box as that user: the box writes the user's files,
 // what it makes belongs to the user, and root's standing (a root-only file
 // in the tree) does not come along. Both shapes: the init's forwarder
-// must reach the egress socket as that user.
+// must reach the egress socket as that user. The box's group is then the
+// user's, so `chmod g+s` works on a directory (set-user-ID stays refused).
 func TestRootOnAnotherUsersCheckout(t *testing.T) {
 	requireTier1(t)
 	const uid = 1000
@@ -345,13 +346,16 @@ func TestRootOnAnotherUsersCheckout(t *testing.T) {
 			spec := withNet(t, tc, fixSpec(t, wd))
 			var out, errOut bytes.Buffer
 			res, err := Run(context.Background(), exe, Request{Spec: spec, Tier: sandbox.Tier1, Stdout: &out, Stderr: &errOut,
-				Argv: []string{"sh", "-c", "echo v2 >> main.go && touch made && id -u && (cat root-only 2>/dev/null || echo unreadable)"}})
+				Argv: []string{"sh", "-c", "echo v2 >> main.go && touch made && id -u && (cat root-only 2>/dev/null || echo unreadable) && mkdir shared && chmod g+s shared && (chmod u+s shared 2>/dev/null || echo no-setuid)"}})
 			o := outcome{res, err, out.String(), errOut.String()}
 			if o.err != nil || o.res.ExitCode != 0 {
 				t.Fatalf("exit %d, err %v: %s%s", o.res.ExitCode, o.err, o.stdout, o.stderr)
 			}
-			if o.stdout != fmt.Sprintf("%d\nunreadable\n", uid) {
-				t.Errorf("got %q, want the box as uid %d and the root-only file unreadable", o.stdout, uid)
+			if o.stdout != fmt.Sprintf("%d\nunreadable\nno-setuid\n", uid) {
+				t.Errorf("got %q, want the box as uid %d, the root-only file unreadable, chmod g+s working and u+s refused", o.stdout, uid)
+			}
+			if st, err := os.Stat(filepath.Join(wd, "shared")); err != nil || st.Mode()&os.ModeSetgid == 0 || st.Mode()&os.ModeSetuid != 0 {
+				t.Errorf("shared: %v, mode %v; want a set-group-ID directory that is not set-user-ID", err, st.Mode())
 			}
 			if b, _ := os.ReadFile(filepath.Join(wd, "main.go")); string(b) != "v1\nv2\n" {
 				t.Errorf("main.go = %q, want the box's write", b)
