@@ -1052,11 +1052,14 @@ func procCover() []string {
 // and allocator layout (kcore, slabinfo, vmallocinfo, pagetypeinfo), and
 // timer and scheduler internals (timer_list, sched_debug), which leak
 // kernel addresses and other processes' activity. They are covered with
-// /dev/null, as runc covers its masked paths: they read as empty.
+// /dev/null, as runc covers its masked paths: they read as empty (and a
+// write to one, meaningless for these, is discarded). /proc/sysrq-trigger,
+// which only takes writes, is left to the read-only /proc (EROFS), so a
+// write to it fails as it should.
 var procMaskFiles = []string{
 	"/proc/keys", "/proc/key-users", "/proc/kcore", "/proc/slabinfo", "/proc/vmallocinfo",
 	"/proc/pagetypeinfo", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
-	"/proc/latency_stats", "/proc/sysrq-trigger",
+	"/proc/latency_stats",
 }
 
 // procMaskDirs are covered with an empty read-only tmpfs: ACPI, sound and
