@@ -380,3 +380,25 @@ func sharedDir(t *testing.T) string {
 	t.Cleanup(func() { os.RemoveAll(d) })
 	return d
 }
+
+// TestLinkedPackageReadOnly: a package directory linked whole from a cache
+// (uv, pnpm) is read-only in the box: neither its files nor new files in
+// it can be written, and the cache is unchanged.
+func TestLinkedPackageReadOnly(t *testing.T) {
+	requireTier1(t)
+	cache, wd := t.TempDir(), t.TempDir()
+	pkg := filepath.Join(wd, ".venv", "site-packages", "pkg")
+	os.MkdirAll(pkg, 0o755)
+	for _, n := range []string{"a.py", "b.py"} {
+		os.WriteFile(filepath.Join(cache, n), []byte("cached\n"), 0o644)
+		os.Link(filepath.Join(cache, n), filepath.Join(pkg, n))
+	}
+	o := runIn(t, sandbox.Tier1, fixSpec(t, wd), "", "sh", "-c",
+		"echo x >> .venv/site-packages/pkg/a.py || echo refused; touch .venv/site-packages/pkg/new || echo refused; touch .venv/ok && echo ok")
+	if o.err != nil || o.stdout != "refused\nrefused\nok\n" {
+		t.Errorf("got %q / %q (err %v), want both writes in the package refused and the rest of the tree writable", o.stdout, o.stderr, o.err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(cache, "a.py")); string(b) != "cached\n" {
+		t.Errorf("the cache changed: %q", b)
+	}
+}

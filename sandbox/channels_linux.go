@@ -40,11 +40,11 @@ import (
 // grant of /usr/lib (past the budget) took 240 ms against 1.4 ms without.
 const scanBudget = 100_000
 
-// maxLinkBinds bounds the read-only binds made for hard-linked files. Each
-// is one mount and one pinned descriptor; a tree with more (a pnpm
-// node_modules, a uv environment linked from its cache) is refused with the
-// fix, rather than run with its other names writable.
-const maxLinkBinds = 512
+// maxLinkBinds bounds the read-only binds made for hard-linked files (a
+// directory whose files all have other links is one bind). Each is one
+// mount and one pinned descriptor; a tree that needs more is refused with
+// the fix, rather than run with its other names writable.
+const maxLinkBinds = 1024
 
 // scanRoot is one granted tree to walk.
 type scanRoot struct {
@@ -55,7 +55,9 @@ type scanRoot struct {
 // scanFinds is what a walk found.
 type scanFinds struct {
 	sockets []string
-	linked  []string
+	// linked are the files with other hard links in writable trees, or
+	// the directories holding nothing else (linkedBelow).
+	linked []string
 	// stopped is the first directory the budget left unread, "" when the
 	// walk was complete.
 	stopped string
@@ -76,6 +78,7 @@ func scanTrees(roots []scanRoot, named map[string]bool, budget int) scanFinds {
 	}
 	var queue []dir
 	seen := map[string]bool{}
+	tree := map[string]*linkNode{} // writable directories walked
 	for _, r := range roots {
 		if !seen[r.path] {
 			seen[r.path] = true
@@ -95,9 +98,14 @@ func scanTrees(roots []scanRoot, named map[string]bool, budget int) scanFinds {
 		}
 		// Unsorted, with each entry's type from the directory itself: no
 		// stat for anything but a writable tree's regular files.
-		ents, _ := f.ReadDir(-1)
+		ents, err := f.ReadDir(-1)
 		f.Close()
 		out.entries += len(ents)
+		var n *linkNode
+		if d.rw {
+			n = &linkNode{read: err == nil}
+			tree[d.path] = n
+		}
 		for _, e := range ents {
 			p := filepath.Join(d.path, e.Name())
 			switch t := e.Type(); {
@@ -109,16 +117,77 @@ func scanTrees(roots []scanRoot, named map[string]bool, budget int) scanFinds {
 				if !seen[p] {
 					seen[p] = true
 					queue = append(queue, dir{p, d.rw})
+					if n != nil {
+						n.children = append(n.children, p)
+					}
 				}
 			case t.IsRegular() && d.rw:
+				n.files++
 				var st unix.Stat_t
 				if unix.Lstat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1 {
-					out.linked = append(out.linked, p)
+					n.linked = append(n.linked, p)
 				}
 			}
 		}
 	}
+	for _, r := range roots {
+		if n := tree[r.path]; n != nil && r.rw {
+			out.linked = append(out.linked, n.linkedBelow(r.path, tree, true)...)
+		}
+	}
 	out.took = time.Since(start)
+	return out
+}
+
+// linkNode is one walked directory of a writable tree: its regular files,
+// those with other hard links, and its subdirectories.
+type linkNode struct {
+	read     bool // its entries were read (past the budget: not)
+	files    int
+	linked   []string
+	children []string
+	all      *bool // memo of allLinked
+}
+
+// allLinked reports whether every regular file in the subtree has other
+// links and there is at least one: such a directory (a package a tool
+// linked from its cache, a uv site-packages entry) is bound read-only
+// whole, one mount instead of one per file.
+func (n *linkNode) allLinked(tree map[string]*linkNode) bool {
+	if n.all != nil {
+		return *n.all
+	}
+	all := n.read && n.files == len(n.linked)
+	some := len(n.linked) > 0
+	for _, c := range n.children {
+		cn := tree[c]
+		if cn == nil || !cn.allLinked(tree) {
+			all = false
+			break
+		}
+		some = true
+	}
+	all = all && some
+	n.all = &all
+	return all
+}
+
+// linkedBelow returns what to bind read-only under path: the highest
+// directories with files of their own whose subtrees are all linked, and
+// the linked files elsewhere. The root of a grant is never bound whole.
+func (n *linkNode) linkedBelow(path string, tree map[string]*linkNode, root bool) []string {
+	// Only a directory that holds linked files itself is bound whole: one
+	// that holds nothing but directories (.venv, site-packages) stays
+	// writable, so tools can add beside the linked packages.
+	if !root && n.files > 0 && n.allLinked(tree) {
+		return []string{path}
+	}
+	out := append([]string(nil), n.linked...)
+	for _, c := range n.children {
+		if cn := tree[c]; cn != nil {
+			out = append(out, cn.linkedBelow(c, tree, false)...)
+		}
+	}
 	return out
 }
 
@@ -150,7 +219,7 @@ func (p *planner) closeChannels(roots []scanRoot) error {
 	}
 	if len(found.linked) > maxLinkBinds {
 		sort.Strings(found.linked)
-		return errs.Unavailablef("sandbox: %d files in the writable trees have other hard links (e.g. %s), more than the %d airlock binds read-only; "+
+		return errs.Unavailablef("sandbox: %d files or directories in the writable trees have other hard links (e.g. %s), more than the %d airlock binds read-only; "+
 			"make them copies (uv: UV_LINK_MODE=copy; pnpm: package-import-method=copy; git clone --no-hardlinks) or grant the tree read-only",
 			len(found.linked), found.linked[0], maxLinkBinds)
 	}
@@ -162,7 +231,7 @@ func (p *planner) closeChannels(roots []scanRoot) error {
 		p.bindFD(pn, l, false, 3)
 	}
 	if len(found.linked) > 0 {
-		p.box.Notes = append(p.box.Notes, strconv.Itoa(len(found.linked))+" file(s) in the writable trees have other hard links and are read-only, e.g. "+found.linked[0])
+		p.box.Notes = append(p.box.Notes, strconv.Itoa(len(found.linked))+" file(s) or director(ies) in the writable trees have other hard links and are read-only, e.g. "+found.linked[0])
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"testing"
 	"time"
 )
@@ -41,6 +42,22 @@ func TestScanTrees(t *testing.T) {
 	if got.stopped != "" {
 		t.Errorf("stopped at %s within the budget", got.stopped)
 	}
+	// A package linked whole from a cache is one bind of its directory;
+	// a directory with one file of its own keeps per-file binds.
+	pkg := filepath.Join(root, "rw", "site", "pkg")
+	os.MkdirAll(filepath.Join(pkg, "sub"), 0o755)
+	os.MkdirAll(filepath.Join(root, "rw", "mixed"), 0o755)
+	for i, p := range []string{pkg + "/a.py", pkg + "/sub/b.py", root + "/rw/mixed/c.py"} {
+		src := filepath.Join(root, "cache-"+string(rune('a'+i)))
+		os.WriteFile(src, []byte("x"), 0o644)
+		os.Link(src, p)
+	}
+	os.WriteFile(filepath.Join(root, "rw", "mixed", "own.py"), []byte("x"), 0o644)
+	got = scanTrees([]scanRoot{{path: filepath.Join(root, "rw"), rw: true}}, nil, scanBudget)
+	if want := []string{filepath.Join(root, "rw", "linked"), filepath.Join(root, "rw", "mixed", "c.py"), pkg}; !equal(sorted(got.linked), want) {
+		t.Errorf("linked %v, want %v (site/pkg bound whole: everything in it is linked; site/ holds no file of its own)", sorted(got.linked), want)
+	}
+
 	small := scanTrees([]scanRoot{{path: filepath.Join(root, "ro")}}, nil, 2)
 	deep := filepath.Join(root, "ro", "deep", "er", "agent.sock")
 	if small.stopped == "" || contains(small.sockets, deep) {
@@ -91,4 +108,10 @@ func contains(l []string, s string) bool {
 		}
 	}
 	return false
+}
+
+func sorted(l []string) []string {
+	out := append([]string(nil), l...)
+	sort.Strings(out)
+	return out
 }
