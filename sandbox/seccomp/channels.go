@@ -27,9 +27,10 @@ const (
 )
 
 // socketFamilies is the allowlist, in the order the filter tests it. The
-// in-box init's forwarder uses AF_UNIX (the proxy's socket) and AF_INET
-// (its loopback listeners), but it runs outside the filter; the list is
-// what programs in the box need.
+// in-box init runs under the same filter (Install synchronises every
+// thread); its forwarder uses AF_UNIX (the proxy's socket) and AF_INET (its
+// loopback listeners), and programs in the box need AF_INET6 as well and
+// route netlink for their own interfaces (getaddrinfo, Go's net package).
 var socketFamilies = []struct {
 	family uint32
 	name   string
