@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -287,10 +288,15 @@ func (p *planner) chooseUser(wd *pinned, writable bool) error {
 	gid := st.Gid
 	if gid == 0 {
 		// A directory of the user's with group root: the box must not
-		// run with group 0 (see filterOptions); the user's own group it
-		// cannot know without the user database, so it gets the overflow
-		// group, whose files nobody else holds.
+		// run with group 0 (see filterOptions). It gets the user's
+		// primary group, or the overflow group when the user database
+		// does not say one.
 		gid = 65534
+		if u, err := user.LookupId(strconv.FormatUint(uint64(st.Uid), 10)); err == nil {
+			if g, err := strconv.ParseUint(u.Gid, 10, 32); err == nil && g != 0 {
+				gid = uint32(g)
+			}
+		}
 	}
 	p.runAs = &RunAs{UID: st.Uid, GID: gid}
 	p.box.RunAs = p.runAs
