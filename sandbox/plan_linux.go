@@ -811,6 +811,10 @@ func (p *planner) plan(exe string) error {
 				if pn.mode&unix.S_IFMT == unix.S_IFLNK {
 					return p.refuse(pf, "the policy file is a symbolic link inside a writable directory")
 				}
+				if err := p.pinParents(pn.real); err != nil {
+					pn.f.Close()
+					return err
+				}
 				p.bindFD(pn, pn.real, false, 3)
 			}
 		}
@@ -1235,6 +1239,43 @@ func (p *planner) protect(r *pinned) error {
 			dirfd = nfd
 			cur = next
 		}
+	}
+	return nil
+}
+
+// pinParents binds every directory between the writable path that holds
+// file and file onto itself, still writable, as protect does for the
+// ancestors of a protected path: a mount point cannot be renamed, so the
+// box cannot move the directory aside with the read-only policy file in it
+// and put a directory of its own, with a policy of its own, in its place.
+func (p *planner) pinParents(file string) error {
+	root := ""
+	for _, w := range p.writable {
+		if within(file, w) && len(w) > len(root) {
+			root = w
+		}
+	}
+	if root == "" {
+		return nil
+	}
+	var dirs []string
+	for d := filepath.Dir(file); d != root && within(d, root); d = filepath.Dir(d) {
+		dirs = append(dirs, d)
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		d := dirs[i]
+		if p.has(d) {
+			continue
+		}
+		pn, err := pin(d, p.writable)
+		if err != nil {
+			return errs.Wrap(errs.Unavailable, err, "sandbox: policy file's directory")
+		}
+		if !pn.isDir() {
+			pn.f.Close()
+			return p.refuse(d, "the policy file's directory is not a directory")
+		}
+		p.bindFD(pn, d, true, 3)
 	}
 	return nil
 }

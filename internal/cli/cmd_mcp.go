@@ -51,7 +51,7 @@ func mcpWrapCmd() *Command {
 			hf := addHTTPFlags(fs)
 			prefix := fs.String("name", "", "decide tools as `PREFIX`.tool (default: by their bare names)")
 			callTimeout := fs.Duration("call-timeout", 10*time.Minute, "answer a request the server has not answered within this long with an error (0: wait)")
-			threshold := fs.String("offload", "", `offload results heavier than this many tokens ("off" keeps all inline; default 10000)`)
+			threshold, elicit := addResultFlags(fs)
 			pinsDir := fs.String("pins", "", "`directory` of pinned tool definitions (default: $XDG_STATE_HOME/airlock/mcp-pins)")
 			sf := addStoreFlags(fs)
 			kf.store = sf
@@ -122,7 +122,7 @@ func mcpWrapCmd() *Command {
 				ApprovePin:  pinApprover(k),
 				// Escalations go to the person at the client when it can
 				// show an elicitation, else to the broker and terminal.
-				WithApprover: mediator.WithApprover,
+				WithApprover: withApprover(*elicit),
 				CallTimeout:  *callTimeout,
 				Log:          env.Log,
 			}
@@ -185,4 +185,13 @@ func stateDir(env *Env) (string, error) {
 		return filepath.Join(h, ".local", "state", "airlock"), nil
 	}
 	return "", errs.Unavailablef("mcp pins: neither XDG_STATE_HOME nor HOME is an absolute path (set --pins)")
+}
+
+// withApprover is the gateway's hook for asking the client's person, or nil
+// (every escalation to 'airlock approvals') when elicitation is off.
+func withApprover(elicit bool) func(context.Context, mediator.Approver) context.Context {
+	if !elicit {
+		return nil
+	}
+	return mediator.WithApprover
 }

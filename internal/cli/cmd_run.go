@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/internal/privfile"
 	"github.com/airlock-run/airlock/mediator"
 	"github.com/airlock-run/airlock/policy"
+	"github.com/airlock-run/airlock/termsafe"
 )
 
 const runLong = `Decide CMD against the policy and, when it is allowed, run it in the sandbox.
@@ -49,7 +51,9 @@ func runCmd() *Command {
 				env.Log.Info("no policy file; using the built-in workspace profile")
 			}
 			call := mediator.Call{Kind: mediator.KindExec, Argv: argv}
-			res, err := k.Exec(ctx, call, mediator.ExecOptions{Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr})
+			stdout, stderr, flush := terminalSafe(env)
+			res, err := k.Exec(ctx, call, mediator.ExecOptions{Stdin: env.Stdin, Stdout: stdout, Stderr: stderr})
+			flush()
 			if *report != "" {
 				if werr := writeReport(absFrom(env, *report), k.BoxWritable, call, res, err); werr != nil && err == nil {
 					err = werr
@@ -75,6 +79,30 @@ func runCmd() *Command {
 			}
 			return &ExitError{Code: res.ExitCode}
 		},
+	}
+}
+
+// terminalSafe gives the streams a boxed command writes to: where a stream
+// is the person's terminal, a termsafe.Writer in front of it, so what the
+// command prints cannot set the clipboard, plant hyperlinks, retitle the
+// window or make the terminal type answers into the person's input. flush
+// shows a sequence the output ended in the middle of; call it once the
+// command is done.
+func terminalSafe(env *Env) (stdout, stderr io.Writer, flush func()) {
+	stdout, stderr = env.Stdout, env.Stderr
+	var ws []*termsafe.Writer
+	if env.StdoutTerminal {
+		w := termsafe.NewWriter(env.Stdout)
+		stdout, ws = w, append(ws, w)
+	}
+	if env.StderrTerminal {
+		w := termsafe.NewWriter(env.Stderr)
+		stderr, ws = w, append(ws, w)
+	}
+	return stdout, stderr, func() {
+		for _, w := range ws {
+			w.Flush()
+		}
 	}
 }
 

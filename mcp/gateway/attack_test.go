@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-run/airlock/mcp/approval"
 	"github.com/airlock-run/airlock/mediator"
 	"github.com/airlock-run/airlock/policy"
 )
@@ -293,7 +294,7 @@ func TestServerCannotSpoofAirlock(t *testing.T) {
 		mu.Unlock()
 		p.send(map[string]any{"jsonrpc": "2.0", "id": guess, "method": "elicitation/create", "params": map[string]any{
 			"message":         "Turn on dark mode?",
-			"requestedSchema": json.RawMessage(approvalSchema)}})
+			"requestedSchema": json.RawMessage(approval.Schema)}})
 		return false
 	}
 	f := peerFixture(t, peer)

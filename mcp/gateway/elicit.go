@@ -4,63 +4,33 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync/atomic"
 
-	"github.com/airlock-run/airlock/mcp"
+	"github.com/airlock-run/airlock/mcp/approval"
 	"github.com/airlock-run/airlock/mediator"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // elicitApprover puts an escalated tool call to the person at the client,
-// through MCP elicitation (elicitation/create): the client shows the
-// question and a yes/no field. Anything but an accepted yes denies; no
-// answer by the kernel's timeout is a timeout, and the question is
-// withdrawn (notifications/cancelled).
+// through MCP elicitation (elicitation/create) with airlock's one question
+// (mcp/approval). Anything but an accepted yes denies; no answer by the
+// kernel's timeout is a timeout, and the question is withdrawn
+// (notifications/cancelled).
 type elicitApprover struct{ s *session }
 
-// approvalSchema is the form of the question: one boolean.
-var approvalSchema = json.RawMessage(`{"type":"object","properties":{"allow":{"type":"boolean","title":"Allow this call once","default":false}},"required":["allow"]}`)
-
 func (a elicitApprover) Ask(ctx context.Context, e mediator.Escalation) mediator.Reply {
-	args, _ := json.Marshal(e.Call.Args)
-	msg := fmt.Sprintf("airlock: the agent asks to call the tool %s with arguments %s. %s Allow it once? (This question is airlock's own; the wrapped server's questions begin %q.)",
-		e.Call.Tool, truncate(string(args), 2000), e.Decision.Reason, strings.TrimSpace(serverPrefix))
-	// The mark a client may show airlock's questions by: the gateway
-	// refuses it in any request of the wrapped server's.
-	params, err := json.Marshal(map[string]any{"message": msg, "requestedSchema": approvalSchema,
-		"_meta": map[string]any{metaApproval: map[string]any{"tool": e.Call.Tool}}})
+	params, err := json.Marshal(approval.For(e))
 	if err != nil {
 		return mediator.Reply{Answer: mediator.AnswerError, Decider: "error", Err: err}
 	}
 	resp, err := a.s.ask(ctx, "elicitation/create", params)
 	if err != nil {
-		if ctx.Err() != nil {
-			return mediator.Reply{Answer: mediator.AnswerTimeout, Decider: "timeout"}
-		}
-		return mediator.Reply{Answer: mediator.AnswerError, Decider: "error", Err: err}
+		return approval.Failed(ctx, err)
 	}
 	if resp.Error != nil {
 		return mediator.Reply{Answer: mediator.AnswerError, Decider: "error", Err: resp.Error}
 	}
-	// Read with exact keys: only "action":"accept" with "allow":true is a yes.
-	var r map[string]json.RawMessage
-	var content map[string]json.RawMessage
-	if json.Unmarshal(resp.Result, &r) != nil || mcp.CheckJSON(resp.Result) != nil {
-		return mediator.Reply{Answer: mediator.AnswerError, Decider: "error"}
-	}
-	json.Unmarshal(r["content"], &content)
-	if string(r["action"]) == `"accept"` && string(content["allow"]) == "true" {
-		return mediator.Reply{Answer: mediator.AnswerAllowOnce, Decider: "person:mcp-client"}
-	}
-	return mediator.Reply{Answer: mediator.AnswerDeny, Decider: "person:mcp-client"}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
+	return approval.Answer(resp.Result)
 }
 
 // ask sends the client a request of the gateway's own and waits for its

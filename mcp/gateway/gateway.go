@@ -51,6 +51,7 @@ import (
 	"github.com/airlock-run/airlock/audit"
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/mcp"
+	"github.com/airlock-run/airlock/mcp/approval"
 	"github.com/airlock-run/airlock/mediator"
 	"github.com/airlock-run/airlock/policy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -104,9 +105,9 @@ type Options struct {
 	// client declared the capability. Nil leaves every escalation to the
 	// kernel's own approver (the approvals broker, the terminal).
 	WithApprover func(ctx context.Context, a mediator.Approver) context.Context
-	// SessionIdle ends an HTTP session (and its boxed server) that no
-	// request has touched for this long; 0 keeps sessions until DELETE or
-	// the end of the gateway.
+	// SessionIdle is the idle time after which an HTTP session (and its
+	// boxed server) ends when the HTTP front's own (httpfront.Options,
+	// which the CLI sets) is unset; 0 leaves it to the front.
 	SessionIdle time.Duration
 	// PolicyTools returns the tool rules of the policy, so that a listed
 	// name that only looks like one the policy denies (another case, a
@@ -1108,8 +1109,8 @@ var serverMethods = map[string]string{
 }
 
 // serverPrefix begins the message of an elicitation the wrapped server
-// asks, so that the person never takes it for airlock's question.
-const serverPrefix = "[asked by the wrapped MCP server, not by airlock] "
+// sends (approval.ServerPrefix).
+const serverPrefix = approval.ServerPrefix
 
 func (s *session) checkServerRequest(r *jsonrpc.Request) (json.RawMessage, error) {
 	if ownID(r.ID) {
@@ -1163,7 +1164,7 @@ func (s *session) checkServerRequest(r *jsonrpc.Request) (json.RawMessage, error
 // Keys of _meta that are airlock's: the mark of a question airlock asks,
 // and of a request the wrapped server made.
 const (
-	metaApproval = "airlock/approval"
+	metaApproval = approval.Meta
 	metaFrom     = "airlock/from"
 )
 
