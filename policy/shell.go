@@ -71,9 +71,11 @@ func (c *Checker) Argv(argv []string) Decision {
 	return c.decideAll(cmds).Overall
 }
 
-// Shell decides a shell string: every simple command it would run is
-// decided on its own. A string that does not parse escalates; with
-// shell.raw false every string is refused.
+// Shell decides a shell string run by /bin/sh -c, as the shell tool runs it:
+// every simple command it would run is decided on its own. The string is
+// read as POSIX sh, the language of the dash that runs it; a string that
+// does not parse as sh, or holds a construct dash runs differently than it
+// reads, escalates. With shell.raw false every string is refused.
 func (c *Checker) Shell(src string) ShellDecision {
 	for k := c; k != nil; k = k.within {
 		if !k.raw {
@@ -81,12 +83,22 @@ func (c *Checker) Shell(src string) ShellDecision {
 				Reason: "shell command strings are not accepted here; run the program with its arguments instead"}}
 		}
 	}
-	cmds, err := shellread.Read(src)
+	cmds, err := shellread.ReadIn(src, shellread.POSIX)
 	if err != nil {
 		return ShellDecision{Overall: Decision{Verdict: Escalate, Category: CatShell, Rule: "shell.parse",
-			Reason: "the shell command could not be read completely, so it needs a person's approval"}}
+			Reason: "the shell command could not be read completely as sh (" + parseWhy(err) + "), so it needs a person's approval"}}
 	}
 	return c.decideAll(cmds)
+}
+
+// parseWhy is the part of a read error an agent may see: what in its own
+// string could not be read.
+func parseWhy(err error) string {
+	m := err.Error()
+	if len(m) > 200 {
+		m = m[:197] + "..."
+	}
+	return m
 }
 
 // Commands decides commands already read by shellread.Read or ReadArgv.

@@ -122,7 +122,7 @@ func (r *reader) nestedText(text string, s scope, line, col int) {
 	if s.depth+1 > MaxDepth || nestingTooDeep(text) {
 		return
 	}
-	f, err := parse(text)
+	f, err := parse(text, s.dialect)
 	if err != nil {
 		return
 	}
@@ -205,6 +205,32 @@ func (r *reader) decl(st *syntax.Stmt, d *syntax.DeclClause, s scope) {
 	r.out[idx] = c
 }
 
+// declOperands reads the NAME=VALUE operands of export, readonly and local
+// parsed as a plain command, as decl reads a declaration.
+func declOperands(c *Command) {
+	if len(c.Assigns) > 0 {
+		return // read as a declaration already
+	}
+	for i := 1; i < len(c.Argv); i++ {
+		a := c.Argv[i]
+		eq := strings.IndexByte(a, '=')
+		if isDynamic(c, i) && (eq <= 0 || !isName(a[:eq])) {
+			// `export $x` splits x into words that may be NAME=VALUE.
+			c.Undecidable = firstNonEmpty(c.Undecidable, "declares a variable whose name is only known at run time")
+			continue
+		}
+		if eq <= 0 {
+			continue
+		}
+		as := Assign{Name: a[:eq], Value: a[eq+1:], Dynamic: isDynamic(c, i)}
+		if as.Name == "IFS" {
+			c.Undecidable = firstNonEmpty(c.Undecidable, "assigning IFS changes how later words are split")
+		}
+		c.Assigns = append(c.Assigns, as)
+	}
+	c.Risk = firstNonEmpty(c.Risk, riskOf(c.Assigns))
+}
+
 func concat(a, b []Redirect) []Redirect {
 	if len(a) == 0 {
 		return b
@@ -265,6 +291,11 @@ func (r *reader) program(idx int, s scope) {
 			for _, a := range c.Argv[1:] {
 				delete(s.shell.funcs, a)
 			}
+			return
+		case "export", "readonly", "local", "declare", "typeset":
+			// In POSIX sh these are ordinary builtins, not declarations
+			// the parser takes apart: read their NAME=VALUE operands.
+			declOperands(c)
 			return
 		case "eval":
 			r.evalArgs(idx, s)
@@ -416,8 +447,20 @@ func isDynamic(c *Command, i int) bool {
 }
 
 // script reads text as a script run by the command at idx (sh -c, eval,
-// trap, a git setting that is a command).
+// trap, a git setting that is a command). eval, trap and builtins run it in
+// the same shell; every other program hands it to a shell known only at run
+// time, so it must read the same in sh and bash.
 func (r *reader) script(idx int, text string, s scope) {
+	c := &r.out[idx]
+	d := either
+	if c.Builtin || c.Argv[0] == "eval" || c.Argv[0] == "trap" {
+		d = s.dialect
+	}
+	r.scriptIn(idx, text, s, d)
+}
+
+// scriptIn is script for a shell of dialect d.
+func (r *reader) scriptIn(idx int, text string, s scope, d Dialect) {
 	c := &r.out[idx]
 	if s.depth+1 > MaxDepth {
 		c.Undecidable = firstNonEmpty(c.Undecidable, "shell strings nested too deeply")
@@ -427,12 +470,23 @@ func (r *reader) script(idx int, text string, s scope) {
 		c.Undecidable = firstNonEmpty(c.Undecidable, "shell string nested too deeply")
 		return
 	}
-	f, err := parse(text)
+	if d == either {
+		// Read it as sh; it must also parse as bash and start the same
+		// programs there.
+		if why := r.sameInBoth(text, s); why != "" {
+			c.Undecidable = firstNonEmpty(c.Undecidable, why)
+			return
+		}
+		d = POSIX
+	}
+	f, err := parse(text, d)
 	if err != nil {
 		c.Undecidable = firstNonEmpty(c.Undecidable, "a nested shell string does not parse: "+err.Error())
 		return
 	}
+	c = &r.out[idx]
 	ns := scope{
+		dialect:    d,
 		src:        text,
 		via:        appendVia(c.Via, c.Argv[0]),
 		parent:     idx,

@@ -501,16 +501,21 @@ func baseName(p string) string {
 func (r *reader) shellArgs(idx int, s scope) {
 	c := &r.out[idx]
 	argv := c.Argv
-	script := -1
-	dashC := false
+	name := baseName(argv[0])
+	d, known := DialectOf(name)
+	if !known {
+		r.undecidable(idx, "%s is a shell whose language this reader does not read", name)
+		return
+	}
+	dashC, stdin := false, false
 	i := 1
 	for ; i < len(argv); i++ {
 		a := argv[i]
 		if isDynamic(c, i) {
 			if dashC {
-				r.undecidable(idx, "%s -c of a string only known at run time", baseName(argv[0]))
+				r.undecidable(idx, "%s -c of a string only known at run time", name)
 			} else {
-				r.undecidable(idx, "a word only known at run time among the options of %s", baseName(argv[0]))
+				r.undecidable(idx, "a word only known at run time among the options of %s", name)
 			}
 			return
 		}
@@ -521,7 +526,12 @@ func (r *reader) shellArgs(idx int, s scope) {
 		if strings.HasPrefix(a, "--") {
 			switch a {
 			case "--rcfile", "--init-file":
-				i++
+				// The file is a script read before anything else.
+				r.undecidable(idx, "%s %s runs the commands of a file, which are only known at run time", name, a)
+				return
+			case "--debugger":
+				r.undecidable(idx, "%s --debugger runs the debugger's startup file", name)
+				return
 			}
 			continue
 		}
@@ -530,6 +540,13 @@ func (r *reader) shellArgs(idx int, s scope) {
 				switch a[k] {
 				case 'c':
 					dashC = true
+				case 's':
+					stdin = true
+				case 'i':
+					// An interactive shell runs its startup file ($ENV,
+					// ~/.bashrc) and expands its prompts (PS0, PS1, PS2).
+					r.undecidable(idx, "%s -i runs a startup file and prompt strings, which are only known at run time", name)
+					return
 				case 'o', 'O':
 					i++ // -o OPTION takes the next word
 				}
@@ -538,32 +555,82 @@ func (r *reader) shellArgs(idx int, s scope) {
 		}
 		break
 	}
-	if !dashC {
-		// Without -c the shell reads a script file or its input; a here-
-		// document or here-string is a script we can read.
+	if dashC {
 		if i >= len(argv) {
-			for _, rd := range c.Redirects {
-				if rd.Op == "<<" || rd.Op == "<<-" || rd.Op == "<<<" {
-					if rd.Dynamic {
-						r.undecidable(idx, "a shell reads a script only known at run time")
-						return
-					}
-					r.script(idx, rd.Body, s)
-				}
+			r.undecidable(idx, "%s -c without a command string", name)
+			return
+		}
+		if isDynamic(c, i) {
+			r.undecidable(idx, "%s -c of a string only known at run time", name)
+			return
+		}
+		r.scriptIn(idx, argv[i], s, d)
+		return
+	}
+	if i < len(argv) && !stdin {
+		r.undecidable(idx, "%s runs the commands of a script file, which are only known at run time", name)
+		return
+	}
+	// The shell reads its program from its input: a here-document or
+	// here-string, or a literal that an earlier pipeline stage prints, is
+	// a script this reader can read; anything else is code handed to it.
+	if body, ok := r.literalInput(idx); ok {
+		r.scriptIn(idx, body, s, d)
+		return
+	}
+	r.undecidable(idx, "%s reads the commands it runs from its input, which are only known at run time", name)
+}
+
+// literalInput is the text the command at idx reads on its standard input
+// when the string itself holds it: the last here-document or here-string
+// (which is what the program reads), or else the output of a single earlier
+// pipeline stage that is `cat` of a here-document or `echo` of literal words.
+func (r *reader) literalInput(idx int) (string, bool) {
+	c := &r.out[idx]
+	for k := len(c.Redirects) - 1; k >= 0; k-- {
+		rd := c.Redirects[k]
+		if rd.Fd != "" && rd.Fd != "0" {
+			continue
+		}
+		switch rd.Op {
+		case "<<", "<<-", "<<<":
+			return rd.Body, !rd.Dynamic
+		case "<", "<>", "<&":
+			return "", false
+		}
+	}
+	if len(c.Upstream) != 1 {
+		return "", false
+	}
+	u := &r.out[c.Upstream[0]]
+	if u.Undecidable != "" || u.Risk != "" || len(u.Dynamic) > 0 || u.Function || len(u.Argv) == 0 || u.Parent != c.Parent {
+		return "", false
+	}
+	for _, rd := range u.Redirects {
+		if rd.Fd == "" || rd.Fd == "1" {
+			if rd.Write || rd.Op == ">&" {
+				return "", false // its output goes elsewhere
 			}
 		}
-		return
 	}
-	script = i
-	if script >= len(argv) {
-		r.undecidable(idx, "%s -c without a command string", baseName(argv[0]))
-		return
+	switch {
+	case u.Argv[0] == "cat" && len(u.Argv) == 1:
+		for k := len(u.Redirects) - 1; k >= 0; k-- {
+			rd := u.Redirects[k]
+			if (rd.Fd == "" || rd.Fd == "0") && (rd.Op == "<<" || rd.Op == "<<-" || rd.Op == "<<<") && !rd.Dynamic {
+				return rd.Body, true
+			}
+		}
+	case u.Argv[0] == "echo" && u.Builtin:
+		words := u.Argv[1:]
+		for _, w := range words {
+			if strings.HasPrefix(w, "-") || strings.ContainsRune(w, '\\') {
+				return "", false // options and escapes differ between echos
+			}
+		}
+		return strings.Join(words, " ") + "\n", true
 	}
-	if isDynamic(c, script) {
-		r.undecidable(idx, "%s -c of a string only known at run time", baseName(argv[0]))
-		return
-	}
-	r.script(idx, argv[script], s)
+	return "", false
 }
 
 // findExec reads the programs find runs for -exec, -execdir, -ok, -okdir,
