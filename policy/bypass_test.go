@@ -657,7 +657,7 @@ var bypassCases = []bypassCase{
 	{class: "exec wrappers hiding a catastrophic command", policy: "workspace", shell: "flock /tmp/l rm -rf /", want: Escalate, rule: "builtin.rm-root"},
 	{class: "exec wrappers hiding a catastrophic command", policy: "workspace", shell: "runuser -u x rm -rf /", want: Escalate, rule: "builtin.rm-root"},
 	{class: "exec wrappers hiding a catastrophic command", policy: "workspace", shell: "watch -x rm -rf /", want: Escalate, rule: "builtin.rm-root"},
-	{class: "exec wrappers hiding a catastrophic command", policy: "workspace", shell: "script -c rm -rf /", want: Allow, rule: "default"},
+	{class: "exec wrappers hiding a catastrophic command", policy: "workspace", shell: "script -c rm -rf /", want: Escalate, rule: "shell.undecidable"},
 	{class: "exec wrappers hiding a catastrophic command", policy: "workspace", shell: "parallel rm -rf /", want: Escalate, rule: "shell.undecidable"},
 	{class: "exec wrappers hiding a catastrophic command", policy: "workspace", shell: "xargs rm -rf /", want: Escalate, rule: "builtin.rm-root"},
 	{class: "exec wrappers hiding a catastrophic command", policy: "workspace", shell: "entr rm -rf /", want: Escalate, rule: "builtin.rm-root"},

@@ -287,6 +287,23 @@ func (r *reader) program(idx int, s scope) {
 				}
 			}
 			return
+		case "jobs":
+			// `jobs -x cmd args` runs cmd.
+			for k := 1; k < len(c.Argv); k++ {
+				a := c.Argv[k]
+				if isDynamic(c, k) {
+					c.Undecidable = firstNonEmpty(c.Undecidable, "jobs with an option only known at run time")
+					return
+				}
+				if a == "--" || len(a) < 2 || a[0] != '-' {
+					return
+				}
+				if strings.IndexByte(a, 'x') > 0 {
+					r.inner(idx, k+1, s, innerOpts{})
+					return
+				}
+			}
+			return
 		case "unset":
 			for _, a := range c.Argv[1:] {
 				delete(s.shell.funcs, a)

@@ -433,6 +433,12 @@ func (r *reader) stmt(st *syntax.Stmt, s scope) {
 			r.stmts(it.Stmts, s)
 		}
 	case *syntax.FuncDecl:
+		if _, joined := c.Body.Cmd.(*syntax.BinaryCmd); joined {
+			// `f(){ :; } | true` defines f in a pipeline subshell, but the
+			// parser takes the whole pipeline for the body.
+			r.flag(st, s, "a function definition joined to a pipeline or list, which shells and this reader scope differently")
+			return
+		}
 		// The body runs whenever the function is called; list its commands
 		// as if it were run where it is defined. Only a definition that
 		// surely runs makes later calls of the name function calls.

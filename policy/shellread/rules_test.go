@@ -159,7 +159,7 @@ func TestCatastrophic(t *testing.T) {
 		{"push -f current branch", "git push -f", "git-force-main"},
 		{"push --mirror", "git push --mirror origin", "git-force-main"},
 		{"push refs/heads/main", "git push -f origin HEAD:refs/heads/main", "git-force-main"},
-		{"push -f feature", "git push -f origin feature", ""},
+		{"push -f feature", "git push -f origin feature", "git-force-main"},
 		{"push main", "git push origin main", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -731,9 +731,86 @@ func (r *reader) watch(idx int, s scope) {
 
 // dashC reads `flock … -c CMD`, `su -c CMD`, `runuser -c CMD`, `script -c
 // CMD`: the command is a shell string.
+// suSpec and scriptSpec are the options of util-linux su and script.
+// Both take options anywhere among their operands (getopt permutes them),
+// so `su root -mc CMD` and `script -qc CMD f` run CMD.
+var (
+	suSpec = wrapSpec{short: "lmpfP", shortV: "cCgGsw", long: []string{"login", "preserve-environment", "fast", "pty", "help", "version"},
+		longV: []string{"command", "session-command", "group", "supp-group", "shell", "whitelist-environment"}}
+	scriptSpec = wrapSpec{short: "aefqh", shortV: "cEIOBTmo", shortOpt: "t", long: []string{"append", "return", "flush", "force", "quiet", "help", "version"},
+		longV: []string{"command", "echo", "log-in", "log-out", "log-io", "log-timing", "logging-format", "output-limit", "timing"}}
+)
+
+// parsePermuted parses options placed anywhere among the operands, as GNU
+// getopt does by default; the operands are returned in order.
+func parsePermuted(spec wrapSpec, argv []string, dynamic func(int) bool) (opts []optVal, operands []string, bad string) {
+	off := 0
+	rest := argv
+	for {
+		p := parseWrapper(spec, rest, func(i int) bool { return dynamic(i + off) })
+		opts = append(opts, p.opts...)
+		if p.bad != "" {
+			return opts, operands, p.bad
+		}
+		if p.cmd >= len(rest) {
+			return opts, operands, ""
+		}
+		if k := p.cmd - 1; k >= 1 && rest[k] == "--" {
+			return opts, append(operands, rest[p.cmd:]...), ""
+		}
+		operands = append(operands, rest[p.cmd])
+		off += p.cmd
+		rest = append([]string{argv[0]}, rest[p.cmd+1:]...)
+	}
+}
+
+// suScript reads su and script: the command of -c (--command,
+// --session-command) is a script for a shell known only at run time;
+// without one they start an interactive shell that reads its input.
+func (r *reader) suScript(idx int, s scope) {
+	c := &r.out[idx]
+	name := baseName(c.Argv[0])
+	spec := suSpec
+	if name == "script" {
+		spec = scriptSpec
+	}
+	opts, _, bad := parsePermuted(spec, c.Argv, func(i int) bool { return isDynamic(c, i) })
+	if bad != "" {
+		r.undecidable(idx, "unknown or incomplete option %s of %s", bad, name)
+		return
+	}
+	cmd, has := "", false
+	for _, o := range opts {
+		switch o.name {
+		case "help", "version":
+			return
+		case "s", "shell":
+			r.undecidable(idx, "%s -s names the shell it runs", name)
+			return
+		case "c", "C", "command", "session-command":
+			cmd, has = o.value, true
+		}
+	}
+	if !has {
+		r.undecidable(idx, "%s without -c starts a shell that reads the commands it runs from its input", name)
+		return
+	}
+	for k, a := range c.Argv {
+		if k > 0 && isDynamic(c, k) && strings.Contains(a, cmd) {
+			r.undecidable(idx, "%s -c of a string only known at run time", name)
+			return
+		}
+	}
+	r.script(idx, cmd, s)
+}
+
 func (r *reader) dashC(idx int, s scope) {
 	c := &r.out[idx]
 	argv := c.Argv
+	if b := baseName(argv[0]); b == "su" || b == "script" {
+		r.suScript(idx, s)
+		return
+	}
 	for i := 1; i < len(argv); i++ {
 		a := argv[i]
 		var cmd string
