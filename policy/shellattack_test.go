@@ -39,9 +39,15 @@ type attackCase struct {
 	// setup runs under bash in the scratch directory before src; harm
 	// exits 0 when the attack did its harm (default: victim is gone).
 	setup, harm string
-	// noHarm names why the harm is not shown on this host (a program
-	// missing); the row still asserts the refusal.
+	// needs names a program the harm needs; without it on this host the
+	// harm is not shown, and the row still asserts the refusal.
 	needs string
+	// noHarm says why the harm cannot be shown here at all (it needs a
+	// server); the row asserts the refusal only.
+	noHarm string
+	// tty runs the attack on a pseudo-terminal (man uses its pager only
+	// there).
+	tty bool
 }
 
 var attackCases = []attackCase{
@@ -67,6 +73,35 @@ var attackCases = []attackCase{
 	{class: "unseen code", name: "arith-subscript-file", shell: "bash", setup: "echo 'a[$(rm -f victim)]' > n", src: `read x < n; test $((x)) = 0`},
 	{class: "unseen code", name: "printf-v", shell: "bash", src: `printf -v "a[\$(rm -f victim)]" x`},
 	{class: "unseen code", name: "function-in-pipeline", shell: "sh", src: `rm(){ :; } | true; rm -f victim`},
+
+
+	// 3. Options that run code, in every spelling the program accepts.
+	{class: "option grammar", name: "git-rebase-fx", shell: "sh", setup: gitSetup, src: `cd w && git rebase -q -fx 'rm -f ../victim' --root`},
+	{class: "option grammar", name: "git-clone-u", shell: "sh", setup: gitSetup, src: `git clone -q -u'rm -f victim;' r.git x 2>/dev/null`},
+	{class: "option grammar", name: "tar-cIf", policy: "wide", shell: "sh", src: `tar cIf 'rm -f victim;' out.tar keep 2>/dev/null`},
+	{class: "option grammar", name: "tar-cvfI", policy: "wide", shell: "sh", src: `tar cvfI out.tar 'rm -f victim;' keep 2>/dev/null`},
+	{class: "option grammar", name: "tar-long-abbrev", policy: "wide", shell: "sh", src: `tar -c --use-compress='rm -f victim;' -f out.tar keep 2>/dev/null`},
+	{class: "option grammar", name: "tar-to-command", policy: "wide", shell: "sh", setup: "tar cf in.tar keep", src: `tar -x --to-com='rm -f victim' -f in.tar`},
+	{class: "option grammar", name: "tar-checkpoint-action", policy: "wide", shell: "sh", src: `tar -c --checkpoint=1 --checkpoint-action=exec='rm -f victim' -f out.tar keep`},
+	{class: "option grammar", name: "zip-TT", policy: "wide", shell: "sh", needs: "zip", src: `zip -q -TT'rm -f victim;' -T out.zip keep`},
+	{class: "option grammar", name: "ssh-vo", policy: "wide", shell: "sh", src: `ssh -vo ProxyCommand='rm -f victim' -o BatchMode=yes x true 2>/dev/null`},
+	{class: "option grammar", name: "ssh-oProxyCommand", policy: "wide", shell: "sh", src: `ssh -oProxyCommand='rm -f victim' -oBatchMode=yes x true 2>/dev/null`},
+	{class: "option grammar", name: "ssh-LocalCommand", policy: "wide", shell: "sh", src: `ssh -oPermitLocalCommand=yes -oLocalCommand='rm -f victim' x 2>/dev/null`, noHarm: "LocalCommand runs only after a connection to an ssh server"},
+	{class: "option grammar", name: "script-qc", policy: "wide", shell: "sh", src: `script -qc 'rm -f victim' /dev/null`},
+	{class: "option grammar", name: "scp-qS", policy: "wide", shell: "sh", setup: "printf '#!/bin/sh\\nrm -f victim\\n' > evil && chmod +x evil", src: `scp -qS ./evil x:a b 2>/dev/null`},
+	{class: "option grammar", name: "su-mc", policy: "wide", shell: "sh", src: `su -mc 'rm -f victim'`},
+	{class: "option grammar", name: "su-user-c", policy: "wide", shell: "sh", src: `su root -c 'rm -f victim'`},
+	{class: "option grammar", name: "find-exec", shell: "sh", src: `find . -name victim -exec rm -f {} +`},
+	{class: "option grammar", name: "find-delete", shell: "sh", src: `find . -name victim -delete`},
+	{class: "option grammar", name: "xargs", shell: "sh", src: `echo victim | xargs rm -f`},
+	{class: "option grammar", name: "env-S", shell: "sh", src: `env -S'rm -f victim'`},
+	{class: "option grammar", name: "env-split-abbrev", shell: "sh", src: `env --split='rm -f victim'`},
+	{class: "option grammar", name: "timeout", shell: "sh", src: `timeout -s KILL 5 rm -f victim`},
+	{class: "option grammar", name: "nice", shell: "sh", src: `nice -n5 rm -f victim`},
+	{class: "option grammar", name: "nohup", shell: "sh", src: `nohup rm -f victim 2>/dev/null`},
+	{class: "option grammar", name: "command", shell: "sh", src: `command -p rm -f victim`},
+	{class: "option grammar", name: "fd-Hx", policy: "wide", shell: "sh", needs: "fd", src: `fd -Hx rm -f -- victim`},
+	{class: "option grammar", name: "man-aP", policy: "wide", shell: "sh", tty: true, src: `man -aP 'rm -f victim' ls`},
 
 	// 4. Built-in rules by what the command does.
 	{class: "git force push", name: "f-head", shell: "sh", setup: gitSetup, harm: gitRewritten, src: `cd w && git push -q -f origin HEAD:dev`},
@@ -153,6 +188,10 @@ func showHarm(t *testing.T, tt attackCase) {
 		}
 		t.Skipf("no %s on this host to show the attack", shell)
 	}
+	if tt.noHarm != "" {
+		t.Logf("harm not shown: %s", tt.noHarm)
+		return
+	}
 	if tt.needs != "" {
 		if _, err := exec.LookPath(tt.needs); err != nil {
 			t.Logf("harm not shown: no %s on this host", tt.needs)
@@ -180,6 +219,9 @@ func showHarm(t *testing.T, tt attackCase) {
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@a", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@a"}
 	run := func(what, shellPath, src string) {
 		cmd := exec.Command(shellPath, "-c", src)
+		if tt.tty && what == "attack" {
+			cmd = exec.Command("script", "-qec", shellPath+" -c '"+strings.ReplaceAll(src, "'", `'\''`)+"'", "/dev/null")
+		}
 		cmd.Dir, cmd.Env = dir, env
 		cmd.Stdin = strings.NewReader("")
 		out, _ := cmd.CombinedOutput()

@@ -357,8 +357,6 @@ func (r *reader) program(idx int, s scope) {
 		r.watch(idx, s)
 	case "flock", "su", "runuser", "script":
 		r.dashC(idx, s)
-	case "fd", "fdfind":
-		r.fdExec(idx, s)
 	case "capsh", "gdb", "sg", "hyperfine":
 		r.otherRunners(idx, base, s)
 	case "sed", "gsed":
@@ -374,6 +372,9 @@ func (r *reader) program(idx int, s scope) {
 	}
 	if _, ok := execOpts[base]; ok {
 		r.execOptions(idx, base, s)
+	}
+	if g, ok := grammars[base]; ok {
+		r.runGrammar(idx, 1, g, base, s)
 	}
 	r.optionWords(idx, base)
 	r.fileWrites(idx, base)

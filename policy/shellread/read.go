@@ -583,6 +583,9 @@ func Starts(prog string) bool {
 	if _, ok := execOpts[base]; ok {
 		return true
 	}
+	if _, ok := grammars[base]; ok {
+		return true
+	}
 	if Writes(base) {
 		return true
 	}

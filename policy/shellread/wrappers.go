@@ -655,26 +655,45 @@ func (r *reader) findExec(idx int, s scope) {
 				r.inner(idx, i+1, s, innerOpts{end: end, fromInput: true})
 			}
 			i = end
+		case "-delete":
+			// find removes what it finds, as rm -r of its starting
+			// points would: where rm is not allowed, neither is this.
+			r.findDeletes(idx, s)
+			argv = r.out[idx].Argv
 		}
 	}
 }
 
-// fdExec reads `fd … -x CMD ARGS… [;]` and `-X`: the command runs once per
-// result or once for all of them.
-func (r *reader) fdExec(idx int, s scope) {
-	argv := r.out[idx].Argv
-	for i := 1; i < len(argv); i++ {
-		switch argv[i] {
-		case "-x", "--exec", "-X", "--exec-batch":
-			end := i + 1
-			for end < len(argv) && argv[end] != ";" {
-				end++
-			}
-			if i+1 < end {
-				r.inner(idx, i+1, s, innerOpts{end: end, fromInput: true})
-			}
-			i = end
+// findDeletes adds the removal find -delete does as the command
+// `rm -r -f -- START…`, so that a policy decides it as the rm it is.
+func (r *reader) findDeletes(idx int, s scope) {
+	c := &r.out[idx]
+	argv := []string{"rm", "-r", "-f", "--"}
+	var dyn []int
+	for k := 1; k < len(c.Argv); k++ {
+		a := c.Argv[k]
+		if a == "-H" || a == "-L" || a == "-P" || strings.HasPrefix(a, "-O") {
+			continue
 		}
+		if a == "-D" {
+			k++
+			continue
+		}
+		if strings.HasPrefix(a, "-") && !isDynamic(c, k) || a == "(" || a == "!" {
+			break
+		}
+		if isDynamic(c, k) {
+			dyn = append(dyn, len(argv))
+		}
+		argv = append(argv, a)
+	}
+	if len(argv) == 4 {
+		argv = append(argv, ".")
+	}
+	if j := r.inner(idx, 0, s, innerOpts{argv: argv, dynamic: dyn}); j >= 0 {
+		// It removes only what find matches below the starting points,
+		// not the starting points: the files are find's to decide.
+		r.out[j].Redirects = r.out[idx].Redirects
 	}
 }
 
