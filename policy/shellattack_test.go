@@ -74,7 +74,6 @@ var attackCases = []attackCase{
 	{class: "unseen code", name: "printf-v", shell: "bash", src: `printf -v "a[\$(rm -f victim)]" x`},
 	{class: "unseen code", name: "function-in-pipeline", shell: "sh", src: `rm(){ :; } | true; rm -f victim`},
 
-
 	// 3. Options that run code, in every spelling the program accepts.
 	{class: "option grammar", name: "git-rebase-fx", shell: "sh", setup: gitSetup, src: `cd w && git rebase -q -fx 'rm -f ../victim' --root`},
 	{class: "option grammar", name: "git-clone-u", shell: "sh", setup: gitSetup, src: `git clone -q -u'rm -f victim;' r.git x 2>/dev/null`},
