@@ -71,6 +71,10 @@ var attackCases = []attackCase{
 	{class: "unseen code", name: "jobs-x", shell: "bash", src: `jobs -x rm -f victim`},
 	{class: "unseen code", name: "arith-subscript", shell: "bash", src: `x="a[\$(rm -f victim)]"; echo $((x))`},
 	{class: "unseen code", name: "arith-subscript-file", shell: "bash", setup: "echo 'a[$(rm -f victim)]' > n", src: `read x < n; test $((x)) = 0`},
+	{class: "unseen code", name: "arith-test-eq", shell: "bash", setup: "echo 'a[$(rm -f victim)]' > n", src: `read x < n; [[ $x -eq 0 ]]`},
+	{class: "unseen code", name: "arith-index", shell: "bash", setup: "echo 'a[$(rm -f victim)]' > n", src: `a=(1 2); read i < n; echo "${a[i]}"`},
+	{class: "unseen code", name: "arith-cmdsubst", shell: "bash", setup: "echo 'a[$(rm -f victim)]' > n", src: `echo $(( $(cat n) + 1 ))`},
+	{class: "unseen code", name: "arith-loop-var", shell: "bash", setup: "touch 'a[$(rm -f victim)]'", src: `for f in a*; do echo $((f)); done`},
 	{class: "unseen code", name: "printf-v", shell: "bash", src: `printf -v "a[\$(rm -f victim)]" x`},
 	{class: "unseen code", name: "function-in-pipeline", shell: "sh", src: `rm(){ :; } | true; rm -f victim`},
 

@@ -23,10 +23,12 @@ type shellState struct {
 	funcs  map[string]bool // functions defined unconditionally so far
 	// cdFuncs are functions whose bodies may change the directory.
 	cdFuncs map[string]bool
+	// safe holds the variables bash arithmetic may name (see arith.go).
+	safe map[string]bool
 }
 
 func newShell() *shellState {
-	return &shellState{funcs: map[string]bool{}, cdFuncs: map[string]bool{}}
+	return &shellState{funcs: map[string]bool{}, cdFuncs: map[string]bool{}, safe: map[string]bool{}}
 }
 
 func (sh *shellState) fork() *shellState {
@@ -34,7 +36,11 @@ func (sh *shellState) fork() *shellState {
 		return newShell()
 	}
 	n := &shellState{dir: sh.dir, alt: sh.alt, hasAlt: sh.hasAlt,
-		funcs: make(map[string]bool, len(sh.funcs)), cdFuncs: make(map[string]bool, len(sh.cdFuncs))}
+		funcs: make(map[string]bool, len(sh.funcs)), cdFuncs: make(map[string]bool, len(sh.cdFuncs)),
+		safe: make(map[string]bool, len(sh.safe))}
+	for k, v := range sh.safe {
+		n.safe[k] = v
+	}
 	for k, v := range sh.funcs {
 		n.funcs[k] = v
 	}
@@ -95,6 +101,11 @@ func (r *reader) call(st *syntax.Stmt, ce *syntax.CallExpr, s scope) {
 	c.Undecidable = firstNonEmpty(why, rwhy)
 	c.Risk = riskOf(c.Assigns)
 	if len(c.Argv) == 0 {
+		for _, a := range ce.Assigns {
+			if a.Name != nil {
+				s.shell.markValue(a.Name.Value, a.Value, a.Array)
+			}
+		}
 		// A bare assignment changes the shell itself, so a risky one
 		// affects every later command of this shell.
 		if c.Risk == "" && c.Undecidable == "" && len(c.Redirects) == 0 && len(r.out) == idx+1 {
@@ -179,6 +190,9 @@ func (r *reader) decl(st *syntax.Stmt, d *syntax.DeclClause, s scope) {
 		}
 		as, w := r.assign(a, s, idx)
 		why = firstNonEmpty(why, w)
+		if a.Name != nil {
+			s.shell.markValue(a.Name.Value, a.Value, a.Array)
+		}
 		switch {
 		case a.Name == nil && a.Naked:
 			// An operand without a name: an option such as -x, or a word
@@ -256,6 +270,7 @@ func (r *reader) program(idx int, s scope) {
 	}
 	if !strings.Contains(name, "/") && s.shell.funcs[name] && !s.noFuncs {
 		c.Function = true
+		clear(s.shell.safe) // the body may assign anything
 		return
 	}
 	// The base name as Starts reads it: "prog/" names no file exec runs.
@@ -274,6 +289,7 @@ func (r *reader) program(idx int, s scope) {
 				c.Undecidable = firstNonEmpty(c.Undecidable, risky)
 			}
 			for _, n := range assignedNames(c.Argv) {
+				s.shell.safe[n] = false
 				if i := strings.IndexByte(n, '['); i > 0 && strings.HasSuffix(n, "]") {
 					n = n[:i] // an array element: PATH[0] is PATH
 				}
@@ -318,6 +334,7 @@ func (r *reader) program(idx int, s scope) {
 			r.evalArgs(idx, s)
 			return
 		case "source", ".":
+			clear(s.shell.safe)
 			c.Undecidable = firstNonEmpty(c.Undecidable, "runs the commands of a file, which are only known at run time")
 			return
 		case "alias":

@@ -400,6 +400,7 @@ func (r *reader) stmt(st *syntax.Stmt, s scope) {
 		}
 		s.shell.settle(before)
 	case *syntax.WhileClause:
+		s.shell.forgetAssigned(c)
 		cs := s
 		cs.cond = true
 		r.condStmts(append(append([]*syntax.Stmt(nil), c.Cond...), c.Do...), cs)
@@ -408,6 +409,14 @@ func (r *reader) stmt(st *syntax.Stmt, s scope) {
 		defer s.shell.settle(s.shell.current())
 		switch l := c.Loop.(type) {
 		case *syntax.WordIter:
+			s.shell.forgetAssigned(c)
+			safe := true
+			for _, w := range l.Items {
+				lit, ok := literalText(w)
+				safe = safe && ok && !strings.ContainsAny(lit, "[`$*?")
+			}
+			defer func() { s.shell.safe[l.Name.Value] = false }()
+			s.shell.safe[l.Name.Value] = safe
 			if n := l.Name.Value; n == "IFS" {
 				r.flag(st, s, "a loop over IFS changes how later words are split")
 			} else if RiskyEnv(n) {

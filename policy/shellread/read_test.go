@@ -174,9 +174,9 @@ func TestReadGroups(t *testing.T) {
 		{name: "coproc runs in the background", src: "coproc rm -rf /", has: []string{"rm -rf /"},
 			check: func(t *testing.T, cmds []Command) { wantField(t, cmds, "rm -rf /", "background", bg, true) }},
 		{name: "time keyword", src: "time -p rm -rf /", has: []string{"rm -rf /"}},
-		{name: "arithmetic command with substitution", src: "(( x = $(id -u) ))", has: []string{"id -u"}},
+		{name: "arithmetic command with substitution", src: "(( x = $(id -u) ))", has: []string{"id -u"}, undecidable: true},
 		{name: "test clause with substitution", src: "[[ $(whoami) == root ]] && rm -rf /", has: []string{"whoami", "rm -rf /"}},
-		{name: "let with substitution", src: "let x=$(id -u)", has: []string{"id -u"}},
+		{name: "let with substitution", src: "let x=$(id -u)", has: []string{"id -u"}, undecidable: true},
 	})
 }
 
@@ -221,7 +221,7 @@ func TestReadSubstitutions(t *testing.T) {
 			check: func(t *testing.T, cmds []Command) {
 				wantField(t, cmds, "echo hi", "redirects", redirs, []Redirect{{Op: ">", Path: `"$(mktemp)"`, Write: true, Dynamic: true}})
 			}},
-		{name: "arithmetic expansion", src: "echo $(( $(id -u) + 1 ))", has: []string{"id -u"}},
+		{name: "arithmetic expansion", src: "echo $(( $(id -u) + 1 ))", has: []string{"id -u"}, undecidable: true},
 		{name: "parameter default", src: "echo ${x:-$(id)}", has: []string{"id"}},
 		{name: "here-document body", src: "cat <<EOF\n$(rm -rf /)\nEOF\n", has: []string{"cat", "rm -rf /"}},
 		{name: "quoted here-document runs nothing", src: "cat <<'EOF'\n$(rm -rf /)\nEOF\n",

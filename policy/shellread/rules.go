@@ -21,6 +21,11 @@ type Rule struct {
 // makes every relative path unknown, an empty Home every home path.
 type Where struct {
 	Workdir, Home string
+	// Scratch lists absolute directories private to the box the command
+	// runs in (its own /tmp), whose removal harms nothing outside it; a
+	// word starting with $TMPDIR is taken to be in the first of them.
+	// Nil on the host.
+	Scratch []string
 }
 
 // The built-in rules, in the order they are checked. docs/command-rules.md
@@ -277,6 +282,11 @@ func locate(p string, dynamic bool, dir string, where Where) place {
 	}
 	var abs string
 	switch {
+	case dynamic && len(where.Scratch) > 0 && tmpdirWord(p) != "":
+		abs = where.Scratch[0] + tmpdirWord(p)
+		if abs = path.Clean(abs); abs == where.Scratch[0] {
+			return unknown // $TMPDIR itself, or an empty rest: keep asking
+		}
 	case dynamic && isHomeWord(p):
 		if where.Home == "" {
 			return unknown
@@ -330,6 +340,11 @@ func locate(p string, dynamic bool, dir string, where Where) place {
 	case where.Home != "" && (abs == path.Clean(where.Home) || strings.HasPrefix(path.Clean(where.Home), abs+"/")):
 		return home
 	}
+	for _, sd := range where.Scratch {
+		if strings.HasPrefix(abs, path.Clean(sd)+"/") {
+			return inside
+		}
+	}
 	if where.Workdir == "" {
 		return unknown
 	}
@@ -341,6 +356,40 @@ func locate(p string, dynamic bool, dir string, where Where) place {
 		return inside
 	}
 	return outside
+}
+
+// TmpdirRest returns the rest after $TMPDIR of a raw word such as
+// `"$TMPDIR"/x` or `"${TMPDIR}/x"`, starting with "/", when the rest is
+// plain text that cannot climb out of it; "" otherwise.
+func TmpdirRest(word string) string { return tmpdirWord(word) }
+
+// tmpdirWord returns the rest after $TMPDIR of a word `"$TMPDIR"/x`,
+// `$TMPDIR/x`, `"${TMPDIR}/x"` …, starting with "/", when the rest is plain
+// text that cannot climb out; "" otherwise.
+func tmpdirWord(p string) string {
+	for _, pre := range []string{`"$TMPDIR"`, `"${TMPDIR}"`, `$TMPDIR`, `${TMPDIR}`, `"$TMPDIR`, `"${TMPDIR}`} {
+		rest, ok := strings.CutPrefix(p, pre)
+		if !ok {
+			continue
+		}
+		if strings.HasPrefix(pre, `"`) && !strings.HasSuffix(pre, `"`) {
+			var closed bool
+			rest, closed = strings.CutSuffix(rest, `"`)
+			if !closed {
+				return ""
+			}
+		}
+		if !strings.HasPrefix(rest, "/") || strings.ContainsAny(rest, "$`\\'\"*?[{~") {
+			return ""
+		}
+		for _, comp := range strings.Split(rest, "/") {
+			if comp == ".." {
+				return ""
+			}
+		}
+		return rest
+	}
+	return ""
 }
 
 // baseDir is the absolute directory a command with Dir runs in.
@@ -702,7 +751,8 @@ func forkBomb(cmds []Command, i int) string {
 	name := c.Argv[0]
 	for j := range cmds {
 		d := &cmds[j]
-		if d.InFunc != name || len(d.Argv) == 0 || d.Argv[0] != name {
+		if d.InFunc != name || len(d.Argv) == 0 || d.Argv[0] != name || d.How == "wrapper" {
+			// `ls(){ command ls | head; }` calls the program, not itself.
 			continue
 		}
 		if d.Background || len(d.Upstream) > 0 {

@@ -629,6 +629,10 @@ func (r *reader) literalInput(idx int) (string, bool) {
 			}
 		}
 		return strings.Join(words, " ") + "\n", true
+	case u.Argv[0] == "printf" && u.Builtin && len(u.Argv) == 2:
+		if f := u.Argv[1]; !strings.ContainsAny(f, "%\\") && !strings.HasPrefix(f, "-") {
+			return f, true // a format without conversions or escapes prints itself
+		}
 	}
 	return "", false
 }
