@@ -478,6 +478,14 @@ func (r *reader) stmt(st *syntax.Stmt, s scope) {
 	case *syntax.TimeClause:
 		r.stmt(c.Stmt, s)
 	case *syntax.CoprocClause:
+		if c.Name != nil {
+			if _, simple := c.Stmt.Cmd.(*syntax.CallExpr); simple || c.Stmt.Cmd == nil {
+				// bash takes a NAME only before a compound command:
+				// `coproc foo 2>/dev/null` runs foo.
+				r.flag(st, s, "coproc NAME before a simple command, which bash runs as the command NAME")
+				return
+			}
+		}
 		s.background = true
 		r.stmt(c.Stmt, s)
 	case *syntax.DeclClause:
