@@ -2,6 +2,7 @@ package shellread_test
 
 import (
 	"context"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,39 +17,6 @@ import (
 
 	"github.com/airlock-run/airlock/policy/shellread"
 )
-
-// differentialCases are run by real bash with stub programs on PATH; what
-// bash runs must be among the commands Read reports, or Read must have
-// marked the string as undecidable or risky.
-var differentialCases = []string{
-	"foo a; bar b", "foo $(bar x)", "foo `bar x`", "foo <(bar x)", "x=$(foo) bar", "{ foo; bar; }", "(foo) | bar",
-	"foo && bar || baz", "!(foo)", "! foo", "if foo; then bar; fi", "case a in a) foo;; esac",
-	"for i in 1 2; do foo $i; done", "f(){ foo; }; f", "eval 'foo x'", "eval foo y", "command foo",
-	"foo \\\nbar", `"fo"o`, `f\oo`, `$'\x66oo'`, "foo \"a\\\nb\"", "foo & bar", "time foo", "foo |& bar",
-	"a=1; foo ${a}", "[[ $(foo) ]]", "(( $(foo) ))", "echo ${x:-$(foo)}", "arr=($(foo)); bar",
-	"declare x=$(foo)", "exec foo", "trap 'foo' EXIT", "foo # bar", "foo;bar&baz", "{foo,bar}", "fo{o,}",
-	"$(echo foo)", "cat <<< $(foo)", ">$(foo)", "foo=bar baz", "\\foo", "'foo' bar", "f''oo",
-	"foo <<X\n$(bar)\nX\n", "case $(foo) in *) bar;; esac", "while foo; do break; done",
-	"function g { foo; }; g", "env foo", "env -S 'foo x'", "env --split-string='bar x'", "nice -n 1 foo",
-	"nice -5 foo", "timeout 5 foo", "timeout -s KILL 5 foo", "echo x | xargs foo", "echo x | xargs -I{} bar {}",
-	"find STUBS -name foo -exec bar {} \\;", "find STUBS -name foo -execdir bar {} +", "sh -c 'foo; bar'",
-	"bash -c \"eval 'foo'\"", "stdbuf -oL foo", "setsid -w foo", "nohup foo", "sh <<EOF\nfoo\nEOF\n",
-	"bash <<< 'bar'", "env -- foo", "command -- foo", "exec -a x foo", "builtin eval foo",
-	"sh -c 'foo \"$1\"' _ x", "bash -o pipefail -c 'foo|bar'", "sh -ec 'foo'", "sh -c -x 'bar'",
-	"echo a | xargs -n1 -P2 foo", "eval \"$(echo foo)\"", "x='foo'; eval $x", "f=foo; $f",
-	"shopt -s expand_aliases; alias a=foo\na", "set -- foo; $1", "trap 'bar' DEBUG; :", "PS4='$(foo)'; set -x; :",
-	"BASH_ENV=/dev/null bash -c bar", "printf -v x foo; $x", "if !(foo); then :; fi", "{ foo; } >/dev/null",
-	"foo() { bar; }; foo", "command_not_found_handle() { bar; }; nosuch", "exec 3< <(foo); cat <&3",
-	"[ -n \"$(foo)\" ]", "let x=$(foo)", "time -p foo", "coproc bar { foo; }; wait", "IFS=o; x=fXoXo; $x",
-	"read -r x <<< foo; $x", "<(foo)", "a[$(foo)]=1", ": ${a[$(foo)]}", "[[ -v a[$(foo)] ]]",
-	"x='a[$(foo)]'; (( x ))", "x='a[`foo`]'; echo $(( x ))", "case a in a) foo;& b) bar;; esac", "{ foo; }&",
-	"echo x | sed '1e foo'", "echo x | sed 's/.*/foo/e'", "echo x | sed -n -e p -e '$e bar'",
-	"echo x | sed '1a y; e foo'", "echo x | sed --expression='1e foo'",
-	"foo </dev/null >&-", "cat <<-EOF\n\t$(foo)\n\tEOF\n", `echo "$(foo)"`, `x=$'foo'; eval "$x"`, "mapfile -t a <<< foo; ${a[0]}", "cd STUBS && ./foo", "PATH=STUBS2; baz",
-	// A carriage return is a blank to the parser, a word character to bash.
-	"cat x \r# $(foo)", "cat\r$(foo)", "cat x\r\nfoo", "echo x | awk '{system(\"foo\")}'", "echo x | awk '{print | \"foo\"}'",
-	"setsid foo", "sed -n p x", "echo x | tee y", "echo x | dd of=y 2>/dev/null",
-}
 
 // diffShell is one real shell the differential tests run strings with,
 // and the dialect Read must read them in.
@@ -66,6 +34,7 @@ type diffHarness struct {
 	shells           []diffShell
 	stub             map[string]bool
 	n                atomic.Int64
+	bwrap            string // when set, each shell runs confined by it
 }
 
 var diffStubs = []string{"foo", "bar", "baz", "cat"}
@@ -126,6 +95,10 @@ func (h *diffHarness) ran(t testing.TB, sh diffShell, src string) map[string]boo
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, sh.path, "-c", src)
+	if h.bwrap != "" {
+		cmd = exec.CommandContext(ctx, h.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+			"--tmpfs", "/tmp", "--bind", h.dir, h.dir, "--unshare-all", "--die-with-parent", "--chdir", h.work, "--", sh.path, "-c", src)
+	}
 	cmd.Dir = h.work
 	cmd.Env = []string{"PATH=" + h.stubs, "DIFF_LOG=" + logFile}
 	cmd.Stdin = strings.NewReader("")
@@ -180,17 +153,53 @@ func (h *diffHarness) check(t testing.TB, src string) (ranAny, decided bool) {
 	return ranAny, decided
 }
 
-// TestDifferentialHandWritten runs the hand-written cases with bash and
-// dash.
-func TestDifferentialHandWritten(t *testing.T) {
-	h := newDiffHarness(t)
-	for _, c := range differentialCases {
-		src := h.expand(c)
-		t.Run(c, func(t *testing.T) {
-			t.Parallel()
-			h.check(t, src)
-		})
+// diffSeeds reads the seed corpus: the hand-written cases and the attack
+// strings, one Go-quoted string a line.
+func diffSeeds(t testing.TB) []string {
+	data, err := os.ReadFile("testdata/differential/seeds.txt")
+	if err != nil {
+		t.Fatal(err)
 	}
+	var out []string
+	for i, l := range strings.Split(string(data), "\n") {
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		s, err := strconv.Unquote(l)
+		if err != nil {
+			t.Fatalf("testdata/differential/seeds.txt:%d: %v", i+1, err)
+		}
+		out = append(out, s)
+	}
+	if len(out) < 100 {
+		t.Fatalf("got %d seeds, want at least 100", len(out))
+	}
+	return out
+}
+
+// FuzzDifferential holds the differential property for any string: what
+// bash and dash run, Read reports or refuses. Its seed corpus runs as an
+// ordinary test. While fuzzing, the shells run in a bubblewrap box whose
+// only writable place is the harness's directory, since a fuzzed string
+// may be anything.
+func FuzzDifferential(f *testing.F) {
+	for _, s := range diffSeeds(f) {
+		f.Add(s)
+	}
+	h := newDiffHarness(f)
+	if fl := flag.Lookup("test.fuzz"); fl != nil && fl.Value.String() != "" {
+		bw, err := exec.LookPath("bwrap")
+		if err != nil {
+			f.Skip("fuzzing runs arbitrary strings in real shells and needs bwrap to confine them")
+		}
+		h.bwrap = bw
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		if len(src) > 4096 || strings.ContainsAny(src, "\x00\r") {
+			return // the reader refuses these outright
+		}
+		h.check(t, h.expand(src))
+	})
 }
 
 // TestDifferentialGenerated runs a generated set of strings — fragments that

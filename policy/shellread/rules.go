@@ -35,7 +35,7 @@ var builtinRules = []Rule{
 		Reason: "a recursive delete of the root directory needs a person's approval"},
 	{ID: "rm-home", Summary: "recursive delete of the home directory or one of its ancestors (~, $HOME)",
 		Reason: "a recursive delete of the home directory needs a person's approval"},
-	{ID: "rm-outside", Summary: "recursive delete (rm -r, find -delete, find -exec rm -r, tar --remove-files, zip -m) of a path outside the working directory, or of a path only known at run time",
+	{ID: "rm-outside", Summary: "recursive delete (rm -r, find -delete, find -exec rm -r, tar --remove-files, zip -m, rsync --delete) of a path outside the working directory, or of a path only known at run time",
 		Reason: "a recursive delete outside the working directory needs a person's approval"},
 	{ID: "download-exec", Summary: "downloaded code run by an interpreter: curl|sh, wget -O- …|bash, …|python, sh <(curl …), bash -c \"$(curl …)\", eval \"$(curl …)\"",
 		Reason: "running code straight from a download needs a person's approval"},
@@ -100,7 +100,7 @@ func Catastrophic(cmds []Command, i int, where Where) (Rule, bool) {
 		id = rmRule(cmds, i, where)
 	case base == "find":
 		id = findDelete(cmds, i, where)
-	case base == "tar" || base == "gtar" || base == "bsdtar" || base == "zip":
+	case base == "tar" || base == "gtar" || base == "bsdtar" || base == "zip" || base == "rsync":
 		id = archiveRemove(c, base, where)
 	case base == "chmod" || base == "chown" || base == "chgrp":
 		id = chmodRule(c, where)
@@ -536,7 +536,7 @@ func findDelete(cmds []Command, i int, where Where) string {
 }
 
 // archiveRemove: tar --remove-files and zip -m (--move) delete what they
-// archive, directories and all. Every operand is taken as a path removed
+// archive, rsync --delete* what the source lacks, directories and all. Every operand is taken as a path removed
 // (the archive's own name too: better asked than missed).
 func archiveRemove(c *Command, base string, where Where) string {
 	removes := false
@@ -547,12 +547,20 @@ func archiveRemove(c *Command, base string, where Where) string {
 		switch {
 		case strings.HasPrefix(a, "--"):
 			name, _, _ := strings.Cut(a[2:], "=")
-			full := "remove-files"
-			if base == "zip" {
-				full = "move"
+			full := []string{"remove-files"}
+			switch base {
+			case "zip":
+				full = []string{"move"}
+			case "rsync":
+				// --delete and its variants remove what the source
+				// lacks from the destination, directories and all.
+				full = []string{"delete", "delete-before", "delete-during", "delete-delay", "delete-after",
+					"delete-excluded", "delete-missing-args", "del", "remove-source-files"}
 			}
-			if len(name) >= 3 && strings.HasPrefix(full, name) {
-				removes = true
+			for _, f := range full {
+				if len(name) >= 3 && strings.HasPrefix(f, name) {
+					removes = true
+				}
 			}
 		case base == "zip" && len(a) > 1 && a[0] == '-' && !dynamicAt(c, k+1):
 			// A cluster of flags holding m, before any option that

@@ -161,6 +161,26 @@ func TestCatastrophic(t *testing.T) {
 		{"push refs/heads/main", "git push -f origin HEAD:refs/heads/main", "git-force-main"},
 		{"push -f feature", "git push -f origin feature", "git-force-main"},
 		{"push main", "git push origin main", ""},
+		{"push -qf cluster", "git push -qf origin HEAD", "git-force-main"},
+		{"push at", "git push -f origin @", "git-force-main"},
+		{"push glob refspec", "git push origin '+refs/heads/*:refs/heads/*'", "git-force-main"},
+		{"push abbreviated force", "git push --force-w origin dev", "git-force-main"},
+		{"push ambiguous abbreviation", "git push --forc origin dev", ""},
+		{"push force-if-includes alone", "git push --force-if-includes origin dev", ""},
+		{"push prune", "git push --prune origin 'refs/heads/*'", "git-force-main"},
+		{"send-pack force", "git send-pack --force ../r HEAD:dev", "git-force-main"},
+		{"push mirror setting", "git -c remote.origin.mirror=true push origin", "git-force-main"},
+		{"push with -C", "git -C w push origin :dev", "git-force-main"},
+		{"push tags", "git push --tags origin", ""},
+		// recursive deletes by other programs
+		{"tar remove-files home", "tar cf /dev/null --remove-files ~", "rm-home"},
+		{"tar remove-files abbreviated", "tar cf x.tar --remove ../up", "rm-outside"},
+		{"tar remove-files inside", "tar cf x.tar --remove-files build", ""},
+		{"zip -m cluster", "zip -qrm z.zip ~", "rm-home"},
+		{"zip -TT is no move", "zip -TTm z.zip x", ""},
+		{"rsync delete", "rsync -a --delete empty/ ~/", "rm-home"},
+		{"rsync del abbreviation", "rsync -a --del empty/ /etc/", "rm-outside"},
+		{"rsync plain", "rsync -a src/ /backup/", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := matched(t, tc.src, testWhere)
