@@ -40,6 +40,9 @@ type grammar struct {
 	// tar: a first word without a dash is a cluster of letters whose
 	// values are the next words in order (`tar cIf CMD out.tar`).
 	oldStyle bool
+	// dash are options of several letters after one dash (zip's -TT),
+	// matched before a word is read as a cluster.
+	dash []optDef
 }
 
 // optHit is one option found on a command line.
@@ -100,6 +103,16 @@ func (g *grammar) scan(argv []string, from int, dynamic func(int) bool, hit func
 				h.value, h.has, h.at = argv[i], true, i
 			}
 			hit(h)
+		case len(a) > 1 && a[0] == '-' && g.dashOpt(a) != nil:
+			d := g.dashOpt(a)
+			h := optHit{def: d, at: i}
+			if rest := a[1+len(d.long):]; rest != "" {
+				h.value, h.has = rest, true
+			} else if d.value == 'r' && i+1 < len(argv) {
+				i++
+				h.value, h.has, h.at = argv[i], true, i
+			}
+			hit(h)
 		case len(a) > 1 && a[0] == '-':
 			for k := 1; k < len(a); k++ {
 				d := g.short(a[k])
@@ -126,6 +139,15 @@ func (g *grammar) scan(argv []string, from int, dynamic func(int) bool, hit func
 		}
 	}
 	return -1
+}
+
+func (g *grammar) dashOpt(a string) *optDef {
+	for k := range g.dash {
+		if strings.HasPrefix(a[1:], g.dash[k].long) {
+			return &g.dash[k]
+		}
+	}
+	return nil
 }
 
 func (g *grammar) short(ch byte) *optDef {
@@ -187,7 +209,7 @@ var grammars = map[string]*grammar{
 		{long: "checkpoint", value: 'o'}, {long: "remove-files"}, {long: "exclude", value: 'r'},
 		{long: "owner", value: 'r'}, {long: "group", value: 'r'}, {long: "mode", value: 'r'}, {long: "transform", value: 'r'},
 	}},
-	"zip": {opts: []optDef{
+	"zip": {dash: []optDef{{long: "TT", value: 'r', does: optScript}}, opts: []optDef{
 		{short: 0, long: "unzip-command", value: 'r', does: optScript},
 		{short: 'b', long: "temp-path", value: 'r'}, {short: 'n', long: "suffixes", value: 'r'},
 		{short: 't', long: "from-date", value: 'r'}, {short: 'x', long: "exclude", value: 'r'},
@@ -361,4 +383,17 @@ func grammarRuns(g *grammar, argv []string, from int) bool {
 		}
 	}, func(int) {})
 	return found
+}
+
+// OptionsRun reports, for a program whose options this package reads by
+// one grammar (tar, zip, ssh, scp, sftp, rsync, man, fd), whether args
+// (without argv[0]) hold an option that runs code, names a program, or
+// makes the program run code that cannot be seen; known is false for any
+// other program. It does not allocate.
+func OptionsRun(prog string, args []string) (runs, known bool) {
+	g, ok := grammars[prog]
+	if !ok {
+		return false, false
+	}
+	return grammarRuns(g, args, 0), true
 }
