@@ -75,6 +75,10 @@ var attackCases = []attackCase{
 	{class: "unseen code", name: "arith-index", shell: "bash", setup: "echo 'a[$(rm -f victim)]' > n", src: `a=(1 2); read i < n; echo "${a[i]}"`},
 	{class: "unseen code", name: "arith-cmdsubst", shell: "bash", setup: "echo 'a[$(rm -f victim)]' > n", src: `echo $(( $(cat n) + 1 ))`},
 	{class: "unseen code", name: "arith-loop-var", shell: "bash", setup: "touch 'a[$(rm -f victim)]'", src: `for f in a*; do echo $((f)); done`},
+	{class: "unseen code", name: "let-quoted-subscript", shell: "bash", src: `let 'a[$(rm -f victim)]=1'`},
+	{class: "unseen code", name: "arith-quoted", shell: "bash", src: `(( 'a[$(rm -f victim)]' ))`},
+	{class: "unseen code", name: "index-quoted", shell: "bash", src: `echo ${a['$(rm -f victim)']}`},
+	{class: "unseen code", name: "assign-index-quoted", shell: "bash", src: `a=(); a['$(rm -f victim)']=1`},
 	{class: "unseen code", name: "printf-v", shell: "bash", src: `printf -v "a[\$(rm -f victim)]" x`},
 	{class: "unseen code", name: "function-in-pipeline", shell: "sh", src: `rm(){ :; } | true; rm -f victim`},
 

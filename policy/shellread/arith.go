@@ -142,6 +142,18 @@ func (s scope) arithWhy(e syntax.Node) string {
 				}
 				return false
 			}
+		case *syntax.SglQuoted:
+			// `let 'a[$(cmd)]=1'`: the quoted text is evaluated.
+			if strings.ContainsAny(x.Value, "[$`") {
+				why = "arithmetic on quoted text holding a subscript or an expansion, which bash evaluates and runs (bash)"
+			}
+			return false
+		case *syntax.DblQuoted:
+			for _, q := range x.Parts {
+				if l, ok := q.(*syntax.Lit); ok && strings.ContainsAny(l.Value, "[$`") {
+					why = "arithmetic on quoted text holding a subscript or an expansion, which bash evaluates and runs (bash)"
+				}
+			}
 		case *syntax.Word:
 			if l := x.Lit(); l != "" {
 				for _, name := range arithNames(l) {

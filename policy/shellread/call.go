@@ -164,6 +164,9 @@ func (r *reader) assign(a *syntax.Assign, s scope, parent int) (Assign, string) 
 	if a.Index != nil {
 		as.Dynamic = true
 		why = firstNonEmpty(why, r.substsIn(a.Index, s, parent))
+		if as.Name != "BASH_CMDS" && as.Name != "BASH_ALIASES" { // bash's own associative arrays
+			why = firstNonEmpty(why, s.arithWhy(a.Index)) // an indexed array's subscript is arithmetic
+		}
 	}
 	if as.Name == "IFS" {
 		why = firstNonEmpty(why, "assigning IFS changes how later words are split")
