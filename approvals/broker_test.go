@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlock-run/airlock/audit"
+	"github.com/airlock-run/airlock/internal/testsupport"
 	"github.com/airlock-run/airlock/policy"
 )
 
@@ -527,6 +529,15 @@ func TestSocketModes(t *testing.T) {
 // the check on it gets nothing.
 func TestOtherUserRefused(t *testing.T) {
 	if path := os.Getenv("AIRLOCK_APPROVALS_ATTACK"); path != "" {
+		// AIRLOCK_APPROVALS_ATTACK_N dials that many times first (a box
+		// flooding the socket), then once more to report.
+		n, _ := strconv.Atoi(os.Getenv("AIRLOCK_APPROVALS_ATTACK_N"))
+		for i := 0; i < n; i++ {
+			if c, err := net.Dial("unix", path); err == nil {
+				io.Copy(io.Discard, c)
+				c.Close()
+			}
+		}
 		c, err := net.Dial("unix", path)
 		if err != nil {
 			fmt.Println("dial:", err)
@@ -538,9 +549,7 @@ func TestOtherUserRefused(t *testing.T) {
 		fmt.Printf("reply:%s err:%v\n", strings.TrimSpace(rep), err)
 		os.Exit(0)
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run a child as another uid")
-	}
+	testsupport.Require(t, testsupport.Root) // to run a child as another uid
 	exe, err := os.Executable()
 	if err != nil {
 		t.Skip(err)
@@ -628,9 +637,7 @@ func TestDenialCodes(t *testing.T) {
 // it gets nothing.
 func TestBoxedPeerRefused(t *testing.T) {
 	const bwrap = "/usr/bin/bwrap"
-	if _, err := os.Stat(bwrap); err != nil {
-		t.Skip("bubblewrap is not installed:", err)
-	}
+	testsupport.Require(t, testsupport.Bwrap)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Skip(err)
@@ -652,7 +659,7 @@ func TestBoxedPeerRefused(t *testing.T) {
 		out, _ := io.ReadAll(r)
 		st, _ := p.Wait()
 		if !strings.Contains(string(out), "reply:") {
-			t.Skipf("bubblewrap cannot make a box here (%v): %s", st, out)
+			testsupport.Missing(t, "bubblewrap cannot make a box here (%v): %s", st, out)
 		}
 		return string(out)
 	}

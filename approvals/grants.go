@@ -22,6 +22,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/privfile"
 	"github.com/airlock-run/airlock/policy"
 )
 
@@ -470,11 +471,15 @@ func SaveGrant(path string, g policy.Grant) (string, error) {
 	if err != nil {
 		return "", errs.Wrap(errs.Invalid, err, "grants: this grant cannot be saved")
 	}
+	// The directory, the lock and the file are reached without following a
+	// link others could have placed, through directories only airlock's
+	// user (and root) may change (privfile): a grants file written
+	// elsewhere is one the agent could write, and so approve itself.
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := privfile.MkdirAll(dir, privfile.Options{MakeDirs: true}); err != nil {
 		return "", errs.Wrap(errs.Unavailable, err, "grants: create %s", dir)
 	}
-	lk, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	lk, err := privfile.OpenAppend(path+".lock", os.O_RDWR, 0o600, privfile.Options{})
 	if err != nil {
 		return "", errs.Wrap(errs.Unavailable, err, "grants: lock %s", path)
 	}
@@ -594,24 +599,11 @@ func sameGrant(a, b policy.Grant) bool {
 	return errA == nil && errB == nil && ga == gb
 }
 
+// writeAtomic replaces the file at path with data: a new temporary file
+// beside it (never a name planted in advance), flushed, renamed over the
+// old name (a link there is replaced, not followed), the directory flushed.
 func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return errs.Wrap(errs.Unavailable, err, "grants: write %s", path)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err == nil {
-		if _, err = tmp.Write(data); err == nil {
-			err = tmp.Sync()
-		}
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
+	if err := privfile.WriteFile(path, data, 0o600, privfile.Options{}); err != nil {
 		return errs.Wrap(errs.Unavailable, err, "grants: write %s", path)
 	}
 	return nil

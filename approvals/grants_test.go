@@ -210,3 +210,64 @@ func FuzzParseGrants(f *testing.F) {
 		}
 	})
 }
+
+// TestSaveGrantRefusesSteeredPaths: a directory on the way to the grants
+// file that is a link someone else could have placed (here: in a directory
+// anyone may write), or a hard link at the file's name, never sends the
+// grant elsewhere. The old way (MkdirAll, then a temporary file renamed into
+// the directory) is first seen to land outside.
+func TestSaveGrantRefusesSteeredPaths(t *testing.T) {
+	g := policy.Grant{Kind: "argv", Argv: []string{"ls"}, Created: t0}
+	t.Run("link in a shared directory", func(t *testing.T) {
+		base, outside := t.TempDir(), t.TempDir()
+		shared := filepath.Join(base, "shared")
+		if err := os.Mkdir(shared, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(shared, 0o777)
+		if err := os.Symlink(outside, filepath.Join(shared, "cfg")); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(shared, "cfg", "grants.yaml")
+
+		// The old way.
+		os.MkdirAll(filepath.Dir(path), 0o700)
+		tmp, err := os.CreateTemp(filepath.Dir(path), ".grants.yaml.*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmp.Close()
+		if err := os.Rename(tmp.Name(), path); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(outside, "grants.yaml")); err != nil {
+			t.Fatalf("the old way did not land outside: the test shows nothing (%v)", err)
+		}
+		os.Remove(filepath.Join(outside, "grants.yaml"))
+
+		if _, err := SaveGrant(path, g); err == nil {
+			t.Fatal("SaveGrant through a planted link: got no error")
+		}
+		if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+			t.Errorf("outside got %d entries; want none", len(ents))
+		}
+	})
+	t.Run("hard link at the name", func(t *testing.T) {
+		dir, outside := t.TempDir(), t.TempDir()
+		victim := filepath.Join(outside, "victim")
+		os.WriteFile(victim, []byte("grants:\n"), 0o600)
+		path := filepath.Join(dir, "grants.yaml")
+		if err := os.Link(victim, path); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := SaveGrant(path, g); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(victim); string(b) != "grants:\n" {
+			t.Errorf("victim changed: %q", b)
+		}
+		if got, err := LoadGrants(path); err != nil || len(got) != 1 {
+			t.Errorf("grants file: got %v, %v; want the one grant", got, err)
+		}
+	})
+}

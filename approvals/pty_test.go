@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-run/airlock/internal/testsupport"
 )
 
 // openPty returns the two ends of a new pseudo-terminal.
@@ -16,21 +18,21 @@ func openPty(t *testing.T) (master, slave *os.File) {
 	t.Helper()
 	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
-		t.Skip("no pseudo-terminals here:", err)
+		testsupport.Missing(t, "no pseudo-terminals here: %v", err)
 	}
 	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
 		m.Close()
-		t.Skip("unlockpt:", err)
+		testsupport.Missing(t, "unlockpt: %v", err)
 	}
 	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
 	if err != nil {
 		m.Close()
-		t.Skip("ptsname:", err)
+		testsupport.Missing(t, "ptsname: %v", err)
 	}
 	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
 		m.Close()
-		t.Skip("open pts:", err)
+		testsupport.Missing(t, "open pts: %v", err)
 	}
 	t.Cleanup(func() { s.Close(); m.Close() })
 	return m, s

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -512,4 +513,69 @@ func writeLogF(f *testing.F, n int) []byte {
 	}
 	b, _ := os.ReadFile(path)
 	return b
+}
+
+// TestOpenRefusesSteeredPaths: a hard link to a host file at the log's
+// name, a log in a directory the box may write, and a directory on the way
+// replaced by a link in a directory others may write are refused, and the
+// file they point at is left as it was. The old open (O_APPEND|O_CREATE|
+// O_NOFOLLOW on the path) is first seen to append through the hard link.
+func TestOpenRefusesSteeredPaths(t *testing.T) {
+	victimText := []byte("root:x:0:0::/root:/bin/sh\n")
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, base, victim string) (string, Options)
+		want  string
+	}{
+		{"hard link to a host file", func(t *testing.T, base, victim string) (string, Options) {
+			path := filepath.Join(base, "audit.jsonl")
+			if err := os.Link(victim, path); err != nil {
+				t.Fatal(err)
+			}
+			old, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+			if err != nil {
+				t.Fatal(err)
+			}
+			old.WriteString("x")
+			old.Close()
+			if b, _ := os.ReadFile(victim); bytes.Equal(b, victimText) {
+				t.Fatal("the old open did not reach the victim: the test shows nothing")
+			}
+			os.WriteFile(victim, victimText, 0o600)
+			return path, Options{}
+		}, "hard link"},
+		{"in a directory the box may write", func(t *testing.T, base, victim string) (string, Options) {
+			return filepath.Join(base, "state", "audit.jsonl"), Options{BoxWritable: []string{base}}
+		}, "writable by the box"},
+		{"link through a directory others may write", func(t *testing.T, base, victim string) (string, Options) {
+			shared := filepath.Join(base, "shared")
+			os.Mkdir(shared, 0o777)
+			os.Chmod(shared, 0o777)
+			os.Symlink(filepath.Dir(victim), filepath.Join(shared, "state"))
+			return filepath.Join(shared, "state", "victim"), Options{}
+		}, "others"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := t.TempDir()
+			outside := t.TempDir()
+			victim := filepath.Join(outside, "victim")
+			if err := os.WriteFile(victim, victimText, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			path, o := tt.setup(t, base, victim)
+			l, err := Open(path, o)
+			if err == nil {
+				l.Append(sample(1))
+				l.Close()
+				t.Fatalf("Open(%s) succeeded; want a refusal", path)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v; want it to mention %q", err, tt.want)
+			}
+			if b, _ := os.ReadFile(victim); !bytes.Equal(b, victimText) {
+				t.Errorf("victim changed: %q", b)
+			}
+		})
+	}
 }

@@ -6,20 +6,23 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/privfile"
 )
 
 // Options configure Open. The zero value is ready to use.
 type Options struct {
 	// Now is the clock for records whose Time is zero; nil means time.Now.
 	Now func() time.Time
+	// BoxWritable are the paths a box may write; nil means none. A log at
+	// or beneath one of them is refused: the box could rewrite the
+	// evidence or point the log at a file of the host's.
+	BoxWritable []string
 }
 
 // Log is an open audit log. It is safe for concurrent use by goroutines,
@@ -52,15 +55,17 @@ const maxLine = 16 << 20
 
 // Open opens the log at path for appending, creating it (mode 0600, and its
 // directory 0700) when it does not exist. It refuses a path that is a
-// symbolic link, a file others may write, and a file whose last record is
-// incomplete or does not match its own hash: appending after a broken tail
-// would chain new evidence to something unverifiable. Run Verify to learn
-// what is wrong with such a file.
+// symbolic link or passes through one others could have placed; a
+// directory on the way that the box or (under root) another user may
+// write; a file with more than one name or that others may write; and a
+// file whose last record is incomplete or does not match its own hash:
+// appending after a broken tail would chain new evidence to something
+// unverifiable. Run Verify to learn what is wrong with such a file.
 func Open(path string, opts Options) (*Log, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, errs.Wrap(errs.Unavailable, err, "audit: create directory for %s", path)
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	// Every directory on the way is opened without following links and
+	// checked (privfile), so a link planted anywhere on the path cannot
+	// send the log, or the directories created for it, elsewhere.
+	f, err := privfile.OpenAppend(path, os.O_RDWR, 0o600, privfile.Options{MakeDirs: true, BoxWritable: opts.BoxWritable})
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "audit: open %s", path)
 	}

@@ -23,8 +23,10 @@
 //
 // A refusal is a 403 whose body is one line the agent can read, "blocked by
 // airlock egress policy: <host:port> <why>" (SOCKS5 has no room for text and
-// answers "connection not allowed by ruleset"). Each decision is one audit
-// Event. The daemon, the runner's host half and tests import this package.
+// answers "connection not allowed by ruleset"). Every decision is audited
+// (see Event), and an allowed connection whose admission cannot be recorded
+// is refused. The daemon, the runner's host half and tests import this
+// package.
 package egress
 
 import (
@@ -62,9 +64,11 @@ type Resolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
-// Event is the audit record of one connection decision: a refused one as
-// soon as it is refused, an allowed one when its connection ends (so it
-// carries the bytes moved and the duration).
+// Event is the audit record of one connection decision. A refused one is
+// recorded as soon as it is refused. An allowed one is recorded twice: when
+// it is admitted (Opened, after the proxy has connected to the address and
+// before a byte moves either way), and when its connection ends, with the
+// bytes moved and the duration.
 type Event struct {
 	Box string `json:"box,omitempty"`
 	// Proto is how the box asked: "connect" (HTTP CONNECT), "http"
@@ -79,7 +83,10 @@ type Event struct {
 	// decision came before resolution.
 	Addr netip.AddrPort `json:"addr,omitzero"`
 	// Allow is the verdict.
-	Allow  bool   `json:"allow"`
+	Allow bool `json:"allow"`
+	// Opened marks the record of an allowed connection being admitted; its
+	// closing record (Opened false) follows when it ends.
+	Opened bool   `json:"opened,omitempty"`
 	Rule   string `json:"rule,omitempty"`
 	Reason string `json:"reason,omitempty"`
 	// Error is set when an allowed destination could not be reached.
@@ -114,8 +121,12 @@ type Options struct {
 	Local func(addr netip.Addr) bool
 	// Resolver resolves allowed names. nil uses the system's resolver.
 	Resolver Resolver
-	// Audit receives one Event per decision. nil records nothing.
-	Audit func(Event)
+	// Audit receives every Event (see Event for when). An error fails
+	// closed: an allowed connection whose admission cannot be recorded is
+	// refused (503, SOCKS5 general failure) and closed before a byte moves
+	// either way; an HTTP connection whose request cannot be recorded as
+	// ended carries no further request. nil records nothing.
+	Audit func(Event) error
 	// Log receives diagnostics. nil discards them.
 	Log *slog.Logger
 	// Now is the clock. nil is time.Now.
@@ -517,21 +528,42 @@ func (p *prefixReader) Read(b []byte) (int, error) {
 	return p.r.Read(b)
 }
 
-func (p *Proxy) audit(e Event) {
+// audit records e with the Audit hook and logs it. The hook's error is
+// returned so the caller can fail closed.
+func (p *Proxy) audit(e Event) error {
 	e.Box = p.o.Box
 	if e.Start.IsZero() {
 		e.Start = p.o.Now()
 	}
+	var err error
 	if p.o.Audit != nil {
-		p.o.Audit(e)
+		err = p.o.Audit(e)
 	}
 	lvl := slog.LevelInfo
 	if !e.Allow {
 		lvl = slog.LevelWarn
 	}
 	p.log.Log(p.ctx, lvl, "egress decision", "proto", e.Proto, "host", e.Host, "port", e.Port,
-		"addr", e.Addr, "allow", e.Allow, "rule", e.Rule, "reason", e.Reason, "error", e.Error,
+		"addr", e.Addr, "allow", e.Allow, "opened", e.Opened, "rule", e.Rule, "reason", e.Reason, "error", e.Error,
 		"up", e.BytesUp, "down", e.BytesDown, "duration", e.Duration)
+	if err != nil {
+		p.log.Error("egress: the audit record could not be written; the connection is refused", "proto", e.Proto,
+			"host", e.Host, "port", e.Port, "opened", e.Opened, "err", err)
+	}
+	return err
+}
+
+// admit records the admission of the allowed decision d before any byte
+// moves. When the record cannot be written, d becomes unrecorded: its
+// upstream connection is closed, and the caller refuses it like any other.
+func (p *Proxy) admit(d *decision, proto string, start time.Time) {
+	ev := d.event(proto, start)
+	ev.Opened = true
+	if err := p.audit(ev); err != nil {
+		p.untrack(d.up)
+		d.up = nil
+		d.outcome, d.reason, d.err = unrecorded, "cannot be recorded in the audit log", err.Error()
+	}
 }
 
 // outcome is how a decision ended.
@@ -542,6 +574,9 @@ const (
 	refused          // by policy or by address class: 403
 	failed           // allowed but unreachable (no such name, refused, timeout): 502
 	badInput         // not a host at all: 400
+	// unrecorded was allowed, but its admission could not be recorded:
+	// 503, and nothing moves.
+	unrecorded
 )
 
 // decision is the result of deciding and connecting to one destination.

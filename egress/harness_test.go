@@ -27,6 +27,7 @@ import (
 	"github.com/airlock-run/airlock/egress"
 	"github.com/airlock-run/airlock/egress/forward"
 	"github.com/airlock-run/airlock/egress/wire"
+	"github.com/airlock-run/airlock/internal/testsupport"
 	"github.com/airlock-run/airlock/netrule"
 )
 
@@ -144,10 +145,27 @@ type stack struct {
 	events []egress.Event
 }
 
+// audited returns the final record of every decision: refusals, and allowed
+// connections that have ended.
 func (s *stack) audited() []egress.Event {
+	return s.eventsWhere(func(e egress.Event) bool { return !e.Opened })
+}
+
+// opened returns the admission records of allowed connections.
+func (s *stack) opened() []egress.Event {
+	return s.eventsWhere(func(e egress.Event) bool { return e.Opened })
+}
+
+func (s *stack) eventsWhere(keep func(egress.Event) bool) []egress.Event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]egress.Event(nil), s.events...)
+	var out []egress.Event
+	for _, e := range s.events {
+		if keep(e) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // policyOpts wires a netrule list in as the daemon does.
@@ -182,13 +200,14 @@ func newStack(t testing.TB, o egress.Options) *stack {
 	o.Token = tok
 	o.Box = "test-box"
 	audit := o.Audit
-	o.Audit = func(e egress.Event) {
+	o.Audit = func(e egress.Event) error {
 		s.mu.Lock()
 		s.events = append(s.events, e)
 		s.mu.Unlock()
 		if audit != nil {
-			audit(e)
+			return audit(e)
 		}
+		return nil
 	}
 	p, err := egress.New(o)
 	if err != nil {
@@ -340,7 +359,7 @@ func leakCheck(t *testing.T) {
 func openFDs(t testing.TB) int {
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
-		t.Skipf("cannot count descriptors: %v", err)
+		testsupport.Missing(t, "cannot count descriptors: %v", err)
 	}
 	return len(ents)
 }
@@ -355,12 +374,7 @@ type netns struct {
 
 func requireRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create a network namespace")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("needs the ip command (iproute2) to create a network namespace")
-	}
+	testsupport.Require(t, testsupport.NetNS)
 }
 
 var netnsSeq atomic.Int32
@@ -381,7 +395,7 @@ func newNetns(t testing.TB) *netns {
 	run := func(args ...string) {
 		t.Helper()
 		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Skipf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+			testsupport.Missing(t, "ip %s: %v: %s", strings.Join(args, " "), err, out)
 		}
 	}
 	run("netns", "add", n.name)

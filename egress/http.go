@@ -254,6 +254,8 @@ func writeDecision(w io.Writer, d *decision) {
 		writeStatus(w, http.StatusForbidden, refusal(d))
 	case badInput:
 		writeStatus(w, http.StatusBadRequest, refusal(d))
+	case unrecorded:
+		writeStatus(w, http.StatusServiceUnavailable, "airlock egress: "+d.hostPort()+" refused: the connection "+d.reason)
 	default:
 		writeStatus(w, http.StatusBadGateway, "airlock egress: "+d.hostPort()+" "+d.reason)
 	}
@@ -306,6 +308,9 @@ func (p *Proxy) httpConnect(cl *client, h *head) {
 	}
 	c.SetDeadline(time.Time{})
 	d := p.connect(p.ctx, host, port)
+	if d.outcome == allowed {
+		p.admit(&d, "connect", start)
+	}
 	if d.outcome != allowed {
 		p.audit(d.event("connect", start))
 		writeDecision(c, &d)
@@ -354,6 +359,9 @@ func (p *Proxy) httpForward(c net.Conn, br *bufio.Reader, h *head) (keep bool) {
 	}
 	c.SetDeadline(time.Time{})
 	d := p.connect(p.ctx, u.Hostname(), port)
+	if d.outcome == allowed {
+		p.admit(&d, "http", start)
+	}
 	if d.outcome != allowed {
 		p.audit(d.event("http", start))
 		writeDecision(c, &d)
@@ -398,7 +406,9 @@ func (p *Proxy) httpForward(c net.Conn, br *bufio.Reader, h *head) (keep bool) {
 	defer func() {
 		ev.BytesUp = cr.n
 		ev.Duration = p.o.Now().Sub(start)
-		p.audit(ev)
+		if p.audit(ev) != nil {
+			keep = false // no further request on a connection that cannot be recorded
+		}
 	}()
 	werr := req.Write(d.up)
 	if werr == nil && h.chunked {

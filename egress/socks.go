@@ -20,6 +20,7 @@ const (
 	atypDomain     = 0x03
 	atypIPv6       = 0x04
 	repSucceeded   = 0x00
+	repGeneralFail = 0x01
 	repNotAllowed  = 0x02
 	repHostUnreach = 0x04
 	repRefused     = 0x05
@@ -159,10 +160,16 @@ func (p *Proxy) serveSOCKS(cl *client) {
 	}
 	c.SetDeadline(time.Time{})
 	d := p.connect(p.ctx, req.host, req.port)
+	if d.outcome == allowed {
+		p.admit(&d, "socks5", start)
+	}
 	if d.outcome != allowed {
 		p.audit(d.event("socks5", start))
 		rep := byte(repNotAllowed)
-		if d.outcome == failed {
+		switch d.outcome {
+		case unrecorded:
+			rep = repGeneralFail
+		case failed:
 			rep = repHostUnreach
 			if d.reason == "cannot connect" {
 				rep = repRefused

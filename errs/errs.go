@@ -1,10 +1,12 @@
 // Package errs holds airlock's error classes and the one place they are mapped
-// to process exit codes. Every package may import it; it imports nothing of
-// airlock's.
+// to exit codes, JSON-RPC codes and HTTP statuses. Every package may import
+// it; it imports nothing of airlock's.
 //
 // An error keeps its class when wrapped with fmt.Errorf("...: %w", err), so
 // callers add context freely and the edge of the program (the CLI, the MCP
-// server) still knows what kind of failure it is.
+// server) still knows what kind of failure it is. What an agent reads is
+// AgentMessage: the outermost airlock message, never the causes under it;
+// logs, the audit record and the person at the CLI get the whole chain.
 package errs
 
 import (
@@ -133,26 +135,13 @@ func (d *Denial) Error() string {
 // still a refusal, so it must never be retried as if it were a fault.
 func (d *Denial) ErrClass() Class { return Denied }
 
-// Exit codes of airlock run, fixed by DESIGN.md.
+// Exit codes of airlock run, fixed by DESIGN.md, and the CLI's usage code.
 const (
+	ExitUsage     = 2   // a mistake in the command line itself
 	ExitRefused   = 126 // refused by policy; nothing ran
 	ExitCannotRun = 125 // airlock could not run it
 	ExitWallClock = 124 // the wall-clock limit ended it
 )
-
-// ExitCode maps an error from airlock itself (not the command's own status)
-// to the exit code of the CLI.
-func ExitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	switch ClassOf(err) {
-	case Denied:
-		return ExitRefused
-	default:
-		return ExitCannotRun
-	}
-}
 
 // JSON-RPC error codes of airlock's classes, in the range JSON-RPC leaves to
 // servers (-32000 to -32099). JSONRPCDenied is never -32601 (method not
@@ -166,31 +155,102 @@ const (
 	JSONRPCInternal    = -32603 // JSON-RPC's own "internal error"
 )
 
+// Codes is what one class becomes at each edge of the program.
+type Codes struct {
+	// Exit is the CLI's exit status. Every class but Denied is 125 ("airlock
+	// could not run it"), so airlock's own failures never collide with the
+	// exit status of the command it ran; the CLI turns a usage mistake (an
+	// Invalid error of its own command line) into ExitUsage.
+	Exit int
+	// JSONRPC is the code of a JSON-RPC error response (MCP).
+	JSONRPC int
+	// HTTP is the status of an HTTP API response.
+	HTTP int
+}
+
+// codes is the one mapping of classes to exit codes, JSON-RPC codes and HTTP
+// statuses. An invalid call is never a refusal: it reads as a bad argument
+// (-32602, 400), so an agent fixes its call instead of giving up on it.
+var codes = [...]Codes{
+	Internal:    {Exit: ExitCannotRun, JSONRPC: JSONRPCInternal, HTTP: 500},
+	Invalid:     {Exit: ExitCannotRun, JSONRPC: JSONRPCInvalid, HTTP: 400},
+	NotFound:    {Exit: ExitCannotRun, JSONRPC: JSONRPCNotFound, HTTP: 404},
+	Denied:      {Exit: ExitRefused, JSONRPC: JSONRPCDenied, HTTP: 403},
+	Unavailable: {Exit: ExitCannotRun, JSONRPC: JSONRPCUnavailable, HTTP: 503},
+	Timeout:     {Exit: ExitCannotRun, JSONRPC: JSONRPCTimeout, HTTP: 504},
+}
+
+// Codes returns what c becomes at each edge; an unknown class is Internal's.
+func (c Class) Codes() Codes {
+	if int(c) < len(codes) {
+		return codes[c]
+	}
+	return codes[Internal]
+}
+
+// ExitCode maps an error from airlock itself (not the command's own status)
+// to the exit code of the CLI; nil is 0.
+func ExitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	return ClassOf(err).Codes().Exit
+}
+
+// HTTPStatus maps err to the status of an HTTP API response; nil is 200.
+func HTTPStatus(err error) int {
+	if err == nil {
+		return 200
+	}
+	return ClassOf(err).Codes().HTTP
+}
+
+// AgentMessage is the text an agent may read about err: the message of the
+// outermost airlock error in its chain, without the causes it wraps (host
+// paths, system-call errors, a library's words), which stay in err.Error()
+// for logs and the audit record. A *Denial anywhere in the chain is read as
+// the denial. An Internal error, and an error with nothing of airlock's own
+// to say, read as a one-line statement of the class.
+func AgentMessage(err error) string {
+	if err == nil {
+		return ""
+	}
+	var d *Denial
+	if errors.As(err, &d) {
+		return d.Error()
+	}
+	if ClassOf(err) == Internal {
+		return "airlock: internal error"
+	}
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		switch x := e.(type) {
+		case *Error:
+			if x.Msg != "" {
+				return x.Msg
+			}
+			continue // a bare classification: its cause may still be ours
+		case interface{ ErrClass() Class }:
+			// Another package's classified error: its own text is its
+			// message only when it wraps nothing.
+			if errors.Unwrap(e) == nil {
+				return e.Error()
+			}
+			return "airlock: " + x.ErrClass().String()
+		}
+	}
+	return "airlock: " + ClassOf(err).String()
+}
+
 // JSONRPC maps err to the error of a JSON-RPC response (the MCP server and
-// gateway): its code, its message, and its data. A *Denial's data is the
+// gateway): its code, its message, and its data. The message is
+// AgentMessage(err), never the wrapped causes. A *Denial's data is the
 // Denial itself, so the client reads {"code":"POLICY_DENIED","category":…,
-// "reason":…}; any other error's data is {"class": "<class>"}. An Internal
-// error's message says only that airlock failed, since its cause may name
-// things the agent should not read.
+// "reason":…}; any other error's data is {"class": "<class>"}.
 func JSONRPC(err error) (code int, message string, data any) {
 	var d *Denial
 	if errors.As(err, &d) {
 		return JSONRPCDenied, d.Error(), d
 	}
 	c := ClassOf(err)
-	switch c {
-	case Denied:
-		code = JSONRPCDenied
-	case NotFound:
-		code = JSONRPCNotFound
-	case Unavailable:
-		code = JSONRPCUnavailable
-	case Timeout:
-		code = JSONRPCTimeout
-	case Invalid:
-		code = JSONRPCInvalid
-	default:
-		return JSONRPCInternal, "airlock: internal error", map[string]string{"class": c.String()}
-	}
-	return code, err.Error(), map[string]string{"class": c.String()}
+	return c.Codes().JSONRPC, AgentMessage(err), map[string]string{"class": c.String()}
 }

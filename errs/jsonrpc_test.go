@@ -26,6 +26,10 @@ func TestJSONRPC(t *testing.T) {
 		{"unavailable", Unavailablef("no box"), JSONRPCUnavailable, "no box", map[string]string{"class": "unavailable"}},
 		{"timeout", New(Timeout, "too slow"), JSONRPCTimeout, "too slow", map[string]string{"class": "timeout"}},
 		{"internal hides its cause", errors.New("open /secret/path: denied"), JSONRPCInternal, "airlock: internal error", map[string]string{"class": "internal"}},
+		{"wrapped cause stays out", Wrap(Unavailable, errors.New("open /secret/path: permission denied"), "the audit log cannot be written"),
+			JSONRPCUnavailable, "the audit log cannot be written", map[string]string{"class": "unavailable"}},
+		{"invalid under context", fmt.Errorf("exec: %w", Wrap(Invalid, errors.New("/home/u/.config: bad"), "bad argv")),
+			JSONRPCInvalid, "bad argv", map[string]string{"class": "invalid"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

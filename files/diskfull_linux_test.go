@@ -1,24 +1,22 @@
 package files
 
 import (
-	"os"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/testsupport"
 )
 
 // TestDiskFull fills a small tmpfs holding the whole store: the write that
 // does not fit fails with a clear error, leaves no partial file, and the
 // store stays whole and usable once space is freed.
 func TestDiskFull(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a small tmpfs")
-	}
+	testsupport.Require(t, testsupport.Root) // to mount a small tmpfs
 	mnt := t.TempDir()
 	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=6m"); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v", err)
+		testsupport.Missing(t, "cannot mount a tmpfs: %v", err)
 	}
 	t.Cleanup(func() { syscall.Unmount(mnt, syscall.MNT_DETACH) })
 	s, err := Open(mnt, Options{})

@@ -30,6 +30,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/privfile"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
 )
@@ -134,6 +135,10 @@ type Options struct {
 	// be recorded does not happen. Nil drops the events, for a local store
 	// with no audit log.
 	Audit func(context.Context, Event) error
+	// BoxWritable are the paths a box may write; nil means none. A store
+	// at or beneath one of them is refused: the box could swap the blobs
+	// or point their names at the host's files.
+	BoxWritable []string
 }
 
 // Store is a file store on disk. It is safe for concurrent use by many
@@ -157,6 +162,13 @@ func Open(dir string, opt Options) (*Store, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, "files: store directory %q", dir)
+	}
+	// The store's directory, and every directory above it, must be one no
+	// box and (under root) no other user may change, and is reached
+	// without following a link someone else could have placed: every file
+	// below is then placed by name, and those names must stay the store's.
+	if err := privfile.MkdirAll(abs, privfile.Options{MakeDirs: true, BoxWritable: opt.BoxWritable}); err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "files: store directory %s", abs)
 	}
 	if err := ensureDir(filepath.Join(abs, "blobs")); err != nil {
 		return nil, err

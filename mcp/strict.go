@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"net/http"
 	"sync"
 
 	"github.com/airlock-run/airlock/errs"
@@ -68,41 +67,6 @@ func (l *lockedWriter) Close() error {
 		return c.Close()
 	}
 	return nil
-}
-
-// StrictHTTP refuses, with 400 and a JSON-RPC error, a POST whose body (at
-// most max bytes; a larger one is 413) CheckJSON refuses; other requests
-// reach h with the body as read.
-func StrictHTTP(h http.Handler, max int64) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			h.ServeHTTP(w, r)
-			return
-		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, max+1))
-		r.Body.Close()
-		if err != nil {
-			http.Error(w, "mcp: the request body could not be read", http.StatusBadRequest)
-			return
-		}
-		if int64(len(body)) > max {
-			writeRefusal(w, http.StatusRequestEntityTooLarge, nil, errs.Invalidf("mcp: the message is over %d bytes", max))
-			return
-		}
-		if err := CheckJSON(body); err != nil {
-			writeRefusal(w, http.StatusBadRequest, body, err)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
-		h.ServeHTTP(w, r)
-	})
-}
-
-func writeRefusal(w http.ResponseWriter, status int, msg []byte, err error) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(refusal(msg, err))
 }
 
 // refusal is the JSON-RPC error answering msg: invalid params, with the

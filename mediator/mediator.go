@@ -305,12 +305,12 @@ func (k *Kernel) Policy() *policy.Policy {
 
 // Outcome is how a call was decided.
 type Outcome struct {
-	Decision policy.Decision
+	Decision policy.Decision `json:"decision"`
 	// Decider is "policy", "grant", "person:<name>", "timeout" or "error".
-	Decider string
+	Decider string `json:"decider"`
 	// Commands holds, for a shell call, the decision of every simple
 	// command the string would run.
-	Commands []policy.CommandDecision
+	Commands []policy.CommandDecision `json:"commands,omitempty"`
 	// Cause is why an approval could not be obtained (decider "error");
 	// it is recorded, never shown to the agent.
 	Cause error `json:"-"`
@@ -344,7 +344,10 @@ func (k *Kernel) Decide(ctx context.Context, call Call) (Outcome, error) {
 		if rerr := k.recordDecision(ctx, call, out); rerr != nil {
 			return out, rerr
 		}
-		return out, &errs.Denial{Code: errs.CodePolicyDenied, Category: string(out.Decision.Category), Reason: out.Decision.Reason}
+		// A call that cannot be decided (no argv, an unknown kind) is a bad
+		// call, not a refusal: the caller reads its class (invalid), so an
+		// agent fixes the call instead of taking it as POLICY_DENIED.
+		return out, err
 	}
 	if out.Decision.Verdict == policy.Escalate {
 		out = k.escalate(ctx, call, out)
@@ -448,7 +451,11 @@ func (k *Kernel) askWith(ctx context.Context, call Call, out Outcome, e Escalati
 	switch r.Answer {
 	case AnswerAllowOnce, AnswerAllowAlways:
 		if r.Answer == AnswerAllowAlways && r.Grant != nil {
-			k.addGrant(*r.Grant)
+			if err := k.addGrant(*r.Grant); err != nil {
+				// Never an "always" that silently does not hold: the
+				// call is refused with the reason, which the person reads.
+				return denied("error", "the allow-always grant cannot be applied ("+errs.AgentMessage(err)+"); answer allow-once instead")
+			}
 		}
 		d := out.Decision
 		d.Verdict = policy.Allow
@@ -466,13 +473,22 @@ func (k *Kernel) askWith(ctx context.Context, call Call, out Outcome, e Escalati
 	}
 }
 
-func (k *Kernel) addGrant(g policy.Grant) {
+// addGrant lifts the escalation for g from now on. A grant the Checker
+// would ignore (ValidateGrant refuses it) or a policy that no longer
+// compiles with it is an error, never a grant that silently does nothing.
+func (k *Kernel) addGrant(g policy.Grant) error {
+	if err := policy.ValidateGrant(g); err != nil {
+		return errs.Invalidf("%v", err)
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	p := k.policy.WithGrants([]policy.Grant{g})
-	if c, err := p.Compile(k.world); err == nil {
-		k.policy, k.checker = p, c
+	c, err := p.Compile(k.world)
+	if err != nil {
+		return fmt.Errorf("compile the policy with the grant: %w", err)
 	}
+	k.policy, k.checker = p, c
+	return nil
 }
 
 // grantFor is the rule "allow always" would save for call. Only an argv or

@@ -3,25 +3,20 @@ package mediator
 import (
 	"sync"
 
-	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/policy"
 	"github.com/airlock-run/airlock/sandbox"
 )
 
 // resolveOnce turns the requested tier into the concrete one, probing the
-// host at most once for the kernel's life: auto is the best the host gives,
-// and a host that gives no confinement fails every call that needs a box
-// rather than running it at tier 0.
+// host at most once for the kernel's life (sandbox.Resolve: auto is the
+// best the host gives, and a host that gives no confinement fails every
+// call that needs a box rather than running it at tier 0).
 func resolveOnce(requested sandbox.Tier) func() (sandbox.Tier, error) {
-	if requested != sandbox.TierAuto {
-		return func() (sandbox.Tier, error) { return requested, nil }
-	}
 	return sync.OnceValues(func() (sandbox.Tier, error) {
-		t := sandbox.Probe().Tier()
-		if t == sandbox.Tier0 {
-			return t, errs.Unavailablef("sandbox: this host gives no confinement (run `airlock sandbox check` for the fix, or --sandbox off to run unconfined)")
+		if requested == sandbox.Tier0 {
+			return requested, nil // no probe needed: the caller asked for none
 		}
-		return t, nil
+		return sandbox.Resolve(requested, sandbox.ProbeHost())
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-run/airlock/internal/testsupport"
 	"github.com/airlock-run/airlock/sandbox"
 )
 
@@ -17,7 +18,7 @@ import (
 // reports both medians and their ratio (the target is at most 1.3).
 func BenchmarkTrue(b *testing.B) {
 	if r := sandbox.Probe(); r.Tier() < sandbox.Tier1 {
-		b.Skip("tier 1 unavailable here: " + r.Why)
+		testsupport.Missing(b, "tier 1 unavailable here: %s", r.Why)
 	}
 	exe := testExe(b)
 	wd := b.TempDir()

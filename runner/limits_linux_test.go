@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-run/airlock/internal/testsupport"
 	"github.com/airlock-run/airlock/sandbox"
 )
 
@@ -12,10 +13,10 @@ import (
 // without the limit and fails with it, across the whole process tree.
 func TestLimits(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("cgroup limits need root here (or a delegated cgroup)")
+		testsupport.Missing(t, "cgroup limits need root here (or a delegated cgroup)")
 	}
 	if r := sandbox.Probe(); r.Cgroup.Version == 0 || !r.Cgroup.Writable {
-		t.Skip("no writable cgroup hierarchy on this host")
+		testsupport.Missing(t, "no writable cgroup hierarchy on this host")
 	}
 	rows := []struct {
 		name   string
@@ -34,7 +35,7 @@ func TestLimits(t *testing.T) {
 		}
 		t.Run(tc.name(), func(t *testing.T) {
 			if tc.skip != "" {
-				t.Skip(tc.skip)
+				tc.gate(t)
 			}
 			for _, row := range rows {
 				t.Run(row.name, func(t *testing.T) {

@@ -60,7 +60,11 @@ func TestSwappedBindSource(t *testing.T) {
 	swap()
 	defer unswap()
 	var o bytes.Buffer
-	r := &run{req: Request{Argv: []string{"cat", data + "/file"}, Spec: spec, Stdout: &o, Stderr: &o}, box: box, exe: testExe(t), start: time.Now()}
+	tr, err := runnerFor(box)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &run{req: Request{Argv: []string{"cat", data + "/file"}, Spec: spec, Stdout: &o, Stderr: &o}, box: box, tr: tr, exe: testExe(t), start: time.Now()}
 	defer r.finish()
 	var res Result
 	cmd, err := r.launch()

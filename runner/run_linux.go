@@ -53,15 +53,19 @@ func prepare(exe string, req Request) (*run, error) {
 	if len(req.Argv) == 0 || req.Argv[0] == "" {
 		return nil, errs.Invalidf("run: no command")
 	}
-	tier := req.Tier
-	if tier == sandbox.TierAuto {
-		tier = sandbox.Probe().Tier()
+	if req.Tier == sandbox.TierAuto {
+		return nil, sandbox.ErrAuto("runner")
 	}
-	box, err := sandbox.Plan(req.Spec, tier, exe)
+	box, err := sandbox.Plan(req.Spec, req.Tier, exe)
 	if err != nil {
 		return nil, err
 	}
-	r := &run{req: req, box: box, exe: exe, start: time.Now()}
+	tr, err := runnerFor(box)
+	if err != nil {
+		box.Close()
+		return nil, err
+	}
+	r := &run{req: req, box: box, tr: tr, exe: exe, start: time.Now()}
 	r.desc = Description{
 		Tier: int(box.Tier), Mechanism: box.Mechanism, Version: box.Version, Seccomp: box.Seccomp,
 		Namespaces: box.Namespaces, Protected: box.Protected, Workdir: req.Spec.Workdir,
@@ -72,16 +76,15 @@ func prepare(exe string, req Request) (*run, error) {
 	if req.Spec.Net != nil {
 		r.desc.Network = "egress proxy"
 	}
-	if box.Tier == sandbox.Tier0 {
-		r.desc.Network = "host"
-		r.desc.Notes = append(r.desc.Notes, "tier 0: the command has the caller's files, network and rights")
-	}
+	tr.describe(&r.desc)
 	return r, nil
 }
 
 type run struct {
-	req   Request
-	box   *sandbox.Box
+	req Request
+	box *sandbox.Box
+	// tr is what the box's tier does differently (tier_linux.go).
+	tr    tierRunner
 	exe   string
 	start time.Time
 	desc  Description
@@ -94,10 +97,9 @@ type run struct {
 	// closers run in finish.
 	closers   []func()
 	truncated func() bool
-	diag      *bytes.Buffer
 	// killed is set when the caller ended the run (Process.Kill).
 	killed atomic.Bool
-	// nsInit is a pidfd of the box's PID 1 (tier 1): the run is not over
+	// nsInit, when set, is a pidfd of the box's PID 1: the run is not over
 	// until it is gone, since its end is what empties the namespace.
 	nsInit int
 }
@@ -121,8 +123,8 @@ func (r *run) finish() {
 	}
 }
 
-// launch starts the command: cgroup, guard, bubblewrap (or the command
-// itself at tier 0), the init's configuration.
+// launch starts the command: cgroup, guard, then what the box's tier
+// starts (the command itself, or bubblewrap) and its configuration.
 func (r *run) launch() (*exec.Cmd, error) {
 	req := r.req
 	lim := req.Spec.Limits
@@ -170,80 +172,26 @@ func (r *run) launch() (*exec.Cmd, error) {
 		}
 		r.closers = append(r.closers, closeStdin)
 	}
-	var diag *bytes.Buffer
-	if r.box.Tier == sandbox.Tier0 {
-		path, err := sandbox.LookPath(req.Argv[0], sandbox.EnvValue(req.Spec.Env, "PATH"), req.Spec.Workdir)
-		if err != nil {
-			return nil, fmt.Errorf("run: %w", err)
-		}
-		cmd.Path, cmd.Args = path, req.Argv
-		cmd.Env = append([]string{}, req.Spec.Env...)
-		if sandbox.EnvValue(cmd.Env, "PWD") == "" {
-			// As in a box: PWD names the working directory.
-			cmd.Env = append(cmd.Env, "PWD="+req.Spec.Workdir)
-		}
-		cmd.Dir = req.Spec.Workdir
-		cmd.Stderr = stderr
-	} else if r.box.Direct() {
-		// bubblewrap runs the command itself: they share stderr, and the
-		// start of it is kept to tell bubblewrap's own failure apart.
-		if err := r.box.CheckCommand(req.Argv[0]); err != nil {
-			return nil, fmt.Errorf("run: %w", err)
-		}
-		diag = &bytes.Buffer{}
-		cmd.Path, cmd.Args = r.box.Path, r.box.CommandLine(req.Argv)
-		cmd.Stderr = io.MultiWriter(&limitedBuffer{b: diag, n: 4 << 10}, stderr)
-		cmd.ExtraFiles = r.box.ExtraFiles
-	} else {
-		// bubblewrap's own complaints go to a buffer; the command's
-		// stderr is a descriptor handed to the init.
-		diag = &bytes.Buffer{}
-		cmd.Path, cmd.Args = r.box.Path, r.box.CommandLine(req.Argv)
-		cmd.Stderr = &limitedBuffer{b: diag, n: 64 << 10}
-		errR, errW, err := os.Pipe()
-		if err != nil {
-			return nil, err
-		}
-		r.closers = append(r.closers, func() { errR.Close() })
-		n := r.box.AddFile(errW)
-		r.box.SetStderr(n)
-		copied := make(chan struct{})
-		go func() { io.Copy(stderr, errR); close(copied) }()
-		r.stderrDone = copied
-		cmd.ExtraFiles = r.box.ExtraFiles
+	if err := r.tr.command(r, cmd, stderr); err != nil {
+		return nil, err
 	}
 	// Nothing airlock's caller left open without close-on-exec may reach
 	// the command: every descriptor above the standard three is marked, and
 	// the ones meant for bubblewrap are placed by the start itself.
 	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-	startErr := r.startIn(cmd)
-	if r.box.Tier == sandbox.Tier1 {
-		r.box.Started()
+	if err := r.startIn(cmd); err != nil {
+		// The box's descriptors close with it in finish.
+		return nil, errs.Wrap(errs.Unavailable, err, "run: start %s", filepath.Base(cmd.Path))
 	}
-	if startErr != nil {
-		return nil, errs.Wrap(errs.Unavailable, startErr, "run: start %s", filepath.Base(cmd.Path))
-	}
-	pid := cmd.Process.Pid
-	if r.box.Tier == sandbox.Tier1 {
-		if p, err := r.box.ChildPid(); err == nil {
-			pid = p
-			if fd, err := unix.PidfdOpen(p, 0); err == nil {
-				r.nsInit = fd
-				r.closers = append(r.closers, func() { unix.Close(fd) })
-			}
-		}
-	}
+	pid := r.tr.started(r, cmd)
 	if r.guard != nil {
 		r.guard.started(pid)
 	}
-	if r.box.Tier == sandbox.Tier1 {
-		if err := r.box.SendConfig(req.Argv); err != nil {
-			r.killAll(cmd)
-			cmd.Wait()
-			return nil, errs.Wrap(errs.Unavailable, err, "run")
-		}
+	if err := r.tr.configure(r); err != nil {
+		r.killAll(cmd)
+		cmd.Wait()
+		return nil, errs.Wrap(errs.Unavailable, err, "run")
 	}
-	r.diag = diag
 	return cmd, nil
 }
 
@@ -251,7 +199,6 @@ func (r *run) launch() (*exec.Cmd, error) {
 // whatever it left, and reads how it ended.
 func (r *run) wait(ctx context.Context, cmd *exec.Cmd) (Result, error) {
 	lim := r.req.Spec.Limits
-	diag := r.diag
 
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -298,53 +245,8 @@ func (r *run) wait(ctx context.Context, cmd *exec.Cmd) (Result, error) {
 		res.Description = r.desc
 		return res, nil
 	}
-	if r.box.Tier == sandbox.Tier0 {
-		code, sig := exitOf(cmd, waitErr)
-		res.ExitCode, res.Signal = code, sig
-	} else if r.box.Direct() {
-		code, _ := exitOf(cmd, waitErr)
-		if d := diag.String(); code == 1 && strings.HasPrefix(d, "bwrap: ") && !res.WallTimeout {
-			return Result{Description: r.desc}, errs.Unavailablef("run: the box could not be built: %s", firstLine(d))
-		}
-		// bubblewrap reports a command ended by signal N as 128+N.
-		res.ExitCode = code
-		if code > 128 && code < 128+65 {
-			res.Signal = code - 128
-		}
-	} else {
-		st, serr := r.box.ReadStatus()
-		switch {
-		case res.WallTimeout:
-		case serr != nil:
-			code, _ := exitOf(cmd, waitErr)
-			msg := strings.TrimSpace(diag.String())
-			if msg == "" {
-				msg = fmt.Sprintf("bubblewrap exited with status %d and the box reported nothing", code)
-			}
-			return Result{Description: r.desc}, errs.Unavailablef("run: the box could not be built: %s", oneLine(msg))
-		case st.Started && !st.Done:
-			// The init died after starting the command: the whole box
-			// went with it.
-			code, sig := exitOf(cmd, waitErr)
-			if r.cg != nil && r.cg.oom() {
-				r.desc.Limits.OOM = true
-				res.ExitCode, res.Signal = 128+9, 9
-				r.desc.Notes = append(r.desc.Notes, "the memory limit's OOM killer ended the box's init, and the box with it")
-				break
-			}
-			return Result{Description: r.desc}, errs.Unavailablef("run: the box's init died while the command ran (bubblewrap status %d, signal %d)", code, sig)
-		case st.Error != "":
-			if st.NotFound {
-				return Result{Description: r.desc}, errs.NotFoundf("run: %s", st.Error)
-			}
-			return Result{Description: r.desc}, errs.Unavailablef("run: box: %s", st.Error)
-		default:
-			res.ExitCode, res.Signal = st.Exit, st.Signal
-			if st.Signal != 0 {
-				res.ExitCode = 128 + st.Signal
-			}
-			r.desc.Seccomp = st.Seccomp
-		}
+	if err := r.tr.exit(r, cmd, waitErr, &res); err != nil {
+		return Result{Description: r.desc}, err
 	}
 	if res.WallTimeout {
 		res.ExitCode, res.Signal = errs.ExitWallClock, 0

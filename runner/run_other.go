@@ -7,10 +7,14 @@ import (
 	"io"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/sandbox"
 )
 
 // Run needs Linux in this build.
 func Run(ctx context.Context, exe string, req Request) (Result, error) {
+	if req.Tier == sandbox.TierAuto {
+		return Result{}, sandbox.ErrAuto("runner")
+	}
 	return Result{}, errs.Unavailablef("run: this build of airlock runs commands on Linux only")
 }
 

@@ -1,9 +1,10 @@
 // Package runner is the only code in airlock that starts processes on the
-// host. It runs one command under the tier the caller asks for (through a
-// sandbox.Box for tier 1), enforces the wall-clock limit, the output cap and
-// the cgroup limits, makes sure no process of the run outlives it, and
-// describes where and how the command ran so that a claim of isolation is
-// kept as evidence.
+// host. It runs one command at the concrete tier the caller resolved
+// (sandbox.Resolve; auto is refused), in the box sandbox.Plan made, with
+// what differs between tiers behind one small interface (tier_linux.go);
+// it enforces the wall-clock limit, the output cap and the cgroup limits,
+// makes sure no process of the run outlives it, and describes where and how
+// the command ran so that a claim of isolation is kept as evidence.
 //
 // It decides no policy: the caller (the mediator, `airlock run`) has already
 // decided, and hands over a sandbox.Spec built from the policy. Anything may
@@ -25,8 +26,9 @@ type Request struct {
 	Argv []string
 	// Spec is the confinement asked for.
 	Spec sandbox.Spec
-	// Tier is the tier to run at; sandbox.TierAuto takes the best the host
-	// gives. A tier the host cannot give is an error, never a fallback.
+	// Tier is the tier to run at, concrete: sandbox.TierAuto is refused
+	// (errs.Invalid), since only the kernel resolves it (sandbox.Resolve).
+	// A tier the host cannot give is an error, never a fallback.
 	Tier sandbox.Tier
 	// Stdin is the command's input; nil is empty input.
 	Stdin io.Reader

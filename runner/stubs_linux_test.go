@@ -12,16 +12,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-run/airlock/internal/testsupport"
 	"github.com/airlock-run/airlock/sandbox"
 )
 
 func requireTier1(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, like CI")
-	}
+	testsupport.Require(t, testsupport.Root)
 	if r := sandbox.Probe(); r.Tier() < sandbox.Tier1 {
-		t.Skip("tier 1 unavailable here: " + r.Why)
+		testsupport.Missing(t, "tier 1 unavailable here: %s", r.Why)
 	}
 }
 
@@ -29,9 +28,7 @@ func requireTier1(t *testing.T) {
 // shape `git status --porcelain --ignored` has to say everything about.
 func gitRepo(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("needs git")
-	}
+	testsupport.Require(t, testsupport.Program("git"))
 	dir := t.TempDir()
 	git := func(args ...string) {
 		t.Helper()
@@ -231,4 +228,39 @@ func countSleeps(marker string) int {
 		}
 	}
 	return n
+}
+
+// TestManyConcurrentRunsShareStubs: 36 fix-mode runs start at once in one
+// tree (parallel file tools of one MCP session). Each must find, share and
+// in the end remove the same placeholders without tripping over the
+// others: none may fail, each must see its protection, and the tree is as
+// git saw it afterwards.
+func TestManyConcurrentRunsShareStubs(t *testing.T) {
+	requireTier1(t)
+	repo := gitRepo(t)
+	before := gitStatus(t, repo)
+	const n = 36
+	start := make(chan struct{})
+	outs := make(chan outcome, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			<-start
+			outs <- runIn(t, sandbox.Tier1, fixSpec(t, repo), "", "sh", "-c",
+				"if echo x > .zshenv 2>/dev/null; then echo wrote; fi; test -e .vscode && echo blocked")
+		}()
+	}
+	close(start)
+	for i := 0; i < n; i++ {
+		o := <-outs
+		if o.err != nil || o.res.ExitCode != 0 {
+			t.Errorf("run failed: exit %d, %v: %s", o.res.ExitCode, o.err, o.stderr)
+			continue
+		}
+		if strings.Contains(o.stdout, "wrote") || !strings.Contains(o.stdout, "blocked") {
+			t.Errorf("a run's protection did not hold: %q", o.stdout)
+		}
+	}
+	if after := gitStatus(t, repo); after != before {
+		t.Errorf("git status changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
 }

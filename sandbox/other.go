@@ -28,6 +28,7 @@ type Box struct {
 type Stub struct {
 	Path     string `json:"path"`
 	Dev, Ino uint64
+	Lock     string `json:"lock,omitempty"`
 }
 
 // InitArg is the hidden argument of the in-box init.
@@ -55,10 +56,18 @@ func Probe() Report {
 	return r
 }
 
+// mechanisms are the tiers this build runs off Linux: tier 0 only.
+var mechanisms = map[Tier]Mechanism{Tier0: none{}}
+
+func noMechanism(t Tier) error {
+	return errs.Unavailablef("sandbox tier %s: needs Linux; this is %s", t, runtime.GOOS)
+}
+
 // Plan gives tier 0 and refuses every other tier.
 func Plan(spec Spec, tier Tier, exe string) (*Box, error) {
-	if tier == Tier0 {
-		return &Box{Tier: Tier0, Mechanism: "none"}, nil
+	m, err := mechanismFor(tier)
+	if err != nil {
+		return nil, err
 	}
-	return nil, errs.Unavailablef("sandbox tier %s: needs Linux; this is %s", tier, runtime.GOOS)
+	return m.plan(spec, exe)
 }

@@ -113,6 +113,9 @@ type Stub struct {
 	Path string `json:"path"`
 	Dev  uint64 `json:"dev"`
 	Ino  uint64 `json:"ino"`
+	// Lock is the lock file of the writable root the placeholder is in
+	// (see stublock_linux.go); "" removes it without that lock.
+	Lock string `json:"lock,omitempty"`
 }
 
 // AddFile passes f to bubblewrap (and so to the init) and returns its
@@ -233,50 +236,89 @@ const stubMode = 0o400
 // RemoveStubs removes placeholders that are still what airlock made (the
 // same inode, empty) and that no other live run shares: each run holds a
 // shared flock on its placeholders, so one that cannot take the exclusive
-// lock leaves the file to the run still using it. Anything that changed is
-// left alone and reported.
+// lock leaves the file to the run still using it. It works under each
+// root's lock (Stub.Lock), so no run adopts a placeholder while it goes.
+// Anything that changed is left alone and reported. The caller has
+// released its own shared locks first.
 func RemoveStubs(stubs []Stub) error {
-	var errList []error
-	for i := len(stubs) - 1; i >= 0; i-- {
-		if err := removeStub(stubs[i]); err != nil {
-			errList = append(errList, err)
+	var order []string
+	byLock := map[string][]Stub{}
+	for _, s := range stubs {
+		if _, ok := byLock[s.Lock]; !ok {
+			order = append(order, s.Lock)
 		}
+		byLock[s.Lock] = append(byLock[s.Lock], s)
+	}
+	var errList []error
+	for _, lk := range order {
+		errList = append(errList, removeStubsLocked(lk, byLock[lk]))
 	}
 	return errors.Join(errList...)
 }
 
-func removeStub(s Stub) error {
+// removeStubsLocked removes the placeholders of one root under its lock.
+func removeStubsLocked(lock string, stubs []Stub) error {
+	var errList []error
+	var l *stubLock
+	if lock != "" {
+		var err error
+		if l, err = lockStubs(lock); err != nil {
+			// Removing without the lock risks only that a box being
+			// planned now fails closed; keeping them would leave them in
+			// the tree.
+			errList = append(errList, fmt.Errorf("stubs: %w; removed without it", err))
+		}
+	}
+	all := true
+	for i := len(stubs) - 1; i >= 0; i-- {
+		gone, err := removeStub(stubs[i])
+		if err != nil {
+			errList = append(errList, err)
+		}
+		all = all && gone
+	}
+	if l != nil {
+		// The last run of the root takes the lock file along.
+		l.unlock(all)
+	}
+	return errors.Join(errList...)
+}
+
+// removeStub removes one placeholder; gone reports that it is no longer
+// there (removed now or before), false when another run still shares it or
+// it changed.
+func removeStub(s Stub) (gone bool, err error) {
 	fd, err := unix.Open(s.Path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
-		return nil
+		return true, nil
 	}
 	if err != nil {
-		return fmt.Errorf("stub %s: %w", s.Path, err)
+		return false, fmt.Errorf("stub %s: %w", s.Path, err)
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return fmt.Errorf("stub %s: %w", s.Path, err)
+		return false, fmt.Errorf("stub %s: %w", s.Path, err)
 	}
 	switch {
 	case uint64(st.Dev) != s.Dev || st.Ino != s.Ino:
-		return fmt.Errorf("stub %s was replaced; left in place", s.Path)
+		return false, fmt.Errorf("stub %s was replaced; left in place", s.Path)
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
-		return fmt.Errorf("stub %s changed type; left in place", s.Path)
+		return false, fmt.Errorf("stub %s changed type; left in place", s.Path)
 	case st.Size != 0:
-		return fmt.Errorf("stub %s is no longer empty; left in place", s.Path)
+		return false, fmt.Errorf("stub %s is no longer empty; left in place", s.Path)
 	}
 	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		// Another run still protects with it; it removes it when done.
-		return nil
+		return false, nil
 	}
 	var now unix.Stat_t
 	if unix.Lstat(s.Path, &now) == nil && uint64(now.Dev) == s.Dev && now.Ino == s.Ino {
 		if err := unix.Unlink(s.Path); err != nil && !errors.Is(err, unix.ENOENT) {
-			return fmt.Errorf("remove stub %s: %w", s.Path, err)
+			return false, fmt.Errorf("remove stub %s: %w", s.Path, err)
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // op is one bubblewrap setup operation, ordered by destination depth so a
@@ -305,6 +347,9 @@ type planner struct {
 	bound    []string // destinations bound from the host
 	pins     []boxconf.Pin
 	boxOnly  map[string]bool
+	// lock is the root lock held while protect makes or adopts that
+	// root's placeholders.
+	lock *stubLock
 }
 
 func (p *planner) file(f *os.File, child bool) int {
@@ -367,26 +412,49 @@ func (p *planner) data(content []byte, dest string) error {
 	return nil
 }
 
+// mechanisms are the tiers this build runs on Linux, one entry each.
+var mechanisms = map[Tier]Mechanism{
+	Tier0: none{},
+	Tier1: bubblewrap{},
+}
+
+// noMechanism is why a tier without an entry in mechanisms is refused.
+func noMechanism(t Tier) error {
+	if t == Tier2 {
+		return tier2Unavailable()
+	}
+	return errs.Unavailablef("sandbox tier %s: this build of airlock does not run it", t)
+}
+
 // Plan turns spec into a box of the given tier, or fails with the reason.
-// It never falls back to a weaker tier: TierAuto takes what Probe says the
-// host gives, and an explicit tier the host cannot give is errs.Unavailable.
-// exe is the airlock binary re-executed as the in-box init.
+// The tier is concrete: TierAuto is refused (errs.Invalid), since only the
+// kernel resolves it (Resolve). It never falls back to a weaker tier: a tier
+// the host cannot give is errs.Unavailable. exe is the airlock binary
+// re-executed as the in-box init.
 func Plan(spec Spec, tier Tier, exe string) (*Box, error) {
+	if tier == TierAuto {
+		return nil, ErrAuto("sandbox")
+	}
 	if err := validate(spec); err != nil {
 		return nil, err
 	}
-	if tier == TierAuto {
-		tier = Probe().Tier()
+	m, err := mechanismFor(tier)
+	if err != nil {
+		return nil, err
 	}
-	switch tier {
-	case Tier0:
-		return &Box{Tier: Tier0, Mechanism: "none"}, nil
-	case Tier2:
-		return nil, tier2Unavailable()
-	case Tier1:
-	default:
-		return nil, errs.Invalidf("sandbox tier %d: want 0, 1 or 2", int(tier))
-	}
+	return m.plan(spec, exe)
+}
+
+// bubblewrap is tier 1: bubblewrap's namespaces, airlock's seccomp filter,
+// no capabilities, pinned binds and protected paths.
+type bubblewrap struct{}
+
+var _ Mechanism = bubblewrap{}
+
+func (bubblewrap) Tier() Tier   { return Tier1 }
+func (bubblewrap) Name() string { return "bubblewrap" }
+
+func (m bubblewrap) plan(spec Spec, exe string) (*Box, error) {
 	bw := findBwrap(os.Getenv("PATH"))
 	if bw.Path == "" || bw.Err != "" {
 		return nil, errs.Unavailablef("sandbox tier 1: %s (install bubblewrap 0.12.0 or later, or run with --sandbox off to accept no confinement)", bw.Err)
@@ -405,7 +473,7 @@ func Plan(spec Spec, tier Tier, exe string) (*Box, error) {
 	if exe == "" || !filepath.IsAbs(exe) {
 		return nil, errs.Invalidf("sandbox: the airlock binary path %q is not absolute", exe)
 	}
-	p := &planner{spec: spec, bw: bw, box: &Box{Tier: Tier1, Path: bw.Path, Mechanism: "bubblewrap", Version: bw.Version},
+	p := &planner{spec: spec, bw: bw, box: &Box{Tier: Tier1, Path: bw.Path, Mechanism: m.Name(), Version: bw.Version},
 		// The init is needed to run the egress forwarder, and to check
 		// the binds from inside where bubblewrap cannot bind a descriptor.
 		direct: spec.Net == nil && bw.BindFD}
@@ -718,6 +786,10 @@ func (p *planner) plan(exe string) error {
 				if pn.mode&unix.S_IFMT == unix.S_IFLNK {
 					return p.refuse(pf, "the policy file is a symbolic link inside a writable directory")
 				}
+				if err := p.pinParents(pn.real); err != nil {
+					pn.f.Close()
+					return err
+				}
 				p.bindFD(pn, pn.real, false, 3)
 			}
 		}
@@ -775,6 +847,10 @@ func (p *planner) plan(exe string) error {
 	}
 	args = append(args, "--chdir", wd.real)
 
+	execArgs, err := p.execWall(wd.real) // the exec allowlist: execlist_linux.go
+	if err != nil {
+		return err
+	}
 	var cfgN, stN int
 	if p.direct {
 		prog, err := seccomp.Program(runtime.GOARCH, seccomp.Options{Ptrace: spec.Ptrace})
@@ -844,6 +920,7 @@ func (p *planner) plan(exe string) error {
 	b.Seccomp = true
 	b.Argv = []string{p.bw.Path, "--args", strconv.Itoa(argsN), "--"}
 	if p.direct {
+		b.Argv = append(b.Argv, execArgs...) // the exec step, when walled
 		b.direct = true
 		b.visible = p.visible()
 		b.boxOnly = p.boxOnly
@@ -989,9 +1066,22 @@ func (p *planner) etc(home string) error {
 // bound onto themselves so they cannot be renamed aside (a mount point
 // answers EBUSY). A missing one is blocked at its first missing component
 // with an empty placeholder that airlock removes when the box ends.
+//
+// It works under the root's lock, so the placeholders of concurrent boxes
+// in one tree are made once and shared (see stublock_linux.go).
 func (p *planner) protect(r *pinned) error {
+	lock, err := lockRoot(r)
+	if err != nil {
+		return err
+	}
+	p.lock = lock
 	first := len(p.box.Stubs)
-	defer func() { p.hideStubs(r, p.box.Stubs[first:]) }()
+	defer func() {
+		p.lock = nil
+		// A root left with no placeholder needs no lock file.
+		lock.unlock(len(p.box.Stubs) == first)
+		p.hideStubs(r, p.box.Stubs[first:])
+	}()
 	for _, name := range protectedNames {
 		comps := splitPath(name)
 		dirfd, err := unix.Dup(int(r.f.Fd()))
@@ -1062,6 +1152,43 @@ func (p *planner) protect(r *pinned) error {
 			dirfd = nfd
 			cur = next
 		}
+	}
+	return nil
+}
+
+// pinParents binds every directory between the writable path that holds
+// file and file onto itself, still writable, as protect does for the
+// ancestors of a protected path: a mount point cannot be renamed, so the
+// box cannot move the directory aside with the read-only policy file in it
+// and put a directory of its own, with a policy of its own, in its place.
+func (p *planner) pinParents(file string) error {
+	root := ""
+	for _, w := range p.writable {
+		if within(file, w) && len(w) > len(root) {
+			root = w
+		}
+	}
+	if root == "" {
+		return nil
+	}
+	var dirs []string
+	for d := filepath.Dir(file); d != root && within(d, root); d = filepath.Dir(d) {
+		dirs = append(dirs, d)
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		d := dirs[i]
+		if p.has(d) {
+			continue
+		}
+		pn, err := pin(d, p.writable)
+		if err != nil {
+			return errs.Wrap(errs.Unavailable, err, "sandbox: policy file's directory")
+		}
+		if !pn.isDir() {
+			pn.f.Close()
+			return p.refuse(d, "the policy file's directory is not a directory")
+		}
+		p.bindFD(pn, d, true, 3)
 	}
 	return nil
 }
@@ -1142,7 +1269,7 @@ func (p *planner) holdStub(fd, dirfd int, name, path string) (*pinned, error) {
 		return nil, err
 	}
 	p.box.locks = append(p.box.locks, lock)
-	p.box.Stubs = append(p.box.Stubs, Stub{Path: path, Dev: uint64(st.Dev), Ino: st.Ino})
+	p.box.Stubs = append(p.box.Stubs, Stub{Path: path, Dev: uint64(st.Dev), Ino: st.Ino, Lock: p.lock.path})
 	pfd, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err

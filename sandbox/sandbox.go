@@ -1,7 +1,10 @@
 // Package sandbox describes how a command is confined: the tiers a host can
 // give, the Spec a caller asks for, the host probe behind `airlock sandbox
-// check`, and the Plan that turns a Spec into a bubblewrap invocation with
-// pinned bind sources and protected paths.
+// check` (Probe, and ProbeHost for the value a kernel keeps), Resolve, the
+// one place a requested tier (auto included) becomes a concrete one, and
+// the Plan that turns a Spec into a box through the Mechanism of its tier
+// (tier 1: a bubblewrap invocation with pinned bind sources and protected
+// paths). Plan takes concrete tiers only.
 //
 // It never starts a process: package runner does that with the Box a Plan
 // returns. It may be imported by runner, by the CLI and by the daemon; the
@@ -85,6 +88,9 @@ type Spec struct {
 	// PolicyFile is the policy the run was decided by; it stays read-only
 	// inside the box even in fix mode. Empty means none.
 	PolicyFile string
+	// Exec is the exec allowlist (Landlock); nil means any program may
+	// execute (the policy lists none).
+	Exec *ExecSpec
 }
 
 // Limits are resource limits placed on the whole process tree.

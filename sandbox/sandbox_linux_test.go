@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/testsupport"
 )
 
 func TestParseTier(t *testing.T) {
@@ -134,9 +135,7 @@ func mustStatFD(t *testing.T, f *os.File) os.FileInfo {
 }
 
 func TestPlanRefuses(t *testing.T) {
-	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
-		t.Skip("needs bubblewrap at /usr/bin/bwrap")
-	}
+	testsupport.Require(t, testsupport.Bwrap)
 	root := tree(t)
 	work := filepath.Join(root, "work")
 	exe, _ := os.Executable()
@@ -217,9 +216,7 @@ func TestPlanRefuses(t *testing.T) {
 }
 
 func TestPlanLeavesNoStubsAfterClose(t *testing.T) {
-	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
-		t.Skip("needs bubblewrap at /usr/bin/bwrap")
-	}
+	testsupport.Require(t, testsupport.Bwrap)
 	work := t.TempDir()
 	exe, _ := os.Executable()
 	box, err := Plan(Spec{Workdir: work, Write: []string{work}, Writable: true}, Tier1, exe)

@@ -11,9 +11,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/airlock-run/airlock/egress/forward"
+	"github.com/airlock-run/airlock/escape"
 	"github.com/airlock-run/airlock/internal/cli"
 	"github.com/airlock-run/airlock/sandbox/boxinit"
-	"github.com/airlock-run/airlock/sandbox/escape"
 )
 
 func main() {
@@ -29,7 +29,7 @@ func main() {
 		os.Exit(forward.ConnectMain(os.Args))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	env := cli.DefaultEnv(term.IsTerminal(int(os.Stdin.Fd())) && term.IsTerminal(int(os.Stderr.Fd())))
+	env := cli.DefaultEnv(term.IsTerminal(int(os.Stdin.Fd())) && term.IsTerminal(int(os.Stderr.Fd())), term.IsTerminal(int(os.Stdout.Fd())), term.IsTerminal(int(os.Stderr.Fd())))
 	code := cli.Main(ctx, os.Args[1:], env)
 	stop()
 	os.Exit(code)

@@ -6,6 +6,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -38,6 +39,17 @@ type Env struct {
 	// IsTerminal reports whether standard input and error are a terminal a
 	// person can answer on.
 	IsTerminal bool
+	// StdoutTerminal and StderrTerminal report whether Stdout and Stderr
+	// are a terminal: what a boxed command prints there is passed through
+	// termsafe, so it cannot program the person's terminal. False (a file,
+	// a pipe, a test's buffer) passes the output unchanged.
+	StdoutTerminal, StderrTerminal bool
+
+	// cmd is the path of the command that ran ("policy check"), "" before
+	// one is found; flags is the flag set it made with NewFlags, nil if
+	// none. Main reads both to print a failure in the command's shape.
+	cmd   string
+	flags *flag.FlagSet
 }
 
 // Getenv returns the value of key in e.Environ.
@@ -105,27 +117,144 @@ func Main(ctx context.Context, args []string, env *Env) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
-	fmt.Fprintf(env.Stderr, "airlock: %s\n", oneLine(err.Error()))
-	if errs.ClassOf(err) == errs.Invalid && isUsage(err) {
-		return 2
+	code := exitCode(err)
+	msg := failureMessage(env.cmd, err)
+	if wantsJSON(env, args) {
+		writeJSONError(env.Stdout, err, msg)
+	}
+	if env.cmd == "" {
+		fmt.Fprintf(env.Stderr, "airlock: %s\n", msg)
+	} else {
+		fmt.Fprintf(env.Stderr, "airlock: %s: %s\n", env.cmd, msg)
+	}
+	return code
+}
+
+// exitCode is the exit status of a failure: 2 for a mistake in the command
+// line, else the class's (errs.ExitCode).
+func exitCode(err error) int {
+	if isUsage(err) {
+		return errs.ExitUsage
 	}
 	return errs.ExitCode(err)
 }
 
-// usageError marks a mistake in the command line itself.
-type usageError struct{ msg string }
+// failureMessage is err as one line for the person at the command line (the
+// whole chain: a person may read the causes), without the "airlock:" and
+// command prefixes Main adds itself, so no line reads "airlock: airlock:".
+func failureMessage(cmd string, err error) string {
+	msg := oneLine(err.Error())
+	for {
+		old := msg
+		msg = strings.TrimPrefix(msg, "airlock: ")
+		if cmd != "" {
+			msg = strings.TrimPrefix(msg, "airlock "+cmd+": ")
+			msg = strings.TrimPrefix(msg, cmd+": ")
+		}
+		if msg == old {
+			return msg
+		}
+	}
+}
 
-func (u *usageError) Error() string        { return u.msg }
+// wantsJSON reports whether the failed command takes --json and was given
+// it. The flag may not have been parsed (the mistake came first), so the
+// arguments before any "--" are read as well.
+func wantsJSON(env *Env, args []string) bool {
+	if env.flags == nil {
+		return false
+	}
+	f := env.flags.Lookup("json")
+	if f == nil {
+		return false
+	}
+	if f.Value.String() == "true" {
+		return true
+	}
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-json", "--json", "-json=true", "--json=true", "-json=1", "--json=1":
+			return true
+		}
+	}
+	return false
+}
+
+// jsonError is what a command given --json prints on standard output when
+// it fails: {"error": {"code": ..., "message": ...}}.
+type jsonError struct {
+	Error jsonErrorBody `json:"error"`
+}
+
+type jsonErrorBody struct {
+	// Code is "usage" for a mistake in the command line, else the error's
+	// class: "invalid", "not_found", "denied", "unavailable", "timeout" or
+	// "internal".
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Denial is the structured refusal, when the failure is one.
+	Denial *errs.Denial `json:"denial,omitempty"`
+}
+
+func writeJSONError(w io.Writer, err error, msg string) {
+	body := jsonErrorBody{Code: errorCode(err), Message: msg}
+	var d *errs.Denial
+	if errors.As(err, &d) {
+		body.Denial = d
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(jsonError{Error: body})
+}
+
+// errorCode is the stable code of err in a JSON error object.
+func errorCode(err error) string {
+	if isUsage(err) {
+		return "usage"
+	}
+	return strings.ReplaceAll(errs.ClassOf(err).String(), " ", "_")
+}
+
+// usageError marks a mistake in the command line itself: an unknown flag or
+// command, a missing or extra argument, a bad value. Err, when set, is the
+// cause (a value's parse error).
+type usageError struct {
+	msg string
+	err error
+}
+
+func (u *usageError) Error() string {
+	switch {
+	case u.err == nil:
+		return u.msg
+	case u.msg == "":
+		return u.err.Error()
+	}
+	return u.msg + ": " + u.err.Error()
+}
+func (u *usageError) Unwrap() error        { return u.err }
 func (u *usageError) ErrClass() errs.Class { return errs.Invalid }
-func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+func usagef(format string, a ...any) error { return &usageError{msg: fmt.Sprintf(format, a...)} }
 func isUsage(err error) bool               { var u *usageError; return errors.As(err, &u) }
 
+// badValue makes err, the refusal of a value given on the command line, a
+// usage error with the context format gives ("" for none); nil stays nil.
+func badValue(err error, format string, a ...any) error {
+	if err == nil {
+		return nil
+	}
+	return &usageError{msg: fmt.Sprintf(format, a...), err: err}
+}
+
 func dispatch(ctx context.Context, env *Env, c *Command, args []string, path string) error {
+	env.cmd = strings.TrimPrefix(strings.TrimPrefix(path, "airlock"), " ")
 	if len(c.Sub) > 0 {
 		if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 			printGroupHelp(env.Stdout, c, path)
 			if len(args) == 0 && c.Run == nil {
-				return usagef("%s: a command is required (see %s --help)", path, path)
+				return usagef("a command is required (see %s --help)", path)
 			}
 			if len(args) == 0 {
 				return c.Run(ctx, env, args)
@@ -138,11 +267,11 @@ func dispatch(ctx context.Context, env *Env, c *Command, args []string, path str
 			}
 		}
 		if c.Run == nil {
-			return usagef("%s: unknown command %q (see %s --help)", path, args[0], path)
+			return usagef("unknown command %q (see %s --help)", args[0], path)
 		}
 	}
 	if c.Run == nil {
-		return usagef("%s: nothing to run", path)
+		return usagef("nothing to run (see %s --help)", path)
 	}
 	return c.Run(ctx, env, args)
 }
@@ -171,6 +300,7 @@ func printGroupHelp(w io.Writer, c *Command, path string) {
 func NewFlags(env *Env, path, usage, long string) *flag.FlagSet {
 	fs := flag.NewFlagSet(path, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	env.flags = fs
 	fs.Usage = func() {
 		fmt.Fprintf(env.Stdout, "Usage: %s %s\n", path, usage)
 		if long != "" {
@@ -191,11 +321,18 @@ func NewFlags(env *Env, path, usage, long string) *flag.FlagSet {
 // flag.ErrHelp, which Main turns into exit 0) and turning any other flag
 // mistake into a one-line usage error.
 func ParseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	// The flag package prints the usage on every mistake; only --help
+	// should, so a mistake is one line (and --json output stays JSON).
+	usage := fs.Usage
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.Usage = usage
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return flag.ErrHelp // Parse has printed the usage already
+			usage()
+			return flag.ErrHelp
 		}
-		return usagef("%s: %v (see %s --help)", fs.Name(), err, fs.Name())
+		return usagef("%v (see %s --help)", err, fs.Name())
 	}
 	return nil
 }
@@ -208,12 +345,15 @@ func oneLine(s string) string {
 	return s
 }
 
-// DefaultEnv builds an Env from the real process.
-func DefaultEnv(isTerminal bool) *Env {
+// DefaultEnv builds an Env from the real process; isTerminal is whether a
+// person can answer on standard input and error, outTerm and errTerm
+// whether standard output and error are terminals.
+func DefaultEnv(isTerminal, outTerm, errTerm bool) *Env {
 	dir, _ := os.Getwd()
 	exe, _ := os.Executable()
 	return &Env{
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		Environ: os.Environ(), Dir: dir, Exe: exe, IsTerminal: isTerminal,
+		StdoutTerminal: outTerm, StderrTerminal: errTerm,
 	}
 }

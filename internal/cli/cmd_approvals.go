@@ -40,7 +40,7 @@ it needs approval, and the exact grant "allow-always" would save.`
 				return err
 			}
 			if fs.NArg() != 0 {
-				return usagef("airlock approvals list: no arguments expected (see airlock approvals list --help)")
+				return usagef("no arguments expected (see airlock approvals list --help)")
 			}
 			ps, err := approvals.List(ctx, *dir)
 			if ps == nil && err != nil {
@@ -105,12 +105,12 @@ deny refuses it.`
 				args = fs.Args()[1:]
 			}
 			if len(pos) != 2 {
-				return usagef("airlock approvals decide: want ID and an answer (see airlock approvals decide --help)")
+				return usagef("want ID and an answer (see airlock approvals decide --help)")
 			}
 			id := pos[0]
 			a, err := approvals.ParseAnswer(pos[1])
 			if err != nil || (pos[1] != "allow-once" && pos[1] != "allow-always" && pos[1] != "deny") {
-				return usagef("airlock approvals decide: answer with allow-once, allow-always or deny, not %s", approvals.Show(pos[1]))
+				return usagef("answer with allow-once, allow-always or deny, not %s", approvals.Show(pos[1]))
 			}
 			grant := ""
 			if a == approvals.AllowAlways {
@@ -119,7 +119,7 @@ deny refuses it.`
 					return err
 				}
 				if p.Grant == "" {
-					return errs.Invalidf("approvals decide: allow-always is not offered for %s: %s (answer allow-once or deny)", approvals.Show(id), approvals.Show(p.NoGrant))
+					return errs.Invalidf("allow-always is not offered for %s: %s (answer allow-once or deny)", approvals.Show(id), approvals.Show(p.NoGrant))
 				}
 				grant = p.Grant
 				if !*asJSON {

@@ -52,16 +52,16 @@ be read.`
 					path = filepath.Join(env.Dir, path)
 				}
 			default:
-				return usagef("airlock audit verify: one FILE at most (see airlock audit verify --help)")
+				return usagef("one FILE at most (see airlock audit verify --help)")
 			}
 			f, err := os.Open(path)
 			if err != nil {
-				return errs.Wrap(errs.Unavailable, err, "audit verify")
+				return errs.Wrap(errs.Unavailable, err, "read the audit log")
 			}
 			defer f.Close()
 			rep, err := audit.VerifyWith(f, audit.VerifyOptions{Head: *head})
 			if err != nil {
-				return errs.Wrap(errs.Unavailable, err, "audit verify: %s", path)
+				return errs.Wrap(errs.Unavailable, err, "%s", path)
 			}
 			if *asJSON {
 				if err := json.NewEncoder(env.Stdout).Encode(rep); err != nil {

@@ -17,7 +17,7 @@ func completionCmd() *Command {
 				return nil
 			}
 			if len(args) != 1 || (args[0] != "bash" && args[0] != "zsh") {
-				return usagef("airlock completion: name the shell: bash or zsh")
+				return usagef("name the shell: bash or zsh")
 			}
 			var top []string
 			subs := map[string][]string{}

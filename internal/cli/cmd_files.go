@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -56,7 +58,7 @@ func storeDir(env *Env, flagValue string) (string, error) {
 	if v := env.Getenv("HOME"); v != "" {
 		return filepath.Join(v, ".local", "share", "airlock", "files"), nil
 	}
-	return "", errs.Unavailablef("files: no store directory (set --store, $AIRLOCK_FILES or $HOME)")
+	return "", errs.Unavailablef("no store directory (set --store, $AIRLOCK_FILES or $HOME)")
 }
 
 func absFrom(env *Env, p string) string {
@@ -84,8 +86,13 @@ func (sf *storeFlags) open(env *Env) (*files.Store, files.Scope, error) {
 	}}
 	switch {
 	case keyFile != "" && keyEnv != "":
-		return nil, files.Scope{}, usagef("files: name a key file or a key variable, not both")
+		return nil, files.Scope{}, usagef("name a key file or a key variable, not both")
 	case keyFile != "":
+		if *sf.keyFile != "" {
+			if _, err := os.Stat(absFrom(env, keyFile)); errors.Is(err, fs.ErrNotExist) {
+				return nil, files.Scope{}, usagef("--key-file %s: no such file (create it with 32 random bytes, e.g. head -c32 /dev/urandom > %s)", keyFile, keyFile)
+			}
+		}
 		opt.Keys = files.KeyFile(absFrom(env, keyFile))
 	case keyEnv != "":
 		opt.Keys = files.KeyEnv(keyEnv, env.Getenv)
@@ -184,15 +191,15 @@ func filesPutCmd() *Command {
 				f, err := os.Open(absFrom(env, c.pos[0]))
 				if err != nil {
 					if os.IsNotExist(err) {
-						return errs.NotFoundf("airlock files put: %s does not exist (name an existing file)", c.pos[0])
+						return usagef("%s does not exist (name an existing file)", c.pos[0])
 					}
-					return errs.Wrap(errs.Invalid, err, "airlock files put: open %s", c.pos[0])
+					return errs.Wrap(errs.Invalid, err, "open %s", c.pos[0])
 				}
 				defer f.Close()
 				in = f
 			}
 			if in == nil {
-				return errs.Invalidf("airlock files put: no standard input (name a FILE)")
+				return errs.Invalidf("no standard input (name a FILE)")
 			}
 			ref, err := c.st.PutReader(ctx, c.sc, in)
 			if err != nil {
@@ -216,7 +223,7 @@ func filesGetCmd() *Command {
 		func(ctx context.Context, env *Env, c storeCall) error {
 			ref, err := files.ParseRef(c.pos[0])
 			if err != nil {
-				return err
+				return badValue(err, "")
 			}
 			_, err = c.st.GetTo(ctx, c.sc, ref, env.Stdout)
 			return err
@@ -285,7 +292,7 @@ func filesEraseCmd() *Command {
 				e.Tree = c.sc.Tree
 			}
 			if n := btoi(*job != "") + btoi(c.treeGiven) + btoi(*tenant); n != 1 {
-				return usagef("airlock files erase: name exactly one of --job, --tree or --tenant (see --help)")
+				return usagef("name exactly one of --job, --tree or --tenant (see --help)")
 			}
 			removed, err := c.st.Erase(ctx, e)
 			if err != nil {
@@ -345,7 +352,7 @@ func filesHoldCmd() *Command {
 				}
 				return c.st.PlaceHold(ctx, localTenant, c.pos[0], tree, *reason)
 			}
-			return usagef("airlock files hold: give a NAME to place, --release NAME or --list (see --help)")
+			return usagef("give a NAME to place, --release NAME or --list (see --help)")
 		})
 }
 
@@ -362,7 +369,7 @@ func filesCheckCmd() *Command {
 			}
 			fmt.Fprintf(env.Stdout, "%d files checked, %d damaged\n", n, len(probs))
 			if len(probs) > 0 {
-				return errs.New(errs.Internal, "files: %d damaged files (store their content again to repair them)", len(probs))
+				return errs.New(errs.Internal, "%d damaged files (store their content again to repair them)", len(probs))
 			}
 			return nil
 		})
@@ -375,13 +382,13 @@ func filesHandCmd() *Command {
 		func(fs *flag.FlagSet) { to = fs.String("to", "", "the job tree to hand the files to") },
 		func(ctx context.Context, env *Env, c storeCall) error {
 			if *to == "" || len(c.pos) == 0 {
-				return usagef("airlock files hand: name --to TREE and at least one REF (see --help)")
+				return usagef("name --to TREE and at least one REF (see --help)")
 			}
 			refs := make([]files.Ref, 0, len(c.pos))
 			for _, p := range c.pos {
 				r, err := files.ParseRef(p)
 				if err != nil {
-					return err
+					return badValue(err, "")
 				}
 				refs = append(refs, r)
 			}
@@ -393,7 +400,7 @@ func filesHandCmd() *Command {
 				fmt.Fprintln(env.Stdout, r)
 			}
 			if left := len(refs) - len(handed); left > 0 {
-				return errs.NotFoundf("airlock files hand: %d of the files are not ones this tree may read; they were not handed", left)
+				return errs.NotFoundf("%d of the files are not ones this tree may read; they were not handed", left)
 			}
 			return nil
 		})

@@ -31,8 +31,11 @@ both go to standard output as {"content": ..., "fit": {...}}.`
 			if err := ParseFlags(fs, args); err != nil {
 				return err
 			}
+			if *budget < 0 || *chars < 0 {
+				return usagef("--budget and --chars are counts: 0 or more")
+			}
 			if *view != "" && !fit.View(*view).Valid() {
-				return usagef("airlock fit: --view %q is not a view (stub, summary, section or full)", *view)
+				return usagef("--view %q is not a view (stub, summary, section or full)", *view)
 			}
 			text, fileName, err := readTextArg(env, fs.Args(), "airlock fit")
 			if err != nil {

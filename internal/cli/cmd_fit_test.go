@@ -38,7 +38,7 @@ func TestTokensCommand(t *testing.T) {
 		{"file", "", []string{"tokens", "guide.md"}, 0, "%d\n"},
 		{"stdin dash", fitDoc, []string{"tokens", "-"}, 0, "%d\n"},
 		{"stdin", fitDoc, []string{"tokens"}, 0, "%d\n"},
-		{"missing file", "", []string{"tokens", "nope.md"}, 125, ""},
+		{"missing file", "", []string{"tokens", "nope.md"}, 2, ""},
 		{"two files", "", []string{"tokens", "a", "b"}, 2, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {

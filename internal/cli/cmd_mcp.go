@@ -2,13 +2,9 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -27,12 +23,12 @@ func mcpCmd() *Command {
 		Sub: []*Command{mcpServeCmd(), mcpWrapCmd()}}
 }
 
-const mcpWrapUsage = "[flags] -- CMD [ARG...]"
+const mcpWrapUsage = "[flags] [--http ADDR [--token-file FILE | --no-auth] ...] -- CMD [ARG...]"
 
 const mcpWrapLong = `Start the MCP server CMD (stdio) inside a box made from the policy (its files;
 its network only through the egress proxy) and serve it to an MCP client on
-standard input and output, or over streamable HTTP with --http ADDR (loopback
-only; one boxed server per session).
+standard input and output, or over streamable HTTP with --http ADDR (one
+boxed server per session).
 
 Every tools/call is decided by the policy's tools section before it reaches
 the server (tool names as listed, or PREFIX.name with --name PREFIX); a denied
@@ -43,40 +39,42 @@ directory); a changed one is blocked until a person approves it. Results too big
 for a model are kept in the file store and read back with read_result. Everything
 else passes through unchanged.
 
-CMD itself is decided as a command by the policy's shell section.`
+CMD itself is decided as a command by the policy's shell section.
+
+` + httpHelp
 
 func mcpWrapCmd() *Command {
 	return &Command{Name: "wrap", Usage: mcpWrapUsage, Short: "run another MCP server in a box and mediate its tools", Long: mcpWrapLong,
 		Run: func(ctx context.Context, env *Env, args []string) error {
 			fs := NewFlags(env, "airlock mcp wrap", mcpWrapUsage, mcpWrapLong)
 			kf := addKernelFlags(fs, "the server")
-			httpAddr := fs.String("http", "", "serve streamable HTTP on `ADDR` (a loopback address such as 127.0.0.1:8931) instead of stdio")
+			hf := addHTTPFlags(fs)
 			prefix := fs.String("name", "", "decide tools as `PREFIX`.tool (default: by their bare names)")
-			idle := fs.Duration("session-idle", 30*time.Minute, "with --http, end a session (and its server) idle this long (0: never)")
 			callTimeout := fs.Duration("call-timeout", 10*time.Minute, "answer a request the server has not answered within this long with an error (0: wait)")
-			threshold := fs.String("offload", "", `offload results heavier than this many tokens ("off" keeps all inline; default 10000)`)
+			threshold, elicit := addResultFlags(fs)
 			pinsDir := fs.String("pins", "", "`directory` of pinned tool definitions (default: $XDG_STATE_HOME/airlock/mcp-pins)")
 			sf := addStoreFlags(fs)
+			kf.store = sf
 			if err := ParseFlags(fs, args); err != nil {
 				return err
 			}
 			argv := fs.Args()
 			if len(argv) == 0 {
-				return usagef("airlock mcp wrap: no server command (airlock mcp wrap %s)", mcpWrapUsage)
+				return usagef("no server command (airlock mcp wrap %s)", mcpWrapUsage)
 			}
 			if *prefix != "" {
 				*prefix = strings.TrimSuffix(*prefix, ".") + "."
 			}
 			th, err := offload.Threshold(*threshold, 0, 0)
 			if err != nil {
-				return usagef("airlock mcp wrap: --offload: %v", err)
+				return usagef("--offload: %v", err)
 			}
-			var ln net.Listener
-			if *httpAddr != "" {
-				if ln, err = listenLoopback(*httpAddr); err != nil {
-					return err
-				}
-				defer ln.Close()
+			ep, err := hf.open(fs, "airlock mcp wrap")
+			if err != nil {
+				return err
+			}
+			if ep != nil {
+				defer ep.ln.Close()
 			}
 
 			var withStore func(*wiring.Config)
@@ -117,24 +115,27 @@ func mcpWrapCmd() *Command {
 					// may still be called with other arguments: keep it listed.
 					return d.Verdict != policy.Deny || strings.HasSuffix(d.Rule, ".else")
 				},
-				Prefix:     *prefix,
-				Pins:       pins,
-				ApprovePin: pinApprover(k),
+				Prefix:      *prefix,
+				PolicyTools: func() map[string]policy.ToolRule { return k.Kernel.Policy().Tools },
+				Audit:       k.Audit.Append,
+				Pins:        pins,
+				ApprovePin:  pinApprover(k),
 				// Escalations go to the person at the client when it can
 				// show an elicitation, else to the broker and terminal.
-				WithApprover: mediator.WithApprover,
+				WithApprover: withApprover(*elicit),
 				CallTimeout:  *callTimeout,
-				SessionIdle:  *idle,
 				Log:          env.Log,
 			}
 			g, err := gateway.New(o)
 			if err != nil {
 				return err
 			}
-			if ln == nil {
+			if ep == nil {
 				return g.ServeStdio(ctx, env.Stdin, env.Stdout)
 			}
-			return serveHTTP(ctx, env, g, ln)
+			ep.o.Log = env.Log
+			h := g.Handler(ctx, ep.o)
+			return ep.serve(ctx, env, "MCP gateway", h, h.Close)
 		}}
 }
 
@@ -167,58 +168,12 @@ func boxedServer(k *wiring.Kernel, env *Env, argv []string) gateway.Starter {
 // keeps the tool blocked.
 func pinApprover(k *wiring.Kernel) func(ctx context.Context, old, new gateway.Definition) error {
 	return func(ctx context.Context, old, new gateway.Definition) error {
-		call := mediator.Call{Kind: mediator.KindTool, Tool: new.Name, Args: map[string]any{
-			"old_description": old.Description, "new_description": new.Description,
-			"new_input_schema": string(new.InputSchema), "pinned_digest": old.Digest(), "new_digest": new.Digest()}}
+		// The person is shown every member that changed, old and new.
+		args := gateway.ApprovalArgs(old, new)
+		args["pinned_digest"], args["new_digest"] = old.Digest(), new.Digest()
+		call := mediator.Call{Kind: mediator.KindTool, Tool: new.Name, Args: args}
 		return k.Confirm(ctx, call, "mcp.pins", fmt.Sprintf("the definition of the MCP tool %s changed since it was pinned", new.Name))
 	}
-}
-
-// listenLoopback listens on addr, which must name a loopback address: the
-// gateway is for this machine's agents, never the network.
-func listenLoopback(addr string) (net.Listener, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, usagef("airlock mcp wrap: --http %q: want HOST:PORT", addr)
-	}
-	if _, err := strconv.Atoi(port); err != nil {
-		return nil, usagef("airlock mcp wrap: --http %q: want a numeric port", addr)
-	}
-	if host == "localhost" {
-		host = "127.0.0.1"
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
-		return nil, usagef("airlock mcp wrap: --http %q: only a loopback address (127.0.0.1, ::1) is served", addr)
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), port))
-	if err != nil {
-		return nil, errs.Wrap(errs.Unavailable, err, "airlock mcp wrap: --http")
-	}
-	return ln, nil
-}
-
-func serveHTTP(ctx context.Context, env *Env, g *gateway.Gateway, ln net.Listener) error {
-	h := g.Handler(ctx)
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", h)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(env.Stderr, "airlock: MCP gateway on http://%s/mcp\n", ln.Addr())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
-		if !errors.Is(err, http.ErrServerClosed) {
-			h.Close()
-			return errs.Wrap(errs.Unavailable, err, "airlock mcp wrap: --http")
-		}
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	srv.Shutdown(sctx)
-	h.Close()
-	return nil
 }
 
 // stateDir is airlock's directory of the user's state.
@@ -230,4 +185,13 @@ func stateDir(env *Env) (string, error) {
 		return filepath.Join(h, ".local", "state", "airlock"), nil
 	}
 	return "", errs.Unavailablef("mcp pins: neither XDG_STATE_HOME nor HOME is an absolute path (set --pins)")
+}
+
+// withApprover is the gateway's hook for asking the client's person, or nil
+// (every escalation to 'airlock approvals') when elicitation is off.
+func withApprover(elicit bool) func(context.Context, mediator.Approver) context.Context {
+	if !elicit {
+		return nil
+	}
+	return mediator.WithApprover
 }

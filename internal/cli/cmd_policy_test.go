@@ -40,8 +40,8 @@ func TestPolicyCheck(t *testing.T) {
 	}{
 		{"valid", []string{"policy", "check", "good.yaml"}, 0, "good.yaml: valid\n", "isolation: none runs every command unconfined"},
 		{"valid warns about interpreters", []string{"policy", "check", "good.yaml"}, 0, "", `"python3", an interpreter`},
-		{"invalid", []string{"policy", "check", "bad.yaml"}, 1, "", "airlock: bad.yaml:3:3: fs.writ: unknown field"},
-		{"missing", []string{"policy", "check", "none.yaml"}, 125, "", "none.yaml: no such file"},
+		{"invalid", []string{"policy", "check", "bad.yaml"}, 1, "", "airlock: policy check: bad.yaml:3:3: fs.writ: unknown field"},
+		{"missing is a usage mistake", []string{"policy", "check", "none.yaml"}, 2, "", "airlock: policy check: none.yaml: no such file"},
 		{"no file", []string{"policy", "check"}, 2, "", "one FILE is required"},
 		{"json invalid", []string{"policy", "check", "--json", "bad.yaml"}, 1, `"valid":false,"error":"bad.yaml:3:3: fs.writ: unknown field`, ""},
 		{"help", []string{"policy", "check", "--help"}, 0, "Usage: airlock policy check", ""},
@@ -65,6 +65,7 @@ func TestPolicyCheck(t *testing.T) {
 func TestPolicyExplain(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "airlock.yaml", "shell:\n  allow: [git, ls]\n  args:\n    git:\n      deny: [\"push --force\"]\n")
+	writeFile(t, dir, "bad.yaml", "shell:\n  alow: [git]\n")
 	empty := t.TempDir()
 	tests := []struct {
 		name   string
@@ -86,7 +87,11 @@ func TestPolicyExplain(t *testing.T) {
 		{"both", dir, []string{"policy", "explain", "--shell", "ls", "--", "ls"}, 2, ""},
 		{"neither", dir, []string{"policy", "explain"}, 2, ""},
 		{"bad mode", dir, []string{"policy", "explain", "--mode", "write", "--", "ls"}, 2, ""},
-		{"bad policy", dir, []string{"policy", "explain", "--policy", "nope.yaml", "--", "ls"}, 125, ""},
+		{"missing policy is a usage mistake", dir, []string{"policy", "explain", "--policy", "nope.yaml", "--", "ls"}, 2, ""},
+		{"invalid policy", dir, []string{"policy", "explain", "--policy", "bad.yaml", "--", "ls"}, 125, ""},
+		{"workdir", empty, []string{"policy", "explain", "--workdir", dir, "--", "git", "status"}, 0, "=> ALLOW (shell.allow[0])"},
+		{"relative workdir", filepath.Dir(dir), []string{"policy", "explain", "--workdir", filepath.Base(dir), "--", "git", "push", "-f"}, 0, "=> DENY (shell.args.git.deny[0])"},
+		{"missing workdir is a usage mistake", dir, []string{"policy", "explain", "--workdir", "nope", "--", "ls"}, 2, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,5 +146,18 @@ func TestPolicyShow(t *testing.T) {
 	}
 	if !strings.Contains(out, `"memory": "512M"`) || !strings.Contains(out, `"read": [`) {
 		t.Errorf("got %s, want the policy with defaults filled in", out)
+	}
+}
+
+// TestPolicyShowWorkdir: show reads airlock.yaml in --workdir, as run does.
+func TestPolicyShowWorkdir(t *testing.T) {
+	proj := t.TempDir()
+	writeFile(t, proj, "airlock.yaml", "limits:\n  memory: 256M\n")
+	code, out, errs := runPolicyCLI(t, t.TempDir(), "policy", "show", "--workdir", proj)
+	if code != 0 || !strings.Contains(out, `"memory": "256M"`) {
+		t.Errorf("got exit %d and %s (stderr %q), want the policy of --workdir", code, out, errs)
+	}
+	if code, _, errs := runPolicyCLI(t, proj, "policy", "show", "--workdir", "nope"); code != 2 || !strings.HasPrefix(errs, "airlock: policy show: --workdir: ") {
+		t.Errorf("missing --workdir: got exit %d, stderr %q; want 2 and one line naming --workdir", code, errs)
 	}
 }

@@ -35,11 +35,14 @@ to standard output as {"content": ..., "fit": {...}}.
 			if err != nil {
 				return err
 			}
+			if *budget < 0 {
+				return usagef("--budget %d: want 0 (the default) or more tokens", *budget)
+			}
 			if len(pos) != 1 {
-				return usagef("airlock read-result: name one REF (see --help)")
+				return usagef("name one REF (see --help)")
 			}
 			if _, err := files.ParseRef(pos[0]); err != nil {
-				return err
+				return badValue(err, "")
 			}
 			st, sc, err := sf.open(env)
 			if err != nil {

@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"io"
+	"strings"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/privfile"
 	"github.com/airlock-run/airlock/mediator"
+	"github.com/airlock-run/airlock/policy"
+	"github.com/airlock-run/airlock/termsafe"
 )
 
 const runLong = `Decide CMD against the policy and, when it is allowed, run it in the sandbox.
@@ -30,12 +34,13 @@ func runCmd() *Command {
 			fs := NewFlags(env, "airlock run", "[flags] -- CMD [ARG...]", runLong)
 			kf := addKernelFlags(fs, "the command")
 			report := fs.String("report", "", "write a JSON report of the decision and of where and how the command ran to `file`")
+			kf.report = report
 			if err := ParseFlags(fs, args); err != nil {
 				return err
 			}
 			argv := fs.Args()
 			if len(argv) == 0 {
-				return usagef("airlock run: no command (airlock run [flags] -- CMD [ARG...])")
+				return usagef("no command (airlock run [flags] -- CMD [ARG...])")
 			}
 			k, err := kf.build(env, "airlock run", env.IsTerminal, nil)
 			if err != nil {
@@ -46,16 +51,18 @@ func runCmd() *Command {
 				env.Log.Info("no policy file; using the built-in workspace profile")
 			}
 			call := mediator.Call{Kind: mediator.KindExec, Argv: argv}
-			res, err := k.Exec(ctx, call, mediator.ExecOptions{Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr})
+			stdout, stderr, flush := terminalSafe(env)
+			res, err := k.Exec(ctx, call, mediator.ExecOptions{Stdin: env.Stdin, Stdout: stdout, Stderr: stderr})
+			flush()
 			if *report != "" {
-				if werr := writeReport(*report, call, res, err); werr != nil && err == nil {
+				if werr := writeReport(absFrom(env, *report), k.BoxWritable, call, res, err); werr != nil && err == nil {
 					err = werr
 				}
 			}
 			var d *errs.Denial
 			if errors.As(err, &d) {
 				b, _ := json.Marshal(d)
-				fmt.Fprintf(env.Stderr, "airlock: refused: %s\n", b)
+				fmt.Fprintf(env.Stderr, "airlock: run: refused: %s\n", b)
 				return &ExitError{Code: errs.ExitRefused}
 			}
 			if err != nil {
@@ -67,29 +74,72 @@ func runCmd() *Command {
 			if res.WallTimeout {
 				fmt.Fprintln(env.Stderr, "airlock: the wall-clock limit ended the command")
 			}
+			if res.ExitCode == errs.ExitRefused && execWalled(res.Description.Notes) {
+				fmt.Fprintln(env.Stderr, "airlock: exit 126 in a box with the exec wall: a \"Permission denied\" above is the kernel refusing a program the policy does not list (shell.allow)")
+			}
 			return &ExitError{Code: res.ExitCode}
 		},
 	}
 }
 
-// runReport is the --report file: the decision and the runner's evidence.
-type runReport struct {
-	Argv     []string        `json:"argv"`
-	Verdict  string          `json:"verdict"`
-	Rule     string          `json:"rule,omitempty"`
-	Reason   string          `json:"reason,omitempty"`
-	Decider  string          `json:"decider"`
-	Denial   *errs.Denial    `json:"denial,omitempty"`
-	Error    string          `json:"error,omitempty"`
-	Result   *mediatorResult `json:"result,omitempty"`
-	Commands any             `json:"commands,omitempty"`
+// terminalSafe gives the streams a boxed command writes to: where a stream
+// is the person's terminal, a termsafe.Writer in front of it, so what the
+// command prints cannot set the clipboard, plant hyperlinks, retitle the
+// window or make the terminal type answers into the person's input. flush
+// shows a sequence the output ended in the middle of; call it once the
+// command is done.
+func terminalSafe(env *Env) (stdout, stderr io.Writer, flush func()) {
+	stdout, stderr = env.Stdout, env.Stderr
+	var ws []*termsafe.Writer
+	if env.StdoutTerminal {
+		w := termsafe.NewWriter(env.Stdout)
+		stdout, ws = w, append(ws, w)
+	}
+	if env.StderrTerminal {
+		w := termsafe.NewWriter(env.Stderr)
+		stderr, ws = w, append(ws, w)
+	}
+	return stdout, stderr, func() {
+		for _, w := range ws {
+			w.Flush()
+		}
+	}
 }
 
-type mediatorResult = mediator.ExecResult
+// execWalled reports whether the box's evidence says it had the exec wall.
+func execWalled(notes []string) bool {
+	for _, n := range notes {
+		if strings.HasPrefix(n, "exec wall: ") {
+			return true
+		}
+	}
+	return false
+}
 
-func writeReport(path string, call mediator.Call, res mediator.ExecResult, runErr error) error {
+// runReport is the --report file: the decision and the runner's evidence.
+// Every key, nested ones included, is snake_case; the golden files in
+// testdata hold its shape.
+type runReport struct {
+	Argv    []string     `json:"argv"`
+	Verdict string       `json:"verdict"`
+	Rule    string       `json:"rule,omitempty"`
+	Reason  string       `json:"reason,omitempty"`
+	Decider string       `json:"decider"`
+	Denial  *errs.Denial `json:"denial,omitempty"`
+	Error   string       `json:"error,omitempty"`
+	// Result is where and how the command ran, when it did.
+	Result *mediator.RunResult `json:"result,omitempty"`
+	// Commands is, for a shell string, the decision of every simple
+	// command in it.
+	Commands []policy.CommandDecision `json:"commands,omitempty"`
+}
+
+// writeReport writes the report to path through privfile: airlock may run
+// as root and path is often in a directory a box wrote, so never through a
+// link, and never where a box under this policy may write (boxWritable).
+func writeReport(path string, boxWritable []string, call mediator.Call, res mediator.ExecResult, runErr error) error {
 	r := runReport{Argv: call.Argv, Verdict: res.Outcome.Decision.Verdict.String(), Rule: res.Outcome.Decision.Rule,
-		Reason: res.Outcome.Decision.Reason, Decider: res.Outcome.Decider}
+		Reason: res.Outcome.Decision.Reason, Decider: res.Outcome.Decider, Commands: res.Outcome.Commands}
 	var d *errs.Denial
 	switch {
 	case errors.As(runErr, &d):
@@ -97,15 +147,14 @@ func writeReport(path string, call mediator.Call, res mediator.ExecResult, runEr
 	case runErr != nil:
 		r.Error = runErr.Error()
 	default:
-		r.Result = &res
+		r.Result = &res.Result
 	}
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return errs.Wrap(errs.Internal, err, "--report")
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+	if err := privfile.WriteFile(path, append(b, '\n'), 0o600, privfile.Options{BoxWritable: boxWritable}); err != nil {
 		return errs.Wrap(errs.Unavailable, err, "--report")
 	}
-	return errs.Wrap(errs.Unavailable, os.Rename(tmp, path), "--report")
+	return nil
 }

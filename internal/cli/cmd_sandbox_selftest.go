@@ -7,9 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/airlock-run/airlock/errs"
-	"github.com/airlock-run/airlock/sandbox"
-	"github.com/airlock-run/airlock/sandbox/escape"
+	"github.com/airlock-run/airlock/escape"
 )
 
 func sandboxSelftestCmd() *Command {
@@ -34,7 +32,7 @@ mechanism; exits 1 when anything escaped or a box failed to start.`
 				return err
 			}
 			if fs.NArg() > 0 {
-				return usagef("airlock sandbox selftest: unexpected argument %q", fs.Arg(0))
+				return usagef("unexpected argument %q", fs.Arg(0))
 			}
 			data, err := escapeCases(*casesPath)
 			if err != nil {
@@ -53,7 +51,7 @@ mechanism; exits 1 when anything escaped or a box failed to start.`
 				}
 				for _, id := range ids {
 					if !known[id] {
-						return usagef("airlock sandbox selftest: --only: no attempt %q in the case file", id)
+						return usagef("--only: no attempt %q in the case file", id)
 					}
 				}
 			}
@@ -94,9 +92,9 @@ func escapeCases(path string) ([]byte, error) {
 	if path != "" {
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return nil, errs.Wrap(errs.Invalid, err, "sandbox selftest: --cases")
+			return nil, badValue(err, "--cases")
 		}
 		return b, nil
 	}
-	return sandbox.EscapeCases, nil
+	return escape.CaseFile, nil
 }

@@ -46,9 +46,10 @@ const maxInput = 32 << 20
 
 // readTextArg reads the text named by the only argument (a file, or "-" or
 // nothing for standard input) and returns it with the name to show for it.
+// place is the command, named in the pointer to its help.
 func readTextArg(env *Env, args []string, place string) (string, string, error) {
 	if len(args) > 1 {
-		return "", "", usagef("%s: one FILE at most, got %d (see %s --help)", place, len(args), place)
+		return "", "", usagef("one FILE at most, got %d (see %s --help)", len(args), place)
 	}
 	var r io.Reader = env.Stdin
 	name := ""
@@ -60,22 +61,22 @@ func readTextArg(env *Env, args []string, place string) (string, string, error) 
 		f, err := os.Open(p)
 		if err != nil {
 			if os.IsNotExist(err) {
-				return "", "", errs.NotFoundf("%s: %s does not exist (name an existing file, or - for standard input)", place, args[0])
+				return "", "", usagef("%s does not exist (name an existing file, or - for standard input)", args[0])
 			}
-			return "", "", errs.Wrap(errs.Invalid, err, "%s: open %s", place, args[0])
+			return "", "", errs.Wrap(errs.Invalid, err, "open %s", args[0])
 		}
 		defer f.Close()
 		r, name = f, args[0]
 	}
 	if r == nil {
-		return "", "", errs.Invalidf("%s: no standard input (name a FILE)", place)
+		return "", "", errs.Invalidf("no standard input (name a FILE)")
 	}
 	b, err := io.ReadAll(io.LimitReader(r, maxInput+1))
 	if err != nil {
-		return "", "", errs.Wrap(errs.Invalid, err, "%s: read", place)
+		return "", "", errs.Wrap(errs.Invalid, err, "read the input")
 	}
 	if len(b) > maxInput {
-		return "", "", errs.Invalidf("%s: input is over %d MiB (cut it first, e.g. with head -c)", place, maxInput>>20)
+		return "", "", errs.Invalidf("input is over %d MiB (cut it first, e.g. with head -c)", maxInput>>20)
 	}
 	return string(b), name, nil
 }

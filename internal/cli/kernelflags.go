@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
+	"os"
 
 	"github.com/airlock-run/airlock/internal/wiring"
 	"github.com/airlock-run/airlock/sandbox"
@@ -13,6 +16,11 @@ import (
 // and the audit log the same way.
 type kernelFlags struct {
 	policy, workdir, mode, sandbox, audit *string
+	// report is the command's --report flag and store its file store's
+	// flags, when it has them: what airlock will write there must lie
+	// outside the box's reach, so the kernel is told.
+	report *string
+	store  *storeFlags
 }
 
 // addKernelFlags defines the kernel's flags on fs; of names what the
@@ -44,14 +52,45 @@ func (k *kernelFlags) build(env *Env, cmd string, terminal bool, with func(*wiri
 	if err != nil {
 		return nil, err
 	}
+	if err := checkKernelValues(env, *k.mode, *k.workdir, *k.policy); err != nil {
+		return nil, err
+	}
 	cfg := wiring.Config{
 		PolicyFile: *k.policy, Workdir: *k.workdir, Dir: env.Dir, Mode: *k.mode, Getenv: env.Getenv,
 		Terminal: terminal, AuditFile: *k.audit, Log: env.Log, TraceFile: env.Getenv("AIRLOCK_TRACE_FILE"),
 		Tier: tier, Exe: env.Exe, Environ: env.Environ,
 		Warn: func(s string) { fmt.Fprintf(env.Stderr, "airlock: %s\n", s) },
 	}
+	if k.report != nil && *k.report != "" {
+		cfg.ReportFile = absFrom(env, *k.report)
+	}
+	if k.store != nil {
+		// A store with no place to be fails when it is opened.
+		cfg.StoreDir, _ = storeDir(env, *k.store.store)
+	}
 	if with != nil {
 		with(&cfg)
 	}
 	return wiring.Build(cfg)
+}
+
+// checkKernelValues refuses, as usage mistakes (exit 2), the values of
+// --mode, --workdir and --policy that name nothing: a mode that is not one, a
+// working directory that is not there, a policy file that does not exist.
+// Commands that only read the policy (policy explain, show) check the same.
+func checkKernelValues(env *Env, mode, workdir, policyFile string) error {
+	if mode != "observe" && mode != "fix" {
+		return usagef("--mode %q: want observe or fix", mode)
+	}
+	if workdir != "" {
+		if _, err := wiring.Workdir(env.Dir, workdir); err != nil {
+			return badValue(err, "--workdir")
+		}
+	}
+	if policyFile != "" {
+		if _, err := os.Stat(absFrom(env, policyFile)); errors.Is(err, fs.ErrNotExist) {
+			return usagef("--policy %s: no such file (name an existing policy file, or leave --policy out for airlock.yaml or the workspace profile)", policyFile)
+		}
+	}
+	return nil
 }

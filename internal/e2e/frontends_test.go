@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/airlock-run/airlock/internal/testsupport"
 )
 
 // The front-end conformance table: the same calls, attacks included, run
@@ -107,6 +109,12 @@ func frontEndRows() []feRow {
 		{name: "duplicate tool name key", call: feCall{
 			serve: `{"name":"exec","arguments":{"argv":["echo","hi"]},"NAME":"write_file"}`,
 			wrap:  `{"name":"get-sum","NAME":"echo","arguments":{"a":1,"b":2}}`}, want: invalid},
+		{name: "a tool name never listed", call: feCall{
+			serve: `{"name":"EXEC","arguments":{"argv":["rm","-f","victim"]}}`,
+			wrap:  `{"name":"GET-SUM","arguments":{"a":1,"b":2}}`}, want: invalid, after: victimKept},
+		{name: "a listed name with a trailing space", call: feCall{
+			serve: `{"name":"exec ","arguments":{"argv":["rm","-f","victim"]}}`,
+			wrap:  `{"name":"get-sum ","arguments":{"a":1,"b":2}}`}, want: invalid, after: victimKept},
 		{name: "write reaching airlock's grants file", mode: "fix", policy: "  write: [\".\", \"~\"]\n",
 			call: feCall{argv: []string{"sh", "-c", "echo '- argv: [rm]' > GRANTS"},
 				serve: `{"name":"write_file","arguments":{"path":"GRANTS","content":"- argv: [rm]\n"}}`,
@@ -264,10 +272,7 @@ func npmPeer(t *testing.T, bin string) (npm, script string) {
 	}
 	if err != nil {
 		msg := fmt.Sprintf("%s is not installed (run bash scripts/setup.sh): %v", bin, err)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testsupport.Missing(t, "%s", msg)
 	}
 	return npm, script
 }
@@ -312,7 +317,9 @@ func (c *rpcClient) call(t *testing.T, params string) (string, string) {
 	switch {
 	case resp.Error != nil && resp.Error.Code == -32001:
 		return refused, resp.Error.Message
-	case resp.Error != nil && resp.Error.Code == -32602:
+	case resp.Error != nil && (resp.Error.Code == -32700 || resp.Error.Code == -32600 || resp.Error.Code == -32602):
+		// JSON-RPC's parse error, invalid request, invalid params: the
+		// message itself was malformed.
 		return invalid, resp.Error.Message
 	case resp.Error != nil:
 		return failed, resp.Error.Message
@@ -395,16 +402,25 @@ func (h *home) httpClient(t *testing.T, args ...string) *rpcClient {
 	addr := ln.Addr().String()
 	ln.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	cmd := exec.CommandContext(ctx, h.bin, append(args, feHTTPFlags(addr)...)...)
+	// A client holds the bearer token from a file only it may read, as a
+	// person would set it up.
+	const token = "conformance-token-0123456789abcdef0123456789abcdef"
+	tokenFile := filepath.Join(h.State, "token")
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, h.bin, append(args, "--http", addr, "--token-file", tokenFile)...)
 	cmd.Dir, cmd.Env = h.Work, h.feEnviron()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		cancel()
-		cmd.Wait()
+		<-exited
 		if t.Failed() {
 			t.Logf("airlock stderr:\n%s", stderr.String())
 		}
@@ -416,11 +432,17 @@ func (h *home) httpClient(t *testing.T, args ...string) *rpcClient {
 			req, _ := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(msg))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Authorization", "Bearer "+token)
 			if session != "" {
 				req.Header.Set("Mcp-Session-Id", session)
 			}
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
+				select {
+				case <-exited:
+					return nil // airlock ended: the caller sees no answer
+				default:
+				}
 				if i < 100 && ctx.Err() == nil {
 					time.Sleep(50 * time.Millisecond) // still starting
 					continue
@@ -435,13 +457,11 @@ func (h *home) httpClient(t *testing.T, args ...string) *rpcClient {
 			return sseData(body)
 		}
 	}
-	post(t, feInitialize)
-	post(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if post(t, feInitialize) != nil {
+		post(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	}
 	return &rpcClient{send: post}
 }
-
-// feHTTPFlags are the flags that serve on addr.
-func feHTTPFlags(addr string) []string { return []string{"--http", addr} }
 
 // sseData is the JSON of an answer sent as a server-sent event, or the
 // body itself when it is plain JSON.

@@ -7,40 +7,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
-)
 
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
+	"github.com/airlock-run/airlock/internal/testsupport"
 )
 
 // airlockBin returns the binary under test: $AIRLOCK_BIN, or one built from
-// this checkout once per test run.
+// this checkout once per test run (testsupport.AirlockBin).
 func airlockBin(t testing.TB) string {
-	t.Helper()
-	if b := os.Getenv("AIRLOCK_BIN"); b != "" {
-		return b
-	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "airlock-e2e-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBin = filepath.Join(dir, "airlock")
-		out, err := exec.Command("go", "build", "-o", builtBin, "../../cmd/airlock").CombinedOutput()
-		if err != nil {
-			buildErr = errors.New(string(out))
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build airlock: %v", buildErr)
-	}
-	return builtBin
+	return testsupport.AirlockBin(t)
 }
 
 // home is a user's world for one test: a working directory and the XDG
@@ -124,14 +100,10 @@ func (h *home) runEnv(environ []string, args ...string) result {
 
 func requireRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (cgroups and the sandbox's full checks); run as root as CI does")
-	}
+	testsupport.Require(t, testsupport.Root) // cgroups and the sandbox's full checks
 }
 
 func requireBwrap(t testing.TB) {
 	t.Helper()
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		t.Skip("needs bubblewrap (scripts/setup.sh installs it)")
-	}
+	testsupport.Require(t, testsupport.Bwrap)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/airlock-run/airlock/audit"
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/files"
+	"github.com/airlock-run/airlock/internal/privfile"
 	"github.com/airlock-run/airlock/mediator"
 	"github.com/airlock-run/airlock/offload"
 	"github.com/airlock-run/airlock/policy"
@@ -56,6 +57,13 @@ type Config struct {
 	// TraceFile, when set, also sends every audit record as an
 	// OpenTelemetry span to that file (JSON, one span per record).
 	TraceFile string
+	// ReportFile is the file the front end will write a report to after
+	// the call (airlock run --report); "" means none. Build only checks it:
+	// it must lie outside every path the policy lets a box write.
+	ReportFile string
+	// StoreDir is the file store's directory the front end opens; ""
+	// means it opens none. A box may never write it.
+	StoreDir string
 	// Log receives diagnostics; nil drops them.
 	Log *slog.Logger
 
@@ -81,7 +89,16 @@ type Kernel struct {
 	PolicyFile string
 	Audit      *audit.Log
 	Broker     *approvals.Broker
-	closers    []io.Closer
+	// Private is every file and directory airlock writes on the host for
+	// this kernel (see Private); the mediator refuses a box that may
+	// write one of them.
+	Private []string
+	// BoxWritable is every path a box under this policy may write in fix
+	// mode, whatever the mode of this kernel: a file a front end names for
+	// one call (a report) goes through privfile with it, since an earlier
+	// run may have planted links there.
+	BoxWritable []string
+	closers     []io.Closer
 }
 
 // Close releases the broker's socket, the terminal and the audit log.
@@ -115,7 +132,7 @@ func Build(cfg Config) (*Kernel, error) {
 	default:
 		return nil, errs.Invalidf("--mode %q: want observe or fix", cfg.Mode)
 	}
-	p, file, err := LoadPolicy(cfg.Dir, workdir, cfg.PolicyFile)
+	p, file, err := LoadPolicy(cfg.Dir, workdir, cfg.PolicyFile, cfg.Getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -126,13 +143,38 @@ func Build(cfg Config) (*Kernel, error) {
 	k := &Kernel{Policy: p, PolicyFile: file}
 	fail := func(err error) (*Kernel, error) { k.Close(); return nil, err }
 
-	grantsFile := cfg.GrantsFile
-	if grantsFile == "" {
-		if grantsFile, err = approvals.DefaultGrantsPath(cfg.Getenv); err != nil {
+	paths, err := privatePaths(cfg)
+	if err != nil {
+		return fail(err)
+	}
+	k.Private = paths.list()
+	k.World = World(workdir, cfg.Getenv("HOME"), mode)
+	if k.BoxWritable, err = BoxWritable(p, k.World); err != nil {
+		return fail(err)
+	}
+	// Refuse before anything is opened, let alone run: in fix mode the box
+	// may write its paths now, so none of airlock's files may lie there;
+	// the files named for this call only (the trace, the report) may not
+	// lie where any run of this policy may write, in any mode.
+	var thisRun []string
+	if mode == policy.Fix {
+		thisRun = k.BoxWritable
+	}
+	if err := checkPrivate(k.Private, thisRun); err != nil {
+		return fail(err)
+	}
+	if err := checkPrivate(nonEmptyList(paths.trace, paths.report), k.BoxWritable); err != nil {
+		return fail(err)
+	}
+	// Before any box may write them: a later run must know that a policy
+	// file below these paths may be a box's (see trust.go).
+	if mode == policy.Fix {
+		if err := recordBoxWritable(paths.written, k.BoxWritable); err != nil {
 			return fail(err)
 		}
 	}
-	grants, err := approvals.LoadGrants(grantsFile)
+
+	grants, err := approvals.LoadGrants(paths.grants)
 	if err != nil {
 		return fail(err)
 	}
@@ -141,19 +183,15 @@ func Build(cfg Config) (*Kernel, error) {
 		k.Policy = p
 	}
 
-	auditFile := cfg.AuditFile
-	if auditFile == "" {
-		if auditFile, err = audit.DefaultPath(cfg.Getenv); err != nil {
-			return fail(err)
-		}
-	}
-	if k.Audit, err = audit.Open(auditFile, audit.Options{}); err != nil {
+	if k.Audit, err = audit.Open(paths.audit, audit.Options{BoxWritable: thisRun}); err != nil {
 		return fail(err)
 	}
 	k.closers = append(k.closers, k.Audit)
 	var sink audit.Sink = k.Audit
-	if cfg.TraceFile != "" {
-		f, err := os.OpenFile(cfg.TraceFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if paths.trace != "" {
+		// Appended to by root, at a path the caller's environment names:
+		// never through a link, a hard link or a box's directory.
+		f, err := privfile.OpenAppend(paths.trace, os.O_WRONLY, 0o600, privfile.Options{BoxWritable: k.BoxWritable})
 		if err != nil {
 			return fail(errs.Wrap(errs.Unavailable, err, "trace file"))
 		}
@@ -166,7 +204,7 @@ func Build(cfg Config) (*Kernel, error) {
 		sink = audit.Traced(k.Audit, tracer)
 	}
 
-	bo := approvals.Options{SocketDir: approvals.DefaultSocketDir(cfg.Getenv), GrantsFile: grantsFile,
+	bo := approvals.Options{SocketDir: paths.socketDir, GrantsFile: paths.grants,
 		Log: log, Audit: k.Audit}
 	if cfg.Terminal {
 		if tty, err := approvals.OpenTerminal(); err == nil {
@@ -179,17 +217,100 @@ func Build(cfg Config) (*Kernel, error) {
 	}
 	k.closers = append(k.closers, k.Broker)
 
-	k.World = World(workdir, cfg.Getenv("HOME"), mode)
 	if k.Kernel, err = mediator.New(p, k.World, mediator.Options{
 		Approver: brokerApprover{b: k.Broker, workdir: workdir},
 		Recorder: auditRecorder{l: sink},
-		Private:  []string{grantsFile, auditFile, bo.SocketDir},
+		Private:  k.Private,
 		Tier:     cfg.Tier, Exe: cfg.Exe, Environ: cfg.Environ, Warn: cfg.Warn, OutputCap: cfg.OutputCap,
 		Offloader: cfg.Offloader, Scope: cfg.Scope, AfterDecide: cfg.AfterDecide,
 	}); err != nil {
 		return fail(err)
 	}
 	return k, nil
+}
+
+// hostPaths are the places airlock itself writes on the host for one
+// kernel, absolute; "" for what this kernel does not write.
+type hostPaths struct {
+	grants, audit, socketDir, trace, report, store string
+	// trusted is the person's trusted policies, written is the record of
+	// paths granted to boxes (trust.go).
+	trusted, written string
+}
+
+func (h hostPaths) list() []string {
+	return nonEmptyList(h.grants, h.audit, h.socketDir, h.trace, h.report, h.store, h.trusted, h.written)
+}
+
+// privatePaths resolves cfg's paths and their defaults.
+func privatePaths(cfg Config) (hostPaths, error) {
+	if cfg.Getenv == nil {
+		cfg.Getenv = func(string) string { return "" }
+	}
+	abs := func(p string) string {
+		if p != "" && !filepath.IsAbs(p) {
+			p = filepath.Join(cfg.Dir, p)
+		}
+		if p != "" {
+			p = filepath.Clean(p)
+		}
+		return p
+	}
+	h := hostPaths{grants: abs(cfg.GrantsFile), audit: abs(cfg.AuditFile),
+		socketDir: abs(approvals.DefaultSocketDir(cfg.Getenv)),
+		trace:     abs(cfg.TraceFile), report: abs(cfg.ReportFile), store: abs(cfg.StoreDir)}
+	var err error
+	if h.grants == "" {
+		if h.grants, err = approvals.DefaultGrantsPath(cfg.Getenv); err != nil {
+			return h, err
+		}
+	}
+	if h.audit == "" {
+		if h.audit, err = audit.DefaultPath(cfg.Getenv); err != nil {
+			return h, err
+		}
+	}
+	if h.trusted, err = TrustedPath(cfg.Getenv); err != nil {
+		return h, err
+	}
+	if h.written, err = BoxWritableRecordPath(cfg.Getenv); err != nil {
+		return h, err
+	}
+	return h, nil
+}
+
+// Private is every file and directory airlock writes on the host for cfg:
+// the grants file, the audit log, the approvals socket's directory, the
+// trace file, the report file and the file store, each when cfg has one,
+// the trusted policies and the record of box-writable paths.
+// It is the one list the mediator checks a box's writable paths against,
+// whichever front end (run, mcp serve, mcp wrap) built the kernel.
+func Private(cfg Config) ([]string, error) {
+	h, err := privatePaths(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return h.list(), nil
+}
+
+// BoxWritable is every existing path a box under p may write in fix mode,
+// absolute, in w.
+func BoxWritable(p *policy.Policy, w policy.World) ([]string, error) {
+	return mediator.BoxWritable(p, w)
+}
+
+// checkPrivate is the kernel's one check of airlock's own paths against
+// what a box may write.
+func checkPrivate(private, writable []string) error { return mediator.CheckPrivate(private, writable) }
+
+func nonEmptyList(s ...string) []string {
+	var out []string
+	for _, v := range s {
+		if v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // Workdir resolves the working directory: absolute, cleaned, an existing
@@ -213,8 +334,14 @@ func Workdir(dir, workdir string) (string, error) {
 }
 
 // LoadPolicy reads the named policy file, or airlock.yaml in workdir, or
-// returns the built-in workspace profile when there is neither.
-func LoadPolicy(dir, workdir, file string) (*policy.Policy, string, error) {
+// returns the built-in workspace profile when there is neither. A file is
+// in force only when its content is trusted or, failing that, it asks for
+// no less confinement than the trusted one (trust.go); getenv locates the
+// trusted list, the record of box-writable paths and HOME.
+func LoadPolicy(dir, workdir, file string, getenv func(string) string) (*policy.Policy, string, error) {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
 	explicit := file != ""
 	if !explicit {
 		file = filepath.Join(workdir, DefaultPolicyFile)
@@ -232,6 +359,20 @@ func LoadPolicy(dir, workdir, file string) (*policy.Policy, string, error) {
 	}
 	p, err := policy.Parse(file, data)
 	if err != nil {
+		return nil, "", err
+	}
+	c := trustCheck{file: filepath.Clean(file), data: data, workdir: workdir, home: getenv("HOME")}
+	if path, err := TrustedPath(getenv); err == nil {
+		if c.trusted, err = LoadTrusted(path); err != nil {
+			return nil, "", err
+		}
+	}
+	if path, err := BoxWritableRecordPath(getenv); err == nil {
+		if c.written, err = loadBoxWritable(path); err != nil {
+			return nil, "", err
+		}
+	}
+	if err := checkTrust(p, c); err != nil {
 		return nil, "", err
 	}
 	return p, file, nil

@@ -1,104 +1,64 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/json"
-	"io"
 	"net/http"
 	"sync"
-	"time"
 
-	"github.com/airlock-run/airlock/mcp"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/airlock-run/airlock/mcp/httpfront"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // MaxRequestBody bounds one HTTP request from a client.
-const MaxRequestBody = 8 << 20
+const MaxRequestBody = httpfront.DefaultMaxBody
 
-// Handler serves MCP's streamable HTTP transport: every session (begun by
-// an initialize without a session id) gets a wrapped server of its own,
-// ended with the session (DELETE) or when ctx ends. Requests whose Host or
-// Origin is not a loopback name are refused (DNS rebinding).
-func (g *Gateway) Handler(ctx context.Context) *HTTPHandler {
-	return &HTTPHandler{g: g, ctx: ctx, sessions: map[string]*httpSession{}}
+// Handler serves MCP's streamable HTTP transport behind the front o
+// configures (bearer token, Host/Origin, body cap, session and box caps,
+// idle sessions): every session, begun by an initialize the front admitted,
+// gets a wrapped server of its own (a box, so o.SessionBox is set), ended
+// with the session (DELETE, idle) or when ctx ends.
+func (g *Gateway) Handler(ctx context.Context, o httpfront.Options) *HTTPHandler {
+	h := &HTTPHandler{g: g, ctx: ctx, sessions: map[string]*httpSession{}}
+	if o.Name == "" {
+		o.Name = "mcp wrap"
+	}
+	if o.SessionIdle == 0 {
+		o.SessionIdle = g.o.SessionIdle // 0 there too: the front's default
+	}
+	o.SessionBox, o.Sessionless = true, false
+	if o.Log == nil {
+		o.Log = g.o.Log
+	}
+	h.front = httpfront.New(ctx, o, (*backend)(h))
+	return h
 }
 
 // HTTPHandler is the streamable HTTP side of a Gateway.
 type HTTPHandler struct {
 	g        *Gateway
 	ctx      context.Context
+	front    *httpfront.Front
 	mu       sync.Mutex
 	sessions map[string]*httpSession
-	reaping  bool
-}
-
-// reap ends sessions no request has touched for Options.SessionIdle: a
-// client that went away without DELETE would otherwise leave its boxed
-// server running until the gateway stops.
-func (h *HTTPHandler) reap() {
-	idle := h.g.o.SessionIdle
-	tick := time.NewTicker(min(idle/4+time.Millisecond, time.Minute))
-	defer tick.Stop()
-	for {
-		select {
-		case <-h.ctx.Done():
-			return
-		case <-tick.C:
-		}
-		h.mu.Lock()
-		var stale []string
-		for id, s := range h.sessions {
-			if last, quiet := s.idleSince(); quiet && time.Since(last) > idle {
-				stale = append(stale, id)
-			}
-		}
-		h.mu.Unlock()
-		for _, id := range stale {
-			h.g.o.Log.Info("mcp session idle; ended", "session", id)
-			h.end(id)
-		}
-	}
 }
 
 type httpSession struct {
 	t      *sdk.StreamableServerTransport
 	cancel context.CancelFunc
 	done   chan struct{}
-
-	mu     sync.Mutex
-	active int       // requests being served (an open event stream counts)
-	last   time.Time // when the last request ended
 }
-
-// busy marks a request of the session begun (+1) or ended (-1).
-func (s *httpSession) busy(d int) {
-	s.mu.Lock()
-	s.active += d
-	s.last = time.Now()
-	s.mu.Unlock()
-}
-
-func (s *httpSession) idleSince() (time.Time, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.last, s.active == 0
-}
-
-const sessionHeader = "Mcp-Session-Id"
 
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	mcp.LoopbackOnly(http.HandlerFunc(h.serve), nil).ServeHTTP(w, r)
+	h.front.ServeHTTP(w, r)
 }
 
-func (h *HTTPHandler) serve(w http.ResponseWriter, r *http.Request) {
-	id := r.Header.Get(sessionHeader)
-	if id == "" {
-		h.start(w, r)
-		return
-	}
+// backend is what the front lets through: an initialize (its body checked)
+// or a request of a session the front admitted.
+type backend HTTPHandler
+
+func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := (*HTTPHandler)(b)
+	id := r.Header.Get(httpfront.SessionHeader)
 	h.mu.Lock()
 	s := h.sessions[id]
 	h.mu.Unlock()
@@ -111,11 +71,6 @@ func (h *HTTPHandler) serve(w http.ResponseWriter, r *http.Request) {
 		h.end(id)
 		w.WriteHeader(http.StatusNoContent)
 	case http.MethodGet, http.MethodPost:
-		if r.Method == http.MethodPost && !checkBody(w, r) {
-			return
-		}
-		s.busy(1)
-		defer s.busy(-1)
 		s.t.ServeHTTP(w, r)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
@@ -123,40 +78,25 @@ func (h *HTTPHandler) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// start begins a session with an initialize request.
-func (h *HTTPHandler) start(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		http.Error(w, "Bad Request: a session id is required", http.StatusBadRequest)
-		return
-	}
-	if !checkBody(w, r) {
-		return
-	}
-	body, _ := io.ReadAll(r.Body)
-	var msg struct {
-		Method string `json:"method"`
-	}
-	if json.Unmarshal(body, &msg) != nil || msg.Method != "initialize" {
-		http.Error(w, "Bad Request: a session begins with initialize", http.StatusBadRequest)
-		return
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	id := rand.Text()
+func (b *backend) Begin(w http.ResponseWriter, r *http.Request, id string) bool {
+	return (*HTTPHandler)(b).start(w, r, id)
+}
+
+func (b *backend) End(id string) { (*HTTPHandler)(b).end(id) }
+
+// start begins session id, and its wrapped server, with the initialize
+// request the front admitted; it reports whether the server was started.
+func (h *HTTPHandler) start(w http.ResponseWriter, r *http.Request, id string) bool {
 	t := &sdk.StreamableServerTransport{SessionID: id}
 	conn, err := t.Connect(h.ctx)
 	if err != nil {
 		http.Error(w, "session could not be started", http.StatusInternalServerError)
-		return
+		return false
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
-	s := &httpSession{t: t, cancel: cancel, done: make(chan struct{}), last: time.Now(), active: 1}
-	defer s.busy(-1)
+	s := &httpSession{t: t, cancel: cancel, done: make(chan struct{})}
 	h.mu.Lock()
 	h.sessions[id] = s
-	if !h.reaping && h.g.o.SessionIdle > 0 {
-		h.reaping = true
-		go h.reap()
-	}
 	h.mu.Unlock()
 	go func() {
 		defer close(s.done)
@@ -167,29 +107,10 @@ func (h *HTTPHandler) start(w http.ResponseWriter, r *http.Request) {
 		delete(h.sessions, id)
 		h.mu.Unlock()
 		conn.Close()
+		// The front gives the session's slots back.
+		h.front.Ended(id)
 	}()
 	t.ServeHTTP(w, r)
-}
-
-// checkBody reads a POST body (at most MaxRequestBody) and refuses it with
-// a JSON-RPC error when it is not JSON or holds a key twice, before the
-// transport parses it (and keeps one of the two); otherwise the body is put
-// back for the transport.
-func checkBody(w http.ResponseWriter, r *http.Request) bool {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBody))
-	if err != nil {
-		http.Error(w, "request body too large or unreadable", http.StatusRequestEntityTooLarge)
-		return false
-	}
-	if err := mcp.CheckJSON(body); err != nil {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
-			"error": map[string]any{"code": jsonrpc.CodeParseError, "message": "airlock: " + err.Error()}})
-		w.Write(b)
-		return false
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
 	return true
 }
 
@@ -205,14 +126,4 @@ func (h *HTTPHandler) end(id string) {
 }
 
 // Close ends every session and waits for their servers.
-func (h *HTTPHandler) Close() {
-	h.mu.Lock()
-	ids := make([]string, 0, len(h.sessions))
-	for id := range h.sessions {
-		ids = append(ids, id)
-	}
-	h.mu.Unlock()
-	for _, id := range ids {
-		h.end(id)
-	}
-}
+func (h *HTTPHandler) Close() { h.front.Close() }

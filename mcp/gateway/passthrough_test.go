@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-run/airlock/mcp/httpfront"
 	"github.com/airlock-run/airlock/mediator"
 	"github.com/airlock-run/airlock/policy"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -139,7 +140,7 @@ func TestPassThroughHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := g.Handler(t.Context())
+	h := g.Handler(t.Context(), httpfront.Options{NoAuth: true})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	defer h.Close()
@@ -174,7 +175,7 @@ func TestPassThroughHTTP(t *testing.T) {
 func TestHTTPRefusesOtherHosts(t *testing.T) {
 	f := newFixture(t, interactiveServer())
 	g, _ := New(f.opts)
-	h := g.Handler(t.Context())
+	h := g.Handler(t.Context(), httpfront.Options{NoAuth: true})
 	defer h.Close()
 	r := httptest.NewRequest("POST", "/mcp", strings.NewReader(initLine))
 	r.Host = "attacker.example:8931"
@@ -275,7 +276,7 @@ func TestEscalationThroughElicitation(t *testing.T) {
 func TestHTTPRefusesDuplicateKeys(t *testing.T) {
 	f := newFixture(t, interactiveServer())
 	g, _ := New(f.opts)
-	h := g.Handler(t.Context())
+	h := g.Handler(t.Context(), httpfront.Options{NoAuth: true})
 	defer h.Close()
 	for _, body := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","method":"tools/call","params":{}}`,

@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/testsupport"
 	"github.com/airlock-run/airlock/mcp"
+	"github.com/airlock-run/airlock/mcp/httpfront"
 	"github.com/airlock-run/airlock/offload"
 	"github.com/google/go-cmp/cmp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -129,7 +131,7 @@ func isDenial(err error, code string) bool {
 // loopback does.
 func TestHandlerRefusesRebinding(t *testing.T) {
 	f := newFixture(t, testPolicy, "observe", nil, nil)
-	h := f.srv.Handler(nil)
+	h := f.srv.Handler(t.Context(), httpfront.Options{NoAuth: true})
 	const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 	tests := []struct {
 		name, host, origin string
@@ -163,10 +165,7 @@ func TestHandlerRefusesRebinding(t *testing.T) {
 func conformanceTool(t *testing.T) string {
 	t.Helper()
 	missing := func(why string) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("MCP conformance suite: %s (run bash scripts/setup.sh)", why)
-		}
-		t.Skipf("MCP conformance suite: %s (run bash scripts/setup.sh)", why)
+		testsupport.Missing(t, "MCP conformance suite: %s (run bash scripts/setup.sh)", why)
 	}
 	if _, err := exec.LookPath("node"); err != nil {
 		missing("node is not on PATH")
@@ -193,7 +192,9 @@ func TestConformance(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	url := startHTTP(t, ctx, bin, work, environ)
+	// The suite sends no token and opens a session per scenario.
+	url, _ := startHTTP(t, ctx, bin, work, environ, "--no-auth",
+		"--max-sessions", "100", "--max-client-sessions", "100", "--max-boxes", "100", "--max-client-boxes", "100")
 
 	out := t.TempDir()
 	run := exec.CommandContext(ctx, suite, "server", "--url", url, "-o", out)
@@ -215,11 +216,12 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// startHTTP starts `airlock mcp serve --http 127.0.0.1:0` and returns the
-// URL it says it serves; the server ends with the test.
-func startHTTP(t *testing.T, ctx context.Context, bin, work string, environ []string) string {
+// startHTTP starts `airlock mcp serve --http 127.0.0.1:0` with flags and
+// returns the URL it says it serves and the token it printed ("" when it
+// printed none); the server ends with the test.
+func startHTTP(t *testing.T, ctx context.Context, bin, work string, environ []string, flags ...string) (url, token string) {
 	t.Helper()
-	srv := exec.CommandContext(ctx, bin, "mcp", "serve", "--workdir", work, "--http", "127.0.0.1:0")
+	srv := exec.CommandContext(ctx, bin, append([]string{"mcp", "serve", "--workdir", work, "--http", "127.0.0.1:0"}, flags...)...)
 	srv.Env = environ
 	stderr, err := srv.StderrPipe()
 	if err != nil {
@@ -229,9 +231,11 @@ func startHTTP(t *testing.T, ctx context.Context, bin, work string, environ []st
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Process.Signal(os.Interrupt); srv.Wait() })
-	url := ""
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() {
+		if m := regexp.MustCompile(`^airlock: mcp serve: token: ([0-9a-f]+)$`).FindStringSubmatch(sc.Text()); m != nil {
+			token = m[1]
+		}
 		if m := regexp.MustCompile(`serving MCP on (http://127\.0\.0\.1:\d+/mcp)`).FindStringSubmatch(sc.Text()); m != nil {
 			url = m[1]
 			break
@@ -245,7 +249,20 @@ func startHTTP(t *testing.T, ctx context.Context, bin, work string, environ []st
 		for sc.Scan() {
 		}
 	}()
-	return url
+	return url, token
+}
+
+// bearer is an HTTP client that sends token with every request.
+func bearer(token string) *http.Client {
+	return &http.Client{Transport: bearerTransport(token)}
+}
+
+type bearerTransport string
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 // TestServeHTTP: the Go SDK's client over streamable HTTP against
@@ -257,8 +274,12 @@ func TestServeHTTP(t *testing.T) {
 	os.WriteFile(filepath.Join(work, "airlock.yaml"), []byte(testPolicy), 0o644)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	url := startHTTP(t, ctx, bin, work, environ)
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url}, nil)
+	url, token := startHTTP(t, ctx, bin, work, environ)
+	if token == "" {
+		t.Fatal("airlock mcp serve --http printed no token")
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx,
+		&sdk.StreamableClientTransport{Endpoint: url, HTTPClient: bearer(token)}, nil)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}

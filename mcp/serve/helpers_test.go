@@ -5,15 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/files"
+	"github.com/airlock-run/airlock/internal/testsupport"
 	"github.com/airlock-run/airlock/internal/wiring"
 	"github.com/airlock-run/airlock/mcp"
 	"github.com/airlock-run/airlock/offload"
@@ -22,42 +21,18 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-)
-
 // airlockBin is the airlock binary: $AIRLOCK_BIN, or one built from this
-// checkout once per test run. The box's init is this binary.
+// checkout once per test run (testsupport.AirlockBin). The box's init is
+// this binary.
 func airlockBin(t testing.TB) string {
-	t.Helper()
-	if b := os.Getenv("AIRLOCK_BIN"); b != "" {
-		return b
-	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "airlock-serve-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBin = filepath.Join(dir, "airlock")
-		out, err := exec.Command("go", "build", "-o", builtBin, "../../cmd/airlock").CombinedOutput()
-		if err != nil {
-			buildErr = errors.New(string(out))
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build airlock: %v", buildErr)
-	}
-	return builtBin
+	return testsupport.AirlockBin(t)
 }
 
-// requireBox skips when the host gives no tier-1 box.
+// requireBox skips (fails under CI) when the host gives no tier-1 box.
 func requireBox(t testing.TB) {
 	t.Helper()
 	if tier := sandbox.Probe().Tier(); tier < sandbox.Tier1 {
-		t.Skipf("no tier-1 sandbox on this host (tier %d): run `airlock sandbox check`", tier)
+		testsupport.Missing(t, "no tier-1 sandbox on this host (tier %d): run `airlock sandbox check`", tier)
 	}
 }
 

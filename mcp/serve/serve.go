@@ -29,6 +29,7 @@ import (
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/mcp"
+	"github.com/airlock-run/airlock/mcp/httpfront"
 	"github.com/airlock-run/airlock/mediator"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -38,7 +39,7 @@ import (
 const MaxLine = 40 << 20
 
 // MaxRequestBody bounds one HTTP request from a client.
-const MaxRequestBody = 8 << 20
+const MaxRequestBody = httpfront.DefaultMaxBody
 
 // Options configure a Server. Kernel must be set.
 type Options struct {
@@ -124,13 +125,75 @@ func (s *Server) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteClos
 	return errs.Wrap(errs.Unavailable, err, "mcp serve")
 }
 
-// Handler serves MCP's streamable HTTP transport. Requests whose Host or
-// Origin is not a loopback name, or one of allowHosts, are refused with 403
-// (DNS rebinding: a web page must not reach a local server through a name it
-// controls).
-func (s *Server) Handler(allowHosts []string) http.Handler {
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv },
-		&sdk.StreamableHTTPOptions{Logger: s.o.Log, MaxRequestBodyBytes: MaxRequestBody,
-			SessionTimeout: 30 * time.Minute})
-	return mcp.LoopbackOnly(mcp.StrictHTTP(h, MaxRequestBody), allowHosts)
+// Handler serves MCP's streamable HTTP transport behind the front o
+// configures: a bearer token, the Host/Origin check against DNS rebinding
+// (a web page must not reach a local server through a name it controls),
+// the body cap, caps on sessions and on running calls (each tools/call runs
+// in a box of its own), and the end of idle sessions. Call it once per
+// Server: the cap on running calls is a middleware of the server.
+func (s *Server) Handler(ctx context.Context, o httpfront.Options) *httpfront.Front {
+	if o.Name == "" {
+		o.Name = "mcp serve"
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = MaxRequestBody
+	}
+	if o.Log == nil {
+		o.Log = s.o.Log
+	}
+	if o.SessionIdle == 0 {
+		o.SessionIdle = httpfront.DefaultSessionIdle
+	}
+	// MCP 2026-07-28 requests of no session reach the server; their calls
+	// are bounded like any other.
+	o.SessionBox, o.Sessionless = false, true
+	sh := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv },
+		&sdk.StreamableHTTPOptions{Logger: s.o.Log, MaxRequestBodyBytes: o.MaxBody,
+			// The front checks Host and Origin (with the names of
+			// --allow-host). It ends idle sessions itself; the SDK's
+			// timeout ends one whose client left before the answer to
+			// initialize named it to the front.
+			DisableLocalhostProtection: true, SessionTimeout: max(o.SessionIdle, 0)})
+	f := httpfront.New(ctx, o, sdkBackend{sh})
+	s.srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			extra := req.GetExtra()
+			if method != "tools/call" || extra == nil || extra.Header == nil {
+				return next(ctx, method, req) // not a call, or not over HTTP
+			}
+			release, err := f.Box(httpfront.ClientOf(extra.Header))
+			if err != nil {
+				return nil, mcp.Error(err)
+			}
+			defer release()
+			return next(ctx, method, req)
+		}
+	})
+	return f
 }
+
+// sdkBackend is the SDK's handler behind the front; a session the front
+// ends is ended as a DELETE from the client would.
+type sdkBackend struct{ *sdk.StreamableHTTPHandler }
+
+// Begin lets the SDK answer; the session is the one it names.
+func (b sdkBackend) Begin(w http.ResponseWriter, r *http.Request, _ string) bool {
+	b.ServeHTTP(w, r)
+	return false
+}
+
+func (b sdkBackend) End(id string) {
+	r, err := http.NewRequest(http.MethodDelete, "/mcp", nil)
+	if err != nil {
+		return
+	}
+	r.Header.Set(httpfront.SessionHeader, id)
+	b.ServeHTTP(discard{http.Header{}}, r)
+}
+
+// discard is a ResponseWriter that keeps nothing.
+type discard struct{ h http.Header }
+
+func (d discard) Header() http.Header         { return d.h }
+func (d discard) Write(b []byte) (int, error) { return len(b), nil }
+func (d discard) WriteHeader(int)             {}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-run/airlock/internal/testsupport"
 	"github.com/airlock-run/airlock/policy/shellread"
 )
 
@@ -45,17 +46,14 @@ func newDiffHarness(t testing.TB) *diffHarness {
 	for _, sh := range []diffShell{{"bash", "", shellread.Bash}, {"dash", "", shellread.POSIX}} {
 		p, err := exec.LookPath(sh.name)
 		if err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is needed for the differential test: %v", sh.name, err)
-			}
-			t.Logf("no %s on this host to compare with", sh.name)
+			testsupport.MissingPart(t, "no %s on this host to compare with", sh.name)
 			continue
 		}
 		sh.path = p
 		h.shells = append(h.shells, sh)
 	}
 	if len(h.shells) == 0 {
-		t.Skip("no bash or dash on this host to compare with")
+		testsupport.Missing(t, "no bash or dash on this host to compare with")
 	}
 	h.stubs = filepath.Join(h.dir, "bin")
 	h.work = filepath.Join(h.dir, "work")

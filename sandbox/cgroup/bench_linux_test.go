@@ -8,6 +8,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/airlock-run/airlock/internal/testsupport"
 )
 
 // BenchmarkGroup is a box's cgroup cost: New with the limits of the default
@@ -18,7 +20,7 @@ import (
 func BenchmarkGroup(b *testing.B) {
 	i := Detect()
 	if i.Version == 0 || !i.Has(Memory) || !i.Has(CPU) || !i.Has(Pids) {
-		b.Skipf("no usable cgroup with memory, cpu and pids: %s", i.Reason)
+		testsupport.Missing(b, "no usable cgroup with memory, cpu and pids: %s", i.Reason)
 	}
 	l := Limits{MemoryBytes: 2 << 30, CPU: 1, Pids: 512}
 	run := func(g *Group) {

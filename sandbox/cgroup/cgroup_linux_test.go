@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/testsupport"
 )
 
 // The test binary re-executes itself as the processes put in groups.
@@ -93,6 +94,7 @@ func cpuTime() time.Duration {
 // that this process may use (root, as in CI).
 func requireV1(t *testing.T) Info {
 	t.Helper()
+	testsupport.Require(t, testsupport.CgroupV1orV2) // a host of the other version skips below
 	i := DetectVersion(1)
 	if i.Version != 1 || !i.Has(Memory) || !i.Has(CPU) || !i.Has(Pids) {
 		t.Skipf("cgroup v1 with memory, cpu and pids is not usable here: %s", i.Reason)
@@ -531,6 +533,7 @@ func TestCPUQuotaBoundsCPUTime(t *testing.T) {
 // CLONE_INTO_CGROUP and killed with cgroup.kill, and a limit it cannot apply is
 // an error.
 func TestV2(t *testing.T) {
+	testsupport.Require(t, testsupport.CgroupV1orV2) // a host of the other version skips below
 	i := DetectVersion(2)
 	if i.Version != 2 || !i.Has("") {
 		t.Skipf("no writable cgroup v2 hierarchy: %s", i.Reason)

@@ -4,13 +4,18 @@
 //
 // Each attempt runs unconfined first and must reach its target there;
 // otherwise it is "untested" on that machine, never "held". The case file
-// (sandbox/testdata/escape-cases.json) holds a row for every mechanism and
-// platform and an entry for every attempt; Parse checks it strictly.
+// (escape/testdata/escape-cases.json, built into the binary as CaseFile)
+// holds a row for every mechanism and platform and an entry for every
+// attempt; Parse checks it strictly.
 //
-// The attacks themselves are this package's hidden mode (AttackArg), run as
-// the airlock binary inside the box. `go test ./sandbox/...` and `airlock
-// sandbox selftest` run the matrix; only the CLI and tests import this
-// package.
+// It sits above runner and sandbox: it plans real boxes and runs the attacks
+// in them through the runner, and it starts the unconfined attempts itself
+// (the one process starter besides runner and the in-box init, because an
+// attack must first be seen to work outside any box). The attacks
+// themselves are this package's hidden mode (AttackArg), run as the airlock
+// binary inside the box. Only internal/cli (`airlock sandbox selftest`) and
+// cmd/airlock (which dispatches AttackArg) import it; `go test ./escape/`
+// runs the matrix.
 package escape
 
 import (

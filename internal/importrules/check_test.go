@@ -1,0 +1,218 @@
+package importrules
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// pkg is one package of the module as the go command and the parser see it.
+type pkg struct {
+	ImportPath     string
+	Dir            string
+	Doc            string
+	GoFiles        []string
+	CgoFiles       []string
+	IgnoredGoFiles []string
+	Imports        []string // direct imports on this platform
+	Deps           []string // the whole closure on this platform
+
+	// From the source of every non-test file, whatever its build
+	// constraint (scan fills them in).
+	AllImports []string // direct imports
+	Starts     []string // "file.go:12: os.StartProcess": ways of starting a process
+}
+
+// load lists every package of the module and scans its source.
+func load(t *testing.T) map[string]*pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json", module+"/...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("go list: %v", err)
+	}
+	pkgs := map[string]*pkg{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		p := new(pkg)
+		if err := dec.Decode(p); err != nil {
+			t.Fatalf("decode go list output: %v", err)
+		}
+		if err := scan(p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs[strings.TrimPrefix(p.ImportPath, module+"/")] = p
+	}
+	if len(pkgs) < 3 {
+		t.Fatalf("go list found %d packages; the test is not looking at the module", len(pkgs))
+	}
+	return pkgs
+}
+
+// scan parses the package's non-test files, for every platform, and fills
+// in AllImports and Starts.
+func scan(p *pkg) error {
+	seen := map[string]bool{}
+	for _, f := range slices.Concat(p.GoFiles, p.CgoFiles, p.IgnoredGoFiles) {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		fs, err := scanFile(filepath.Join(p.Dir, f), nil)
+		if err != nil {
+			return fmt.Errorf("scan %s: %w", p.ImportPath, err)
+		}
+		if fs == nil { // //go:build ignore: a program of its own, not the package
+			continue
+		}
+		for _, imp := range fs.imports {
+			if !seen[imp] {
+				seen[imp] = true
+				p.AllImports = append(p.AllImports, imp)
+			}
+		}
+		for _, s := range fs.starts {
+			p.Starts = append(p.Starts, f+":"+s)
+		}
+	}
+	slices.Sort(p.AllImports)
+	return nil
+}
+
+// ioPackages are the standard and third-party packages through which a
+// package touches files, processes, the network or a database.
+var ioPackages = []string{
+	"os", "os/exec", "os/signal", "os/user", "io/ioutil", "io/fs", "syscall",
+	"golang.org/x/sys/unix", "golang.org/x/sys/execabs", "net", "net/http", "net/rpc", "database/sql",
+	"modernc.org/sqlite", "path/filepath", "plugin", "runtime/cgo", "unsafe",
+}
+
+// depRules are "package P must not depend on Q at all" for packages outside
+// the module, where the table cannot reach.
+var depRules = []struct {
+	who    func(string) bool
+	banned string
+	why    string
+}{
+	{func(p string) bool {
+		return p != "jobs/temporal" && !strings.HasPrefix(p, "cmd/") && !strings.HasPrefix(p, "internal/")
+	}, "go.temporal.io/sdk", "only jobs/temporal imports Temporal"},
+	{func(p string) bool {
+		return p != "jobs/server" && !strings.HasPrefix(p, "cmd/") && !strings.HasPrefix(p, "internal/")
+	}, "go.temporal.io/server", "only jobs/server imports the Temporal server"},
+}
+
+// violations checks pkgs against the table tab and the rules outside it.
+func violations(pkgs map[string]*pkg, tab map[string]row) []violation {
+	var out []violation
+	add := func(name, imp, format string, args ...any) {
+		out = append(out, violation{pkg: name, imp: imp, what: fmt.Sprintf(format, args...)})
+	}
+	for _, name := range sorted(pkgs) {
+		p := pkgs[name]
+		r, placed := tab[name]
+		if !placed {
+			add(name, "", "is not in the table: place it in its layer in internal/importrules/table_test.go (DESIGN.md, Parts and their boundaries)")
+		}
+		for _, imp := range p.AllImports {
+			rest, ours := strings.CutPrefix(imp, module+"/")
+			switch {
+			case ours && placed && !mayImport(r, rest):
+				add(name, rest, "imports %s: %s", rest, whyNot(tab, name, rest))
+			case !ours && r.pure && slices.Contains(ioPackages, imp):
+				add(name, "", "imports %s: %s does no I/O (DESIGN.md)", imp, name)
+			}
+		}
+		if placed && r.starts != "" && len(p.Starts) == 0 {
+			add(name, "", "starts no process, yet its row lets it (%s): clear the row's starts field", r.starts)
+		}
+		if r.starts == "" {
+			for _, s := range p.Starts {
+				add(name, "", "starts a process (%s): only runner and the in-box init start processes (DESIGN.md: runner is the only code that executes processes; the table's starts field names the rest)", s)
+			}
+		}
+		for _, d := range depRules {
+			if d.who(name) && (hasPrefixIn(p.Deps, d.banned) || hasPrefixIn(p.AllImports, d.banned)) {
+				add(name, "", "depends on %s: %s", d.banned, d.why)
+			}
+		}
+	}
+	return out
+}
+
+// mayImport reports whether the row lets its package import imp.
+func mayImport(r row, imp string) bool {
+	return slices.Contains(r.may, imp) || (imp == universal && r.layer != tests)
+}
+
+// whyNot explains a forbidden import with the rule it breaks, where one
+// does, else with the table.
+func whyNot(tab map[string]row, name, imp string) string {
+	switch {
+	case tab[name].layer == frontEnds && bannedForFrontEnd(imp):
+		return "a front end translates; the loop's work (boxes, runs, fitting, offloading, files) is the mediator's"
+	case imp == "runner":
+		return "only the mediator drives runner (DESIGN.md: runner executes, the mediator decides)"
+	case name == "sandbox/boxinit":
+		return "the in-box init imports only " + strings.Join(boxInitMay, ", ") + ", never the host planner"
+	case imp == "internal/cli":
+		return "the CLI is wiring; no part imports it"
+	case tab[imp].layer == tests:
+		return "only _test.go files import a package of tests"
+	case tab[name].layer == tests:
+		return "a package of tests imports no airlock package, so every package's own tests can use it"
+	}
+	if _, ok := tab[imp]; !ok {
+		return imp + " is not in the table"
+	}
+	return fmt.Sprintf("not in its row of the table (%s may import: %s)", name, strings.Join(tab[name].may, ", "))
+}
+
+// hasPrefixIn reports whether a path in list is prefix or under it.
+func hasPrefixIn(list []string, prefix string) bool {
+	for _, s := range list {
+		if s == prefix || strings.HasPrefix(s, prefix+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// settle splits vs into what fails and what is tolerated by a pending
+// entry, and fails every pending entry that is no longer a violation (the
+// lists only shrink).
+func settle(vs []violation, lists ...[]pending) (fail, tolerated []string) {
+	waiting := map[[2]string]pending{} // {pkg, import} -> its entry
+	for _, l := range lists {
+		for _, p := range l {
+			waiting[[2]string{p.pkg, p.imp}] = p
+		}
+	}
+	used := map[[2]string]bool{}
+	for _, v := range vs {
+		key := [2]string{v.pkg, v.imp}
+		if p, ok := waiting[key]; ok && v.imp != "" {
+			used[key] = true
+			tolerated = append(tolerated, fmt.Sprintf("pending: %s (%s)", v, p.why))
+			continue
+		}
+		fail = append(fail, v.String())
+	}
+	for _, l := range lists {
+		for _, p := range l {
+			if !used[[2]string{p.pkg, p.imp}] {
+				fail = append(fail, fmt.Sprintf("pending entry {%s, %s} is no longer a violation: remove it from the pending list", p.pkg, p.imp))
+			}
+		}
+	}
+	return fail, tolerated
+}

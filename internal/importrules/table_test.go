@@ -1,0 +1,132 @@
+package importrules
+
+// This file is the law: DESIGN.md's layers ("Parts and their boundaries") as
+// a table of every airlock package and the airlock packages it may import
+// directly. A package that is not in the table fails TestImportRules, so a
+// new package is placed here, in its layer, before it can be merged. The
+// rules in rules_test.go are checked against the table (TestTableObeysDesign)
+// and the code against the table (TestImportRules), so the table cannot be
+// edited into breaking DESIGN.md without a rule failing.
+
+// layer is a row of DESIGN.md's diagram, bottom first. A package imports
+// only from its own layer or below.
+type layer int
+
+const (
+	leaves    layer = iota // netrule · errs · fit · boxconf, the wire formats
+	parts                  // egress · policy · audit · files, MCP decoding, the kernel features sandbox builds on
+	host                   // runner · sandbox · approvals · offload, and the in-box init beside them
+	kernel                 // mediator, and the escape matrix that drives runner directly
+	jobs                   // job trees, routing, Temporal
+	frontEnds              // mcp/serve, mcp/gateway, node, server API: a message in, a Call to the mediator, its Outcome out
+	cli                    // internal/cli and the wiring it builds the kernel with
+	mains                  // cmd/...: pick the mode, hand over
+	tests                  // packages of tests only: nobody imports them, they import no airlock package
+)
+
+var layerNames = map[layer]string{
+	leaves: "leaves", parts: "parts", host: "host", kernel: "kernel", jobs: "jobs",
+	frontEnds: "front ends", cli: "cli", mains: "mains", tests: "tests",
+}
+
+func (l layer) String() string { return layerNames[l] }
+
+// row is one package's place.
+type row struct {
+	layer layer
+	// may lists the airlock packages it may import directly, besides errs,
+	// which every package but the tests may import.
+	may []string
+	// pure packages decide and compute; they do no I/O and depend only on
+	// pure packages.
+	pure bool
+	// starts says why the package may start processes; "" means it may not
+	// import os/exec or call os.StartProcess, syscall.ForkExec, syscall.Exec,
+	// unix.Exec or the exec/fork system calls.
+	starts string
+}
+
+// universal may be imported by every package outside the tests layer.
+const universal = "errs"
+
+var table = map[string]row{
+	// leaves
+	"errs":             {layer: leaves, pure: true},
+	"netrule":          {layer: leaves, pure: true},
+	"fit":              {layer: leaves, pure: true},
+	"termsafe":         {layer: leaves, pure: true},
+	"policy/shellread": {layer: leaves, pure: true},
+	"sandbox/boxconf":  {layer: leaves, pure: true},
+	"egress/wire":      {layer: leaves},
+
+	// parts
+	"policy":           {layer: parts, pure: true, may: []string{"netrule", "policy/shellread"}},
+	"egress":           {layer: parts, may: []string{"egress/wire", "netrule"}},
+	"egress/forward":   {layer: parts, may: []string{"egress/wire"}},
+	"audit":            {layer: parts, may: []string{"internal/privfile"}},
+	"files":            {layer: parts, may: []string{"internal/privfile"}},
+	"mcp":              {layer: parts, may: []string{"fit"}},
+	"sandbox/cgroup":   {layer: parts},
+	"sandbox/seccomp":  {layer: parts},
+	"sandbox/landlock": {layer: parts},
+	// privfile writes airlock's own files (audit log, grants, store) so that no box can steer them.
+	"internal/privfile": {layer: parts},
+
+	// host
+	"sandbox":   {layer: host, may: []string{"sandbox/boxconf", "sandbox/cgroup", "sandbox/landlock", "sandbox/seccomp"}},
+	"runner":    {layer: host, may: []string{"sandbox", "sandbox/boxconf", "sandbox/cgroup"}, starts: "the only code that executes processes on the host (DESIGN.md)"},
+	"approvals": {layer: host, may: []string{"audit", "internal/privfile", "policy"}},
+	"offload":   {layer: host, may: []string{"files", "fit"}},
+	"sandbox/boxinit": {layer: host, may: []string{"sandbox/boxconf", "sandbox/landlock", "sandbox/seccomp", "egress/forward"},
+		starts: "the in-box init starts the target inside the box"},
+
+	// kernel
+	"mediator": {layer: kernel, may: []string{"approvals", "audit", "egress", "egress/wire", "files", "fit",
+		"netrule", "offload", "policy", "policy/shellread", "runner", "sandbox"}},
+	"escape": {layer: kernel, may: []string{"egress", "egress/forward", "egress/wire", "netrule", "runner",
+		"sandbox", "sandbox/seccomp"},
+		starts: "the escape matrix runs each attack unconfined first, to show it works outside any box"},
+
+	// front ends
+	// policy and audit: the types of the rules a front end forwards and of
+	// the records its hooks write (a message refused before it is a call).
+	"mcp/serve":     {layer: frontEnds, may: []string{"audit", "mcp", "mcp/approval", "mcp/httpfront", "mediator", "policy"}},
+	"mcp/gateway":   {layer: frontEnds, may: []string{"audit", "mcp", "mcp/approval", "mcp/httpfront", "mediator", "policy"}},
+	"mcp/approval":  {layer: frontEnds, may: []string{"mcp", "mediator"}}, // the one question put to the person at an MCP client
+	"mcp/httpfront": {layer: frontEnds, may: []string{"mcp"}},             // the guard before any MCP code sees an HTTP request
+
+	// cli
+	"internal/wiring": {layer: cli, may: []string{"approvals", "audit", "egress", "egress/wire", "files", "fit",
+		"internal/privfile", "mcp", "mediator", "netrule", "offload", "policy", "sandbox"}},
+	"internal/cli": {layer: cli, may: []string{"approvals", "audit", "escape", "files", "fit", "internal/privfile", "termsafe",
+		"internal/wiring", "mcp", "mcp/gateway", "mcp/httpfront", "mcp/serve", "mediator", "offload", "policy",
+		"policy/shellread", "sandbox"}},
+
+	// mains
+	"cmd/airlock": {layer: mains, may: []string{"egress/forward", "escape", "internal/cli", "sandbox/boxinit"}},
+
+	// tests
+	"internal/e2e":         {layer: tests},
+	"internal/importrules": {layer: tests},
+	"internal/testsupport": {layer: tests, starts: "builds the airlock binary for tests (go build); only _test.go files import it"},
+}
+
+// pending is an import the table forbids that the tree still has, while the
+// work it belongs to moves. TestImportRules logs each and fails once one is
+// gone, so the lists only shrink.
+type pending struct {
+	pkg, imp, why string
+}
+
+// pendingFrontEnd: front-end imports of the loop's work that still wait to
+// move into mediator ({package, import, "moves into mediator"}). It is
+// empty: mcp/serve and mcp/gateway translate and nothing else. Entries leave
+// it, none join it.
+var pendingFrontEnd = []pending{}
+
+// pendingBoxInit: the in-box init still takes sandbox.LookPath and
+// sandbox.EnvValue from the host planner, and dispatches the runner's
+// cleanup guard (a host process) for it.
+var pendingBoxInit = []pending{
+	{"sandbox/boxinit", "sandbox", "LookPath, EnvValue and the guard's dispatch move out of the host planner"},
+}

@@ -1,0 +1,31 @@
+//go:build !unix
+
+package privfile
+
+import (
+	"io/fs"
+	"os"
+
+	"github.com/airlock-run/airlock/errs"
+)
+
+// Options: see the unix version.
+type Options struct {
+	BoxWritable []string
+	MakeDirs    bool
+}
+
+func unsupported(path string) error {
+	return errs.Unavailablef("privfile: %s: writing airlock's own files safely needs a Unix system", path)
+}
+
+// WriteFile is not supported on this system.
+func WriteFile(path string, _ []byte, _ fs.FileMode, _ Options) error { return unsupported(path) }
+
+// OpenAppend is not supported on this system.
+func OpenAppend(path string, _ int, _ fs.FileMode, _ Options) (*os.File, error) {
+	return nil, unsupported(path)
+}
+
+// MkdirAll is not supported on this system.
+func MkdirAll(path string, _ Options) error { return unsupported(path) }

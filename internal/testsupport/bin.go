@@ -1,0 +1,92 @@
+package testsupport
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// module is the module path whose go.mod marks the checkout's root.
+const module = "github.com/airlock-run/airlock"
+
+// built is the binary AirlockBin built for this test process, once.
+var built = sync.OnceValues(build)
+
+// AirlockBin returns the airlock binary the test runs: $AIRLOCK_BIN when set
+// (scripts/test.sh builds it once for every package), else one built from
+// this checkout's cmd/airlock, once per test binary. A build that fails
+// fails the test: a test that needs the binary proves nothing without it.
+func AirlockBin(t testing.TB) string {
+	t.Helper()
+	if b := os.Getenv("AIRLOCK_BIN"); b != "" {
+		if st, err := os.Stat(b); err != nil || st.IsDir() {
+			t.Fatalf("AIRLOCK_BIN=%s is not the airlock binary (build it with go build -o bin/airlock ./cmd/airlock): %v", b, err)
+		}
+		return b
+	}
+	bin, err := built()
+	if err != nil {
+		t.Fatalf("build airlock: %v", err)
+	}
+	return bin
+}
+
+// build compiles cmd/airlock into a fresh temporary directory.
+func build() (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "airlock-test-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "airlock")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/airlock")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/airlock in %s: %v\n%s", root, err, out)
+	}
+	return bin, nil
+}
+
+// moduleRoot walks up from the working directory (a test runs in its
+// package's directory) to the go.mod of airlock's module.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if isModule(filepath.Join(dir, "go.mod")) {
+			return dir, nil
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return "", errors.New("no go.mod of " + module + " above the working directory")
+		}
+		dir = up
+	}
+}
+
+// isModule reports whether the go.mod at path declares airlock's module.
+func isModule(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "module "); ok {
+			return strings.Trim(strings.TrimSpace(rest), `"`) == module
+		}
+	}
+	return false
+}
