@@ -256,8 +256,12 @@ func (c *Checker) command(cmds []shellread.Command, i int) Decision {
 		}
 	}
 	if cmd.Undecidable != "" {
+		what := describeCmd(cmd.Argv)
+		if len(cmd.Argv) == 0 && !strings.Contains(cmd.Undecidable, "redirect") && !strings.Contains(cmd.Undecidable, "descriptor") {
+			what = "a construct in the string" // a flagged construct, not a redirection
+		}
 		d = Strictest(d, Decision{Verdict: Escalate, Category: CatShell, Rule: "shell.undecidable",
-			Reason: fmt.Sprintf("%s cannot be decided before it runs (%s), so it needs a person's approval", describeCmd(cmd.Argv), cmd.Undecidable)})
+			Reason: fmt.Sprintf("%s cannot be decided before it runs (%s), so it needs a person's approval", what, cmd.Undecidable)})
 	}
 	if cmd.Risk != "" {
 		d = Strictest(d, Decision{Verdict: Escalate, Category: CatShell, Rule: "builtin.env-assign",
