@@ -97,6 +97,8 @@ func TestShellControlsBuiltinRules(t *testing.T) {
 		{"TMPDIR in a trap", `trap 'rm -rf "$TMPDIR/work"' EXIT; echo hi`, "builtin.rm-outside", ""},
 		{"TMPDIR climbing out", `rm -rf "$TMPDIR/../etc"`, "builtin.rm-outside", "builtin.rm-outside"},
 		{"TMPDIR itself", `rm -rf "$TMPDIR"`, "builtin.rm-outside", "builtin.rm-outside"},
+		{"TMPDIR reassigned", `trap 'rm -rf "$TMPDIR/x"' EXIT; TMPDIR=/`, "builtin.rm-outside", "builtin.env-assign"},
+		{"TMPDIR read", `trap 'rm -rf "$TMPDIR/x"' EXIT; read TMPDIR < f`, "builtin.rm-outside", "builtin.env-assign"},
 		{"tmp itself glob", "rm -rf /tmp/../*", "builtin.rm-root", "builtin.rm-root"},
 		{"wrapper function", "ls() { command ls -l | head; }; ls", "", ""},
 		{"plain calls", "f() { echo hi; }; f; f | cat", "", ""},
