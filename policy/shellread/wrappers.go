@@ -954,10 +954,22 @@ func (r *reader) otherRunners(idx int, base string, s scope) {
 		}
 	case "gdb":
 		for i := 1; i < len(argv); i++ {
+			a := strings.TrimPrefix(argv[i], "-")
 			if argv[i] == "--args" || argv[i] == "-args" {
 				r.inner(idx, i+1, s, innerOpts{})
 				return
 			}
+			// gdb takes -x, -ex, --command=… with one dash or two; its
+			// commands include shell and python.
+			name, _, _ := strings.Cut(strings.TrimPrefix(a, "-"), "=")
+			switch name {
+			case "x", "ex", "ix", "iex", "command", "eval-command", "init-command", "init-eval-command":
+				r.undecidable(idx, "gdb runs debugger commands (shell, python) that this reader does not read")
+				return
+			}
+		}
+		if len(r.out[idx].Upstream) > 0 {
+			r.undecidable(idx, "gdb reads debugger commands (shell, python) from its input")
 		}
 	case "sg":
 		if len(argv) < 3 {
