@@ -33,6 +33,12 @@ type World struct {
 	// Nil (or an error) means no path-qualified program is ever the same as
 	// an allowed bare name.
 	LookPath func(name string) (string, error)
+	// Box is true when commands run in a box of their own (tier 1): its own
+	// process namespace, so background jobs end with it and every process
+	// kill can reach is its own, and a private /tmp that $TMPDIR (unset or
+	// /tmp there) names. False (the zero value) decides as if commands ran
+	// on the host.
+	Box bool
 }
 
 // Access is what a path is used for.

@@ -1,6 +1,10 @@
 package policy
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/airlock-run/airlock/policy/shellread"
+)
 
 // Options that make an otherwise harmless program run another program of the
 // caller's choosing. They matter only when programs are restricted (a
@@ -49,6 +53,11 @@ func execOption(prog string, args []string) bool {
 // execOptionIn is execOption with prog's entry of execOpts already looked
 // up.
 func execOptionIn(prog string, opts []execOpt, args []string) bool {
+	if runs, known := shellread.OptionsRun(prog, args); known {
+		// The reader's option grammar: clusters, attached values,
+		// abbreviations and tar's old style, one table for both.
+		return runs
+	}
 	if len(opts) == 0 {
 		return false
 	}

@@ -265,6 +265,10 @@ func (ps *parser) str(n *yaml.Node, field string, numbersOK bool) (string, bool)
 			ps.fail(n, field, "want a string, got a number (quote it)")
 			return "", false
 		}
+	case "!!bool":
+		// `allow: [true]` is the program true to its writer.
+		ps.fail(n, field, "want a string, got the boolean %s (quote it: %q)", n.Value, n.Value)
+		return "", false
 	default:
 		ps.fail(n, field, "want a string, got %s", describe(n))
 		return "", false

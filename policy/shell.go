@@ -38,6 +38,89 @@ var harmlessBuiltins = map[string]bool{
 	"pushd": true, "popd": true, "dirs": true, "type": true, "getopts": true, "umask": true, "times": true, "jobs": true,
 }
 
+// boxScratch is the box's private /tmp.
+var boxScratch = []string{"/tmp"}
+
+// shellBuiltins are builtins of sh and bash that start no program by
+// themselves; whatever they run, assign or write the reader lists or marks
+// on its own (trap's command, `command prog`, `read PATH`, `hash -p`,
+// `shopt -s expand_aliases`, exec's program and redirections). With a
+// shell.allow list they are decided as builtins, not refused as programs,
+// when a shell runs them (not a wrapper: `env kill` is the program).
+var shellBuiltins = map[string]bool{
+	"read": true, "printf": true, "unset": true, "trap": true, "command": true, "shopt": true, "hash": true,
+	"ulimit": true, "exec": true, "mapfile": true, "readarray": true, "getopts": true, "let": true,
+	"wait": true, "jobs": true, "fg": true, "bg": true, "times": true, "umask": true, "type": true, "kill": true,
+}
+
+// builtinRun reports whether cmds[i] is a shell builtin that the shell
+// itself runs, and not a program of the same name.
+func (c *Checker) builtinRun(cmds []shellread.Command, i int) bool {
+	cmd := &cmds[i]
+	prog := cmd.Argv[0]
+	if !shellBuiltins[prog] || !cmd.Builtin && !readerBuiltin(prog) || cmd.Function {
+		return false
+	}
+	if cmd.How == "wrapper" {
+		// Only command and builtin run a builtin; other wrappers run the
+		// program.
+		p := cmd.Parent
+		if p < 0 || p >= len(cmds) || len(cmds[p].Argv) == 0 || cmds[p].Argv[0] != "command" && cmds[p].Argv[0] != "builtin" {
+			return false
+		}
+	}
+	if cmd.Parent < 0 && cmd.How == "" && cmd.Line == 0 {
+		return false // an argv run without a shell: the program
+	}
+	if prog == "command" && len(cmd.Argv) > 1 && strings.HasPrefix(cmd.Argv[1], "-") && strings.Contains(cmd.Argv[1], "p") {
+		return false // command -p searches a PATH of its own
+	}
+	if prog == "kill" && !c.world.Box {
+		return killsOwn(cmd)
+	}
+	return true
+}
+
+// readerBuiltin: the reader reads these itself and does not set Builtin
+// on them.
+func readerBuiltin(prog string) bool {
+	switch prog {
+	case "trap", "command", "shopt", "hash", "exec", "mapfile", "readarray", "let":
+		return true
+	}
+	return false
+}
+
+// killsOwn reports whether every process kill names is one the string
+// started or its own shell: a job (%1), $! or $$. On the host any other
+// pid may be someone else's.
+func killsOwn(cmd *shellread.Command) bool {
+	n := 0
+	for k, a := range cmd.Argv[1:] {
+		if strings.HasPrefix(a, "-") && n == 0 && !isDyn(cmd, k+1) {
+			continue // a signal or -l
+		}
+		switch a {
+		case "$!", `"$!"`, "${!}", `"${!}"`, "$$", `"$$"`:
+		default:
+			if !strings.HasPrefix(a, "%") || isDyn(cmd, k+1) {
+				return false
+			}
+		}
+		n++
+	}
+	return n > 0
+}
+
+func isDyn(cmd *shellread.Command, i int) bool {
+	for _, d := range cmd.Dynamic {
+		if d == i {
+			return true
+		}
+	}
+	return false
+}
+
 // Argv decides running argv directly (no shell). If argv's program starts
 // others from its arguments (sh -c, env, sudo, xargs, find -exec, git -c …),
 // each of them is decided too and the strictest verdict wins.
@@ -71,9 +154,11 @@ func (c *Checker) Argv(argv []string) Decision {
 	return c.decideAll(cmds).Overall
 }
 
-// Shell decides a shell string: every simple command it would run is
-// decided on its own. A string that does not parse escalates; with
-// shell.raw false every string is refused.
+// Shell decides a shell string run by /bin/sh -c, as the shell tool runs it:
+// every simple command it would run is decided on its own. The string is
+// read as POSIX sh, the language of the dash that runs it; a string that
+// does not parse as sh, or holds a construct dash runs differently than it
+// reads, escalates. With shell.raw false every string is refused.
 func (c *Checker) Shell(src string) ShellDecision {
 	for k := c; k != nil; k = k.within {
 		if !k.raw {
@@ -81,12 +166,22 @@ func (c *Checker) Shell(src string) ShellDecision {
 				Reason: "shell command strings are not accepted here; run the program with its arguments instead"}}
 		}
 	}
-	cmds, err := shellread.Read(src)
+	cmds, err := shellread.ReadIn(src, shellread.POSIX)
 	if err != nil {
 		return ShellDecision{Overall: Decision{Verdict: Escalate, Category: CatShell, Rule: "shell.parse",
-			Reason: "the shell command could not be read completely, so it needs a person's approval"}}
+			Reason: "the shell command could not be read completely as sh (" + parseWhy(err) + "), so it needs a person's approval"}}
 	}
 	return c.decideAll(cmds)
+}
+
+// parseWhy is the part of a read error an agent may see: what in its own
+// string could not be read.
+func parseWhy(err error) string {
+	m := err.Error()
+	if len(m) > 200 {
+		m = m[:197] + "..."
+	}
+	return m
 }
 
 // Commands decides commands already read by shellread.Read or ReadArgv.
@@ -142,7 +237,11 @@ func (c *Checker) command(cmds []shellread.Command, i int) Decision {
 	if d.Verdict == Deny {
 		return d
 	}
-	rule, catastrophic := shellread.Catastrophic(cmds, i, shellread.Where{Workdir: c.world.Workdir, Home: c.world.Home})
+	where := shellread.Where{Workdir: c.world.Workdir, Home: c.world.Home}
+	if c.world.Box {
+		where.Scratch = boxScratch
+	}
+	rule, catastrophic := shellread.Catastrophic(cmds, i, where)
 	if catastrophic {
 		d = Strictest(d, Decision{Verdict: Escalate, Category: CatShell, Rule: "builtin." + rule.ID, Reason: rule.Reason})
 	}
@@ -157,14 +256,20 @@ func (c *Checker) command(cmds []shellread.Command, i int) Decision {
 		}
 	}
 	if cmd.Undecidable != "" {
+		what := describeCmd(cmd.Argv)
+		if len(cmd.Argv) == 0 && !strings.Contains(cmd.Undecidable, "redirect") && !strings.Contains(cmd.Undecidable, "descriptor") {
+			what = "a construct in the string" // a flagged construct, not a redirection
+		}
 		d = Strictest(d, Decision{Verdict: Escalate, Category: CatShell, Rule: "shell.undecidable",
-			Reason: fmt.Sprintf("%s cannot be decided before it runs (%s), so it needs a person's approval", describeCmd(cmd.Argv), cmd.Undecidable)})
+			Reason: fmt.Sprintf("%s cannot be decided before it runs (%s), so it needs a person's approval", what, cmd.Undecidable)})
 	}
 	if cmd.Risk != "" {
 		d = Strictest(d, Decision{Verdict: Escalate, Category: CatShell, Rule: "builtin.env-assign",
 			Reason: fmt.Sprintf("%s changes how programs run (%s), so it needs a person's approval", describeCmd(cmd.Argv), cmd.Risk)})
 	}
-	if cmd.Background && !c.spawn {
+	if cmd.Background && !c.spawn && !c.world.Box {
+		// In a box the job ends with the box; on the host it outlives
+		// the call.
 		return Decision{Verdict: Deny, Category: CatShell, Rule: "shell.spawn",
 			Reason: fmt.Sprintf("%s would keep running in the background, which is not allowed here", describeCmd(cmd.Argv))}
 	}
@@ -242,6 +347,8 @@ func (c *Checker) program(cmds []shellread.Command, i int) Decision {
 		case !qualified && pi != nil && pi.allowIdx >= 0:
 			d.Rule = c.allowRule[pi.allowIdx]
 		case !qualified && harmlessBuiltins[prog] && (cmd.Builtin || cmd.Parent < 0 && len(cmds) == 1):
+			d.Rule = "shell.builtins"
+		case !qualified && c.builtinRun(cmds, i):
 			d.Rule = "shell.builtins"
 		case !qualified:
 			return c.notAllowed(prog)
@@ -374,6 +481,10 @@ func (c *Checker) argFile(r shellread.Redirect, dir string) Decision {
 	allow := Decision{Verdict: Allow, Category: CatFS, Rule: "default"}
 	if r.Dynamic && tildeOnly(r.Path) {
 		r.Dynamic = false
+	}
+	if rest := shellread.TmpdirRest(r.Path); r.Dynamic && c.world.Box && rest != "" {
+		// In a box $TMPDIR is its private /tmp.
+		r.Path, r.Dynamic = boxScratch[0]+rest, false
 	}
 	if r.Dynamic {
 		return Decision{Verdict: Escalate, Category: CatFS, Rule: "fs.path",

@@ -167,17 +167,19 @@ func TestExecWall(t *testing.T) {
 	}
 }
 
-// TestExecWallEndToEnd runs through `airlock run` the attacks that get past
-// the command reader today (a shell reading code from its input or a
-// file): each first works unconfined, and under the policy the kernel
-// refuses rm while the listed programs run. A policy naming a program that
-// does not exist is refused before anything runs.
+// TestExecWallEndToEnd runs through `airlock run` attacks that get past
+// the command reader (an interpreter other than a shell reading code from
+// its input or a file; a shell doing so the reader refuses itself): each
+// first works unconfined, and under the policy the kernel refuses rm while
+// the listed programs run. A policy naming a program that does not exist is
+// refused before anything runs.
 func TestExecWallEndToEnd(t *testing.T) {
 	requireRoot(t)
 	requireBwrap(t)
 	requireLandlock(t)
-	const policy = "shell: {allow: [sh, ls, cat, echo, cp, \"true\"]}\nfs: {write: [.]}\nescalation: {timeout: 1s}\n"
-	for name, c := range map[string]string{"stdin": "echo 'rm -f victim' | sh", "file": "echo 'rm -f victim' > s; sh s"} {
+	const policy = "shell: {allow: [sh, perl, ls, cat, echo, cp, \"true\"]}\nfs: {write: [.]}\nescalation: {timeout: 1s}\n"
+	const code = `exit(system("sh", "-c", "rm -f victim") >> 8)`
+	for name, c := range map[string]string{"stdin": "echo '" + code + "' | perl", "file": "echo '" + code + "' > s; perl s"} {
 		t.Run(name, func(t *testing.T) {
 			h := newHome(t)
 			victim := h.write("victim", "v")

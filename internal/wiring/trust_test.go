@@ -167,12 +167,15 @@ func TestBoxCannotMovePolicyAside(t *testing.T) {
 	}
 	_, work, getenv := privateWorld(t)
 	file := filepath.Join(work, "policies", "agent.yaml")
-	const orig = "fs: {read: [.], write: [.]}\nshell: {allow: [sh, mv, mkdir]}\n"
+	const orig = "fs: {read: [.], write: [.]}\nshell: {allow: [perl]}\n"
 	writeFile(t, file, orig)
 	writeFile(t, filepath.Join(work, "other", "x"), "x")
-	writeFile(t, filepath.Join(work, "swap.sh"), `mv other other.old || exit 3
-mv policies policies.old || exit 4
-mkdir policies && printf 'isolation: none\n' > policies/agent.yaml
+	// A script file the policy cannot read (a shell reading one escalates
+	// before the box is reached, so the script is perl's): the box is the
+	// only wall left.
+	writeFile(t, filepath.Join(work, "swap.pl"), `rename("other", "other.old") or exit 3;
+rename("policies", "policies.old") or exit 4;
+mkdir("policies") and open(my $f, ">", "policies/agent.yaml") and print $f "isolation: none\n";
 `)
 	k, err := Build(Config{Dir: work, PolicyFile: file, Getenv: getenv, Mode: "fix",
 		Tier: sandbox.Tier1, Exe: testsupport.AirlockBin(t)})
@@ -181,7 +184,7 @@ mkdir policies && printf 'isolation: none\n' > policies/agent.yaml
 	}
 	defer k.Close()
 	var out strings.Builder
-	res, err := k.Exec(context.Background(), mediator.Call{Kind: mediator.KindExec, Argv: []string{"sh", "swap.sh"}},
+	res, err := k.Exec(context.Background(), mediator.Call{Kind: mediator.KindExec, Argv: []string{"perl", "swap.pl"}},
 		mediator.ExecOptions{Stdout: &out, Stderr: &out})
 	if err != nil {
 		t.Fatalf("run: %v", err)

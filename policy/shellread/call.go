@@ -23,10 +23,12 @@ type shellState struct {
 	funcs  map[string]bool // functions defined unconditionally so far
 	// cdFuncs are functions whose bodies may change the directory.
 	cdFuncs map[string]bool
+	// safe holds the variables bash arithmetic may name (see arith.go).
+	safe map[string]bool
 }
 
 func newShell() *shellState {
-	return &shellState{funcs: map[string]bool{}, cdFuncs: map[string]bool{}}
+	return &shellState{funcs: map[string]bool{}, cdFuncs: map[string]bool{}, safe: map[string]bool{}}
 }
 
 func (sh *shellState) fork() *shellState {
@@ -34,7 +36,11 @@ func (sh *shellState) fork() *shellState {
 		return newShell()
 	}
 	n := &shellState{dir: sh.dir, alt: sh.alt, hasAlt: sh.hasAlt,
-		funcs: make(map[string]bool, len(sh.funcs)), cdFuncs: make(map[string]bool, len(sh.cdFuncs))}
+		funcs: make(map[string]bool, len(sh.funcs)), cdFuncs: make(map[string]bool, len(sh.cdFuncs)),
+		safe: make(map[string]bool, len(sh.safe))}
+	for k, v := range sh.safe {
+		n.safe[k] = v
+	}
 	for k, v := range sh.funcs {
 		n.funcs[k] = v
 	}
@@ -95,6 +101,11 @@ func (r *reader) call(st *syntax.Stmt, ce *syntax.CallExpr, s scope) {
 	c.Undecidable = firstNonEmpty(why, rwhy)
 	c.Risk = riskOf(c.Assigns)
 	if len(c.Argv) == 0 {
+		for _, a := range ce.Assigns {
+			if a.Name != nil {
+				s.shell.markValue(a.Name.Value, a.Value, a.Array)
+			}
+		}
 		// A bare assignment changes the shell itself, so a risky one
 		// affects every later command of this shell.
 		if c.Risk == "" && c.Undecidable == "" && len(c.Redirects) == 0 && len(r.out) == idx+1 {
@@ -122,7 +133,7 @@ func (r *reader) nestedText(text string, s scope, line, col int) {
 	if s.depth+1 > MaxDepth || nestingTooDeep(text) {
 		return
 	}
-	f, err := parse(text)
+	f, err := parse(text, s.dialect)
 	if err != nil {
 		return
 	}
@@ -153,6 +164,9 @@ func (r *reader) assign(a *syntax.Assign, s scope, parent int) (Assign, string) 
 	if a.Index != nil {
 		as.Dynamic = true
 		why = firstNonEmpty(why, r.substsIn(a.Index, s, parent))
+		if as.Name != "BASH_CMDS" && as.Name != "BASH_ALIASES" { // bash's own associative arrays
+			why = firstNonEmpty(why, s.arithWhy(a.Index)) // an indexed array's subscript is arithmetic
+		}
 	}
 	if as.Name == "IFS" {
 		why = firstNonEmpty(why, "assigning IFS changes how later words are split")
@@ -179,6 +193,9 @@ func (r *reader) decl(st *syntax.Stmt, d *syntax.DeclClause, s scope) {
 		}
 		as, w := r.assign(a, s, idx)
 		why = firstNonEmpty(why, w)
+		if a.Name != nil {
+			s.shell.markValue(a.Name.Value, a.Value, a.Array)
+		}
 		switch {
 		case a.Name == nil && a.Naked:
 			// An operand without a name: an option such as -x, or a word
@@ -203,6 +220,32 @@ func (r *reader) decl(st *syntax.Stmt, d *syntax.DeclClause, s scope) {
 	c.Undecidable = firstNonEmpty(why, rwhy)
 	c.Risk = riskOf(c.Assigns)
 	r.out[idx] = c
+}
+
+// declOperands reads the NAME=VALUE operands of export, readonly and local
+// parsed as a plain command, as decl reads a declaration.
+func declOperands(c *Command) {
+	if len(c.Assigns) > 0 {
+		return // read as a declaration already
+	}
+	for i := 1; i < len(c.Argv); i++ {
+		a := c.Argv[i]
+		eq := strings.IndexByte(a, '=')
+		if isDynamic(c, i) && (eq <= 0 || !isName(a[:eq])) {
+			// `export $x` splits x into words that may be NAME=VALUE.
+			c.Undecidable = firstNonEmpty(c.Undecidable, "declares a variable whose name is only known at run time")
+			continue
+		}
+		if eq <= 0 {
+			continue
+		}
+		as := Assign{Name: a[:eq], Value: a[eq+1:], Dynamic: isDynamic(c, i)}
+		if as.Name == "IFS" {
+			c.Undecidable = firstNonEmpty(c.Undecidable, "assigning IFS changes how later words are split")
+		}
+		c.Assigns = append(c.Assigns, as)
+	}
+	c.Risk = firstNonEmpty(c.Risk, riskOf(c.Assigns))
 }
 
 func concat(a, b []Redirect) []Redirect {
@@ -230,6 +273,7 @@ func (r *reader) program(idx int, s scope) {
 	}
 	if !strings.Contains(name, "/") && s.shell.funcs[name] && !s.noFuncs {
 		c.Function = true
+		clear(s.shell.safe) // the body may assign anything
 		return
 	}
 	// The base name as Starts reads it: "prog/" names no file exec runs.
@@ -248,6 +292,7 @@ func (r *reader) program(idx int, s scope) {
 				c.Undecidable = firstNonEmpty(c.Undecidable, risky)
 			}
 			for _, n := range assignedNames(c.Argv) {
+				s.shell.safe[n] = false
 				if i := strings.IndexByte(n, '['); i > 0 && strings.HasSuffix(n, "]") {
 					n = n[:i] // an array element: PATH[0] is PATH
 				}
@@ -261,15 +306,38 @@ func (r *reader) program(idx int, s scope) {
 				}
 			}
 			return
+		case "jobs":
+			// `jobs -x cmd args` runs cmd.
+			for k := 1; k < len(c.Argv); k++ {
+				a := c.Argv[k]
+				if isDynamic(c, k) {
+					c.Undecidable = firstNonEmpty(c.Undecidable, "jobs with an option only known at run time")
+					return
+				}
+				if a == "--" || len(a) < 2 || a[0] != '-' {
+					return
+				}
+				if strings.IndexByte(a, 'x') > 0 {
+					r.inner(idx, k+1, s, innerOpts{})
+					return
+				}
+			}
+			return
 		case "unset":
 			for _, a := range c.Argv[1:] {
 				delete(s.shell.funcs, a)
 			}
 			return
+		case "export", "readonly", "local", "declare", "typeset":
+			// In POSIX sh these are ordinary builtins, not declarations
+			// the parser takes apart: read their NAME=VALUE operands.
+			declOperands(c)
+			return
 		case "eval":
 			r.evalArgs(idx, s)
 			return
 		case "source", ".":
+			clear(s.shell.safe)
 			c.Undecidable = firstNonEmpty(c.Undecidable, "runs the commands of a file, which are only known at run time")
 			return
 		case "alias":
@@ -309,8 +377,6 @@ func (r *reader) program(idx int, s scope) {
 		r.watch(idx, s)
 	case "flock", "su", "runuser", "script":
 		r.dashC(idx, s)
-	case "fd", "fdfind":
-		r.fdExec(idx, s)
 	case "capsh", "gdb", "sg", "hyperfine":
 		r.otherRunners(idx, base, s)
 	case "sed", "gsed":
@@ -326,6 +392,9 @@ func (r *reader) program(idx int, s scope) {
 	}
 	if _, ok := execOpts[base]; ok {
 		r.execOptions(idx, base, s)
+	}
+	if g, ok := grammars[base]; ok {
+		r.runGrammar(idx, 1, g, base, s)
 	}
 	r.optionWords(idx, base)
 	r.fileWrites(idx, base)
@@ -416,8 +485,20 @@ func isDynamic(c *Command, i int) bool {
 }
 
 // script reads text as a script run by the command at idx (sh -c, eval,
-// trap, a git setting that is a command).
+// trap, a git setting that is a command). eval, trap and builtins run it in
+// the same shell; every other program hands it to a shell known only at run
+// time, so it must read the same in sh and bash.
 func (r *reader) script(idx int, text string, s scope) {
+	c := &r.out[idx]
+	d := either
+	if c.Builtin || c.Argv[0] == "eval" || c.Argv[0] == "trap" {
+		d = s.dialect
+	}
+	r.scriptIn(idx, text, s, d)
+}
+
+// scriptIn is script for a shell of dialect d.
+func (r *reader) scriptIn(idx int, text string, s scope, d Dialect) {
 	c := &r.out[idx]
 	if s.depth+1 > MaxDepth {
 		c.Undecidable = firstNonEmpty(c.Undecidable, "shell strings nested too deeply")
@@ -427,12 +508,23 @@ func (r *reader) script(idx int, text string, s scope) {
 		c.Undecidable = firstNonEmpty(c.Undecidable, "shell string nested too deeply")
 		return
 	}
-	f, err := parse(text)
+	if d == either {
+		// Read it as sh; it must also parse as bash and start the same
+		// programs there.
+		if why := r.sameInBoth(text, s); why != "" {
+			c.Undecidable = firstNonEmpty(c.Undecidable, why)
+			return
+		}
+		d = POSIX
+	}
+	f, err := parse(text, d)
 	if err != nil {
 		c.Undecidable = firstNonEmpty(c.Undecidable, "a nested shell string does not parse: "+err.Error())
 		return
 	}
+	c = &r.out[idx]
 	ns := scope{
+		dialect:    d,
 		src:        text,
 		via:        appendVia(c.Via, c.Argv[0]),
 		parent:     idx,

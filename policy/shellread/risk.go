@@ -5,8 +5,8 @@ import "strings"
 // riskyExact are environment variables that change which program runs or
 // make a program load or run code named in them.
 var riskyExact = map[string]bool{
-	"PATH": true, "BASH_ENV": true, "ENV": true, "SHELLOPTS": true, "BASHOPTS": true, "PS4": true,
-	"PROMPT_COMMAND": true, "CDPATH": true, "GLOBIGNORE": true, "HOME": true, "XDG_CONFIG_HOME": true,
+	"PATH": true, "BASH_ENV": true, "ENV": true, "SHELLOPTS": true, "BASHOPTS": true, "PS4": true, "PS0": true, "PS1": true, "PS2": true, "PS3": true,
+	"PROMPT_COMMAND": true, "TMPDIR": true, "CDPATH": true, "GLOBIGNORE": true, "HOME": true, "XDG_CONFIG_HOME": true,
 	"PYTHONPATH": true, "PYTHONSTARTUP": true, "PYTHONHOME": true, "PYTHONUSERBASE": true,
 	"PERL5LIB": true, "PERL5OPT": true, "PERLLIB": true, "RUBYOPT": true, "RUBYLIB": true,
 	"NODE_OPTIONS": true, "NODE_PATH": true, "JAVA_TOOL_OPTIONS": true, "_JAVA_OPTIONS": true,

@@ -21,6 +21,11 @@ type Rule struct {
 // makes every relative path unknown, an empty Home every home path.
 type Where struct {
 	Workdir, Home string
+	// Scratch lists absolute directories private to the box the command
+	// runs in (its own /tmp), whose removal harms nothing outside it; a
+	// word starting with $TMPDIR is taken to be in the first of them.
+	// Nil on the host.
+	Scratch []string
 }
 
 // The built-in rules, in the order they are checked. docs/command-rules.md
@@ -30,7 +35,7 @@ var builtinRules = []Rule{
 		Reason: "a recursive delete of the root directory needs a person's approval"},
 	{ID: "rm-home", Summary: "recursive delete of the home directory or one of its ancestors (~, $HOME)",
 		Reason: "a recursive delete of the home directory needs a person's approval"},
-	{ID: "rm-outside", Summary: "recursive delete (rm -r, find -delete, find -exec rm -r) of a path outside the working directory, or of a path only known at run time",
+	{ID: "rm-outside", Summary: "recursive delete (rm -r, find -delete, find -exec rm -r, tar --remove-files, zip -m, rsync --delete) of a path outside the working directory, or of a path only known at run time",
 		Reason: "a recursive delete outside the working directory needs a person's approval"},
 	{ID: "download-exec", Summary: "downloaded code run by an interpreter: curl|sh, wget -O- …|bash, …|python, sh <(curl …), bash -c \"$(curl …)\", eval \"$(curl …)\"",
 		Reason: "running code straight from a download needs a person's approval"},
@@ -46,8 +51,8 @@ var builtinRules = []Rule{
 		Reason: "changing permissions or owners recursively outside the working directory needs a person's approval"},
 	{ID: "wipe-device", Summary: "shred of a device, wipefs -a / --all / -o, blkdiscard",
 		Reason: "wiping a device needs a person's approval"},
-	{ID: "git-force-main", Summary: "git push that force-pushes or deletes main or master (-f, --force, --force-with-lease, --mirror, +main, :main, --delete main), or force-pushes without naming a branch",
-		Reason: "rewriting or deleting the main branch of a remote needs a person's approval"},
+	{ID: "git-force-main", Summary: "git push or send-pack that overwrites or deletes any branch of a remote (-f, --force*, --mirror, --delete, --prune, +refspec, :ref, a -c remote.*.mirror or +push setting)",
+		Reason: "overwriting or deleting a branch of a remote needs a person's approval"},
 }
 
 // Builtin returns the built-in command rules. They are on even when no
@@ -95,6 +100,8 @@ func Catastrophic(cmds []Command, i int, where Where) (Rule, bool) {
 		id = rmRule(cmds, i, where)
 	case base == "find":
 		id = findDelete(cmds, i, where)
+	case base == "tar" || base == "gtar" || base == "bsdtar" || base == "zip" || base == "rsync":
+		id = archiveRemove(c, base, where)
 	case base == "chmod" || base == "chown" || base == "chgrp":
 		id = chmodRule(c, where)
 	case base == "dd":
@@ -275,6 +282,11 @@ func locate(p string, dynamic bool, dir string, where Where) place {
 	}
 	var abs string
 	switch {
+	case dynamic && len(where.Scratch) > 0 && tmpdirWord(p) != "":
+		abs = where.Scratch[0] + tmpdirWord(p)
+		if abs = path.Clean(abs); abs == where.Scratch[0] {
+			return unknown // $TMPDIR itself, or an empty rest: keep asking
+		}
 	case dynamic && isHomeWord(p):
 		if where.Home == "" {
 			return unknown
@@ -328,6 +340,11 @@ func locate(p string, dynamic bool, dir string, where Where) place {
 	case where.Home != "" && (abs == path.Clean(where.Home) || strings.HasPrefix(path.Clean(where.Home), abs+"/")):
 		return home
 	}
+	for _, sd := range where.Scratch {
+		if strings.HasPrefix(abs, path.Clean(sd)+"/") {
+			return inside
+		}
+	}
 	if where.Workdir == "" {
 		return unknown
 	}
@@ -339,6 +356,40 @@ func locate(p string, dynamic bool, dir string, where Where) place {
 		return inside
 	}
 	return outside
+}
+
+// TmpdirRest returns the rest after $TMPDIR of a raw word such as
+// `"$TMPDIR"/x` or `"${TMPDIR}/x"`, starting with "/", when the rest is
+// plain text that cannot climb out of it; "" otherwise.
+func TmpdirRest(word string) string { return tmpdirWord(word) }
+
+// tmpdirWord returns the rest after $TMPDIR of a word `"$TMPDIR"/x`,
+// `$TMPDIR/x`, `"${TMPDIR}/x"` …, starting with "/", when the rest is plain
+// text that cannot climb out; "" otherwise.
+func tmpdirWord(p string) string {
+	for _, pre := range []string{`"$TMPDIR"`, `"${TMPDIR}"`, `$TMPDIR`, `${TMPDIR}`, `"$TMPDIR`, `"${TMPDIR}`} {
+		rest, ok := strings.CutPrefix(p, pre)
+		if !ok {
+			continue
+		}
+		if strings.HasPrefix(pre, `"`) && !strings.HasSuffix(pre, `"`) {
+			var closed bool
+			rest, closed = strings.CutSuffix(rest, `"`)
+			if !closed {
+				return ""
+			}
+		}
+		if !strings.HasPrefix(rest, "/") || strings.ContainsAny(rest, "$`\\'\"*?[{~") {
+			return ""
+		}
+		for _, comp := range strings.Split(rest, "/") {
+			if comp == ".." {
+				return ""
+			}
+		}
+		return rest
+	}
+	return ""
 }
 
 // baseDir is the absolute directory a command with Dir runs in.
@@ -484,6 +535,53 @@ func findDelete(cmds []Command, i int, where Where) string {
 	return placeRule(findStarts(c, where), "rm")
 }
 
+// archiveRemove: tar --remove-files and zip -m (--move) delete what they
+// archive, rsync --delete* what the source lacks, directories and all. Every operand is taken as a path removed
+// (the archive's own name too: better asked than missed).
+func archiveRemove(c *Command, base string, where Where) string {
+	removes := false
+	for k, a := range c.Argv[1:] {
+		if a == "--" {
+			break
+		}
+		switch {
+		case strings.HasPrefix(a, "--"):
+			name, _, _ := strings.Cut(a[2:], "=")
+			full := []string{"remove-files"}
+			switch base {
+			case "zip":
+				full = []string{"move"}
+			case "rsync":
+				// --delete and its variants remove what the source
+				// lacks from the destination, directories and all.
+				full = []string{"delete", "delete-before", "delete-during", "delete-delay", "delete-after",
+					"delete-excluded", "delete-missing-args", "del", "remove-source-files"}
+			}
+			for _, f := range full {
+				if len(name) >= 3 && strings.HasPrefix(f, name) {
+					removes = true
+				}
+			}
+		case base == "zip" && len(a) > 1 && a[0] == '-' && !dynamicAt(c, k+1):
+			// A cluster of flags holding m, before any option that
+			// takes the rest of the word as its value.
+			for _, ch := range a[1:] {
+				if strings.ContainsRune("bnPtsOZxiUTI", ch) {
+					break
+				}
+				if ch == 'm' {
+					removes = true
+				}
+			}
+		}
+	}
+	if !removes {
+		return ""
+	}
+	isOpt := func(a string) bool { return len(a) > 1 && a[0] == '-' }
+	return placeRule(operandPlaces(c, isOpt, 0, where), "rm")
+}
+
 func chmodRule(c *Command, where Where) string {
 	var buf [32]string
 	canon := AppendCanon(buf[:0], "chown", c.Argv[1:])
@@ -562,44 +660,93 @@ func wipeRule(c *Command, base string) string {
 	return ""
 }
 
-// gitForceMain: force-pushing or deleting main/master.
+// gitForceMain: a push that overwrites or deletes what is on the remote,
+// whatever branch it names. A branch name is no safe test: `HEAD`, `@` and
+// `refs/heads/*:refs/heads/*` name main as surely as `main` does, and any
+// shared branch is someone's work.
 func gitForceMain(c *Command) string {
 	var buf [32]string
 	canon := AppendCanon(buf[:0], "git", c.Argv[1:])
 	k := 0
-	for k < len(canon) && strings.HasPrefix(canon[k], "-") {
-		k++
+	for ; k < len(canon) && strings.HasPrefix(canon[k], "-"); k++ {
+		// `git -c remote.origin.mirror=true push` and a configured
+		// `+refspec` force a push that names nothing forced.
+		if v, ok := strings.CutPrefix(canon[k], "-c="); ok && strings.HasPrefix(v, "remote.") {
+			key, val, _ := strings.Cut(v, "=")
+			if strings.HasSuffix(key, ".mirror") || strings.HasSuffix(key, ".push") && strings.Contains(val, "+") {
+				return "git-force-main"
+			}
+		}
 	}
-	if k >= len(canon) || canon[k] != "push" {
+	if k >= len(canon) || canon[k] != "push" && canon[k] != "send-pack" {
 		return ""
 	}
 	rest := canon[k+1:]
-	force := hasOpt(rest, "-f") || hasPrefixOpt(rest, "--force-with-lease") || hasOpt(rest, "--mirror")
-	del := hasOpt(rest, "-d")
-	ops := operands(rest)
-	refs := ops
-	if len(ops) > 0 {
-		refs = ops[1:] // the first operand is the remote
-	}
-	for _, r := range refs {
-		plus := strings.HasPrefix(r, "+")
-		r = strings.TrimPrefix(r, "+")
-		src, dst, colon := strings.Cut(r, ":")
-		if !colon {
-			dst = src
+	for j, a := range rest {
+		if a == "--" {
+			rest = append(rest[:j:j], rest[j+1:]...)
+			break
 		}
-		dst = strings.TrimPrefix(dst, "refs/heads/")
-		if dst != "main" && dst != "master" {
-			continue
+		if a == "-f" || a == "-d" || a == "--mirror" {
+			return "git-force-main"
 		}
-		if force || plus || del || colon && src == "" {
+		if forcingLong(a) {
 			return "git-force-main"
 		}
 	}
-	if hasOpt(rest, "--mirror") || force && len(refs) == 0 {
-		return "git-force-main"
+	ops := operands(rest)
+	if len(ops) > 0 && canon[k] == "push" {
+		ops = ops[1:] // the first operand is the remote
+	}
+	for _, r := range ops {
+		// +src:dst forces; :dst (an empty source) deletes.
+		if strings.HasPrefix(r, "+") || strings.HasPrefix(r, ":") {
+			return "git-force-main"
+		}
 	}
 	return ""
+}
+
+// gitPushLong are the long options of git push and send-pack, for
+// resolving abbreviations the way git's option parser does: an exact name,
+// or a prefix of exactly one name (`--forc` is ambiguous, git refuses it).
+var gitPushLong = []string{"verbose", "quiet", "repo", "all", "branches", "mirror", "delete", "tags", "dry-run",
+	"porcelain", "force", "force-with-lease", "force-if-includes", "recurse-submodules", "thin", "receive-pack",
+	"exec", "set-upstream", "progress", "prune", "no-verify", "verify", "follow-tags", "signed", "atomic",
+	"push-option", "ipv4", "ipv6", "stateless-rpc", "helper-status", "stdin"}
+
+// forcingLong reports whether a is a long option of git push that forces
+// or deletes, spelled out or abbreviated as git accepts it.
+func forcingLong(a string) bool {
+	name, ok := strings.CutPrefix(a, "--")
+	if !ok || name == "" {
+		return false
+	}
+	name, _, _ = strings.Cut(name, "=")
+	switch resolveLong(gitPushLong, name) {
+	case "force", "force-with-lease", "mirror", "delete", "prune":
+		return true
+	}
+	return false
+}
+
+// resolveLong resolves a long option name against names as getopt_long and
+// git's parse-options do: the exact name, else the one name it is a prefix
+// of; "" when it names none or more than one (the program refuses it).
+func resolveLong(names []string, name string) string {
+	found := ""
+	for _, n := range names {
+		if n == name {
+			return n
+		}
+		if strings.HasPrefix(n, name) {
+			if found != "" {
+				return ""
+			}
+			found = n
+		}
+	}
+	return found
 }
 
 // forkBomb: cmds[i] calls a function that starts itself in the background
@@ -612,7 +759,8 @@ func forkBomb(cmds []Command, i int) string {
 	name := c.Argv[0]
 	for j := range cmds {
 		d := &cmds[j]
-		if d.InFunc != name || len(d.Argv) == 0 || d.Argv[0] != name {
+		if d.InFunc != name || len(d.Argv) == 0 || d.Argv[0] != name || d.How == "wrapper" {
+			// `ls(){ command ls | head; }` calls the program, not itself.
 			continue
 		}
 		if d.Background || len(d.Upstream) > 0 {

@@ -36,13 +36,14 @@ func StartsArgv(argv []string) bool {
 			}
 		}
 		return false
-	case "fd", "fdfind":
-		return anyOf(args, "-x", "-X", "--exec", "--exec-batch")
 	case "git":
 		return gitStarts(args) || gitOutput(args)
 	}
 	if _, ok := writeSpecs[base]; ok && len(args) > 0 {
 		return true
+	}
+	if g, ok := grammars[base]; ok {
+		return grammarRuns(g, argv, 1)
 	}
 	if opts, ok := execOpts[base]; ok {
 		if _, wrapper := wrappers[base]; !wrapper {
@@ -99,20 +100,14 @@ func gitStarts(args []string) bool {
 		default:
 			rest := args[i+1:]
 			switch a {
-			case "rebase":
-				return hasExecOpt(rest, execOpt{long: "exec", short: 'x'})
 			case "bisect":
 				return len(rest) > 0 && rest[0] == "run"
 			case "submodule":
 				return anyOf(rest, "foreach")
-			case "difftool", "mergetool":
-				return hasExecOpt(rest, execOpt{long: "extcmd", short: 'x'})
 			case "filter-branch", "config", "init", "grep", "send-email", "instaweb", "daemon":
 				return true
-			case "clone", "fetch", "pull", "ls-remote", "push", "archive":
-				if hasExecOpt(rest, execOpt{long: "upload-pack"}, execOpt{long: "receive-pack"}, execOpt{long: "exec"}) ||
-					(a == "clone" || a == "ls-remote") && anyOf(rest, "-u") ||
-					a == "clone" && (hasExecOpt(rest, execOpt{long: "config", short: 'c'}, execOpt{long: "template"})) {
+			case "clone", "fetch", "pull", "ls-remote", "push", "archive", "send-pack":
+				if a == "clone" && hasExecOpt(rest, execOpt{long: "config", short: 'c'}) {
 					return true
 				}
 				for _, r := range rest {
@@ -120,6 +115,9 @@ func gitStarts(args []string) bool {
 						return true
 					}
 				}
+			}
+			if g, ok := gitGrammars[a]; ok && grammarRuns(g, args, i+1) {
+				return true
 			}
 			return false
 		}

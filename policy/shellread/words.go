@@ -98,6 +98,9 @@ func (r *reader) substsIn(n syntax.Node, s scope, parent int) (why string) {
 				RiskyEnv(x.Param.Value) {
 				why = firstNonEmpty(why, "${"+x.Param.Value+":=…} assigns a variable that changes what programs run")
 			}
+			if x.Param != nil && x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) && s.shell != nil {
+				s.shell.safe[x.Param.Value] = false
+			}
 			if x.Exp != nil && x.Exp.Op == syntax.OtherParamOps {
 				why = firstNonEmpty(why, "a ${var@…} transformation (prompt or escape expansion) is only known at run time")
 			}
@@ -116,6 +119,9 @@ func (r *reader) substsIn(n syntax.Node, s scope, parent int) (why string) {
 		}
 		return true
 	})
+	if s.shell != nil {
+		why = firstNonEmpty(why, s.arithIn(n))
+	}
 	return why
 }
 

@@ -501,16 +501,21 @@ func baseName(p string) string {
 func (r *reader) shellArgs(idx int, s scope) {
 	c := &r.out[idx]
 	argv := c.Argv
-	script := -1
-	dashC := false
+	name := baseName(argv[0])
+	d, known := DialectOf(name)
+	if !known {
+		r.undecidable(idx, "%s is a shell whose language this reader does not read", name)
+		return
+	}
+	dashC, stdin := false, false
 	i := 1
 	for ; i < len(argv); i++ {
 		a := argv[i]
 		if isDynamic(c, i) {
 			if dashC {
-				r.undecidable(idx, "%s -c of a string only known at run time", baseName(argv[0]))
+				r.undecidable(idx, "%s -c of a string only known at run time", name)
 			} else {
-				r.undecidable(idx, "a word only known at run time among the options of %s", baseName(argv[0]))
+				r.undecidable(idx, "a word only known at run time among the options of %s", name)
 			}
 			return
 		}
@@ -521,7 +526,12 @@ func (r *reader) shellArgs(idx int, s scope) {
 		if strings.HasPrefix(a, "--") {
 			switch a {
 			case "--rcfile", "--init-file":
-				i++
+				// The file is a script read before anything else.
+				r.undecidable(idx, "%s %s runs the commands of a file, which are only known at run time", name, a)
+				return
+			case "--debugger":
+				r.undecidable(idx, "%s --debugger runs the debugger's startup file", name)
+				return
 			}
 			continue
 		}
@@ -530,6 +540,13 @@ func (r *reader) shellArgs(idx int, s scope) {
 				switch a[k] {
 				case 'c':
 					dashC = true
+				case 's':
+					stdin = true
+				case 'i':
+					// An interactive shell runs its startup file ($ENV,
+					// ~/.bashrc) and expands its prompts (PS0, PS1, PS2).
+					r.undecidable(idx, "%s -i runs a startup file and prompt strings, which are only known at run time", name)
+					return
 				case 'o', 'O':
 					i++ // -o OPTION takes the next word
 				}
@@ -538,32 +555,86 @@ func (r *reader) shellArgs(idx int, s scope) {
 		}
 		break
 	}
-	if !dashC {
-		// Without -c the shell reads a script file or its input; a here-
-		// document or here-string is a script we can read.
+	if dashC {
 		if i >= len(argv) {
-			for _, rd := range c.Redirects {
-				if rd.Op == "<<" || rd.Op == "<<-" || rd.Op == "<<<" {
-					if rd.Dynamic {
-						r.undecidable(idx, "a shell reads a script only known at run time")
-						return
-					}
-					r.script(idx, rd.Body, s)
-				}
+			r.undecidable(idx, "%s -c without a command string", name)
+			return
+		}
+		if isDynamic(c, i) {
+			r.undecidable(idx, "%s -c of a string only known at run time", name)
+			return
+		}
+		r.scriptIn(idx, argv[i], s, d)
+		return
+	}
+	if i < len(argv) && !stdin {
+		r.undecidable(idx, "%s runs the commands of a script file, which are only known at run time", name)
+		return
+	}
+	// The shell reads its program from its input: a here-document or
+	// here-string, or a literal that an earlier pipeline stage prints, is
+	// a script this reader can read; anything else is code handed to it.
+	if body, ok := r.literalInput(idx); ok {
+		r.scriptIn(idx, body, s, d)
+		return
+	}
+	r.undecidable(idx, "%s reads the commands it runs from its input, which are only known at run time", name)
+}
+
+// literalInput is the text the command at idx reads on its standard input
+// when the string itself holds it: the last here-document or here-string
+// (which is what the program reads), or else the output of a single earlier
+// pipeline stage that is `cat` of a here-document or `echo` of literal words.
+func (r *reader) literalInput(idx int) (string, bool) {
+	c := &r.out[idx]
+	for k := len(c.Redirects) - 1; k >= 0; k-- {
+		rd := c.Redirects[k]
+		if rd.Fd != "" && rd.Fd != "0" {
+			continue
+		}
+		switch rd.Op {
+		case "<<", "<<-", "<<<":
+			return rd.Body, !rd.Dynamic
+		case "<", "<>", "<&":
+			return "", false
+		}
+	}
+	if len(c.Upstream) != 1 {
+		return "", false
+	}
+	u := &r.out[c.Upstream[0]]
+	if u.Undecidable != "" || u.Risk != "" || len(u.Dynamic) > 0 || u.Function || len(u.Argv) == 0 || u.Parent != c.Parent {
+		return "", false
+	}
+	for _, rd := range u.Redirects {
+		if rd.Fd == "" || rd.Fd == "1" {
+			if rd.Write || rd.Op == ">&" {
+				return "", false // its output goes elsewhere
 			}
 		}
-		return
 	}
-	script = i
-	if script >= len(argv) {
-		r.undecidable(idx, "%s -c without a command string", baseName(argv[0]))
-		return
+	switch {
+	case u.Argv[0] == "cat" && len(u.Argv) == 1:
+		for k := len(u.Redirects) - 1; k >= 0; k-- {
+			rd := u.Redirects[k]
+			if (rd.Fd == "" || rd.Fd == "0") && (rd.Op == "<<" || rd.Op == "<<-" || rd.Op == "<<<") && !rd.Dynamic {
+				return rd.Body, true
+			}
+		}
+	case u.Argv[0] == "echo" && u.Builtin:
+		words := u.Argv[1:]
+		for _, w := range words {
+			if strings.HasPrefix(w, "-") || strings.ContainsRune(w, '\\') {
+				return "", false // options and escapes differ between echos
+			}
+		}
+		return strings.Join(words, " ") + "\n", true
+	case u.Argv[0] == "printf" && u.Builtin && len(u.Argv) == 2:
+		if f := u.Argv[1]; !strings.ContainsAny(f, "%\\") && !strings.HasPrefix(f, "-") {
+			return f, true // a format without conversions or escapes prints itself
+		}
 	}
-	if isDynamic(c, script) {
-		r.undecidable(idx, "%s -c of a string only known at run time", baseName(argv[0]))
-		return
-	}
-	r.script(idx, argv[script], s)
+	return "", false
 }
 
 // findExec reads the programs find runs for -exec, -execdir, -ok, -okdir,
@@ -588,26 +659,45 @@ func (r *reader) findExec(idx int, s scope) {
 				r.inner(idx, i+1, s, innerOpts{end: end, fromInput: true})
 			}
 			i = end
+		case "-delete":
+			// find removes what it finds, as rm -r of its starting
+			// points would: where rm is not allowed, neither is this.
+			r.findDeletes(idx, s)
+			argv = r.out[idx].Argv
 		}
 	}
 }
 
-// fdExec reads `fd … -x CMD ARGS… [;]` and `-X`: the command runs once per
-// result or once for all of them.
-func (r *reader) fdExec(idx int, s scope) {
-	argv := r.out[idx].Argv
-	for i := 1; i < len(argv); i++ {
-		switch argv[i] {
-		case "-x", "--exec", "-X", "--exec-batch":
-			end := i + 1
-			for end < len(argv) && argv[end] != ";" {
-				end++
-			}
-			if i+1 < end {
-				r.inner(idx, i+1, s, innerOpts{end: end, fromInput: true})
-			}
-			i = end
+// findDeletes adds the removal find -delete does as the command
+// `rm -r -f -- START…`, so that a policy decides it as the rm it is.
+func (r *reader) findDeletes(idx int, s scope) {
+	c := &r.out[idx]
+	argv := []string{"rm", "-r", "-f", "--"}
+	var dyn []int
+	for k := 1; k < len(c.Argv); k++ {
+		a := c.Argv[k]
+		if a == "-H" || a == "-L" || a == "-P" || strings.HasPrefix(a, "-O") {
+			continue
 		}
+		if a == "-D" {
+			k++
+			continue
+		}
+		if strings.HasPrefix(a, "-") && !isDynamic(c, k) || a == "(" || a == "!" {
+			break
+		}
+		if isDynamic(c, k) {
+			dyn = append(dyn, len(argv))
+		}
+		argv = append(argv, a)
+	}
+	if len(argv) == 4 {
+		argv = append(argv, ".")
+	}
+	if j := r.inner(idx, 0, s, innerOpts{argv: argv, dynamic: dyn}); j >= 0 {
+		// It removes only what find matches below the starting points,
+		// not the starting points: the files are find's to decide.
+		r.out[j].Redirects = r.out[idx].Redirects
 	}
 }
 
@@ -664,9 +754,86 @@ func (r *reader) watch(idx int, s scope) {
 
 // dashC reads `flock … -c CMD`, `su -c CMD`, `runuser -c CMD`, `script -c
 // CMD`: the command is a shell string.
+// suSpec and scriptSpec are the options of util-linux su and script.
+// Both take options anywhere among their operands (getopt permutes them),
+// so `su root -mc CMD` and `script -qc CMD f` run CMD.
+var (
+	suSpec = wrapSpec{short: "lmpfP", shortV: "cCgGsw", long: []string{"login", "preserve-environment", "fast", "pty", "help", "version"},
+		longV: []string{"command", "session-command", "group", "supp-group", "shell", "whitelist-environment"}}
+	scriptSpec = wrapSpec{short: "aefqh", shortV: "cEIOBTmo", shortOpt: "t", long: []string{"append", "return", "flush", "force", "quiet", "help", "version"},
+		longV: []string{"command", "echo", "log-in", "log-out", "log-io", "log-timing", "logging-format", "output-limit", "timing"}}
+)
+
+// parsePermuted parses options placed anywhere among the operands, as GNU
+// getopt does by default; the operands are returned in order.
+func parsePermuted(spec wrapSpec, argv []string, dynamic func(int) bool) (opts []optVal, operands []string, bad string) {
+	off := 0
+	rest := argv
+	for {
+		p := parseWrapper(spec, rest, func(i int) bool { return dynamic(i + off) })
+		opts = append(opts, p.opts...)
+		if p.bad != "" {
+			return opts, operands, p.bad
+		}
+		if p.cmd >= len(rest) {
+			return opts, operands, ""
+		}
+		if k := p.cmd - 1; k >= 1 && rest[k] == "--" {
+			return opts, append(operands, rest[p.cmd:]...), ""
+		}
+		operands = append(operands, rest[p.cmd])
+		off += p.cmd
+		rest = append([]string{argv[0]}, rest[p.cmd+1:]...)
+	}
+}
+
+// suScript reads su and script: the command of -c (--command,
+// --session-command) is a script for a shell known only at run time;
+// without one they start an interactive shell that reads its input.
+func (r *reader) suScript(idx int, s scope) {
+	c := &r.out[idx]
+	name := baseName(c.Argv[0])
+	spec := suSpec
+	if name == "script" {
+		spec = scriptSpec
+	}
+	opts, _, bad := parsePermuted(spec, c.Argv, func(i int) bool { return isDynamic(c, i) })
+	if bad != "" {
+		r.undecidable(idx, "unknown or incomplete option %s of %s", bad, name)
+		return
+	}
+	cmd, has := "", false
+	for _, o := range opts {
+		switch o.name {
+		case "help", "version":
+			return
+		case "s", "shell":
+			r.undecidable(idx, "%s -s names the shell it runs", name)
+			return
+		case "c", "C", "command", "session-command":
+			cmd, has = o.value, true
+		}
+	}
+	if !has {
+		r.undecidable(idx, "%s without -c starts a shell that reads the commands it runs from its input", name)
+		return
+	}
+	for k, a := range c.Argv {
+		if k > 0 && isDynamic(c, k) && strings.Contains(a, cmd) {
+			r.undecidable(idx, "%s -c of a string only known at run time", name)
+			return
+		}
+	}
+	r.script(idx, cmd, s)
+}
+
 func (r *reader) dashC(idx int, s scope) {
 	c := &r.out[idx]
 	argv := c.Argv
+	if b := baseName(argv[0]); b == "su" || b == "script" {
+		r.suScript(idx, s)
+		return
+	}
 	for i := 1; i < len(argv); i++ {
 		a := argv[i]
 		var cmd string
@@ -787,10 +954,22 @@ func (r *reader) otherRunners(idx int, base string, s scope) {
 		}
 	case "gdb":
 		for i := 1; i < len(argv); i++ {
+			a := strings.TrimPrefix(argv[i], "-")
 			if argv[i] == "--args" || argv[i] == "-args" {
 				r.inner(idx, i+1, s, innerOpts{})
 				return
 			}
+			// gdb takes -x, -ex, --command=… with one dash or two; its
+			// commands include shell and python.
+			name, _, _ := strings.Cut(strings.TrimPrefix(a, "-"), "=")
+			switch name {
+			case "x", "ex", "ix", "iex", "command", "eval-command", "init-command", "init-eval-command":
+				r.undecidable(idx, "gdb runs debugger commands (shell, python) that this reader does not read")
+				return
+			}
+		}
+		if len(r.out[idx].Upstream) > 0 {
+			r.undecidable(idx, "gdb reads debugger commands (shell, python) from its input")
 		}
 	case "sg":
 		if len(argv) < 3 {
