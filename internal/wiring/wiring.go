@@ -154,6 +154,11 @@ func Build(cfg Config) (*Kernel, error) {
 	}
 	k.Private = paths.list()
 	k.World = World(workdir, cfg.Getenv("HOME"), mode)
+	// Commands run in a box of their own unless the person asked for none
+	// or the policy's isolation is none: then the box ends what a command
+	// leaves running, and its /tmp is its own. A requested tier the host
+	// cannot give runs nothing, so it is a box too.
+	k.World.Box = cfg.Tier != sandbox.Tier0 && p.Isolation != "none"
 	if k.BoxWritable, err = BoxWritable(p, k.World); err != nil {
 		return fail(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/mediator"
+	"github.com/airlock-run/airlock/sandbox"
 )
 
 func TestLoadPolicy(t *testing.T) {
@@ -109,5 +110,41 @@ func TestGrantsFileNonsenseStopsEverything(t *testing.T) {
 	_, err := Build(Config{Dir: t.TempDir(), Getenv: func(k string) string { return env[k] }})
 	if err == nil || !strings.Contains(err.Error(), "grants.yaml:1") {
 		t.Errorf("got %v, want an error naming grants.yaml:1", err)
+	}
+}
+
+// TestWorldBox: the reader may take a command's background jobs and /tmp as
+// the box's own only when there is a box.
+func TestWorldBox(t *testing.T) {
+	state := t.TempDir()
+	env := map[string]string{"HOME": filepath.Join(state, "home"), "XDG_STATE_HOME": filepath.Join(state, "state"),
+		"XDG_CONFIG_HOME": filepath.Join(state, "config"), "XDG_RUNTIME_DIR": filepath.Join(state, "run")}
+	os.MkdirAll(env["XDG_RUNTIME_DIR"], 0o700)
+	getenv := func(k string) string { return env[k] }
+	for _, c := range []struct {
+		name   string
+		policy string
+		tier   sandbox.Tier
+		want   bool
+	}{
+		{"auto", "", sandbox.TierAuto, true},
+		{"tier 1", "", sandbox.Tier1, true},
+		{"sandbox off", "", sandbox.Tier0, false},
+		{"isolation none", "isolation: none\n", sandbox.TierAuto, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			work := t.TempDir()
+			if c.policy != "" {
+				os.WriteFile(filepath.Join(work, "airlock.yaml"), []byte(c.policy), 0o644)
+			}
+			k, err := Build(Config{Dir: work, Getenv: getenv, Tier: c.tier})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer k.Close()
+			if k.World.Box != c.want {
+				t.Errorf("World.Box = %v, want %v", k.World.Box, c.want)
+			}
+		})
 	}
 }
