@@ -54,6 +54,7 @@ var tierRunners = map[sandbox.Tier]func(*sandbox.Box) tierRunner{
 		}
 		return &bwrapInit{}
 	},
+	sandbox.Tier2: func(*sandbox.Box) tierRunner { return &gvisorRun{} },
 }
 
 var (
