@@ -143,14 +143,14 @@ type ociSpec struct {
 }
 
 type ociProcess struct {
-	Terminal        bool           `json:"terminal"`
-	User            ociUser        `json:"user"`
-	Args            []string       `json:"args"`
-	Env             []string       `json:"env"`
-	Cwd             string         `json:"cwd"`
-	Capabilities    ociCaps        `json:"capabilities"`
-	NoNewPrivileges bool           `json:"noNewPrivileges"`
-	Rlimits         []ociRlimit    `json:"rlimits,omitempty"`
+	Terminal        bool        `json:"terminal"`
+	User            ociUser     `json:"user"`
+	Args            []string    `json:"args"`
+	Env             []string    `json:"env"`
+	Cwd             string      `json:"cwd"`
+	Capabilities    ociCaps     `json:"capabilities"`
+	NoNewPrivileges bool        `json:"noNewPrivileges"`
+	Rlimits         []ociRlimit `json:"rlimits,omitempty"`
 }
 
 type ociUser struct {
@@ -189,6 +189,65 @@ type ociMount struct {
 
 type ociLinux struct {
 	Namespaces []ociNamespace `json:"namespaces"`
+	Seccomp    *ociSeccomp    `json:"seccomp,omitempty"`
+}
+
+// ociSeccomp is a filter gVisor's kernel applies to the box's calls
+// (runsc --oci-seccomp): the same classes tier 1's host filter refuses that
+// reach anything through gVisor — new namespaces, and set-ID modes, which
+// the gofer would write to the host's file as its own root.
+type ociSeccomp struct {
+	DefaultAction string       `json:"defaultAction"`
+	Syscalls      []ociSyscall `json:"syscalls"`
+}
+
+type ociSyscall struct {
+	Names    []string `json:"names"`
+	Action   string   `json:"action"`
+	ErrnoRet *uint    `json:"errnoRet,omitempty"`
+	Args     []ociArg `json:"args,omitempty"`
+}
+
+type ociArg struct {
+	Index    uint   `json:"index"`
+	Value    uint64 `json:"value"`
+	ValueTwo uint64 `json:"valueTwo"`
+	Op       string `json:"op"`
+}
+
+// gvisorSeccomp is the box's filter in gVisor's kernel.
+func gvisorSeccomp() *ociSeccomp {
+	eperm, enosys := uint(unix.EPERM), uint(unix.ENOSYS)
+	f := &ociSeccomp{DefaultAction: "SCMP_ACT_ALLOW"}
+	refuse := func(names []string, errno *uint, args ...ociArg) {
+		f.Syscalls = append(f.Syscalls, ociSyscall{Names: names, Action: "SCMP_ACT_ERRNO", ErrnoRet: errno, Args: args})
+	}
+	// Any bit of the mask set: one rule per bit, since a rule's
+	// arguments all have to hold and rules are alternatives.
+	anyBit := func(names []string, index uint, mask uint64) {
+		for b := uint64(1); b != 0 && b <= mask; b <<= 1 {
+			if mask&b != 0 {
+				refuse(names, &eperm, ociArg{Index: index, Value: b, ValueTwo: b, Op: "SCMP_CMP_MASKED_EQ"})
+			}
+		}
+	}
+	refuse([]string{"unshare", "setns"}, &eperm)
+	anyBit([]string{"clone"}, 0, unix.CLONE_NEWNS|unix.CLONE_NEWCGROUP|unix.CLONE_NEWUTS|unix.CLONE_NEWIPC|unix.CLONE_NEWUSER|unix.CLONE_NEWPID|unix.CLONE_NEWNET)
+	// Their flags and modes lie behind pointers: callers fall back to
+	// clone and openat.
+	refuse([]string{"clone3", "openat2"}, &enosys)
+	const setid = unix.S_ISUID | unix.S_ISGID
+	for _, m := range []struct {
+		names []string
+		arg   uint
+	}{
+		{[]string{"chmod", "fchmod", "creat", "mkdir", "mknod"}, 1},
+		{[]string{"fchmodat", "fchmodat2", "open", "mkdirat", "mknodat"}, 2},
+		{[]string{"openat"}, 3},
+	} {
+		anyBit(m.names, m.arg, setid)
+	}
+	return f
 }
 
 type ociNamespace struct {
@@ -477,6 +536,8 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 	g.spec.Process.NoNewPrivileges = true
 	g.spec.Process.Capabilities = ociCaps{Bounding: []string{}, Effective: []string{}, Inheritable: []string{}, Permitted: []string{}, Ambient: []string{}}
 	g.spec.Linux.Namespaces = []ociNamespace{{"pid"}, {"network"}, {"ipc"}, {"uts"}, {"mount"}}
+	g.spec.Linux.Seccomp = gvisorSeccomp()
+	b.Seccomp = true
 
 	// The command check (CheckCommand) is tier 1's: what the box sees at
 	// the same place as the host.
@@ -613,6 +674,8 @@ func (b *Box) GVisorCommand(argv []string) ([]string, error) {
 		// The root is the read-only directory airlock built; no overlay
 		// makes it writable.
 		"--overlay2", "none",
+		// The spec's filter runs in gVisor's kernel (gvisorSeccomp).
+		"--oci-seccomp",
 		"--log", filepath.Join(g.dir, "runsc.log"),
 	}
 	if os.Geteuid() != 0 {
