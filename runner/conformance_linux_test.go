@@ -464,6 +464,7 @@ func TestContainment(t *testing.T) {
 					if o.res.ExitCode == 0 && !row.survives {
 						t.Errorf("the attack reached its target: %s%s", o.stdout, o.stderr)
 					}
+					t.Logf("held (exit %d): %s", o.res.ExitCode, firstLine(strings.TrimSpace(o.stdout+o.stderr)))
 					if clean != nil && !clean() {
 						t.Errorf("the attack left its mark on the host (%s)", strings.TrimSpace(o.stdout))
 					}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/sandbox"
 )
 
 // gvisorRun is a tier-2 box: runsc runs the OCI bundle the plan wrote,
@@ -23,7 +24,20 @@ type gvisorRun struct {
 var _ tierRunner = (*gvisorRun)(nil)
 
 func (*gvisorRun) describe(d *Description) {
-	d.Namespaces = append(d.Namespaces[:0:0], d.Namespaces...)
+	if d.Limits.Pids > 0 {
+		d.Notes = append(d.Notes, "tier 2: the process limit is enforced by gVisor's kernel (RLIMIT_NPROC of the box's user); the host cgroup holds memory and CPU")
+	}
+}
+
+// hostLimits are the limits the run's host cgroup enforces. A tier-2
+// box's process limit is enforced inside gVisor (the plan sets
+// RLIMIT_NPROC): on the host, gVisor's own kernel and gofer threads would
+// count against it, and a box of a few dozen processes would not start.
+func hostLimits(box *sandbox.Box, l sandbox.Limits) sandbox.Limits {
+	if box.Tier == sandbox.Tier2 {
+		l.Pids = 0
+	}
+	return l
 }
 
 func (t *gvisorRun) command(r *run, cmd *exec.Cmd, stderr io.Writer) error {

@@ -30,9 +30,6 @@ func TestLimits(t *testing.T) {
 		{"cpu", sandbox.Limits{CPU: 0.05}, []string{attackArg, "spin", "150"}, false},
 	}
 	for _, tc := range tiers() {
-		if tc.tier == sandbox.Tier2 {
-			continue
-		}
 		t.Run(tc.name(), func(t *testing.T) {
 			if tc.skip != "" {
 				tc.gate(t)

@@ -217,7 +217,7 @@ type ociArg struct {
 
 // gvisorSeccomp is the box's filter in gVisor's kernel.
 func gvisorSeccomp() *ociSeccomp {
-	eperm, enosys := uint(unix.EPERM), uint(unix.ENOSYS)
+	eperm := uint(unix.EPERM)
 	f := &ociSeccomp{DefaultAction: "SCMP_ACT_ALLOW"}
 	refuse := func(names []string, errno *uint, args ...ociArg) {
 		f.Syscalls = append(f.Syscalls, ociSyscall{Names: names, Action: "SCMP_ACT_ERRNO", ErrnoRet: errno, Args: args})
@@ -233,9 +233,12 @@ func gvisorSeccomp() *ociSeccomp {
 	}
 	refuse([]string{"unshare", "setns"}, &eperm)
 	anyBit([]string{"clone"}, 0, unix.CLONE_NEWNS|unix.CLONE_NEWCGROUP|unix.CLONE_NEWUTS|unix.CLONE_NEWIPC|unix.CLONE_NEWUSER|unix.CLONE_NEWPID|unix.CLONE_NEWNET)
-	// Their flags and modes lie behind pointers: callers fall back to
-	// clone and openat.
-	refuse([]string{"clone3", "openat2"}, &enosys)
+	// openat2's mode lies behind a pointer, out of a filter's reach.
+	// gVisor answers every refusal with EPERM (it ignores errnoRet), so
+	// clone3 cannot be sent back to clone with ENOSYS as tier 1 does:
+	// it stays allowed, and a namespace it makes is one of gVisor's
+	// kernel, never the host's.
+	refuse([]string{"openat2"}, &eperm)
 	const setid = unix.S_ISUID | unix.S_ISGID
 	for _, m := range []struct {
 		names []string
@@ -534,6 +537,11 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 	g.spec.Process.Env = env
 	g.spec.Process.Cwd = wd.real
 	g.spec.Process.NoNewPrivileges = true
+	if n := spec.Limits.Pids; n > 0 {
+		// The process limit is gVisor's to count: every task of the box
+		// is its user's (see runner's hostLimits).
+		g.spec.Process.Rlimits = []ociRlimit{{Type: "RLIMIT_NPROC", Hard: uint64(n), Soft: uint64(n)}}
+	}
 	g.spec.Process.Capabilities = ociCaps{Bounding: []string{}, Effective: []string{}, Inheritable: []string{}, Permitted: []string{}, Ambient: []string{}}
 	g.spec.Linux.Namespaces = []ociNamespace{{"pid"}, {"network"}, {"ipc"}, {"uts"}, {"mount"}}
 	g.spec.Linux.Seccomp = gvisorSeccomp()
