@@ -49,3 +49,32 @@ func (r *Report) SetGVisorSelfTest(err error) {
 
 // gvisorSelfTestFix is the fix of a runsc that starts no box.
 const gvisorSelfTestFix = "Run `airlock sandbox check --json` and read runsc's message; rebuild runsc with `bash scripts/setup.sh` (static, systrap), and never point it at KVM without a working /dev/kvm."
+
+// gvisorFloor is the oldest runsc airlock accepts, as YYYYMMDD: the build
+// airlock is tested with (scripts/setup.sh). Older ones fail in ordinary
+// use — Debian's 2022 package answers statx(AT_NO_AUTOMOUNT) with EINVAL,
+// so `ls -l` fails inside the box.
+const gvisorFloor = "20260701"
+
+// judgeRunsc decides from what was read whether runsc may run boxes.
+func judgeRunsc(r RunscReport) RunscReport {
+	r.Usable = false
+	switch {
+	case !r.Static:
+		r.Why, r.Fix = "runsc at "+r.Path+" is dynamically linked (built with cgo), and such a runsc dies at start (its umounter re-executes /proc/self/exe)", "rebuild it with CGO_ENABLED=0: "+gvisorInstall
+	case r.Date == "":
+		r.Why, r.Fix = "runsc at "+r.Path+" carries no build date airlock recognises (version "+orNone(r.Version)+")", gvisorInstall
+	case r.Date < gvisorFloor:
+		r.Why, r.Fix = "runsc at "+r.Path+" was built on "+r.Date+", older than "+gvisorFloor+", the oldest airlock accepts (older releases fail ordinary calls: statx with AT_NO_AUTOMOUNT)", gvisorInstall
+	default:
+		r.Usable = true
+	}
+	return r
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}

@@ -9,13 +9,6 @@ import (
 	"regexp"
 )
 
-// gvisorFloor is the oldest runsc airlock accepts, as YYYYMMDD: the build
-// airlock is tested with (scripts/setup.sh). Older ones fail in ordinary
-// use — Debian's 2022 package answers statx(AT_NO_AUTOMOUNT) with EINVAL,
-// so `ls -l` fails inside the box.
-const gvisorFloor = "20260701"
-
-
 var (
 	pseudoDateRE = regexp.MustCompile(`^v0\.0\.0-(20[0-9]{6})[0-9]{6}-[0-9a-f]+$`)
 	releaseRE    = regexp.MustCompile(`release-(20[0-9]{6})\.[0-9]+`)
@@ -47,17 +40,7 @@ func checkRunsc(r RunscReport) RunscReport {
 	}
 	f.Close()
 	r.Version, r.Date = runscVersion(r.Path)
-	switch {
-	case !r.Static:
-		r.Why, r.Fix = "runsc at "+r.Path+" is dynamically linked (built with cgo), and such a runsc dies at start (its umounter re-executes /proc/self/exe)", "rebuild it with CGO_ENABLED=0: "+gvisorInstall
-	case r.Date == "":
-		r.Why, r.Fix = "runsc at "+r.Path+" carries no build date airlock recognises (version "+orNone(r.Version)+")", gvisorInstall
-	case r.Date < gvisorFloor:
-		r.Why, r.Fix = "runsc at "+r.Path+" was built on "+r.Date+", older than "+gvisorFloor+", the oldest airlock accepts (older releases fail ordinary calls: statx with AT_NO_AUTOMOUNT)", gvisorInstall
-	default:
-		r.Usable = true
-	}
-	return r
+	return judgeRunsc(r)
 }
 
 // runscVersion reads the version runsc was built from: the Go module
@@ -96,11 +79,4 @@ func runscVersion(path string) (version, date string) {
 		}
 	}
 	return version, ""
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
 }

@@ -91,7 +91,7 @@ func resolveTier2(h Host) (Tier, error) {
 	if !gv.Usable {
 		why, fix := gv.Why, gv.Fix
 		if why == "" {
-			why, fix = "the probe found no usable runsc", gvisorInstall
+			why, fix = "gVisor (runsc) is not installed on this host", gvisorInstall
 		}
 		return 0, errs.Unavailablef("sandbox tier 2: %s (%s; or use --sandbox 1)", why, fix)
 	}
