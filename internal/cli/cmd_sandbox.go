@@ -65,6 +65,10 @@ expected but a box could not be started.`
 					rep.BoxStart.OK = true
 				}
 			}
+			if rep.Best >= sandbox.Tier1 && rep.Runsc.Usable {
+				_, err := runner.CheckGVisor(ctx, env.Exe) // tier 2: gvisor_check.go
+				rep.SetGVisorSelfTest(err)
+			}
 			if *asJSON {
 				enc := json.NewEncoder(env.Stdout)
 				enc.SetIndent("", "  ")
@@ -79,6 +83,17 @@ expected but a box could not be started.`
 			}
 			return nil
 		}}
+}
+
+// gvisorState says in a few words whether tier 2 runs here.
+func gvisorState(gv sandbox.RunscReport) string {
+	switch {
+	case gv.Usable && gv.SelfTest == "ok":
+		return "tier 2 works: a gVisor box passed its self-test on " + gv.Platform
+	case gv.Usable:
+		return "tier 2 not self-tested"
+	}
+	return "tier 2 refused: " + gv.Why
 }
 
 func yesNo(b bool) string {
@@ -142,7 +157,7 @@ func printCheck(w io.Writer, rep checkReport) {
 	}
 	fmt.Fprintf(w, "Protected paths: %s\n", onOff)
 	if r.GVisor != "" {
-		fmt.Fprintf(w, "gVisor: %s (tier 2 not run by this build)\n", r.GVisor)
+		fmt.Fprintf(w, "gVisor: %s %s (%s)\n", r.GVisor, orUnknown(r.Runsc.Version), gvisorState(r.Runsc))
 	} else {
 		fmt.Fprintf(w, "gVisor: not found (tier 2 unavailable)\n")
 	}
