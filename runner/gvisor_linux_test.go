@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -166,4 +167,81 @@ func liveOnly(pids []int) []int {
 		out = append(out, p)
 	}
 	return out
+}
+
+// BenchmarkGVisorTrue measures a cold tier-2 call (`/bin/true` through
+// runner.Run: plan, bundle, runsc run, teardown) against runsc run of the
+// same bundle by hand, and against `runsc exec` into a box already
+// running, the per-call price a warm box has to beat.
+func BenchmarkGVisorTrue(b *testing.B) {
+	if _, err := sandbox.Resolve(sandbox.Tier2, sandbox.ProbeHost()); err != nil {
+		testsupport.Missing(b, "tier 2 unavailable here: %v", err)
+	}
+	exe := testExe(b)
+	spec := sandbox.Spec{Workdir: b.TempDir(), Env: []string{"PATH=/usr/bin:/bin", "HOME=/home/box"}}
+	b.Run("cold", func(b *testing.B) {
+		var air, hand []time.Duration
+		for i := 0; i < b.N; i++ {
+			start := time.Now()
+			res, err := Run(context.Background(), exe, Request{Argv: []string{"/bin/true"}, Spec: spec, Tier: sandbox.Tier2})
+			if err != nil || res.ExitCode != 0 {
+				b.Fatalf("airlock run: exit %d, %v", res.ExitCode, err)
+			}
+			air = append(air, time.Since(start))
+
+			box, err := sandbox.Plan(spec, sandbox.Tier2, exe)
+			if err != nil {
+				b.Fatal(err)
+			}
+			argv, err := box.GVisorCommand([]string{"/bin/true"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			start = time.Now()
+			err = exec.Command(argv[0], argv[1:]...).Run()
+			hand = append(hand, time.Since(start))
+			box.Close()
+			if err != nil {
+				b.Fatalf("runsc by hand: %v", err)
+			}
+		}
+		b.ReportMetric(float64(median(air).Microseconds())/1000, "airlock-ms")
+		b.ReportMetric(float64(median(hand).Microseconds())/1000, "runsc-run-ms")
+	})
+	b.Run("runsc-exec", func(b *testing.B) {
+		box, err := sandbox.Plan(spec, sandbox.Tier2, exe)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer box.Close()
+		argv, err := box.GVisorCommand([]string{"sleep", "600"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		run := exec.Command(argv[0], argv[1:]...)
+		if err := run.Start(); err != nil {
+			b.Fatal(err)
+		}
+		defer func() { run.Process.Kill(); run.Wait() }()
+		// argv is runsc's global flags, then "run --bundle DIR ID".
+		global, id := argv[1:len(argv)-4], argv[len(argv)-1]
+		execArgs := append(append([]string(nil), global...), "exec", id, "/bin/true")
+		deadline := time.Now().Add(20 * time.Second)
+		for exec.Command(argv[0], execArgs...).Run() != nil {
+			if time.Now().After(deadline) {
+				b.Fatal("the box never ran")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		var ds []time.Duration
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			start := time.Now()
+			if err := exec.Command(argv[0], execArgs...).Run(); err != nil {
+				b.Fatalf("runsc exec: %v", err)
+			}
+			ds = append(ds, time.Since(start))
+		}
+		b.ReportMetric(float64(median(ds).Microseconds())/1000, "exec-ms")
+	})
 }
