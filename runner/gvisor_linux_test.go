@@ -245,3 +245,30 @@ func BenchmarkGVisorTrue(b *testing.B) {
 		b.ReportMetric(float64(median(ds).Microseconds())/1000, "exec-ms")
 	})
 }
+
+// gvisorCPULimit is the CPU row at tier 2, judged from the host: gVisor's
+// kernel counts a task's CPU time by the turns it gives it, which the host
+// cgroup's throttling stretches, so the box cannot measure its own quota.
+// A fixed amount of work must take several times longer with the quota.
+func gvisorCPULimit(t *testing.T, lim sandbox.Limits) {
+	work := []string{"sh", "-c", "i=0; while [ $i -lt 60000 ]; do i=$((i+1)); done"}
+	timed := func(spec sandbox.Spec) time.Duration {
+		start := time.Now()
+		o := runIn(t, sandbox.Tier2, spec, "", work...)
+		if o.err != nil || o.res.ExitCode != 0 {
+			t.Fatalf("exit %d, err %v: %s", o.res.ExitCode, o.err, o.stderr)
+		}
+		if spec.Limits.CPU > 0 && o.res.Description.Limits.Cgroup == "" {
+			t.Errorf("the description names no cgroup: %+v", o.res.Description.Limits)
+		}
+		return time.Since(start)
+	}
+	free := timed(baseSpec(t))
+	spec := baseSpec(t)
+	spec.Limits = lim
+	held := timed(spec)
+	t.Logf("the work took %s unlimited, %s with %.2f cores", free, held, lim.CPU)
+	if held < 4*free {
+		t.Errorf("with %.2f cores the work took %s, not much longer than %s without: the quota did not hold", lim.CPU, held, free)
+	}
+}
