@@ -266,6 +266,14 @@ type gvMount struct {
 
 // planGVisor fills b's OCI spec from spec: the same grants, environment,
 // working directory and protected paths tier 1 gives.
+//
+// Unlike tier 1, runsc takes bind sources by path, not by descriptor (a
+// /proc/PID/fd/N source does not start a sandbox): each is resolved one
+// component at a time and refused here as at tier 1 (a link inside a
+// writable directory), and runsc's gofer opens the resolved path moments
+// later. A link swapped into a writable directory in that window, by
+// another box running in the same tree, is the one thing tier 1's pinned
+// descriptors catch and this does not; the box's Notes say so.
 func planGVisor(b *Box, spec Spec, exe string) error {
 	g := b.gv
 	// The tier-1 planner's bookkeeping is reused for what does not depend
@@ -555,6 +563,7 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 	b.env = env
 	b.workdir = wd.real
 	b.Notes = append(b.Notes, "tier 2: gVisor ("+gvisorPlatform+"), the box's system calls went to gVisor's kernel, not the host's")
+	b.Notes = append(b.Notes, "tier 2: bind sources were resolved and checked by path when the box was planned (runsc takes no descriptors)")
 	return nil
 }
 
