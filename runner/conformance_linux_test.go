@@ -68,6 +68,18 @@ func tiers() []tierCase {
 	return out
 }
 
+// boxTiers are the tiers that confine (1 and 2) without network, for the
+// rows every box must pass.
+func boxTiers() []tierCase {
+	var out []tierCase
+	for _, tc := range tiers() {
+		if tc.tier > sandbox.Tier0 && !tc.net {
+			out = append(out, tc)
+		}
+	}
+	return out
+}
+
 // boxExe is where the test binary (the attack tool) is as the command sees
 // it.
 func boxExe(t *testing.T, tier sandbox.Tier) string {
@@ -542,12 +554,22 @@ func killMarked(marker string) {
 // TestReadInsideWriteStaysWritable: a read grant inside a write grant
 // takes nothing away in fix mode.
 func TestReadInsideWriteStaysWritable(t *testing.T) {
-	requireTier1(t)
+	for _, tc := range boxTiers() {
+		t.Run(tc.name(), func(t *testing.T) {
+			if tc.skip != "" {
+				tc.gate(t)
+			}
+			testReadInsideWriteStaysWritable(t, tc.tier)
+		})
+	}
+}
+
+func testReadInsideWriteStaysWritable(t *testing.T, tier sandbox.Tier) {
 	wd := t.TempDir()
 	os.Mkdir(filepath.Join(wd, "src"), 0o755)
 	spec := fixSpec(t, wd)
 	spec.Read = []string{filepath.Join(wd, "src")}
-	o := runIn(t, sandbox.Tier1, spec, "", "sh", "-c", "echo ok > src/out")
+	o := runIn(t, tier, spec, "", "sh", "-c", "echo ok > src/out")
 	if o.err != nil || o.res.ExitCode != 0 {
 		t.Fatalf("exit %d, err %v, %s", o.res.ExitCode, o.err, o.stderr)
 	}
@@ -558,12 +580,22 @@ func TestReadInsideWriteStaysWritable(t *testing.T) {
 
 // TestExtraBind: Spec.Binds puts a host file at a box path, read-only.
 func TestExtraBind(t *testing.T) {
-	requireTier1(t)
+	for _, tc := range boxTiers() {
+		t.Run(tc.name(), func(t *testing.T) {
+			if tc.skip != "" {
+				tc.gate(t)
+			}
+			testExtraBind(t, tc.tier)
+		})
+	}
+}
+
+func testExtraBind(t *testing.T, tier sandbox.Tier) {
 	src := filepath.Join(t.TempDir(), "tool.conf")
 	os.WriteFile(src, []byte("conf\n"), 0o644)
 	spec := fixSpec(t, t.TempDir())
 	spec.Binds = []sandbox.Bind{{Src: src, Dst: "/opt/airlock-test/tool.conf"}}
-	o := runIn(t, sandbox.Tier1, spec, "", "sh", "-c", "cat /opt/airlock-test/tool.conf; echo x >> /opt/airlock-test/tool.conf && echo wrote")
+	o := runIn(t, tier, spec, "", "sh", "-c", "cat /opt/airlock-test/tool.conf; echo x >> /opt/airlock-test/tool.conf && echo wrote")
 	if o.err != nil || o.stdout != "conf\n" {
 		t.Errorf("got %q (err %v), want the file's content and no write", o.stdout, o.err)
 	}
@@ -575,10 +607,20 @@ func TestExtraBind(t *testing.T) {
 // TestHomeInTmp: a HOME inside the box's private /tmp exists and is
 // writable.
 func TestHomeInTmp(t *testing.T) {
-	requireTier1(t)
+	for _, tc := range boxTiers() {
+		t.Run(tc.name(), func(t *testing.T) {
+			if tc.skip != "" {
+				tc.gate(t)
+			}
+			testHomeInTmp(t, tc.tier)
+		})
+	}
+}
+
+func testHomeInTmp(t *testing.T, tier sandbox.Tier) {
 	spec := baseSpec(t)
 	spec.Env = []string{"PATH=/usr/bin:/bin", "HOME=/tmp/home/box"}
-	o := runIn(t, sandbox.Tier1, spec, "", "sh", "-c", "cd && touch x && pwd")
+	o := runIn(t, tier, spec, "", "sh", "-c", "cd && touch x && pwd")
 	if o.err != nil || o.res.ExitCode != 0 || strings.TrimSpace(o.stdout) != "/tmp/home/box" {
 		t.Errorf("got %q / %q (exit %d, err %v), want HOME to exist and be writable", o.stdout, o.stderr, o.res.ExitCode, o.err)
 	}
