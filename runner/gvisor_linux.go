@@ -50,7 +50,11 @@ func (t *gvisorRun) command(r *run, cmd *exec.Cmd, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cmd.Path, cmd.Args = argv[0], argv
+	files, err := r.box.GVisorFiles()
+	if err != nil {
+		return err
+	}
+	cmd.Path, cmd.Args, cmd.ExtraFiles = argv[0], argv, files
 	cmd.Stderr = io.MultiWriter(&limitedBuffer{b: &t.diag, n: 4 << 10}, stderr)
 	return nil
 }
@@ -64,6 +68,9 @@ func (*gvisorRun) configure(*run) error { return nil }
 
 func (t *gvisorRun) exit(r *run, cmd *exec.Cmd, waitErr error, res *Result) error {
 	code, sig := exitOf(cmd, waitErr)
+	if d := t.diag.String(); !res.WallTimeout && code == 125 && strings.HasPrefix(d, "airlock: gvisor launch: ") {
+		return errs.Unavailablef("run: the gVisor box could not be built: %s", strings.TrimPrefix(firstLine(d), "airlock: "))
+	}
 	if !res.WallTimeout && sig == 0 && code == 128 {
 		// runsc's own fatal errors exit 128, with the reason in its log.
 		if why := r.box.GVisorFailure(); why != "" {

@@ -56,8 +56,57 @@ type gvisorBox struct {
 	// made before the command starts; "" when none is needed.
 	mkhome string
 	// files counts the generated files written into the bundle.
-	files  int
+	files int
+	// launch is set when airlock's launcher binds the pinned sources
+	// (as root): exe is the airlock binary it runs as, srcs what it binds.
+	launch bool
+	exe    string
+	srcs   []gvSource
 	closed bool
+}
+
+// gvSource is one pinned bind source: the launcher binds f at Target
+// (inside the box's directory) in a mount namespace of runsc's own, checks
+// that Target is then the pinned inode, and runsc takes Target by path.
+type gvSource struct {
+	f        *os.File
+	Target   string `json:"target"`
+	FD       int    `json:"fd"`
+	Dev      uint64 `json:"dev"`
+	Ino      uint64 `json:"ino"`
+	ReadOnly bool   `json:"ro"`
+}
+
+// source is the path runsc is given for the pinned pn: with the
+// launcher, a place in the box's directory the pinned inode is bound to
+// just before runsc starts, so a link swapped in after planning changes
+// nothing; without it (rootless), the resolved path.
+func (g *gvisorBox) source(pn *pinned, rw bool) (string, error) {
+	if !g.launch {
+		return pn.real, nil
+	}
+	target := filepath.Join(g.dir, "src", strconv.Itoa(len(g.srcs)))
+	var err error
+	if pn.isDir() {
+		err = os.Mkdir(target, 0o700)
+	} else {
+		var f *os.File
+		if f, err = os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
+			err = f.Close()
+		}
+	}
+	if err != nil {
+		return "", errs.Wrap(errs.Unavailable, err, "sandbox tier 2: bind source")
+	}
+	g.srcs = append(g.srcs, gvSource{f: pn.f, Target: target, Dev: pn.dev, Ino: pn.ino, ReadOnly: !rw})
+	return target, nil
+}
+
+func bindOpts(rw bool) []string {
+	if rw {
+		return []string{"rbind", "rw"}
+	}
+	return []string{"rbind", "ro"}
 }
 
 func (m gvisor) plan(spec Spec, exe string) (*Box, error) {
@@ -79,6 +128,7 @@ func (m gvisor) plan(spec Spec, exe string) (*Box, error) {
 	if err != nil {
 		return nil, err
 	}
+	g.exe, g.launch = exe, os.Geteuid() == 0
 	b := &Box{Tier: Tier2, Path: gv.Path, Mechanism: m.Name(), Version: gv.Version, gv: g,
 		Namespaces: []string{"gvisor", "pid", "mount", "ipc", "uts", "net"}}
 	if err := planGVisor(b, spec, exe); err != nil {
@@ -123,7 +173,7 @@ func newGVisorBox(runsc string) (*gvisorBox, error) {
 		return nil, errs.Wrap(errs.Unavailable, err, "sandbox tier 2: lock the box directory")
 	}
 	g := &gvisorBox{runsc: runsc, dir: dir, bundle: filepath.Join(dir, "bundle"), id: id, lock: lock}
-	for _, d := range []string{g.bundle, filepath.Join(dir, "state"), filepath.Join(g.bundle, "root"), filepath.Join(g.bundle, "etc")} {
+	for _, d := range []string{g.bundle, filepath.Join(dir, "state"), filepath.Join(dir, "src"), filepath.Join(g.bundle, "root"), filepath.Join(g.bundle, "etc")} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			g.close()
 			return nil, errs.Wrap(errs.Unavailable, err, "sandbox tier 2: box directory")
@@ -267,25 +317,32 @@ type gvMount struct {
 // planGVisor fills b's OCI spec from spec: the same grants, environment,
 // working directory and protected paths tier 1 gives.
 //
-// Unlike tier 1, runsc takes bind sources by path, not by descriptor (a
-// /proc/PID/fd/N source does not start a sandbox): each is resolved one
-// component at a time and refused here as at tier 1 (a link inside a
-// writable directory), and runsc's gofer opens the resolved path moments
-// later. A link swapped into a writable directory in that window, by
-// another box running in the same tree, is the one thing tier 1's pinned
-// descriptors catch and this does not; the box's Notes say so.
+// runsc takes bind sources by path. As root, every source is a place in
+// the box's directory that airlock's launcher binds the pinned inode to
+// (gvisorBox.source, GVisorLaunch), so a link swapped in after the check
+// changes nothing, as at tier 1. Rootless, the launcher cannot make a
+// mount namespace: each source is the resolved path, checked here as at
+// tier 1, and runsc's gofer opens it moments later; the box's Notes say
+// so.
 func planGVisor(b *Box, spec Spec, exe string) error {
 	g := b.gv
 	// The tier-1 planner's bookkeeping is reused for what does not depend
 	// on bubblewrap: pinning, refused places and protected paths.
 	p := &planner{spec: spec, box: b, bw: bwrapInfo{BindFD: true}}
 	var mounts []gvMount
-	bind := func(src, dst string, rw bool, order int) {
-		opts := []string{"rbind", "ro"}
-		if rw {
-			opts = []string{"rbind", "rw"}
+	// bind mounts a pinned host path at dst; the pin stays open for the
+	// launcher (see gvisorBox.source). file binds a file of the bundle.
+	bind := func(pn *pinned, dst string, rw bool, order int) error {
+		src, err := g.source(pn, rw)
+		if err != nil {
+			return err
 		}
-		mounts = append(mounts, gvMount{ociMount{Destination: dst, Type: "bind", Source: src, Options: opts}, order})
+		mounts = append(mounts, gvMount{ociMount{Destination: dst, Type: "bind", Source: src, Options: bindOpts(rw)}, order})
+		p.bound = append(p.bound, dst)
+		return nil
+	}
+	file := func(src, dst string, order int) {
+		mounts = append(mounts, gvMount{ociMount{Destination: dst, Type: "bind", Source: src, Options: bindOpts(false)}, order})
 		p.bound = append(p.bound, dst)
 	}
 
@@ -368,8 +425,10 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 		if err != nil {
 			return errs.Wrap(errs.Unavailable, err, "sandbox: system directory")
 		}
-		pn.f.Close()
-		bind(pn.real, d, false, 2)
+		b.keep = append(b.keep, pn.f)
+		if err := bind(pn, d, false, 2); err != nil {
+			return err
+		}
 	}
 	for _, f := range etcFiles {
 		if _, err := os.Lstat(f); err != nil {
@@ -380,8 +439,10 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 			b.Notes = append(b.Notes, err.Error())
 			continue
 		}
-		pn.f.Close()
-		bind(pn.real, f, false, 2)
+		b.keep = append(b.keep, pn.f)
+		if err := bind(pn, f, false, 2); err != nil {
+			return err
+		}
 	}
 	home := EnvValue(spec.Env, "HOME")
 	for name, content := range etcContent(home) {
@@ -389,7 +450,7 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 		if err := os.WriteFile(src, []byte(content), 0o444); err != nil {
 			return err
 		}
-		bind(src, name, false, 1)
+		file(src, name, 1)
 	}
 	mounts = append(mounts,
 		gvMount{ociMount{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}}, 0},
@@ -405,11 +466,13 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 	if err != nil {
 		return errs.Wrap(errs.Unavailable, err, "sandbox: airlock binary")
 	}
-	ex.f.Close()
+	b.keep = append(b.keep, ex.f)
 	if w := withinAny(ex.real, p.writable); w != "" && spec.Writable {
 		return p.refuse(exe, "the airlock binary lies inside the writable directory "+w+"; install it elsewhere")
 	}
-	bind(ex.real, boxInitPath, false, 2)
+	if err := bind(ex, boxInitPath, false, 2); err != nil {
+		return err
+	}
 	boxOnly := map[string]bool{boxInitPath: true}
 
 	for _, r := range spec.Read {
@@ -426,21 +489,27 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 		if err != nil {
 			return errs.Wrap(errs.Unavailable, err, "sandbox: read grant")
 		}
-		pn.f.Close()
+		b.keep = append(b.keep, pn.f)
 		covered := within(pn.real, wd.real)
 		for _, r := range roots {
 			covered = covered || within(pn.real, r.pn.real)
 		}
 		if !covered {
-			bind(pn.real, pn.real, false, 2)
+			if err := bind(pn, pn.real, false, 2); err != nil {
+				return err
+			}
 		}
 	}
 	for _, r := range roots {
-		bind(r.pn.real, r.pn.real, r.rw, 2)
+		if err := bind(r.pn, r.pn.real, r.rw, 2); err != nil {
+			return err
+		}
 	}
 	wdOwn := !p.has(wd.real)
 	if wdOwn {
-		bind(wd.real, wd.real, wdRW, 2)
+		if err := bind(wd, wd.real, wdRW, 2); err != nil {
+			return err
+		}
 	}
 	for _, bd := range spec.Binds {
 		dst := bd.Dst
@@ -454,11 +523,13 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 		if err != nil {
 			return errs.Wrap(errs.Unavailable, err, "sandbox: bind")
 		}
-		pn.f.Close()
+		b.keep = append(b.keep, pn.f)
 		if w := withinAny(pn.real, p.writable); w != "" && filepath.Clean(dst) != pn.real {
 			return p.refuse(bd.Src, "lies inside the writable directory "+w+" and would be bound elsewhere")
 		}
-		bind(pn.real, filepath.Clean(dst), false, 2)
+		if err := bind(pn, filepath.Clean(dst), false, 2); err != nil {
+			return err
+		}
 		if filepath.Clean(dst) != pn.real {
 			boxOnly[filepath.Clean(dst)] = true
 		}
@@ -500,11 +571,13 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 				if err != nil {
 					return errs.Wrap(errs.Unavailable, err, "sandbox: policy file")
 				}
-				pn.f.Close()
+				b.keep = append(b.keep, pn.f)
 				if pn.mode&unix.S_IFMT == unix.S_IFLNK {
 					return p.refuse(pf, "the policy file is a symbolic link inside a writable directory")
 				}
-				bind(pn.real, pn.real, false, 3)
+				if err := bind(pn, pn.real, false, 3); err != nil {
+					return err
+				}
 			}
 		}
 		for _, o := range p.ops {
@@ -563,7 +636,9 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 	b.env = env
 	b.workdir = wd.real
 	b.Notes = append(b.Notes, "tier 2: gVisor ("+gvisorPlatform+"), the box's system calls went to gVisor's kernel, not the host's")
-	b.Notes = append(b.Notes, "tier 2: bind sources were resolved and checked by path when the box was planned (runsc takes no descriptors)")
+	if !g.launch {
+		b.Notes = append(b.Notes, "tier 2 without root: bind sources were resolved and checked by path when the box was planned, not pinned")
+	}
 	return nil
 }
 
@@ -594,11 +669,21 @@ func (g *gvisorBox) protectOp(b *Box, o op, mounts *[]gvMount) error {
 	a := o.args
 	switch {
 	case len(a) == 3 && (a[0] == "--ro-bind-fd" || a[0] == "--bind-fd"):
-		opts := []string{"rbind", "ro"}
-		if a[0] == "--bind-fd" {
-			opts = []string{"rbind", "rw"}
+		rw := a[0] == "--bind-fd"
+		n, err := strconv.Atoi(a[1])
+		if err != nil || n < 3 || n-3 >= len(b.ExtraFiles) {
+			return errs.New(errs.Internal, "sandbox tier 2: protected path %s: no descriptor %q", a[2], a[1])
 		}
-		*mounts = append(*mounts, gvMount{ociMount{Destination: a[2], Type: "bind", Source: a[2], Options: opts}, o.order})
+		var st unix.Stat_t
+		f := b.ExtraFiles[n-3]
+		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+			return errs.Wrap(errs.Unavailable, err, "sandbox tier 2: protected path %s", a[2])
+		}
+		src, err := g.source(&pinned{f: f, real: a[2], dev: uint64(st.Dev), ino: st.Ino, mode: st.Mode}, rw)
+		if err != nil {
+			return err
+		}
+		*mounts = append(*mounts, gvMount{ociMount{Destination: a[2], Type: "bind", Source: src, Options: bindOpts(rw)}, o.order})
 	case len(a) == 5 && a[2] == "--ro-bind-data":
 		// A generated file (the .git/info/exclude naming the
 		// placeholders): read from its pipe into the bundle.
@@ -698,7 +783,43 @@ func (b *Box) GVisorCommand(argv []string) ([]string, error) {
 	if os.Geteuid() != 0 {
 		args = append(args, "--rootless")
 	}
-	return append(args, "run", "--bundle", g.bundle, g.id), nil
+	args = append(args, "run", "--bundle", g.bundle, g.id)
+	if !g.launch {
+		return args, nil
+	}
+	// airlock's launcher binds the pinned sources, then becomes runsc.
+	return append([]string{g.exe, InitArg, GVisorLaunchArg, "--"}, args...), nil
+}
+
+// GVisorFiles are the descriptors runsc's launcher inherits, from 3: its
+// configuration, then the pinned sources. Nil without the launcher.
+func (b *Box) GVisorFiles() ([]*os.File, error) {
+	g := b.gv
+	if g == nil || !g.launch {
+		return nil, nil
+	}
+	files := []*os.File{nil}
+	for i := range g.srcs {
+		g.srcs[i].FD = 4 + i
+		files = append(files, g.srcs[i].f)
+	}
+	data, err := json.Marshal(g.srcs)
+	if err != nil {
+		return nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		// The list can outgrow a pipe's buffer; the launcher reads it
+		// all first.
+		w.Write(data)
+		w.Close()
+	}()
+	b.keep = append(b.keep, r)
+	files[0] = r
+	return files, nil
 }
 
 // GVisorFailure is runsc's own account of a box that did not start, from

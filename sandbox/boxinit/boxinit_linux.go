@@ -23,6 +23,9 @@ func Main(args []string) int {
 	if len(args) > 0 && args[0] == sandbox.GuardArg {
 		return sandbox.Guard(os.Stdin)
 	}
+	if len(args) > 0 && args[0] == sandbox.GVisorLaunchArg { // tier 2's launcher, on the host (gvisor_launch_linux.go)
+		return sandbox.GVisorLaunch(args[1:])
+	}
 	cfgFD, stFD, err := parseFlags(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "airlock box init: %v\n", err)
