@@ -34,7 +34,9 @@ func sandboxCheckCmd() *Command {
 version and options, user namespaces (including Ubuntu's AppArmor
 restriction), seccomp, the cgroup hierarchy and its controllers, whether
 protected paths are enforced, Yama's ptrace scope, gVisor and KVM. It starts
-one real box running "true" to prove tier 1 works here. Every finding
+one real box running "true" to prove tier 1 works here and, where runsc
+passes its checks (static, recent), a gVisor box that lists and stats its
+root: tier 2 is reported only then. Every finding
 carries its fix. Exits 0 when the best tier works, 125 when tier 1 was
 expected but a box could not be started.`
 	return &Command{Name: "check", Usage: usage, Short: "report the sandbox tier this host gives, with fixes", Long: long,
