@@ -197,8 +197,12 @@ func BenchmarkGVisorTrue(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			byHand := exec.Command(argv[0], argv[1:]...)
+			if byHand.ExtraFiles, err = box.GVisorFiles(); err != nil {
+				b.Fatal(err)
+			}
 			start = time.Now()
-			err = exec.Command(argv[0], argv[1:]...).Run()
+			err = byHand.Run()
 			hand = append(hand, time.Since(start))
 			box.Close()
 			if err != nil {
@@ -219,11 +223,18 @@ func BenchmarkGVisorTrue(b *testing.B) {
 			b.Fatal(err)
 		}
 		run := exec.Command(argv[0], argv[1:]...)
+		if run.ExtraFiles, err = box.GVisorFiles(); err != nil {
+			b.Fatal(err)
+		}
 		if err := run.Start(); err != nil {
 			b.Fatal(err)
 		}
 		defer func() { run.Process.Kill(); run.Wait() }()
-		// argv is runsc's global flags, then "run --bundle DIR ID".
+		// argv is (the launcher, then) runsc, its global flags, then
+		// "run --bundle DIR ID".
+		for argv[0] != box.Path {
+			argv = argv[1:]
+		}
 		global, id := argv[1:len(argv)-4], argv[len(argv)-1]
 		execArgs := append(append([]string(nil), global...), "exec", id, "/bin/true")
 		deadline := time.Now().Add(20 * time.Second)
