@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/sandbox/boxconf"
 )
 
 // gvisor is tier 2: the box is a gVisor sandbox (runsc, systrap), whose
@@ -65,16 +66,13 @@ type gvisorBox struct {
 	closed bool
 }
 
-// gvSource is one pinned bind source: the launcher binds f at Target
-// (inside the box's directory) in a mount namespace of runsc's own, checks
-// that Target is then the pinned inode, and runsc takes Target by path.
+// gvSource is one pinned bind source: the launcher (sandbox/boxinit)
+// binds f at Target (inside the box's directory) in a mount namespace of
+// runsc's own, checks that Target is then the pinned inode, and runsc
+// takes Target by path.
 type gvSource struct {
-	f        *os.File
-	Target   string `json:"target"`
-	FD       int    `json:"fd"`
-	Dev      uint64 `json:"dev"`
-	Ino      uint64 `json:"ino"`
-	ReadOnly bool   `json:"ro"`
+	f *os.File
+	boxconf.GVisorSource
 }
 
 // source is the path runsc is given for the pinned pn: with the
@@ -98,7 +96,7 @@ func (g *gvisorBox) source(pn *pinned, rw bool) (string, error) {
 	if err != nil {
 		return "", errs.Wrap(errs.Unavailable, err, "sandbox tier 2: bind source")
 	}
-	g.srcs = append(g.srcs, gvSource{f: pn.f, Target: target, Dev: pn.dev, Ino: pn.ino, ReadOnly: !rw})
+	g.srcs = append(g.srcs, gvSource{f: pn.f, GVisorSource: boxconf.GVisorSource{Target: target, Dev: pn.dev, Ino: pn.ino, ReadOnly: !rw}})
 	return target, nil
 }
 
@@ -319,7 +317,7 @@ type gvMount struct {
 //
 // runsc takes bind sources by path. As root, every source is a place in
 // the box's directory that airlock's launcher binds the pinned inode to
-// (gvisorBox.source, GVisorLaunch), so a link swapped in after the check
+// (gvisorBox.source; the launcher is in sandbox/boxinit), so a link swapped in after the check
 // changes nothing, as at tier 1. Rootless, the launcher cannot make a
 // mount namespace: each source is the resolved path, checked here as at
 // tier 1, and runsc's gofer opens it moments later; the box's Notes say
@@ -788,7 +786,7 @@ func (b *Box) GVisorCommand(argv []string) ([]string, error) {
 		return args, nil
 	}
 	// airlock's launcher binds the pinned sources, then becomes runsc.
-	return append([]string{g.exe, InitArg, GVisorLaunchArg, "--"}, args...), nil
+	return append([]string{g.exe, InitArg, boxconf.GVisorLaunchArg, "--"}, args...), nil
 }
 
 // GVisorFiles are the descriptors runsc's launcher inherits, from 3: its
@@ -799,11 +797,13 @@ func (b *Box) GVisorFiles() ([]*os.File, error) {
 		return nil, nil
 	}
 	files := []*os.File{nil}
+	var list []boxconf.GVisorSource
 	for i := range g.srcs {
 		g.srcs[i].FD = 4 + i
 		files = append(files, g.srcs[i].f)
+		list = append(list, g.srcs[i].GVisorSource)
 	}
-	data, err := json.Marshal(g.srcs)
+	data, err := json.Marshal(list)
 	if err != nil {
 		return nil, err
 	}

@@ -23,8 +23,8 @@ func Main(args []string) int {
 	if len(args) > 0 && args[0] == sandbox.GuardArg {
 		return sandbox.Guard(os.Stdin)
 	}
-	if len(args) > 0 && args[0] == sandbox.GVisorLaunchArg { // tier 2's launcher, on the host (gvisor_launch_linux.go)
-		return sandbox.GVisorLaunch(args[1:])
+	if len(args) > 0 && args[0] == boxconf.GVisorLaunchArg { // tier 2's launcher, on the host (gvisor_launch_linux.go)
+		return gvisorLaunchMain(args[1:])
 	}
 	cfgFD, stFD, err := parseFlags(args)
 	if err != nil {

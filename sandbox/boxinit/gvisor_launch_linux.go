@@ -1,4 +1,4 @@
-package sandbox
+package boxinit
 
 import (
 	"encoding/json"
@@ -8,21 +8,19 @@ import (
 	"runtime"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-run/airlock/sandbox/boxconf"
 )
 
-// GVisorLaunchArg selects runsc's launcher after InitArg on the airlock
-// command line.
-const GVisorLaunchArg = "gvisor-launch"
-
-// GVisorLaunch is the launcher of a tier-2 box, run by the runner on the
-// host as root: in a mount namespace of its own it binds each pinned
-// source (descriptors from 4, listed as JSON on descriptor 3) onto its
-// place in the box's directory, checks that the place is then the pinned
-// inode, makes the read-only ones read-only on the host side too, and
-// becomes runsc (args after "--"). The binds live in that namespace only,
+// gvisorLaunchMain is the launcher of a tier-2 box, run by the runner on
+// the host as root, not in a box: in a mount namespace of its own it binds
+// each pinned source (descriptors from 4, listed as JSON on descriptor 3;
+// see boxconf.GVisorLaunchArg) onto its place in the box's directory,
+// checks that the place is then the pinned inode, makes the read-only ones
+// read-only on the host side too, and becomes runsc (args after "--"). The binds live in that namespace only,
 // so they go when runsc and its children do, whatever ends them. It
 // returns 125 when the box cannot be built.
-func GVisorLaunch(args []string) int {
+func gvisorLaunchMain(args []string) int {
 	if err := gvisorLaunch(args); err != nil {
 		fmt.Fprintf(os.Stderr, "airlock: gvisor launch: %v\n", err)
 	}
@@ -39,7 +37,7 @@ func gvisorLaunch(args []string) error {
 	if err != nil {
 		return err
 	}
-	var srcs []gvSource
+	var srcs []boxconf.GVisorSource
 	if err := json.Unmarshal(data, &srcs); err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
