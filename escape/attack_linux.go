@@ -362,6 +362,11 @@ func attackProbe(a []string) error {
 		}
 		e := p.Call()
 		fmt.Printf("%s: %s\n", p.Name, errnoText(e))
+		// Which kernel answered: a gVisor box's calls go to gVisor's.
+		var uts unix.Utsname
+		if unix.Uname(&uts) == nil {
+			fmt.Printf("kernel: %s %s\n", unix.ByteSliceToString(uts.Release[:]), unix.ByteSliceToString(uts.Version[:]))
+		}
 		if p.Held(e) {
 			return fmt.Errorf("answered %s", errnoText(e))
 		}

@@ -264,4 +264,51 @@ func TestMatrix(t *testing.T) {
 	if !ran1 {
 		t.Logf("tier 1 did not run here: only the unconfined and tier-0 columns were tested")
 	}
+	checkTier2Column(t, rep)
+}
+
+// checkTier2Column: the gVisor column runs where tier 2 exists (under
+// CI=true it must), and every attempt held at tier 1 is held at tier 2 as
+// well, unless it needs the network a gVisor box does not have yet.
+func checkTier2Column(t *testing.T, rep *Report) {
+	t.Helper()
+	var ran2 bool
+	for _, m := range rep.Mechanisms {
+		if m.Tier == 2 && m.Status == StatusRun {
+			ran2 = true
+		} else if m.Tier == 2 {
+			testsupport.MissingPart(t, "the gVisor column did not run: %s", m.Reason)
+		}
+	}
+	if !ran2 {
+		return
+	}
+	byAttempt := map[string]map[int]Result{}
+	tierOf := map[string]int{}
+	for _, m := range rep.Mechanisms {
+		tierOf[m.Name] = m.Tier
+	}
+	for _, r := range rep.Results {
+		if byAttempt[r.Attempt] == nil {
+			byAttempt[r.Attempt] = map[int]Result{}
+		}
+		byAttempt[r.Attempt][tierOf[r.Mechanism]] = r
+	}
+	held := 0
+	for id, rs := range byAttempt {
+		one, two := rs[1], rs[2]
+		if one.Outcome != Held {
+			continue
+		}
+		switch {
+		case two.Outcome == Held:
+			held++
+		case two.Outcome == Untested && (strings.Contains(two.Detail, "no network yet") || two.Detail == gvisorCPUUntested):
+		default:
+			t.Errorf("%s is held at tier 1 but %s at tier 2: %s", id, two.Outcome, two.Detail)
+		}
+	}
+	if held == 0 {
+		t.Errorf("no attempt held at tier 2: the gVisor column tested nothing")
+	}
 }

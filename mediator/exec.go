@@ -547,3 +547,9 @@ func CheckBox(ctx context.Context, exe string) (time.Duration, error) {
 	_, took, err := runner.Check(ctx, exe)
 	return took, err
 }
+
+// CheckGVisorBox runs a short self-test in a tier-2 (gVisor) box, for
+// `airlock sandbox check`: tier 2 is reported only when it passes.
+func CheckGVisorBox(ctx context.Context, exe string) (time.Duration, error) {
+	return runner.CheckGVisor(ctx, exe)
+}

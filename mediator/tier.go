@@ -20,12 +20,21 @@ func resolveOnce(requested sandbox.Tier) func() (sandbox.Tier, error) {
 	})
 }
 
+// gvisorTier is tier 2 for a policy with `isolation: gvisor`, resolved
+// against one probe of the host for the process's life.
+var gvisorTier = sync.OnceValues(func() (sandbox.Tier, error) {
+	return sandbox.Resolve(sandbox.Tier2, sandbox.ProbeHost())
+})
+
 // tierFor is the tier a call under p runs at: `isolation: none` is tier 0,
 // announced every time; otherwise the kernel's resolved tier.
 func (k *Kernel) tierFor(p *policy.Policy, what string) (sandbox.Tier, error) {
 	t, err := k.tier()
 	if p.Isolation == "none" {
 		t, err = sandbox.Tier0, nil
+	}
+	if p.Isolation == "gvisor" {
+		t, err = gvisorTier() // tier 2 or a refusal naming the fix, never a fallback
 	}
 	if err != nil {
 		return t, err

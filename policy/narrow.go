@@ -26,8 +26,13 @@ func (p *Policy) Narrow(n *Policy) *Policy {
 	// call it names whatever a call narrows.
 	q := &Policy{Source: p.Source, within: p, grants: p.grants}
 
+	// Isolation only ever gets stronger: gvisor from either side stays
+	// gvisor, and none needs both.
 	q.Isolation = "auto"
-	if p.Isolation == "none" && (n.Isolation == "none" || n.Isolation == "") {
+	switch {
+	case p.Isolation == "gvisor" || n.Isolation == "gvisor":
+		q.Isolation = "gvisor"
+	case p.Isolation == "none" && (n.Isolation == "none" || n.Isolation == ""):
 		q.Isolation = "none"
 	}
 

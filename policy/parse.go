@@ -322,8 +322,8 @@ func (ps *parser) policy(n *yaml.Node, p *Policy) {
 		switch key {
 		case "isolation":
 			if s, ok := ps.str(v, key, false); ok {
-				if s != "auto" && s != "none" {
-					ps.fail(v, key, "%q: want auto or none", s)
+				if s != "auto" && s != "none" && s != "gvisor" {
+					ps.fail(v, key, "%q: want auto, none or gvisor", s)
 				}
 				p.Isolation = s
 			}

@@ -24,7 +24,7 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate key", "fs:\n  read: [a]\n  read: [b]\n", "p.yaml:3:3: fs.read: duplicate key"},
 		{"duplicate json key", `{"fs": {"read": ["a"]}, "fs": {}}`, "p.yaml:1:25: fs: duplicate key"},
 		{"run_written not bool", "shell:\n  run_written: 1\n", "p.yaml:2:16: shell.run_written: want"},
-		{"isolation value", "isolation: off\n", `p.yaml:1:12: isolation: "off": want auto or none`},
+		{"isolation value", "isolation: off\n", `p.yaml:1:12: isolation: "off": want auto, none or gvisor`},
 		{"fs read not list", "fs:\n  read: src\n", `p.yaml:2:9: fs.read: want a list, got the string "src"`},
 		{"fs read null", "fs:\n  read:\n", "p.yaml:2:8: fs.read: want a list, got nothing (null)"},
 		{"fs entry number", "fs:\n  read: [1]\n", "p.yaml:2:10: fs.read[0]: want a string, got a number (quote it)"},

@@ -121,8 +121,10 @@ func (m Mode) String() string {
 // document, and Narrow lets the base policy's value stand. A Policy is not
 // modified after it is built; methods return new ones.
 type Policy struct {
-	// Isolation is "auto" (confine with the best tier the host has) or
-	// "none" (no box at all; announced every time).
+	// Isolation is "auto" (confine with the best tier the host has),
+	// "none" (no box at all; announced every time) or "gvisor" (tier 2
+	// only: every box is a gVisor sandbox, and a host without gVisor runs
+	// nothing rather than falling back).
 	Isolation string   `json:"isolation"`
 	FS        FS       `json:"fs"`
 	Net       Net      `json:"net"`

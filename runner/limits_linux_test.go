@@ -30,15 +30,16 @@ func TestLimits(t *testing.T) {
 		{"cpu", sandbox.Limits{CPU: 0.05}, []string{attackArg, "spin", "150"}, false},
 	}
 	for _, tc := range tiers() {
-		if tc.tier == sandbox.Tier2 {
-			continue
-		}
 		t.Run(tc.name(), func(t *testing.T) {
 			if tc.skip != "" {
 				tc.gate(t)
 			}
 			for _, row := range rows {
 				t.Run(row.name, func(t *testing.T) {
+					if tc.tier == sandbox.Tier2 && row.name == "cpu" {
+						gvisorCPULimit(t, row.limits)
+						return
+					}
 					exe := boxExe(t, tc.tier)
 					free := runIn(t, tc.tier, withNet(t, tc, baseSpec(t)), "", append([]string{exe}, row.argv...)...)
 					if free.err != nil || free.res.ExitCode != 0 {

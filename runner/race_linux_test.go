@@ -29,7 +29,6 @@ func TestSwappedBindSource(t *testing.T) {
 	os.WriteFile(filepath.Join(data, "file"), []byte("checked"), 0o644)
 	os.WriteFile(filepath.Join(secret, "file"), []byte("SECRET"), 0o644)
 	swap := func() {
-		t.Helper()
 		if err := os.Rename(data, data+".orig"); err != nil {
 			t.Fatal(err)
 		}
@@ -51,9 +50,22 @@ func TestSwappedBindSource(t *testing.T) {
 		t.Skipf("untested here: a bind by path did not follow the swapped link (%v: %s)", err, out)
 	}
 
+	for _, tc := range boxTiers() {
+		t.Run(tc.name(), func(t *testing.T) {
+			if tc.skip != "" {
+				tc.gate(t)
+			}
+			swappedBindSource(t, tc.tier, data, swap, unswap)
+		})
+	}
+}
+
+// swappedBindSource plans a box reading data at tier, swaps data for the
+// link, and runs the box: it must read what was checked, or refuse.
+func swappedBindSource(t *testing.T, tier sandbox.Tier, data string, swap, unswap func()) {
 	spec := baseSpec(t)
 	spec.Read = []string{data}
-	box, err := sandbox.Plan(spec, sandbox.Tier1, testExe(t))
+	box, err := sandbox.Plan(spec, tier, testExe(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -131,7 +131,7 @@ func (r *run) launch() (*exec.Cmd, error) {
 	if lim.MemoryBytes > 0 || lim.CPU > 0 || lim.Pids > 0 {
 		// A limit asked for and not enforceable is refused: the command
 		// never runs without it.
-		cg, err := newGroup(lim)
+		cg, err := newGroup(hostLimits(r.box, lim))
 		if err != nil {
 			return nil, err
 		}

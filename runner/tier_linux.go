@@ -41,8 +41,8 @@ type tierRunner interface {
 }
 
 // tierRunners are the tiers the runner can start, one entry each, keyed
-// by the tier of the planned box. Tier 2 (gVisor) is one more entry when it
-// exists; a tier without one is refused before anything starts.
+// by the tier of the planned box (tier 2, gVisor, in gvisor_linux.go); a
+// tier without one is refused before anything starts.
 var tierRunners = map[sandbox.Tier]func(*sandbox.Box) tierRunner{
 	sandbox.Tier0: func(*sandbox.Box) tierRunner { return unconfined{} },
 	// bubblewrap starts the command itself, or airlock's init as the box's
@@ -54,6 +54,7 @@ var tierRunners = map[sandbox.Tier]func(*sandbox.Box) tierRunner{
 		}
 		return &bwrapInit{}
 	},
+	sandbox.Tier2: func(*sandbox.Box) tierRunner { return &gvisorRun{} },
 }
 
 var (

@@ -56,7 +56,9 @@ func Resolve(requested Tier, h Host) (Tier, error) {
 		if h.Best() <= Tier0 {
 			return 0, errs.Unavailablef(errNoConfinement)
 		}
-		return Resolve(h.Best(), h)
+		// gVisor is asked for by name (--sandbox 2, isolation: gvisor):
+		// auto stays at tier 1 where the host gives more.
+		return Resolve(min(h.Best(), Tier1), h)
 	case Tier0:
 		return Tier0, nil
 	case Tier1, Tier2:
@@ -65,6 +67,9 @@ func Resolve(requested Tier, h Host) (Tier, error) {
 				return 0, tier2Refusal(h.report.GVisor)
 			}
 			return 0, noMechanism(requested)
+		}
+		if requested == Tier2 {
+			return resolveTier2(h)
 		}
 		if h.Best() < requested {
 			why := h.report.Why
@@ -76,6 +81,21 @@ func Resolve(requested Tier, h Host) (Tier, error) {
 		return requested, nil
 	}
 	return 0, errs.Invalidf("sandbox tier %d: want auto, 0, 1 or 2", int(requested))
+}
+
+// resolveTier2 gives tier 2 where runsc passed its checks (and, when one
+// ran, its self-test), and tier 1 works too: a gVisor box is tier 1's
+// promise kept by another kernel, never a way round a host without it.
+func resolveTier2(h Host) (Tier, error) {
+	gv := h.report.Runsc
+	if !gv.Usable {
+		why, fix := gv.Why, gv.Fix
+		if why == "" {
+			why, fix = "gVisor (runsc) is not installed on this host", gvisorInstall
+		}
+		return 0, errs.Unavailablef("sandbox tier 2: %s (%s; or use --sandbox 1)", why, fix)
+	}
+	return Tier2, nil
 }
 
 // ErrAuto is the refusal of auto by a part that needs a concrete tier (the

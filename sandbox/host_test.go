@@ -13,7 +13,8 @@ import (
 func TestResolve(t *testing.T) {
 	none := HostFrom(Report{Best: Tier0, Why: "tier 1 unavailable: bubblewrap is not installed"})
 	one := HostFrom(Report{Best: Tier1, Why: "bubblewrap 0.11.0 with user namespaces and seccomp"})
-	withRunsc := HostFrom(Report{Best: Tier1, GVisor: "/usr/local/bin/runsc"})
+	withRunsc := HostFrom(Report{Best: Tier1, GVisor: "/usr/local/bin/runsc", Runsc: RunscReport{Path: "/usr/local/bin/runsc", Usable: true}})
+	oldRunsc := HostFrom(Report{Best: Tier1, GVisor: "/usr/bin/runsc", Runsc: judgeRunsc(RunscReport{Path: "/usr/bin/runsc", Static: true, Date: "20220228"})})
 	tests := []struct {
 		name  string
 		req   Tier
@@ -30,7 +31,9 @@ func TestResolve(t *testing.T) {
 		{"1 on a tier-1 host", Tier1, one, Tier1, 0, ""},
 		{"1 on a tier-0 host", Tier1, none, 0, errs.Unavailable, "bubblewrap is not installed"},
 		{"2 without gVisor", Tier2, one, 0, errs.Unavailable, "gVisor (runsc) is not installed"},
-		{"2 with gVisor", Tier2, withRunsc, 0, errs.Unavailable, "does not run tier 2"},
+		{"2 with gVisor", Tier2, withRunsc, Tier2, 0, ""},
+		{"auto with gVisor stays tier 1", TierAuto, withRunsc, Tier1, 0, ""},
+		{"2 with an old gVisor", Tier2, oldRunsc, 0, errs.Unavailable, "older than"},
 		{"unknown tier", Tier(7), one, 0, errs.Invalid, "want auto, 0, 1 or 2"},
 	}
 	for _, tt := range tests {

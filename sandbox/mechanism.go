@@ -9,7 +9,7 @@ import (
 // Mechanism is one way of confining a command: it plans the boxes of one
 // tier. The implementations are this package's own and are listed in the
 // table mechanisms, one entry per tier this build runs (tier 0 none, tier
-// 1 bubblewrap; tier 2 gVisor is one more entry when it exists). Nothing
+// 1 bubblewrap, tier 2 gvisor on Linux). Nothing
 // is looked up by name or loaded from outside: the tiers are few and
 // security-critical, and the unexported method keeps it that way.
 type Mechanism interface {

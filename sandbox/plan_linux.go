@@ -117,6 +117,7 @@ type Box struct {
 	boxOnly map[string]bool // box paths bound from another host path
 	env     []string        // the command's environment (direct boxes)
 	workdir string
+	gv      *gvisorBox // tier 2 only (gvisor_linux.go)
 }
 
 // Stub is a placeholder made for a protected path that did not exist.
@@ -220,6 +221,7 @@ func (b *Box) ReadStatus() (boxconf.Status, error) {
 
 // Close releases every descriptor and removes the stubs.
 func (b *Box) Close() error {
+	b.gv.close() // tier 2: its processes and directory first (gvisor_linux.go)
 	for _, fs := range [][]*os.File{b.child, b.keep, {b.configW, b.statusR, b.infoR}} {
 		for _, f := range fs {
 			if f != nil {
@@ -430,6 +432,7 @@ func (p *planner) data(content []byte, dest string) error {
 var mechanisms = map[Tier]Mechanism{
 	Tier0: none{},
 	Tier1: bubblewrap{},
+	Tier2: gvisor{},
 }
 
 // noMechanism is why a tier without an entry in mechanisms is refused.

@@ -9,6 +9,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlock-run/airlock/errs"
+
 	"github.com/airlock-run/airlock/sandbox/cgroup"
 	"github.com/airlock-run/airlock/sandbox/seccomp"
 )
@@ -33,7 +35,8 @@ func Probe() Report {
 	r.Cgroup = probeCgroup()
 	r.Yama = probeYama()
 	r.Landlock = probeLandlock() // execlist_linux.go
-	r.GVisor = probeGVisor(os.Getenv("PATH"))
+	r.Runsc = probeRunsc(os.Getenv("PATH"))
+	r.GVisor = r.Runsc.Path
 	r.KVM = probeKVM()
 	r.findings()
 	return r
@@ -109,10 +112,13 @@ func (r *Report) findings() {
 	} else if r.Yama.PtraceScope < 1 {
 		r.add(SevInfo, "ptrace", fmt.Sprintf("kernel.yama.ptrace_scope is %d; a policy with sandbox.ptrace: true is refused.", r.Yama.PtraceScope), "sysctl -w kernel.yama.ptrace_scope=1 (and add it to /etc/sysctl.d/ to keep it).")
 	}
-	if r.GVisor == "" {
-		r.add(SevInfo, "gvisor", "gVisor (runsc) was not found; tier 2 is unavailable and a run asking for --sandbox 2 is refused.", "Install runsc from https://gvisor.dev/docs/user_guide/install/ to make tier 2 possible.")
-	} else {
-		r.add(SevInfo, "gvisor", "gVisor (runsc) is at "+r.GVisor+", but this build of airlock does not run tier 2 yet; --sandbox 2 is refused.", "Use tier 1 (--sandbox 1 or auto).")
+	switch gv := r.Runsc; {
+	case gv.Path == "":
+		r.add(SevInfo, "gvisor", "gVisor (runsc) was not found; tier 2 is unavailable and a run asking for --sandbox 2 or isolation: gvisor is refused.", "To make tier 2 possible, "+gvisorInstall+".")
+	case !gv.Usable:
+		r.add(SevWarn, "gvisor", gv.Why+"; tier 2 is refused.", gv.Fix+".")
+	default:
+		r.add(SevInfo, "gvisor", "gVisor runsc "+gv.Version+" at "+gv.Path+" (static, platform "+gv.Platform+"): tier 2 is given on request (--sandbox 2 or isolation: gvisor), never by auto.", "None needed.")
 	}
 	if !r.KVM {
 		r.add(SevInfo, "kvm", "/dev/kvm is absent; microVM isolation is unavailable.", "Run on a host or VM with KVM (nested virtualisation enabled) if microVMs are wanted.")
@@ -260,4 +266,7 @@ func usernsBlocked(bw bwrapInfo) string {
 	return strings.TrimSuffix(u.Why, ".") + " (" + strings.TrimSuffix(u.Fix, ".") + ")"
 }
 
-func tier2Unavailable() error { return tier2Refusal(probeGVisor(os.Getenv("PATH"))) }
+func tier2Unavailable() error {
+	gv := probeRunsc(os.Getenv("PATH"))
+	return errs.Unavailablef("sandbox tier 2: %s (%s)", gv.Why, gv.Fix)
+}

@@ -20,6 +20,8 @@ type Report struct {
 	Protected bool `json:"protected_paths"`
 	// GVisor is the path of runsc, "" when absent.
 	GVisor string `json:"gvisor,omitempty"`
+	// Runsc is what was found of runsc (tier 2).
+	Runsc RunscReport `json:"runsc"`
 	// KVM reports whether /dev/kvm exists.
 	KVM      bool      `json:"kvm"`
 	Findings []Finding `json:"findings"`

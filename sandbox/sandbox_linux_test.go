@@ -177,8 +177,22 @@ func TestPlanRefuses(t *testing.T) {
 		{"relative workdir", func() Spec { s := base(); s.Workdir = "work"; return s }, Tier1, errs.Invalid, "not absolute"},
 		{"bad env entry", func() Spec { s := base(); s.Env = []string{"NOEQUALS"}; return s }, Tier1, errs.Invalid, "KEY=VALUE"},
 		{"negative limit", func() Spec { s := base(); s.Limits.Pids = -1; return s }, Tier1, errs.Invalid, "negative"},
-		{"tier 2 without gVisor", base, Tier2, errs.Unavailable, "tier 2"},
+		{"tier 2 with network", func() Spec {
+			s := base()
+			s.Net = &NetSpec{ProxySocket: "/nonexistent.sock", Token: "t"}
+			return s
+		}, Tier2, errs.Unavailable, "tier 2"},
 		{"unknown tier", base, Tier(7), errs.Invalid, "want 0, 1 or 2"},
+	}
+	if probeRunsc(os.Getenv("PATH")).Usable {
+		// The tier-2 planner refuses what the tier-1 one does.
+		for _, tt := range tests {
+			if tt.tier == Tier1 {
+				tt.name += " at tier 2"
+				tt.tier = Tier2
+				tests = append(tests, tt)
+			}
+		}
 	}
 	if probeGVisor(os.Getenv("PATH")) == "" {
 		tests = append(tests, struct {

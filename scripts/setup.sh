@@ -34,6 +34,21 @@ if ! command -v go >/dev/null; then
 	exit 1
 fi
 
+# gVisor (tier 2): runsc from the Go module proxy, built static. Debian's
+# runsc package is too old to run a box (statx with AT_NO_AUTOMOUNT fails),
+# and a cgo build dies at start (its umounter re-executes /proc/self/exe).
+# Installed into the project's tool directory; skipped when that version is
+# already there. Put .airlock-ci/bin on PATH (scripts/test.sh does) or copy
+# the binary to /usr/local/bin for airlock to find it.
+RUNSC_VERSION=v0.0.0-20260701204157-69c2d17aea96
+mkdir -p .airlock-ci/bin
+if ! cmp -s <(echo "$RUNSC_VERSION") .airlock-ci/bin/.runsc-version 2>/dev/null || [ ! -x .airlock-ci/bin/runsc ]; then
+	echo "setup: building runsc $RUNSC_VERSION (static, about a minute)"
+	CGO_ENABLED=0 GOFLAGS=-mod=mod GOBIN="$PWD/.airlock-ci/bin" \
+		go install -ldflags='-s -w' "gvisor.dev/gvisor/runsc@$RUNSC_VERSION"
+	echo "$RUNSC_VERSION" > .airlock-ci/bin/.runsc-version
+fi
+
 mkdir -p bin
 go build -o bin/airlock ./cmd/airlock
 echo "setup: built bin/airlock ($(go version | cut -d' ' -f3), $(bwrap --version 2>/dev/null || echo 'no bubblewrap'))"

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-export PATH="$PATH:/usr/local/go/bin"
+export PATH="$PATH:/usr/local/go/bin:$PWD/.airlock-ci/bin"
 export AIRLOCK_BIN="$PWD/bin/airlock"
 go vet ./...
 # airlock ships for linux/amd64 and linux/arm64, and the mediator alone

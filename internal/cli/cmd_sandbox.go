@@ -34,7 +34,9 @@ func sandboxCheckCmd() *Command {
 version and options, user namespaces (including Ubuntu's AppArmor
 restriction), seccomp, the cgroup hierarchy and its controllers, whether
 protected paths are enforced, Yama's ptrace scope, gVisor and KVM. It starts
-one real box running "true" to prove tier 1 works here. Every finding
+one real box running "true" to prove tier 1 works here and, where runsc
+passes its checks (static, recent), a gVisor box that lists and stats its
+root: tier 2 is reported only then. Every finding
 carries its fix. Exits 0 when the best tier works, 125 when tier 1 was
 expected but a box could not be started.`
 	return &Command{Name: "check", Usage: usage, Short: "report the sandbox tier this host gives, with fixes", Long: long,
@@ -65,6 +67,10 @@ expected but a box could not be started.`
 					rep.BoxStart.OK = true
 				}
 			}
+			if rep.Best >= sandbox.Tier1 && rep.Runsc.Usable {
+				_, err := mediator.CheckGVisorBox(ctx, env.Exe)
+				rep.SetGVisorSelfTest(err)
+			}
 			if *asJSON {
 				enc := json.NewEncoder(env.Stdout)
 				enc.SetIndent("", "  ")
@@ -79,6 +85,17 @@ expected but a box could not be started.`
 			}
 			return nil
 		}}
+}
+
+// gvisorState says in a few words whether tier 2 runs here.
+func gvisorState(gv sandbox.RunscReport) string {
+	switch {
+	case gv.Usable && gv.SelfTest == "ok":
+		return "tier 2 works: a gVisor box passed its self-test on " + gv.Platform
+	case gv.Usable:
+		return "tier 2 not self-tested"
+	}
+	return "tier 2 refused: " + gv.Why
 }
 
 func yesNo(b bool) string {
@@ -143,7 +160,7 @@ func printCheck(w io.Writer, rep checkReport) {
 	}
 	fmt.Fprintf(w, "Protected paths: %s\n", onOff)
 	if r.GVisor != "" {
-		fmt.Fprintf(w, "gVisor: %s (tier 2 not run by this build)\n", r.GVisor)
+		fmt.Fprintf(w, "gVisor: %s %s (%s)\n", r.GVisor, orUnknown(r.Runsc.Version), gvisorState(r.Runsc))
 	} else {
 		fmt.Fprintf(w, "gVisor: not found (tier 2 unavailable)\n")
 	}

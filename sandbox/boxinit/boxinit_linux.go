@@ -26,6 +26,9 @@ func Main(args []string) int {
 	if len(args) > 0 && args[0] == boxconf.FlagExecWall {
 		return execWall(args[1:])
 	}
+	if len(args) > 0 && args[0] == boxconf.GVisorLaunchArg { // tier 2's launcher, on the host (gvisor_launch_linux.go)
+		return gvisorLaunchMain(args[1:])
+	}
 	cfgFD, stFD, err := parseFlags(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "airlock box init: %v\n", err)

@@ -1,0 +1,949 @@
+package sandbox
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/sandbox/boxconf"
+)
+
+// gvisor is tier 2: the box is a gVisor sandbox (runsc, systrap), whose
+// system calls go to a kernel of its own. airlock writes the OCI bundle
+// itself: a root it builds (the system read-only, the granted paths, a
+// private /tmp, /var/tmp, /run and HOME), an environment built from the
+// Spec alone, no capabilities, no network.
+//
+// Each box has a private directory of its own (gvisorBoxesDir) holding the
+// bundle, runsc's state root and its log; it is locked for the box's life
+// and removed, with every process of the box, when the box closes. A box
+// whose airlock died (SIGKILL) leaves an unlocked directory, and the next
+// box planned reaps it: its processes are found by that directory's path on
+// their command line (runsc hands its --root to the sandbox and the gofer
+// it starts).
+type gvisor struct{}
+
+var _ Mechanism = gvisor{}
+
+func (gvisor) Tier() Tier   { return Tier2 }
+func (gvisor) Name() string { return "gvisor" }
+
+// gvisorPlatform is the only platform airlock starts gVisor on: systrap
+// works rootless and as root without hardware support. KVM is never picked
+// (nested /dev/kvm hangs at the first exec).
+const gvisorPlatform = "systrap"
+
+// gvisorBox is what a tier-2 Box holds beyond the common fields.
+type gvisorBox struct {
+	runsc string
+	// dir is the box's private directory; bundle is dir/bundle, whose
+	// config.json CommandLine writes.
+	dir, bundle, id string
+	lock            *os.File
+	spec            ociSpec
+	// mkhome is a HOME inside the box's private /tmp, /var/tmp or /run,
+	// made before the command starts; "" when none is needed.
+	mkhome string
+	// files counts the generated files written into the bundle.
+	files int
+	// launch is set when airlock's launcher binds the pinned sources
+	// (as root): exe is the airlock binary it runs as, srcs what it binds.
+	launch bool
+	exe    string
+	srcs   []gvSource
+	closed bool
+}
+
+// gvSource is one pinned bind source: the launcher (sandbox/boxinit)
+// binds f at Target (inside the box's directory) in a mount namespace of
+// runsc's own, checks that Target is then the pinned inode, and runsc
+// takes Target by path.
+type gvSource struct {
+	f *os.File
+	boxconf.GVisorSource
+}
+
+// source is the path runsc is given for the pinned pn: with the
+// launcher, a place in the box's directory the pinned inode is bound to
+// just before runsc starts, so a link swapped in after planning changes
+// nothing; without it (rootless), the resolved path.
+func (g *gvisorBox) source(pn *pinned, rw bool) (string, error) {
+	if !g.launch {
+		return pn.real, nil
+	}
+	target := filepath.Join(g.dir, "src", strconv.Itoa(len(g.srcs)))
+	var err error
+	if pn.isDir() {
+		err = os.Mkdir(target, 0o700)
+	} else {
+		var f *os.File
+		if f, err = os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
+			err = f.Close()
+		}
+	}
+	if err != nil {
+		return "", errs.Wrap(errs.Unavailable, err, "sandbox tier 2: bind source")
+	}
+	g.srcs = append(g.srcs, gvSource{f: pn.f, GVisorSource: boxconf.GVisorSource{Target: target, Dev: pn.dev, Ino: pn.ino, ReadOnly: !rw}})
+	return target, nil
+}
+
+func bindOpts(rw bool) []string {
+	if rw {
+		return []string{"rbind", "rw"}
+	}
+	return []string{"rbind", "ro"}
+}
+
+func (m gvisor) plan(spec Spec, exe string) (*Box, error) {
+	if spec.Net != nil {
+		return nil, errs.Unavailablef("sandbox tier 2: a gVisor box has no network yet, and this run asks for the egress proxy (use --sandbox 1, or drop net from the policy)")
+	}
+	if spec.Ptrace {
+		return nil, errs.Unavailablef("sandbox tier 2: sandbox.ptrace is not offered in a gVisor box (use --sandbox 1)")
+	}
+	gv := probeRunsc(os.Getenv("PATH"))
+	if !gv.Usable {
+		return nil, errs.Unavailablef("sandbox tier 2: %s (%s)", gv.Why, gv.Fix)
+	}
+	if exe == "" || !filepath.IsAbs(exe) {
+		return nil, errs.Invalidf("sandbox: the airlock binary path %q is not absolute", exe)
+	}
+	reapGVisor()
+	g, err := newGVisorBox(gv.Path)
+	if err != nil {
+		return nil, err
+	}
+	g.exe, g.launch = exe, os.Geteuid() == 0
+	b := &Box{Tier: Tier2, Path: gv.Path, Mechanism: m.Name(), Version: gv.Version, gv: g,
+		Namespaces: []string{"gvisor", "pid", "mount", "ipc", "uts", "net"}}
+	if err := planGVisor(b, spec, exe); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// gvisorBoxesDir holds one private directory per tier-2 box:
+// $XDG_RUNTIME_DIR/airlock/gvisor, else /tmp/airlock-<uid>/gvisor (beside
+// the stub locks, so every airlock process of a user agrees on it).
+func gvisorBoxesDir() string { return filepath.Join(filepath.Dir(stubLockDir()), "gvisor") }
+
+// newGVisorBox makes the box's private directory and locks it.
+func newGVisorBox(runsc string) (*gvisorBox, error) {
+	base := gvisorBoxesDir()
+	if err := privateDir(filepath.Dir(base)); err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "sandbox tier 2: state directory")
+	}
+	if err := privateDir(base); err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "sandbox tier 2: state directory")
+	}
+	var rb [8]byte
+	if _, err := rand.Read(rb[:]); err != nil {
+		return nil, err
+	}
+	id := "airlock-" + hex.EncodeToString(rb[:])
+	dir := filepath.Join(base, id)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "sandbox tier 2: box directory")
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC, 0o600)
+	if err == nil {
+		err = unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	}
+	if err != nil {
+		if lock != nil {
+			lock.Close()
+		}
+		os.RemoveAll(dir)
+		return nil, errs.Wrap(errs.Unavailable, err, "sandbox tier 2: lock the box directory")
+	}
+	g := &gvisorBox{runsc: runsc, dir: dir, bundle: filepath.Join(dir, "bundle"), id: id, lock: lock}
+	for _, d := range []string{g.bundle, filepath.Join(dir, "state"), filepath.Join(dir, "src"), filepath.Join(g.bundle, "root"), filepath.Join(g.bundle, "etc")} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			g.close()
+			return nil, errs.Wrap(errs.Unavailable, err, "sandbox tier 2: box directory")
+		}
+	}
+	return g, nil
+}
+
+// The OCI runtime spec, as much of it as airlock writes.
+type ociSpec struct {
+	Version  string     `json:"ociVersion"`
+	Process  ociProcess `json:"process"`
+	Root     ociRoot    `json:"root"`
+	Hostname string     `json:"hostname"`
+	Mounts   []ociMount `json:"mounts"`
+	Linux    ociLinux   `json:"linux"`
+}
+
+type ociProcess struct {
+	Terminal        bool        `json:"terminal"`
+	User            ociUser     `json:"user"`
+	Args            []string    `json:"args"`
+	Env             []string    `json:"env"`
+	Cwd             string      `json:"cwd"`
+	Capabilities    ociCaps     `json:"capabilities"`
+	NoNewPrivileges bool        `json:"noNewPrivileges"`
+	Rlimits         []ociRlimit `json:"rlimits,omitempty"`
+}
+
+type ociUser struct {
+	UID uint32 `json:"uid"`
+	GID uint32 `json:"gid"`
+}
+
+// ociCaps are all empty: the box's processes have no capability in
+// gVisor's kernel, uid 0 included (an empty bounding set leaves execve
+// nothing to grant).
+type ociCaps struct {
+	Bounding    []string `json:"bounding"`
+	Effective   []string `json:"effective"`
+	Inheritable []string `json:"inheritable"`
+	Permitted   []string `json:"permitted"`
+	Ambient     []string `json:"ambient"`
+}
+
+type ociRlimit struct {
+	Type string `json:"type"`
+	Hard uint64 `json:"hard"`
+	Soft uint64 `json:"soft"`
+}
+
+type ociRoot struct {
+	Path     string `json:"path"`
+	Readonly bool   `json:"readonly"`
+}
+
+type ociMount struct {
+	Destination string   `json:"destination"`
+	Type        string   `json:"type"`
+	Source      string   `json:"source"`
+	Options     []string `json:"options,omitempty"`
+}
+
+type ociLinux struct {
+	Namespaces []ociNamespace `json:"namespaces"`
+	Seccomp    *ociSeccomp    `json:"seccomp,omitempty"`
+}
+
+// ociSeccomp is a filter gVisor's kernel applies to the box's calls
+// (runsc --oci-seccomp): the same classes tier 1's host filter refuses that
+// reach anything through gVisor — new namespaces, and set-ID modes, which
+// the gofer would write to the host's file as its own root.
+type ociSeccomp struct {
+	DefaultAction string       `json:"defaultAction"`
+	Syscalls      []ociSyscall `json:"syscalls"`
+}
+
+type ociSyscall struct {
+	Names    []string `json:"names"`
+	Action   string   `json:"action"`
+	ErrnoRet *uint    `json:"errnoRet,omitempty"`
+	Args     []ociArg `json:"args,omitempty"`
+}
+
+type ociArg struct {
+	Index    uint   `json:"index"`
+	Value    uint64 `json:"value"`
+	ValueTwo uint64 `json:"valueTwo"`
+	Op       string `json:"op"`
+}
+
+// gvisorSeccomp is the box's filter in gVisor's kernel.
+func gvisorSeccomp() *ociSeccomp {
+	eperm := uint(unix.EPERM)
+	f := &ociSeccomp{DefaultAction: "SCMP_ACT_ALLOW"}
+	refuse := func(names []string, errno *uint, args ...ociArg) {
+		f.Syscalls = append(f.Syscalls, ociSyscall{Names: names, Action: "SCMP_ACT_ERRNO", ErrnoRet: errno, Args: args})
+	}
+	// Any bit of the mask set: one rule per bit, since a rule's
+	// arguments all have to hold and rules are alternatives.
+	anyBit := func(names []string, index uint, mask uint64) {
+		for b := uint64(1); b != 0 && b <= mask; b <<= 1 {
+			if mask&b != 0 {
+				refuse(names, &eperm, ociArg{Index: index, Value: b, ValueTwo: b, Op: "SCMP_CMP_MASKED_EQ"})
+			}
+		}
+	}
+	refuse([]string{"unshare", "setns"}, &eperm)
+	anyBit([]string{"clone"}, 0, unix.CLONE_NEWNS|unix.CLONE_NEWCGROUP|unix.CLONE_NEWUTS|unix.CLONE_NEWIPC|unix.CLONE_NEWUSER|unix.CLONE_NEWPID|unix.CLONE_NEWNET)
+	// openat2's mode lies behind a pointer, out of a filter's reach.
+	// gVisor answers every refusal with EPERM (it ignores errnoRet), so
+	// clone3 cannot be sent back to clone with ENOSYS as tier 1 does:
+	// it stays allowed, and a namespace it makes is one of gVisor's
+	// kernel, never the host's.
+	refuse([]string{"openat2"}, &eperm)
+	const setid = unix.S_ISUID | unix.S_ISGID
+	for _, m := range []struct {
+		names []string
+		arg   uint
+	}{
+		{[]string{"chmod", "fchmod", "creat", "mkdir", "mknod"}, 1},
+		{[]string{"fchmodat", "fchmodat2", "open", "mkdirat", "mknodat"}, 2},
+		{[]string{"openat"}, 3},
+	} {
+		anyBit(m.names, m.arg, setid)
+	}
+	return f
+}
+
+type ociNamespace struct {
+	Type string `json:"type"`
+}
+
+// gvMount is one mount of the box, ordered like tier 1's: a parent before
+// what is mounted inside it.
+type gvMount struct {
+	m     ociMount
+	order int
+}
+
+// planGVisor fills b's OCI spec from spec: the same grants, environment,
+// working directory and protected paths tier 1 gives.
+//
+// runsc takes bind sources by path. As root, every source is a place in
+// the box's directory that airlock's launcher binds the pinned inode to
+// (gvisorBox.source; the launcher is in sandbox/boxinit), so a link swapped in after the check
+// changes nothing, as at tier 1. Rootless, the launcher cannot make a
+// mount namespace: each source is the resolved path, checked here as at
+// tier 1, and runsc's gofer opens it moments later; the box's Notes say
+// so.
+func planGVisor(b *Box, spec Spec, exe string) error {
+	g := b.gv
+	// The tier-1 planner's bookkeeping is reused for what does not depend
+	// on bubblewrap: pinning, refused places and protected paths.
+	p := &planner{spec: spec, box: b, bw: bwrapInfo{BindFD: true}}
+	var mounts []gvMount
+	// bind mounts a pinned host path at dst; the pin stays open for the
+	// launcher (see gvisorBox.source). file binds a file of the bundle.
+	bind := func(pn *pinned, dst string, rw bool, order int) error {
+		src, err := g.source(pn, rw)
+		if err != nil {
+			return err
+		}
+		mounts = append(mounts, gvMount{ociMount{Destination: dst, Type: "bind", Source: src, Options: bindOpts(rw)}, order})
+		p.bound = append(p.bound, dst)
+		return nil
+	}
+	file := func(src, dst string, order int) {
+		mounts = append(mounts, gvMount{ociMount{Destination: dst, Type: "bind", Source: src, Options: bindOpts(false)}, order})
+		p.bound = append(p.bound, dst)
+	}
+
+	type root struct {
+		pn *pinned
+		rw bool
+	}
+	var roots []root
+	var writeSpell []string
+	for _, w := range spec.Write {
+		writeSpell = append(writeSpell, filepath.Clean(w))
+	}
+	writeSpell = append(writeSpell, filepath.Clean(spec.Workdir))
+	for _, w := range spec.Write {
+		var others []string
+		for _, o := range spec.Write {
+			if filepath.Clean(o) != filepath.Clean(w) {
+				others = append(others, filepath.Clean(o))
+			}
+		}
+		pn, err := pin(w, others)
+		if err != nil {
+			return errs.Wrap(errs.Unavailable, err, "sandbox: write grant")
+		}
+		b.keep = append(b.keep, pn.f)
+		for _, r := range refusedWrite {
+			if within(pn.real, r) || within(r, pn.real) {
+				return p.refuse(w, fmt.Sprintf("a write grant may not reach %s (it resolves to %s)", r, pn.real))
+			}
+		}
+		if !pn.isDir() {
+			return p.refuse(w, "a write grant must be a directory")
+		}
+		roots = append(roots, root{pn, spec.Writable})
+		writeSpell = append(writeSpell, pn.real)
+	}
+	p.writable = writeSpell
+
+	switch wdc := filepath.Clean(spec.Workdir); {
+	case wdc == "/":
+		return p.refuse(spec.Workdir, "the whole file system cannot be the working directory")
+	case within(wdc, "/proc") || within(wdc, "/sys") || within(wdc, "/dev"):
+		return p.refuse(spec.Workdir, "the kernel's interfaces are never bound from the host")
+	}
+	var wdOthers []string
+	for _, w := range writeSpell {
+		if w != filepath.Clean(spec.Workdir) {
+			wdOthers = append(wdOthers, w)
+		}
+	}
+	wd, err := pin(spec.Workdir, wdOthers)
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, err, "sandbox: working directory")
+	}
+	b.keep = append(b.keep, wd.f)
+	p.writable = append(p.writable, wd.real)
+	wdRW := false
+	for _, r := range roots {
+		if within(wd.real, r.pn.real) && r.rw {
+			wdRW = true
+		}
+	}
+
+	// The system, read-only; a merged-/usr link is made in the root.
+	var links [][2]string
+	for _, d := range systemDirs {
+		fi, err := os.Lstat(d)
+		if err != nil {
+			continue
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			target, err := os.Readlink(d)
+			if err != nil {
+				return err
+			}
+			links = append(links, [2]string{target, d})
+			continue
+		}
+		pn, err := pin(d, p.writable)
+		if err != nil {
+			return errs.Wrap(errs.Unavailable, err, "sandbox: system directory")
+		}
+		b.keep = append(b.keep, pn.f)
+		if err := bind(pn, d, false, 2); err != nil {
+			return err
+		}
+	}
+	for _, f := range etcFiles {
+		if _, err := os.Lstat(f); err != nil {
+			continue
+		}
+		pn, err := pin(f, p.writable)
+		if err != nil {
+			b.Notes = append(b.Notes, err.Error())
+			continue
+		}
+		b.keep = append(b.keep, pn.f)
+		if err := bind(pn, f, false, 2); err != nil {
+			return err
+		}
+	}
+	home := EnvValue(spec.Env, "HOME")
+	for name, content := range etcContent(home) {
+		src := filepath.Join(g.bundle, "etc", filepath.Base(name))
+		if err := os.WriteFile(src, []byte(content), 0o444); err != nil {
+			return err
+		}
+		file(src, name, 1)
+	}
+	mounts = append(mounts,
+		gvMount{ociMount{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}}, 0},
+		gvMount{ociMount{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "mode=755"}}, 0},
+		gvMount{ociMount{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=1777"}}, 0},
+		gvMount{ociMount{Destination: "/var/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=1777"}}, 0},
+		gvMount{ociMount{Destination: "/run", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=755"}}, 0},
+	)
+
+	// The airlock binary, read-only and never from a writable directory
+	// (CVE-2019-5736).
+	ex, err := pin(exe, p.writable)
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, err, "sandbox: airlock binary")
+	}
+	b.keep = append(b.keep, ex.f)
+	if w := withinAny(ex.real, p.writable); w != "" && spec.Writable {
+		return p.refuse(exe, "the airlock binary lies inside the writable directory "+w+"; install it elsewhere")
+	}
+	if err := bind(ex, boxInitPath, false, 2); err != nil {
+		return err
+	}
+	boxOnly := map[string]bool{boxInitPath: true}
+
+	for _, r := range spec.Read {
+		clean := filepath.Clean(r)
+		for _, bad := range []string{"/proc", "/sys", "/dev"} {
+			if within(clean, bad) {
+				return p.refuse(r, "the kernel's interfaces are never bound from the host")
+			}
+		}
+		if clean == "/" {
+			return p.refuse(r, "the whole file system cannot be granted; name the directories")
+		}
+		pn, err := pin(r, p.writable)
+		if err != nil {
+			return errs.Wrap(errs.Unavailable, err, "sandbox: read grant")
+		}
+		b.keep = append(b.keep, pn.f)
+		covered := within(pn.real, wd.real)
+		for _, r := range roots {
+			covered = covered || within(pn.real, r.pn.real)
+		}
+		if !covered {
+			if err := bind(pn, pn.real, false, 2); err != nil {
+				return err
+			}
+		}
+	}
+	for _, r := range roots {
+		if err := bind(r.pn, r.pn.real, r.rw, 2); err != nil {
+			return err
+		}
+	}
+	wdOwn := !p.has(wd.real)
+	if wdOwn {
+		if err := bind(wd, wd.real, wdRW, 2); err != nil {
+			return err
+		}
+	}
+	for _, bd := range spec.Binds {
+		dst := bd.Dst
+		if dst == "" {
+			dst = bd.Src
+		}
+		if !filepath.IsAbs(dst) {
+			return p.refuse(dst, "bind destination is not absolute")
+		}
+		pn, err := pin(bd.Src, p.writable)
+		if err != nil {
+			return errs.Wrap(errs.Unavailable, err, "sandbox: bind")
+		}
+		b.keep = append(b.keep, pn.f)
+		if w := withinAny(pn.real, p.writable); w != "" && filepath.Clean(dst) != pn.real {
+			return p.refuse(bd.Src, "lies inside the writable directory "+w+" and would be bound elsewhere")
+		}
+		if err := bind(pn, filepath.Clean(dst), false, 2); err != nil {
+			return err
+		}
+		if filepath.Clean(dst) != pn.real {
+			boxOnly[filepath.Clean(dst)] = true
+		}
+	}
+
+	if filepath.IsAbs(home) && home != "/" {
+		h := filepath.Clean(home)
+		switch {
+		case p.coveredByBind(h):
+			b.Notes = append(b.Notes, "HOME "+h+" lies inside a bound directory; it is that directory, not a private one")
+		case within(h, "/tmp") || within(h, "/var/tmp") || within(h, "/run"):
+			// The private tmpfs; the directory is made before the command.
+			g.mkhome = h
+		case p.isSystem(h):
+			b.Notes = append(b.Notes, "HOME "+h+" is a system path; it is not made private")
+		default:
+			mounts = append(mounts, gvMount{ociMount{Destination: h, Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=700"}}, 0})
+		}
+	}
+
+	// Protected paths: the tier-1 planner makes the binds and the
+	// placeholders (shared with tier-1 boxes in the same tree); each of its
+	// binds becomes a read-only (or, for an ancestor, writable) bind here.
+	if spec.Writable {
+		for _, r := range roots {
+			if err := p.protect(r.pn); err != nil {
+				return err
+			}
+		}
+		if wdRW && wdOwn {
+			if err := p.protect(wd); err != nil {
+				return err
+			}
+		}
+		if spec.PolicyFile != "" {
+			pf := filepath.Clean(spec.PolicyFile)
+			if withinAny(pf, p.writable) != "" {
+				pn, err := pin(pf, nil)
+				if err != nil {
+					return errs.Wrap(errs.Unavailable, err, "sandbox: policy file")
+				}
+				b.keep = append(b.keep, pn.f)
+				if pn.mode&unix.S_IFMT == unix.S_IFLNK {
+					return p.refuse(pf, "the policy file is a symbolic link inside a writable directory")
+				}
+				if err := bind(pn, pn.real, false, 3); err != nil {
+					return err
+				}
+			}
+		}
+		for _, o := range p.ops {
+			if err := g.protectOp(b, o, &mounts); err != nil {
+				return err
+			}
+		}
+		b.Protected = true
+	}
+
+	sort.SliceStable(mounts, func(i, j int) bool {
+		di, dj := depth(mounts[i].m.Destination), depth(mounts[j].m.Destination)
+		if di != dj {
+			return di < dj
+		}
+		return mounts[i].order < mounts[j].order
+	})
+	for _, m := range mounts {
+		g.spec.Mounts = append(g.spec.Mounts, m.m)
+		if err := g.mountPoint(m.m); err != nil {
+			return err
+		}
+	}
+	for _, l := range links {
+		if err := os.Symlink(l[0], filepath.Join(g.bundle, "root", l[1])); err != nil {
+			return errs.Wrap(errs.Unavailable, err, "sandbox tier 2: root")
+		}
+	}
+
+	env := append([]string(nil), spec.Env...)
+	if EnvValue(env, "PWD") == "" {
+		env = append(env, "PWD="+wd.real)
+	}
+	g.spec.Version = "1.0.2"
+	g.spec.Hostname = "airlock"
+	g.spec.Root = ociRoot{Path: filepath.Join(g.bundle, "root"), Readonly: true}
+	g.spec.Process.User = ociUser{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
+	g.spec.Process.Env = env
+	g.spec.Process.Cwd = wd.real
+	g.spec.Process.NoNewPrivileges = true
+	if n := spec.Limits.Pids; n > 0 {
+		// The process limit is gVisor's to count: every task of the box
+		// is its user's (see runner's hostLimits).
+		g.spec.Process.Rlimits = []ociRlimit{{Type: "RLIMIT_NPROC", Hard: uint64(n), Soft: uint64(n)}}
+	}
+	g.spec.Process.Capabilities = ociCaps{Bounding: []string{}, Effective: []string{}, Inheritable: []string{}, Permitted: []string{}, Ambient: []string{}}
+	g.spec.Linux.Namespaces = []ociNamespace{{"pid"}, {"network"}, {"ipc"}, {"uts"}, {"mount"}}
+	g.spec.Linux.Seccomp = gvisorSeccomp()
+	b.Seccomp = true
+
+	// The command check (CheckCommand) is tier 1's: what the box sees at
+	// the same place as the host.
+	b.direct = true
+	b.visible = p.visible()
+	b.boxOnly = boxOnly
+	b.env = env
+	b.workdir = wd.real
+	b.Notes = append(b.Notes, "tier 2: gVisor ("+gvisorPlatform+"), the box's system calls went to gVisor's kernel, not the host's")
+	if !g.launch {
+		b.Notes = append(b.Notes, "tier 2 without root: bind sources were resolved and checked by path when the box was planned, not pinned")
+	}
+	return nil
+}
+
+// etcContent is the generated part of /etc (see planner.etc).
+func etcContent(home string) map[string]string {
+	uid, gid := os.Getuid(), os.Getgid()
+	if home == "" {
+		home = "/"
+	}
+	name := "airlock"
+	if uid == 0 {
+		name = "root"
+	}
+	return map[string]string{
+		"/etc/passwd":        fmt.Sprintf("%s:x:%d:%d:%s:%s:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n", name, uid, gid, name, home),
+		"/etc/group":         fmt.Sprintf("%s:x:%d:\nnogroup:x:65534:\n", name, gid),
+		"/etc/hosts":         "127.0.0.1\tlocalhost airlock\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+		"/etc/resolv.conf":   "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n",
+		"/etc/nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n",
+		"/etc/hostname":      "airlock\n",
+	}
+}
+
+// protectOp turns one bubblewrap operation of the protected-path planner
+// into a mount of the box: a bind of the pinned path (the planner's own
+// binds are always the path onto itself), or a generated file.
+func (g *gvisorBox) protectOp(b *Box, o op, mounts *[]gvMount) error {
+	a := o.args
+	switch {
+	case len(a) == 3 && (a[0] == "--ro-bind-fd" || a[0] == "--bind-fd"):
+		rw := a[0] == "--bind-fd"
+		n, err := strconv.Atoi(a[1])
+		if err != nil || n < 3 || n-3 >= len(b.ExtraFiles) {
+			return errs.New(errs.Internal, "sandbox tier 2: protected path %s: no descriptor %q", a[2], a[1])
+		}
+		var st unix.Stat_t
+		f := b.ExtraFiles[n-3]
+		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+			return errs.Wrap(errs.Unavailable, err, "sandbox tier 2: protected path %s", a[2])
+		}
+		src, err := g.source(&pinned{f: f, real: a[2], dev: uint64(st.Dev), ino: st.Ino, mode: st.Mode}, rw)
+		if err != nil {
+			return err
+		}
+		*mounts = append(*mounts, gvMount{ociMount{Destination: a[2], Type: "bind", Source: src, Options: bindOpts(rw)}, o.order})
+	case len(a) == 5 && a[2] == "--ro-bind-data":
+		// A generated file (the .git/info/exclude naming the
+		// placeholders): read from its pipe into the bundle.
+		n, err := strconv.Atoi(a[3])
+		if err != nil {
+			return err
+		}
+		return g.dataMount(b, n, a[4], o.order, mounts)
+	default:
+		return errs.New(errs.Internal, "sandbox tier 2: protected path operation %q has no gVisor form", a)
+	}
+	return nil
+}
+
+// dataMount binds at dest a generated file whose content the planner put
+// in a pipe: descriptor n of the box (ExtraFiles[n-3]), already complete.
+func (g *gvisorBox) dataMount(b *Box, n int, dest string, order int, mounts *[]gvMount) error {
+	if n < 3 || n-3 >= len(b.ExtraFiles) {
+		return errs.New(errs.Internal, "sandbox tier 2: generated file %s: no descriptor %d", dest, n)
+	}
+	data, err := io.ReadAll(io.LimitReader(b.ExtraFiles[n-3], 64<<10))
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, err, "sandbox tier 2: generated file %s", dest)
+	}
+	g.files++
+	src := filepath.Join(g.bundle, "etc", "data-"+strconv.Itoa(g.files))
+	if err := os.WriteFile(src, data, 0o444); err != nil {
+		return errs.Wrap(errs.Unavailable, err, "sandbox tier 2: generated file %s", dest)
+	}
+	*mounts = append(*mounts, gvMount{ociMount{Destination: dest, Type: "bind", Source: src, Options: []string{"rbind", "ro"}}, order})
+	return nil
+}
+
+// mountPoint makes what m is mounted on inside the root, which is
+// read-only and otherwise empty: a directory, or an empty file for a file.
+func (g *gvisorBox) mountPoint(m ociMount) error {
+	dst := filepath.Join(g.bundle, "root", m.Destination)
+	isDir := true
+	if m.Type == "bind" {
+		st, err := os.Stat(m.Source)
+		if err != nil {
+			return errs.Wrap(errs.Unavailable, err, "sandbox tier 2: bind source")
+		}
+		isDir = st.IsDir()
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return errs.Wrap(errs.Unavailable, err, "sandbox tier 2: root")
+	}
+	if isDir {
+		if err := os.Mkdir(dst, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return errs.Wrap(errs.Unavailable, err, "sandbox tier 2: root")
+		}
+		return nil
+	}
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY, 0o444)
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, err, "sandbox tier 2: root")
+	}
+	return f.Close()
+}
+
+// GVisorCommand writes the box's OCI spec with argv as its process and
+// returns runsc's command line. It is the tier-2 counterpart of
+// CommandLine.
+func (b *Box) GVisorCommand(argv []string) ([]string, error) {
+	g := b.gv
+	if g == nil || g.closed {
+		return nil, errs.New(errs.Internal, "sandbox: not a tier-2 box")
+	}
+	g.spec.Process.Args = append([]string(nil), argv...)
+	if g.mkhome != "" {
+		// HOME inside a private tmpfs: made by a shell before the
+		// command, with the command's own arguments passed through.
+		g.spec.Process.Args = append([]string{"/bin/sh", "-c", `mkdir -p -- "$1" && shift && exec "$@"`, "sh", g.mkhome}, argv...)
+	}
+	data, err := json.Marshal(g.spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(g.bundle, "config.json"), data, 0o600); err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "sandbox tier 2: bundle")
+	}
+	args := []string{g.runsc,
+		"--root", filepath.Join(g.dir, "state"),
+		"--platform", gvisorPlatform,
+		"--network", "none",
+		// airlock's runner places runsc in the run's own cgroup; runsc
+		// makes none.
+		"--ignore-cgroups",
+		// The root is the read-only directory airlock built; no overlay
+		// makes it writable.
+		"--overlay2", "none",
+		// The spec's filter runs in gVisor's kernel (gvisorSeccomp).
+		"--oci-seccomp",
+		"--log", filepath.Join(g.dir, "runsc.log"),
+	}
+	if os.Geteuid() != 0 {
+		args = append(args, "--rootless")
+	}
+	args = append(args, "run", "--bundle", g.bundle, g.id)
+	if !g.launch {
+		return args, nil
+	}
+	// airlock's launcher binds the pinned sources, then becomes runsc.
+	return append([]string{g.exe, InitArg, boxconf.GVisorLaunchArg, "--"}, args...), nil
+}
+
+// GVisorFiles are the descriptors runsc's launcher inherits, from 3: its
+// configuration, then the pinned sources. Nil without the launcher.
+func (b *Box) GVisorFiles() ([]*os.File, error) {
+	g := b.gv
+	if g == nil || !g.launch {
+		return nil, nil
+	}
+	files := []*os.File{nil}
+	var list []boxconf.GVisorSource
+	for i := range g.srcs {
+		g.srcs[i].FD = 4 + i
+		files = append(files, g.srcs[i].f)
+		list = append(list, g.srcs[i].GVisorSource)
+	}
+	data, err := json.Marshal(list)
+	if err != nil {
+		return nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		// The list can outgrow a pipe's buffer; the launcher reads it
+		// all first.
+		w.Write(data)
+		w.Close()
+	}()
+	b.keep = append(b.keep, r)
+	files[0] = r
+	return files, nil
+}
+
+// GVisorFailure is runsc's own account of a box that did not start, from
+// its log, or "" when it has none.
+func (b *Box) GVisorFailure() string {
+	if b.gv == nil {
+		return ""
+	}
+	f, err := os.Open(filepath.Join(b.gv.dir, "runsc.log"))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	data, _ := io.ReadAll(io.LimitReader(f, 1<<20))
+	var last string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, "FATAL") || strings.Contains(l, "running container") || strings.Contains(l, "creating container") || strings.Contains(l, "starting container") {
+			last = l
+		}
+	}
+	return strings.TrimSpace(last)
+}
+
+// close ends every process of the box and removes its directory.
+func (g *gvisorBox) close() {
+	if g == nil || g.closed {
+		return
+	}
+	g.closed = true
+	killGVisor(g.dir)
+	os.RemoveAll(g.dir)
+	if g.lock != nil {
+		g.lock.Close()
+	}
+}
+
+// killGVisor ends every host process of the box whose directory is dir
+// (runsc, its sandbox and gofer, which all carry --root dir/state) and
+// waits for them to be gone.
+func killGVisor(dir string) {
+	marker := []byte(filepath.Join(dir, "state"))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		pids := processesWith(marker)
+		if len(pids) == 0 || time.Now().After(deadline) {
+			return
+		}
+		for _, pid := range pids {
+			unix.Kill(pid, unix.SIGKILL)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// processesWith lists the live processes whose command line holds marker.
+func processesWith(marker []byte) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self := os.Getpid()
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || len(b) == 0 {
+			continue // gone, or a zombie
+		}
+		if containsArg(b, marker) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// containsArg reports whether a NUL-separated command line has an argument
+// that is marker or starts with marker (--root=marker spelled either way).
+func containsArg(cmdline, marker []byte) bool {
+	for _, a := range strings.Split(string(cmdline), "\x00") {
+		a = strings.TrimPrefix(a, "--root=")
+		if a == string(marker) {
+			return true
+		}
+	}
+	return false
+}
+
+// reapGVisor removes the boxes of airlock processes that died: a box
+// directory nobody holds locked.
+func reapGVisor() {
+	base := gvisorBoxesDir()
+	ents, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "airlock-") {
+			continue
+		}
+		dir := filepath.Join(base, e.Name())
+		f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				// A directory being made right now has its lock within
+				// microseconds; an old one without a lock is debris.
+				if st, serr := os.Stat(dir); serr == nil && time.Since(st.ModTime()) > time.Minute {
+					killGVisor(dir)
+					os.RemoveAll(dir)
+				}
+			}
+			continue
+		}
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+			killGVisor(dir)
+			os.RemoveAll(dir)
+		}
+		f.Close()
+	}
+}
+
+// ReapGVisor removes what tier-2 boxes of dead airlock processes left:
+// their processes and directories. A kernel calls it when it starts;
+// planning a tier-2 box does too.
+func ReapGVisor() { reapGVisor() }

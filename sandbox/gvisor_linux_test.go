@@ -1,0 +1,129 @@
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-run/airlock/errs"
+)
+
+// TestJudgeRunsc: only a static runsc no older than the floor may run
+// boxes, and every refusal names the fix.
+func TestJudgeRunsc(t *testing.T) {
+	rows := []struct {
+		name   string
+		in     RunscReport
+		usable bool
+		why    string
+	}{
+		{"static and recent", RunscReport{Path: "/x/runsc", Static: true, Date: "20260701"}, true, ""},
+		{"newer than the floor", RunscReport{Path: "/x/runsc", Static: true, Date: "20270105"}, true, ""},
+		{"dynamically linked", RunscReport{Path: "/x/runsc", Static: false, Date: "20260701"}, false, "dynamically linked"},
+		{"Debian's 2022 package", RunscReport{Path: "/usr/bin/runsc", Static: true, Version: "release-20220228.0", Date: "20220228"}, false, "older than"},
+		{"no date", RunscReport{Path: "/x/runsc", Static: true, Version: "VERSION_MISSING"}, false, "no build date"},
+	}
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			got := judgeRunsc(r.in)
+			if got.Usable != r.usable || !strings.Contains(got.Why, r.why) {
+				t.Errorf("got usable %v, why %q; want %v and a reason with %q", got.Usable, got.Why, r.usable, r.why)
+			}
+			if !got.Usable && !strings.Contains(got.Fix, "scripts/setup.sh") {
+				t.Errorf("refusal without the fix: %q", got.Fix)
+			}
+		})
+	}
+}
+
+// TestCheckRunscReadsTheBinary: the ELF check sees a dynamically linked
+// program for what it is (any of the host's ordinary programs), and the
+// runsc on PATH, when there is one, for what it is too.
+func TestCheckRunscReadsTheBinary(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	real, _ := filepath.EvalSymlinks(sh)
+	if got := checkRunsc(RunscReport{Path: real}); got.Static || got.Usable {
+		t.Errorf("%s read as static %v, usable %v; want a dynamically linked, refused binary", real, got.Static, got.Usable)
+	}
+	if gv := probeRunsc(os.Getenv("PATH")); gv.Path != "" {
+		t.Logf("runsc on PATH: %+v", gv)
+		if gv.Usable && (!gv.Static || gv.Date < gvisorFloor) {
+			t.Errorf("usable runsc %+v is not static and recent", gv)
+		}
+	}
+}
+
+// TestResolveTier2: tier 2 only by name, only where runsc is usable, and
+// auto never picks it.
+func TestResolveTier2(t *testing.T) {
+	good := Report{Best: Tier2, Runsc: RunscReport{Path: "/x/runsc", Usable: true}}
+	bad := Report{Best: Tier1, Runsc: RunscReport{Path: "/usr/bin/runsc", Why: "runsc at /usr/bin/runsc was built on 20220228", Fix: gvisorInstall}}
+	if got, err := Resolve(TierAuto, HostFrom(good)); err != nil || got != Tier1 {
+		t.Errorf("auto with gVisor = %v, %v; want tier 1", got, err)
+	}
+	if got, err := Resolve(Tier2, HostFrom(good)); err != nil || got != Tier2 {
+		t.Errorf("tier 2 with gVisor = %v, %v; want tier 2", got, err)
+	}
+	_, err := Resolve(Tier2, HostFrom(bad))
+	if !errs.Is(err, errs.Unavailable) || !strings.Contains(err.Error(), "20220228") || !strings.Contains(err.Error(), "scripts/setup.sh") {
+		t.Errorf("tier 2 with an old runsc = %v; want errs.Unavailable naming why and the fix", err)
+	}
+	if _, err := Resolve(Tier2, HostFrom(Report{Best: Tier1})); !errs.Is(err, errs.Unavailable) {
+		t.Errorf("tier 2 without runsc = %v; want errs.Unavailable", err)
+	}
+}
+
+// TestReapGVisor: a box directory nobody holds (its airlock died) loses
+// its processes and goes; one still held stays.
+func TestReapGVisor(t *testing.T) {
+	base := gvisorBoxesDir()
+	if err := privateDir(filepath.Dir(base)); err != nil {
+		t.Skip(err)
+	}
+	if err := privateDir(base); err != nil {
+		t.Skip(err)
+	}
+	dead := filepath.Join(base, "airlock-deadtest"+strings.ReplaceAll(t.Name(), "/", "_"))
+	os.MkdirAll(filepath.Join(dead, "state"), 0o700)
+	os.WriteFile(filepath.Join(dead, "lock"), nil, 0o600)
+	// A stand-in for a runsc process the dead run left: its command line
+	// names the box's state root, as runsc's sandbox and gofer do.
+	orphan := exec.Command("sh", "-c", "while :; do sleep 0.05; done", "sh", "--root="+filepath.Join(dead, "state"))
+	if err := orphan.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { orphan.Process.Kill(); orphan.Wait() })
+	exited := make(chan struct{})
+	go func() { orphan.Wait(); close(exited) }()
+
+	live, err := newGVisorBox("/x/runsc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.close()
+
+	ReapGVisor()
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Errorf("the dead box's process survived the reaping")
+	}
+	if _, err := os.Stat(dead); err == nil {
+		t.Errorf("the dead box's directory %s was not removed", dead)
+	}
+	if _, err := os.Stat(live.dir); err != nil {
+		t.Errorf("a live box's directory was reaped: %v", err)
+	}
+	var st unix.Stat_t
+	if unix.Stat(base, &st) == nil && st.Mode&0o077 != 0 {
+		t.Errorf("the boxes' directory is open to others: %#o", st.Mode&0o777)
+	}
+}
