@@ -90,6 +90,7 @@ func commands() []*Command {
 		filesCmd(),
 		readResultCmd(),
 		mcpCmd(),
+		serverCmd(), nodeCmd(), jobCmd(),
 		completionCmd(),
 	}
 }
