@@ -1,0 +1,300 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlock-run/airlock/api"
+	"github.com/airlock-run/airlock/internal/cli"
+	"github.com/airlock-run/airlock/internal/testsupport"
+	"github.com/airlock-run/airlock/jobs"
+	"github.com/airlock-run/airlock/jobs/server"
+	"github.com/airlock-run/airlock/sandbox"
+)
+
+var update = flag.Bool("update", false, "rewrite jobs/testdata's recorded history from this run")
+
+// syncBuffer is a buffer several goroutines write.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// fleet is a server and its nodes, each running `airlock ...` in this
+// process through the CLI, on loopback.
+type fleet struct {
+	t      *testing.T
+	ctx    context.Context
+	bin    string
+	dir    string
+	url    string
+	token  string
+	tokenF string
+	wg     sync.WaitGroup
+}
+
+func (f *fleet) env(stderr *syncBuffer) *cli.Env {
+	var out syncBuffer
+	return &cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: stderr, Dir: f.dir, Exe: f.bin,
+		Environ: []string{"HOME=" + f.dir, "PATH=/usr/bin:/bin"}}
+}
+
+// start runs args in the background until the test ends.
+func (f *fleet) start(name string, args ...string) *syncBuffer {
+	stderr := &syncBuffer{}
+	ctx, cancel := context.WithCancel(f.ctx)
+	f.t.Cleanup(cancel)
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		if code := cli.Main(ctx, args, f.env(stderr)); code != 0 && ctx.Err() == nil {
+			f.t.Errorf("%s exited %d: %s", name, code, stderr.String())
+		}
+	}()
+	return stderr
+}
+
+// run runs `airlock args...` and returns its exit code and output.
+func (f *fleet) run(args ...string) (int, string, string) {
+	var stdout, stderr syncBuffer
+	env := f.env(&stderr)
+	env.Stdout = &stdout
+	code := cli.Main(f.ctx, args, env)
+	return code, stdout.String(), stderr.String()
+}
+
+func startFleet(t *testing.T, claimTimeout time.Duration) *fleet {
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &fleet{t: t, ctx: ctx, bin: testsupport.AirlockBin(t), dir: t.TempDir()}
+	t.Cleanup(func() { cancel(); f.wg.Wait() })
+	cli.SetDevServer(server.Start)
+	f.tokenF = filepath.Join(f.dir, "server", "token")
+	stderr := f.start("server", "server", "--listen", "127.0.0.1:0", "--state", filepath.Join(f.dir, "server"),
+		"--claim-timeout", claimTimeout.String())
+	re := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
+	deadline := time.Now().Add(60 * time.Second)
+	for f.url == "" {
+		if m := re.FindStringSubmatch(stderr.String()); m != nil {
+			f.url = m[1]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server did not come up: %s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b, err := os.ReadFile(f.tokenF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.token = strings.TrimSpace(string(b))
+	return f
+}
+
+func (f *fleet) node(id, sandboxFlag string) {
+	f.start("node "+id, "node", "--server", f.url, "--token-file", f.tokenF, "--pool", "ci", "--id", id,
+		"--sandbox", sandboxFlag, "--state", filepath.Join(f.dir, "nodes", id))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var nodes []api.NodeEntry
+		f.get("/v1/nodes", &nodes)
+		for _, n := range nodes {
+			if n.ID == id && n.Live {
+				// Registered before polling: give the pollers a moment.
+				time.Sleep(200 * time.Millisecond)
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("node %s did not register", id)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (f *fleet) get(path string, out any) {
+	f.t.Helper()
+	req, _ := http.NewRequestWithContext(f.ctx, http.MethodGet, f.url+path, nil)
+	req.Header.Set("Authorization", "Bearer "+f.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		f.t.Fatalf("GET %s: %s", path, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// startJob runs `airlock job start --wait --json` and decodes the view.
+func (f *fleet) startJob(args ...string) (int, api.JobView) {
+	f.t.Helper()
+	full := append([]string{"job", "start", "--server", f.url, "--token-file", f.tokenF, "--pool", "ci", "--wait", "--json"}, args...)
+	code, out, stderr := f.run(full...)
+	var v api.JobView
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		f.t.Fatalf("job start %v: exit %d, output %q, stderr %q", args, code, out, stderr)
+	}
+	return code, v
+}
+
+func requireTier1(t *testing.T) {
+	if b := sandbox.ProbeHost().Best(); b < sandbox.Tier1 {
+		testsupport.Missing(t, "a tier-1 sandbox (bubblewrap with user namespaces): %s", sandbox.ProbeHost().Report().Why)
+	}
+}
+
+// TestFleet is the fleet end to end with a real embedded Temporal server,
+// in one process: with only a tier-0 node, floor work fails after the
+// (shortened) claim timeout naming the fix, and work started with --tier0
+// runs there; once a tier-1 node joins, floor work lands on it and only
+// on it.
+func TestFleet(t *testing.T) {
+	requireTier1(t)
+	f := startFleet(t, 3*time.Second)
+	f.node("n0", "off")
+
+	t.Run("floor work with only a tier-0 node fails naming the fix", func(t *testing.T) {
+		start := time.Now()
+		code, v := f.startJob("--", "echo", "hi")
+		if code == 0 || v.State != "failed" || v.Result != nil {
+			t.Fatalf("got exit %d, %+v; want a failed job with no result", code, v)
+		}
+		want := "no node with sandbox tier 1 took job " + v.ID + " from queue floor.ci within 3s: start a node with sandbox tier 1 in pool ci"
+		if !strings.Contains(v.Error, want) {
+			t.Errorf("error: got %q, want it to contain %q", v.Error, want)
+		}
+		if d := time.Since(start); d < 3*time.Second || d > 30*time.Second {
+			t.Errorf("failed after %s, want just after the 3s claim timeout", d)
+		}
+	})
+	t.Run("work consented to tier 0 runs on the tier-0 node", func(t *testing.T) {
+		code, v := f.startJob("--tier0", "--", "echo", "tier0")
+		if code != 0 || v.Result == nil || v.Result.Node != "n0" || v.Result.Tier != 0 || v.Result.Stdout != "tier0\n" {
+			t.Fatalf("got exit %d, %+v", code, v)
+		}
+	})
+
+	f.node("n1", "1")
+	t.Run("floor work lands only on the tier-1 node", func(t *testing.T) {
+		var ids []string
+		for i := range 4 {
+			code, v := f.startJob("--shell", "--", fmt.Sprintf("echo floor-%d", i))
+			if code != 0 || v.Result == nil {
+				t.Fatalf("job %d: exit %d, %+v", i, code, v)
+			}
+			r := v.Result
+			if r.Node != "n1" || r.Tier != 1 || v.Queue != "floor.ci" {
+				t.Errorf("job %d ran on %s at tier %d from %s, want n1 at tier 1 from floor.ci", i, r.Node, r.Tier, v.Queue)
+			}
+			if want := fmt.Sprintf("floor-%d\n", i); r.Stdout != want {
+				t.Errorf("job %d: stdout %q, want %q", i, r.Stdout, want)
+			}
+			ids = append(ids, v.ID)
+		}
+		if *update {
+			recordHistory(t, f, ids[0])
+		}
+	})
+	t.Run("a floor job whose policy asks for no isolation is refused on the tier-1 node", func(t *testing.T) {
+		pol := filepath.Join(f.dir, "none.yaml")
+		os.WriteFile(pol, []byte("isolation: none\n"), 0o600)
+		// The attack's mechanics: the policy does take a job out of the
+		// box, as a job consented to tier 0 shows.
+		code, v := f.startJob("--tier0", "--policy", pol, "--", "echo", "unconfined")
+		if code != 0 || v.Result == nil || v.Result.Tier != 0 || v.Result.Stdout != "unconfined\n" {
+			t.Fatalf("tier-0 job with isolation: none: got exit %d, %+v; want it run unconfined", code, v)
+		}
+		code, v = f.startJob("--policy", pol, "--", "echo", "unconfined")
+		if code != 126 || v.Result == nil || !v.Result.Refused || v.Result.Stdout != "" ||
+			!strings.Contains(v.Result.Reason, "needs sandbox tier 1 and its policy says isolation: none") {
+			t.Fatalf("got exit %d, %+v; want a refusal with nothing run", code, v)
+		}
+	})
+	t.Run("the job's policy decides on the node", func(t *testing.T) {
+		pol := filepath.Join(f.dir, "only-echo.yaml")
+		os.WriteFile(pol, []byte("shell:\n  allow: [echo]\n"), 0o600)
+		code, v := f.startJob("--policy", pol, "--", "cat", "/etc/hostname")
+		if code != 126 || v.Result == nil || !v.Result.Refused || v.Result.Node != "n1" {
+			t.Fatalf("got exit %d, %+v; want cat refused by the job's policy", code, v)
+		}
+	})
+	t.Run("job get and list", func(t *testing.T) {
+		code, out, stderr := f.run("job", "list", "--server", f.url, "--token-file", f.tokenF)
+		if code != 0 || strings.Count(out, "\n") < 7 || !strings.Contains(out, "floor.ci") {
+			t.Fatalf("job list: exit %d, %q, %q", code, out, stderr)
+		}
+		id := strings.Fields(out)[0]
+		code, out, _ = f.run("job", "get", "--server", f.url, "--token-file", f.tokenF, id)
+		if !strings.Contains(out, "job "+id+": failed") || code != 1 {
+			t.Errorf("job get %s: exit %d, %q", id, code, out)
+		}
+	})
+	t.Run("the API refuses a request without the token", func(t *testing.T) {
+		resp, err := http.Get(f.url + "/v1/nodes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("got %s, want 401", resp.Status)
+		}
+	})
+}
+
+// recordHistory writes the workflow history of job id to jobs/testdata,
+// which the replay test holds the workflow to.
+func recordHistory(t *testing.T, f *fleet, id string) {
+	c, err := jobsClient(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	b, err := c.History(f.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join("..", "..", "jobs", "testdata", "floor-job.history.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func jobsClient(f *fleet) (*jobs.Client, error) {
+	var reg map[string]string
+	body := strings.NewReader(`{"id":"recorder","pool":"ci","tier":0,"queues":[]}`)
+	req, _ := http.NewRequestWithContext(f.ctx, http.MethodPost, f.url+"/v1/nodes", body)
+	req.Header.Set("Authorization", "Bearer "+f.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	json.NewDecoder(resp.Body).Decode(&reg)
+	return jobs.Dial(reg["temporal"], reg["namespace"], nil)
+}
