@@ -126,11 +126,16 @@ func runWithHeartbeat(ctx context.Context, cfg NodeConfig, req RunRequest) (Resu
 		}
 	}()
 	r, err := cfg.Runner.Run(ctx, req)
+	if ctx.Err() != nil {
+		return r, ctx.Err() // killed: reported as cancelled, not failed
+	}
 	if err != nil {
 		// Only the message crosses: the cause may name the node's paths.
 		return r, temporal.NewNonRetryableApplicationError(errs.AgentMessage(err), errs.ClassOf(err).String(), nil)
 	}
-	r.Node, r.Tier = cfg.ID, cfg.Tier
+	// The tier is what the run reported (the runner's evidence), not the
+	// node's: a policy may have taken the run out of the box.
+	r.Node = cfg.ID
 	return r, nil
 }
 

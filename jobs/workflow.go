@@ -48,6 +48,17 @@ func Workflow(ctx workflow.Context, j Job) (Result, error) {
 			fmt.Sprintf("node %s claimed job %s and did not start it within %s (is it still running?)", c.Node, j.ID, nodeStartTimeout),
 			ErrNodeStopped, nil)
 	}
+	if ctx.Err() != nil {
+		// Killed: the node saw the cancellation and tore the box down.
+		return r, temporal.NewCanceledError("job " + j.ID + " was killed")
+	}
+	if err == nil && r.Tier < j.Floor() && !r.Refused {
+		// The node's own check refuses this before anything runs; a run
+		// that still reports a lower tier is never passed off as done.
+		return r, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("job %s ran on node %s at sandbox tier %d, below its floor %d", j.ID, r.Node, r.Tier, j.Floor()),
+			ErrBelowFloor, nil)
+	}
 	return r, err
 }
 

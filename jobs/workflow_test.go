@@ -22,6 +22,9 @@ type fleet struct {
 	claims []func() (Claim, error)
 	queues []string
 	runs   []RunRequest
+	// runTier is the tier the run reports; block makes it wait for a kill.
+	runTier int
+	block   bool
 }
 
 func (f *fleet) claim(ctx context.Context, req ClaimRequest) (Claim, error) {
@@ -40,7 +43,13 @@ func (f *fleet) run(ctx context.Context, req RunRequest) (Result, error) {
 	defer f.mu.Unlock()
 	f.queues = append(f.queues, "run@"+activity.GetInfo(ctx).TaskQueue)
 	f.runs = append(f.runs, req)
-	return Result{Node: req.Node, Tier: 1, Stdout: "ran " + req.Job.Describe()}, nil
+	if f.block {
+		f.mu.Unlock()
+		<-ctx.Done()
+		f.mu.Lock()
+		return Result{}, ctx.Err()
+	}
+	return Result{Node: req.Node, Tier: f.runTier, Stdout: "ran " + req.Job.Describe()}, nil
 }
 
 func node(id string, tier int) func() (Claim, error) {
@@ -100,7 +109,7 @@ func TestWorkflowRoutes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var s testsuite.WorkflowTestSuite
 			env := s.NewTestWorkflowEnvironment()
-			f := &fleet{claims: tt.claims}
+			f := &fleet{claims: tt.claims, runTier: 1}
 			env.RegisterActivityWithOptions(f.claim, activity.RegisterOptions{Name: ClaimActivity})
 			env.RegisterActivityWithOptions(f.run, activity.RegisterOptions{Name: RunActivity})
 			env.ExecuteWorkflow(Workflow, tt.job)
@@ -150,6 +159,39 @@ func TestClaimTimeoutIsTheWholeWait(t *testing.T) {
 	}
 	if n := len(f.queues); n < 2 || n > 6 {
 		t.Errorf("claims: got %d, want a few (one a second) before the 5 s timeout", n)
+	}
+}
+
+// TestRunBelowFloorFails: a run that reports a tier below the job's floor
+// (the node's own check failed) is never passed off as done.
+func TestRunBelowFloorFails(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	f := &fleet{claims: []func() (Claim, error){node("n1", 1)}, runTier: 0}
+	env.RegisterActivityWithOptions(f.claim, activity.RegisterOptions{Name: ClaimActivity})
+	env.RegisterActivityWithOptions(f.run, activity.RegisterOptions{Name: RunActivity})
+	env.ExecuteWorkflow(Workflow, job(nil))
+	var app *temporal.ApplicationError
+	if err := env.GetWorkflowError(); !errors.As(err, &app) || app.Type() != ErrBelowFloor {
+		t.Fatalf("got %v, want a %s failure", err, ErrBelowFloor)
+	}
+}
+
+// TestKill: cancelling the workflow reaches the running activity, and the
+// job ends cancelled.
+func TestKill(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	f := &fleet{claims: []func() (Claim, error){node("n1", 1)}, block: true}
+	env.RegisterActivityWithOptions(f.claim, activity.RegisterOptions{Name: ClaimActivity})
+	env.RegisterActivityWithOptions(f.run, activity.RegisterOptions{Name: RunActivity})
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Second)
+	env.ExecuteWorkflow(Workflow, job(nil))
+	if err := env.GetWorkflowError(); !temporal.IsCanceledError(err) {
+		t.Fatalf("got %v, want the job cancelled", err)
+	}
+	if len(f.runs) != 1 {
+		t.Errorf("runs: got %d, want the one that was killed", len(f.runs))
 	}
 }
 

@@ -46,7 +46,7 @@ func (s *syncBuffer) String() string {
 // fleet is a server and its nodes, each running `airlock ...` in this
 // process through the CLI, on loopback.
 type fleet struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	bin    string
 	dir    string
@@ -86,7 +86,7 @@ func (f *fleet) run(args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
-func startFleet(t *testing.T, claimTimeout time.Duration) *fleet {
+func startFleet(t testing.TB, claimTimeout time.Duration) *fleet {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &fleet{t: t, ctx: ctx, bin: testsupport.AirlockBin(t), dir: t.TempDir()}
 	t.Cleanup(func() { cancel(); f.wg.Wait() })
@@ -164,7 +164,7 @@ func (f *fleet) startJob(args ...string) (int, api.JobView) {
 	return code, v
 }
 
-func requireTier1(t *testing.T) {
+func requireTier1(t testing.TB) {
 	if b := sandbox.ProbeHost().Best(); b < sandbox.Tier1 {
 		testsupport.Missing(t, "a tier-1 sandbox (bubblewrap with user namespaces): %s", sandbox.ProbeHost().Report().Why)
 	}
@@ -229,9 +229,12 @@ func TestFleet(t *testing.T) {
 		// box, as a job consented to tier 0 shows.
 		code, v := f.startJob("--tier0", "--policy", pol, "--", "echo", "unconfined")
 		if code != 0 || v.Result == nil || v.Result.Tier != 0 || v.Result.Stdout != "unconfined\n" {
-			t.Fatalf("tier-0 job with isolation: none: got exit %d, %+v; want it run unconfined", code, v)
+			t.Fatalf("tier-0 job with isolation: none: got exit %d, %+v %+v; want it run unconfined", code, v, v.Result)
 		}
 		code, v = f.startJob("--policy", pol, "--", "echo", "unconfined")
+		if v.Result != nil {
+			t.Logf("floor job with isolation: none: %+v", *v.Result)
+		}
 		if code != 126 || v.Result == nil || !v.Result.Refused || v.Result.Stdout != "" ||
 			!strings.Contains(v.Result.Reason, "needs sandbox tier 1 and its policy says isolation: none") {
 			t.Fatalf("got exit %d, %+v; want a refusal with nothing run", code, v)
@@ -254,6 +257,28 @@ func TestFleet(t *testing.T) {
 		code, out, _ = f.run("job", "get", "--server", f.url, "--token-file", f.tokenF, id)
 		if !strings.Contains(out, "job "+id+": failed") || code != 1 {
 			t.Errorf("job get %s: exit %d, %q", id, code, out)
+		}
+	})
+	t.Run("job kill tears the box down", func(t *testing.T) {
+		code, out, stderr := f.run("job", "start", "--server", f.url, "--token-file", f.tokenF, "--pool", "ci", "--", "sleep", "3737")
+		if code != 0 {
+			t.Fatalf("job start: exit %d, %s", code, stderr)
+		}
+		id := strings.TrimSpace(out)
+		waitFor(t, "the job's sleep to run", func() bool { return sleeping("3737") })
+		start := time.Now()
+		if code, _, stderr := f.run("job", "kill", "--server", f.url, "--token-file", f.tokenF, id); code != 0 {
+			t.Fatalf("job kill: exit %d, %s", code, stderr)
+		}
+		_, out, _ = f.run("job", "get", "--server", f.url, "--token-file", f.tokenF, "--wait", "--json", id)
+		var v api.JobView
+		json.Unmarshal([]byte(out), &v)
+		if v.State != "canceled" {
+			t.Errorf("state: got %q (%s), want canceled", v.State, out)
+		}
+		waitFor(t, "the box to be torn down", func() bool { return !sleeping("3737") })
+		if d := time.Since(start); d > 20*time.Second {
+			t.Errorf("the kill took %s, want it within a few heartbeats", d)
 		}
 	})
 	t.Run("the API refuses a request without the token", func(t *testing.T) {
@@ -297,4 +322,52 @@ func jobsClient(f *fleet) (*jobs.Client, error) {
 	defer resp.Body.Close()
 	json.NewDecoder(resp.Body).Decode(&reg)
 	return jobs.Dial(reg["temporal"], reg["namespace"], nil)
+}
+
+// sleeping reports whether a process runs `sleep arg` on this host (a
+// box's processes are visible from the host's process namespace).
+func sleeping(arg string) bool {
+	want := "sleep\x00" + arg + "\x00"
+	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, d := range dirs {
+		if b, err := os.ReadFile(d); err == nil && string(b) == want {
+			return true
+		}
+	}
+	return false
+}
+
+func waitFor(t testing.TB, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// BenchmarkJob is a job's round trip through the embedded server: start,
+// claim, run on the node, result back (airlock job start --wait).
+func BenchmarkJob(b *testing.B) {
+	requireTier1(b)
+	f := startFleet(b, time.Minute)
+	f.node("b0", "off")
+	f.node("b1", "1")
+	for _, bb := range []struct {
+		name string
+		args []string
+	}{
+		{"floor-tier1", []string{"--", "true"}},
+		{"tier0", []string{"--tier0", "--", "true"}},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			for b.Loop() {
+				if code, v := f.startJob(bb.args...); code != 0 || v.Result == nil {
+					b.Fatalf("exit %d, %+v", code, v)
+				}
+			}
+		})
+	}
 }
