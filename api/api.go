@@ -8,6 +8,7 @@
 //	GET  /v1/jobs            the jobs this server started
 //	GET  /v1/jobs/{id}       a job's state and result (?wait=1 blocks until it ends)
 //	POST /v1/jobs/{id}/kill  cancel a job: its node tears the box down
+//	POST /v1/hooks/{name}    an outside event: starts the hook's job, tainted, tier 1 only
 //	POST /v1/nodes           a node registers (and heartbeats)
 //	GET  /v1/nodes           the nodes, their tiers and findings
 package api
@@ -58,6 +59,8 @@ type Config struct {
 	// ClaimTimeout is how long a job waits for an eligible node; 0 is
 	// jobs.DefaultClaimTimeout. A job may ask for less, never more.
 	ClaimTimeout time.Duration
+	// Hooks are the jobs outside events start, by name.
+	Hooks map[string]Hook
 	// NodeTTL is how long a node counts as live after its last
 	// heartbeat; 0 is 30 s.
 	NodeTTL time.Duration
@@ -114,6 +117,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/jobs", s.listJobs)
 	mux.HandleFunc("GET /v1/jobs/{id}", s.getJob)
 	mux.HandleFunc("POST /v1/jobs/{id}/kill", s.killJob)
+	mux.HandleFunc("POST /v1/hooks/{name}", s.hook)
 	mux.HandleFunc("POST /v1/nodes", s.registerNode)
 	mux.HandleFunc("GET /v1/nodes", s.listNodes)
 	return s.authorized(mux)
@@ -272,6 +276,47 @@ func (s *Server) killJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"id": id, "state": "killing"})
+}
+
+// Hook is the job an outside event starts: the server's own, never the
+// event's. The event's body is the command's standard input.
+type Hook struct {
+	Pool    string   `json:"pool,omitempty"`
+	Argv    []string `json:"argv,omitempty"`
+	Command string   `json:"command,omitempty"`
+	// Policy is the policy document's text.
+	Policy string `json:"policy,omitempty"`
+	Mode   string `json:"mode,omitempty"`
+}
+
+// hook starts the job of an outside event. Its body is text from outside,
+// so the job is tainted from its start: it runs on a tier-1 node only,
+// whatever the hook says, and fails naming the fix when none takes it.
+func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	h, ok := s.cfg.Hooks[name]
+	if !ok {
+		writeErr(w, errs.NotFoundf("hook %q: not configured on this server", name))
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is over %d bytes", maxBody))
+		return
+	}
+	j, err := s.job(StartRequest{Pool: h.Pool, Argv: h.Argv, Command: h.Command, Policy: h.Policy, Mode: h.Mode}, "hook:"+name)
+	if err == nil {
+		j.Tainted, j.Input = true, string(body)
+		err = s.cfg.Jobs.Start(r.Context(), j)
+	}
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	s.mu.Lock()
+	s.jobs[j.ID] = jobEntry{job: j, started: s.cfg.Now()}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusCreated, Started{ID: j.ID, Queue: j.Queue(), Floor: j.Floor()})
 }
 
 // Registration is the body of POST /v1/nodes.

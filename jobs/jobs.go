@@ -76,6 +76,9 @@ type Job struct {
 	// Argv is the command; Command, when set instead, is a shell string.
 	Argv    []string `json:"argv,omitempty"`
 	Command string   `json:"command,omitempty"`
+	// Input is the command's standard input: for a job an outside event
+	// started, the event's body (text from outside, hence the taint).
+	Input string `json:"input,omitempty"`
 	// Policy is the policy document's text; "" is the built-in workspace
 	// profile.
 	Policy string `json:"policy,omitempty"`

@@ -172,7 +172,7 @@ func (r *runner) Run(ctx context.Context, req jobs.RunRequest) (jobs.Result, err
 	}
 	var stdout, stderr capped
 	stdout.n, stderr.n = jobs.OutputCap, jobs.OutputCap
-	res, err := k.Exec(ctx, call, mediator.ExecOptions{Stdout: &stdout, Stderr: &stderr})
+	res, err := k.Exec(ctx, call, mediator.ExecOptions{Stdin: strings.NewReader(j.Input), Stdout: &stdout, Stderr: &stderr})
 	out := jobs.Result{Tier: res.Description.Tier, Stdout: stdout.String(), Stderr: stderr.String(),
 		Truncated: stdout.cut || stderr.cut || res.Truncated,
 		Verdict:   res.Outcome.Decision.Verdict.String(), Decider: res.Outcome.Decider}

@@ -92,8 +92,12 @@ func startFleet(t testing.TB, claimTimeout time.Duration) *fleet {
 	t.Cleanup(func() { cancel(); f.wg.Wait() })
 	cli.SetDevServer(server.Start)
 	f.tokenF = filepath.Join(f.dir, "server", "token")
+	hooks := filepath.Join(f.dir, "hooks.json")
+	if err := os.WriteFile(hooks, []byte(`{"echo-in": {"pool": "ci", "argv": ["cat"]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	stderr := f.start("server", "server", "--listen", "127.0.0.1:0", "--state", filepath.Join(f.dir, "server"),
-		"--claim-timeout", claimTimeout.String())
+		"--claim-timeout", claimTimeout.String(), "--hooks", hooks)
 	re := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
 	deadline := time.Now().Add(60 * time.Second)
 	for f.url == "" {
@@ -133,6 +137,20 @@ func (f *fleet) node(id, sandboxFlag string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// post sends body to path and decodes the answer into out.
+func (f *fleet) post(path, body string, out any) int {
+	f.t.Helper()
+	req, _ := http.NewRequestWithContext(f.ctx, http.MethodPost, f.url+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+f.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	json.NewDecoder(resp.Body).Decode(out)
+	return resp.StatusCode
 }
 
 func (f *fleet) get(path string, out any) {
@@ -180,6 +198,12 @@ func TestFleet(t *testing.T) {
 	f := startFleet(t, 3*time.Second)
 	f.node("n0", "off")
 
+	// An outside event's job, started now: it fails alongside the next.
+	var hooked api.Started
+	if code := f.post("/v1/hooks/echo-in", "outside text", &hooked); code != http.StatusCreated || hooked.Queue != "floor.ci" {
+		t.Fatalf("POST /v1/hooks/echo-in: %d, %+v", code, hooked)
+	}
+
 	t.Run("floor work with only a tier-0 node fails naming the fix", func(t *testing.T) {
 		start := time.Now()
 		code, v := f.startJob("--", "echo", "hi")
@@ -192,6 +216,17 @@ func TestFleet(t *testing.T) {
 		}
 		if d := time.Since(start); d < 3*time.Second || d > 30*time.Second {
 			t.Errorf("failed after %s, want just after the 3s claim timeout", d)
+		}
+	})
+	t.Run("an outside event's job never runs on the tier-0 node", func(t *testing.T) {
+		var v api.JobView
+		f.get("/v1/jobs/"+hooked.ID+"?wait=1", &v)
+		want := "no node with sandbox tier 1 took job " + hooked.ID + " from queue floor.ci within 3s"
+		if v.State != "failed" || !v.Tainted || v.Source != "hook:echo-in" || !strings.Contains(v.Error, want) {
+			t.Fatalf("got %+v, want a tainted job failed with %q", v, want)
+		}
+		if strings.Contains(v.Error, "--tier0") {
+			t.Errorf("error %q offers --tier0 to a tainted job", v.Error)
 		}
 	})
 	t.Run("work consented to tier 0 runs on the tier-0 node", func(t *testing.T) {
@@ -222,6 +257,23 @@ func TestFleet(t *testing.T) {
 			recordHistory(t, f, ids[0])
 		}
 	})
+	t.Run("an outside event's job runs on the tier-1 node with the event as input", func(t *testing.T) {
+		for i := range 3 {
+			var st api.Started
+			if code := f.post("/v1/hooks/echo-in", fmt.Sprintf("event %d", i), &st); code != http.StatusCreated {
+				t.Fatalf("POST: %d", code)
+			}
+			var v api.JobView
+			f.get("/v1/jobs/"+st.ID+"?wait=1", &v)
+			if v.Result == nil || v.Result.Node != "n1" || v.Result.Tier != 1 || v.Result.Stdout != fmt.Sprintf("event %d", i) || !v.Tainted {
+				t.Fatalf("got %+v %+v, want event %d echoed on n1 at tier 1, tainted", v, v.Result, i)
+			}
+		}
+		var e map[string]string
+		if code := f.post("/v1/hooks/nope", "x", &e); code != http.StatusNotFound {
+			t.Errorf("an unknown hook: got %d, want 404", code)
+		}
+	})
 	t.Run("a floor job whose policy asks for no isolation is refused on the tier-1 node", func(t *testing.T) {
 		pol := filepath.Join(f.dir, "none.yaml")
 		os.WriteFile(pol, []byte("isolation: none\n"), 0o600)
@@ -250,7 +302,7 @@ func TestFleet(t *testing.T) {
 	})
 	t.Run("job get and list", func(t *testing.T) {
 		code, out, stderr := f.run("job", "list", "--server", f.url, "--token-file", f.tokenF)
-		if code != 0 || strings.Count(out, "\n") < 7 || !strings.Contains(out, "floor.ci") {
+		if code != 0 || strings.Count(out, "\n") < 10 || !strings.Contains(out, "floor.ci") {
 			t.Fatalf("job list: exit %d, %q, %q", code, out, stderr)
 		}
 		id := strings.Fields(out)[0]

@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -33,7 +35,7 @@ func SetDevServer(start jobs.StartDevServer) { devServer = start }
 const DefaultServerAddr = "127.0.0.1:8420"
 
 func serverCmd() *Command {
-	const usage = "[--listen ADDR] [--state DIR] [--token-file FILE] [--claim-timeout D]"
+	const usage = "[--listen ADDR] [--state DIR] [--token-file FILE] [--claim-timeout D] [--hooks FILE]"
 	const long = `Runs the fleet's server: an embedded Temporal dev server (persisted to a
 SQLite file under the state directory, listening on loopback only) and the
 HTTP JSON API on loopback behind a bearer token (read from --token-file,
@@ -41,6 +43,12 @@ created with a random token when missing):
 
   POST /v1/jobs, GET /v1/jobs, GET /v1/jobs/{id}, POST /v1/jobs/{id}/kill
   POST /v1/nodes, GET /v1/nodes
+  POST /v1/hooks/NAME   an outside event: starts hook NAME's job with the
+                        body as its input, tainted, on a tier-1 node only
+
+--hooks FILE names the hooks, as JSON:
+  {"deploy": {"pool": "ci", "argv": ["./deploy.sh"], "policy": "deploy.yaml"}}
+(policy is a file, read when the server starts, relative to FILE).
 
 The server routes jobs and never runs one: every call of a job is decided
 and run on the node that claimed it, at that node's sandbox tier. Every
@@ -57,6 +65,7 @@ this command; the airlock binary stays small and only says where it is.`
 			state := fs.String("state", "", "state `directory` (default: $XDG_STATE_HOME/airlock/server)")
 			tokenFile := fs.String("token-file", "", "bearer token `file` (default: STATE/token)")
 			claim := fs.Duration("claim-timeout", jobs.DefaultClaimTimeout, "how long a job waits for an eligible node")
+			hooksFile := fs.String("hooks", "", "the hooks `file` (JSON; see above)")
 			if err := ParseFlags(fs, args); err != nil {
 				return err
 			}
@@ -76,13 +85,18 @@ this command; the airlock binary stays small and only says where it is.`
 			if *tokenFile == "" {
 				*tokenFile = filepath.Join(dir, "token")
 			}
-			return runServer(ctx, env, serverOptions{listen: *listen, dir: dir, tokenFile: absFrom(env, *tokenFile), claim: *claim})
+			hooks, err := readHooks(env, *hooksFile)
+			if err != nil {
+				return err
+			}
+			return runServer(ctx, env, serverOptions{listen: *listen, dir: dir, tokenFile: absFrom(env, *tokenFile), claim: *claim, hooks: hooks})
 		}}
 }
 
 type serverOptions struct {
 	listen, dir, tokenFile string
 	claim                  time.Duration
+	hooks                  map[string]api.Hook
 }
 
 func runServer(ctx context.Context, env *Env, o serverOptions) error {
@@ -113,7 +127,7 @@ func runServer(ctx context.Context, env *Env, o serverOptions) error {
 		return errs.Wrap(errs.Unavailable, err, "listen on %s", o.listen)
 	}
 	a := api.New(api.Config{Token: token, Jobs: c, Temporal: dev.HostPort(), Namespace: dev.Namespace(),
-		ClaimTimeout: o.claim, Log: env.Log})
+		ClaimTimeout: o.claim, Hooks: o.hooks, Log: env.Log})
 	hs := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(env.Stderr, "airlock server: listening on http://%s (token in %s; Temporal on %s)\n", ln.Addr(), o.tokenFile, dev.HostPort())
 	done := make(chan error, 1)
@@ -127,6 +141,57 @@ func runServer(ctx context.Context, env *Env, o serverOptions) error {
 	defer cancel()
 	hs.Shutdown(sctx)
 	return nil
+}
+
+// hookFile is one hook as the hooks file names it.
+type hookFile struct {
+	Pool    string   `json:"pool"`
+	Argv    []string `json:"argv"`
+	Command string   `json:"command"`
+	Policy  string   `json:"policy"`
+	Mode    string   `json:"mode"`
+}
+
+// readHooks reads the hooks file; "" is no hooks. Each hook's policy file
+// is read now, so a hook never runs under a policy edited later.
+func readHooks(env *Env, file string) (map[string]api.Hook, error) {
+	if file == "" {
+		return nil, nil
+	}
+	file = absFrom(env, file)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, errs.Wrap(errs.Invalid, err, "--hooks")
+	}
+	var raw map[string]hookFile
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return nil, errs.Invalidf("--hooks %s: %v", file, err)
+	}
+	hooks := map[string]api.Hook{}
+	for name, h := range raw {
+		if err := jobs.CheckName("hook", name); err != nil {
+			return nil, errs.Invalidf("--hooks %s: %v", file, err)
+		}
+		if (len(h.Argv) == 0) == (h.Command == "") {
+			return nil, errs.Invalidf("--hooks %s: hook %s: give argv or command, one of them", file, name)
+		}
+		out := api.Hook{Pool: h.Pool, Argv: h.Argv, Command: h.Command, Mode: h.Mode}
+		if h.Policy != "" {
+			p := h.Policy
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(filepath.Dir(file), p)
+			}
+			pb, err := os.ReadFile(p)
+			if err != nil {
+				return nil, errs.Wrap(errs.Invalid, err, "--hooks %s: hook %s: policy", file, name)
+			}
+			out.Policy = string(pb)
+		}
+		hooks[name] = out
+	}
+	return hooks, nil
 }
 
 // checkLoopback refuses an address that is not a loopback IP: the API and
