@@ -217,6 +217,9 @@ func TestFleet(t *testing.T) {
 		if d := time.Since(start); d < 3*time.Second || d > 30*time.Second {
 			t.Errorf("failed after %s, want just after the 3s claim timeout", d)
 		}
+		if *update {
+			recordHistory(t, f, v.ID, "no-tier1-node.history.json")
+		}
 	})
 	t.Run("an outside event's job never runs on the tier-0 node", func(t *testing.T) {
 		var v api.JobView
@@ -254,7 +257,7 @@ func TestFleet(t *testing.T) {
 			ids = append(ids, v.ID)
 		}
 		if *update {
-			recordHistory(t, f, ids[0])
+			recordHistory(t, f, ids[0], "floor-job.history.json")
 		}
 	})
 	t.Run("an outside event's job runs on the tier-1 node with the event as input", func(t *testing.T) {
@@ -347,7 +350,7 @@ func TestFleet(t *testing.T) {
 
 // recordHistory writes the workflow history of job id to jobs/testdata,
 // which the replay test holds the workflow to.
-func recordHistory(t *testing.T, f *fleet, id string) {
+func recordHistory(t *testing.T, f *fleet, id, name string) {
 	c, err := jobsClient(f)
 	if err != nil {
 		t.Fatal(err)
@@ -357,7 +360,7 @@ func recordHistory(t *testing.T, f *fleet, id string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join("..", "..", "jobs", "testdata", "floor-job.history.json"), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join("..", "..", "jobs", "testdata", name), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
