@@ -59,7 +59,7 @@ type fleet struct {
 func (f *fleet) env(stderr *syncBuffer) *cli.Env {
 	var out syncBuffer
 	return &cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: stderr, Dir: f.dir, Exe: f.bin,
-		Environ: []string{"HOME=" + f.dir, "PATH=/usr/bin:/bin"}}
+		Environ: []string{"HOME=" + f.dir, "PATH=/usr/bin:/bin", "NODE_SECRET=s3cret-of-the-node"}}
 }
 
 // start runs args in the background until the test ends.
@@ -303,9 +303,20 @@ func TestFleet(t *testing.T) {
 			t.Fatalf("got exit %d, %+v; want cat refused by the job's policy", code, v)
 		}
 	})
+	t.Run("a job's policy cannot pass the node's environment into its box", func(t *testing.T) {
+		pol := filepath.Join(f.dir, "all-env.yaml")
+		os.WriteFile(pol, []byte("env:\n  allow: [\"*\"]\n"), 0o600)
+		code, v := f.startJob("--policy", pol, "--", "env")
+		if code != 0 || v.Result == nil || v.Result.Node != "n1" {
+			t.Fatalf("got exit %d, %+v", code, v)
+		}
+		if strings.Contains(v.Result.Stdout, "s3cret-of-the-node") {
+			t.Errorf("the box's environment holds the node's secret:\n%s", v.Result.Stdout)
+		}
+	})
 	t.Run("job get and list", func(t *testing.T) {
 		code, out, stderr := f.run("job", "list", "--server", f.url, "--token-file", f.tokenF)
-		if code != 0 || strings.Count(out, "\n") < 10 || !strings.Contains(out, "floor.ci") {
+		if code != 0 || strings.Count(out, "\n") < 11 || !strings.Contains(out, "floor.ci") {
 			t.Fatalf("job list: exit %d, %q, %q", code, out, stderr)
 		}
 		id := strings.Fields(out)[0]
