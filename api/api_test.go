@@ -31,7 +31,7 @@ func (f *fakeJobs) Get(_ context.Context, id string) (jobs.Status, error) {
 	return jobs.Status{}, errs.NotFoundf("job %s: not found", id)
 }
 func (f *fakeJobs) Wait(ctx context.Context, id string) (jobs.Status, error) { return f.Get(ctx, id) }
-func (f *fakeJobs) Kill(_ context.Context, id string) error                 { return nil }
+func (f *fakeJobs) Kill(_ context.Context, id string) error                  { return nil }
 
 const token = "0123456789abcdef0123456789abcdef"
 
