@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/jobs"
 )
 
 // Env is what a command may touch of the world. Nothing in this package reads
@@ -39,6 +40,11 @@ type Env struct {
 	// IsTerminal reports whether standard input and error are a terminal a
 	// person can answer on.
 	IsTerminal bool
+	// DevServer starts the embedded Temporal server of `airlock server`.
+	// Only the airlock-server binary sets it, so the airlock binary never
+	// links the Temporal server; nil makes `airlock server` name the binary
+	// that has it.
+	DevServer jobs.StartDevServer
 	// StdoutTerminal and StderrTerminal report whether Stdout and Stderr
 	// are a terminal: what a boxed command prints there is passed through
 	// termsafe, so it cannot program the person's terminal. False (a file,
@@ -95,6 +101,7 @@ func commands() []*Command {
 		filesCmd(),
 		readResultCmd(),
 		mcpCmd(),
+		serverCmd(), nodeCmd(), jobCmd(),
 		completionCmd(),
 	}
 }

@@ -96,19 +96,21 @@ var ioPackages = []string{
 	"modernc.org/sqlite", "path/filepath", "plugin", "runtime/cgo", "unsafe",
 }
 
-// depRules are "package P must not depend on Q at all" for packages outside
-// the module, where the table cannot reach.
+// depRules are "package P must not depend on Q" for packages outside the
+// module, where the table cannot reach. A direct rule counts only P's own
+// imports; the others count everything P links.
 var depRules = []struct {
-	who    func(string) bool
+	who    func(name string, r row) bool
 	banned string
+	direct bool
 	why    string
 }{
-	{func(p string) bool {
-		return p != "jobs/temporal" && !strings.HasPrefix(p, "cmd/") && !strings.HasPrefix(p, "internal/")
-	}, "go.temporal.io/sdk", "only jobs/temporal imports Temporal"},
-	{func(p string) bool {
-		return p != "jobs/server" && !strings.HasPrefix(p, "cmd/") && !strings.HasPrefix(p, "internal/")
-	}, "go.temporal.io/server", "only jobs/server imports the Temporal server"},
+	{func(_ string, r row) bool { return r.layer < jobs }, "go.temporal.io/sdk", false,
+		"only jobs and the layers above it reach Temporal"},
+	{func(p string, r row) bool { return p != "jobs" && !strings.HasPrefix(p, "jobs/") && r.layer != tests },
+		"go.temporal.io/sdk", true, "only jobs imports the Temporal SDK; the front ends go through it"},
+	{func(p string, r row) bool { return p != "jobs/server" && p != "cmd/airlock-server" && r.layer != tests },
+		"go.temporal.io/server", false, "only jobs/server imports the Temporal server, and only airlock-server links it (the airlock binary never carries it)"},
 }
 
 // violations checks pkgs against the table tab and the rules outside it.
@@ -141,7 +143,11 @@ func violations(pkgs map[string]*pkg, tab map[string]row) []violation {
 			}
 		}
 		for _, d := range depRules {
-			if d.who(name) && (hasPrefixIn(p.Deps, d.banned) || hasPrefixIn(p.AllImports, d.banned)) {
+			switch {
+			case !d.who(name, r):
+			case hasPrefixIn(p.AllImports, d.banned):
+				add(name, "", "imports %s: %s", d.banned, d.why)
+			case !d.direct && hasPrefixIn(p.Deps, d.banned):
 				add(name, "", "depends on %s: %s", d.banned, d.why)
 			}
 		}

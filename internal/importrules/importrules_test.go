@@ -82,7 +82,10 @@ func TestRulesCanFail(t *testing.T) {
 		"jobs/new":        {},
 		"sandbox/boxconf": {}, // clean
 		"jobs/temporal":   {Deps: []string{"go.temporal.io/sdk"}},
-		"escape":          {AllImports: m("runner")}, // may start processes, but starts none
+		"cmd/airlock":     {Deps: []string{"go.temporal.io/server/temporal"}},
+		"node":            {AllImports: []string{"go.temporal.io/sdk/client"}, Deps: []string{"go.temporal.io/sdk/client"}},
+		"api":             {Deps: []string{"go.temporal.io/sdk/client"}}, // through jobs: allowed
+		"escape":          {AllImports: m("runner")},                     // may start processes, but starts none
 		"internal/testsupport": {AllImports: append([]string{"os/exec"}, m("errs")...),
 			Starts: []string{"x.go:3: imports os/exec"}},
 	}
@@ -94,6 +97,7 @@ func TestRulesCanFail(t *testing.T) {
 	}
 	want := []string{
 		"audit imports internal/cli: the CLI is wiring",
+		"cmd/airlock depends on go.temporal.io/server: only jobs/server imports the Temporal server",
 		"egress imports policy: not in its row",
 		"escape starts no process, yet its row lets it",
 		"files depends on go.temporal.io/sdk",
@@ -103,6 +107,7 @@ func TestRulesCanFail(t *testing.T) {
 		"mcp/gateway imports fit: a front end translates",
 		"mcp/serve imports runner: a front end translates",
 		"mediator starts a process (x.go:3: imports os/exec)",
+		"node imports go.temporal.io/sdk: only jobs imports the Temporal SDK",
 		"offload imports internal/testsupport: only _test.go files",
 		"policy imports os: policy does no I/O",
 		"policy imports runner: only the mediator drives runner",

@@ -87,6 +87,10 @@ var table = map[string]row{
 		"sandbox", "sandbox/seccomp"},
 		starts: "the escape matrix runs each attack unconfined first, to show it works outside any box"},
 
+	// jobs
+	"jobs":        {layer: jobs},
+	"jobs/server": {layer: jobs, may: []string{"jobs"}}, // the embedded Temporal server, linked only into airlock-server
+
 	// front ends
 	// policy and audit: the types of the rules a front end forwards and of
 	// the records its hooks write (a message refused before it is a call).
@@ -94,16 +98,21 @@ var table = map[string]row{
 	"mcp/gateway":   {layer: frontEnds, may: []string{"audit", "mcp", "mcp/approval", "mcp/httpfront", "mediator", "policy"}},
 	"mcp/approval":  {layer: frontEnds, may: []string{"mcp", "mediator"}}, // the one question put to the person at an MCP client
 	"mcp/httpfront": {layer: frontEnds, may: []string{"mcp"}},             // the guard before any MCP code sees an HTTP request
+	// node runs a job's calls through a kernel the CLI builds for it; the
+	// CLI, not node, probes the tier (a front end builds no box).
+	"node": {layer: frontEnds, may: []string{"jobs", "mediator"}},
+	"api":  {layer: frontEnds, may: []string{"jobs"}}, // the server's HTTP API: routes jobs, runs none
 
 	// cli
 	"internal/wiring": {layer: cli, may: []string{"approvals", "audit", "egress", "egress/wire", "files", "fit",
 		"internal/privfile", "mcp", "mediator", "netrule", "offload", "policy", "sandbox"}},
-	"internal/cli": {layer: cli, may: []string{"approvals", "audit", "escape", "files", "fit", "internal/privfile", "termsafe",
+	"internal/cli": {layer: cli, may: []string{"api", "approvals", "audit", "escape", "files", "fit", "internal/privfile", "jobs", "node", "termsafe",
 		"internal/wiring", "mcp", "mcp/gateway", "mcp/httpfront", "mcp/serve", "mediator", "offload", "policy",
 		"policy/shellread", "sandbox"}},
 
 	// mains
-	"cmd/airlock": {layer: mains, may: []string{"egress/forward", "escape", "internal/cli", "sandbox/boxinit"}},
+	"cmd/airlock":        {layer: mains, may: []string{"egress/forward", "escape", "internal/cli", "sandbox/boxinit"}},
+	"cmd/airlock-server": {layer: mains, may: []string{"internal/cli", "jobs/server"}},
 
 	// tests
 	"internal/e2e":         {layer: tests},

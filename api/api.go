@@ -1,0 +1,405 @@
+// Package api is the airlock server's HTTP JSON API, on loopback behind a
+// bearer token: it starts and reads jobs (through jobs, over Temporal) and
+// keeps the list of nodes that registered. It is a front end that never
+// executes a call itself: every call of a job is decided and run on the
+// node that claimed it. Only internal/cli imports it.
+//
+//	POST /v1/jobs            start a job            → 201 {"id": ...}
+//	GET  /v1/jobs            the jobs this server started
+//	GET  /v1/jobs/{id}       a job's state and result (?wait=1 blocks until it ends)
+//	POST /v1/jobs/{id}/kill  cancel a job: its node tears the box down
+//	POST /v1/hooks/{name}    an outside event: starts the hook's job, tainted, tier 1 only
+//	POST /v1/nodes           a node registers (and heartbeats)
+//	GET  /v1/nodes           the nodes, their tiers and findings
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/jobs"
+)
+
+// maxBody bounds a request's body: a job's policy and command fit well
+// within it.
+const maxBody = 1 << 20
+
+// maxWait bounds a ?wait=1 read.
+const maxWait = 10 * time.Minute
+
+// Jobs is what the API needs of the fleet (jobs.Client).
+type Jobs interface {
+	Start(ctx context.Context, j jobs.Job) error
+	Get(ctx context.Context, id string) (jobs.Status, error)
+	Wait(ctx context.Context, id string) (jobs.Status, error)
+	Kill(ctx context.Context, id string) error
+}
+
+// Config configures the API.
+type Config struct {
+	// Token is the bearer token every request must carry; "" refuses all.
+	Token string
+	Jobs  Jobs
+	// Temporal and Namespace are told to nodes when they register.
+	Temporal, Namespace string
+	// ClaimTimeout is how long a job waits for an eligible node; 0 is
+	// jobs.DefaultClaimTimeout. A job may ask for less, never more.
+	ClaimTimeout time.Duration
+	// Hooks are the jobs outside events start, by name.
+	Hooks map[string]Hook
+	// NodeTTL is how long a node counts as live after its last
+	// heartbeat; 0 is 30 s.
+	NodeTTL time.Duration
+	Now     func() time.Time
+	Log     *slog.Logger
+}
+
+// Server serves the API.
+type Server struct {
+	cfg Config
+
+	mu    sync.Mutex
+	jobs  map[string]jobEntry
+	nodes map[string]NodeEntry
+}
+
+type jobEntry struct {
+	job     jobs.Job
+	started time.Time
+}
+
+// NodeEntry is a registered node as GET /v1/nodes lists it.
+type NodeEntry struct {
+	ID       string    `json:"id"`
+	Pool     string    `json:"pool"`
+	Tier     int       `json:"tier"`
+	Findings []string  `json:"findings,omitempty"`
+	Queues   []string  `json:"queues"`
+	LastSeen time.Time `json:"last_seen"`
+	Live     bool      `json:"live"`
+}
+
+// New returns the API's server.
+func New(cfg Config) *Server {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ClaimTimeout <= 0 {
+		cfg.ClaimTimeout = jobs.DefaultClaimTimeout
+	}
+	if cfg.NodeTTL <= 0 {
+		cfg.NodeTTL = 30 * time.Second
+	}
+	return &Server{cfg: cfg, jobs: map[string]jobEntry{}, nodes: map[string]NodeEntry{}}
+}
+
+// Handler is the API's HTTP handler, every route behind the token.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/jobs", s.startJob)
+	mux.HandleFunc("GET /v1/jobs", s.listJobs)
+	mux.HandleFunc("GET /v1/jobs/{id}", s.getJob)
+	mux.HandleFunc("POST /v1/jobs/{id}/kill", s.killJob)
+	mux.HandleFunc("POST /v1/hooks/{name}", s.hook)
+	mux.HandleFunc("POST /v1/nodes", s.registerNode)
+	mux.HandleFunc("GET /v1/nodes", s.listNodes)
+	return s.authorized(mux)
+}
+
+// authorized refuses a request without the server's bearer token, in
+// constant time, before any route reads it.
+func (s *Server) authorized(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || s.cfg.Token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="airlock"`)
+			writeError(w, http.StatusUnauthorized, "a bearer token is required (the server's token file)")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// StartRequest is the body of POST /v1/jobs.
+type StartRequest struct {
+	Pool    string   `json:"pool,omitempty"`
+	Argv    []string `json:"argv,omitempty"`
+	Command string   `json:"command,omitempty"`
+	Policy  string   `json:"policy,omitempty"`
+	Mode    string   `json:"mode,omitempty"`
+	Tier0   bool     `json:"tier0,omitempty"`
+	// ClaimTimeout and RunTimeout are Go durations ("90s"); "" is the
+	// server's default.
+	ClaimTimeout string `json:"claim_timeout,omitempty"`
+	RunTimeout   string `json:"run_timeout,omitempty"`
+}
+
+// Started is the answer to POST /v1/jobs.
+type Started struct {
+	ID    string `json:"id"`
+	Queue string `json:"queue"`
+	Floor int    `json:"floor"`
+}
+
+func (s *Server) startJob(w http.ResponseWriter, r *http.Request) {
+	var req StartRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	j, err := s.job(req, "person")
+	if err == nil {
+		err = s.cfg.Jobs.Start(r.Context(), j)
+	}
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	s.mu.Lock()
+	s.jobs[j.ID] = jobEntry{job: j, started: s.cfg.Now()}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusCreated, Started{ID: j.ID, Queue: j.Queue(), Floor: j.Floor()})
+}
+
+// job turns a request into a job with a fresh id and the server's bounds.
+func (s *Server) job(req StartRequest, source string) (jobs.Job, error) {
+	j := jobs.Job{ID: newID(), Pool: req.Pool, Argv: req.Argv, Command: req.Command, Policy: req.Policy,
+		Mode: req.Mode, Tier0: req.Tier0, Source: source, ClaimTimeout: s.cfg.ClaimTimeout}
+	if j.Pool == "" {
+		j.Pool = jobs.DefaultPool
+	}
+	if req.ClaimTimeout != "" {
+		d, err := time.ParseDuration(req.ClaimTimeout)
+		if err != nil || d <= 0 {
+			return j, errs.Invalidf("claim_timeout %q: want a positive duration such as 90s", req.ClaimTimeout)
+		}
+		j.ClaimTimeout = min(d, s.cfg.ClaimTimeout)
+	}
+	if req.RunTimeout != "" {
+		d, err := time.ParseDuration(req.RunTimeout)
+		if err != nil || d <= 0 {
+			return j, errs.Invalidf("run_timeout %q: want a positive duration such as 10m", req.RunTimeout)
+		}
+		j.RunTimeout = d
+	}
+	return j, j.Validate()
+}
+
+// JobView is a job as GET /v1/jobs and /v1/jobs/{id} show it.
+type JobView struct {
+	jobs.Status
+	Pool    string `json:"pool,omitempty"`
+	Queue   string `json:"queue,omitempty"`
+	Floor   int    `json:"floor"`
+	Tainted bool   `json:"tainted,omitempty"`
+	Source  string `json:"source,omitempty"`
+	Command string `json:"command,omitempty"`
+}
+
+func (s *Server) view(st jobs.Status) JobView {
+	s.mu.Lock()
+	e, ok := s.jobs[st.ID]
+	s.mu.Unlock()
+	v := JobView{Status: st}
+	if ok {
+		v.Pool, v.Queue, v.Floor, v.Tainted, v.Source, v.Command = e.job.Pool, e.job.Queue(), e.job.Floor(), e.job.Tainted, e.job.Source, e.job.Describe()
+	}
+	return v
+}
+
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := jobs.CheckName("job id", id); err != nil {
+		writeErr(w, err)
+		return
+	}
+	var st jobs.Status
+	var err error
+	if r.URL.Query().Get("wait") == "1" {
+		ctx, cancel := context.WithTimeout(r.Context(), maxWait)
+		defer cancel()
+		st, err = s.cfg.Jobs.Wait(ctx, id)
+	} else {
+		st, err = s.cfg.Jobs.Get(r.Context(), id)
+	}
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.view(st))
+}
+
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.jobs))
+	for id := range s.jobs {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	sort.Slice(ids, func(a, b int) bool { return s.jobs[ids[a]].started.Before(s.jobs[ids[b]].started) })
+	out := []JobView{}
+	for _, id := range ids {
+		st, err := s.cfg.Jobs.Get(r.Context(), id)
+		if err != nil {
+			st = jobs.Status{ID: id, State: "unknown", Error: errs.AgentMessage(err)}
+		}
+		out = append(out, s.view(st))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) killJob(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := jobs.CheckName("job id", id); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := s.cfg.Jobs.Kill(r.Context(), id); err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"id": id, "state": "killing"})
+}
+
+// Hook is the job an outside event starts: the server's own, never the
+// event's. The event's body is the command's standard input.
+type Hook struct {
+	Pool    string   `json:"pool,omitempty"`
+	Argv    []string `json:"argv,omitempty"`
+	Command string   `json:"command,omitempty"`
+	// Policy is the policy document's text.
+	Policy string `json:"policy,omitempty"`
+	Mode   string `json:"mode,omitempty"`
+}
+
+// hook starts the job of an outside event. Its body is text from outside,
+// so the job is tainted from its start: it runs on a tier-1 node only,
+// whatever the hook says, and fails naming the fix when none takes it.
+func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	h, ok := s.cfg.Hooks[name]
+	if !ok {
+		writeErr(w, errs.NotFoundf("hook %q: not configured on this server", name))
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is over %d bytes", maxBody))
+		return
+	}
+	j, err := s.job(StartRequest{Pool: h.Pool, Argv: h.Argv, Command: h.Command, Policy: h.Policy, Mode: h.Mode}, "hook:"+name)
+	if err == nil {
+		j.Tainted, j.Input = true, string(body)
+		err = s.cfg.Jobs.Start(r.Context(), j)
+	}
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	s.mu.Lock()
+	s.jobs[j.ID] = jobEntry{job: j, started: s.cfg.Now()}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusCreated, Started{ID: j.ID, Queue: j.Queue(), Floor: j.Floor()})
+}
+
+// Registration is the body of POST /v1/nodes.
+type Registration struct {
+	ID       string   `json:"id"`
+	Pool     string   `json:"pool"`
+	Tier     int      `json:"tier"`
+	Findings []string `json:"findings,omitempty"`
+	Queues   []string `json:"queues"`
+}
+
+func (s *Server) registerNode(w http.ResponseWriter, r *http.Request) {
+	var reg Registration
+	if !decode(w, r, &reg) {
+		return
+	}
+	if err := errors.Join(jobs.CheckName("node id", reg.ID), jobs.CheckName("pool", reg.Pool)); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if reg.Tier < 0 || reg.Tier > 2 {
+		writeErr(w, errs.Invalidf("node %s: tier %d: want 0, 1 or 2", reg.ID, reg.Tier))
+		return
+	}
+	s.mu.Lock()
+	s.nodes[reg.ID] = NodeEntry{ID: reg.ID, Pool: reg.Pool, Tier: reg.Tier, Findings: reg.Findings,
+		Queues: reg.Queues, LastSeen: s.cfg.Now()}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]string{"temporal": s.cfg.Temporal, "namespace": s.cfg.Namespace})
+}
+
+func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) {
+	now := s.cfg.Now()
+	s.mu.Lock()
+	out := make([]NodeEntry, 0, len(s.nodes))
+	for _, n := range s.nodes {
+		n.Live = now.Sub(n.LastSeen) <= s.cfg.NodeTTL
+		out = append(out, n)
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
+	writeJSON(w, http.StatusOK, out)
+}
+
+// decode reads the body as exactly one JSON object of v's fields.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is over %d bytes", maxBody))
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "the body is not the JSON this route takes: "+err.Error())
+		return false
+	}
+	if dec.More() {
+		writeError(w, http.StatusBadRequest, "the body holds more than one JSON value")
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// writeErr answers with err's class as the status and its message only.
+func writeErr(w http.ResponseWriter, err error) {
+	writeError(w, errs.HTTPStatus(err), errs.AgentMessage(err))
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+// newID is a fresh job id: random, so no job is started under an id that
+// names an earlier job's files.
+func newID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return "j-" + hex.EncodeToString(b[:])
+}

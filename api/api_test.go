@@ -1,0 +1,199 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/jobs"
+)
+
+// fakeJobs keeps the jobs it was asked to start.
+type fakeJobs struct {
+	mu      sync.Mutex
+	started []jobs.Job
+}
+
+func (f *fakeJobs) Start(_ context.Context, j jobs.Job) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.started = append(f.started, j)
+	return nil
+}
+func (f *fakeJobs) Get(_ context.Context, id string) (jobs.Status, error) {
+	return jobs.Status{}, errs.NotFoundf("job %s: not found", id)
+}
+func (f *fakeJobs) Wait(ctx context.Context, id string) (jobs.Status, error) { return f.Get(ctx, id) }
+func (f *fakeJobs) Kill(_ context.Context, id string) error                  { return nil }
+
+const token = "0123456789abcdef0123456789abcdef"
+
+func serve(t *testing.T, cfg Config) (*httptest.Server, *fakeJobs) {
+	f := &fakeJobs{}
+	cfg.Jobs = f
+	if cfg.Token == "" {
+		cfg.Token = token
+	}
+	s := httptest.NewServer(New(cfg).Handler())
+	t.Cleanup(s.Close)
+	return s, f
+}
+
+func do(t *testing.T, s *httptest.Server, method, path, auth, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, s.URL+path, strings.NewReader(body))
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := s.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+func TestToken(t *testing.T) {
+	s, f := serve(t, Config{})
+	tests := []struct {
+		name, auth string
+		want       int
+	}{
+		{"none", "", http.StatusUnauthorized},
+		{"wrong", "Bearer " + strings.Repeat("x", len(token)), http.StatusUnauthorized},
+		{"a prefix of it", "Bearer " + token[:10], http.StatusUnauthorized},
+		{"not bearer", "Basic " + token, http.StatusUnauthorized},
+		{"right", "Bearer " + token, http.StatusCreated},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _ := do(t, s, http.MethodPost, "/v1/jobs", tt.auth, `{"argv":["true"]}`)
+			if code != tt.want {
+				t.Errorf("got %d, want %d", code, tt.want)
+			}
+		})
+	}
+	if len(f.started) != 1 {
+		t.Errorf("started %d jobs, want only the authorized one", len(f.started))
+	}
+	t.Run("an empty server token refuses everything", func(t *testing.T) {
+		s := httptest.NewServer(New(Config{Jobs: &fakeJobs{}}).Handler())
+		defer s.Close()
+		if code, _ := do(t, s, http.MethodGet, "/v1/nodes", "Bearer ", ""); code != http.StatusUnauthorized {
+			t.Errorf("got %d, want 401", code)
+		}
+	})
+}
+
+func TestStartJob(t *testing.T) {
+	tests := []struct {
+		name      string
+		body      string
+		wantCode  int
+		wantQueue string
+		check     func(t *testing.T, j jobs.Job)
+	}{
+		{name: "a command is floor work", body: `{"argv":["make"]}`, wantCode: 201, wantQueue: "floor.default"},
+		{name: "tier-0 consent", body: `{"pool":"ci","argv":["make"],"tier0":true}`, wantCode: 201, wantQueue: "ci"},
+		{name: "a job may wait less than the server's claim timeout", body: `{"argv":["make"],"claim_timeout":"2s"}`, wantCode: 201,
+			wantQueue: "floor.default", check: func(t *testing.T, j jobs.Job) {
+				if j.ClaimTimeout != 2*time.Second {
+					t.Errorf("claim timeout %s, want 2s", j.ClaimTimeout)
+				}
+			}},
+		{name: "never longer", body: `{"argv":["make"],"claim_timeout":"100h"}`, wantCode: 201,
+			wantQueue: "floor.default", check: func(t *testing.T, j jobs.Job) {
+				if j.ClaimTimeout != time.Minute {
+					t.Errorf("claim timeout %s, want the server's 1m", j.ClaimTimeout)
+				}
+			}},
+		{name: "a start request cannot taint or untaint, nor name its source", body: `{"argv":["make"],"tainted":false,"source":"person"}`, wantCode: 400},
+		{name: "a pool that spells a floor queue", body: `{"pool":"floor.ci","argv":["make"]}`, wantCode: 400},
+		{name: "no command", body: `{}`, wantCode: 400},
+		{name: "two values", body: `{"argv":["a"]}{"argv":["b"]}`, wantCode: 400},
+		{name: "a bad duration", body: `{"argv":["a"],"claim_timeout":"soon"}`, wantCode: 400},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, f := serve(t, Config{ClaimTimeout: time.Minute})
+			code, out := do(t, s, http.MethodPost, "/v1/jobs", "Bearer "+token, tt.body)
+			if code != tt.wantCode {
+				t.Fatalf("got %d %v, want %d", code, out, tt.wantCode)
+			}
+			if tt.wantCode != 201 {
+				if len(f.started) != 0 {
+					t.Errorf("started %d jobs, want none", len(f.started))
+				}
+				return
+			}
+			if out["queue"] != tt.wantQueue || len(f.started) != 1 {
+				t.Fatalf("got %v (%d started), want queue %s", out, len(f.started), tt.wantQueue)
+			}
+			if j := f.started[0]; j.Tainted || j.Source != "person" || j.ID != out["id"] {
+				t.Errorf("started %+v", j)
+			}
+			if tt.check != nil {
+				tt.check(t, f.started[0])
+			}
+		})
+	}
+}
+
+func TestHook(t *testing.T) {
+	s, f := serve(t, Config{Hooks: map[string]Hook{"deploy": {Pool: "ci", Argv: []string{"cat"}}}})
+	code, out := do(t, s, http.MethodPost, "/v1/hooks/deploy", "Bearer "+token, "text from outside")
+	if code != http.StatusCreated || out["queue"] != "floor.ci" {
+		t.Fatalf("got %d %v", code, out)
+	}
+	j := f.started[0]
+	if !j.Tainted || j.Floor() != 1 || j.Source != "hook:deploy" || j.Input != "text from outside" {
+		t.Errorf("started %+v, want a tainted tier-1 job with the body as its input", j)
+	}
+	if code, _ := do(t, s, http.MethodPost, "/v1/hooks/other", "Bearer "+token, ""); code != http.StatusNotFound {
+		t.Errorf("an unknown hook: got %d, want 404", code)
+	}
+}
+
+func TestNodes(t *testing.T) {
+	var now atomic.Int64 // seconds; the handlers read it on their goroutines
+	now.Store(1000)
+	clock := func() time.Time { return time.Unix(now.Load(), 0) }
+	s, _ := serve(t, Config{Temporal: "127.0.0.1:7233", Namespace: "airlock", Now: clock, NodeTTL: 10 * time.Second})
+	code, out := do(t, s, http.MethodPost, "/v1/nodes", "Bearer "+token, `{"id":"n1","pool":"ci","tier":1,"queues":["ci","floor.ci","node.n1"]}`)
+	if code != 200 || out["temporal"] != "127.0.0.1:7233" {
+		t.Fatalf("register: %d %v", code, out)
+	}
+	for _, bad := range []string{`{"id":"n/1","pool":"ci","tier":1}`, `{"id":"n2","pool":"ci","tier":7}`, `{"id":"n2","pool":"floor.ci","tier":1}`} {
+		if code, _ := do(t, s, http.MethodPost, "/v1/nodes", "Bearer "+token, bad); code != 400 {
+			t.Errorf("register %s: got %d, want 400", bad, code)
+		}
+	}
+	list := func() []NodeEntry {
+		req, _ := http.NewRequest(http.MethodGet, s.URL+"/v1/nodes", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := s.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var l []NodeEntry
+		json.NewDecoder(resp.Body).Decode(&l)
+		return l
+	}
+	if l := list(); len(l) != 1 || !l[0].Live || l[0].Tier != 1 {
+		t.Fatalf("nodes: %+v", l)
+	}
+	now.Add(11)
+	if l := list(); len(l) != 1 || l[0].Live {
+		t.Errorf("a node silent past its TTL: %+v, want it listed as not live", l)
+	}
+}

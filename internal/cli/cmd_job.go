@@ -1,0 +1,263 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/airlock-run/airlock/api"
+	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/jobs"
+)
+
+func jobCmd() *Command {
+	return &Command{Name: "job", Usage: "COMMAND", Short: "start, read and kill the fleet's jobs",
+		Long: `Jobs run on the fleet's nodes, routed by sandbox tier. A job's command may
+run a shell, so it waits on its pool's floor queue for a node with sandbox
+tier 1; --tier0 lets a job started from inside run on any node of its pool.`,
+		Sub: []*Command{jobStartCmd(), jobGetCmd(), jobListCmd(), jobKillCmd()}}
+}
+
+func jobStartCmd() *Command {
+	const usage = "[--pool P] [--policy FILE] [--mode observe|fix] [--tier0] [--claim-timeout D] [--wait] [--json] -- CMD [ARG...]"
+	const long = `Starts a job that runs CMD on a node of pool P, decided against the policy
+FILE (default: the built-in workspace profile), which travels with the job:
+the node decides against it, never against its own. --shell runs CMD as one
+shell string. Prints the job's id, or with --wait its result; the exit
+status with --wait is the command's own, 126 when it was refused.`
+	return &Command{Name: "start", Usage: usage, Short: "start a job", Long: long,
+		Run: func(ctx context.Context, env *Env, args []string) error {
+			fs := NewFlags(env, "airlock job start", usage, long)
+			cf := addClientFlags(fs)
+			pool := fs.String("pool", jobs.DefaultPool, "the `pool` to run in")
+			pol := fs.String("policy", "", "policy `file` the job is decided against")
+			mode := fs.String("mode", "observe", "observe or fix")
+			tier0 := fs.Bool("tier0", false, "let the job run on a node without a sandbox (tier 0)")
+			shell := fs.Bool("shell", false, "run CMD as one shell string")
+			claim := fs.Duration("claim-timeout", 0, "how long to wait for an eligible node (default: the server's)")
+			wait := fs.Bool("wait", false, "wait for the job to end and print its result")
+			asJSON := fs.Bool("json", false, "print JSON")
+			if err := ParseFlags(fs, args); err != nil {
+				return err
+			}
+			if fs.NArg() == 0 {
+				return usagef("no command (airlock job start [FLAGS] -- CMD [ARG...])")
+			}
+			req := api.StartRequest{Pool: *pool, Mode: *mode, Tier0: *tier0}
+			if *shell {
+				req.Command = strings.Join(fs.Args(), " ")
+			} else {
+				req.Argv = fs.Args()
+			}
+			if *claim > 0 {
+				req.ClaimTimeout = claim.String()
+			}
+			if *pol != "" {
+				b, err := os.ReadFile(absFrom(env, *pol))
+				if err != nil {
+					return errs.Wrap(errs.Invalid, err, "--policy")
+				}
+				req.Policy = string(b)
+			}
+			c, err := newAPIClient(env, cf)
+			if err != nil {
+				return err
+			}
+			var st api.Started
+			if err := c.do(ctx, http.MethodPost, "/v1/jobs", req, &st); err != nil {
+				return err
+			}
+			if !*wait {
+				if *asJSON {
+					return json.NewEncoder(env.Stdout).Encode(st)
+				}
+				fmt.Fprintln(env.Stdout, st.ID)
+				return nil
+			}
+			return c.printJob(ctx, env, st.ID, true, *asJSON)
+		}}
+}
+
+func jobGetCmd() *Command {
+	const usage = "[--wait] [--json] ID"
+	return &Command{Name: "get", Usage: usage, Short: "show a job's state and result",
+		Run: func(ctx context.Context, env *Env, args []string) error {
+			fs := NewFlags(env, "airlock job get", usage, "")
+			cf := addClientFlags(fs)
+			wait := fs.Bool("wait", false, "wait for the job to end")
+			asJSON := fs.Bool("json", false, "print JSON")
+			if err := ParseFlags(fs, args); err != nil {
+				return err
+			}
+			if fs.NArg() != 1 {
+				return usagef("one job ID (see airlock job get --help)")
+			}
+			c, err := newAPIClient(env, cf)
+			if err != nil {
+				return err
+			}
+			return c.printJob(ctx, env, fs.Arg(0), *wait, *asJSON)
+		}}
+}
+
+func jobListCmd() *Command {
+	const usage = "[--json]"
+	return &Command{Name: "list", Usage: usage, Short: "list the jobs the server started",
+		Run: func(ctx context.Context, env *Env, args []string) error {
+			fs := NewFlags(env, "airlock job list", usage, "")
+			cf := addClientFlags(fs)
+			asJSON := fs.Bool("json", false, "print JSON")
+			if err := ParseFlags(fs, args); err != nil {
+				return err
+			}
+			c, err := newAPIClient(env, cf)
+			if err != nil {
+				return err
+			}
+			var list []api.JobView
+			if err := c.do(ctx, http.MethodGet, "/v1/jobs", nil, &list); err != nil {
+				return err
+			}
+			if *asJSON {
+				return json.NewEncoder(env.Stdout).Encode(list)
+			}
+			for _, j := range list {
+				node := "-"
+				if j.Result != nil {
+					node = j.Result.Node
+				}
+				fmt.Fprintf(env.Stdout, "%s  %-9s  %-16s  %-10s  %s\n", j.ID, j.State, j.Queue, node, j.Command)
+			}
+			return nil
+		}}
+}
+
+func jobKillCmd() *Command {
+	const usage = "ID"
+	return &Command{Name: "kill", Usage: usage, Short: "kill a job: its node tears the box down",
+		Run: func(ctx context.Context, env *Env, args []string) error {
+			fs := NewFlags(env, "airlock job kill", usage, "")
+			cf := addClientFlags(fs)
+			if err := ParseFlags(fs, args); err != nil {
+				return err
+			}
+			if fs.NArg() != 1 {
+				return usagef("one job ID (see airlock job kill --help)")
+			}
+			c, err := newAPIClient(env, cf)
+			if err != nil {
+				return err
+			}
+			return c.do(ctx, http.MethodPost, "/v1/jobs/"+fs.Arg(0)+"/kill", nil, nil)
+		}}
+}
+
+// printJob prints job id; for a job that ended with a result the exit
+// status is the command's.
+func (c *apiClient) printJob(ctx context.Context, env *Env, id string, wait, asJSON bool) error {
+	if err := jobs.CheckName("job id", id); err != nil {
+		return usagef("%v", err)
+	}
+	path := "/v1/jobs/" + id
+	if wait {
+		path += "?wait=1"
+	}
+	var v api.JobView
+	if err := c.do(ctx, http.MethodGet, path, nil, &v); err != nil {
+		return err
+	}
+	if asJSON {
+		if err := json.NewEncoder(env.Stdout).Encode(v); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(env.Stdout, "job %s: %s (queue %s, floor tier %d)\n", v.ID, v.State, v.Queue, v.Floor)
+		if r := v.Result; r != nil {
+			fmt.Fprintf(env.Stdout, "node %s, tier %d, exit %d\n", r.Node, r.Tier, r.ExitCode)
+			if r.Refused {
+				fmt.Fprintf(env.Stdout, "refused: %s\n", r.Reason)
+			}
+			io.WriteString(env.Stdout, r.Stdout)
+			io.WriteString(env.Stderr, r.Stderr)
+		}
+		if v.Error != "" {
+			fmt.Fprintf(env.Stdout, "error: %s\n", v.Error)
+		}
+	}
+	switch {
+	case v.Result != nil && v.Result.ExitCode != 0:
+		return &ExitError{Code: v.Result.ExitCode}
+	case v.State != "completed" && v.State != "running":
+		return &ExitError{Code: 1}
+	}
+	return nil
+}
+
+// apiClient calls the server's API with its bearer token.
+type apiClient struct {
+	base, token string
+	http        *http.Client
+}
+
+func newAPIClient(env *Env, cf *clientFlags) (*apiClient, error) {
+	server, token, err := cf.resolve(env)
+	if err != nil {
+		return nil, err
+	}
+	return &apiClient{base: strings.TrimRight(server, "/"), token: token, http: &http.Client{Timeout: 11 * time.Minute}}, nil
+}
+
+// do sends body as JSON and decodes the answer into out; an error status
+// is an error of the class it stands for, with the server's message.
+func (c *apiClient) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return usagef("--server %q: %v", c.base, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, err, "the server at %s", c.base)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if resp.StatusCode >= 300 {
+		var e struct{ Error string }
+		json.Unmarshal(b, &e)
+		return errs.New(classOfStatus(resp.StatusCode), "%s", firstNonEmpty(e.Error, resp.Status))
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return errs.Wrap(errs.Unavailable, err, "the server's answer")
+	}
+	return nil
+}
+
+func classOfStatus(code int) errs.Class {
+	switch {
+	case code == http.StatusNotFound:
+		return errs.NotFound
+	case code == http.StatusForbidden:
+		return errs.Denied
+	case code >= 400 && code < 500:
+		return errs.Invalid
+	}
+	return errs.Unavailable
+}

@@ -1,0 +1,205 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/wiring"
+	"github.com/airlock-run/airlock/jobs"
+	"github.com/airlock-run/airlock/node"
+	"github.com/airlock-run/airlock/sandbox"
+)
+
+func nodeCmd() *Command {
+	const usage = "[--server URL] [--token-file FILE] [--pool NAME] [--id ID] [--sandbox auto|off|1] [--state DIR]"
+	const long = `Runs a node of the fleet: it probes this host's sandbox tier, registers
+with the server (its tier and the probe's findings), and takes jobs of its
+pool: from the pool's queue always, from the pool's floor queue (work that
+can run a shell) only at sandbox tier 1, and the runs it claimed from its
+own queue, heartbeating while they run.
+
+Each job runs through a kernel built for it from the job's own policy
+(never this node's): decided, confined at this node's tier and recorded in
+the job's own audit log under STATE/jobs/ID. A job's box gets none of this
+node's environment.
+
+--sandbox off runs tier 0 (no sandbox): such a node takes only jobs started
+with --tier0, and says so when it registers.`
+	return &Command{Name: "node", Usage: usage, Short: "run a node that takes jobs from the server", Long: long,
+		Run: func(ctx context.Context, env *Env, args []string) error {
+			fs := NewFlags(env, "airlock node", usage, long)
+			cf := addClientFlags(fs)
+			pool := fs.String("pool", jobs.DefaultPool, "the `pool` whose jobs this node takes")
+			id := fs.String("id", "", "this node's `id` (default: the host name)")
+			sb := fs.String("sandbox", "auto", "sandbox tier: auto (the best the host gives, refused at tier 0), off (tier 0) or 1")
+			state := fs.String("state", "", "state `directory` (default: $XDG_STATE_HOME/airlock/node/ID)")
+			if err := ParseFlags(fs, args); err != nil {
+				return err
+			}
+			if fs.NArg() > 0 {
+				return usagef("airlock node takes no arguments (see --help)")
+			}
+			if *id == "" {
+				*id = hostID()
+			}
+			if err := jobs.CheckName("--id", *id); err != nil {
+				return usagef("%v", err)
+			}
+			if err := jobs.CheckName("--pool", *pool); err != nil {
+				return usagef("%v", err)
+			}
+			tier, findings, err := nodeTier(*sb)
+			if err != nil {
+				return err
+			}
+			dir, err := fleetDir(env, *state, filepath.Join("node", *id))
+			if err != nil {
+				return err
+			}
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return errs.Wrap(errs.Unavailable, err, "node state directory")
+			}
+			server, token, err := cf.resolve(env)
+			if err != nil {
+				return err
+			}
+			if tier == sandbox.Tier0 {
+				fmt.Fprintf(env.Stderr, "airlock node: WARNING: node %s runs at sandbox tier 0 (--sandbox off): it takes only jobs started with --tier0, which run UNCONFINED\n", *id)
+			}
+			return node.Run(ctx, node.Config{Server: server, Token: token, ID: *id, Pool: *pool,
+				Tier: int(tier), Findings: findings, StateDir: dir, Log: env.Log,
+				Kernel: jobKernel(env, tier)})
+		}}
+}
+
+// nodeTier resolves --sandbox against one probe of this host: auto is the
+// best it gives (refused when that is tier 0), off is tier 0.
+func nodeTier(flagValue string) (sandbox.Tier, []string, error) {
+	t, err := sandbox.ParseTier(flagValue)
+	if err != nil {
+		return 0, nil, usagef("--sandbox: %v", err)
+	}
+	if t == sandbox.Tier2 {
+		return 0, nil, usagef("--sandbox 2: nodes do not route tier 2 yet (use auto or 1)")
+	}
+	host := sandbox.ProbeHost()
+	var findings []string
+	for _, f := range host.Report().Findings {
+		findings = append(findings, fmt.Sprintf("%s: %s: %s (fix: %s)", f.Severity, f.Topic, f.Text, f.Fix))
+	}
+	got, err := sandbox.Resolve(t, host)
+	if err != nil {
+		return 0, findings, err
+	}
+	if got == sandbox.Tier0 {
+		findings = append(findings, "warning: sandbox: the node runs at tier 0 (--sandbox off): it takes only jobs started with --tier0")
+	}
+	return got, findings, nil
+}
+
+// jobKernel builds each job's kernel from the job's policy, in the job's
+// directory: its own working directory, audit log and grants, HOME the
+// job's directory, none of the node's environment, at the node's tier.
+func jobKernel(env *Env, tier sandbox.Tier) node.KernelFunc {
+	return func(ctx context.Context, j jobs.Job, dir string) (node.Kernel, error) {
+		policyFile := ""
+		if j.Policy != "" {
+			policyFile = filepath.Join(dir, "policy.yaml")
+			if err := os.WriteFile(policyFile, []byte(j.Policy), 0o600); err != nil {
+				return node.Kernel{}, errs.Wrap(errs.Unavailable, err, "job %s: policy", j.ID)
+			}
+		}
+		// A short directory of the job's own for the approvals socket (a
+		// Unix socket's path is short), so two jobs never share one.
+		run, err := os.MkdirTemp("", "al-")
+		if err != nil {
+			return node.Kernel{}, errs.Wrap(errs.Unavailable, err, "job %s: runtime directory", j.ID)
+		}
+		getenv := func(k string) string {
+			switch k {
+			case "HOME":
+				return dir
+			case "XDG_RUNTIME_DIR":
+				return run
+			}
+			return ""
+		}
+		k, err := wiring.Build(wiring.Config{PolicyFile: policyFile, Workdir: filepath.Join(dir, "work"), Dir: dir,
+			Mode: j.Mode, Getenv: getenv, AuditFile: filepath.Join(dir, "audit.jsonl"),
+			GrantsFile: filepath.Join(dir, "grants.json"), Log: env.Log, Tier: tier, Exe: env.Exe,
+			Warn: func(s string) { env.Log.Warn("job "+j.ID, "announce", s) }})
+		if err != nil {
+			os.RemoveAll(run)
+			return node.Kernel{}, err
+		}
+		return node.Kernel{Kernel: k.Kernel, Close: func() error {
+			err := k.Close()
+			os.RemoveAll(run)
+			return err
+		}}, nil
+	}
+}
+
+// hostID is the host name as a node id.
+func hostID() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "node"
+	}
+	h = strings.ToLower(h)
+	h = regexp.MustCompile(`[^a-z0-9_-]+`).ReplaceAllString(h, "-")
+	h = strings.Trim(h, "-_")
+	if len(h) > 63 {
+		h = h[:63]
+	}
+	if h == "" {
+		return "node"
+	}
+	return h
+}
+
+// clientFlags are how a command finds the server: --server and
+// --token-file, else $AIRLOCK_SERVER and $AIRLOCK_TOKEN_FILE, else the
+// local server's defaults.
+type clientFlags struct {
+	server, tokenFile *string
+}
+
+func addClientFlags(fs *flag.FlagSet) *clientFlags {
+	return &clientFlags{
+		server:    fs.String("server", "", "the server's `URL` (default: $AIRLOCK_SERVER, else http://"+DefaultServerAddr+")"),
+		tokenFile: fs.String("token-file", "", "the server's bearer token `file` (default: $AIRLOCK_TOKEN_FILE, else the local server's)"),
+	}
+}
+
+func (c *clientFlags) resolve(env *Env) (server, token string, err error) {
+	server = firstNonEmpty(*c.server, env.Getenv("AIRLOCK_SERVER"), "http://"+DefaultServerAddr)
+	file := firstNonEmpty(*c.tokenFile, env.Getenv("AIRLOCK_TOKEN_FILE"))
+	if file == "" {
+		dir, err := fleetDir(env, "", "server")
+		if err != nil {
+			return "", "", err
+		}
+		file = filepath.Join(dir, "token")
+	}
+	b, err := os.ReadFile(absFrom(env, file))
+	if err != nil {
+		return "", "", errs.Wrap(errs.Unavailable, err, "the server's token (set --token-file)")
+	}
+	return server, strings.TrimSpace(string(b)), nil
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

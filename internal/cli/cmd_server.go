@@ -1,0 +1,240 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/airlock-run/airlock/api"
+	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/privfile"
+	"github.com/airlock-run/airlock/jobs"
+)
+
+// DefaultServerAddr is where `airlock server` listens and clients look.
+const DefaultServerAddr = "127.0.0.1:8420"
+
+func serverCmd() *Command {
+	const usage = "[--listen ADDR] [--state DIR] [--token-file FILE] [--claim-timeout D] [--hooks FILE]"
+	const long = `Runs the fleet's server: an embedded Temporal dev server (persisted to a
+SQLite file under the state directory, listening on loopback only) and the
+HTTP JSON API on loopback behind a bearer token (read from --token-file,
+created with a random token when missing):
+
+  POST /v1/jobs, GET /v1/jobs, GET /v1/jobs/{id}, POST /v1/jobs/{id}/kill
+  POST /v1/nodes, GET /v1/nodes
+  POST /v1/hooks/NAME   an outside event: starts hook NAME's job with the
+                        body as its input, tainted, on a tier-1 node only
+
+--hooks FILE names the hooks, as JSON:
+  {"deploy": {"pool": "ci", "argv": ["./deploy.sh"], "policy": "deploy.yaml"}}
+(policy is a file, read when the server starts, relative to FILE).
+
+The server routes jobs and never runs one: every call of a job is decided
+and run on the node that claimed it, at that node's sandbox tier. Every
+job can run a shell, so it waits on its pool's floor queue for a node with
+sandbox tier 1 unless it was started with --tier0; one that no eligible node
+claims within --claim-timeout fails with the reason and the fix.
+
+The Temporal server is linked only into the airlock-server binary, which is
+this command; the airlock binary stays small and only says where it is.`
+	return &Command{Name: "server", Usage: usage, Short: "run the fleet's server (embedded Temporal, HTTP API)", Long: long,
+		Run: func(ctx context.Context, env *Env, args []string) error {
+			fs := NewFlags(env, "airlock server", usage, long)
+			listen := fs.String("listen", DefaultServerAddr, "loopback `address` of the HTTP API")
+			state := fs.String("state", "", "state `directory` (default: $XDG_STATE_HOME/airlock/server)")
+			tokenFile := fs.String("token-file", "", "bearer token `file` (default: STATE/token)")
+			claim := fs.Duration("claim-timeout", jobs.DefaultClaimTimeout, "how long a job waits for an eligible node")
+			hooksFile := fs.String("hooks", "", "the hooks `file` (JSON; see above)")
+			if err := ParseFlags(fs, args); err != nil {
+				return err
+			}
+			if fs.NArg() > 0 {
+				return usagef("airlock server takes no arguments (see --help)")
+			}
+			if *claim <= 0 {
+				return usagef("--claim-timeout %s: want a positive duration", *claim)
+			}
+			if env.DevServer == nil {
+				return errs.Unavailablef("the Temporal server is linked only into airlock-server: run `airlock-server %s` instead", strings.Join(args, " "))
+			}
+			dir, err := fleetDir(env, *state, "server")
+			if err != nil {
+				return err
+			}
+			if *tokenFile == "" {
+				*tokenFile = filepath.Join(dir, "token")
+			}
+			hooks, err := readHooks(env, *hooksFile)
+			if err != nil {
+				return err
+			}
+			return runServer(ctx, env, serverOptions{listen: *listen, dir: dir, tokenFile: absFrom(env, *tokenFile), claim: *claim, hooks: hooks})
+		}}
+}
+
+type serverOptions struct {
+	listen, dir, tokenFile string
+	claim                  time.Duration
+	hooks                  map[string]api.Hook
+}
+
+func runServer(ctx context.Context, env *Env, o serverOptions) error {
+	if err := checkLoopback(o.listen); err != nil {
+		return err
+	}
+	token, err := serverToken(o.tokenFile)
+	if err != nil {
+		return err
+	}
+	dev, err := env.DevServer(ctx, jobs.DevConfig{Dir: filepath.Join(o.dir, "temporal")})
+	if err != nil {
+		return err
+	}
+	defer dev.Stop()
+	c, err := jobs.Dial(dev.HostPort(), dev.Namespace(), env.Log)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	stop, err := c.Orchestrate()
+	if err != nil {
+		return err
+	}
+	defer stop()
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, err, "listen on %s", o.listen)
+	}
+	a := api.New(api.Config{Token: token, Jobs: c, Temporal: dev.HostPort(), Namespace: dev.Namespace(),
+		ClaimTimeout: o.claim, Hooks: o.hooks, Log: env.Log})
+	hs := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(env.Stderr, "airlock server: listening on http://%s (token in %s; Temporal on %s)\n", ln.Addr(), o.tokenFile, dev.HostPort())
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+	case err := <-done:
+		return errs.Wrap(errs.Unavailable, err, "serve")
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	hs.Shutdown(sctx)
+	return nil
+}
+
+// hookFile is one hook as the hooks file names it.
+type hookFile struct {
+	Pool    string   `json:"pool"`
+	Argv    []string `json:"argv"`
+	Command string   `json:"command"`
+	Policy  string   `json:"policy"`
+	Mode    string   `json:"mode"`
+}
+
+// readHooks reads the hooks file; "" is no hooks. Each hook's policy file
+// is read now, so a hook never runs under a policy edited later.
+func readHooks(env *Env, file string) (map[string]api.Hook, error) {
+	if file == "" {
+		return nil, nil
+	}
+	file = absFrom(env, file)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, errs.Wrap(errs.Invalid, err, "--hooks")
+	}
+	var raw map[string]hookFile
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return nil, errs.Invalidf("--hooks %s: %v", file, err)
+	}
+	hooks := map[string]api.Hook{}
+	for name, h := range raw {
+		if err := jobs.CheckName("hook", name); err != nil {
+			return nil, errs.Invalidf("--hooks %s: %v", file, err)
+		}
+		if (len(h.Argv) == 0) == (h.Command == "") {
+			return nil, errs.Invalidf("--hooks %s: hook %s: give argv or command, one of them", file, name)
+		}
+		out := api.Hook{Pool: h.Pool, Argv: h.Argv, Command: h.Command, Mode: h.Mode}
+		if h.Policy != "" {
+			p := h.Policy
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(filepath.Dir(file), p)
+			}
+			pb, err := os.ReadFile(p)
+			if err != nil {
+				return nil, errs.Wrap(errs.Invalid, err, "--hooks %s: hook %s: policy", file, name)
+			}
+			out.Policy = string(pb)
+		}
+		hooks[name] = out
+	}
+	return hooks, nil
+}
+
+// checkLoopback refuses an address that is not a loopback IP: the API and
+// the Temporal frontend behind it are for this machine only.
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usagef("--listen %q: want HOST:PORT", addr)
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return usagef("--listen %q: the server listens on a loopback address only (127.0.0.1 or ::1)", addr)
+	}
+	return nil
+}
+
+// serverToken reads the token file, creating it with a random token when
+// it does not exist; through privfile, so no link steers the write.
+func serverToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		t := strings.TrimSpace(string(b))
+		if len(t) < 16 {
+			return "", errs.Invalidf("token file %s: the token is shorter than 16 characters", path)
+		}
+		return t, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", errs.Wrap(errs.Unavailable, err, "token file")
+	}
+	var r [32]byte
+	rand.Read(r[:])
+	t := hex.EncodeToString(r[:])
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", errs.Wrap(errs.Unavailable, err, "token file")
+	}
+	if err := privfile.WriteFile(path, []byte(t+"\n"), 0o600, privfile.Options{}); err != nil {
+		return "", errs.Wrap(errs.Unavailable, err, "token file")
+	}
+	return t, nil
+}
+
+// fleetDir is a fleet command's state directory: the flag, else
+// <airlock's state directory>/<name> ($XDG_STATE_HOME/airlock/<name>, else
+// ~/.local/state/airlock/<name>).
+func fleetDir(env *Env, flagValue, name string) (string, error) {
+	if flagValue != "" {
+		return absFrom(env, flagValue), nil
+	}
+	d, err := stateDir(env)
+	if err != nil {
+		return "", errs.Unavailablef("no state directory (set --state, $XDG_STATE_HOME or $HOME)")
+	}
+	return filepath.Join(d, name), nil
+}

@@ -1,0 +1,267 @@
+// Package jobs is airlock's fleet over Temporal: what a job is, the
+// workflow that routes it by sandbox tier, the node side that claims and
+// runs it, and the client a server starts and reads jobs with. It is the
+// only importer of the Temporal SDK (go.temporal.io/sdk); the Temporal
+// server itself is jobs/server's. Front ends (node, api) and internal/cli
+// import it; nothing below them does.
+//
+// A job is routed in two steps, because a worker that stopped can still
+// hold a poll that takes a task:
+//
+//	workflow ──claim──▶ <pool>          (any node of the pool)
+//	         ──claim──▶ floor.<pool>    (tier-1 nodes only: every command job)
+//	         ◀─ node id, tier ──
+//	         ──run────▶ node.<id>       (the node that claimed; heartbeats)
+//
+// The claim is short (claimStartToClose): a claim taken by a stale poll is
+// never answered and is put to the queue again until the claim timeout
+// (10 minutes by default) ends, when the job fails with the reason and the
+// fix. Nothing falls back to a lower tier.
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/airlock-run/airlock/errs"
+)
+
+// Names on the wire. Changing one breaks running workflows and replay.
+const (
+	// WorkflowName is the job workflow's registered name.
+	WorkflowName = "airlock.job"
+	// ClaimActivity is the claim a node answers with its id and tier.
+	ClaimActivity = "airlock.claim"
+	// RunActivity runs the job on the node that claimed it.
+	RunActivity = "airlock.run"
+	// WorkflowQueue is the task queue of the workflows themselves, which
+	// the server polls: orchestration only, never a call.
+	WorkflowQueue = "airlock.workflows"
+	// DefaultNamespace is the Temporal namespace of the dev server.
+	DefaultNamespace = "airlock"
+	// DefaultPool is the pool of a job or node that names none.
+	DefaultPool = "default"
+)
+
+// DefaultClaimTimeout is how long a job waits for an eligible node to claim
+// it before it fails naming the fix.
+const DefaultClaimTimeout = 10 * time.Minute
+
+// DefaultRunTimeout bounds a job's run on its node when the job names no
+// limit; the policy's own wall-clock limit applies inside it.
+const DefaultRunTimeout = time.Hour
+
+// HeartbeatTimeout is how long a running job's node may be silent before
+// the job is failed as lost.
+const HeartbeatTimeout = 20 * time.Second
+
+// claimStartToClose bounds a claim once a poll took it: a live node answers
+// at once, so a claim not answered in this time was taken by a poll whose
+// worker is gone, and is put to the queue again.
+const claimStartToClose = 10 * time.Second
+
+// nodeStartTimeout bounds the wait for the claiming node to start the run
+// on its own queue.
+const nodeStartTimeout = time.Minute
+
+// Job is what a person, an app or an outside event asked to run, as the
+// workflow carries it. Its policy travels with it: the node decides the
+// job's calls against the job's policy, never its own.
+type Job struct {
+	ID   string `json:"id"`
+	Pool string `json:"pool"`
+	// Argv is the command; Command, when set instead, is a shell string.
+	Argv    []string `json:"argv,omitempty"`
+	Command string   `json:"command,omitempty"`
+	// Input is the command's standard input: for a job an outside event
+	// started, the event's body (text from outside, hence the taint).
+	Input string `json:"input,omitempty"`
+	// Policy is the policy document's text; "" is the built-in workspace
+	// profile.
+	Policy string `json:"policy,omitempty"`
+	// Mode is "observe" ("" too) or "fix".
+	Mode string `json:"mode,omitempty"`
+	// Tier0 is a person's or app's consent, for a job started from inside,
+	// that it may run on a node without a sandbox. A tainted job ignores it.
+	Tier0 bool `json:"tier0,omitempty"`
+	// Tainted marks a job that reads text from outside (an outside event
+	// started it): it runs on tier 1 only, whatever else it says.
+	Tainted bool `json:"tainted,omitempty"`
+	// Source is who started it: "person", "app" or "hook:<name>".
+	Source string `json:"source,omitempty"`
+	// ClaimTimeout is how long the job waits for a node; 0 is
+	// DefaultClaimTimeout.
+	ClaimTimeout time.Duration `json:"claim_timeout,omitempty"`
+	// RunTimeout bounds the run on the node; 0 is DefaultRunTimeout.
+	RunTimeout time.Duration `json:"run_timeout,omitempty"`
+}
+
+// Floor is the lowest sandbox tier that may run the job. Every command can
+// start a shell (a program may exec one whatever its name), so every job
+// is floor work, tier 1, unless a person or app that started it from inside
+// consented to tier 0; a tainted job is tier 1 whatever it says.
+func (j Job) Floor() int {
+	if j.Tier0 && !j.Tainted {
+		return 0
+	}
+	return 1
+}
+
+// Queue is the task queue the job's claim waits on.
+func (j Job) Queue() string {
+	if j.Floor() >= 1 {
+		return FloorQueue(j.Pool)
+	}
+	return PoolQueue(j.Pool)
+}
+
+// PoolQueue is the queue every node of pool polls.
+func PoolQueue(pool string) string { return pool }
+
+// FloorQueue is the queue only the pool's nodes with sandbox tier 1 poll.
+func FloorQueue(pool string) string { return "floor." + pool }
+
+// NodeQueue is the node's own queue, where the jobs it claimed run.
+func NodeQueue(id string) string { return "node." + id }
+
+func (j Job) claimTimeout() time.Duration {
+	if j.ClaimTimeout > 0 {
+		return j.ClaimTimeout
+	}
+	return DefaultClaimTimeout
+}
+
+func (j Job) runTimeout() time.Duration {
+	if j.RunTimeout > 0 {
+		return j.RunTimeout
+	}
+	return DefaultRunTimeout
+}
+
+// namePattern is what a pool, node or job id may be: it is part of a task
+// queue's name and of paths on the node, so nothing that could spell a
+// different queue (a dot) or a path (a slash) is accepted.
+var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+// CheckName refuses a pool, node or job id that is not a plain name.
+func CheckName(what, name string) error {
+	if !namePattern.MatchString(name) {
+		return errs.Invalidf("%s %q: want lower-case letters, digits, '-' and '_', at most 63, starting with a letter or digit", what, name)
+	}
+	return nil
+}
+
+// Validate refuses a job that could not be routed or run.
+func (j Job) Validate() error {
+	if err := CheckName("job id", j.ID); err != nil {
+		return err
+	}
+	if err := CheckName("pool", j.Pool); err != nil {
+		return err
+	}
+	switch {
+	case len(j.Argv) == 0 && j.Command == "":
+		return errs.Invalidf("job %s: no command", j.ID)
+	case len(j.Argv) > 0 && j.Command != "":
+		return errs.Invalidf("job %s: both a command and a shell string", j.ID)
+	}
+	switch j.Mode {
+	case "", "observe", "fix":
+	default:
+		return errs.Invalidf("job %s: mode %q: want observe or fix", j.ID, j.Mode)
+	}
+	if j.ClaimTimeout < 0 || j.RunTimeout < 0 {
+		return errs.Invalidf("job %s: a negative timeout", j.ID)
+	}
+	return nil
+}
+
+// Claim is a node's answer to a claim: who it is and the tier it runs at.
+type Claim struct {
+	Node string `json:"node"`
+	Tier int    `json:"tier"`
+}
+
+// ClaimRequest is what a claim asks of a node.
+type ClaimRequest struct {
+	Job   string `json:"job"`
+	Floor int    `json:"floor"`
+}
+
+// RunRequest is the run a claiming node is handed.
+type RunRequest struct {
+	Job  Job    `json:"job"`
+	Node string `json:"node"`
+}
+
+// Result is how a job ended on its node.
+type Result struct {
+	Node string `json:"node"`
+	// Tier is the tier the node ran the job at.
+	Tier     int    `json:"tier"`
+	ExitCode int    `json:"exit_code"`
+	Stdout   string `json:"stdout,omitempty"`
+	Stderr   string `json:"stderr,omitempty"`
+	// Truncated says output beyond OutputCap was left out.
+	Truncated bool `json:"truncated,omitempty"`
+	// Refused says the node's kernel denied the call; Reason says why,
+	// as an agent may read it.
+	Refused bool   `json:"refused,omitempty"`
+	Verdict string `json:"verdict,omitempty"`
+	Decider string `json:"decider,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// OutputCap bounds each of a job's kept streams: the result travels in
+// the workflow's history, whose payloads the server caps.
+const OutputCap = 256 << 10
+
+// Runner runs a job on a node: the node's front end of the kernel.
+type Runner interface {
+	Run(ctx context.Context, req RunRequest) (Result, error)
+}
+
+// DevConfig configures an embedded Temporal dev server.
+type DevConfig struct {
+	// Dir holds the server's SQLite file.
+	Dir string
+	// Namespace is registered at start; "" is DefaultNamespace.
+	Namespace string
+}
+
+// DevServer is a running embedded Temporal server.
+type DevServer interface {
+	// HostPort is the frontend's loopback address.
+	HostPort() string
+	Namespace() string
+	Stop() error
+}
+
+// StartDevServer starts an embedded Temporal server (jobs/server.Start):
+// the server binary passes it in, so nothing that imports jobs links the
+// Temporal server.
+type StartDevServer func(ctx context.Context, cfg DevConfig) (DevServer, error)
+
+// noNodeMessage is the failure of a job no eligible node claimed in time,
+// with the fixes.
+func noNodeMessage(j Job, waited time.Duration) string {
+	if j.Floor() >= 1 {
+		fix := fmt.Sprintf("start a node with sandbox tier 1 in pool %s (`airlock node --server URL --pool %s` on Linux with bubblewrap; `airlock sandbox check` says what a host lacks)", j.Pool, j.Pool)
+		if !j.Tainted {
+			fix += ", or start the job again with --tier0 if it may run unconfined"
+		}
+		return fmt.Sprintf("no node with sandbox tier 1 took job %s from queue %s within %s: %s", j.ID, j.Queue(), waited, fix)
+	}
+	return fmt.Sprintf("no node took job %s from queue %s within %s: start a node in pool %s (`airlock node --server URL --pool %s`)", j.ID, j.Queue(), waited, j.Pool, j.Pool)
+}
+
+// Describe is the job's command as one line for lists.
+func (j Job) Describe() string {
+	if j.Command != "" {
+		return j.Command
+	}
+	return strings.Join(j.Argv, " ")
+}

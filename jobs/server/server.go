@@ -1,0 +1,178 @@
+// Package server embeds a Temporal dev server in the process: every service
+// (frontend, history, matching, worker) in one, persisted to one SQLite file,
+// listening on loopback only. It is the only importer of go.temporal.io/server,
+// and only cmd/airlock-server imports it, so the `airlock` binary never links
+// the Temporal server.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.temporal.io/server/common/cluster"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/metrics"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/schema/sqlite"
+	"go.temporal.io/server/temporal"
+
+	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/jobs"
+)
+
+// loopback is the only address the dev server binds: its frontend has no
+// authentication of its own, so nothing off the machine may reach it.
+const loopback = "127.0.0.1"
+
+// clusterName is the dev server's one cluster.
+const clusterName = "active"
+
+// Start starts a dev server persisted under cfg.Dir (the file
+// temporal.sqlite, its schema created on first start) with the namespace
+// cfg.Namespace registered. It returns once the frontend accepts
+// connections; Stop ends every service.
+func Start(ctx context.Context, cfg jobs.DevConfig) (jobs.DevServer, error) {
+	if cfg.Dir == "" {
+		return nil, errs.Invalidf("temporal dev server: no state directory")
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = jobs.DefaultNamespace
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "temporal dev server state directory")
+	}
+	ports, err := freePorts(8)
+	if err != nil {
+		return nil, err
+	}
+	db := filepath.Join(cfg.Dir, "temporal.sqlite")
+	sqlCfg := &config.SQL{PluginName: sqliteplugin.PluginName, DatabaseName: db,
+		ConnectAttributes: map[string]string{"mode": "rwc", "_journal_mode": "wal", "_synchronous": "2"}}
+	if _, err := os.Stat(db); errors.Is(err, os.ErrNotExist) {
+		if err := sqlite.SetupSchema(sqlCfg); err != nil {
+			return nil, errs.Wrap(errs.Unavailable, err, "temporal dev server: create the schema in %s", db)
+		}
+	}
+	ns, err := sqlite.NewNamespaceConfig(clusterName, cfg.Namespace, false, nil)
+	if err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "temporal dev server: namespace %s", cfg.Namespace)
+	}
+	if err := sqlite.CreateNamespaces(sqlCfg, ns); err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "temporal dev server: namespace %s", cfg.Namespace)
+	}
+
+	front := net.JoinHostPort(loopback, fmt.Sprint(ports[0]))
+	c := serverConfig(sqlCfg, front, ports)
+	srv, err := temporal.NewServer(
+		temporal.WithConfig(c),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithLogger(log.NewNoopLogger()),
+		temporal.WithCustomMetricsHandler(metrics.NoopMetricsHandler),
+		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{}),
+	)
+	if err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "temporal dev server")
+	}
+	if err := srv.Start(); err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "temporal dev server: start")
+	}
+	if err := waitListening(ctx, front, 30*time.Second); err != nil {
+		srv.Stop()
+		return nil, err
+	}
+	return &dev{srv: srv, hostPort: front, namespace: cfg.Namespace}, nil
+}
+
+// serverConfig is one process of every service, each on its own loopback
+// port (ports[0] the frontend), with no archival, metrics or pprof.
+func serverConfig(sqlCfg *config.SQL, front string, ports []int) *config.Config {
+	svc := func(grpc, membership int) config.Service {
+		return config.Service{RPC: config.RPC{GRPCPort: grpc, MembershipPort: membership, BindOnIP: loopback}}
+	}
+	return &config.Config{
+		Global: config.Global{Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: loopback}},
+		Persistence: config.Persistence{
+			DefaultStore: sqliteplugin.PluginName, VisibilityStore: sqliteplugin.PluginName, NumHistoryShards: 1,
+			DataStores: map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
+		},
+		ClusterMetadata: &cluster.Config{
+			FailoverVersionIncrement: 10, MasterClusterName: clusterName, CurrentClusterName: clusterName,
+			ClusterInformation: map[string]cluster.ClusterInformation{
+				clusterName: {Enabled: true, InitialFailoverVersion: 1, RPCAddress: front},
+			},
+		},
+		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
+		Services: map[string]config.Service{
+			"frontend": svc(ports[0], ports[1]),
+			"history":  svc(ports[2], ports[3]),
+			"matching": svc(ports[4], ports[5]),
+			"worker":   svc(ports[6], ports[7]),
+		},
+		Archival: config.Archival{
+			History:    config.HistoryArchival{State: "disabled"},
+			Visibility: config.VisibilityArchival{State: "disabled"},
+		},
+		NamespaceDefaults: config.NamespaceDefaults{Archival: config.ArchivalNamespaceDefaults{
+			History:    config.HistoryArchivalNamespaceDefaults{State: "disabled"},
+			Visibility: config.VisibilityArchivalNamespaceDefaults{State: "disabled"},
+		}},
+		PublicClient: config.PublicClient{HostPort: front},
+	}
+}
+
+// dev is a running dev server.
+type dev struct {
+	srv       temporal.Server
+	hostPort  string
+	namespace string
+}
+
+func (d *dev) HostPort() string  { return d.hostPort }
+func (d *dev) Namespace() string { return d.namespace }
+func (d *dev) Stop() error       { return d.srv.Stop() }
+
+// freePorts reserves n loopback ports by listening on them at once, so no
+// two are the same, then frees them for the services to bind.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, n)
+	for i := range ports {
+		l, err := net.Listen("tcp", net.JoinHostPort(loopback, "0"))
+		if err != nil {
+			return nil, errs.Wrap(errs.Unavailable, err, "temporal dev server: a loopback port")
+		}
+		ls = append(ls, l)
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	return ports, nil
+}
+
+// waitListening waits until addr accepts a connection.
+func waitListening(ctx context.Context, addr string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		c, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", addr)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return errs.Wrap(errs.Unavailable, err, "temporal dev server: frontend %s did not come up", addr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+var _ jobs.StartDevServer = Start

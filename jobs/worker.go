@@ -1,0 +1,159 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/airlock-run/airlock/errs"
+)
+
+// NodeConfig is a node's place in the fleet.
+type NodeConfig struct {
+	// HostPort and Namespace are the Temporal frontend's.
+	HostPort, Namespace string
+	ID, Pool            string
+	// Tier is the sandbox tier the node runs jobs at; only a node at tier
+	// 1 or more polls the pool's floor queue.
+	Tier int
+	// Runner runs what the node claimed.
+	Runner Runner
+	// Concurrency bounds the jobs the node runs at once; 0 is 4.
+	Concurrency int
+	Log         *slog.Logger
+}
+
+// Node is a running node worker.
+type Node struct {
+	client   client.Client
+	workers  []worker.Worker
+	stopping atomic.Bool
+}
+
+// Queues is every task queue a node of cfg polls.
+func (cfg NodeConfig) Queues() []string {
+	q := []string{PoolQueue(cfg.Pool), NodeQueue(cfg.ID)}
+	if cfg.Tier >= 1 {
+		q = append(q, FloorQueue(cfg.Pool))
+	}
+	return q
+}
+
+// StartNode connects a node to Temporal and polls its queues: the pool's
+// and, at tier 1 or more, the pool's floor queue for claims; its own queue
+// for the runs it claimed.
+func StartNode(cfg NodeConfig) (*Node, error) {
+	if err := CheckName("node id", cfg.ID); err != nil {
+		return nil, err
+	}
+	if err := CheckName("pool", cfg.Pool); err != nil {
+		return nil, err
+	}
+	if cfg.Runner == nil {
+		return nil, errs.Invalidf("node %s: no runner", cfg.ID)
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 4
+	}
+	c, err := Dial(cfg.HostPort, cfg.Namespace, cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{client: c.c}
+	claim := func(ctx context.Context, req ClaimRequest) (Claim, error) { return n.claim(cfg, req) }
+	run := func(ctx context.Context, req RunRequest) (Result, error) { return runWithHeartbeat(ctx, cfg, req) }
+
+	for _, q := range cfg.Queues() {
+		w := worker.New(c.c, q, worker.Options{
+			MaxConcurrentActivityExecutionSize: cfg.Concurrency,
+			DisableWorkflowWorker:              true,
+		})
+		if q == NodeQueue(cfg.ID) {
+			w.RegisterActivityWithOptions(run, activity.RegisterOptions{Name: RunActivity})
+		} else {
+			w.RegisterActivityWithOptions(claim, activity.RegisterOptions{Name: ClaimActivity})
+		}
+		if err := w.Start(); err != nil {
+			n.Stop()
+			return nil, errs.Wrap(errs.Unavailable, err, "node %s: poll %s", cfg.ID, q)
+		}
+		n.workers = append(n.workers, w)
+	}
+	return n, nil
+}
+
+// claim answers a claim with the node's id and tier, or declines it when
+// the node is stopping or below the job's floor.
+func (n *Node) claim(cfg NodeConfig, req ClaimRequest) (Claim, error) {
+	if n.stopping.Load() {
+		return Claim{}, temporal.NewApplicationError("node "+cfg.ID+" is stopping", "Declined")
+	}
+	if cfg.Tier < req.Floor {
+		return Claim{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("node %s runs at sandbox tier %d, below job %s's floor %d", cfg.ID, cfg.Tier, req.Job, req.Floor), ErrBelowFloor, nil)
+	}
+	return Claim{Node: cfg.ID, Tier: cfg.Tier}, nil
+}
+
+// runWithHeartbeat runs the job and heartbeats while it runs, so a lost
+// node fails the job within HeartbeatTimeout and a kill reaches the run
+// (the heartbeat's answer carries the cancellation into ctx).
+func runWithHeartbeat(ctx context.Context, cfg NodeConfig, req RunRequest) (Result, error) {
+	if req.Node != cfg.ID {
+		return Result{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("node %s was handed a run for node %s", cfg.ID, req.Node), "WrongNode", nil)
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		t := time.NewTicker(HeartbeatTimeout / 4)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	r, err := cfg.Runner.Run(ctx, req)
+	if ctx.Err() != nil {
+		return r, ctx.Err() // killed: reported as cancelled, not failed
+	}
+	if err != nil {
+		// Only the message crosses: the cause may name the node's paths.
+		return r, temporal.NewNonRetryableApplicationError(errs.AgentMessage(err), errs.ClassOf(err).String(), nil)
+	}
+	// The tier is what the run reported (the runner's evidence), not the
+	// node's: a policy may have taken the run out of the box.
+	r.Node = cfg.ID
+	return r, nil
+}
+
+// Stop declines new claims and stops polling; runs in progress end first.
+func (n *Node) Stop() {
+	n.stopping.Store(true)
+	for _, w := range n.workers {
+		w.Stop()
+	}
+	n.client.Close()
+}
+
+// slogAdapter hands the SDK's log lines to a slog logger.
+type slogAdapter struct{ l *slog.Logger }
+
+func (a slogAdapter) Debug(msg string, kv ...any) { a.l.Debug(msg, kv...) }
+func (a slogAdapter) Info(msg string, kv ...any)  { a.l.Debug(msg, kv...) }
+func (a slogAdapter) Warn(msg string, kv ...any)  { a.l.Warn(msg, kv...) }
+func (a slogAdapter) Error(msg string, kv ...any) { a.l.Error(msg, kv...) }
+
+var _ sdklog.Logger = slogAdapter{}

@@ -1,0 +1,226 @@
+// Package node is the fleet's worker: a front end of the kernel that
+// translates the jobs a server routes to it into calls of a mediator
+// kernel built for each job from the job's own policy, and their outcomes
+// back into job results. It registers with the server (its tier and the
+// probe's findings), polls its pool's queues through jobs, and heartbeats.
+// It never builds a box or runs a process itself. Only internal/cli
+// imports it: the CLI probes the tier and supplies the kernel factory.
+package node
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/jobs"
+	"github.com/airlock-run/airlock/mediator"
+)
+
+// Kernel is a kernel built for one job, with what closes it.
+type Kernel struct {
+	*mediator.Kernel
+	Close func() error
+}
+
+// KernelFunc builds the kernel that runs job j in dir, its job directory
+// (work/ is the working directory inside it): from the job's policy, never
+// the node's, at the node's tier.
+type KernelFunc func(ctx context.Context, j jobs.Job, dir string) (Kernel, error)
+
+// Config is a node's configuration.
+type Config struct {
+	// Server is the server's base URL; Token its bearer token.
+	Server, Token string
+	ID, Pool      string
+	// Tier is the sandbox tier the node runs at (the CLI resolved it
+	// against the host probe); Findings are the probe's findings, as
+	// lines, for the server's list of nodes.
+	Tier     int
+	Findings []string
+	// StateDir holds the node's job directories.
+	StateDir string
+	Kernel   KernelFunc
+	// Beat is the interval of registration heartbeats; 0 is 5 s.
+	Beat time.Duration
+	Log  *slog.Logger
+	HTTP *http.Client
+}
+
+// Registration is what a node tells the server about itself.
+type Registration struct {
+	ID       string   `json:"id"`
+	Pool     string   `json:"pool"`
+	Tier     int      `json:"tier"`
+	Findings []string `json:"findings,omitempty"`
+	Queues   []string `json:"queues"`
+}
+
+// Registered is the server's answer: where the Temporal frontend is.
+type Registered struct {
+	Temporal  string `json:"temporal"`
+	Namespace string `json:"namespace"`
+}
+
+// Run registers the node, polls its queues and heartbeats until ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.HTTP == nil {
+		cfg.HTTP = &http.Client{Timeout: 10 * time.Second}
+	}
+	if cfg.Beat <= 0 {
+		cfg.Beat = 5 * time.Second
+	}
+	if cfg.Kernel == nil {
+		return errs.Invalidf("node %s: no kernel", cfg.ID)
+	}
+	nc := jobs.NodeConfig{ID: cfg.ID, Pool: cfg.Pool, Tier: cfg.Tier, Log: cfg.Log}
+	reg := Registration{ID: cfg.ID, Pool: cfg.Pool, Tier: cfg.Tier, Findings: cfg.Findings, Queues: nc.Queues()}
+	at, err := register(ctx, cfg, reg)
+	if err != nil {
+		return err
+	}
+	nc.HostPort, nc.Namespace = at.Temporal, at.Namespace
+	nc.Runner = &runner{cfg: cfg}
+	n, err := jobs.StartNode(nc)
+	if err != nil {
+		return err
+	}
+	defer n.Stop()
+	cfg.Log.Info("node polling", "id", cfg.ID, "tier", cfg.Tier, "queues", strings.Join(reg.Queues, " "))
+	t := time.NewTicker(cfg.Beat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if _, err := register(ctx, cfg, reg); err != nil && ctx.Err() == nil {
+				cfg.Log.Warn("node heartbeat", "err", err)
+			}
+		}
+	}
+}
+
+// register posts the registration (also the heartbeat) to the server.
+func register(ctx context.Context, cfg Config, reg Registration) (Registered, error) {
+	body, _ := json.Marshal(reg)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(cfg.Server, "/")+"/v1/nodes", bytes.NewReader(body))
+	if err != nil {
+		return Registered{}, errs.Invalidf("node: --server %q: %v", cfg.Server, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+cfg.Token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := cfg.HTTP.Do(req)
+	if err != nil {
+		return Registered{}, errs.Wrap(errs.Unavailable, err, "node: register with %s", cfg.Server)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		return Registered{}, errs.Unavailablef("node: register with %s: %s: %s", cfg.Server, resp.Status, bytes.TrimSpace(b))
+	}
+	var at Registered
+	if err := json.Unmarshal(b, &at); err != nil || at.Temporal == "" {
+		return Registered{}, errs.Unavailablef("node: register with %s: an answer without the Temporal address", cfg.Server)
+	}
+	return at, nil
+}
+
+// runner runs a claimed job through a kernel of its own.
+type runner struct {
+	cfg Config
+	mu  sync.Mutex // serialises creating job directories
+}
+
+// Run decides and runs the job's command in the job's kernel.
+func (r *runner) Run(ctx context.Context, req jobs.RunRequest) (jobs.Result, error) {
+	j := req.Job
+	if err := j.Validate(); err != nil {
+		return jobs.Result{}, err
+	}
+	dir, err := r.jobDir(j.ID)
+	if err != nil {
+		return jobs.Result{}, err
+	}
+	k, err := r.cfg.Kernel(ctx, j, dir)
+	if err != nil {
+		return jobs.Result{}, err
+	}
+	defer k.Close()
+	// The floor holds inside the node too: a job's policy that asks for
+	// no isolation would run it at tier 0 on this tier-1 node.
+	if j.Floor() >= 1 && k.Policy().Isolation == "none" {
+		return jobs.Result{Tier: r.cfg.Tier, Refused: true, ExitCode: errs.ExitRefused, Verdict: "deny", Decider: "node",
+			Reason: fmt.Sprintf("job %s needs sandbox tier 1 and its policy says isolation: none; remove it, or start the job from inside with --tier0", j.ID)}, nil
+	}
+	call := mediator.Call{Kind: mediator.KindExec, Argv: j.Argv, Tool: "job"}
+	if j.Command != "" {
+		call = mediator.Call{Kind: mediator.KindShell, Command: j.Command, Tool: "job"}
+	}
+	var stdout, stderr capped
+	stdout.n, stderr.n = jobs.OutputCap, jobs.OutputCap
+	res, err := k.Exec(ctx, call, mediator.ExecOptions{Stdin: strings.NewReader(j.Input), Stdout: &stdout, Stderr: &stderr})
+	out := jobs.Result{Tier: res.Description.Tier, Stdout: stdout.String(), Stderr: stderr.String(),
+		Truncated: stdout.cut || stderr.cut || res.Truncated,
+		Verdict:   res.Outcome.Decision.Verdict.String(), Decider: res.Outcome.Decider}
+	var d *errs.Denial
+	if errors.As(err, &d) {
+		out.Tier, out.Refused, out.ExitCode, out.Reason = r.cfg.Tier, true, errs.ExitRefused, d.Error()
+		return out, nil
+	}
+	if err != nil {
+		return out, err
+	}
+	out.ExitCode = res.ExitCode
+	return out, nil
+}
+
+// jobDir creates the job's directory and its empty working directory; a
+// job id already run on this node is refused, so no job reads another's
+// leftovers.
+func (r *runner) jobDir(id string) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	dir := filepath.Join(r.cfg.StateDir, "jobs", id)
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return "", errs.Wrap(errs.Unavailable, err, "node: job directory")
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", errs.Wrap(errs.Unavailable, err, "node: job %s: directory", id)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "work"), 0o700); err != nil {
+		return "", errs.Wrap(errs.Unavailable, err, "node: job %s: working directory", id)
+	}
+	return dir, nil
+}
+
+// capped keeps the first n bytes written and notes the rest was cut.
+type capped struct {
+	bytes.Buffer
+	n   int
+	cut bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.n - c.Len(); room < len(p) {
+		c.cut = true
+		if room > 0 {
+			c.Buffer.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	return c.Buffer.Write(p)
+}
