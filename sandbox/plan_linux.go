@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/policy/protected"
 	"github.com/airlock-run/airlock/sandbox/boxconf"
 	"github.com/airlock-run/airlock/sandbox/seccomp"
 )
@@ -116,6 +117,12 @@ type Stub struct {
 	// Lock is the lock file of the writable root the placeholder is in
 	// (see stublock_linux.go); "" removes it without that lock.
 	Lock string `json:"lock,omitempty"`
+	// Dir marks a placeholder directory (made for a missing ancestor of a
+	// protected path); it is removed only while empty.
+	Dir bool `json:"dir,omitempty"`
+	// Content is what a placeholder file holds ("" for most; "." for a
+	// commondir, which git must be able to read).
+	Content string `json:"content,omitempty"`
 }
 
 // AddFile passes f to bubblewrap (and so to the init) and returns its
@@ -300,13 +307,23 @@ func removeStub(s Stub) (gone bool, err error) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return false, fmt.Errorf("stub %s: %w", s.Path, err)
 	}
+	want := uint32(unix.S_IFREG)
+	if s.Dir {
+		want = unix.S_IFDIR
+	}
 	switch {
 	case uint64(st.Dev) != s.Dev || st.Ino != s.Ino:
 		return false, fmt.Errorf("stub %s was replaced; left in place", s.Path)
-	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+	case st.Mode&unix.S_IFMT != want:
 		return false, fmt.Errorf("stub %s changed type; left in place", s.Path)
-	case st.Size != 0:
+	case !s.Dir && st.Size != int64(len(s.Content)):
 		return false, fmt.Errorf("stub %s is no longer empty; left in place", s.Path)
+	}
+	if !s.Dir && s.Content != "" {
+		buf := make([]byte, len(s.Content))
+		if n, _ := unix.Pread(fd, buf, 0); string(buf[:max(n, 0)]) != s.Content {
+			return false, fmt.Errorf("stub %s changed; left in place", s.Path)
+		}
 	}
 	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		// Another run still protects with it; it removes it when done.
@@ -314,6 +331,13 @@ func removeStub(s Stub) (gone bool, err error) {
 	}
 	var now unix.Stat_t
 	if unix.Lstat(s.Path, &now) == nil && uint64(now.Dev) == s.Dev && now.Ino == s.Ino {
+		if s.Dir {
+			// The box may have made things in it: then it is theirs now.
+			if err := unix.Rmdir(s.Path); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTEMPTY) && !errors.Is(err, unix.EEXIST) {
+				return false, fmt.Errorf("remove stub %s: %w", s.Path, err)
+			}
+			return true, nil
+		}
 		if err := unix.Unlink(s.Path); err != nil && !errors.Is(err, unix.ENOENT) {
 			return false, fmt.Errorf("remove stub %s: %w", s.Path, err)
 		}
@@ -766,15 +790,15 @@ func (p *planner) plan(exe string) error {
 
 	// Protected paths inside every writable root.
 	if spec.Writable {
+		var prs []*pinned
 		for _, r := range roots {
-			if err := p.protect(r.pn); err != nil {
-				return err
-			}
+			prs = append(prs, r.pn)
 		}
 		if wdRW && wdOwn {
-			if err := p.protect(wd); err != nil {
-				return err
-			}
+			prs = append(prs, wd)
+		}
+		if err := p.protectRoots(prs); err != nil {
+			return err
 		}
 		if spec.PolicyFile != "" {
 			pf := filepath.Clean(spec.PolicyFile)
@@ -1052,15 +1076,69 @@ func (p *planner) etc(home string) error {
 	return nil
 }
 
-// protect keeps the protected paths inside the writable root r read-only.
-// An existing one is bound read-only onto itself; its ancestors inside r are
+// protectRoots keeps the protected paths inside every writable root
+// read-only: the entries of the one list (policy/protected) by name in each
+// root and at the top of each repository found in it, and every file git
+// reads for those repositories (gitprot_linux.go). A layout airlock cannot
+// hold (a commondir chain, a .git link, an include reached through a link
+// into a writable directory) refuses the box with the path and the reason;
+// nothing is half-planned, since the caller closes the box on an error and
+// that removes the placeholders already made. Then each repository's
+// info/exclude is shown to the box with the placeholders added, so no
+// `git add -A` in the box records them.
+func (p *planner) protectRoots(roots []*pinned) error {
+	if err := protected.CheckUnprotect(p.spec.Unprotect); err != nil {
+		return errs.Invalidf("sandbox: unprotect: %v", err)
+	}
+	g := newGitScan(p.writable)
+	for _, r := range roots {
+		if err := g.scanRoot(r.real); err != nil {
+			var rf *refusal
+			if errors.As(err, &rf) {
+				return p.refuse(rf.path, rf.why+"; nothing was run")
+			}
+			return err
+		}
+	}
+	p.box.Notes = append(p.box.Notes, g.notes...)
+	names := protectedNames(p.spec)
+	for _, r := range roots {
+		var paths []gitPath
+		tops := []string{r.real}
+		for _, repo := range g.repos {
+			if repo.top != "" && repo.top != r.real && within(repo.top, r.real) {
+				tops = append(tops, repo.top)
+			}
+		}
+		for _, top := range tops {
+			for _, n := range names {
+				paths = append(paths, gitPath{path: filepath.Join(top, n)})
+			}
+		}
+		paths = append(paths, g.inRoot(r.real)...)
+		if err := p.protect(r, paths); err != nil {
+			return err
+		}
+	}
+	return p.hideStubs(roots, g)
+}
+
+// protectedNames are the list's entries held by name for spec.
+func protectedNames(spec Spec) []string {
+	return protected.Names(spec.UnattendedBuild, spec.Unprotect)
+}
+
+// protect holds paths (each inside the writable root r) read-only. An
+// existing one is bound read-only onto itself; its ancestors inside r are
 // bound onto themselves so they cannot be renamed aside (a mount point
-// answers EBUSY). A missing one is blocked at its first missing component
-// with an empty placeholder that airlock removes when the box ends.
+// answers EBUSY). A missing one is blocked with an empty placeholder (or
+// one holding gitPath.content) that airlock removes when the box ends; a
+// missing ancestor becomes a placeholder directory, so `.config/fish`
+// leaves `.config` a directory the box can still use.
 //
 // It works under the root's lock, so the placeholders of concurrent boxes
 // in one tree are made once and shared (see stublock_linux.go).
-func (p *planner) protect(r *pinned) error {
+func (p *planner) protect(r *pinned, paths []gitPath) error {
 	lock, err := lockRoot(r)
 	if err != nil {
 		return err
@@ -1071,147 +1149,261 @@ func (p *planner) protect(r *pinned) error {
 		p.lock = nil
 		// A root left with no placeholder needs no lock file.
 		lock.unlock(len(p.box.Stubs) == first)
-		p.hideStubs(r, p.box.Stubs[first:])
 	}()
-	for _, name := range protectedNames {
-		comps := splitPath(name)
-		dirfd, err := unix.Dup(int(r.f.Fd()))
-		if err != nil {
-			return err
+	seen := map[string]bool{}
+	for _, gp := range paths {
+		rel, err := filepath.Rel(r.real, gp.path)
+		if err != nil || rel == "." || strings.HasPrefix(rel, "..") || seen[gp.path] {
+			continue
 		}
-		cur := r.real
-		for i, c := range comps {
-			next := filepath.Join(cur, c)
-			nfd, err := unix.Openat(dirfd, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-			if errors.Is(err, unix.ENOENT) {
-				stub, serr := p.stub(dirfd, c, next)
-				unix.Close(dirfd)
-				if serr != nil {
-					return serr
-				}
-				p.bindFD(stub, next, false, 3)
-				break
-			}
-			if err != nil {
-				unix.Close(dirfd)
-				return errs.Wrap(errs.Unavailable, err, "sandbox: protected path %s", next)
-			}
-			var st unix.Stat_t
-			if err := unix.Fstat(nfd, &st); err != nil {
-				unix.Close(nfd)
-				unix.Close(dirfd)
-				return err
-			}
-			if st.Mode&unix.S_IFMT == unix.S_IFLNK {
-				unix.Close(nfd)
-				unix.Close(dirfd)
-				return p.refuse(next, "a protected path is a symbolic link inside a writable directory; remove the link or make it a real file")
-			}
-			if isStub(&st) {
-				unix.Close(nfd)
-				stub, err := p.adopt(dirfd, c, next)
-				unix.Close(dirfd)
-				if err != nil {
-					return err
-				}
-				p.bindFD(stub, next, false, 3)
-				break
-			}
-			pn := &pinned{real: next, dev: uint64(st.Dev), ino: st.Ino, mode: st.Mode}
-			if i == len(comps)-1 || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-				// The protected path itself, or a file where a directory
-				// is expected (nothing can be created below it): bound
-				// read-only as it is.
-				unix.Close(dirfd)
-				pn.f = os.NewFile(uintptr(nfd), next)
-				p.bindFD(pn, next, false, 3)
-				break
-			}
-			// An ancestor: bound onto itself, still writable, so it cannot
-			// be renamed aside with the protected path inside it.
-			if !p.has(next) {
-				dup, err := unix.Dup(nfd)
-				if err != nil {
-					unix.Close(nfd)
-					unix.Close(dirfd)
-					return err
-				}
-				pn.f = os.NewFile(uintptr(dup), next)
-				p.bindFD(pn, next, true, 3)
-			}
-			unix.Close(dirfd)
-			dirfd = nfd
-			cur = next
+		seen[gp.path] = true
+		if err := p.protectRel(r, splitPath(rel), gp.content, nil); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// hideStubs keeps git inside the box from offering the placeholders in r
-// for a commit (`git add -A` would record empty .bashrc and friends): the
-// box sees r/.git/info/exclude with their names added. The host's file is
-// untouched. Where that file is missing or not plainly reachable, nothing
-// is done.
-func (p *planner) hideStubs(r *pinned, stubs []Stub) {
-	if len(stubs) == 0 {
-		return
-	}
-	excl := filepath.Join(r.real, ".git", "info", "exclude")
-	pn, err := pin(excl, p.writable)
-	if err != nil {
-		return
-	}
-	defer pn.f.Close()
-	if pn.mode&unix.S_IFMT != unix.S_IFREG || pn.real != excl {
-		return
-	}
-	f, err := os.Open("/proc/self/fd/" + strconv.Itoa(int(pn.f.Fd())))
-	if err != nil {
-		return
-	}
-	orig, err := io.ReadAll(io.LimitReader(f, 16<<10))
-	f.Close()
-	if err != nil || len(orig) >= 16<<10 {
-		return
-	}
-	var b strings.Builder
-	b.Write(orig)
-	if len(orig) > 0 && orig[len(orig)-1] != '\n' {
-		b.WriteByte('\n')
-	}
-	b.WriteString("# airlock: read-only placeholders of protected paths, for this run only\n")
-	for _, st := range stubs {
-		if rel, err := filepath.Rel(r.real, st.Path); err == nil && !strings.HasPrefix(rel, "..") {
-			b.WriteString("/" + rel + "\n")
+// protectRel walks comps from r without following links and holds the last
+// read-only: bind(pn, dest) binds it (nil: read-only onto itself).
+func (p *planner) protectRel(r *pinned, comps []string, content string, bind func(*pinned, string) error) error {
+	if bind == nil {
+		bind = func(pn *pinned, dest string) error {
+			if !p.has(dest) {
+				p.bindFD(pn, dest, false, 3)
+			} else {
+				pn.f.Close()
+			}
+			return nil
 		}
 	}
-	p.data([]byte(b.String()), excl)
+	dirfd, err := unix.Dup(int(r.f.Fd()))
+	if err != nil {
+		return err
+	}
+	defer func() { unix.Close(dirfd) }()
+	cur := r.real
+	for i, c := range comps {
+		next := filepath.Join(cur, c)
+		last := i == len(comps)-1
+		nfd, err := unix.Openat(dirfd, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			if last {
+				stub, serr := p.stub(dirfd, c, next, content)
+				if serr != nil {
+					return serr
+				}
+				return bind(stub, next)
+			}
+			// A missing ancestor: a placeholder directory the box may
+			// use, held in place so it cannot be renamed aside.
+			if nfd, err = p.stubDir(dirfd, c, next); err != nil {
+				return err
+			}
+		} else if err != nil {
+			return errs.Wrap(errs.Unavailable, err, "sandbox: protected path %s", next)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(nfd, &st); err != nil {
+			unix.Close(nfd)
+			return err
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			unix.Close(nfd)
+			return p.refuse(next, "a protected path is a symbolic link inside a writable directory; remove the link or make it a real file")
+		}
+		if last && isStub(&st) {
+			unix.Close(nfd)
+			stub, err := p.adopt(dirfd, c, next, content)
+			if err != nil {
+				return err
+			}
+			return bind(stub, next)
+		}
+		pn := &pinned{real: next, dev: uint64(st.Dev), ino: st.Ino, mode: st.Mode}
+		if last || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			// The protected path itself, or a file where a directory is
+			// expected (nothing can be created below it): bound read-only
+			// as it is.
+			pn.f = os.NewFile(uintptr(nfd), next)
+			return bind(pn, next)
+		}
+		if isStubDir(&st) && !p.holds(next) {
+			if err := p.adoptDir(dirfd, c, next); err != nil {
+				unix.Close(nfd)
+				return err
+			}
+		}
+		// An ancestor: bound onto itself, still writable, so it cannot be
+		// renamed aside with the protected path inside it.
+		if !p.has(next) {
+			dup, err := unix.Dup(nfd)
+			if err != nil {
+				unix.Close(nfd)
+				return err
+			}
+			pn.f = os.NewFile(uintptr(dup), next)
+			p.bindFD(pn, next, true, 3)
+		}
+		unix.Close(dirfd)
+		dirfd = nfd
+		cur = next
+	}
+	return nil
 }
 
-// stub makes an empty placeholder name in dirfd and holds a shared lock
-// on it for the run.
-func (p *planner) stub(dirfd int, name, path string) (*pinned, error) {
-	fd, err := unix.Openat(dirfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_RDONLY|unix.O_CLOEXEC, stubMode)
+// holds reports whether this box already holds a placeholder at path.
+func (p *planner) holds(path string) bool {
+	for _, s := range p.box.Stubs {
+		if s.Path == path {
+			return true
+		}
+	}
+	return false
+}
+
+// hideStubs keeps git inside the box from offering the placeholders for a
+// commit (`git add -A` would record empty .bashrc and friends): for every
+// repository with a placeholder in one of its work trees, the box sees the
+// common directory's info/exclude with their names added. The host's file
+// is untouched; where it is missing, an empty placeholder (in a
+// placeholder info/ if need be) is what the box's view is bound onto.
+// A common directory outside every writable root keeps its own file (the
+// box cannot commit there).
+func (p *planner) hideStubs(roots []*pinned, g *gitScan) error {
+	done := map[string]bool{}
+	for _, repo := range g.repos {
+		c := repo.common
+		if done[c] {
+			continue
+		}
+		done[c] = true
+		pats := g.excludes(c, p.box.Stubs)
+		if len(pats) == 0 {
+			continue
+		}
+		var root *pinned
+		for _, r := range roots {
+			if within(c, r.real) && (root == nil || len(r.real) > len(root.real)) {
+				root = r
+			}
+		}
+		if root == nil {
+			continue
+		}
+		excl := filepath.Join(c, "info", "exclude")
+		rel, err := filepath.Rel(root.real, excl)
+		if err != nil {
+			continue
+		}
+		lock, err := lockRoot(root)
+		if err != nil {
+			return err
+		}
+		p.lock = lock
+		first := len(p.box.Stubs)
+		err = p.protectRel(root, splitPath(rel), "", func(pn *pinned, dest string) error {
+			defer pn.f.Close()
+			var orig []byte
+			if pn.mode&unix.S_IFMT == unix.S_IFREG {
+				if f, err := os.Open("/proc/self/fd/" + strconv.Itoa(int(pn.f.Fd()))); err == nil {
+					orig, _ = io.ReadAll(io.LimitReader(f, 16<<10))
+					f.Close()
+				}
+			}
+			if len(orig) >= 16<<10 {
+				return p.refuse(dest, "too large for airlock to add its placeholders to (16 KiB)")
+			}
+			var b strings.Builder
+			b.Write(orig)
+			if len(orig) > 0 && orig[len(orig)-1] != '\n' {
+				b.WriteByte('\n')
+			}
+			b.WriteString("# airlock: read-only placeholders of protected paths, for this run only\n")
+			for _, pat := range pats {
+				b.WriteString(pat + "\n")
+			}
+			return p.data([]byte(b.String()), dest)
+		})
+		p.lock = nil
+		lock.unlock(len(p.box.Stubs) == first)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stub makes a placeholder name in dirfd holding content and holds a
+// shared lock on it for the run.
+func (p *planner) stub(dirfd int, name, path, content string) (*pinned, error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_RDWR|unix.O_CLOEXEC, stubMode)
 	if errors.Is(err, unix.EEXIST) {
 		return nil, errs.Unavailablef("sandbox: protect %s: it appeared while airlock was planning the box; run again", path)
 	}
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "sandbox: protect %s", path)
 	}
-	return p.holdStub(fd, dirfd, name, path)
+	if content != "" {
+		if _, err := unix.Write(fd, []byte(content)); err != nil {
+			unix.Close(fd)
+			unix.Unlinkat(dirfd, name, 0)
+			return nil, errs.Wrap(errs.Unavailable, err, "sandbox: protect %s", path)
+		}
+	}
+	return p.holdStub(fd, dirfd, name, path, content, false)
 }
 
-// adopt shares another run's placeholder: nfd (O_PATH) is an existing
-// protected path that has a placeholder's shape.
-func (p *planner) adopt(dirfd int, name, path string) (*pinned, error) {
+// stubDir makes a placeholder directory name in dirfd, holds a shared lock
+// on it and returns an O_PATH descriptor of it.
+func (p *planner) stubDir(dirfd int, name, path string) (int, error) {
+	if err := unix.Mkdirat(dirfd, name, stubDirMode); err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			return -1, errs.Unavailablef("sandbox: protect %s: it appeared while airlock was planning the box; run again", path)
+		}
+		return -1, errs.Wrap(errs.Unavailable, err, "sandbox: protect %s", path)
+	}
+	// mkdir applies the umask; the mode is what marks the placeholder.
+	if err := unix.Fchmodat(dirfd, name, stubDirMode, unix.AT_SYMLINK_NOFOLLOW); err != nil && !errors.Is(err, unix.EOPNOTSUPP) {
+		unix.Fchmodat(dirfd, name, stubDirMode, 0)
+	}
+	if err := p.adoptDir(dirfd, name, path); err != nil {
+		return -1, err
+	}
+	return unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+}
+
+// adoptDir shares a placeholder directory (this run's or another's).
+func (p *planner) adoptDir(dirfd int, name, path string) error {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, err, "sandbox: protect %s", path)
+	}
+	pn, err := p.holdStub(fd, dirfd, name, path, "", true)
+	if err != nil {
+		return err
+	}
+	pn.f.Close()
+	return nil
+}
+
+// adopt shares another run's placeholder: an existing protected path that
+// has a placeholder's shape.
+func (p *planner) adopt(dirfd int, name, path, content string) (*pinned, error) {
 	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "sandbox: protect %s", path)
 	}
-	return p.holdStub(fd, dirfd, name, path)
+	buf := make([]byte, len(content)+1)
+	n, _ := unix.Pread(fd, buf, 0)
+	if string(buf[:max(n, 0)]) != content {
+		unix.Close(fd)
+		return nil, p.refuse(path, "a placeholder-shaped file holds something else; remove it or give it another mode")
+	}
+	return p.holdStub(fd, dirfd, name, path, content, false)
 }
 
-func (p *planner) holdStub(fd, dirfd int, name, path string) (*pinned, error) {
+func (p *planner) holdStub(fd, dirfd int, name, path, content string, dir bool) (*pinned, error) {
 	lock := os.NewFile(uintptr(fd), path)
 	if err := unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB); err != nil {
 		lock.Close()
@@ -1223,7 +1415,7 @@ func (p *planner) holdStub(fd, dirfd int, name, path string) (*pinned, error) {
 		return nil, err
 	}
 	p.box.locks = append(p.box.locks, lock)
-	p.box.Stubs = append(p.box.Stubs, Stub{Path: path, Dev: uint64(st.Dev), Ino: st.Ino, Lock: p.lock.path})
+	p.box.Stubs = append(p.box.Stubs, Stub{Path: path, Dev: uint64(st.Dev), Ino: st.Ino, Lock: p.lock.path, Dir: dir, Content: content})
 	pfd, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
@@ -1236,7 +1428,17 @@ func (p *planner) holdStub(fd, dirfd int, name, path string) (*pinned, error) {
 	return &pinned{f: os.NewFile(uintptr(pfd), path), real: path, dev: uint64(st.Dev), ino: st.Ino, mode: st.Mode}, nil
 }
 
-// isStub reports whether st has the shape of airlock's placeholder.
+// stubDirMode marks a placeholder directory: rare enough on a person's own
+// directory (the owner's rights, and only search for others).
+const stubDirMode = 0o701
+
+// isStub reports whether st has the shape of airlock's placeholder file
+// (empty, or the few bytes of a commondir placeholder).
 func isStub(st *unix.Stat_t) bool {
-	return st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == 0 && st.Mode&0o7777 == stubMode
+	return st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size <= 1 && st.Mode&0o7777 == stubMode
+}
+
+// isStubDir reports whether st has the shape of a placeholder directory.
+func isStubDir(st *unix.Stat_t) bool {
+	return st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Mode&0o7777 == stubDirMode
 }

@@ -1,0 +1,491 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Git protection is planned from what git itself reads on the host. For
+// every repository the box can write into (a writable directory's own, the
+// nested ones, bare ones, submodules under modules/, linked worktrees and
+// their main repository, whatever a .git file points at) the planner
+// resolves the files git will read and holds each read-only, made or not:
+// config and config.worktree, every include.path and includeIf target,
+// commondir, gitdir, hooks/, info/, remotes/, branches/, core.hooksPath and
+// the programs config names by path (core.fsmonitor, core.sshCommand, ...).
+// The box keeps writing what git writes while it works: objects, refs,
+// logs, index, HEAD and the other state files.
+
+// Bounds of the search for nested repositories below a writable directory.
+const (
+	gitNestDepth = 4    // directory levels searched below each writable directory
+	gitNestDirs  = 4096 // directories looked at per writable directory at most
+	gitMaxRepos  = 256  // repositories planned per box at most
+	gitIncDepth  = 10   // include nesting, as git's own limit
+)
+
+// gitCommandKeys are config variables whose value is a program git (or a
+// tool it starts) runs; a path in them is held read-only.
+var gitCommandKeys = map[string]bool{
+	"core.fsmonitor": true, "core.sshcommand": true, "core.editor": true, "core.pager": true,
+	"core.askpass": true, "core.gitproxy": true, "sequence.editor": true, "gpg.program": true,
+	"gpg.ssh.program": true, "gpg.x509.program": true, "credential.helper": true,
+	"diff.external": true, "uploadpack.packobjectshook": true, "ssh.variant": false,
+}
+
+// gitCommandSubKeys are the same for variables with a subsection
+// ("filter.<driver>.smudge").
+var gitCommandSubKeys = map[string]bool{
+	"filter.clean": true, "filter.smudge": true, "filter.process": true,
+	"diff.textconv": true, "diff.command": true, "merge.driver": true,
+	"credential.helper": true, "gpg.program": true,
+}
+
+// gitPath is one path git reads; content, when set, is what a placeholder
+// holds where the file is missing (a commondir must name a directory).
+type gitPath struct {
+	path, content string
+}
+
+// gitRepo is one planned repository: its git directory, its common
+// directory and the top of its work tree ("" when bare).
+type gitRepo struct {
+	gitDir, common, top string
+}
+
+// gitScan collects what git reads for the repositories reachable from one
+// writable directory.
+type gitScan struct {
+	writable []string
+	home     string
+	paths    []gitPath
+	repos    []gitRepo
+	seen     map[string]bool
+	read     map[string]bool
+	notes    []string
+}
+
+func newGitScan(writable []string) *gitScan {
+	home, _ := os.UserHomeDir()
+	return &gitScan{writable: writable, home: home, seen: map[string]bool{}, read: map[string]bool{}}
+}
+
+// refusal is a repository layout airlock cannot hold safely.
+type refusal struct{ path, why string }
+
+func (r *refusal) Error() string { return r.path + ": " + r.why }
+
+func (g *gitScan) refuse(path, format string, a ...any) error {
+	return &refusal{path, fmt.Sprintf(format, a...)}
+}
+
+func (g *gitScan) add(path, content string) {
+	g.paths = append(g.paths, gitPath{filepath.Clean(path), content})
+}
+
+// scanRoot finds the repositories in and below root (bounded) and plans
+// each.
+func (g *gitScan) scanRoot(root string) error {
+	if isGitDir(root) {
+		if err := g.gitDir(root, ""); err != nil {
+			return err
+		}
+	}
+	type dir struct {
+		path  string
+		depth int
+	}
+	queue := []dir{{root, 0}}
+	looked := 0
+	for len(queue) > 0 {
+		d := queue[0]
+		queue = queue[1:]
+		looked++
+		if looked > gitNestDirs {
+			g.notes = append(g.notes, fmt.Sprintf("git: stopped looking for nested repositories in %s after %d directories; deeper ones are held by name only", root, gitNestDirs))
+			break
+		}
+		ents, err := os.ReadDir(d.path)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			p := filepath.Join(d.path, e.Name())
+			if e.Name() == ".git" {
+				if err := g.worktree(d.path); err != nil {
+					return err
+				}
+				continue
+			}
+			if e.Type()&os.ModeSymlink != 0 || !e.IsDir() {
+				continue
+			}
+			if isGitDir(p) {
+				// A bare repository: its hooks run when a person pushes to it.
+				if err := g.gitDir(p, ""); err != nil {
+					return err
+				}
+				continue
+			}
+			if d.depth+1 <= gitNestDepth {
+				queue = append(queue, dir{p, d.depth + 1})
+			}
+		}
+	}
+	return nil
+}
+
+// isGitDir reports whether dir holds a repository's HEAD, objects and refs.
+func isGitDir(dir string) bool {
+	for _, n := range []string{"HEAD", "objects", "refs"} {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// worktree plans the repository whose work tree is top: its .git is a
+// directory, or a file naming the git directory (a linked worktree, a
+// submodule's checkout).
+func (g *gitScan) worktree(top string) error {
+	dotgit := filepath.Join(top, ".git")
+	fi, err := os.Lstat(dotgit)
+	if err != nil {
+		return nil
+	}
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		if withinAny(dotgit, g.writable) != "" {
+			return g.refuse(dotgit, "a .git that is a symbolic link inside a writable directory; git would follow whatever it is re-pointed at (make it a directory or a gitdir: file)")
+		}
+		return nil
+	case fi.IsDir():
+		return g.gitDir(dotgit, top)
+	case fi.Mode().IsRegular():
+		g.add(dotgit, "")
+		target, err := readGitFile(dotgit)
+		if err != nil {
+			return g.refuse(dotgit, "%v", err)
+		}
+		return g.gitDir(target, top)
+	}
+	return g.refuse(dotgit, "a .git that is neither a directory nor a file")
+}
+
+// readGitFile reads a "gitdir: X" file; X is taken from the file's own
+// directory when relative, and resolved.
+func readGitFile(path string) (string, error) {
+	data, err := readSmall(path)
+	if err != nil {
+		return "", err
+	}
+	line, _, _ := strings.Cut(data, "\n")
+	rest, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "gitdir:")
+	rest = strings.TrimSpace(rest)
+	if !ok || rest == "" {
+		return "", fmt.Errorf("not a gitdir: file git can read")
+	}
+	if !filepath.IsAbs(rest) {
+		rest = filepath.Join(filepath.Dir(path), rest)
+	}
+	return filepath.Clean(rest), nil
+}
+
+func readSmall(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	n, err := f.Read(buf)
+	if n == len(buf) {
+		return "", fmt.Errorf("%s is larger than airlock reads (64 KiB)", path)
+	}
+	if err != nil && n == 0 && err.Error() != "EOF" {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
+// resolved returns path with every link resolved. A link inside a
+// writable directory is refused: the box could re-point it after the plan.
+func (g *gitScan) resolved(path string) (string, error) {
+	pn, err := pin(path, g.writable)
+	if err != nil {
+		if be, ok := err.(*bindError); ok && be.Err != nil && os.IsNotExist(be.Err) {
+			return path, nil // missing: held where it would be made
+		}
+		return "", g.refuse(path, "%v", err)
+	}
+	pn.f.Close()
+	return pn.real, nil
+}
+
+// gitDir plans one git directory (and its common directory). top is its
+// work tree, "" for a bare repository or one met through commondir.
+func (g *gitScan) gitDir(dir, top string) error {
+	real, err := g.resolved(dir)
+	if err != nil {
+		return err
+	}
+	if g.seen[real] {
+		return nil
+	}
+	if len(g.seen) >= gitMaxRepos {
+		return g.refuse(dir, "more than %d repositories are reachable from the writable directories; grant a narrower directory", gitMaxRepos)
+	}
+	g.seen[real] = true
+	common := real
+	cd := filepath.Join(real, "commondir")
+	switch data, err := readSmall(cd); {
+	case err == nil:
+		c := strings.TrimSpace(strings.TrimRight(data, "\n"))
+		if c == "" {
+			return g.refuse(cd, "an empty commondir, which git cannot read")
+		}
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(real, c)
+		}
+		if common, err = g.resolved(c); err != nil {
+			return err
+		}
+		g.add(cd, "")
+		if common != real {
+			// git reads one commondir, never a chain: a common directory
+			// with a commondir of its own is a loop or a trick.
+			if d2, err := readSmall(filepath.Join(common, "commondir")); err == nil {
+				if c2 := strings.TrimSpace(d2); c2 != "." {
+					return g.refuse(cd, "its common directory %s has a commondir of its own (%q); airlock does not plan a chain or loop of commondir files", common, c2)
+				}
+			}
+		}
+	case os.IsNotExist(err):
+		// Missing: a placeholder that names the directory itself keeps
+		// git working while the box cannot point it elsewhere.
+		g.add(cd, ".")
+	default:
+		return g.refuse(cd, "%v", err)
+	}
+	g.repos = append(g.repos, gitRepo{gitDir: real, common: common, top: top})
+	g.add(filepath.Join(real, "config.worktree"), "")
+	if common != real {
+		g.add(filepath.Join(real, "gitdir"), "")
+	}
+	if err := g.configs(filepath.Join(real, "config.worktree"), top, common, 0); err != nil {
+		return err
+	}
+	if common != real {
+		if err := g.gitDir(common, ""); err != nil {
+			return err
+		}
+	}
+	if common == real {
+		return g.commonDir(real, top)
+	}
+	return nil
+}
+
+// commonDir plans what lives in a repository's common directory.
+func (g *gitScan) commonDir(c, top string) error {
+	for _, n := range []string{"config", "hooks", "info", "remotes", "branches", "objects/info/alternates"} {
+		g.add(filepath.Join(c, n), "")
+	}
+	if err := g.configs(filepath.Join(c, "config"), top, c, 0); err != nil {
+		return err
+	}
+	// Submodules' git directories, and a placeholder where none exists:
+	// the box must not plant one for the person's next `git submodule
+	// update` to trust.
+	mods := filepath.Join(c, "modules")
+	if fi, err := os.Lstat(mods); err != nil || !fi.IsDir() {
+		g.add(mods, "")
+	} else if err := g.modules(mods, 0); err != nil {
+		return err
+	}
+	wts := filepath.Join(c, "worktrees")
+	if fi, err := os.Lstat(wts); err != nil || !fi.IsDir() {
+		g.add(wts, "")
+	} else if ents, err := os.ReadDir(wts); err == nil {
+		for _, e := range ents {
+			if e.IsDir() {
+				if err := g.gitDir(filepath.Join(wts, e.Name()), ""); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// modules plans the git directories under modules/ (a submodule's name may
+// hold slashes, so they nest).
+func (g *gitScan) modules(dir string, depth int) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil || depth > 3 {
+		return nil
+	}
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		if !e.IsDir() {
+			continue
+		}
+		if isGitDir(p) {
+			if err := g.gitDir(p, ""); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := g.modules(p, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// configs reads one config file and holds every file and program it names:
+// includes (followed, as git does), core.hooksPath, core.worktree and the
+// programs of gitCommandKeys given by path.
+func (g *gitScan) configs(file, top, gitDir string, depth int) error {
+	if depth > gitIncDepth {
+		return g.refuse(file, "includes nest deeper than %d", gitIncDepth)
+	}
+	if g.read[file] {
+		return nil
+	}
+	g.read[file] = true
+	data, err := readSmall(file)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return g.refuse(file, "%v", err)
+	}
+	vars, err := parseGitConfig(data)
+	if err != nil {
+		return g.refuse(file, "a git config airlock cannot read exactly (%v); git may read it differently", err)
+	}
+	base := top
+	if base == "" {
+		base = gitDir
+	}
+	for _, v := range vars {
+		switch {
+		case v.section == "include" && v.key == "path" || v.section == "includeif" && v.key == "path":
+			p := g.expand(v.value, filepath.Dir(file))
+			if err := g.hold(file, v.name(), p); err != nil {
+				return err
+			}
+			if err := g.configs(p, top, gitDir, depth+1); err != nil {
+				return err
+			}
+		case v.section == "core" && v.sub == "" && v.key == "hookspath":
+			if err := g.hold(file, v.name(), g.expand(v.value, base)); err != nil {
+				return err
+			}
+		case v.section == "core" && v.sub == "" && v.key == "worktree":
+			wt := g.expand(v.value, gitDir)
+			g.add(filepath.Join(wt, ".git"), "")
+		case v.sub == "" && gitCommandKeys[v.section+"."+v.key] || v.sub != "" && gitCommandSubKeys[v.section+"."+v.key] ||
+			v.section == "alias" && strings.HasPrefix(v.value, "!"):
+			prog := firstWord(strings.TrimPrefix(v.value, "!"))
+			if strings.Contains(prog, "/") {
+				if err := g.hold(file, v.name(), g.expand(prog, base)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// hold keeps p read-only when it lies in a writable directory; a path
+// outside every writable directory that reaches into one through a link
+// is refused.
+func (g *gitScan) hold(file, name, p string) error {
+	if withinAny(p, g.writable) != "" {
+		real, err := g.resolved(p)
+		if err != nil {
+			return err
+		}
+		g.add(p, "")
+		if real != p {
+			g.add(real, "")
+		}
+		return nil
+	}
+	if _, err := pin(p, g.writable); err != nil {
+		if be, ok := err.(*bindError); ok && be.Err != nil && os.IsNotExist(be.Err) {
+			return nil
+		}
+		return g.refuse(file, "%s = %s: %v", name, p, err)
+	}
+	return nil
+}
+
+// expand resolves a config path as git does: ~/ from the home directory,
+// a relative one from base.
+func (g *gitScan) expand(p, base string) string {
+	switch {
+	case p == "~" || strings.HasPrefix(p, "~/"):
+		p = filepath.Join(g.home, strings.TrimPrefix(p, "~"))
+	case !filepath.IsAbs(p):
+		p = filepath.Join(base, p)
+	}
+	return filepath.Clean(p)
+}
+
+func firstWord(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, " \t"); i >= 0 {
+		s = s[:i]
+	}
+	return strings.Trim(s, `"'`)
+}
+
+// inRoot returns the planned paths inside root, each once, shortest first
+// (so a directory is held before what it holds).
+func (g *gitScan) inRoot(root string) []gitPath {
+	seen := map[string]bool{}
+	var out []gitPath
+	for _, gp := range g.paths {
+		if within(gp.path, root) && gp.path != root && !seen[gp.path] {
+			seen[gp.path] = true
+			out = append(out, gp)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i].path) < len(out[j].path) })
+	return out
+}
+
+// excludes returns, for a common directory, the patterns that keep the
+// placeholders out of `git status` and `git add -A`: each placeholder
+// anchored at the top of every work tree of the repository.
+func (g *gitScan) excludes(common string, stubs []Stub) []string {
+	var out []string
+	for _, r := range g.repos {
+		if r.common != common || r.top == "" {
+			continue
+		}
+		for _, s := range stubs {
+			if rel, err := filepath.Rel(r.top, s.Path); err == nil && !strings.HasPrefix(rel, "..") && !strings.HasPrefix(rel, ".git/") && rel != ".git" {
+				out = append(out, "/"+filepath.ToSlash(rel))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// statNoFollow is lstat as a unix.Stat_t.
+func statNoFollow(p string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	err := unix.Lstat(p, &st)
+	return st, err
+}
