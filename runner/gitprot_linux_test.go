@@ -153,3 +153,105 @@ func TestGitHostTrust(t *testing.T) {
 		})
 	}
 }
+
+// TestGitInTheBox covers what a box must still do with the protection on,
+// and what it must not leave behind.
+func TestGitInTheBox(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		testsupport.Missing(t, "git is not installed")
+	}
+	if tc := tiers()[1]; tc.skip != "" {
+		tc.gate(t)
+	}
+	const ident = "git -c user.name=a -c user.email=a@example.invalid "
+	run := func(t *testing.T, spec sandbox.Spec, script string) outcome {
+		t.Helper()
+		o := runIn(t, sandbox.Tier1, spec, "", "/bin/sh", "-c", script)
+		if o.err != nil {
+			t.Fatalf("the box did not run: %v", o.err)
+		}
+		return o
+	}
+	t.Run("a linked worktree granted commits commits", func(t *testing.T) {
+		base := t.TempDir()
+		main := filepath.Join(base, "main")
+		newRepo(t, main)
+		mustGit(t, main, "worktree", "add", "-q", "../wt")
+		wt := filepath.Join(base, "wt")
+		spec := fixSpec(t, wt)
+		spec.Write = append(spec.Write, filepath.Join(main, ".git"))
+		o := run(t, spec, "echo y > new && git add new && "+ident+"commit -q -m box && git status --porcelain")
+		if o.res.ExitCode != 0 || strings.TrimSpace(o.stdout) != "" {
+			t.Fatalf("exit %d, status %q: %s", o.res.ExitCode, o.stdout, o.stderr)
+		}
+		if out, _ := hostGit(t, wt, "log", "--format=%s", "-1"); strings.TrimSpace(out) != "box" {
+			t.Fatalf("the box's commit is not on the host: %q", out)
+		}
+	})
+	t.Run("git init in a fresh directory", func(t *testing.T) {
+		wd := t.TempDir()
+		o := run(t, fixSpec(t, wd), "git init -q fresh && cd fresh && echo x > f && git add f && "+ident+"commit -q -m one")
+		if o.res.ExitCode != 0 {
+			t.Fatalf("exit %d: %s", o.res.ExitCode, o.stderr)
+		}
+	})
+	t.Run("mkdir under .config next to the fish placeholder", func(t *testing.T) {
+		wd := t.TempDir()
+		o := run(t, fixSpec(t, wd), "mkdir -p .config/x && echo ok > .config/x/f && ! mkdir .config/fish 2>/dev/null")
+		if o.res.ExitCode != 0 {
+			t.Fatalf("exit %d: %s", o.res.ExitCode, o.stderr)
+		}
+		if _, err := os.Stat(filepath.Join(wd, ".config", "x", "f")); err != nil {
+			t.Fatalf("the box's file is gone after the run: %v", err)
+		}
+		if _, err := os.Lstat(filepath.Join(wd, ".config", "fish")); err == nil {
+			t.Fatalf("the placeholder for .config/fish was left behind")
+		}
+	})
+	t.Run("placeholders stay out of a commit without info/exclude", func(t *testing.T) {
+		wd := t.TempDir()
+		newRepo(t, wd)
+		os.RemoveAll(filepath.Join(wd, ".git", "info"))
+		o := run(t, fixSpec(t, wd), "echo y > mine && git add -A && "+ident+"commit -q -m box && git status --porcelain")
+		if o.res.ExitCode != 0 || strings.TrimSpace(o.stdout) != "" {
+			t.Fatalf("exit %d, status %q: %s", o.res.ExitCode, o.stdout, o.stderr)
+		}
+		out, _ := hostGit(t, wd, "show", "--name-only", "--format=", "HEAD")
+		if strings.TrimSpace(out) != "mine" {
+			t.Fatalf("the box's commit holds %q, want only mine", out)
+		}
+		if _, err := os.Lstat(filepath.Join(wd, ".git", "info")); err == nil {
+			t.Fatalf("the placeholder info/ was left behind")
+		}
+	})
+	t.Run("agent and editor configuration stays read-only", func(t *testing.T) {
+		for _, f := range []string{".cursor/mcp.json", ".gemini/settings.json", ".continue/config.json", ".zed/settings.json",
+			".devcontainer/devcontainer.json", ".pre-commit-config.yaml", ".amazonq/mcp.json", ".roo/mcp.json", ".envrc", ".npmrc"} {
+			wd := t.TempDir()
+			o := runIn(t, sandbox.Tier0, fixSpec(t, wd), "", "/bin/sh", "-c", "mkdir -p \"$(dirname "+f+")\" && echo x > "+f)
+			if o.err != nil || o.res.ExitCode != 0 {
+				t.Fatalf("unconfined, %s could not be written: %v %s", f, o.err, o.stderr)
+			}
+			wd = t.TempDir()
+			o = run(t, fixSpec(t, wd), "mkdir -p \"$(dirname "+f+")\" 2>/dev/null; echo x > "+f)
+			if o.res.ExitCode == 0 {
+				t.Errorf("the box wrote %s", f)
+			}
+			if fi, err := os.Stat(filepath.Join(wd, f)); err == nil && fi.Size() > 0 {
+				t.Errorf("%s was written on the host", f)
+			}
+		}
+	})
+	t.Run("git config is refused", func(t *testing.T) {
+		wd := t.TempDir()
+		newRepo(t, wd)
+		o := run(t, fixSpec(t, wd), "git config core.fsmonitor 'touch /tmp/x'")
+		if o.res.ExitCode == 0 {
+			t.Fatalf("the box changed .git/config")
+		}
+		t.Logf("git config in the box: %s", strings.TrimSpace(o.stderr))
+		if out, _ := hostGit(t, wd, "config", "--get", "core.fsmonitor"); strings.TrimSpace(out) != "" {
+			t.Fatalf("the host's config holds %q", out)
+		}
+	})
+}

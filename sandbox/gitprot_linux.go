@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // Git protection is planned from what git itself reads on the host. For
@@ -50,6 +48,7 @@ var gitCommandSubKeys = map[string]bool{
 // holds where the file is missing (a commondir must name a directory).
 type gitPath struct {
 	path, content string
+	dir           bool // a missing one is held by a placeholder directory
 }
 
 // gitRepo is one planned repository: its git directory, its common
@@ -85,7 +84,7 @@ func (g *gitScan) refuse(path, format string, a ...any) error {
 }
 
 func (g *gitScan) add(path, content string) {
-	g.paths = append(g.paths, gitPath{filepath.Clean(path), content})
+	g.paths = append(g.paths, gitPath{path: filepath.Clean(path), content: content})
 }
 
 // scanRoot finds the repositories in and below root (bounded) and plans
@@ -294,9 +293,12 @@ func (g *gitScan) gitDir(dir, top string) error {
 
 // commonDir plans what lives in a repository's common directory.
 func (g *gitScan) commonDir(c, top string) error {
-	for _, n := range []string{"config", "hooks", "info", "remotes", "branches", "objects/info/alternates"} {
+	for _, n := range []string{"config", "hooks", "remotes", "branches", "objects/info/alternates"} {
 		g.add(filepath.Join(c, n), "")
 	}
+	// info/ as a directory: its exclude is where the box's view lists the
+	// placeholders (hideStubs).
+	g.paths = append(g.paths, gitPath{path: filepath.Join(c, "info"), dir: true})
 	if err := g.configs(filepath.Join(c, "config"), top, c, 0); err != nil {
 		return err
 	}
@@ -481,11 +483,4 @@ func (g *gitScan) excludes(common string, stubs []Stub) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// statNoFollow is lstat as a unix.Stat_t.
-func statNoFollow(p string) (unix.Stat_t, error) {
-	var st unix.Stat_t
-	err := unix.Lstat(p, &st)
-	return st, err
 }

@@ -1157,7 +1157,7 @@ func (p *planner) protect(r *pinned, paths []gitPath) error {
 			continue
 		}
 		seen[gp.path] = true
-		if err := p.protectRel(r, splitPath(rel), gp.content, nil); err != nil {
+		if err := p.protectRel(r, splitPath(rel), gp, nil); err != nil {
 			return err
 		}
 	}
@@ -1166,7 +1166,7 @@ func (p *planner) protect(r *pinned, paths []gitPath) error {
 
 // protectRel walks comps from r without following links and holds the last
 // read-only: bind(pn, dest) binds it (nil: read-only onto itself).
-func (p *planner) protectRel(r *pinned, comps []string, content string, bind func(*pinned, string) error) error {
+func (p *planner) protectRel(r *pinned, comps []string, gp gitPath, bind func(*pinned, string) error) error {
 	if bind == nil {
 		bind = func(pn *pinned, dest string) error {
 			if !p.has(dest) {
@@ -1188,8 +1188,22 @@ func (p *planner) protectRel(r *pinned, comps []string, content string, bind fun
 		last := i == len(comps)-1
 		nfd, err := unix.Openat(dirfd, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if errors.Is(err, unix.ENOENT) {
+			if last && gp.dir {
+				// A directory git reads (info/): an empty placeholder
+				// directory, read-only.
+				sfd, serr := p.stubDir(dirfd, c, next)
+				if serr != nil {
+					return serr
+				}
+				var st unix.Stat_t
+				if err := unix.Fstat(sfd, &st); err != nil {
+					unix.Close(sfd)
+					return err
+				}
+				return bind(&pinned{f: os.NewFile(uintptr(sfd), next), real: next, dev: uint64(st.Dev), ino: st.Ino, mode: st.Mode}, next)
+			}
 			if last {
-				stub, serr := p.stub(dirfd, c, next, content)
+				stub, serr := p.stub(dirfd, c, next, gp.content)
 				if serr != nil {
 					return serr
 				}
@@ -1214,7 +1228,7 @@ func (p *planner) protectRel(r *pinned, comps []string, content string, bind fun
 		}
 		if last && isStub(&st) {
 			unix.Close(nfd)
-			stub, err := p.adopt(dirfd, c, next, content)
+			stub, err := p.adopt(dirfd, c, next, gp.content)
 			if err != nil {
 				return err
 			}
@@ -1228,7 +1242,13 @@ func (p *planner) protectRel(r *pinned, comps []string, content string, bind fun
 			pn.f = os.NewFile(uintptr(nfd), next)
 			return bind(pn, next)
 		}
-		if isStubDir(&st) && !p.holds(next) {
+		if last && gp.dir && isStubDir(&st) && !p.holds(next) {
+			if err := p.adoptDir(dirfd, c, next); err != nil {
+				unix.Close(nfd)
+				return err
+			}
+		}
+		if !last && isStubDir(&st) && !p.holds(next) {
 			if err := p.adoptDir(dirfd, c, next); err != nil {
 				unix.Close(nfd)
 				return err
@@ -1302,8 +1322,11 @@ func (p *planner) hideStubs(roots []*pinned, g *gitScan) error {
 		}
 		p.lock = lock
 		first := len(p.box.Stubs)
-		err = p.protectRel(root, splitPath(rel), "", func(pn *pinned, dest string) error {
+		err = p.protectRel(root, splitPath(rel), gitPath{path: excl}, func(pn *pinned, dest string) error {
 			defer pn.f.Close()
+			if dest != excl || pn.mode&unix.S_IFMT != unix.S_IFREG {
+				return nil // info is a file: git reads no exclude there
+			}
 			var orig []byte
 			if pn.mode&unix.S_IFMT == unix.S_IFREG {
 				if f, err := os.Open("/proc/self/fd/" + strconv.Itoa(int(pn.f.Fd()))); err == nil {
