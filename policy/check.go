@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"github.com/airlock-run/airlock/policy/protected"
 	"path"
 	"slices"
 	"strings"
@@ -445,6 +446,9 @@ func (c *Checker) pathIn(a Access, dir, p string) Decision {
 			return Decision{Verdict: Escalate, Category: CatFS, Rule: "builtin.git-hooks",
 				Reason: fmt.Sprintf("writing %q (repository hooks or configuration that run commands) needs a person's approval", p)}
 		}
+		if d, ok := protectedDecision(f, p); ok {
+			return d
+		}
 		return Decision{Verdict: Allow, Category: CatFS, Rule: rule}
 	}
 	rule, ok := coveredBy(f, c.read, c.write)
@@ -532,6 +536,21 @@ func gitMeta(f forms) bool {
 		}
 	}
 	return false
+}
+
+// protectedDecision asks a person before a write to an entry of the one
+// protected list (policy/protected, the list the sandbox holds read-only):
+// a file a person's shell, editor, agent or package manager later runs or
+// loads. The reader does not know which directory is writable, so the list
+// is matched at every depth.
+func protectedDecision(f forms, p string) (Decision, bool) {
+	for _, name := range f.list() {
+		if e, ok := protected.Match(name, false); ok {
+			return Decision{Verdict: Escalate, Category: CatFS, Rule: "builtin.protected",
+				Reason: fmt.Sprintf("writing %q (%s loads or runs it) needs a person's approval", p, e.Tool)}, true
+		}
+	}
+	return Decision{}, false
 }
 
 // gitHooks are the names git runs from a repository's hooks directory.

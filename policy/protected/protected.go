@@ -27,6 +27,9 @@ const (
 	// Build entries are run by build tools; they are held only when the
 	// policy says the repository is built unattended.
 	Build
+	// Own entries are airlock's: held by name in the box; the reader has
+	// its own rule for the policy file (builtin.policy-file).
+	Own
 )
 
 // Entry is one protected path, relative to a writable directory,
@@ -51,10 +54,10 @@ var entries = []Entry{
 	{".git/", Git, "git: hooks, config, commondir, info, remotes and every file its config names (planned per repository)"},
 	{".gitmodules", Name, "git submodule: URLs and update commands"},
 	// airlock's own.
-	{".airlock/", Name, "airlock: its own state in the directory"},
-	{"airlock.yaml", Name, "airlock: the policy the next run here reads by default"},
-	{"airlock.yml", Name, "airlock: the policy the next run here reads by default"},
-	{"airlock.json", Name, "airlock: the policy the next run here reads by default"},
+	{".airlock/", Own, "airlock: its own state in the directory"},
+	{"airlock.yaml", Own, "airlock: the policy the next run here reads by default"},
+	{"airlock.yml", Own, "airlock: the policy the next run here reads by default"},
+	{"airlock.json", Own, "airlock: the policy the next run here reads by default"},
 	// Shells.
 	{".bashrc", Name, "bash"}, {".bash_profile", Name, "bash"}, {".bash_login", Name, "bash"},
 	{".bash_logout", Name, "bash"}, {".profile", Name, "sh, dash, bash"},
@@ -107,7 +110,7 @@ func Names(build bool, unprotect []string) []string {
 	}
 	var out []string
 	for _, e := range entries {
-		if (e.Kind == Name || build && e.Kind == Build) && !drop[e.Name()] {
+		if (e.Kind == Name || e.Kind == Own || build && e.Kind == Build) && !drop[e.Name()] {
 			out = append(out, e.Name())
 		}
 	}
@@ -129,7 +132,7 @@ func CheckUnprotect(list []string) error {
 		switch {
 		case found == nil:
 			return fmt.Errorf("%q is not a protected path (see docs/policy.md, protected paths)", u)
-		case found.Kind == Git || strings.HasPrefix(name, "airlock.") || name == ".airlock":
+		case found.Kind == Git || found.Kind == Own:
 			return fmt.Errorf("%q cannot be unprotected: %s", u, found.Tool)
 		}
 	}
@@ -144,7 +147,7 @@ func CheckUnprotect(list []string) error {
 func Match(p string, build bool) (Entry, bool) {
 	segs := strings.Split(strings.Trim(p, "/"), "/")
 	for _, e := range entries {
-		if e.Kind == Git || e.Kind == Build && !build {
+		if e.Kind == Git || e.Kind == Own || e.Kind == Build && !build {
 			continue
 		}
 		es := strings.Split(e.Name(), "/")
