@@ -255,7 +255,8 @@ func (g *gitScan) gitDir(dir, top string) error {
 		if common, err = g.resolved(c); err != nil {
 			return err
 		}
-		g.add(cd, "")
+		// Another run's placeholder holds "."; it is adopted as such.
+		g.add(cd, map[bool]string{true: "."}[data == "."])
 		if common != real {
 			// git reads one commondir, never a chain: a common directory
 			// with a commondir of its own is a loop or a trick.
