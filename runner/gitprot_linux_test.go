@@ -102,6 +102,17 @@ func gitAttacks() []gitAttack {
 			script := "printf '" + strings.ReplaceAll(evilConfig(m), "\n", `\n`) + "' >> pkg/.git/config"
 			return fixSpec(t, wd), script, status(t, filepath.Join(wd, "pkg"))
 		}},
+		{"a repository made during the run", func(t *testing.T, m string) (sandbox.Spec, string, func() (string, error)) {
+			wd := t.TempDir()
+			script := "git init -q fresh && printf '" + strings.ReplaceAll(evilConfig(m), "\n", `\n`) + "' >> fresh/.git/config"
+			return fixSpec(t, wd), script, status(t, filepath.Join(wd, "fresh"))
+		}},
+		{"a .git file made during the run", func(t *testing.T, m string) (sandbox.Spec, string, func() (string, error)) {
+			wd := t.TempDir()
+			script := "mkdir -p d evil/objects evil/refs && echo 'ref: refs/heads/main' > evil/HEAD && " +
+				"printf '" + strings.ReplaceAll(evilConfig(m), "\n", `\n`) + "' > evil/config && echo 'gitdir: ../evil' > d/.git"
+			return fixSpec(t, wd), script, status(t, filepath.Join(wd, "d"))
+		}},
 		{"the main repository's hooks from a linked worktree granted commits", func(t *testing.T, m string) (sandbox.Spec, string, func() (string, error)) {
 			base := t.TempDir()
 			main := filepath.Join(base, "main")

@@ -64,6 +64,7 @@ type gitScan struct {
 	home     string
 	paths    []gitPath
 	repos    []gitRepo
+	found    []string // .git entries and bare repositories seen
 	seen     map[string]bool
 	read     map[string]bool
 	notes    []string
@@ -95,6 +96,31 @@ func (g *gitScan) scanRoot(root string) error {
 			return err
 		}
 	}
+	found, full := findRepos(root)
+	if !full {
+		g.notes = append(g.notes, fmt.Sprintf("git: stopped looking for nested repositories in %s after %d directories; deeper ones are held by name only", root, gitNestDirs))
+	}
+	for _, f := range found {
+		g.found = append(g.found, f)
+		var err error
+		if filepath.Base(f) == ".git" {
+			err = g.worktree(filepath.Dir(f))
+		} else {
+			// A bare repository: its hooks run when a person pushes to it.
+			err = g.gitDir(f, "")
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// findRepos lists the .git entries and bare repositories in and below root,
+// breadth first, within gitNestDepth levels and gitNestDirs directories;
+// full is false when the bound stopped the search. It follows no link and
+// does not descend into a repository's git directory.
+func findRepos(root string) (found []string, full bool) {
 	type dir struct {
 		path  string
 		depth int
@@ -104,10 +130,8 @@ func (g *gitScan) scanRoot(root string) error {
 	for len(queue) > 0 {
 		d := queue[0]
 		queue = queue[1:]
-		looked++
-		if looked > gitNestDirs {
-			g.notes = append(g.notes, fmt.Sprintf("git: stopped looking for nested repositories in %s after %d directories; deeper ones are held by name only", root, gitNestDirs))
-			break
+		if looked++; looked > gitNestDirs {
+			return found, false
 		}
 		ents, err := os.ReadDir(d.path)
 		if err != nil {
@@ -115,28 +139,74 @@ func (g *gitScan) scanRoot(root string) error {
 		}
 		for _, e := range ents {
 			p := filepath.Join(d.path, e.Name())
-			if e.Name() == ".git" {
-				if err := g.worktree(d.path); err != nil {
-					return err
-				}
-				continue
-			}
-			if e.Type()&os.ModeSymlink != 0 || !e.IsDir() {
-				continue
-			}
-			if isGitDir(p) {
-				// A bare repository: its hooks run when a person pushes to it.
-				if err := g.gitDir(p, ""); err != nil {
-					return err
-				}
-				continue
-			}
-			if d.depth+1 <= gitNestDepth {
+			switch {
+			case e.Name() == ".git":
+				found = append(found, p)
+			case e.Type()&os.ModeSymlink != 0 || !e.IsDir():
+			case isGitDir(p):
+				found = append(found, p)
+			case d.depth+1 <= gitNestDepth:
 				queue = append(queue, dir{p, d.depth + 1})
 			}
 		}
 	}
-	return nil
+	return found, true
+}
+
+// repoWatch is what the plan knew of the repositories in the writable
+// roots, for the check after the run.
+type repoWatch struct {
+	roots []string
+	known map[string]bool
+}
+
+// untrustedSuffix marks what airlock moved aside in a repository a run
+// made.
+const untrustedSuffix = ".airlock-untrusted"
+
+// quarantine looks for repositories made during the run (with the plan's
+// bounds) and moves aside what the host's git would run or trust in them:
+// a .git file is renamed (git would follow it anywhere), and in a git
+// directory config, config.worktree, commondir and hooks. The objects,
+// refs and work tree stay; git on the host then reads the repository with
+// its defaults. It returns one line per repository handled.
+func (w *repoWatch) quarantine() []string {
+	if w == nil {
+		return nil
+	}
+	var out []string
+	for _, root := range w.roots {
+		found, _ := findRepos(root)
+		if isGitDir(root) {
+			found = append(found, root)
+		}
+		for _, f := range found {
+			if w.known[f] {
+				continue
+			}
+			w.known[f] = true
+			fi, err := os.Lstat(f)
+			if err != nil {
+				continue
+			}
+			var moved []string
+			if !fi.IsDir() {
+				if os.Rename(f, f+untrustedSuffix) == nil {
+					moved = append(moved, filepath.Base(f))
+				}
+			} else {
+				for _, n := range []string{"config", "config.worktree", "commondir", "hooks"} {
+					if _, err := os.Lstat(filepath.Join(f, n)); err == nil && os.Rename(filepath.Join(f, n), filepath.Join(f, n+untrustedSuffix)) == nil {
+						moved = append(moved, n)
+					}
+				}
+			}
+			if len(moved) > 0 {
+				out = append(out, fmt.Sprintf("git: %s was made during the run; moved aside %s (renamed *%s): review before trusting it", f, strings.Join(moved, ", "), untrustedSuffix))
+			}
+		}
+	}
+	return out
 }
 
 // isGitDir reports whether dir holds a repository's HEAD, objects and refs.

@@ -94,6 +94,10 @@ type Box struct {
 	// protected paths that did not exist; they are removed by Close (and by
 	// the runner's guard when the runner dies).
 	Stubs []Stub
+	// Quarantined says, after Close, which repositories the run made and
+	// what of them airlock moved aside (the host's git would have trusted
+	// their config and hooks).
+	Quarantined []string
 
 	config  boxconf.Config
 	configW *os.File
@@ -107,6 +111,7 @@ type Box struct {
 	boxOnly map[string]bool // box paths bound from another host path
 	env     []string        // the command's environment (direct boxes)
 	workdir string
+	watch   *repoWatch // repositories known at plan time (gitprot_linux.go)
 }
 
 // Stub is a placeholder made for a protected path that did not exist.
@@ -232,6 +237,8 @@ func (b *Box) Close() error {
 	b.locks = nil
 	err := RemoveStubs(b.Stubs)
 	b.Stubs = nil
+	b.Quarantined = append(b.Quarantined, b.watch.quarantine()...)
+	b.watch = nil
 	return err
 }
 
@@ -1101,6 +1108,19 @@ func (p *planner) protectRoots(roots []*pinned) error {
 		}
 	}
 	p.box.Notes = append(p.box.Notes, g.notes...)
+	// Repositories the run makes were never planned: the check after the
+	// run (Close) moves aside what the host would trust in them.
+	w := &repoWatch{known: map[string]bool{}}
+	for _, r := range roots {
+		w.roots = append(w.roots, r.real)
+		if isGitDir(r.real) {
+			w.known[r.real] = true
+		}
+	}
+	for _, f := range g.found {
+		w.known[f] = true
+	}
+	p.box.watch = w
 	names := protectedNames(p.spec)
 	for _, r := range roots {
 		var paths []gitPath
