@@ -446,7 +446,7 @@ func (c *Checker) pathIn(a Access, dir, p string) Decision {
 			return Decision{Verdict: Escalate, Category: CatFS, Rule: "builtin.git-hooks",
 				Reason: fmt.Sprintf("writing %q (repository hooks or configuration that run commands) needs a person's approval", p)}
 		}
-		if d, ok := protectedDecision(f, p); ok {
+		if d, ok := c.protectedDecision(f, p); ok {
 			return d
 		}
 		return Decision{Verdict: Allow, Category: CatFS, Rule: rule}
@@ -542,13 +542,16 @@ func gitMeta(f forms) bool {
 // protected list (policy/protected, the list the sandbox holds read-only):
 // a file a person's shell, editor, agent or package manager later runs or
 // loads. The reader does not know which directory is writable, so the list
-// is matched at every depth.
-func protectedDecision(f forms, p string) (Decision, bool) {
+// is matched at every depth. Entries the policy takes off (fs.unprotect)
+// pass; build files count only with fs.unattended_build.
+func (c *Checker) protectedDecision(f forms, p string) (Decision, bool) {
 	for _, name := range f.list() {
-		if e, ok := protected.Match(name, false); ok {
-			return Decision{Verdict: Escalate, Category: CatFS, Rule: "builtin.protected",
-				Reason: fmt.Sprintf("writing %q (%s loads or runs it) needs a person's approval", p, e.Tool)}, true
+		e, ok := protected.Match(name, c.p.FS.UnattendedBuild)
+		if !ok || slices.ContainsFunc(c.p.FS.Unprotect, func(u string) bool { return strings.TrimSuffix(u, "/") == e.Name() }) {
+			continue
 		}
+		return Decision{Verdict: Escalate, Category: CatFS, Rule: "builtin.protected",
+			Reason: fmt.Sprintf("writing %q (%s loads or runs it) needs a person's approval", p, e.Tool)}, true
 	}
 	return Decision{}, false
 }

@@ -418,7 +418,7 @@ func (c *Checker) argFile(r shellread.Redirect, dir string) Decision {
 	if !remove && gitMeta(f) {
 		return gitMetaDecision(r.Path)
 	}
-	if d, ok := protectedDecision(f, r.Path); ok && !remove && r.Op != "link" {
+	if d, ok := c.protectedDecision(f, r.Path); ok && !remove && r.Op != "link" {
 		return d
 	}
 	if remove {
