@@ -28,7 +28,8 @@ func (v gitVar) name() string {
 func parseGitConfig(data string) ([]gitVar, error) {
 	var out []gitVar
 	section, sub := "", ""
-	s := data
+	s := strings.TrimPrefix(data, "\ufeff") // git skips a UTF-8 byte-order mark
+
 	line := 1
 	for len(s) > 0 {
 		c := s[0]
