@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Git protection is planned from what git itself reads on the host. For
@@ -64,15 +66,16 @@ type gitScan struct {
 	home     string
 	paths    []gitPath
 	repos    []gitRepo
-	found    []string // .git entries and bare repositories seen
-	seen     map[string]bool
+	found    []string          // .git entries and bare repositories seen
+	partial  map[string]bool   // roots whose search stopped at its bounds
+	seen     map[string]string // git directory -> its common directory
 	read     map[string]bool
 	notes    []string
 }
 
 func newGitScan(writable []string) *gitScan {
 	home, _ := os.UserHomeDir()
-	return &gitScan{writable: writable, home: home, seen: map[string]bool{}, read: map[string]bool{}}
+	return &gitScan{writable: writable, home: home, seen: map[string]string{}, read: map[string]bool{}}
 }
 
 // refusal is a repository layout airlock cannot hold safely.
@@ -98,6 +101,10 @@ func (g *gitScan) scanRoot(root string) error {
 	}
 	found, full := findRepos(root)
 	if !full {
+		if g.partial == nil {
+			g.partial = map[string]bool{}
+		}
+		g.partial[root] = true
 		g.notes = append(g.notes, fmt.Sprintf("git: stopped looking for nested repositories in %s after %d directories; deeper ones are held by name only", root, gitNestDirs))
 	}
 	for _, f := range found {
@@ -121,6 +128,9 @@ func (g *gitScan) scanRoot(root string) error {
 // full is false when the bound stopped the search. It follows no link and
 // does not descend into a repository's git directory.
 func findRepos(root string) (found []string, full bool) {
+	if isGitDir(root) {
+		return nil, true // a git directory as the root: planned as one
+	}
 	type dir struct {
 		path  string
 		depth int
@@ -158,6 +168,24 @@ func findRepos(root string) (found []string, full bool) {
 type repoWatch struct {
 	roots []string
 	known map[string]bool
+	// full says, per root, that the plan's search saw every repository
+	// within its bounds; since is when the plan began.
+	full  map[string]bool
+	since unix.Timespec
+}
+
+// madeSince reports whether p was made after w.since: by its birth time
+// where the file system keeps one; else, where the plan's search of root
+// was complete, by its absence from what the plan saw. A repository the
+// plan may have missed is never taken for a new one (moving a person's
+// config aside is not a thing to do on a guess).
+func (w *repoWatch) madeSince(root, p string) bool {
+	var stx unix.Statx_t
+	if unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME, &stx) == nil && stx.Mask&unix.STATX_BTIME != 0 {
+		b := stx.Btime
+		return b.Sec > w.since.Sec || b.Sec == w.since.Sec && int64(b.Nsec) >= w.since.Nsec
+	}
+	return w.full[root]
 }
 
 // untrustedSuffix marks what airlock moved aside in a repository a run
@@ -181,7 +209,7 @@ func (w *repoWatch) quarantine() []string {
 			found = append(found, root)
 		}
 		for _, f := range found {
-			if w.known[f] {
+			if w.known[f] || !w.madeSince(root, f) {
 				continue
 			}
 			w.known[f] = true
@@ -304,13 +332,21 @@ func (g *gitScan) gitDir(dir, top string) error {
 	if err != nil {
 		return err
 	}
-	if g.seen[real] {
+	if top == "" {
+		top = coreWorktree(real)
+	}
+	if c, ok := g.seen[real]; ok {
+		// Met again from its work tree: the tree's placeholders belong to
+		// the repository's exclude too.
+		if top != "" {
+			g.repos = append(g.repos, gitRepo{gitDir: real, common: c, top: top})
+		}
 		return nil
 	}
 	if len(g.seen) >= gitMaxRepos {
 		return g.refuse(dir, "more than %d repositories are reachable from the writable directories; grant a narrower directory", gitMaxRepos)
 	}
-	g.seen[real] = true
+	g.seen[real] = real
 	common := real
 	cd := filepath.Join(real, "commondir")
 	switch data, err := readSmall(cd); {
@@ -343,6 +379,7 @@ func (g *gitScan) gitDir(dir, top string) error {
 	default:
 		return g.refuse(cd, "%v", err)
 	}
+	g.seen[real] = common
 	g.repos = append(g.repos, gitRepo{gitDir: real, common: common, top: top})
 	g.add(filepath.Join(real, "config.worktree"), "")
 	if common != real {
@@ -360,6 +397,32 @@ func (g *gitScan) gitDir(dir, top string) error {
 		return g.commonDir(real, top)
 	}
 	return nil
+}
+
+// coreWorktree returns the work tree a git directory's config names
+// (core.worktree, as a submodule's has), or "".
+func coreWorktree(gitDir string) string {
+	data, err := readSmall(filepath.Join(gitDir, "config"))
+	if err != nil {
+		return ""
+	}
+	vars, err := parseGitConfig(data)
+	if err != nil {
+		return "" // configs refuses it with the reason
+	}
+	wt := ""
+	for _, v := range vars {
+		if v.section == "core" && v.sub == "" && v.key == "worktree" {
+			wt = v.value
+		}
+	}
+	if wt == "" {
+		return ""
+	}
+	if !filepath.IsAbs(wt) {
+		wt = filepath.Join(gitDir, wt)
+	}
+	return filepath.Clean(wt)
 }
 
 // commonDir plans what lives in a repository's common directory.
@@ -462,9 +525,6 @@ func (g *gitScan) configs(file, top, gitDir string, depth int) error {
 			if err := g.hold(file, v.name(), g.expand(v.value, base)); err != nil {
 				return err
 			}
-		case v.section == "core" && v.sub == "" && v.key == "worktree":
-			wt := g.expand(v.value, gitDir)
-			g.add(filepath.Join(wt, ".git"), "")
 		case v.sub == "" && gitCommandKeys[v.section+"."+v.key] || v.sub != "" && gitCommandSubKeys[v.section+"."+v.key] ||
 			v.section == "alias" && strings.HasPrefix(v.value, "!"):
 			prog := firstWord(strings.TrimPrefix(v.value, "!"))

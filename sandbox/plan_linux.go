@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -339,8 +340,14 @@ func removeStub(s Stub) (gone bool, err error) {
 	var now unix.Stat_t
 	if unix.Lstat(s.Path, &now) == nil && uint64(now.Dev) == s.Dev && now.Ino == s.Ino {
 		if s.Dir {
-			// The box may have made things in it: then it is theirs now.
-			if err := unix.Rmdir(s.Path); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTEMPTY) && !errors.Is(err, unix.EEXIST) {
+			// The box may have made things in it: then it is theirs now,
+			// with an ordinary directory's mode.
+			err := unix.Rmdir(s.Path)
+			if errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) {
+				unix.Fchmod(fd, 0o755)
+				return true, nil
+			}
+			if err != nil && !errors.Is(err, unix.ENOENT) {
 				return false, fmt.Errorf("remove stub %s: %w", s.Path, err)
 			}
 			return true, nil
@@ -1097,6 +1104,11 @@ func (p *planner) protectRoots(roots []*pinned) error {
 	if err := protected.CheckUnprotect(p.spec.Unprotect); err != nil {
 		return errs.Invalidf("sandbox: unprotect: %v", err)
 	}
+	var since unix.Timespec
+	unix.ClockGettime(unix.CLOCK_REALTIME, &since)
+	// File systems stamp birth times from a coarse clock: a second back
+	// leaves no repository made at the start of the run unchecked.
+	since.Sec--
 	g := newGitScan(p.writable)
 	for _, r := range roots {
 		if err := g.scanRoot(r.real); err != nil {
@@ -1110,9 +1122,10 @@ func (p *planner) protectRoots(roots []*pinned) error {
 	p.box.Notes = append(p.box.Notes, g.notes...)
 	// Repositories the run makes were never planned: the check after the
 	// run (Close) moves aside what the host would trust in them.
-	w := &repoWatch{known: map[string]bool{}}
+	w := &repoWatch{known: map[string]bool{}, full: map[string]bool{}}
 	for _, r := range roots {
 		w.roots = append(w.roots, r.real)
+		w.full[r.real] = !g.partial[r.real]
 		if isGitDir(r.real) {
 			w.known[r.real] = true
 		}
@@ -1120,13 +1133,18 @@ func (p *planner) protectRoots(roots []*pinned) error {
 	for _, f := range g.found {
 		w.known[f] = true
 	}
+	w.since = since
 	p.box.watch = w
 	names := protectedNames(p.spec)
 	for _, r := range roots {
 		var paths []gitPath
 		tops := []string{r.real}
 		for _, repo := range g.repos {
-			if repo.top != "" && repo.top != r.real && within(repo.top, r.real) {
+			if repo.top != "" && repo.top != r.real && within(repo.top, r.real) && !slices.Contains(tops, repo.top) {
+				if len(tops) > maxNestedTops {
+					p.box.Notes = append(p.box.Notes, fmt.Sprintf("protected paths: held by name at the top of the first %d nested repositories in %s only; git's own files are held in all", maxNestedTops, r.real))
+					break
+				}
 				tops = append(tops, repo.top)
 			}
 		}
@@ -1142,6 +1160,11 @@ func (p *planner) protectRoots(roots []*pinned) error {
 	}
 	return p.hideStubs(roots, g)
 }
+
+// maxNestedTops bounds the nested repositories whose tops get the list's
+// entries by name (each entry can be a mount): a tree of many vendored
+// repositories would otherwise make thousands.
+const maxNestedTops = 16
 
 // protectedNames are the list's entries held by name for spec.
 func protectedNames(spec Spec) []string {
