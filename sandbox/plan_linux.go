@@ -1135,30 +1135,44 @@ func (p *planner) protectRoots(roots []*pinned) error {
 	}
 	w.since = since
 	p.box.watch = w
-	names := protectedNames(p.spec)
 	for _, r := range roots {
-		var paths []gitPath
-		tops := []string{r.real}
-		for _, repo := range g.repos {
-			if repo.top != "" && repo.top != r.real && within(repo.top, r.real) && !slices.Contains(tops, repo.top) {
-				if len(tops) > maxNestedTops {
-					p.box.Notes = append(p.box.Notes, fmt.Sprintf("protected paths: held by name at the top of the first %d nested repositories in %s only; git's own files are held in all", maxNestedTops, r.real))
-					break
-				}
-				tops = append(tops, repo.top)
-			}
-		}
-		for _, top := range tops {
-			for _, n := range names {
-				paths = append(paths, gitPath{path: filepath.Join(top, n)})
-			}
-		}
+		paths := p.namePaths(r.real, g)
 		paths = append(paths, g.inRoot(r.real)...)
 		if err := p.protect(r, paths); err != nil {
 			return err
 		}
 	}
 	return p.hideStubs(roots, g)
+}
+
+// namePaths are the list's entries held by name for root: the whole list
+// in the root itself (unless the root is a git directory, where no tool
+// looks for them), and the entries not tied to a home directory at the top
+// of the nested repositories, the first maxNestedTops of them.
+func (p *planner) namePaths(root string, g *gitScan) []gitPath {
+	var out []gitPath
+	add := func(top string, names []string) {
+		for _, n := range names {
+			out = append(out, gitPath{path: filepath.Join(top, n)})
+		}
+	}
+	if !isGitDir(root) {
+		add(root, protectedNames(p.spec))
+	}
+	nested := protected.Names(p.spec.UnattendedBuild, p.spec.Unprotect, true)
+	var tops []string
+	for _, repo := range g.repos {
+		if repo.top == "" || repo.top == root || !within(repo.top, root) || slices.Contains(tops, repo.top) {
+			continue
+		}
+		if len(tops) == maxNestedTops {
+			p.box.Notes = append(p.box.Notes, fmt.Sprintf("protected paths: held by name at the top of the first %d nested repositories in %s only; git's own files are held in all", maxNestedTops, root))
+			break
+		}
+		tops = append(tops, repo.top)
+		add(repo.top, nested)
+	}
+	return out
 }
 
 // maxNestedTops bounds the nested repositories whose tops get the list's
@@ -1168,7 +1182,7 @@ const maxNestedTops = 16
 
 // protectedNames are the list's entries held by name for spec.
 func protectedNames(spec Spec) []string {
-	return protected.Names(spec.UnattendedBuild, spec.Unprotect)
+	return protected.Names(spec.UnattendedBuild, spec.Unprotect, false)
 }
 
 // protect holds paths (each inside the writable root r) read-only. An

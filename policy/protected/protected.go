@@ -19,15 +19,19 @@ import (
 type Kind int
 
 const (
-	// Name entries are held by name inside every writable directory.
+	// Name entries are held by name inside every writable directory and
+	// at the top of each repository found in one.
 	Name Kind = iota
+	// Home entries matter in a home directory: held by name inside every
+	// writable directory only.
+	Home
 	// Git is held per repository from what git itself reads (the sandbox
 	// plans each repository's files; the reader keeps its own git rule).
 	Git
 	// Build entries are run by build tools; they are held only when the
 	// policy says the repository is built unattended.
 	Build
-	// Own entries are airlock's: held by name in the box; the reader has
+	// Own entries are airlock's: held like Home in the box; the reader has
 	// its own rule for the policy file (builtin.policy-file).
 	Own
 )
@@ -59,12 +63,12 @@ var entries = []Entry{
 	{"airlock.yml", Own, "airlock: the policy the next run here reads by default"},
 	{"airlock.json", Own, "airlock: the policy the next run here reads by default"},
 	// Shells.
-	{".bashrc", Name, "bash"}, {".bash_profile", Name, "bash"}, {".bash_login", Name, "bash"},
-	{".bash_logout", Name, "bash"}, {".profile", Name, "sh, dash, bash"},
-	{".zshrc", Name, "zsh"}, {".zshenv", Name, "zsh"}, {".zprofile", Name, "zsh"},
-	{".zlogin", Name, "zsh"}, {".zlogout", Name, "zsh"},
-	{".cshrc", Name, "csh, tcsh"}, {".tcshrc", Name, "tcsh"}, {".login", Name, "csh, tcsh"},
-	{".config/fish/", Name, "fish"},
+	{".bashrc", Home, "bash"}, {".bash_profile", Home, "bash"}, {".bash_login", Home, "bash"},
+	{".bash_logout", Home, "bash"}, {".profile", Home, "sh, dash, bash"},
+	{".zshrc", Home, "zsh"}, {".zshenv", Home, "zsh"}, {".zprofile", Home, "zsh"},
+	{".zlogin", Home, "zsh"}, {".zlogout", Home, "zsh"},
+	{".cshrc", Home, "csh, tcsh"}, {".tcshrc", Home, "tcsh"}, {".login", Home, "csh, tcsh"},
+	{".config/fish/", Home, "fish"},
 	{".envrc", Name, "direnv"},
 	{".tool-versions", Name, "asdf, mise"},
 	{".mise.toml", Name, "mise"},
@@ -90,9 +94,9 @@ var entries = []Entry{
 	{".pre-commit-config.yaml", Name, "pre-commit: the hooks it installs and runs"},
 	{".npmrc", Name, "npm: registry, scripts' shell, credentials"},
 	{".yarnrc", Name, "yarn 1"}, {".yarnrc.yml", Name, "yarn 2 and later: plugins, paths"},
-	{".pypirc", Name, "twine, setuptools: upload credentials"},
-	{"pip.conf", Name, "pip (in a virtual environment or ~/.config/pip)"},
-	{".config/pip/", Name, "pip"},
+	{".pypirc", Home, "twine, setuptools: upload credentials"},
+	{"pip.conf", Home, "pip (in a virtual environment or ~/.config/pip)"},
+	{".config/pip/", Home, "pip"},
 	// Build files: run by a build tool the person starts unattended.
 	{"Makefile", Build, "make"}, {"makefile", Build, "make"}, {"GNUmakefile", Build, "make"},
 	{"justfile", Build, "just"}, {"Taskfile.yml", Build, "task"},
@@ -101,16 +105,19 @@ var entries = []Entry{
 // Entries returns the list.
 func Entries() []Entry { return append([]Entry(nil), entries...) }
 
-// Names returns the paths held by name: every Name entry, the Build entries
-// too when build is set, less those in unprotect (already validated).
-func Names(build bool, unprotect []string) []string {
+// Names returns the paths held by name: in a writable directory (nested
+// false) every Name, Home and Own entry, at the top of a repository found
+// in one (nested true) the Name entries; the Build entries too when build
+// is set; less those in unprotect (already validated).
+func Names(build bool, unprotect []string, nested bool) []string {
 	drop := map[string]bool{}
 	for _, u := range unprotect {
 		drop[strings.TrimSuffix(u, "/")] = true
 	}
 	var out []string
 	for _, e := range entries {
-		if (e.Kind == Name || e.Kind == Own || build && e.Kind == Build) && !drop[e.Name()] {
+		held := e.Kind == Name || build && e.Kind == Build || !nested && (e.Kind == Home || e.Kind == Own)
+		if held && !drop[e.Name()] {
 			out = append(out, e.Name())
 		}
 	}

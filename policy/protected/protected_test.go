@@ -57,7 +57,11 @@ func TestCheckUnprotect(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	names := strings.Join(Names(false, []string{".vscode/"}), " ")
+	nested := " " + strings.Join(Names(false, nil, true), " ") + " "
+	if strings.Contains(nested, " .bashrc ") || strings.Contains(nested, " airlock.yaml ") || !strings.Contains(nested, " .vscode ") {
+		t.Errorf("at a nested repository's top: %s", nested)
+	}
+	names := strings.Join(Names(false, []string{".vscode/"}, false), " ")
 	for _, want := range []string{".bashrc", ".config/fish", "airlock.yaml", ".cursor"} {
 		if !strings.Contains(" "+names+" ", " "+want+" ") {
 			t.Errorf("Names lacks %s", want)
