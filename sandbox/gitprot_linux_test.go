@@ -173,3 +173,36 @@ func TestUnprotectAndBuildFiles(t *testing.T) {
 		t.Errorf("error %v, want Invalid", err)
 	}
 }
+
+// TestGitPlanSubmodule: a submodule's git directory is planned from the
+// superproject's modules/, with its work tree from core.worktree, so a
+// relative core.hooksPath is held where git runs the hooks.
+func TestGitPlanSubmodule(t *testing.T) {
+	testsupport.Require(t, testsupport.Bwrap)
+	exe, _ := os.Executable()
+	work := t.TempDir()
+	fakeRepo(t, filepath.Join(work, ".git"), "[core]\n")
+	fakeRepo(t, filepath.Join(work, ".git", "modules", "sub"), "[core]\n\tworktree = ../../../sub\n\thooksPath = .hooks\n")
+	os.MkdirAll(filepath.Join(work, "sub"), 0o755)
+	os.WriteFile(filepath.Join(work, "sub", ".git"), []byte("gitdir: ../.git/modules/sub\n"), 0o644)
+	box, err := Plan(Spec{Workdir: work, Write: []string{work}, Writable: true}, Tier1, exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close()
+	held := map[string]bool{}
+	for _, s := range box.Stubs {
+		held[s.Path] = true
+	}
+	for _, pn := range box.config.Pins {
+		held[pn.Path] = true
+	}
+	for _, rel := range []string{"sub/.hooks", "sub/.git", ".git/modules/sub/config", ".git/modules/sub/hooks", ".git/modules/sub/commondir", "sub/.vscode"} {
+		if !held[filepath.Join(work, rel)] {
+			t.Errorf("%s is not held", rel)
+		}
+	}
+	if held[filepath.Join(work, ".git/modules/sub/.hooks")] {
+		t.Errorf("core.hooksPath was taken from the git directory, not the work tree")
+	}
+}
