@@ -94,9 +94,17 @@ func (g *gitScan) add(path, content string) {
 // scanRoot finds the repositories in and below root (bounded) and plans
 // each.
 func (g *gitScan) scanRoot(root string) error {
-	if isGitDir(root) {
-		if err := g.gitDir(root, ""); err != nil {
-			return err
+	// The root itself, or a git directory it lies in (a grant of
+	// main/.git/objects): that repository's files are held too.
+	for d := root; ; d = filepath.Dir(d) {
+		if isGitDir(d) {
+			if err := g.gitDir(d, ""); err != nil {
+				return err
+			}
+			break
+		}
+		if d == "/" || filepath.Base(d) == ".git" {
+			break
 		}
 	}
 	found, full := findRepos(root)
@@ -331,6 +339,13 @@ func (g *gitScan) gitDir(dir, top string) error {
 	real, err := g.resolved(dir)
 	if err != nil {
 		return err
+	}
+	if _, err := os.Lstat(real); os.IsNotExist(err) {
+		// Named by a .git file or a commondir but missing: held by a
+		// placeholder, so the box cannot make a repository there for the
+		// host's git to trust.
+		g.add(real, "")
+		return nil
 	}
 	if top == "" {
 		top = coreWorktree(real)
@@ -580,6 +595,18 @@ func firstWord(s string) string {
 		s = s[:i]
 	}
 	return strings.Trim(s, `"'`)
+}
+
+// covering returns a planned path that root lies in or is: a write grant
+// of a repository's hooks, config or include target itself, which no
+// read-only bind inside the grant can hold.
+func (g *gitScan) covering(root string) string {
+	for _, gp := range g.paths {
+		if within(root, gp.path) {
+			return gp.path
+		}
+	}
+	return ""
 }
 
 // inRoot returns the planned paths inside root, each once, shortest first

@@ -76,12 +76,23 @@ func TestGitPlanRefuses(t *testing.T) {
 			os.WriteFile(filepath.Join(work, ".git"), []byte("nonsense\n"), 0o644)
 		}, "gitdir"},
 	}
+	tests = append(tests, struct {
+		name   string
+		layout func(t *testing.T, work string)
+		want   string
+	}{"a write grant of a repository's hooks", func(t *testing.T, work string) {
+		fakeRepo(t, filepath.Join(work, ".git"), "[core]\n")
+	}, "which git on the host reads or runs"})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			work := t.TempDir()
 			tt.layout(t, work)
 			before := listing(t, work)
-			box, err := Plan(Spec{Workdir: work, Write: []string{work}, Writable: true}, Tier1, exe)
+			spec := Spec{Workdir: work, Write: []string{work}, Writable: true}
+			if strings.Contains(tt.name, "hooks") {
+				spec.Write = append(spec.Write, filepath.Join(work, ".git", "hooks"))
+			}
+			box, err := Plan(spec, Tier1, exe)
 			if err == nil {
 				box.Close()
 				t.Fatalf("Plan succeeded, want a refusal containing %q", tt.want)

@@ -1119,6 +1119,11 @@ func (p *planner) protectRoots(roots []*pinned) error {
 			return err
 		}
 	}
+	for _, r := range roots {
+		if c := g.covering(r.real); c != "" {
+			return p.refuse(r.real, "a write grant of "+c+", which git on the host reads or runs; grant the repository's .git (its config and hooks stay read-only) or the work tree instead")
+		}
+	}
 	p.box.Notes = append(p.box.Notes, g.notes...)
 	// Repositories the run makes were never planned: the check after the
 	// run (Close) moves aside what the host would trust in them.
