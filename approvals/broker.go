@@ -77,6 +77,11 @@ type Broker struct {
 	closed    chan struct{}
 	closeOnce sync.Once
 	wg        sync.WaitGroup
+
+	// refusals counts the socket's refused connections past a rate, so a
+	// box that dials the socket in a loop costs a bounded number of
+	// warning lines and audit records (see refused).
+	refusals *audit.Coalescer
 }
 
 type pendingState uint8
@@ -106,6 +111,8 @@ func New(opts Options) (*Broker, error) {
 		termSem: make(chan struct{}, 1),
 		lines:   make(chan string),
 		closed:  make(chan struct{}),
+
+		refusals: audit.NewCoalescer(audit.CoalesceOptions{}),
 	}
 	if b.clock == nil {
 		b.clock = realClock{}
@@ -148,8 +155,58 @@ func (b *Broker) Close() error {
 			os.Remove(b.sockPath)
 		}
 		b.wg.Wait()
+		// Every connection is done: the last count is complete.
+		if s := b.refusals.Flush(); s != nil {
+			b.refusedSummary(s)
+		}
 	})
 	return err
+}
+
+// refused reports a connection to the socket that was refused: what (a
+// short sentence, the same for every refusal of its kind, also the key
+// the refusals are counted by) and the details of this one. The first
+// refusals and then a trickle of them are a warning line and an
+// "approvals.refused" record each; the rest are counted (audit.Coalescer)
+// and reported once per window as one line and one
+// "approvals.refused.coalesced" record with the count, the first and last
+// time and the count of each kind.
+func (b *Broker) refused(what string, details ...any) {
+	now := b.clock.Now()
+	pass, due := b.refusals.Take(now, what, what)
+	if due != nil {
+		b.refusedSummary(due)
+	}
+	if !pass {
+		return
+	}
+	b.log.Warn(what, details...)
+	if b.opts.Audit == nil {
+		return
+	}
+	fields := map[string]any{}
+	for i := 0; i+1 < len(details); i += 2 {
+		if k, ok := details[i].(string); ok {
+			fields[k] = fmt.Sprint(details[i+1])
+		}
+	}
+	if err := b.opts.Audit.Append(audit.Record{Kind: "approvals.refused", Time: now, Verdict: "deny",
+		Reason: what, Decider: "approvals", Fields: fields}); err != nil {
+		b.log.Error("audit of a refused connection failed", "err", err)
+	}
+}
+
+// refusedSummary reports the refusals counted in one window.
+func (b *Broker) refusedSummary(s *audit.Summary) {
+	b.log.Warn("approvals: refused connections to the socket, counted", "count", s.Count,
+		"first", s.First, "last", s.Last, "kinds", s.Destinations)
+	if b.opts.Audit == nil {
+		return
+	}
+	if err := b.opts.Audit.Append(audit.Record{Kind: "approvals.refused.coalesced", Time: s.Last, Verdict: "deny",
+		Reason: "refused connections counted past the record rate", Decider: "approvals", Fields: s.Fields()}); err != nil {
+		b.log.Error("audit of refused connections failed", "err", err)
+	}
 }
 
 // Ask puts req to a person and waits for the answer, at most timeout

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -528,6 +529,15 @@ func TestSocketModes(t *testing.T) {
 // the check on it gets nothing.
 func TestOtherUserRefused(t *testing.T) {
 	if path := os.Getenv("AIRLOCK_APPROVALS_ATTACK"); path != "" {
+		// AIRLOCK_APPROVALS_ATTACK_N dials that many times first (a box
+		// flooding the socket), then once more to report.
+		n, _ := strconv.Atoi(os.Getenv("AIRLOCK_APPROVALS_ATTACK_N"))
+		for i := 0; i < n; i++ {
+			if c, err := net.Dial("unix", path); err == nil {
+				io.Copy(io.Discard, c)
+				c.Close()
+			}
+		}
 		c, err := net.Dial("unix", path)
 		if err != nil {
 			fmt.Println("dial:", err)

@@ -137,15 +137,15 @@ func (b *Broker) serveConn(c *net.UnixConn) {
 	c.SetDeadline(time.Now().Add(ioTimeout))
 	cred, err := peerCred(c)
 	if err != nil {
-		b.log.Warn("approvals: cannot tell who connected; refused", "err", err)
+		b.refused("approvals: cannot tell who connected; refused", "err", err)
 		return
 	}
 	if cred.Uid != os.Geteuid() && !b.skipPeerCheck.Load() {
-		b.log.Warn("approvals: refused a connection from another user", "uid", cred.Uid, "pid", cred.Pid)
+		b.refused("approvals: refused a connection from another user", "uid", cred.Uid, "pid", cred.Pid)
 		return
 	}
 	if err := sameNamespaces(cred.Pid); err != nil && !b.skipNamespaceCheck.Load() {
-		b.log.Warn("approvals: refused a connection from another namespace", "pid", cred.Pid, "err", err)
+		b.refused("approvals: refused a connection from another namespace", "pid", cred.Pid, "err", err)
 		return
 	}
 	line, err := bufio.NewReaderSize(c, maxAnswerLine).ReadSlice('\n')

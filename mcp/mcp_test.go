@@ -68,6 +68,18 @@ func TestCheckJSON(t *testing.T) {
 		{"duplicate after an object value", `{"a":{"x":1},"a":2}`, true},
 		{"duplicate in array element", `[{"k":1,"k":1}]`, true},
 		{"escaped duplicate", `{"name":"a","\u006eame":"b"}`, true},
+		{"case-folded duplicate", `{"name":"get-sum","Name":"echo"}`, true},
+		{"upper-case duplicate", `{"name":"get-sum","NAME":"echo"}`, true},
+		{"case-folded duplicate in arguments", `{"params":{"arguments":{"path":"docs/a.md","Path":"secret.txt"}}}`, true},
+		{"case-folded duplicate in envelope", `{"method":"tools/list","Method":"tools/call"}`, true},
+		{"Kelvin sign folds to k", `{"kind":1,"\u212aind":2}`, true},
+		{"long s folds to s", `{"size":1,"\u017fize":2}`, true},
+		{"full-width duplicate (NFKC)", `{"name":1,"ｎａｍｅ":2}`, true},
+		{"ligature duplicate (NFKC)", `{"file":1,"\ufb01le":2}`, true},
+		{"NFD duplicate", `{"café":1,"cafe\u0301":2}`, true},
+		{"sharp s folds to ss", `{"strasse":1,"straße":2}`, true},
+		{"case differs only in a sibling object", `[{"name":1},{"Name":2}]`, false},
+		{"distinct keys that share a prefix", `{"name":1,"names":2}`, false},
 		{"empty", ``, true},
 		{"truncated", `{"a":`, true},
 		{"unclosed", `{"a":1`, true},
@@ -86,6 +98,49 @@ func TestCheckJSON(t *testing.T) {
 	}
 }
 
+// TestFoldKey: the fold CheckJSON compares keys in is the one Go's
+// encoding/json matches struct fields in, and more (NFKC): every key that
+// encoding/json would decode into a field named "name" folds to "name".
+func TestFoldKey(t *testing.T) {
+	for _, k := range []string{"name", "Name", "NAME", "nAmE", "ｎａｍｅ", "Ｎame"} {
+		if got := FoldKey(k); got != "name" {
+			t.Errorf("FoldKey(%q) = %q, want %q", k, got, "name")
+		}
+	}
+	for _, k := range []string{"kind", "\u212aind"} {
+		var v struct{ Kind int }
+		if err := json.Unmarshal([]byte(`{"`+k+`":1}`), &v); err != nil {
+			t.Fatal(err)
+		}
+		if v.Kind != 1 {
+			continue // encoding/json did not match it; nothing to show
+		}
+		if FoldKey(k) != FoldKey("Kind") {
+			t.Errorf("encoding/json matches %q to Kind, but FoldKey(%q) = %q differs from %q", k, k, FoldKey(k), FoldKey("Kind"))
+		}
+	}
+}
+
+func TestSkeleton(t *testing.T) {
+	tests := []struct {
+		a, b string
+		same bool
+	}{
+		{"get-sum", "GET-SUM", true},
+		{"secret", "ｓｅｃｒｅｔ", true},
+		{"café", "cafe\u0301", true},
+		{"Delete_File", "delete_file", true},
+		{"file", "\ufb01le", true},
+		{"echo", "echo2", false},
+		{"get-sum", "get_sum", false},
+	}
+	for _, tt := range tests {
+		if got := Skeleton(tt.a) == Skeleton(tt.b); got != tt.same {
+			t.Errorf("Skeleton(%q) == Skeleton(%q) is %v, want %v", tt.a, tt.b, got, tt.same)
+		}
+	}
+}
+
 func deep(n int) string {
 	b := make([]byte, 0, 2*n)
 	for i := 0; i < n; i++ {
@@ -98,7 +153,7 @@ func deep(n int) string {
 }
 
 func FuzzCheckJSON(f *testing.F) {
-	for _, s := range []string{`{"a":1}`, `{"a":1,"a":2}`, `[{"x":[{}]}]`, `{"a":`, `"\u0061"`, `{"a":{"b":{"a":1,"b":2}}}`} {
+	for _, s := range []string{`{"a":1}`, `{"a":1,"a":2}`, `[{"x":[{}]}]`, `{"a":`, `"\u0061"`, `{"a":{"b":{"a":1,"b":2}}}`, `{"name":1,"Name":2}`, `{"ｎａｍｅ":1,"name":2}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

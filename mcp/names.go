@@ -14,13 +14,14 @@ import (
 // left for servers that count differently, and nothing longer is a name.
 const MaxNameLen = 512
 
-// Name returns name in Unicode normalisation form C, the form in which
-// names are compared (exactly) with the policy, the pins and each other. It
+// Name returns name in Unicode normalisation form C. It
 // refuses an empty name, invalid UTF-8, and any control, format (zero-width
 // joiners and spaces, bidirectional overrides, the byte-order mark), line or
 // paragraph separator, or private-use character: those make two names that
 // read the same compare different, or hide part of a name from a person
-// approving it.
+// approving it. The gateway uses it to refuse such names, and compares
+// names byte for byte as the server listed them, finding look-alikes by
+// their Skeleton.
 func Name(name string) (string, error) {
 	if name == "" {
 		return "", errs.Invalidf("an empty name")
@@ -65,3 +66,11 @@ func runeDesc(r rune) string {
 	}
 	return fmt.Sprintf("an invisible or format character (U+%04X)", r)
 }
+
+// Skeleton is the form in which two names are taken for look-alikes:
+// NFKC with Unicode case folding (FoldKey). Names are compared exactly
+// (byte for byte) everywhere; Skeleton finds the names that a person, or
+// a server matching names loosely, would take for one another: "GET-SUM"
+// and "get-sum", the full-width "ｓｅｃｒｅｔ" and "secret", "café" in NFC
+// and NFD.
+func Skeleton(name string) string { return FoldKey(name) }

@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
+	"github.com/airlock-run/airlock/audit"
 	"github.com/airlock-run/airlock/egress"
 	"github.com/airlock-run/airlock/egress/wire"
 	"github.com/airlock-run/airlock/errs"
@@ -238,16 +242,9 @@ func (k *Kernel) startEgress(ctx context.Context, p *policy.Policy, call Call) (
 		},
 		AllowAddr: list.AllowsAddr,
 		DenyAddr:  list.DeniesAddr,
-		Audit: func(e egress.Event) error {
-			v := policy.Deny
-			if e.Allow {
-				v = policy.Allow
-			}
-			return k.record(context.WithoutCancel(ctx), Record{Kind: "egress", Time: e.Start, CallDigest: call.Digest(),
-				Verdict: v, Rule: e.Rule, Reason: e.Reason, Decider: "egress", Category: policy.CatNet,
-				Fields: map[string]any{"event": e}})
-		},
 	}
+	var flush func() error
+	opts.Audit, flush = k.egressAudit(context.WithoutCancel(ctx), call)
 	if p.Net.DNS == "none" {
 		opts.Resolver = noResolver{}
 	}
@@ -260,7 +257,87 @@ func (k *Kernel) startEgress(ctx context.Context, p *policy.Policy, call Call) (
 		return nil, nil, errs.Wrap(errs.Unavailable, err, "egress proxy")
 	}
 	go px.Serve(ln)
-	return func() { px.Close(); ln.Close(); os.RemoveAll(dir) }, &sandbox.NetSpec{ProxySocket: path, Token: token}, nil
+	stop = func() {
+		px.Close()
+		ln.Close()
+		os.RemoveAll(dir)
+		// The proxy is closed: no refusal comes after the last summary.
+		if err := flush(); err != nil {
+			k.run.warn("egress: the count of refused connections could not be recorded: " + err.Error())
+		}
+	}
+	return stop, &sandbox.NetSpec{ProxySocket: path, Token: token}, nil
+}
+
+// maxDestination bounds the destination a summary names: the host is the
+// box's own string.
+const maxDestination = 128
+
+// egressAudit is the egress proxy's Audit hook for one box. Every allowed
+// connection is recorded as it is, and so are the box's first refusals and
+// then a trickle of them; past that rate refusals are counted
+// (audit.Coalescer) into "egress.coalesced" records, so a box that refuses
+// itself thousands of connections a second grows the host's audit log by
+// a bounded amount (BenchmarkEgressFlood). flush records the last count;
+// call it when the proxy is closed. A record that cannot be written is the
+// hook's error: the proxy fails closed.
+func (k *Kernel) egressAudit(ctx context.Context, call Call) (hook func(egress.Event) error, flush func() error) {
+	digest := call.Digest()
+	co := audit.NewCoalescer(audit.CoalesceOptions{})
+	summary := func(s *audit.Summary) error {
+		return k.record(ctx, Record{Kind: "egress.coalesced", Time: s.Last, CallDigest: digest,
+			Verdict: policy.Deny, Reason: "refused connections counted past the record rate", Decider: "egress",
+			Category: policy.CatNet, Fields: s.Fields()})
+	}
+	one := func(e egress.Event) error {
+		v := policy.Deny
+		if e.Allow {
+			v = policy.Allow
+		}
+		return k.record(ctx, Record{Kind: "egress", Time: e.Start, CallDigest: digest,
+			Verdict: v, Rule: e.Rule, Reason: e.Reason, Decider: "egress", Category: policy.CatNet,
+			Fields: map[string]any{"event": e}})
+	}
+	hook = func(e egress.Event) error {
+		if e.Allow {
+			return one(e)
+		}
+		pass, due := co.Take(e.Start, destination(e), e.Reason)
+		if due != nil {
+			if err := summary(due); err != nil {
+				return err
+			}
+		}
+		if !pass {
+			return nil
+		}
+		return one(e)
+	}
+	flush = func() error {
+		if s := co.Flush(); s != nil {
+			return summary(s)
+		}
+		return nil
+	}
+	return hook, flush
+}
+
+// destination names what a refused event asked for: the host and port,
+// else the address, else how it asked (a connection without the token).
+func destination(e egress.Event) string {
+	var d string
+	switch {
+	case e.Host != "":
+		d = net.JoinHostPort(e.Host, strconv.Itoa(e.Port))
+	case e.Addr.IsValid():
+		d = e.Addr.String()
+	default:
+		return e.Proto
+	}
+	if len(d) > maxDestination {
+		d = d[:maxDestination] + "…"
+	}
+	return e.Proto + " " + d
 }
 
 var gitSafety = map[string]string{
@@ -300,6 +377,11 @@ func specFor(p *policy.Policy, w policy.World, environ []string) (sandbox.Spec, 
 		}
 	}
 	spec.Env = boxEnv(p, w, environ)
+	if p.Shell.Allow != nil {
+		// The programs the policy lists are the only ones the kernel
+		// lets a tier-1 box execute (Landlock).
+		spec.Exec = &sandbox.ExecSpec{Programs: p.Shell.Allow, RunWritten: p.Shell.RunWritten}
+	}
 	return spec, nil
 }
 
@@ -442,4 +524,16 @@ func matchDoubleStar(pattern, name string) bool {
 		return j == len(ns)
 	}
 	return match(0, 0)
+}
+
+// RunResult is how a command that ran ended, and where (the runner's
+// evidence).
+type RunResult = runner.Result
+
+// CheckBox starts a real tier-1 box that runs `true`, for `airlock sandbox
+// check`: what happens, rather than what the host's files suggest. It
+// returns how long the box took.
+func CheckBox(ctx context.Context, exe string) (time.Duration, error) {
+	_, took, err := runner.Check(ctx, exe)
+	return took, err
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/runner"
+	"github.com/airlock-run/airlock/sandbox"
 )
 
 // FileResult is what a file call made.
@@ -54,6 +55,11 @@ func (k *Kernel) File(ctx context.Context, call Call) (FileResult, error) {
 		return res, err
 	}
 	defer b.stop()
+	if b.spec.Exec != nil {
+		// The box's exec wall names the file tools' own programs, not the
+		// policy's: nothing else runs in this box.
+		b.spec.Exec = &sandbox.ExecSpec{Programs: fileToolPrograms}
+	}
 	var stdout, stderr bytes.Buffer
 	r, err := runner.Run(ctx, k.run.exe, runner.Request{Argv: argv, Spec: b.spec, Tier: b.tier, Stdin: stdin,
 		Stdout: &stdout, Stderr: &stderr, OutputCap: k.run.outputCap})
@@ -103,6 +109,10 @@ func (k *Kernel) fileProgram(call *Call) (argv []string, stdin io.Reader, err er
 	}
 	return nil, nil, errs.Invalidf("file: a %s call is not a file call", call.Kind)
 }
+
+// fileToolPrograms are the programs fileProgram names (and writeScript
+// runs).
+var fileToolPrograms = []string{"head", "find", "grep", "sh", "dirname", "mkdir", "cat"}
 
 // writeScript makes the file's directory and writes standard input to it;
 // the path is an argument, never part of the script.

@@ -170,6 +170,7 @@ func randomPolicy(r *rand.Rand) *Policy {
 		p.Shell.Raw = &b
 	}
 	p.Shell.Spawn = r.IntN(2) == 0
+	p.Shell.RunWritten = r.IntN(2) == 0
 	p.Env.Allow = pick(r, envPool)
 	if r.IntN(2) == 0 {
 		p.Tools = map[string]ToolRule{}
@@ -255,7 +256,7 @@ func checkNarrowing(t *testing.T, r *rand.Rand) {
 	if base.Isolation != "none" && q.Isolation == "none" {
 		t.Fatalf("isolation widened to none")
 	}
-	if !base.Shell.Spawn && q.Shell.Spawn || !base.Shell.RawAllowed() && q.Shell.RawAllowed() {
+	if !base.Shell.Spawn && q.Shell.Spawn || !base.Shell.RawAllowed() && q.Shell.RawAllowed() || !base.Shell.RunWritten && q.Shell.RunWritten {
 		t.Fatalf("shell switches widened: base %+v, narrowed %+v", base.Shell, q.Shell)
 	}
 }

@@ -73,5 +73,8 @@ func (s Shell) MarshalJSON() ([]byte, error) {
 	if s.Raw != nil {
 		out["raw"] = *s.Raw
 	}
+	if s.RunWritten {
+		out["run_written"] = true
+	}
 	return json.Marshal(out)
 }

@@ -84,6 +84,7 @@ func (p *Policy) Narrow(n *Policy) *Policy {
 		q.Shell.Raw = &f
 	}
 	q.Shell.Spawn = p.Shell.Spawn && n.Shell.Spawn
+	q.Shell.RunWritten = p.Shell.RunWritten && n.Shell.RunWritten
 
 	q.Env.Allow = slices.Clone(p.Env.Allow)
 	if n.Env.Allow != nil {

@@ -465,7 +465,7 @@ func (ps *parser) shell(n *yaml.Node, p *Policy) {
 		p.Shell.Raw = &f
 		return
 	}
-	ps.mapping(n, "shell", []string{"allow", "args", "raw", "spawn"}, func(key string, k, v *yaml.Node) {
+	ps.mapping(n, "shell", []string{"allow", "args", "raw", "spawn", "run_written"}, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "allow":
 			if l := ps.list(v, "shell.allow", checkProgram); l != nil {
@@ -503,6 +503,8 @@ func (ps *parser) shell(n *yaml.Node, p *Policy) {
 			}
 		case "spawn":
 			p.Shell.Spawn, _ = ps.boolean(v, "shell.spawn")
+		case "run_written":
+			p.Shell.RunWritten, _ = ps.boolean(v, "shell.run_written")
 		}
 	})
 }

@@ -23,6 +23,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top key", "isolation: auto\nfilesystem: {}\n", "p.yaml:2:1: filesystem: unknown field"},
 		{"duplicate key", "fs:\n  read: [a]\n  read: [b]\n", "p.yaml:3:3: fs.read: duplicate key"},
 		{"duplicate json key", `{"fs": {"read": ["a"]}, "fs": {}}`, "p.yaml:1:25: fs: duplicate key"},
+		{"run_written not bool", "shell:\n  run_written: 1\n", "p.yaml:2:16: shell.run_written: want"},
 		{"isolation value", "isolation: off\n", `p.yaml:1:12: isolation: "off": want auto or none`},
 		{"fs read not list", "fs:\n  read: src\n", `p.yaml:2:9: fs.read: want a list, got the string "src"`},
 		{"fs read null", "fs:\n  read:\n", "p.yaml:2:8: fs.read: want a list, got nothing (null)"},
@@ -107,6 +108,7 @@ shell:
     git: {deny: ["push --force*"], escalate: ["push*"]}
   raw: false
   spawn: false
+  run_written: true
 env:
   allow: [GITHUB_TOKEN]
   set: {CI: 1, LANG: C.UTF-8}
@@ -128,7 +130,7 @@ sandbox: {ptrace: true}
 		FS:        FS{Read: []string{".", "~/.cache"}, Write: []string{"./out"}},
 		Net:       Net{Allow: []string{"api.github.com:443"}, DNS: "allowlist"},
 		Shell: Shell{Allow: []string{"git", "bun"}, Args: map[string]ArgRules{"git": {Deny: []string{"push --force*"}, Escalate: []string{"push*"}}},
-			Raw: &f},
+			Raw: &f, RunWritten: true},
 		Env: EnvRules{Allow: []string{"GITHUB_TOKEN"}, Set: map[string]string{"CI": "1", "LANG": "C.UTF-8"}},
 		Tools: map[string]ToolRule{
 			"fs.read": {Verdict: Allow}, "fs.remove": {Verdict: Deny}, "*": {Verdict: Escalate},

@@ -186,6 +186,11 @@ type Shell struct {
 	// Spawn says whether a command may leave processes running in the
 	// background (`cmd &`). False refuses them.
 	Spawn bool `json:"spawn"`
+	// RunWritten lets a tier-1 box execute files it wrote (beneath its
+	// writable places) when Allow is given. False: with Allow given, the
+	// kernel executes only the listed programs' files, so nothing the box
+	// writes ever runs.
+	RunWritten bool `json:"run_written,omitempty"`
 }
 
 // ArgRules are argument patterns for one program. See docs/policy.md for

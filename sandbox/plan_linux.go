@@ -824,6 +824,10 @@ func (p *planner) plan(exe string) error {
 				if pn.mode&unix.S_IFMT == unix.S_IFLNK {
 					return p.refuse(pf, "the policy file is a symbolic link inside a writable directory")
 				}
+				if err := p.pinParents(pn.real); err != nil {
+					pn.f.Close()
+					return err
+				}
 				p.bindFD(pn, pn.real, false, 3)
 			}
 		}
@@ -881,6 +885,10 @@ func (p *planner) plan(exe string) error {
 	}
 	args = append(args, "--chdir", wd.real)
 
+	execArgs, err := p.execWall(wd.real) // the exec allowlist: execlist_linux.go
+	if err != nil {
+		return err
+	}
 	var cfgN, stN int
 	if p.direct {
 		prog, err := seccomp.Program(runtime.GOARCH, seccomp.Options{Ptrace: spec.Ptrace})
@@ -950,6 +958,7 @@ func (p *planner) plan(exe string) error {
 	b.Seccomp = true
 	b.Argv = []string{p.bw.Path, "--args", strconv.Itoa(argsN), "--"}
 	if p.direct {
+		b.Argv = append(b.Argv, execArgs...) // the exec step, when walled
 		b.direct = true
 		b.visible = p.visible()
 		b.boxOnly = p.boxOnly
@@ -1330,6 +1339,43 @@ func (p *planner) protectRel(r *pinned, comps []string, gp gitPath, bind func(*p
 		unix.Close(dirfd)
 		dirfd = nfd
 		cur = next
+	}
+	return nil
+}
+
+// pinParents binds every directory between the writable path that holds
+// file and file onto itself, still writable, as protect does for the
+// ancestors of a protected path: a mount point cannot be renamed, so the
+// box cannot move the directory aside with the read-only policy file in it
+// and put a directory of its own, with a policy of its own, in its place.
+func (p *planner) pinParents(file string) error {
+	root := ""
+	for _, w := range p.writable {
+		if within(file, w) && len(w) > len(root) {
+			root = w
+		}
+	}
+	if root == "" {
+		return nil
+	}
+	var dirs []string
+	for d := filepath.Dir(file); d != root && within(d, root); d = filepath.Dir(d) {
+		dirs = append(dirs, d)
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		d := dirs[i]
+		if p.has(d) {
+			continue
+		}
+		pn, err := pin(d, p.writable)
+		if err != nil {
+			return errs.Wrap(errs.Unavailable, err, "sandbox: policy file's directory")
+		}
+		if !pn.isDir() {
+			pn.f.Close()
+			return p.refuse(d, "the policy file's directory is not a directory")
+		}
+		p.bindFD(pn, d, true, 3)
 	}
 	return nil
 }

@@ -14,6 +14,8 @@ type Report struct {
 	Seccomp    SeccompReport `json:"seccomp"`
 	Cgroup     CgroupReport  `json:"cgroup"`
 	Yama       YamaReport    `json:"yama"`
+	// Landlock is the kernel's Landlock ABI, which holds the exec allowlist.
+	Landlock LandlockReport `json:"landlock"`
 	// Protected reports whether protected paths are enforced on this host.
 	Protected bool `json:"protected_paths"`
 	// GVisor is the path of runsc, "" when absent.
@@ -83,4 +85,11 @@ type CgroupReport struct {
 type YamaReport struct {
 	Present     bool `json:"present"`
 	PtraceScope int  `json:"ptrace_scope"`
+}
+
+// LandlockReport is the kernel's Landlock support.
+type LandlockReport struct {
+	// ABI is the version landlock_create_ruleset reports; 0 is none.
+	ABI int    `json:"abi"`
+	Err string `json:"error,omitempty"`
 }

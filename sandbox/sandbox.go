@@ -95,6 +95,9 @@ type Spec struct {
 	// the repository is built by a tool nobody watches (policy
 	// fs.unattended_build).
 	UnattendedBuild bool
+	// Exec is the exec allowlist (Landlock); nil means any program may
+	// execute (the policy lists none).
+	Exec *ExecSpec
 }
 
 // Limits are resource limits placed on the whole process tree.

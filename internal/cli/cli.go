@@ -39,6 +39,11 @@ type Env struct {
 	// IsTerminal reports whether standard input and error are a terminal a
 	// person can answer on.
 	IsTerminal bool
+	// StdoutTerminal and StderrTerminal report whether Stdout and Stderr
+	// are a terminal: what a boxed command prints there is passed through
+	// termsafe, so it cannot program the person's terminal. False (a file,
+	// a pipe, a test's buffer) passes the output unchanged.
+	StdoutTerminal, StderrTerminal bool
 
 	// cmd is the path of the command that ran ("policy check"), "" before
 	// one is found; flags is the flag set it made with NewFlags, nil if
@@ -340,12 +345,15 @@ func oneLine(s string) string {
 	return s
 }
 
-// DefaultEnv builds an Env from the real process.
-func DefaultEnv(isTerminal bool) *Env {
+// DefaultEnv builds an Env from the real process; isTerminal is whether a
+// person can answer on standard input and error, outTerm and errTerm
+// whether standard output and error are terminals.
+func DefaultEnv(isTerminal, outTerm, errTerm bool) *Env {
 	dir, _ := os.Getwd()
 	exe, _ := os.Executable()
 	return &Env{
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		Environ: os.Environ(), Dir: dir, Exe: exe, IsTerminal: isTerminal,
+		StdoutTerminal: outTerm, StderrTerminal: errTerm,
 	}
 }

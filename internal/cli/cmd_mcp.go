@@ -51,7 +51,7 @@ func mcpWrapCmd() *Command {
 			hf := addHTTPFlags(fs)
 			prefix := fs.String("name", "", "decide tools as `PREFIX`.tool (default: by their bare names)")
 			callTimeout := fs.Duration("call-timeout", 10*time.Minute, "answer a request the server has not answered within this long with an error (0: wait)")
-			threshold := fs.String("offload", "", `offload results heavier than this many tokens ("off" keeps all inline; default 10000)`)
+			threshold, elicit := addResultFlags(fs)
 			pinsDir := fs.String("pins", "", "`directory` of pinned tool definitions (default: $XDG_STATE_HOME/airlock/mcp-pins)")
 			sf := addStoreFlags(fs)
 			kf.store = sf
@@ -115,12 +115,14 @@ func mcpWrapCmd() *Command {
 					// may still be called with other arguments: keep it listed.
 					return d.Verdict != policy.Deny || strings.HasSuffix(d.Rule, ".else")
 				},
-				Prefix:     *prefix,
-				Pins:       pins,
-				ApprovePin: pinApprover(k),
+				Prefix:      *prefix,
+				PolicyTools: func() map[string]policy.ToolRule { return k.Kernel.Policy().Tools },
+				Audit:       k.Audit.Append,
+				Pins:        pins,
+				ApprovePin:  pinApprover(k),
 				// Escalations go to the person at the client when it can
 				// show an elicitation, else to the broker and terminal.
-				WithApprover: mediator.WithApprover,
+				WithApprover: withApprover(*elicit),
 				CallTimeout:  *callTimeout,
 				Log:          env.Log,
 			}
@@ -166,9 +168,10 @@ func boxedServer(k *wiring.Kernel, env *Env, argv []string) gateway.Starter {
 // keeps the tool blocked.
 func pinApprover(k *wiring.Kernel) func(ctx context.Context, old, new gateway.Definition) error {
 	return func(ctx context.Context, old, new gateway.Definition) error {
-		call := mediator.Call{Kind: mediator.KindTool, Tool: new.Name, Args: map[string]any{
-			"old_description": old.Description, "new_description": new.Description,
-			"new_input_schema": string(new.InputSchema), "pinned_digest": old.Digest(), "new_digest": new.Digest()}}
+		// The person is shown every member that changed, old and new.
+		args := gateway.ApprovalArgs(old, new)
+		args["pinned_digest"], args["new_digest"] = old.Digest(), new.Digest()
+		call := mediator.Call{Kind: mediator.KindTool, Tool: new.Name, Args: args}
 		return k.Confirm(ctx, call, "mcp.pins", fmt.Sprintf("the definition of the MCP tool %s changed since it was pinned", new.Name))
 	}
 }
@@ -182,4 +185,13 @@ func stateDir(env *Env) (string, error) {
 		return filepath.Join(h, ".local", "state", "airlock"), nil
 	}
 	return "", errs.Unavailablef("mcp pins: neither XDG_STATE_HOME nor HOME is an absolute path (set --pins)")
+}
+
+// withApprover is the gateway's hook for asking the client's person, or nil
+// (every escalation to 'airlock approvals') when elicitation is off.
+func withApprover(elicit bool) func(context.Context, mediator.Approver) context.Context {
+	if !elicit {
+		return nil
+	}
+	return mediator.WithApprover
 }

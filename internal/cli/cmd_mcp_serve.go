@@ -44,8 +44,7 @@ func mcpServeCmd() *Command {
 			fs := NewFlags(env, "airlock mcp serve", mcpServeUsage, mcpServeLong)
 			kf := addKernelFlags(fs, "the calls")
 			hf := addHTTPFlags(fs)
-			threshold := fs.String("offload", "", "offload results over N tokens, or off (default 10000)")
-			elicit := fs.Bool("elicit", true, "put escalations to the person at the MCP client (elicitation) when it supports it; false: only 'airlock approvals'")
+			threshold, elicit := addResultFlags(fs)
 			sf := addStoreFlags(fs)
 			kf.store = sf
 			if err := ParseFlags(fs, args); err != nil {
@@ -277,3 +276,12 @@ func splitList(s string) []string {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// addResultFlags defines the flags mcp serve and mcp wrap share beside the
+// kernel's and HTTP's: where results too heavy for a model go, and who is
+// asked about an escalation.
+func addResultFlags(fs *flag.FlagSet) (threshold *string, elicit *bool) {
+	threshold = fs.String("offload", "", `offload results heavier than this many tokens ("off" keeps all inline; default 10000)`)
+	elicit = fs.Bool("elicit", true, "put escalations to the person at the MCP client (elicitation) when it supports it; false: only 'airlock approvals'")
+	return threshold, elicit
+}

@@ -11,11 +11,13 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/internal/wiring"
 	"github.com/airlock-run/airlock/policy"
 	"github.com/airlock-run/airlock/policy/shellread"
+	"github.com/airlock-run/airlock/termsafe"
 )
 
 func policyCmd() *Command {
@@ -24,7 +26,7 @@ func policyCmd() *Command {
 says what calls may do: files, network, programs and their arguments, the
 environment, tools and limits. Without one, the built-in workspace profile
 applies. See docs/policy.md for every field.`,
-		Sub: []*Command{policyCheckCmd(), policyExplainCmd(), policyShowCmd()}}
+		Sub: []*Command{policyCheckCmd(), policyExplainCmd(), policyShowCmd(), policyTrustCmd()}}
 }
 
 func policyCheckCmd() *Command {
@@ -214,7 +216,7 @@ func loadPolicyAt(env *Env, file, workdirFlag, mode string) (*policy.Policy, str
 	if err != nil {
 		return nil, "", "", err
 	}
-	p, source, err := wiring.LoadPolicy(env.Dir, workdir, file)
+	p, source, err := wiring.LoadPolicy(env.Dir, workdir, file, env.Getenv)
 	if err != nil {
 		return nil, "", "", err
 	}
@@ -297,4 +299,100 @@ the working directory (--workdir, as for run).`
 			enc.SetIndent("", "  ")
 			return enc.Encode(p)
 		}}
+}
+
+func policyTrustCmd() *Command {
+	const usage = "FILE"
+	const long = `Records the SHA-256 and the content of the policy FILE in the trusted list
+($XDG_CONFIG_HOME/airlock/trusted.yaml). A policy whose content is trusted is
+in force wherever it lies. A policy that is not trusted is held against the
+one that is: the content last trusted at its path, or — where a box may have
+written it — the built-in workspace profile; if it asks for less confinement
+(isolation: none, wider fs, net, shell or env), runs refuse it and name this
+command. When FILE was trusted before with other content, the difference is
+shown first. Read the file before you trust it: it says what every later run
+under it may do.`
+	return &Command{Name: "trust", Usage: usage, Short: "trust a policy file's content", Long: long,
+		Run: func(ctx context.Context, env *Env, args []string) error {
+			fs := NewFlags(env, "airlock policy trust", usage, long)
+			if err := ParseFlags(fs, args); err != nil {
+				return err
+			}
+			if fs.NArg() != 1 {
+				return usagef("one FILE is required (see airlock policy trust --help)")
+			}
+			list, err := wiring.TrustedPath(env.Getenv)
+			if err != nil {
+				return err
+			}
+			res, err := wiring.Trust(list, env.Dir, fs.Arg(0), time.Now())
+			if err != nil {
+				return err
+			}
+			// The file may be a box's: what it says reaches the terminal
+			// shown, never obeyed.
+			out := termsafe.NewWriter(env.Stdout)
+			defer out.Flush()
+			switch prev := res.Previous; {
+			case prev != nil && prev.SHA256 == res.SHA256:
+				fmt.Fprintf(out, "%s: already trusted (sha256 %s)\n", res.Path, res.SHA256)
+				return nil
+			case prev != nil:
+				fmt.Fprintf(out, "%s changed since it was trusted on %s:\n", res.Path, prev.Trusted.Format(time.DateTime))
+				writeDiff(out, prev.Content, res.Content)
+			}
+			fmt.Fprintf(out, "trusted %s (sha256 %s)\n", res.Path, res.SHA256)
+			return nil
+		}}
+}
+
+// maxDiffLines bounds the files writeDiff compares line by line; longer
+// ones are shown whole on both sides.
+const maxDiffLines = 2000
+
+// writeDiff writes the lines that differ between old and new: "-" for a
+// line only old has, "+" for one only new has, in file order.
+func writeDiff(w io.Writer, old, new string) {
+	a, b := strings.SplitAfter(old, "\n"), strings.SplitAfter(new, "\n")
+	line := func(prefix, s string) { fmt.Fprintf(w, "%s%s\n", prefix, strings.TrimSuffix(s, "\n")) }
+	if len(a) > maxDiffLines || len(b) > maxDiffLines {
+		for _, s := range a {
+			line("-", s)
+		}
+		for _, s := range b {
+			line("+", s)
+		}
+		return
+	}
+	// lcs[i][j] is the longest common subsequence of a[i:] and b[j:].
+	lcs := make([][]int32, len(a)+1)
+	for i := range lcs {
+		lcs[i] = make([]int32, len(b)+1)
+	}
+	for i := len(a) - 1; i >= 0; i-- {
+		for j := len(b) - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case i < len(a) && j < len(b) && a[i] == b[j]:
+			i, j = i+1, j+1
+		case i < len(a) && (j == len(b) || lcs[i+1][j] >= lcs[i][j+1]):
+			if a[i] != "" {
+				line("-", a[i])
+			}
+			i++
+		default:
+			if b[j] != "" {
+				line("+", b[j])
+			}
+			j++
+		}
+	}
 }

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/internal/privfile"
 	"github.com/airlock-run/airlock/mediator"
 	"github.com/airlock-run/airlock/policy"
-	"github.com/airlock-run/airlock/runner"
+	"github.com/airlock-run/airlock/termsafe"
 )
 
 const runLong = `Decide CMD against the policy and, when it is allowed, run it in the sandbox.
@@ -49,7 +51,9 @@ func runCmd() *Command {
 				env.Log.Info("no policy file; using the built-in workspace profile")
 			}
 			call := mediator.Call{Kind: mediator.KindExec, Argv: argv}
-			res, err := k.Exec(ctx, call, mediator.ExecOptions{Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr})
+			stdout, stderr, flush := terminalSafe(env)
+			res, err := k.Exec(ctx, call, mediator.ExecOptions{Stdin: env.Stdin, Stdout: stdout, Stderr: stderr})
+			flush()
 			if *report != "" {
 				if werr := writeReport(absFrom(env, *report), k.BoxWritable, call, res, err); werr != nil && err == nil {
 					err = werr
@@ -70,9 +74,46 @@ func runCmd() *Command {
 			if res.WallTimeout {
 				fmt.Fprintln(env.Stderr, "airlock: the wall-clock limit ended the command")
 			}
+			if res.ExitCode == errs.ExitRefused && execWalled(res.Description.Notes) {
+				fmt.Fprintln(env.Stderr, "airlock: exit 126 in a box with the exec wall: a \"Permission denied\" above is the kernel refusing a program the policy does not list (shell.allow)")
+			}
 			return &ExitError{Code: res.ExitCode}
 		},
 	}
+}
+
+// terminalSafe gives the streams a boxed command writes to: where a stream
+// is the person's terminal, a termsafe.Writer in front of it, so what the
+// command prints cannot set the clipboard, plant hyperlinks, retitle the
+// window or make the terminal type answers into the person's input. flush
+// shows a sequence the output ended in the middle of; call it once the
+// command is done.
+func terminalSafe(env *Env) (stdout, stderr io.Writer, flush func()) {
+	stdout, stderr = env.Stdout, env.Stderr
+	var ws []*termsafe.Writer
+	if env.StdoutTerminal {
+		w := termsafe.NewWriter(env.Stdout)
+		stdout, ws = w, append(ws, w)
+	}
+	if env.StderrTerminal {
+		w := termsafe.NewWriter(env.Stderr)
+		stderr, ws = w, append(ws, w)
+	}
+	return stdout, stderr, func() {
+		for _, w := range ws {
+			w.Flush()
+		}
+	}
+}
+
+// execWalled reports whether the box's evidence says it had the exec wall.
+func execWalled(notes []string) bool {
+	for _, n := range notes {
+		if strings.HasPrefix(n, "exec wall: ") {
+			return true
+		}
+	}
+	return false
 }
 
 // runReport is the --report file: the decision and the runner's evidence.
@@ -87,7 +128,7 @@ type runReport struct {
 	Denial  *errs.Denial `json:"denial,omitempty"`
 	Error   string       `json:"error,omitempty"`
 	// Result is where and how the command ran, when it did.
-	Result *runner.Result `json:"result,omitempty"`
+	Result *mediator.RunResult `json:"result,omitempty"`
 	// Commands is, for a shell string, the decision of every simple
 	// command in it.
 	Commands []policy.CommandDecision `json:"commands,omitempty"`

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/airlock-run/airlock/runner"
+	"github.com/airlock-run/airlock/mediator"
 	"github.com/airlock-run/airlock/sandbox"
 )
 
@@ -50,7 +50,7 @@ expected but a box could not be started.`
 			rep := checkReport{Report: sandbox.Probe()}
 			var startErr error
 			if rep.Best >= sandbox.Tier1 {
-				_, took, err := runner.Check(ctx, env.Exe)
+				took, err := mediator.CheckBox(ctx, env.Exe)
 				rep.BoxStart.Millis = float64(took.Microseconds()) / 1000
 				if err != nil {
 					startErr = err
@@ -131,6 +131,7 @@ func printCheck(w io.Writer, rep checkReport) {
 	default:
 		fmt.Fprintf(w, "Cgroups: v%d at %s, controllers %s, writable %s\n", cg.Version, cg.Root, strings.Join(cg.Controllers, " "), yesNo(cg.Writable))
 	}
+	fmt.Fprintf(w, "Landlock: ABI %d\n", r.Landlock.ABI)
 	if r.Yama.Present {
 		fmt.Fprintf(w, "Yama ptrace_scope: %d\n", r.Yama.PtraceScope)
 	} else {

@@ -109,6 +109,12 @@ func frontEndRows() []feRow {
 		{name: "duplicate tool name key", call: feCall{
 			serve: `{"name":"exec","arguments":{"argv":["echo","hi"]},"NAME":"write_file"}`,
 			wrap:  `{"name":"get-sum","NAME":"echo","arguments":{"a":1,"b":2}}`}, want: invalid},
+		{name: "a tool name never listed", call: feCall{
+			serve: `{"name":"EXEC","arguments":{"argv":["rm","-f","victim"]}}`,
+			wrap:  `{"name":"GET-SUM","arguments":{"a":1,"b":2}}`}, want: invalid, after: victimKept},
+		{name: "a listed name with a trailing space", call: feCall{
+			serve: `{"name":"exec ","arguments":{"argv":["rm","-f","victim"]}}`,
+			wrap:  `{"name":"get-sum ","arguments":{"a":1,"b":2}}`}, want: invalid, after: victimKept},
 		{name: "write reaching airlock's grants file", mode: "fix", policy: "  write: [\".\", \"~\"]\n",
 			call: feCall{argv: []string{"sh", "-c", "echo '- argv: [rm]' > GRANTS"},
 				serve: `{"name":"write_file","arguments":{"path":"GRANTS","content":"- argv: [rm]\n"}}`,
@@ -311,7 +317,9 @@ func (c *rpcClient) call(t *testing.T, params string) (string, string) {
 	switch {
 	case resp.Error != nil && resp.Error.Code == -32001:
 		return refused, resp.Error.Message
-	case resp.Error != nil && resp.Error.Code == -32602:
+	case resp.Error != nil && (resp.Error.Code == -32700 || resp.Error.Code == -32600 || resp.Error.Code == -32602):
+		// JSON-RPC's parse error, invalid request, invalid params: the
+		// message itself was malformed.
 		return invalid, resp.Error.Message
 	case resp.Error != nil:
 		return failed, resp.Error.Message

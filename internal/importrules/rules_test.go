@@ -24,8 +24,8 @@ var frontEndBanned = []string{"runner", "sandbox", "fit", "offload", "files", "e
 
 // runnerImporters: runner is the only process starter, and only the kernel
 // loop drives it, besides the escape matrix (which must run attacks in real
-// boxes) and the CLI's host check (which times a real box start).
-var runnerImporters = []string{"mediator", "escape", "internal/cli"}
+// boxes). The CLI's host check times a box through mediator.CheckBox.
+var runnerImporters = []string{"mediator", "escape"}
 
 // boxInitMay is all the in-box init may import (DESIGN.md: boxconf, seccomp,
 // the Landlock rules and egress/forward), never the host planner.

@@ -92,17 +92,17 @@ var table = map[string]row{
 	// front ends
 	// policy and audit: the types of the rules a front end forwards and of
 	// the records its hooks write (a message refused before it is a call).
-	"mcp/serve":     {layer: frontEnds, may: []string{"audit", "mcp", "mcp/httpfront", "mediator", "policy"}},
-	"mcp/gateway":   {layer: frontEnds, may: []string{"audit", "mcp", "mcp/httpfront", "mediator", "policy"}},
-	"mcp/httpfront": {layer: frontEnds, may: []string{"mcp"}}, // the guard before any MCP code sees an HTTP request
+	"mcp/serve":     {layer: frontEnds, may: []string{"audit", "mcp", "mcp/approval", "mcp/httpfront", "mediator", "policy"}},
+	"mcp/gateway":   {layer: frontEnds, may: []string{"audit", "mcp", "mcp/approval", "mcp/httpfront", "mediator", "policy"}},
+	"mcp/approval":  {layer: frontEnds, may: []string{"mcp", "mediator"}}, // the one question put to the person at an MCP client
+	"mcp/httpfront": {layer: frontEnds, may: []string{"mcp"}},             // the guard before any MCP code sees an HTTP request
 
 	// cli
 	"internal/wiring": {layer: cli, may: []string{"approvals", "audit", "egress", "egress/wire", "files", "fit",
 		"internal/privfile", "mcp", "mediator", "netrule", "offload", "policy", "sandbox"}},
-	// runner: `airlock sandbox check` times a real box start (runner.Check).
 	"internal/cli": {layer: cli, may: []string{"approvals", "audit", "escape", "files", "fit", "internal/privfile", "termsafe",
 		"internal/wiring", "mcp", "mcp/gateway", "mcp/httpfront", "mcp/serve", "mediator", "offload", "policy",
-		"policy/shellread", "runner", "sandbox"}},
+		"policy/shellread", "sandbox"}},
 
 	// mains
 	"cmd/airlock": {layer: mains, may: []string{"egress/forward", "escape", "internal/cli", "sandbox/boxinit"}},

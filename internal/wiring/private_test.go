@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -41,6 +42,8 @@ func TestPrivateListsEveryHostWrite(t *testing.T) {
 		filepath.Join(work, "trace.json"),
 		filepath.Join(root, "r.json"),
 		filepath.Join(root, "files"),
+		filepath.Join(root, "config", "airlock", "trusted.yaml"),
+		filepath.Join(root, "state", "airlock", "box-writable"),
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Private (-want +got):\n%s", d)
@@ -91,6 +94,13 @@ func TestBuildRefusesPolicyReachingPrivate(t *testing.T) {
 				}
 			}
 			os.WriteFile(filepath.Join(work, "airlock.yaml"), []byte("fs: {read: [.], write: ["+grant+"]}\n"), 0o644)
+			// Trusted, so what refuses it is the private-state check (a
+			// policy granting "/" lies in its own grant: untrusted, it is
+			// refused as a box's).
+			list, _ := TrustedPath(getenv)
+			if _, err := Trust(list, work, "airlock.yaml", time.Now()); err != nil {
+				t.Fatal(err)
+			}
 			for _, mode := range []string{"fix", "observe"} {
 				cfg := Config{Dir: work, Getenv: getenv, Mode: mode}
 				if tt.cfg != nil {

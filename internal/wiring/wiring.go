@@ -132,7 +132,7 @@ func Build(cfg Config) (*Kernel, error) {
 	default:
 		return nil, errs.Invalidf("--mode %q: want observe or fix", cfg.Mode)
 	}
-	p, file, err := LoadPolicy(cfg.Dir, workdir, cfg.PolicyFile)
+	p, file, err := LoadPolicy(cfg.Dir, workdir, cfg.PolicyFile, cfg.Getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -165,6 +165,13 @@ func Build(cfg Config) (*Kernel, error) {
 	}
 	if err := checkPrivate(nonEmptyList(paths.trace, paths.report), k.BoxWritable); err != nil {
 		return fail(err)
+	}
+	// Before any box may write them: a later run must know that a policy
+	// file below these paths may be a box's (see trust.go).
+	if mode == policy.Fix {
+		if err := recordBoxWritable(paths.written, k.BoxWritable); err != nil {
+			return fail(err)
+		}
 	}
 
 	grants, err := approvals.LoadGrants(paths.grants)
@@ -226,10 +233,13 @@ func Build(cfg Config) (*Kernel, error) {
 // kernel, absolute; "" for what this kernel does not write.
 type hostPaths struct {
 	grants, audit, socketDir, trace, report, store string
+	// trusted is the person's trusted policies, written is the record of
+	// paths granted to boxes (trust.go).
+	trusted, written string
 }
 
 func (h hostPaths) list() []string {
-	return nonEmptyList(h.grants, h.audit, h.socketDir, h.trace, h.report, h.store)
+	return nonEmptyList(h.grants, h.audit, h.socketDir, h.trace, h.report, h.store, h.trusted, h.written)
 }
 
 // privatePaths resolves cfg's paths and their defaults.
@@ -260,12 +270,19 @@ func privatePaths(cfg Config) (hostPaths, error) {
 			return h, err
 		}
 	}
+	if h.trusted, err = TrustedPath(cfg.Getenv); err != nil {
+		return h, err
+	}
+	if h.written, err = BoxWritableRecordPath(cfg.Getenv); err != nil {
+		return h, err
+	}
 	return h, nil
 }
 
 // Private is every file and directory airlock writes on the host for cfg:
 // the grants file, the audit log, the approvals socket's directory, the
-// trace file, the report file and the file store, each when cfg has one.
+// trace file, the report file and the file store, each when cfg has one,
+// the trusted policies and the record of box-writable paths.
 // It is the one list the mediator checks a box's writable paths against,
 // whichever front end (run, mcp serve, mcp wrap) built the kernel.
 func Private(cfg Config) ([]string, error) {
@@ -317,8 +334,14 @@ func Workdir(dir, workdir string) (string, error) {
 }
 
 // LoadPolicy reads the named policy file, or airlock.yaml in workdir, or
-// returns the built-in workspace profile when there is neither.
-func LoadPolicy(dir, workdir, file string) (*policy.Policy, string, error) {
+// returns the built-in workspace profile when there is neither. A file is
+// in force only when its content is trusted or, failing that, it asks for
+// no less confinement than the trusted one (trust.go); getenv locates the
+// trusted list, the record of box-writable paths and HOME.
+func LoadPolicy(dir, workdir, file string, getenv func(string) string) (*policy.Policy, string, error) {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
 	explicit := file != ""
 	if !explicit {
 		file = filepath.Join(workdir, DefaultPolicyFile)
@@ -336,6 +359,20 @@ func LoadPolicy(dir, workdir, file string) (*policy.Policy, string, error) {
 	}
 	p, err := policy.Parse(file, data)
 	if err != nil {
+		return nil, "", err
+	}
+	c := trustCheck{file: filepath.Clean(file), data: data, workdir: workdir, home: getenv("HOME")}
+	if path, err := TrustedPath(getenv); err == nil {
+		if c.trusted, err = LoadTrusted(path); err != nil {
+			return nil, "", err
+		}
+	}
+	if path, err := BoxWritableRecordPath(getenv); err == nil {
+		if c.written, err = loadBoxWritable(path); err != nil {
+			return nil, "", err
+		}
+	}
+	if err := checkTrust(p, c); err != nil {
 		return nil, "", err
 	}
 	return p, file, nil

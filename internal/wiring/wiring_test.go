@@ -38,7 +38,7 @@ func TestLoadPolicy(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			p, file, err := LoadPolicy(work, work, tt.file)
+			p, file, err := LoadPolicy(work, work, tt.file, nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || errs.ClassOf(err) != tt.wantClass {
 					t.Fatalf("got error %v (class %v), want %v containing %q", err, errs.ClassOf(err), tt.wantClass, tt.wantErr)

@@ -64,6 +64,9 @@ func FuzzLineConn(f *testing.F) {
 		"garbage\n\n{\"a\":1,\"a\":2}\n",
 		`[]` + "\n" + `[1,2]` + "\n",
 		`{"jsonrpc":"2.0","id":"x","result":{}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n" + `{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n" + `[{"jsonrpc":"2.0","id":1,"method":"ping"}]` + "\n",
+		`{"jsonrpc":"2.0","id":1,"METHOD":"ping"}` + "\n" + `{"jsonrpc":"2.0","id":2,"method":"x","params":{"name":"a","Name":"b"}}` + "\n",
+		`{"jsonrpc":"2.0","id":1.5,"error":{"code":1,"message":"m","Data":1}}` + "\n",
 	} {
 		f.Add([]byte(s))
 	}

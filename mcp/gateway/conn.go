@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"strconv"
 	"sync"
 
 	"github.com/airlock-run/airlock/errs"
@@ -33,6 +34,12 @@ type BadFrame struct {
 	ID jsonrpc.ID
 	// TooLong is set for a frame over the limit.
 	TooLong bool
+	// Reused is set for a request whose id is still in flight.
+	Reused bool
+	// Request is set unless the frame reads as an answer (a "result" or
+	// "error" member comes before any "method"): its id is then one of the
+	// sender's requests, not that of a request of the other side's.
+	Request bool
 	Err     error
 }
 
@@ -51,8 +58,15 @@ type lineConn struct {
 	wmu sync.Mutex
 	w   io.Writer
 
-	bmu     sync.Mutex
-	batches map[jsonrpc.ID]*batch
+	// track, on a client's connection, keeps the ids of its requests in
+	// flight (with the batch each came in, nil for none) until they are
+	// answered: a request reusing one is refused here, and its refusal
+	// never taken for the answer of the first.
+	track    bool
+	bmu      sync.Mutex
+	inflight map[jsonrpc.ID]*batch
+	// refused, when set, hears of calls refused inside a batch.
+	refused func(id jsonrpc.ID, err error)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -65,7 +79,7 @@ type batch struct {
 }
 
 func newLineConn(r io.Reader, w io.Writer, max int, closer func() error) *lineConn {
-	return &lineConn{r: bufio.NewReaderSize(r, 64<<10), w: w, max: max, closer: closer}
+	return &lineConn{r: bufio.NewReaderSize(r, 64<<10), w: w, max: max, closer: closer, track: true, inflight: map[jsonrpc.ID]*batch{}}
 }
 
 // Read returns the next message, a *BadFrame for a line that is not one,
@@ -85,7 +99,7 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return nil, err
 		}
 		if head != nil {
-			return nil, &BadFrame{ID: idFromEnds(head, tail), TooLong: true,
+			return nil, &BadFrame{ID: idFromEnds(head, tail), TooLong: true, Request: !startsAnswer(head),
 				Err: errs.Invalidf("a message of more than %d MiB", c.max>>20)}
 		}
 		line = bytes.TrimSpace(line)
@@ -93,8 +107,15 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			continue
 		}
 		msgs, err := c.decode(line)
+		if errors.Is(err, errNothing) {
+			continue
+		}
+		var bad *BadFrame
+		if errors.As(err, &bad) {
+			return nil, bad
+		}
 		if err != nil {
-			return nil, &BadFrame{ID: idOf(line), Err: err}
+			return nil, &BadFrame{ID: idOf(line), Request: !startsAnswer(line), Err: err}
 		}
 		c.queue = msgs[1:]
 		return msgs[0], nil
@@ -137,9 +158,20 @@ func (c *lineConn) decode(line []byte) ([]jsonrpc.Message, error) {
 		return nil, err
 	}
 	if line[0] != '[' {
-		m, err := jsonrpc.DecodeMessage(line)
+		m, err := decodeExact(line)
 		if err != nil {
-			return nil, errs.Wrap(errs.Invalid, err, "not a JSON-RPC message")
+			return nil, err
+		}
+		if r, ok := m.(*jsonrpc.Request); ok && r.IsCall() && c.track {
+			c.bmu.Lock()
+			_, reused := c.inflight[r.ID]
+			if !reused {
+				c.inflight[r.ID] = nil
+			}
+			c.bmu.Unlock()
+			if reused {
+				return nil, &BadFrame{ID: r.ID, Reused: true, Request: true, Err: errReused(r.ID)}
+			}
 		}
 		return []jsonrpc.Message{m}, nil
 	}
@@ -149,65 +181,201 @@ func (c *lineConn) decode(line []byte) ([]jsonrpc.Message, error) {
 	}
 	msgs := make([]jsonrpc.Message, 0, len(raws))
 	b := &batch{left: map[jsonrpc.ID]int{}}
+	seen := map[jsonrpc.ID]bool{}
 	for _, raw := range raws {
-		m, err := jsonrpc.DecodeMessage(raw)
+		m, err := decodeExact(raw)
 		if err != nil {
-			return nil, errs.Wrap(errs.Invalid, err, "batch element not a JSON-RPC message")
+			return nil, errs.Wrap(errs.Invalid, err, "batch element")
 		}
 		if r, ok := m.(*jsonrpc.Request); ok && r.IsCall() {
-			if _, dup := b.left[r.ID]; dup {
+			if seen[r.ID] {
 				return nil, errs.Invalidf("batch holds id %v twice", r.ID.Raw())
 			}
-			b.left[r.ID] = len(b.responses)
-			b.responses = append(b.responses, nil)
+			seen[r.ID] = true
 		}
 		msgs = append(msgs, m)
 	}
-	if len(b.left) > 0 {
-		c.bmu.Lock()
-		if c.batches == nil {
-			c.batches = map[jsonrpc.ID]*batch{}
-		}
-		for id := range b.left {
-			c.batches[id] = b
-		}
-		c.bmu.Unlock()
+	if !c.track {
+		return msgs, nil
 	}
-	return msgs, nil
+	// Each call is answered in the batch's array; one whose id is still
+	// in flight is answered there with the refusal, and not passed on.
+	c.bmu.Lock()
+	defer c.bmu.Unlock()
+	kept := msgs[:0]
+	for _, m := range msgs {
+		r, ok := m.(*jsonrpc.Request)
+		if !ok || !r.IsCall() {
+			kept = append(kept, m)
+			continue
+		}
+		if _, reused := c.inflight[r.ID]; reused {
+			b.responses = append(b.responses, &jsonrpc.Response{ID: r.ID, Error: mcp.Error(errReused(r.ID))})
+			if c.refused != nil {
+				c.refused(r.ID, errReused(r.ID))
+			}
+			continue
+		}
+		b.left[r.ID] = len(b.responses)
+		b.responses = append(b.responses, nil)
+		c.inflight[r.ID] = b
+		kept = append(kept, m)
+	}
+	if len(b.left) == 0 && len(b.responses) > 0 {
+		// Every call in it was refused: answer it now.
+		if err := c.writeBatchLocked(b); err != nil {
+			return nil, err
+		}
+	}
+	if len(kept) == 0 {
+		return nil, errNothing
+	}
+	return kept, nil
+}
+
+// errNothing is a frame that held nothing left to pass on (a batch whose
+// every call was answered already); Read reads on.
+var errNothing = errors.New("nothing to pass on")
+
+func errReused(id jsonrpc.ID) error {
+	return errs.Invalidf("a request with id %v is already in flight; wait for its answer or use another id", id.Raw())
+}
+
+// envelope names the members of a JSON-RPC message, exactly as they are
+// spelled: Go's decoder would take "Method" or "ID" for them.
+var envelope = map[string]bool{"jsonrpc": true, "id": true, "method": true, "params": true, "result": true, "error": true}
+
+// decodeExact reads one JSON-RPC message whose keys (already checked by
+// mcp.CheckJSON: no two alike under folding) are exactly the members
+// JSON-RPC names; anything else is refused rather than guessed at.
+func decodeExact(raw []byte) (jsonrpc.Message, error) {
+	var env map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return nil, errs.Invalidf("not a JSON-RPC message: not an object")
+	}
+	for k := range env {
+		if !envelope[k] {
+			return nil, errs.Invalidf("not a JSON-RPC message: unknown member %q (members are jsonrpc, id, method, params, result, error, spelled exactly)", k)
+		}
+	}
+	if string(env["jsonrpc"]) != `"2.0"` {
+		return nil, errs.Invalidf(`not a JSON-RPC message: "jsonrpc" is not "2.0"`)
+	}
+	id, err := exactID(env["id"])
+	if err != nil {
+		return nil, err
+	}
+	if m, ok := env["method"]; ok {
+		var method string
+		if json.Unmarshal(m, &method) != nil || method == "" {
+			return nil, errs.Invalidf("not a JSON-RPC message: the method is not a string")
+		}
+		if _, ok := env["result"]; ok {
+			return nil, errs.Invalidf("not a JSON-RPC message: a request with a result")
+		}
+		if _, ok := env["error"]; ok {
+			return nil, errs.Invalidf("not a JSON-RPC message: a request with an error")
+		}
+		params := env["params"]
+		if len(params) > 0 && params[0] != '{' && params[0] != '[' {
+			return nil, errs.Invalidf("not a JSON-RPC message: params are not an object or array")
+		}
+		return &jsonrpc.Request{ID: id, Method: method, Params: params}, nil
+	}
+	if !id.IsValid() {
+		return nil, errs.Invalidf("not a JSON-RPC message: neither a method nor an id")
+	}
+	if _, ok := env["params"]; ok {
+		return nil, errs.Invalidf("not a JSON-RPC message: a response with params")
+	}
+	resp := &jsonrpc.Response{ID: id, Result: env["result"]}
+	if e, ok := env["error"]; ok {
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(e, &fields) != nil {
+			return nil, errs.Invalidf("not a JSON-RPC message: the error is not an object")
+		}
+		je := &jsonrpc.Error{Data: fields["data"]}
+		for k := range fields {
+			if k != "code" && k != "message" && k != "data" {
+				return nil, errs.Invalidf("not a JSON-RPC message: unknown error member %q", k)
+			}
+		}
+		if json.Unmarshal(fields["code"], &je.Code) != nil || json.Unmarshal(fields["message"], &je.Message) != nil {
+			return nil, errs.Invalidf("not a JSON-RPC message: the error has no integer code and string message")
+		}
+		resp.Error, resp.Result = je, nil
+	} else if len(resp.Result) == 0 {
+		return nil, errs.Invalidf("not a JSON-RPC message: a response with neither result nor error")
+	}
+	return resp, nil
+}
+
+// exactID reads an id: a string, an integer, null or absent (invalid).
+func exactID(raw json.RawMessage) (jsonrpc.ID, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return jsonrpc.ID{}, nil
+	}
+	var s string
+	if raw[0] == '"' {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return jsonrpc.ID{}, errs.Invalidf("not a JSON-RPC message: a broken id")
+		}
+		return jsonrpc.MakeID(s)
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil || n > 1<<53 || n < -(1<<53) {
+		return jsonrpc.ID{}, errs.Invalidf("not a JSON-RPC message: the id is neither a string nor an integer")
+	}
+	return jsonrpc.MakeID(float64(n))
 }
 
 // Write writes msg as one line; a response to a batch element waits for the
 // rest of its batch and goes out with it as an array.
 func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	var data []byte
-	var err error
-	if r, ok := msg.(*jsonrpc.Response); ok {
+	if r, ok := msg.(*jsonrpc.Response); ok && c.track {
 		c.bmu.Lock()
-		b := c.batches[r.ID]
-		complete := false
+		b := c.inflight[r.ID]
+		delete(c.inflight, r.ID)
 		if b != nil {
-			delete(c.batches, r.ID)
 			b.responses[b.left[r.ID]] = r
 			delete(b.left, r.ID)
-			complete = len(b.left) == 0
+			var err error
+			if len(b.left) == 0 {
+				err = c.writeBatchLocked(b)
+			}
+			c.bmu.Unlock()
+			return err
 		}
 		c.bmu.Unlock()
-		if b != nil {
-			if !complete {
-				return nil
-			}
-			raws := make([]json.RawMessage, len(b.responses))
-			for i, resp := range b.responses {
-				if raws[i], err = jsonrpc.EncodeMessage(resp); err != nil {
-					return err
-				}
-			}
-			data, err = json.Marshal(raws)
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("encode message: %w", err)
+	}
+	return c.writeLine(data)
+}
+
+// writeBatchLocked writes the answers of a complete batch as one array.
+func (c *lineConn) writeBatchLocked(b *batch) error {
+	raws := make([]json.RawMessage, len(b.responses))
+	for i, resp := range b.responses {
+		var err error
+		if raws[i], err = jsonrpc.EncodeMessage(resp); err != nil {
+			return fmt.Errorf("encode message: %w", err)
 		}
 	}
-	if data == nil && err == nil {
-		data, err = jsonrpc.EncodeMessage(msg)
+	data, err := json.Marshal(raws)
+	if err != nil {
+		return fmt.Errorf("encode message: %w", err)
 	}
+	return c.writeLine(data)
+}
+
+// writeAside writes a response on its own, outside the tracking of ids in
+// flight: the answer to a frame that was refused before it was taken as a
+// request, which may carry the id of a request still in flight.
+func (c *lineConn) writeAside(r *jsonrpc.Response) error {
+	data, err := jsonrpc.EncodeMessage(r)
 	if err != nil {
 		return fmt.Errorf("encode message: %w", err)
 	}
@@ -234,17 +402,61 @@ func (c *lineConn) Close() error {
 // idOf reads the id of a line that is JSON but not a valid message (or has
 // duplicate keys), so the error can answer it; invalid when there is none.
 func idOf(line []byte) jsonrpc.ID {
-	var env struct {
-		ID any `json:"id"`
-	}
-	if json.Unmarshal(line, &env) != nil || env.ID == nil {
+	var env map[string]json.RawMessage
+	if json.Unmarshal(line, &env) != nil {
 		return jsonrpc.ID{}
 	}
-	id, err := jsonrpc.MakeID(env.ID)
+	id, err := exactID(env["id"]) // "id" exactly, as decodeExact reads it
 	if err != nil {
 		return jsonrpc.ID{}
 	}
 	return id
+}
+
+// startsAnswer reports whether the object data begins (data may be cut
+// short) has a top-level "result" or "error" member before any "method".
+func startsAnswer(data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	depth := 1
+	key := true
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+			}
+			if depth == 1 {
+				key = true
+			}
+			if depth == 0 {
+				return false
+			}
+			continue
+		}
+		if depth != 1 {
+			continue
+		}
+		if key {
+			switch tok {
+			case "method":
+				return false
+			case "result", "error":
+				return true
+			}
+			key = false
+			continue
+		}
+		key = true // a scalar value at depth 1
+	}
 }
 
 var (

@@ -1,21 +1,30 @@
 // Package gateway is airlock's MCP gateway: it stands between an MCP client
 // and another MCP server (started in a box by the caller) and relays their
-// JSON-RPC messages unchanged, except that
+// JSON-RPC messages, read with exact keys and re-encoded from what was
+// read (never passed on as the bytes came), so that
 //
-//   - every tools/call is decided by the kernel before it is forwarded; a
-//     refusal is a structured JSON-RPC error (mcp.Error), never "not found";
+//   - every tools/call is decided by the kernel before it is forwarded, and
+//     what is forwarded is what was decided (name, arguments); a refusal
+//     is a structured JSON-RPC error (mcp.Error), never "not found";
+//   - a message with two keys alike under case or NFKC folding, at any
+//     depth, is refused whole (mcp.CheckJSON);
+//   - a call names a tool exactly as the server listed it; names alike
+//     under folding, and names that look like one the policy denies, are
+//     hidden and refused;
 //   - tools/list answers leave out the tools the policy denies and the tools
-//     whose definition changed since it was pinned;
+//     whose definition (all of it) changed since it was pinned;
 //   - a tool following the fit convention gets the default budget filled in
 //     before the decision, so the policy and a person see it;
 //   - results are fitted and offloaded, with `_meta["airlock/fit"]`;
-//   - names are compared after NFC and refused with control or invisible
-//     characters; messages with duplicate keys are refused; a batch is
-//     decided element by element.
+//   - the gateway's own requests use ids of random namespaces, one toward
+//     the client and one toward the server; the server's requests to the
+//     client pass only for capabilities the client declared, marked as the
+//     server's, and never under airlock's ids or marks;
+//   - a batch is decided element by element; a bad or oversized message,
+//     or a request reusing an id in flight, fails alone.
 //
 // Everything else (logging, progress, cancellation, sampling, elicitation,
-// resources, prompts, completions, every content type) passes through as
-// it came.
+// resources, prompts, completions, every content type) passes through.
 //
 //	client ──Conn──▶ session.fromClient ──decide/forward──▶ Conn ──▶ boxed server
 //	client ◀──Conn── session.fromServer ◀──filter/fit───── Conn ◀── boxed server
@@ -24,21 +33,27 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/airlock-run/airlock/audit"
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/mcp"
+	"github.com/airlock-run/airlock/mcp/approval"
 	"github.com/airlock-run/airlock/mediator"
+	"github.com/airlock-run/airlock/policy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -90,10 +105,19 @@ type Options struct {
 	// client declared the capability. Nil leaves every escalation to the
 	// kernel's own approver (the approvals broker, the terminal).
 	WithApprover func(ctx context.Context, a mediator.Approver) context.Context
-	// SessionIdle ends an HTTP session (and its boxed server) that no
-	// request has touched for this long; 0 keeps sessions until DELETE or
-	// the end of the gateway.
+	// SessionIdle is the idle time after which an HTTP session (and its
+	// boxed server) ends when the HTTP front's own (httpfront.Options,
+	// which the CLI sets) is unset; 0 leaves it to the front.
 	SessionIdle time.Duration
+	// PolicyTools returns the tool rules of the policy, so that a listed
+	// name that only looks like one the policy denies (another case, a
+	// full-width form) is refused too; nil checks the name's folded form
+	// alone.
+	PolicyTools func() map[string]policy.ToolRule
+	// Audit, when set, keeps a record of every message the gateway refuses
+	// (malformed, keys alike under folding, unknown or look-alike names,
+	// reused or spoofed ids, oversized frames); the log gets them anyway.
+	Audit func(audit.Record) error
 	// Log receives diagnostics; nil drops them.
 	Log *slog.Logger
 }
@@ -148,7 +172,10 @@ func (g *Gateway) Serve(ctx context.Context, client Conn) error {
 	})
 	s := &session{g: g, client: client, server: server, pending: map[jsonrpc.ID]*pending{},
 		ours: map[jsonrpc.ID]chan *jsonrpc.Response{}, oursServer: map[jsonrpc.ID]chan *jsonrpc.Response{},
-		tools: map[string]*tool{}, idPrefix: "airlock-" + rand.Text()[:12]}
+		tools: map[string]*tool{}, toClientNS: newNamespace(), toServerNS: newNamespace()}
+	if lc, ok := client.(*lineConn); ok {
+		lc.refused = func(id jsonrpc.ID, err error) { s.record(ctx, fromClientSide, "", id, err) }
+	}
 
 	serverGone := make(chan error, 1)
 	go func() { serverGone <- s.fromServer(ctx) }()
@@ -206,38 +233,63 @@ type session struct {
 	server Conn
 
 	mu      sync.Mutex
-	pending map[jsonrpc.ID]*pending               // client requests the server has not answered
+	pending map[jsonrpc.ID]*pending               // client requests not answered yet
 	ours    map[jsonrpc.ID]chan *jsonrpc.Response // the gateway's own requests to the client
 	// oursServer are the gateway's own requests to the server.
 	oursServer map[jsonrpc.ID]chan *jsonrpc.Response
-	// idPrefix starts the ids of the gateway's own requests: random, so no
-	// peer's id is taken for one of them.
-	idPrefix string
-	tools    map[string]*tool // the last listed tools, by NFC name
-	listed   bool             // a whole list was seen since the server last changed it
-	elicit   bool             // the client declared the elicitation capability
-	nextID   atomic.Int64
-	bad      atomic.Int64 // bad frames from the server
+	// toClientNS and toServerNS start the ids of the gateway's own requests
+	// to the client and to the server: two random 128-bit namespaces, so
+	// that the ids the server sees tell it nothing of the ids airlock asks
+	// the person under.
+	toClientNS, toServerNS string
+	nextClient, nextServer atomic.Int64
+	tools                  map[string]*tool // the last listed tools, by exact name
+	listed                 bool             // a whole list was seen since the server last changed it
+	caps                   clientCaps       // what the client declared in initialize
+	bad                    atomic.Int64     // bad frames from the server
+	refusals               atomic.Int64
 }
 
-// pending is a forwarded request waiting for its answer.
+// clientCaps are the capabilities a client declared that let the wrapped
+// server ask it something.
+type clientCaps struct{ elicit, sampling, roots bool }
+
+// ownIDPrefix starts every id of the gateway's own requests. A peer's
+// request under such an id is refused: it could be taken for one of
+// airlock's (the namespaces are random, but nobody needs such an id).
+const ownIDPrefix = "airlock-"
+
+func newNamespace() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return ownIDPrefix + hex.EncodeToString(b[:])
+}
+
+// ownID reports whether id lies in airlock's own namespace.
+func ownID(id jsonrpc.ID) bool {
+	s, ok := id.Raw().(string)
+	return ok && strings.HasPrefix(s, ownIDPrefix)
+}
+
+// pending is a request of the client's waiting for its answer: being
+// decided (a tools/call) or forwarded.
 type pending struct {
 	method string
-	held   bool // a tools/call still being decided
 	tool   *callInfo
 	timer  *time.Timer
 }
 
 // tool is what the gateway knows of a listed tool.
 type tool struct {
-	def     Definition // as the server listed it (Name as sent)
+	def     Definition // as the server listed it
 	fitConv bool
-	blocked bool // its definition differs from the pin
+	blocked bool  // its definition differs from the pin
+	refused error // set when it may not be called at all (a look-alike)
 }
 
 // callInfo is what the answer of a tools/call needs.
 type callInfo struct {
-	name    string // the NFC name
+	name    string // as listed
 	fitConv bool
 	filled  int // the budget airlock filled in, 0 if none
 	budget  int
@@ -255,6 +307,42 @@ func (s *session) reply(ctx context.Context, id jsonrpc.ID, err error) {
 	if werr := s.client.Write(ctx, &jsonrpc.Response{ID: id, Error: mcp.Error(err)}); werr != nil {
 		s.log().Debug("mcp: answer the client", "err", werr)
 	}
+}
+
+// Directions a refused message came from.
+const (
+	fromClientSide = "client"
+	fromServerSide = "server"
+)
+
+// record keeps a refusal in the log and, through Options.Audit, in the
+// audit log. A peer flooding refusals must not flood the log: the first
+// hundred of a session are kept, then one in a thousand with the count.
+func (s *session) record(ctx context.Context, from, method string, id jsonrpc.ID, err error) {
+	n := s.refusals.Add(1)
+	if n > 100 && n%1000 != 0 {
+		return
+	}
+	fields := map[string]any{"category": "mcp", "from": from, "count": n}
+	if method != "" {
+		fields["method"] = method
+	}
+	if id.IsValid() {
+		fields["id"] = id.Raw()
+	}
+	s.log().Warn("mcp: refused a message", "from", from, "method", method, "id", id.Raw(), "reason", err.Error(), "count", n)
+	if a := s.g.o.Audit; a != nil {
+		if aerr := a(audit.Record{Kind: "mcp.refused", Verdict: "deny", Rule: "mcp.gateway", Reason: err.Error(),
+			Decider: "airlock", Fields: fields}); aerr != nil {
+			s.log().Warn("mcp: record a refusal", "err", aerr)
+		}
+	}
+}
+
+// refuse answers the client's request id with err and records it.
+func (s *session) refuse(ctx context.Context, method string, id jsonrpc.ID, err error) {
+	s.record(ctx, fromClientSide, method, id, err)
+	s.reply(ctx, id, err)
 }
 
 // fromClient reads the client's messages and forwards or answers them.
@@ -279,73 +367,153 @@ func (s *session) fromClient(ctx context.Context) error {
 				ch <- m
 				continue
 			}
-			s.toServer(ctx, m)
+			s.toServer(ctx, reencodeResponse(m))
 		case *jsonrpc.Request:
-			if len(m.Params) > 0 {
-				if err := mcp.CheckJSON(m.Params); err != nil {
-					if m.IsCall() {
-						s.reply(ctx, m.ID, err)
-					}
-					continue
-				}
-			}
-			if !m.IsCall() {
-				s.toServer(ctx, m)
-				continue
-			}
-			switch m.Method {
-			case "initialize":
-				s.noteClient(m.Params)
-				s.forward(ctx, m, nil)
-			case "tools/call":
-				// A decision may wait for a person; other messages go on.
-				// The call counts as pending from now, so that a server
-				// that dies meanwhile still gets it answered.
-				if !s.hold(ctx, m.ID) {
-					continue
-				}
-				go s.call(ctx, m)
-			default:
-				s.forward(ctx, m, nil)
-			}
+			s.clientRequest(ctx, m)
 		}
 	}
 }
 
+// clientRequest checks a request or notification of the client's and
+// sends it on: every one is re-encoded from what was read, never passed
+// as it came.
+func (s *session) clientRequest(ctx context.Context, m *jsonrpc.Request) {
+	refuse := func(err error) {
+		if m.IsCall() {
+			s.refuse(ctx, m.Method, m.ID, err)
+		} else {
+			s.record(ctx, fromClientSide, m.Method, m.ID, err)
+		}
+	}
+	if m.IsCall() && ownID(m.ID) {
+		refuse(errs.Invalidf("request id %v: ids beginning with %q are airlock's own; use another id", m.ID.Raw(), ownIDPrefix))
+		return
+	}
+	params, err := reencode(m.Params)
+	if err != nil {
+		refuse(errs.Wrap(errs.Invalid, err, "%s: params", m.Method))
+		return
+	}
+	m = &jsonrpc.Request{ID: m.ID, Method: m.Method, Params: params}
+	if !m.IsCall() {
+		s.toServer(ctx, m)
+		return
+	}
+	p, ok := s.reserve(ctx, m)
+	if !ok {
+		return
+	}
+	switch m.Method {
+	case "initialize":
+		s.noteClient(m.Params)
+		s.forward(ctx, m, p)
+	case "tools/call":
+		// A decision may wait for a person; other messages go on. The call
+		// counts as pending from now, so that a server that dies meanwhile
+		// still gets it answered.
+		go s.call(ctx, m, p)
+	default:
+		s.forward(ctx, m, p)
+	}
+}
+
+// reencode checks raw (no keys alike under folding, at any depth) and
+// writes it anew: keys sorted, numbers as written. nil stays nil.
+func reencode(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	if err := mcp.CheckJSON(raw); err != nil {
+		return nil, err
+	}
+	return canonical(raw), nil
+}
+
+// reencodeResponse writes an answer of the client's to the server anew
+// (its result and error data in canonical form), as every message is.
+func reencodeResponse(m *jsonrpc.Response) *jsonrpc.Response {
+	out := &jsonrpc.Response{ID: m.ID}
+	if len(m.Result) > 0 {
+		out.Result = canonical(m.Result)
+	}
+	var je *jsonrpc.Error
+	if errors.As(m.Error, &je) {
+		e := &jsonrpc.Error{Code: je.Code, Message: je.Message}
+		if len(je.Data) > 0 {
+			e.Data = canonical(je.Data)
+		}
+		out.Error = e
+	} else if m.Error != nil {
+		out.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: m.Error.Error()}
+	}
+	return out
+}
+
 func (s *session) badFromClient(ctx context.Context, bad *BadFrame) {
+	if bad.ID.IsValid() && !bad.Request {
+		s.badAnswerFromClient(ctx, bad)
+		return
+	}
 	code := jsonrpc.CodeParseError
-	if bad.ID.IsValid() {
+	if bad.ID.IsValid() || bad.TooLong || bad.Reused {
 		code = jsonrpc.CodeInvalidRequest
 	}
+	s.record(ctx, fromClientSide, "", bad.ID, bad.Err)
 	msg := "airlock: " + bad.Error()
-	if bad.TooLong {
-		code = jsonrpc.CodeInvalidRequest
-	}
-	// An error with no id must still reach a stdio client, with "id": null
-	// as JSON-RPC asks (the SDK's encoder leaves an invalid id out).
-	if lc, ok := s.client.(*lineConn); ok && !bad.ID.IsValid() {
-		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
-		if err := lc.writeLine(b); err != nil {
+	resp := &jsonrpc.Response{ID: bad.ID, Error: &jsonrpc.Error{Code: int64(code), Message: msg}}
+	if lc, ok := s.client.(*lineConn); ok {
+		// An error with no id must still reach a stdio client, with "id":
+		// null as JSON-RPC asks (the SDK's encoder leaves an invalid id
+		// out); one with an id goes aside, as it may be the id of a
+		// request still in flight.
+		var err error
+		if !bad.ID.IsValid() {
+			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
+			err = lc.writeLine(b)
+		} else {
+			err = lc.writeAside(resp)
+		}
+		if err != nil {
 			s.log().Debug("mcp: answer a bad frame", "err", err)
 		}
 		return
 	}
-	if err := s.client.Write(ctx, &jsonrpc.Response{ID: bad.ID, Error: &jsonrpc.Error{Code: int64(code), Message: msg}}); err != nil {
+	if err := s.client.Write(ctx, resp); err != nil {
 		s.log().Debug("mcp: answer a bad frame", "err", err)
 	}
 }
 
-// noteClient remembers what the client can do.
+// badAnswerFromClient handles a broken answer of the client's: to one of
+// airlock's questions (which then has its answer: an error), or to a
+// request of the server's, which hears why.
+func (s *session) badAnswerFromClient(ctx context.Context, bad *BadFrame) {
+	s.record(ctx, fromClientSide, "", bad.ID, bad.Err)
+	answer := &jsonrpc.Response{ID: bad.ID, Error: mcp.Error(errs.Invalidf("airlock: the client's answer was refused: %v", bad.Err))}
+	s.mu.Lock()
+	ch := s.ours[bad.ID]
+	delete(s.ours, bad.ID)
+	s.mu.Unlock()
+	if ch != nil {
+		ch <- answer
+		return
+	}
+	s.toServer(ctx, answer)
+}
+
+// noteClient remembers what the client can do, read with exact keys.
 func (s *session) noteClient(params json.RawMessage) {
-	var p struct {
-		Capabilities map[string]json.RawMessage `json:"capabilities"`
+	var p map[string]json.RawMessage
+	var caps map[string]json.RawMessage
+	if json.Unmarshal(params, &p) != nil || json.Unmarshal(p["capabilities"], &caps) != nil {
+		return
 	}
-	if json.Unmarshal(params, &p) == nil {
-		_, ok := p.Capabilities["elicitation"]
-		s.mu.Lock()
-		s.elicit = ok
-		s.mu.Unlock()
+	declared := func(k string) bool {
+		v, ok := caps[k]
+		return ok && len(v) > 0 && v[0] == '{'
 	}
+	s.mu.Lock()
+	s.caps = clientCaps{elicit: declared("elicitation"), sampling: declared("sampling"), roots: declared("roots")}
+	s.mu.Unlock()
 }
 
 func (s *session) toServer(ctx context.Context, m jsonrpc.Message) {
@@ -354,40 +522,43 @@ func (s *session) toServer(ctx context.Context, m jsonrpc.Message) {
 	}
 }
 
-// hold marks id pending while its call is decided; false (and the client
-// answered) when a request with that id is already in flight.
-func (s *session) hold(ctx context.Context, id jsonrpc.ID) bool {
+// reserve marks the id of request m pending; false (and the client
+// answered, the request in flight left alone) when a request with that id
+// is in flight already.
+func (s *session) reserve(ctx context.Context, m *jsonrpc.Request) (*pending, bool) {
 	s.mu.Lock()
-	_, dup := s.pending[id]
+	_, dup := s.pending[m.ID]
+	p := &pending{method: m.Method}
 	if !dup {
-		s.pending[id] = &pending{method: "tools/call", held: true}
+		s.pending[m.ID] = p
 	}
 	s.mu.Unlock()
 	if dup {
-		s.reply(ctx, id, errs.Invalidf("a request with id %v is already in flight", id.Raw()))
+		err := errReused(m.ID)
+		s.record(ctx, fromClientSide, m.Method, m.ID, err)
+		if lc, ok := s.client.(*lineConn); ok {
+			// Not through Write, which would take it for the answer of
+			// the request in flight.
+			lc.writeAside(&jsonrpc.Response{ID: m.ID, Error: mcp.Error(err)})
+		} else {
+			s.reply(ctx, m.ID, err)
+		}
 	}
-	return !dup
+	return p, !dup
 }
 
-// forward sends request m on to the server and remembers it until its
-// answer comes.
-func (s *session) forward(ctx context.Context, m *jsonrpc.Request, ci *callInfo) {
-	p := &pending{method: m.Method, tool: ci}
+// forward sends request m on to the server as the answer of p, unless p
+// was answered meanwhile (the server ended, the call timed out).
+func (s *session) forward(ctx context.Context, m *jsonrpc.Request, p *pending) {
 	s.mu.Lock()
-	if old, dup := s.pending[m.ID]; dup && !old.held {
-		s.mu.Unlock()
-		s.reply(ctx, m.ID, errs.Invalidf("a request with id %v is already in flight", m.ID.Raw()))
-		return
-	} else if !dup && m.Method == "tools/call" {
-		// Its hold was answered already (the server ended meanwhile).
+	if s.pending[m.ID] != p {
 		s.mu.Unlock()
 		return
 	}
-	s.pending[m.ID] = p
 	if d := s.g.o.CallTimeout; d > 0 {
 		id := m.ID
 		p.timer = time.AfterFunc(d, func() {
-			if s.take(id) == nil {
+			if !s.takeIf(id, p) {
 				return
 			}
 			s.reply(ctx, id, errs.New(errs.Timeout, "the wrapped server did not answer %s within %s", m.Method, d))
@@ -397,7 +568,7 @@ func (s *session) forward(ctx context.Context, m *jsonrpc.Request, ci *callInfo)
 	}
 	s.mu.Unlock()
 	if err := s.server.Write(ctx, m); err != nil {
-		if s.take(m.ID) != nil {
+		if s.takeIf(m.ID, p) {
 			s.reply(ctx, m.ID, errs.Wrap(errs.Unavailable, err, "the wrapped server cannot be reached"))
 		}
 	}
@@ -414,6 +585,21 @@ func (s *session) take(id jsonrpc.ID) *pending {
 		p.timer.Stop()
 	}
 	return p
+}
+
+// takeIf removes the pending request id if it is still p (and not a later
+// request under the same id); it reports whether it did.
+func (s *session) takeIf(id jsonrpc.ID, p *pending) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending[id] != p {
+		return false
+	}
+	delete(s.pending, id)
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	return true
 }
 
 // fromServer reads the wrapped server's messages and passes them to the
@@ -436,14 +622,24 @@ func (s *session) fromServer(ctx context.Context) error {
 		}
 		resp, ok := msg.(*jsonrpc.Response)
 		if !ok {
-			if r, isReq := msg.(*jsonrpc.Request); isReq && r.Method == "notifications/tools/list_changed" {
+			r := msg.(*jsonrpc.Request)
+			if r.IsCall() {
+				s.serverRequest(ctx, r)
+				continue
+			}
+			if r.Method == "notifications/tools/list_changed" {
 				// What was listed may have changed: the next call lists
 				// again before it is decided.
 				s.mu.Lock()
 				s.tools, s.listed = map[string]*tool{}, false
 				s.mu.Unlock()
 			}
-			s.toClient(ctx, msg)
+			params, err := reencode(r.Params)
+			if err != nil {
+				s.record(ctx, fromServerSide, r.Method, r.ID, err)
+				continue
+			}
+			s.toClient(ctx, &jsonrpc.Request{Method: r.Method, Params: params})
 			continue
 		}
 		s.mu.Lock()
@@ -476,18 +672,32 @@ func (s *session) badFromServer(ctx context.Context, bad *BadFrame) {
 	// are logged, then one in a thousand.
 	if n := s.bad.Add(1); n <= 10 || n%1000 == 0 {
 		s.log().Warn("mcp: the wrapped server sent a bad message", "err", bad.Err, "count", n)
+		s.record(ctx, fromServerSide, "", bad.ID, bad.Err)
 	}
-	if bad.ID.IsValid() {
+	switch {
+	case bad.ID.IsValid() && bad.Request:
+		// A request of the server's own (or one reusing the id of one
+		// still in flight): the server hears why, aside from any answer
+		// it waits for under that id.
+		if lc, ok := s.server.(*lineConn); ok {
+			lc.writeAside(&jsonrpc.Response{ID: bad.ID, Error: mcp.Error(errs.Invalidf("airlock: %v", bad.Err))})
+		}
+	case bad.ID.IsValid():
 		if p := s.take(bad.ID); p != nil {
 			s.reply(ctx, bad.ID, errs.Unavailablef("the wrapped server answered with a broken message: %v", bad.Err))
+			return
 		}
-		return
+		s.mu.Lock()
+		mine := s.oursServer[bad.ID]
+		delete(s.oursServer, bad.ID)
+		s.mu.Unlock()
+		if mine != nil {
+			mine <- &jsonrpc.Response{ID: bad.ID, Error: mcp.Error(errs.Unavailablef("a broken answer: %v", bad.Err))}
+		}
 	}
-	if bad.TooLong {
-		// Its answer cannot be matched to a request: answer every pending
-		// request rather than leave the one it was for waiting forever.
-		s.failAll(ctx, "the wrapped server sent a message over the size limit")
-	}
+	// A frame without an id (a notification, or an answer too long to
+	// find its id in) fails only itself: the calls in flight go on, and
+	// CallTimeout bounds the wait of one whose answer it was.
 }
 
 func (s *session) failAll(ctx context.Context, why string) {
@@ -510,65 +720,61 @@ func (s *session) toClient(ctx context.Context, m jsonrpc.Message) {
 	}
 }
 
-// callParams are the parts of tools/call the gateway reads; the rest is
-// forwarded as it came.
-type callParams struct {
-	Name      string         `json:"name"`
-	Arguments map[string]any `json:"arguments"`
-}
-
-// call decides one tools/call and forwards it when allowed.
-func (s *session) call(ctx context.Context, m *jsonrpc.Request) {
+// call decides one tools/call and forwards what was decided.
+func (s *session) call(ctx context.Context, m *jsonrpc.Request, p *pending) {
 	// fail answers the call with err unless it was answered already.
 	fail := func(err error) {
-		if s.take(m.ID) != nil {
+		if s.takeIf(m.ID, p) {
+			s.record(ctx, fromClientSide, m.Method, m.ID, err)
 			s.reply(ctx, m.ID, err)
 		}
 	}
+	// The params were checked (no keys alike under folding) and are read
+	// with exact keys: "name" is the name, never "Name".
 	var raw map[string]json.RawMessage
-	var p callParams
-	if err := json.Unmarshal(m.Params, &raw); err != nil {
+	if err := json.Unmarshal(m.Params, &raw); err != nil || raw == nil {
 		fail(errs.Invalidf("tools/call: params are not an object"))
 		return
 	}
-	if err := json.Unmarshal(m.Params, &p); err != nil {
-		fail(errs.Invalidf("tools/call: %v", err))
+	var name string
+	if err := json.Unmarshal(raw["name"], &name); err != nil {
+		fail(errs.Invalidf(`tools/call: params have no string "name" (keys are case-sensitive)`))
 		return
 	}
-	if a, ok := raw["arguments"]; ok {
+	var args map[string]any
+	if a, ok := raw["arguments"]; ok && string(a) != "null" {
 		// Numbers stay as they were written when arguments are re-sent.
-		p.Arguments = nil
-		if err := decodeNumbers(a, &p.Arguments); err != nil {
+		if err := decodeNumbers(a, &args); err != nil || args == nil {
 			fail(errs.Invalidf("tools/call: arguments are not an object"))
 			return
 		}
 	}
-	name, err := mcp.Name(p.Name)
-	if err != nil {
+	if _, err := mcp.Name(name); err != nil {
 		fail(errs.Wrap(errs.Invalid, err, "tools/call: tool name"))
 		return
 	}
-	s.mu.Lock()
-	t := s.tools[name]
-	s.mu.Unlock()
-	s.mu.Lock()
-	listed := s.listed
-	s.mu.Unlock()
-	if t == nil && !listed {
+	t := s.lookup(name)
+	if t == nil && !s.isListed() {
 		// A client that calls without listing (it kept an old list) must
 		// not skip the pins or the fit convention: list for it.
 		s.refreshTools(ctx)
-		s.mu.Lock()
-		t = s.tools[name]
-		s.mu.Unlock()
+		t = s.lookup(name)
 	}
 	if t == nil && name == mediator.ReadResultTool && s.g.o.Kernel.KeepsResults() {
-		s.readResult(ctx, m.ID, p.Arguments)
+		s.readResult(ctx, m.ID, args) // it takes the pending call and answers it
+		return
+	}
+	if t == nil {
+		fail(errs.Invalidf("tools/call: the wrapped server did not list a tool named %q; call a tool by the exact name tools/list shows", name))
 		return
 	}
 	s.mu.Lock()
-	blocked := t != nil && t.blocked
+	refused, blocked := t.refused, t.blocked
 	s.mu.Unlock()
+	if refused != nil {
+		fail(refused)
+		return
+	}
 	if blocked {
 		if err := s.approveChanged(ctx, name, t); err != nil {
 			fail(err)
@@ -576,8 +782,7 @@ func (s *session) call(ctx context.Context, m *jsonrpc.Request) {
 		}
 	}
 	ci := &callInfo{name: name}
-	args := p.Arguments
-	if t != nil && t.fitConv {
+	if t.fitConv {
 		ci.fitConv = true
 		var filled bool
 		budget := s.g.o.Budget()
@@ -590,7 +795,7 @@ func (s *session) call(ctx context.Context, m *jsonrpc.Request) {
 	}
 	dctx := ctx
 	s.mu.Lock()
-	elicit := s.elicit
+	elicit := s.caps.elicit
 	s.mu.Unlock()
 	if elicit && s.g.o.WithApprover != nil {
 		dctx = s.g.o.WithApprover(ctx, elicitApprover{s})
@@ -599,23 +804,55 @@ func (s *session) call(ctx context.Context, m *jsonrpc.Request) {
 		fail(err)
 		return
 	}
-	// Forward what was decided: the budget a person saw, and the name as
-	// the server listed it (else the normalised name that was decided).
-	sendName := name
-	if t != nil {
-		sendName = t.def.Name
+	// Forward what was decided, built anew: the name as listed (and
+	// decided), the arguments as decided (with the budget a person saw),
+	// and the other members re-encoded.
+	out := make(map[string]json.RawMessage, len(raw))
+	for k, v := range raw {
+		out[k] = canonical(v)
 	}
-	if ci.filled != 0 || sendName != p.Name {
-		raw["name"], _ = json.Marshal(sendName)
-		raw["arguments"], _ = json.Marshal(args)
-		params, err := json.Marshal(raw)
+	out["name"], _ = json.Marshal(name)
+	if args != nil {
+		b, err := marshalPlain(args)
 		if err != nil {
 			fail(errs.Wrap(errs.Internal, err, "tools/call"))
 			return
 		}
-		m = &jsonrpc.Request{ID: m.ID, Method: m.Method, Params: params}
+		out["arguments"] = b
 	}
-	s.forward(ctx, m, ci)
+	params, err := marshalPlain(out)
+	if err != nil {
+		fail(errs.Wrap(errs.Internal, err, "tools/call"))
+		return
+	}
+	s.mu.Lock()
+	p.tool = ci
+	s.mu.Unlock()
+	s.forward(ctx, &jsonrpc.Request{ID: m.ID, Method: m.Method, Params: params}, p)
+}
+
+// marshalPlain encodes v without escaping <, > and & (what a server reads
+// is what was decided, and reads as it was written).
+func marshalPlain(v any) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+func (s *session) lookup(name string) *tool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tools[name]
+}
+
+func (s *session) isListed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.listed
 }
 
 // refreshTools lists the server's tools on the gateway's own account,
@@ -633,18 +870,16 @@ func (s *session) refreshTools(ctx context.Context) {
 		if cursor != "" {
 			params, _ = json.Marshal(map[string]string{"cursor": cursor})
 		}
-		resp, err := s.request(ctx, s.server, s.oursServer, "tools/list", params)
+		resp, err := s.askServer(ctx, "tools/list", params)
 		if err != nil || resp.Error != nil {
 			return
 		}
 		s.filterList(ctx, resp.Result)
-		var next struct {
-			NextCursor string `json:"nextCursor"`
-		}
-		if json.Unmarshal(resp.Result, &next) != nil || next.NextCursor == "" {
+		var next map[string]json.RawMessage
+		cursor = ""
+		if json.Unmarshal(resp.Result, &next) != nil || json.Unmarshal(next["nextCursor"], &cursor) != nil || cursor == "" {
 			return
 		}
-		cursor = next.NextCursor
 	}
 }
 
@@ -676,8 +911,10 @@ func (s *session) approveChanged(ctx context.Context, name string, t *tool) erro
 }
 
 // filterList leaves out of a tools/list result the tools the policy denies,
-// tools with bad or ambiguous names and tools whose definition changed
-// since it was pinned; it remembers the rest.
+// tools with bad names, names that are one name under folding (NFKC and
+// case), names that look like a name the policy denies, and tools whose
+// definition changed since it was pinned; it remembers the rest, by their
+// exact names. Each tool shown is the definition as pinned, re-encoded.
 func (s *session) filterList(ctx context.Context, result json.RawMessage) json.RawMessage {
 	var page map[string]json.RawMessage
 	var tools []json.RawMessage
@@ -686,59 +923,58 @@ func (s *session) filterList(ctx context.Context, result json.RawMessage) json.R
 		s.log().Warn("mcp: a tools/list answer that does not parse; no tools shown")
 		return json.RawMessage(`{"tools":[]}`)
 	}
-	type entry struct {
-		raw  json.RawMessage
-		name string
-		t    *tool
-	}
-	var entries []entry
-	count := map[string]int{}
+	var entries []*tool
 	for _, raw := range tools {
-		var d Definition
-		if json.Unmarshal(raw, &d) != nil {
+		d, err := ParseDefinition(raw)
+		if err != nil {
+			s.log().Warn("mcp: a tool that does not parse left out", "err", err)
 			continue
 		}
-		name, err := mcp.Name(d.Name)
-		if err != nil {
+		if _, err := mcp.Name(d.Name); err != nil {
 			s.log().Warn("mcp: a tool with a bad name left out", "err", err)
 			continue
 		}
-		count[name]++
-		entries = append(entries, entry{raw: raw, name: name, t: &tool{def: d, fitConv: mcp.FitConvention(d.InputSchema)}})
+		entries = append(entries, &tool{def: d, fitConv: mcp.FitConvention(d.InputSchema)})
 	}
+	s.markLookalikes(entries)
 	kept := make([]json.RawMessage, 0, len(entries))
-	for _, e := range entries {
-		if count[e.name] > 1 {
-			// Two tools that are one name after NFC: neither is shown.
-			s.log().Warn("mcp: tools with the same normalised name left out", "tool", e.name)
-			continue
-		}
-		if s.g.o.Pins != nil {
-			st, err := s.g.o.Pins.Check(e.t.def)
+	hasReadResult := false
+	for _, t := range entries {
+		name := t.def.Name
+		hasReadResult = hasReadResult || name == mediator.ReadResultTool
+		if t.refused == nil && s.g.o.Pins != nil {
+			st, err := s.g.o.Pins.Check(t.def)
 			if err != nil {
-				s.log().Warn("mcp: pin a tool", "tool", e.name, "err", err)
+				s.log().Warn("mcp: pin a tool", "tool", name, "err", err)
 				continue
 			}
-			e.t.blocked = st == PinChanged
+			t.blocked = st == PinChanged
 		}
 		s.mu.Lock()
-		s.tools[e.name] = e.t
+		s.tools[name] = t
 		s.mu.Unlock()
-		if e.t.blocked {
-			s.log().Warn("mcp: the definition of a pinned tool changed; it is blocked until a person approves it", "tool", e.name)
+		switch {
+		case t.refused != nil:
+			s.log().Warn("mcp: a tool left out", "tool", name, "reason", t.refused.Error())
+			continue
+		case t.blocked:
+			s.log().Warn("mcp: the definition of a pinned tool changed; it is blocked until a person approves it", "tool", name)
+			continue
+		case s.g.o.Listed != nil && !s.g.o.Listed(s.g.o.Prefix+name):
 			continue
 		}
-		if s.g.o.Listed != nil && !s.g.o.Listed(s.g.o.Prefix+e.name) {
+		b, err := t.def.MarshalJSON()
+		if err != nil {
 			continue
 		}
-		kept = append(kept, e.raw)
+		kept = append(kept, b)
 	}
 	if len(page["nextCursor"]) == 0 {
 		s.mu.Lock()
 		s.listed = true
 		s.mu.Unlock()
 	}
-	if s.g.o.Kernel.KeepsResults() && len(page["nextCursor"]) == 0 && count[mediator.ReadResultTool] == 0 {
+	if s.g.o.Kernel.KeepsResults() && len(page["nextCursor"]) == 0 && !hasReadResult {
 		// airlock's own read_result, unless the server has a tool of that
 		// name (which then stays the server's).
 		if s.g.o.Listed == nil || s.g.o.Listed(mediator.ReadResultTool) {
@@ -746,11 +982,95 @@ func (s *session) filterList(ctx context.Context, result json.RawMessage) json.R
 		}
 	}
 	page["tools"], _ = json.Marshal(kept)
-	out, err := json.Marshal(page)
+	for k, v := range page {
+		page[k] = canonical(v)
+	}
+	out, err := marshalPlain(page)
 	if err != nil {
 		return json.RawMessage(`{"tools":[]}`)
 	}
 	return out
+}
+
+// markLookalikes refuses the tools of entries whose names a person, or a
+// server matching loosely, would take for another: two names with one
+// skeleton (NFKC and case folded), among this page and the tools known
+// already, are both refused; so is a name whose skeleton is that of a name
+// the policy denies (a full-width "ｓｅｃｒｅｔ" beside a denied "secret"),
+// and one that looks like airlock's own read_result.
+func (s *session) markLookalikes(entries []*tool) {
+	bySkel := map[string][]*tool{}
+	for _, t := range entries {
+		sk := mcp.Skeleton(t.def.Name)
+		bySkel[sk] = append(bySkel[sk], t)
+	}
+	// A tool known from an earlier page counts too, unless this page lists
+	// it again under its own name.
+	s.mu.Lock()
+	for _, t := range s.tools {
+		sk := mcp.Skeleton(t.def.Name)
+		again := false
+		for _, o := range bySkel[sk] {
+			again = again || o.def.Name == t.def.Name
+		}
+		if group := bySkel[sk]; len(group) > 0 && !again {
+			bySkel[sk] = append(group, t)
+		}
+	}
+	s.mu.Unlock()
+	for _, group := range bySkel {
+		if len(group) < 2 {
+			continue
+		}
+		names := make([]string, 0, len(group))
+		for _, t := range group {
+			names = append(names, strconv.Quote(t.def.Name))
+		}
+		for _, t := range group {
+			s.mu.Lock()
+			t.refused = &errs.Denial{Code: errs.CodePolicyDenied, Category: "tools",
+				Reason: fmt.Sprintf("the wrapped server lists tools whose names are the same under case and Unicode folding (%s); none of them may be called", strings.Join(names, ", "))}
+			s.mu.Unlock()
+		}
+	}
+	for _, t := range entries {
+		if t.refused != nil {
+			continue
+		}
+		if like := s.deniedLookalike(t.def.Name); like != "" {
+			t.refused = &errs.Denial{Code: errs.CodePolicyDenied, Category: "tools",
+				Reason: fmt.Sprintf("the tool name %q looks like %q, which is not allowed here", s.g.o.Prefix+t.def.Name, like)}
+		} else if s.g.o.Kernel.KeepsResults() && t.def.Name != mediator.ReadResultTool && mcp.Skeleton(t.def.Name) == mcp.Skeleton(mediator.ReadResultTool) {
+			t.refused = &errs.Denial{Code: errs.CodePolicyDenied, Category: "tools",
+				Reason: fmt.Sprintf("the tool name %q looks like airlock's own %s", t.def.Name, mediator.ReadResultTool)}
+		}
+	}
+}
+
+// deniedLookalike returns a name the policy denies that name (with the
+// prefix) looks like but is not, "" for none: a name from the policy's
+// tool rules, or the skeleton itself.
+func (s *session) deniedLookalike(name string) string {
+	if s.g.o.Listed == nil {
+		return ""
+	}
+	full := s.g.o.Prefix + name
+	sk := mcp.Skeleton(full)
+	candidates := []string{sk}
+	if s.g.o.PolicyTools != nil {
+		for p := range s.g.o.PolicyTools() {
+			candidates = append(candidates, p)
+		}
+	}
+	for _, c := range candidates {
+		if c == full || strings.Contains(c, "*") || mcp.Skeleton(c) != sk {
+			continue
+		}
+		if !s.g.o.Listed(c) {
+			return c
+		}
+	}
+	return ""
 }
 
 func readResultTool() json.RawMessage {
@@ -758,6 +1078,95 @@ func readResultTool() json.RawMessage {
 		"inputSchema": json.RawMessage(mediator.ReadResultSchema)})
 	return b
 }
+
+// serverRequest passes a request of the wrapped server's to the client, or
+// refuses it with an error to the server: under an id of airlock's
+// namespace, for a capability the client did not declare, or dressed as
+// airlock's own (an airlock/ key in _meta). What is passed is marked as
+// the server's: "airlock/from" in _meta, and an elicitation's message
+// begins by saying it comes from the wrapped server.
+func (s *session) serverRequest(ctx context.Context, r *jsonrpc.Request) {
+	params, err := s.checkServerRequest(r)
+	if err != nil {
+		s.record(ctx, fromServerSide, r.Method, r.ID, err)
+		je := mcp.Error(err)
+		if errs.ClassOf(err) == errs.NotFound {
+			je.Code = jsonrpc.CodeMethodNotFound
+		}
+		s.toServer(ctx, &jsonrpc.Response{ID: r.ID, Error: je})
+		return
+	}
+	s.toClient(ctx, &jsonrpc.Request{ID: r.ID, Method: r.Method, Params: params})
+}
+
+// serverMethods are the requests a wrapped server may make of the client,
+// with the capability the client must have declared ("" for none).
+var serverMethods = map[string]string{
+	"ping":                   "",
+	"sampling/createMessage": "sampling",
+	"elicitation/create":     "elicitation",
+	"roots/list":             "roots",
+}
+
+// serverPrefix begins the message of an elicitation the wrapped server
+// sends (approval.ServerPrefix).
+const serverPrefix = approval.ServerPrefix
+
+func (s *session) checkServerRequest(r *jsonrpc.Request) (json.RawMessage, error) {
+	if ownID(r.ID) {
+		return nil, errs.Invalidf("airlock: request id %v: ids beginning with %q are airlock's own", r.ID.Raw(), ownIDPrefix)
+	}
+	capName, known := serverMethods[r.Method]
+	if !known {
+		return nil, errs.New(errs.NotFound, "airlock: a wrapped server may not send %s to the client", r.Method)
+	}
+	s.mu.Lock()
+	caps := s.caps
+	s.mu.Unlock()
+	if declared := map[string]bool{"": true, "sampling": caps.sampling, "elicitation": caps.elicit, "roots": caps.roots}[capName]; !declared {
+		return nil, errs.New(errs.NotFound, "airlock: the client did not declare the %s capability", capName)
+	}
+	var p map[string]json.RawMessage
+	if len(r.Params) > 0 {
+		if err := json.Unmarshal(r.Params, &p); err != nil {
+			return nil, errs.Invalidf("airlock: %s: params are not an object", r.Method)
+		}
+	}
+	if p == nil {
+		p = map[string]json.RawMessage{}
+	}
+	meta := map[string]json.RawMessage{}
+	if m, ok := p["_meta"]; ok && string(m) != "null" {
+		if err := json.Unmarshal(m, &meta); err != nil {
+			return nil, errs.Invalidf("airlock: %s: _meta is not an object", r.Method)
+		}
+	}
+	for k := range meta {
+		if strings.HasPrefix(mcp.Skeleton(k), "airlock") {
+			return nil, errs.Invalidf("airlock: %s: the _meta key %q is airlock's own", r.Method, k)
+		}
+	}
+	meta[metaFrom] = json.RawMessage(`"wrapped-server"`)
+	for k, v := range p {
+		p[k] = canonical(v)
+	}
+	p["_meta"], _ = marshalPlain(meta)
+	if r.Method == "elicitation/create" {
+		var msg string
+		if v, ok := p["message"]; ok && json.Unmarshal(v, &msg) != nil {
+			return nil, errs.Invalidf("airlock: elicitation/create: the message is not a string")
+		}
+		p["message"], _ = marshalPlain(serverPrefix + msg)
+	}
+	return marshalPlain(p)
+}
+
+// Keys of _meta that are airlock's: the mark of a question airlock asks,
+// and of a request the wrapped server made.
+const (
+	metaApproval = approval.Meta
+	metaFrom     = "airlock/from"
+)
 
 func intArg(v any) int {
 	switch n := v.(type) {
@@ -773,7 +1182,7 @@ func intArg(v any) int {
 }
 
 func decodeNumbers(raw json.RawMessage, v any) error {
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	return dec.Decode(v)
 }

@@ -293,13 +293,21 @@ func TestListAndDecide(t *testing.T) {
 			t.Fatalf("got %+v, want ESCALATION_TIMEOUT", je)
 		}
 	})
-	t.Run("NFD name matches the NFC tool", func(t *testing.T) {
-		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "cafe\u0301", Arguments: map[string]any{}})
+	t.Run("the listed NFC name", func(t *testing.T) {
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "café", Arguments: map[string]any{}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := res.Content[0].(*sdk.TextContent).Text; got != "ran café" {
 			t.Errorf("got %q, want the server's own name used", got)
+		}
+	})
+	t.Run("NFD name of the NFC tool", func(t *testing.T) {
+		// Names are compared byte for byte: a server may take the NFD name
+		// for another tool than the one the policy decided.
+		je := callErr(t, cs, "cafe\u0301", map[string]any{})
+		if je.Code != errs.JSONRPCInvalid || !strings.Contains(je.Message, "did not list") {
+			t.Errorf("got %+v, want the unlisted name refused", je)
 		}
 	})
 	t.Run("name with a zero-width character", func(t *testing.T) {

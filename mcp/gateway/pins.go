@@ -7,34 +7,163 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/airlock-run/airlock/errs"
 )
 
-// Definition is what a client is shown of a tool, and so what is pinned: a
-// changed description can steer a model as much as a changed schema.
+// Definition is what a client is shown of a tool, and so what is pinned:
+// all of it. A changed description can steer a model as much as a changed
+// schema, and a flip of annotations (readOnlyHint) or a title carrying
+// instructions changes what a client lets through without asking.
 type Definition struct {
-	Name        string          `json:"name"`
-	Title       string          `json:"title,omitempty"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+	Name         string
+	Title        string
+	Description  string
+	InputSchema  json.RawMessage
+	OutputSchema json.RawMessage
+	Annotations  json.RawMessage
+	Meta         json.RawMessage // "_meta"
+	// Other holds every other member as listed (icons, execution, members
+	// of later protocol versions): they are pinned and shown too.
+	Other map[string]json.RawMessage
 }
 
-// Digest is the SHA-256 of the definition with its schema in canonical
-// form (keys sorted, no spaces), so a server that re-orders keys is not
-// taken for one that changed a tool.
+// definitionMembers are the members Definition names; anything else goes
+// to Other.
+var definitionMembers = []string{"name", "title", "description", "inputSchema", "outputSchema", "annotations", "_meta"}
+
+// ParseDefinition reads one tool of a tools/list answer with exact keys
+// (the answer was checked for keys alike under folding before). Its name
+// must be a string; the text members, when present, strings.
+func ParseDefinition(raw json.RawMessage) (Definition, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return Definition{}, errs.Invalidf("a tool that is not an object")
+	}
+	var d Definition
+	if err := json.Unmarshal(m["name"], &d.Name); err != nil || d.Name == "" {
+		return Definition{}, errs.Invalidf("a tool without a string name")
+	}
+	for key, dst := range map[string]*string{"title": &d.Title, "description": &d.Description} {
+		if v, ok := m[key]; ok && string(v) != "null" {
+			if err := json.Unmarshal(v, dst); err != nil {
+				return Definition{}, errs.Invalidf("tool %q: %s is not a string", d.Name, key)
+			}
+		}
+	}
+	d.InputSchema, d.OutputSchema, d.Annotations, d.Meta = m["inputSchema"], m["outputSchema"], m["annotations"], m["_meta"]
+	for k, v := range m {
+		if !slices.Contains(definitionMembers, k) {
+			if d.Other == nil {
+				d.Other = map[string]json.RawMessage{}
+			}
+			d.Other[k] = v
+		}
+	}
+	return d, nil
+}
+
+// members returns every member of d in canonical form (keys sorted, no
+// spaces, numbers as written), absent ones left out.
+func (d Definition) members() map[string]json.RawMessage {
+	m := map[string]json.RawMessage{}
+	str := func(k, v string) {
+		if v != "" {
+			m[k], _ = json.Marshal(v)
+		}
+	}
+	raw := func(k string, v json.RawMessage) {
+		if len(v) > 0 {
+			m[k] = canonical(v)
+		}
+	}
+	str("name", d.Name)
+	str("title", d.Title)
+	str("description", d.Description)
+	raw("inputSchema", d.InputSchema)
+	raw("outputSchema", d.OutputSchema)
+	raw("annotations", d.Annotations)
+	raw("_meta", d.Meta)
+	for k, v := range d.Other {
+		raw(k, v)
+	}
+	return m
+}
+
+// MarshalJSON writes d as the tool object a client is shown, in canonical
+// form: what the gateway forwards is exactly what it pinned.
+func (d Definition) MarshalJSON() ([]byte, error) {
+	return json.Marshal(d.members()) // maps marshal with sorted keys
+}
+
+// UnmarshalJSON reads a tool object with exact keys.
+func (d *Definition) UnmarshalJSON(b []byte) error {
+	def, err := ParseDefinition(b)
+	if err != nil {
+		return err
+	}
+	*d = def
+	return nil
+}
+
+// Digest is the SHA-256 of the whole definition in canonical form, so a
+// server that re-orders keys is not taken for one that changed a tool,
+// and one that changes any member is.
 func (d Definition) Digest() string {
-	schema := canonical(d.InputSchema)
-	b, _ := json.Marshal(struct {
-		Name, Title, Description string
-		Schema                   json.RawMessage
-	}{d.Name, d.Title, d.Description, schema})
+	b, _ := d.MarshalJSON()
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
+// ApprovalArgs is what a person approving a changed definition is shown:
+// the members that differ, old and new, each as text (canonical JSON for
+// the structured ones), and the names of the members that changed.
+func ApprovalArgs(old, new Definition) map[string]any {
+	om, nm := old.members(), new.members()
+	var changed []string
+	args := map[string]any{}
+	for _, k := range unionKeys(om, nm) {
+		if string(om[k]) == string(nm[k]) {
+			continue
+		}
+		changed = append(changed, k)
+		args["old_"+k], args["new_"+k] = memberText(om[k]), memberText(nm[k])
+	}
+	args["changed"] = changed
+	return args
+}
+
+func memberText(v json.RawMessage) string {
+	if len(v) == 0 {
+		return "(absent)"
+	}
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	return string(v)
+}
+
+func unionKeys(a, b map[string]json.RawMessage) []string {
+	var keys []string
+	for k := range a {
+		keys = append(keys, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// canonical re-encodes raw with sorted keys, no spaces and numbers as
+// written; raw that does not parse is kept as it is (it cannot equal a
+// canonical value that does).
 func canonical(raw json.RawMessage) json.RawMessage {
 	if len(raw) == 0 {
 		return json.RawMessage("null")
@@ -45,11 +174,13 @@ func canonical(raw json.RawMessage) json.RawMessage {
 	if dec.Decode(&v) != nil {
 		return raw
 	}
-	b, err := json.Marshal(v) // maps marshal with sorted keys
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
 		return raw
 	}
-	return b
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
 // Pins are the tool definitions of one wrapped server as first seen, kept
@@ -65,6 +196,11 @@ type Pins struct {
 type Pin struct {
 	Digest     string     `json:"digest"`
 	Definition Definition `json:"definition"`
+	// Whole is set on pins of the whole definition. A pin without it was
+	// written when only the name, title, description and input schema were
+	// pinned: whatever else the tool has now was never seen by a person,
+	// so it counts as changed until one approves it.
+	Whole bool `json:"whole,omitempty"`
 }
 
 // PinState is how a listed definition compares with its pin.
@@ -116,12 +252,12 @@ func (p *Pins) Check(d Definition) (PinState, error) {
 	digest := d.Digest()
 	old, ok := p.pins[d.Name]
 	switch {
-	case ok && old.Digest == digest:
+	case ok && old.Whole && old.Digest == digest:
 		return PinSame, nil
 	case ok:
 		return PinChanged, nil
 	}
-	p.pins[d.Name] = Pin{Digest: digest, Definition: d}
+	p.pins[d.Name] = Pin{Digest: digest, Definition: d, Whole: true}
 	return PinNew, p.saveLocked()
 }
 
@@ -137,7 +273,7 @@ func (p *Pins) Pinned(name string) (Pin, bool) {
 func (p *Pins) Repin(d Definition) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.pins[d.Name] = Pin{Digest: d.Digest(), Definition: d}
+	p.pins[d.Name] = Pin{Digest: d.Digest(), Definition: d, Whole: true}
 	return p.saveLocked()
 }
 

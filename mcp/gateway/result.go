@@ -81,7 +81,7 @@ func (s *session) fitResult(ctx context.Context, ci *callInfo, result json.RawMe
 // errorResult is a failed call the model reads: the call was made and its
 // result is not used.
 func errorResult(err error) json.RawMessage {
-	msg := err.Error()
+	msg := errs.AgentMessage(err) // never the causes it wraps
 	if errs.ClassOf(err) == errs.Internal {
 		msg = "airlock: the result could not be handled"
 	}

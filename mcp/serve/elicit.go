@@ -7,10 +7,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
+	"github.com/airlock-run/airlock/mcp/approval"
 	"github.com/airlock-run/airlock/mediator"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -26,29 +26,27 @@ type elicitApprover struct{ ss *sdk.ServerSession }
 // the middle of a call.
 const mrtrVersion = "2026-07-28"
 
-var approvalSchema = json.RawMessage(`{"type":"object","properties":{"allow":{"type":"boolean","title":"Allow this call once","default":false}},"required":["allow"]}`)
-
+// question is airlock's one question (mcp/approval) as the SDK sends it.
 func question(e mediator.Escalation) *sdk.ElicitParams {
-	msg := fmt.Sprintf("airlock: the agent asks to %s. %s Allow it once?", describeCall(e.Call), e.Decision.Reason)
-	return &sdk.ElicitParams{Mode: "form", Message: msg, RequestedSchema: approvalSchema}
+	q := approval.For(e)
+	return &sdk.ElicitParams{Mode: q.Mode, Message: q.Message, RequestedSchema: q.RequestedSchema, Meta: q.Meta}
 }
 
 func (a elicitApprover) Ask(ctx context.Context, e mediator.Escalation) mediator.Reply {
 	res, err := a.ss.Elicit(ctx, question(e))
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return mediator.Reply{Answer: mediator.AnswerTimeout, Decider: "timeout"}
-	case err != nil:
-		return mediator.Reply{Answer: mediator.AnswerError, Decider: "error", Err: err}
+	if err != nil {
+		return approval.Failed(ctx, err)
 	}
 	return answerOf(res)
 }
 
+// answerOf reads the SDK's decoded answer as approval.Answer reads any.
 func answerOf(res *sdk.ElicitResult) mediator.Reply {
-	if res != nil && res.Action == "accept" && res.Content["allow"] == true {
-		return mediator.Reply{Answer: mediator.AnswerAllowOnce, Decider: "person:mcp-client"}
+	b, err := json.Marshal(res)
+	if err != nil || res == nil {
+		return mediator.Reply{Answer: mediator.AnswerError, Decider: "error", Err: err}
 	}
-	return mediator.Reply{Answer: mediator.AnswerDeny, Decider: "person:mcp-client"}
+	return approval.Answer(b)
 }
 
 // approvalKey names airlock's question among a result's input requests.
@@ -121,30 +119,6 @@ func (s *Server) checkState(state, digest string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return time.Unix(0, rs.Issued), true
-}
-
-// describeCall says in a few words what a call does, for the person.
-func describeCall(c mediator.Call) string {
-	const max = 2000
-	var s string
-	switch c.Kind {
-	case mediator.KindExec:
-		b, _ := json.Marshal(c.Argv)
-		s = "run the command " + string(b)
-	case mediator.KindShell:
-		s = fmt.Sprintf("run the shell command %q", c.Command)
-	case mediator.KindRead:
-		s = fmt.Sprintf("read %q", c.Path)
-	case mediator.KindWrite:
-		s = fmt.Sprintf("write %q", c.Path)
-	default:
-		b, _ := json.Marshal(c.Args)
-		s = fmt.Sprintf("call the tool %s with %s", c.Tool, b)
-	}
-	if len(s) > max {
-		s = strings.ToValidUTF8(s[:max], "") + "…"
-	}
-	return s
 }
 
 // withApprover routes the call's escalations to the client's person when

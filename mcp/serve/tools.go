@@ -80,7 +80,7 @@ func decode(name string, raw json.RawMessage, dst any) (map[string]any, error) {
 	// One parse decides and acts here, but a gateway in front may have
 	// read the other of two equal keys: refuse them.
 	if err := mcp.CheckJSON(raw); err != nil {
-		return nil, errs.Wrap(errs.Invalid, err, "%s: arguments", name)
+		return nil, errs.Invalidf("%s: arguments: %s", name, errs.AgentMessage(err))
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -183,7 +183,9 @@ func (s *Server) handler(t tool) sdk.ToolHandler {
 // call was malformed; unavailable: airlock could not run it as the policy
 // asks; …), so a client can tell the model's mistakes from airlock's.
 func errorResult(err error) *sdk.CallToolResult {
-	msg := err.Error()
+	// The model reads the message, never the causes it wraps (host
+	// paths, system-call errors).
+	msg := errs.AgentMessage(err)
 	class := errs.ClassOf(err)
 	if class == errs.Internal {
 		msg = "airlock: the call failed inside airlock"

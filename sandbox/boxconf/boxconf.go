@@ -33,6 +33,40 @@ type Config struct {
 	// Pins are binds whose identity the init checks before the target
 	// starts: a mount that is not the file the host pinned aborts the run.
 	Pins []Pin `json:"pins,omitempty"`
+	// Walls, when set, are the Landlock walls the init puts on the target
+	// and everything it starts. Nil means none (the kernel has no
+	// Landlock).
+	Walls *Walls `json:"walls,omitempty"`
+}
+
+// Walls are the Landlock rules of a box.
+type Walls struct {
+	// Exec, when set, is the exec wall: only what it lists may be
+	// executed. Nil means any program (the policy lists none).
+	Exec *Exec `json:"exec,omitempty"`
+	// Write, when not nil, is the write wall: files may be written,
+	// made, removed and renamed only beneath these box paths, a second
+	// wall behind the read-only mounts.
+	Write []string `json:"write,omitempty"`
+	// Scope keeps the box's processes from signalling, or reaching the
+	// abstract Unix sockets of, any process outside the walls (bubblewrap,
+	// in a box without an init), where the kernel has Landlock scopes
+	// (ABI 6).
+	Scope bool `json:"scope,omitempty"`
+}
+
+// Exec is the exec allowlist the in-box init applies with Landlock before
+// the target starts.
+type Exec struct {
+	// Paths are box paths that may be executed: a file, or a directory
+	// for everything beneath it. A path missing inside the box is left
+	// out (what does not exist cannot run).
+	Paths []string `json:"paths"`
+	// Hide are the directories of programs (the box's PATH): a file in
+	// one that Paths does not list may not even be read,
+	// so the dynamic loader cannot load it as its argument. Empty: only
+	// execution is walled.
+	Hide []string `json:"hide,omitempty"`
 }
 
 // Net configures the in-box forwarder.
@@ -80,4 +114,9 @@ type Status struct {
 const (
 	FlagConfig = "--config-fd"
 	FlagStatus = "--status-fd"
+	// FlagExecWall selects the exec step of a box without an init
+	// (bubblewrap starts the command itself): `InitArg --exec-wall-fd N
+	// -- argv...` reads Walls as JSON from descriptor N, applies them and
+	// executes argv in its own place.
+	FlagExecWall = "--exec-wall-fd"
 )

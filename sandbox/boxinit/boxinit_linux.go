@@ -23,6 +23,9 @@ func Main(args []string) int {
 	if len(args) > 0 && args[0] == sandbox.GuardArg {
 		return sandbox.Guard(os.Stdin)
 	}
+	if len(args) > 0 && args[0] == boxconf.FlagExecWall {
+		return execWall(args[1:])
+	}
 	cfgFD, stFD, err := parseFlags(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "airlock box init: %v\n", err)
@@ -138,6 +141,13 @@ func run(cfgFD int, status *os.File) boxconf.Status {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fail(st, "prctl(PR_SET_NO_NEW_PRIVS): %v", err)
 	}
+	// The Landlock walls go on this thread only, before the filter: the
+	// target inherits them, the forwarder's threads do not need them.
+	if cfg.Walls != nil {
+		if err := applyWalls(cfg.Walls); err != nil {
+			return fail(st, "landlock walls: %v", err)
+		}
+	}
 	if cfg.Seccomp {
 		if err := installSeccomp(cfg.Ptrace); err != nil {
 			return fail(st, "seccomp: %v", err)
@@ -155,6 +165,13 @@ func run(cfgFD int, status *os.File) boxconf.Status {
 		Env:   env,
 		Files: []*os.File{os.Stdin, os.Stdout, stderr},
 	})
+	if err != nil && cfg.Walls != nil && cfg.Walls.Exec != nil && errors.Is(err, unix.EACCES) {
+		// The wall refused the command itself: a refusal (126), said on
+		// the command's stderr as a shell would.
+		fmt.Fprintln(stderr, refusedExec(cfg.Argv[0]))
+		st.Exit = 126
+		return st
+	}
 	if err != nil {
 		return fail(st, "start %s: %v", cfg.Argv[0], err)
 	}

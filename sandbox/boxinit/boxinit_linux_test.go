@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/airlock-run/airlock/sandbox/boxconf"
+	"github.com/airlock-run/airlock/sandbox/landlock"
 )
 
 // configFD hands run a configuration the way bubblewrap does: a pipe.
@@ -69,4 +70,24 @@ func FuzzParseFlags(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a, b, c, d string) {
 		parseFlags([]string{a, b, c, d})
 	})
+}
+
+// TestRunFailsWhenTheWallCannotBeApplied: a wall the kernel refuses ends
+// the run with the reason before anything starts; it is never dropped.
+func TestRunFailsWhenTheWallCannotBeApplied(t *testing.T) {
+	if abi, err := landlock.ABI(); err != nil || abi < 1 {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("needs Landlock (ABI %d, %v)", abi, err)
+		}
+		t.Skip("needs Landlock")
+	}
+	cfg := boxconf.Config{Argv: []string{"/bin/true"}, Walls: &boxconf.Walls{Exec: &boxconf.Exec{Paths: []string{"/bin/true"}, Hide: []string{"not/absolute"}}}}
+	done := make(chan boxconf.Status)
+	// run locks its thread and sets no_new_privs on it; the goroutine
+	// ends locked, so the thread goes with it.
+	go func() { done <- run(configFD(t, cfg), nil) }()
+	got := <-done
+	if got.Started || !strings.Contains(got.Error, "landlock walls: landlock: hide not/absolute") {
+		t.Errorf("got %+v, want nothing started and the wall's error", got)
+	}
 }

@@ -243,7 +243,7 @@ func TestTableMatchesUnix(t *testing.T) {
 		"lookup_dcookie": unix.SYS_LOOKUP_DCOOKIE, "acct": unix.SYS_ACCT, "swapon": unix.SYS_SWAPON,
 		"swapoff": unix.SYS_SWAPOFF, "reboot": unix.SYS_REBOOT, "settimeofday": unix.SYS_SETTIMEOFDAY,
 		"clock_settime": unix.SYS_CLOCK_SETTIME, "clone": unix.SYS_CLONE, "clone3": unix.SYS_CLONE3,
-		"personality": unix.SYS_PERSONALITY, "ioctl": unix.SYS_IOCTL, "openat2": unix.SYS_OPENAT2,
+		"personality": unix.SYS_PERSONALITY, "ioctl": unix.SYS_IOCTL, "socket": unix.SYS_SOCKET, "openat2": unix.SYS_OPENAT2,
 		"fchmod": unix.SYS_FCHMOD, "fchmodat": unix.SYS_FCHMODAT, "fchmodat2": unix.SYS_FCHMODAT2,
 		"openat": unix.SYS_OPENAT, "mkdirat": unix.SYS_MKDIRAT, "mknodat": unix.SYS_MKNODAT,
 	}
@@ -271,6 +271,7 @@ func TestTableMatchesUnix(t *testing.T) {
 		{"CLONE_NEW*", cloneNewMask, unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET},
 		{"TIOCSTI", tiocsti, unix.TIOCSTI},
 		{"TIOCLINUX", tioclinux, unix.TIOCLINUX},
+		{"IPPROTO_MPTCP", ipprotoMPTCP, unix.IPPROTO_MPTCP},
 	}
 	for _, c := range consts {
 		if c.got != c.want {
@@ -281,7 +282,7 @@ func TestTableMatchesUnix(t *testing.T) {
 
 func allSysnums() []sysnum {
 	out := append([]sysnum(nil), refused...)
-	out = append(out, sysClone, sysClone3, sysPersonality, sysIoctl, sysOpenat2)
+	out = append(out, sysClone, sysClone3, sysPersonality, sysIoctl, sysOpenat2, sysSocket)
 	for _, m := range setidModes {
 		out = append(out, m.sysnum)
 	}

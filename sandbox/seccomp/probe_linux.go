@@ -181,6 +181,24 @@ func Probes(opts Options) []Probe {
 		Probe{Name: "ioctl(TIOCLINUX)", Want: Refuse, Call: onPty(tioclinux)},
 		Probe{Name: "ioctl(TIOCGWINSZ)", Want: Allow, Call: onPty(unix.TIOCGWINSZ)},
 	)
+	// A socket that is made is closed again at once; with MPTCP off in
+	// the kernel (net.mptcp.enabled=0) the control answers an error too,
+	// and the test reports it as untested.
+	sock := func(family, proto int) func() unix.Errno {
+		return func() unix.Errno {
+			fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, proto)
+			if err != nil {
+				return asErrno(err)
+			}
+			unix.Close(fd)
+			return 0
+		}
+	}
+	ps = append(ps,
+		Probe{Name: "socket(MPTCP)", Want: Refuse, Call: sock(unix.AF_INET, unix.IPPROTO_MPTCP)},
+		Probe{Name: "socket(MPTCP over IPv6)", Want: Refuse, Call: sock(unix.AF_INET6, unix.IPPROTO_MPTCP)},
+		Probe{Name: "socket(TCP)", Want: Allow, Call: sock(unix.AF_INET, unix.IPPROTO_TCP)},
+	)
 	ps = append(ps, setidProbes(arch)...)
 	if arches[arch].x32 {
 		getpid := uintptr(unix.SYS_GETPID) | x32BitSyscall

@@ -106,6 +106,10 @@ const (
 	tiocsti   = 0x5412
 	tioclinux = 0x541c
 
+	// ipprotoMPTCP is IPPROTO_MPTCP, socket(2)'s protocol for multipath
+	// TCP.
+	ipprotoMPTCP = 262
+
 	// Personality values that stay allowed: PER_LINUX, ADDR_NO_RANDOMIZE
 	// (which sanitiser builds such as `go test -race` set on themselves) and
 	// 0xffffffff, which only reads the current value.
@@ -239,6 +243,10 @@ var (
 	sysClone3      = sysnum{"clone3", 435, 435, "", false}
 	sysPersonality = sysnum{"personality", 135, 92, "", false}
 	sysIoctl       = sysnum{"ioctl", 16, 29, "", false}
+	// socket is refused for IPPROTO_MPTCP: Landlock's TCP rules
+	// (LANDLOCK_ACCESS_NET_CONNECT_TCP) check only IPPROTO_TCP sockets, so
+	// a multipath TCP socket would step around a port rule.
+	sysSocket = sysnum{"socket", 41, 198, "", false}
 )
 
 // ErrArch is returned for an architecture Program has no table for.
@@ -270,6 +278,7 @@ func Rules(arch string, opts Options) ([]Rule, error) {
 	}
 	add(sysPersonality, Refuse, "persona not in {0, ADDR_NO_RANDOMIZE, 0xffffffff}", "other personas change the address-space layout and syscall semantics")
 	add(sysIoctl, Refuse, "request == TIOCSTI or TIOCLINUX", "pushes keystrokes into the terminal")
+	add(sysSocket, Refuse, "protocol == IPPROTO_MPTCP", "Landlock's TCP port rules do not cover multipath TCP")
 	return out, nil
 }
 
@@ -309,6 +318,13 @@ func Program(arch string, opts Options) ([]bpf.RawInstruction, error) {
 	p.jumpIf(uint32(sysClone.nr(arch)), "clone")
 	p.jumpIf(uint32(sysPersonality.nr(arch)), "personality")
 	p.jumpIf(uint32(sysIoctl.nr(arch)), "ioctl")
+	p.jumpIf(uint32(sysSocket.nr(arch)), "socket")
+	p.ret(retAllow)
+
+	p.label("socket")
+	// The protocol is an int to the kernel: the low word is all of it.
+	p.load(offArg0 + 16)
+	p.jumpIf(ipprotoMPTCP, "eperm")
 	p.ret(retAllow)
 
 	p.label("clone")

@@ -129,6 +129,10 @@ func oracle(arch string, opts Options, d data) uint32 {
 		if low(1) == tiocsti || low(1) == tioclinux {
 			return epermRet
 		}
+	case sysSocket.nr(arch):
+		if low(2) == ipprotoMPTCP {
+			return epermRet
+		}
 	}
 	return allowRet
 }
@@ -273,6 +277,19 @@ func TestProgramIoctl(t *testing.T) {
 		{"TIOCLINUX", tioclinux, epermRet},
 		{"TIOCSTI with high bits", 0xdead0000_00000000 | tiocsti, epermRet},
 		{"TIOCLINUX with high bits", 0x1_00000000 | tioclinux, epermRet},
+	})
+}
+
+// TestProgramSocket: multipath TCP is refused in every spelling the kernel
+// reads as IPPROTO_MPTCP; every other protocol (0, TCP, UDP) passes.
+func TestProgramSocket(t *testing.T) {
+	runArgCases(t, sysSocket, 2, []argCase{
+		{"default protocol", 0, allowRet},
+		{"IPPROTO_TCP", 6, allowRet},
+		{"IPPROTO_UDP", 17, allowRet},
+		{"IPPROTO_MPTCP", ipprotoMPTCP, epermRet},
+		{"IPPROTO_MPTCP with high bits", 0xffffffff_00000000 | ipprotoMPTCP, epermRet},
+		{"IPPROTO_MPTCP+1", ipprotoMPTCP + 1, allowRet},
 	})
 }
 

@@ -1,0 +1,91 @@
+//go:build linux
+
+package boxinit
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-run/airlock/sandbox"
+	"github.com/airlock-run/airlock/sandbox/boxconf"
+	"github.com/airlock-run/airlock/sandbox/landlock"
+)
+
+// applyWalls restricts the calling thread, and everything it starts, to
+// executing what w.Exec lists and writing beneath w.Write.
+func applyWalls(w *boxconf.Walls) error {
+	r := landlock.Rules{WriteWall: w.Write != nil, Write: w.Write, Scope: w.Scope}
+	if w.Exec != nil {
+		r.ExecWall, r.Exec, r.Hide = true, w.Exec.Paths, w.Exec.Hide
+	}
+	_, err := landlock.Restrict(r)
+	return err
+}
+
+// refusedExec is what the wall's refusal of the command itself says.
+func refusedExec(name string) string {
+	return fmt.Sprintf("airlock: exec wall: the kernel refused to execute %s: only the programs the policy lists (shell.allow) may run here", name)
+}
+
+// execWall is the exec step of a box without an init: bubblewrap, under
+// airlock's seccomp filter and no_new_privs, starts `InitArg --exec-wall-fd
+// N -- argv...`; this reads the walls from descriptor N, applies them and
+// executes argv in its own place, so the command is the box's process as
+// before, only walled. A wall that cannot be applied ends the run (125)
+// before anything of the command ran.
+func execWall(args []string) int {
+	// Landlock restricts one thread; the exec below replaces the process
+	// from that same thread.
+	runtime.LockOSThread()
+	if len(args) < 3 || args[1] != "--" {
+		fmt.Fprintln(os.Stderr, "airlock: box: exec wall: want "+boxconf.FlagExecWall+" N -- command...")
+		return 125
+	}
+	fd, err := strconv.Atoi(args[0])
+	if err != nil || fd < 3 {
+		fmt.Fprintf(os.Stderr, "airlock: box: exec wall: bad descriptor %q\n", args[0])
+		return 125
+	}
+	argv := args[2:]
+	f := os.NewFile(uintptr(fd), "exec-wall")
+	data, err := io.ReadAll(io.LimitReader(f, 4<<20))
+	f.Close()
+	var w boxconf.Walls
+	if err == nil {
+		err = json.Unmarshal(data, &w)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "airlock: box: landlock walls: read them: %v\n", err)
+		return 125
+	}
+	dir, _ := os.Getwd()
+	path, err := sandbox.LookPath(argv[0], os.Getenv("PATH"), dir)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "airlock: box: %v inside the box\n", err)
+		return 127
+	}
+	if err := applyWalls(&w); err != nil {
+		fmt.Fprintf(os.Stderr, "airlock: box: landlock walls: %v\n", err)
+		return 125
+	}
+	// Nothing of bubblewrap's or this step's descriptors reaches the
+	// command.
+	if err := closeRangeExec(); err != nil {
+		fmt.Fprintf(os.Stderr, "airlock: box: close inherited descriptors: %v\n", err)
+		return 125
+	}
+	err = unix.Exec(path, argv, os.Environ())
+	if errors.Is(err, unix.EACCES) && w.Exec != nil {
+		fmt.Fprintln(os.Stderr, refusedExec(argv[0]))
+		return 126
+	}
+	fmt.Fprintf(os.Stderr, "airlock: box: execute %s: %v\n", argv[0], err)
+	return 126
+}
