@@ -504,10 +504,13 @@ func coveredBy(f forms, a, b []ruledPattern) (string, bool) {
 	return rule, true
 }
 
-// gitMeta reports whether f is a repository's hooks, a repository's config
-// file (submodules' too, under .git/modules) or a ".git" entry itself (a
-// ".git" file redirects git to another repository): a write there runs code
-// the next time a person, or an allowed git, uses the repository. It looks
+// gitMeta reports whether f is one of the files a repository's git reads
+// as instructions (policy/protected's GitFiles: config, config.worktree,
+// commondir, gitdir; submodules' too, under .git/modules), lies in one of
+// its directories whose files run (GitDirs(true): hooks) or is a ".git"
+// entry itself (a ".git" file redirects git to another repository): a
+// write there runs code the next time a person, or an allowed git, uses
+// the repository. It looks
 // everywhere, not only below the working directory, because `git -C DIR`
 // reaches any repository.
 //
@@ -530,7 +533,10 @@ func gitMeta(f forms) bool {
 				continue
 			}
 			rest := segs[k+1:]
-			if len(rest) == 0 || strings.EqualFold(rest[len(rest)-1], "config") || slices.ContainsFunc(rest, func(s string) bool { return strings.EqualFold(s, "hooks") }) {
+			if len(rest) == 0 || slices.ContainsFunc(protected.GitFiles(), func(f string) bool { return strings.EqualFold(rest[len(rest)-1], f) }) ||
+				slices.ContainsFunc(rest, func(s string) bool {
+					return slices.ContainsFunc(protected.GitDirs(true), func(d string) bool { return strings.EqualFold(s, d) })
+				}) {
 				return true
 			}
 		}

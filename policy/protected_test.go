@@ -24,6 +24,12 @@ func TestProtectedList(t *testing.T) {
 		{"Makefile normally", "", "echo x > Makefile", Allow, ""},
 		{"Makefile built unattended", "  unattended_build: true\n", "echo x > Makefile", Escalate, "builtin.protected"},
 		{"git's own rule first", "", "echo x > .git/hooks/pre-commit", Escalate, "builtin.git-hooks"},
+		{"commondir", "", "echo ../evil > .git/commondir", Escalate, "builtin.git-hooks"},
+		{"a worktree's commondir", "", "echo x > .git/worktrees/wt/commondir", Escalate, "builtin.git-hooks"},
+		{"a worktree's gitdir", "", "echo x > .git/worktrees/wt/gitdir", Escalate, "builtin.git-hooks"},
+		{"config.worktree", "", "echo x > .git/config.worktree", Escalate, "builtin.git-hooks"},
+		{"info/exclude steers, runs nothing", "", "echo x >> .git/info/exclude", Allow, ""},
+		{"objects stay writable", "", "echo x > .git/objects/ab/cd", Allow, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

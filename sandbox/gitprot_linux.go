@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-run/airlock/policy/protected"
 )
 
 // Git protection is planned from what git itself reads on the host. For
@@ -442,12 +444,16 @@ func coreWorktree(gitDir string) string {
 
 // commonDir plans what lives in a repository's common directory.
 func (g *gitScan) commonDir(c, top string) error {
-	for _, n := range []string{"config", "hooks", "remotes", "branches", "objects/info/alternates"} {
-		g.add(filepath.Join(c, n), "")
+	for _, n := range append(protected.GitFiles(), "objects/info/alternates") {
+		if n != "commondir" && n != "gitdir" && n != "config.worktree" { // per git directory, in gitDir
+			g.add(filepath.Join(c, n), "")
+		}
 	}
-	// info/ as a directory: its exclude is where the box's view lists the
-	// placeholders (hideStubs).
-	g.paths = append(g.paths, gitPath{path: filepath.Join(c, "info"), dir: true})
+	for _, n := range protected.GitDirs(false) {
+		// info/ as a directory: its exclude is where the box's view
+		// lists the placeholders (hideStubs).
+		g.paths = append(g.paths, gitPath{path: filepath.Join(c, n), dir: n == "info"})
+	}
 	if err := g.configs(filepath.Join(c, "config"), top, c, 0); err != nil {
 		return err
 	}

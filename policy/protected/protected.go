@@ -102,6 +102,36 @@ var entries = []Entry{
 	{"justfile", Build, "just"}, {"Taskfile.yml", Build, "task"},
 }
 
+// gitFiles are the files of a git directory that git reads as
+// instructions, and gitDirs its directories that hold them: the sandbox
+// holds them read-only in every repository it plans (with includes,
+// core.hooksPath and the rest that the config names), the reader asks
+// before a write to them.
+var (
+	gitFiles = []string{"config", "config.worktree", "commondir", "gitdir"}
+	gitDirs  = []struct {
+		name string
+		runs bool // what it holds runs as code (the reader asks only about those)
+	}{{"hooks", true}, {"info", false}, {"remotes", false}, {"branches", false}}
+)
+
+// GitFiles returns the files of a git directory git reads as instructions.
+func GitFiles() []string { return append([]string(nil), gitFiles...) }
+
+// GitDirs returns the directories of a git directory that hold them; with
+// runs, only those whose files git runs (hooks): info/exclude and the old
+// remotes/ files steer git but run nothing, so the reader lets a command
+// write them while the box holds them read-only.
+func GitDirs(runs bool) []string {
+	var out []string
+	for _, d := range gitDirs {
+		if d.runs || !runs {
+			out = append(out, d.name)
+		}
+	}
+	return out
+}
+
 // Entries returns the list.
 func Entries() []Entry { return append([]Entry(nil), entries...) }
 
