@@ -253,6 +253,39 @@ func TestGitInTheBox(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a submodule's and a nested repository's status stay clean", func(t *testing.T) {
+		wd := t.TempDir()
+		newRepo(t, wd)
+		sub := filepath.Join(t.TempDir(), "sub")
+		newRepo(t, sub)
+		mustGit(t, wd, "-c", "protocol.file.allow=always", "submodule", "add", "-q", sub, "sub")
+		mustGit(t, wd, "commit", "-q", "-m", "sub")
+		newRepo(t, filepath.Join(wd, "pkg"))
+		o := run(t, fixSpec(t, wd), "git -C sub status --porcelain; git -C pkg status --porcelain")
+		if o.res.ExitCode != 0 || strings.TrimSpace(o.stdout) != "" {
+			t.Fatalf("exit %d, status %q: %s", o.res.ExitCode, o.stdout, o.stderr)
+		}
+	})
+	t.Run("a repository made during the run is quarantined, an old one is not", func(t *testing.T) {
+		wd := t.TempDir()
+		newRepo(t, filepath.Join(wd, "old"))
+		o := run(t, fixSpec(t, wd), "git init -q new && echo y > old/f && git -C old add f && "+ident+"-C old commit -q -m box")
+		if o.res.ExitCode != 0 {
+			t.Fatalf("exit %d: %s", o.res.ExitCode, o.stderr)
+		}
+		if _, err := os.Stat(filepath.Join(wd, "new", ".git", "config.airlock-untrusted")); err != nil {
+			t.Errorf("the new repository's config was not moved aside: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(wd, "new", ".git", "config")); err == nil {
+			t.Errorf("the new repository's config is still in place")
+		}
+		if _, err := os.Stat(filepath.Join(wd, "old", ".git", "config")); err != nil {
+			t.Errorf("the old repository's config was moved: %v", err)
+		}
+		if out, err := hostGit(t, filepath.Join(wd, "new"), "status"); err != nil {
+			t.Errorf("git on the host cannot read the quarantined repository: %v %s", err, out)
+		}
+	})
 	t.Run("git config is refused", func(t *testing.T) {
 		wd := t.TempDir()
 		newRepo(t, wd)
