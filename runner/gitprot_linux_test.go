@@ -201,9 +201,10 @@ func TestGitInTheBox(t *testing.T) {
 	})
 	t.Run("git init in a fresh directory", func(t *testing.T) {
 		wd := t.TempDir()
-		o := run(t, fixSpec(t, wd), "git init -q fresh && cd fresh && echo x > f && git add f && "+ident+"commit -q -m one")
-		if o.res.ExitCode != 0 {
-			t.Fatalf("exit %d: %s", o.res.ExitCode, o.stderr)
+		o := run(t, fixSpec(t, wd), "git init -q . && echo x > f && git add f && "+ident+"commit -q -m one && git status --porcelain && "+
+			"git init -q fresh && cd fresh && echo x > f && git add f && "+ident+"commit -q -m one")
+		if o.res.ExitCode != 0 || strings.TrimSpace(o.stdout) != "" {
+			t.Fatalf("exit %d, status %q: %s", o.res.ExitCode, o.stdout, o.stderr)
 		}
 	})
 	t.Run("mkdir under .config next to the fish placeholder", func(t *testing.T) {

@@ -1156,7 +1156,54 @@ func (p *planner) protectRoots(roots []*pinned) error {
 			return err
 		}
 	}
-	return p.hideStubs(roots, g)
+	if err := p.hideStubs(roots, g); err != nil {
+		return err
+	}
+	return p.homeExcludes(roots)
+}
+
+// homeExcludes lists every placeholder, from each writable root, in git's
+// global excludes file of the box's private HOME ($HOME/.config/git/ignore,
+// read-only): a repository the box makes during the run, or one whose
+// info/exclude the box cannot be shown, still keeps them out of `git
+// status` and `git add -A`. Nothing on the host changes: that HOME is the
+// box's own tmpfs; where HOME is not private, nothing is done.
+func (p *planner) homeExcludes(roots []*pinned) error {
+	home := filepath.Clean(EnvValue(p.spec.Env, "HOME"))
+	if !filepath.IsAbs(home) || home == "/" || len(p.box.Stubs) == 0 {
+		return nil
+	}
+	private := false
+	for _, o := range p.ops {
+		if o.dest == home && (o.args[0] == "--tmpfs" || o.args[0] == "--dir") {
+			private = true
+		}
+	}
+	cfg := filepath.Join(home, ".config")
+	if x := EnvValue(p.spec.Env, "XDG_CONFIG_HOME"); x != "" {
+		cfg = filepath.Clean(x)
+	}
+	if !private || !within(cfg, home) {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("# airlock: read-only placeholders of protected paths, for this run only\n")
+	seen := map[string]bool{}
+	for _, r := range roots {
+		for _, s := range p.box.Stubs {
+			rel, err := filepath.Rel(r.real, s.Path)
+			if err != nil || rel == "." || strings.HasPrefix(rel, "..") || seen[rel] {
+				continue
+			}
+			seen[rel] = true
+			b.WriteString("/" + filepath.ToSlash(rel) + "\n")
+		}
+	}
+	if b.Len() > 32<<10 {
+		p.box.Notes = append(p.box.Notes, "git: too many placeholders for the box's global excludes file; a repository made during the run may list them")
+		return nil
+	}
+	return p.data([]byte(b.String()), filepath.Join(cfg, "git", "ignore"))
 }
 
 // namePaths are the list's entries held by name for root: the whole list
