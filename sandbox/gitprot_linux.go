@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -37,7 +38,7 @@ var gitCommandKeys = map[string]bool{
 	"core.fsmonitor": true, "core.sshcommand": true, "core.editor": true, "core.pager": true,
 	"core.askpass": true, "core.gitproxy": true, "sequence.editor": true, "gpg.program": true,
 	"gpg.ssh.program": true, "gpg.x509.program": true, "credential.helper": true,
-	"diff.external": true, "uploadpack.packobjectshook": true, "ssh.variant": false,
+	"diff.external": true, "uploadpack.packobjectshook": true,
 }
 
 // gitCommandSubKeys are the same for variables with a subsection
@@ -304,21 +305,22 @@ func readGitFile(path string) (string, error) {
 	return filepath.Clean(rest), nil
 }
 
+// readSmall reads a file git reads whole (a .git file, commondir, a
+// config); one larger than 64 KiB is refused rather than read in part.
 func readSmall(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
-	buf := make([]byte, 64<<10)
-	n, err := f.Read(buf)
-	if n == len(buf) {
-		return "", fmt.Errorf("%s is larger than airlock reads (64 KiB)", path)
-	}
-	if err != nil && n == 0 && err.Error() != "EOF" {
+	data, err := io.ReadAll(io.LimitReader(f, 64<<10+1))
+	if err != nil {
 		return "", err
 	}
-	return string(buf[:n]), nil
+	if len(data) > 64<<10 {
+		return "", fmt.Errorf("%s is larger than airlock reads (64 KiB)", path)
+	}
+	return string(data), nil
 }
 
 // resolved returns path with every link resolved. A link inside a
