@@ -98,13 +98,23 @@ func (g *gitScan) add(path, content string) {
 // each.
 func (g *gitScan) scanRoot(root string) error {
 	// The root itself, or a git directory it lies in (a grant of
-	// main/.git/objects): that repository's files are held too.
+	// main/.git/objects), and the repository whose work tree holds it (its
+	// config may include a file in the root): what of theirs lies in a
+	// writable directory is held too.
 	for d := root; ; d = filepath.Dir(d) {
 		if isGitDir(d) {
 			if err := g.gitDir(d, ""); err != nil {
 				return err
 			}
 			break
+		}
+		if d != root {
+			if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+				if err := g.worktree(d); err != nil {
+					return err
+				}
+				break
+			}
 		}
 		if d == "/" || filepath.Base(d) == ".git" {
 			break
@@ -246,6 +256,27 @@ func (w *repoWatch) quarantine() []string {
 		}
 	}
 	return out
+}
+
+// globals reads the person's system and global git config, which every
+// repository on the host reads too: an include, a core.hooksPath or a
+// program it names inside a writable directory is held like a
+// repository's own.
+func (g *gitScan) globals() error {
+	xdg := os.Getenv("XDG_CONFIG_HOME")
+	if !filepath.IsAbs(xdg) {
+		xdg = filepath.Join(g.home, ".config")
+	}
+	files := []string{"/etc/gitconfig", filepath.Join(xdg, "git", "config")}
+	if g.home != "" {
+		files = append(files, filepath.Join(g.home, ".gitconfig"))
+	}
+	for _, f := range files {
+		if err := g.configs(f, "", filepath.Dir(f), 0); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // isGitDir reports whether dir holds a repository's HEAD, objects and refs.

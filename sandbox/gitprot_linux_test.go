@@ -217,3 +217,33 @@ func TestGitPlanSubmodule(t *testing.T) {
 		t.Errorf("core.hooksPath was taken from the git directory, not the work tree")
 	}
 }
+
+// TestGitPlanOutsideConfigs: the person's global config and the config of
+// the repository a write grant lies in are read too; what they name inside
+// the grant is held.
+func TestGitPlanOutsideConfigs(t *testing.T) {
+	testsupport.Require(t, testsupport.Bwrap)
+	exe, _ := os.Executable()
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	repo := t.TempDir()
+	build := filepath.Join(repo, "build")
+	os.MkdirAll(build, 0o755)
+	fakeRepo(t, filepath.Join(repo, ".git"), "[include]\n\tpath = ../build/gitconfig\n")
+	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[core]\n\thooksPath = "+filepath.Join(build, "hooks")+"\n"), 0o644)
+	box, err := Plan(Spec{Workdir: repo, Write: []string{build}, Writable: true}, Tier1, exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close()
+	held := map[string]bool{}
+	for _, s := range box.Stubs {
+		held[s.Path] = true
+	}
+	for _, want := range []string{filepath.Join(build, "gitconfig"), filepath.Join(build, "hooks")} {
+		if !held[want] {
+			t.Errorf("%s is not held", want)
+		}
+	}
+}

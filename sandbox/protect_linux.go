@@ -41,6 +41,13 @@ func (p *planner) protectRoots(roots []*pinned) error {
 	// leaves no repository made at the start of the run unchecked.
 	since.Sec--
 	g := newGitScan(p.writable)
+	if err := g.globals(); err != nil {
+		var rf *refusal
+		if errors.As(err, &rf) {
+			return p.refuse(rf.path, rf.why+"; nothing was run")
+		}
+		return err
+	}
 	for _, r := range roots {
 		if err := g.scanRoot(r.real); err != nil {
 			var rf *refusal
