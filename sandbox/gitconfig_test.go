@@ -41,3 +41,22 @@ func TestParseGitConfig(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseGitConfig: any input is read or refused, never a panic, and a
+// read one names only sections git could write.
+func FuzzParseGitConfig(f *testing.F) {
+	for _, s := range []string{"[a]\nb=c\n", "[include]\npath = \"x\\\"y\"\n", "[a \"b\"]\n\tc\n", "[a.b]\nc = d \\\n e\n", "\ufeff[a]\r\nb=1\r\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		vars, err := parseGitConfig(in)
+		if err != nil {
+			return
+		}
+		for _, v := range vars {
+			if checkGitSection(v.section) != nil || v.key == "" {
+				t.Fatalf("read %q from %q", v.name(), in)
+			}
+		}
+	})
+}
