@@ -84,6 +84,8 @@ func init() {
 		"fork":          attackFork,
 		"spin":          attackSpin,
 		"sleep":         attackSleep,
+		"child-mem":     attackChildMem,
+		"read-some":     attackReadSome,
 		// Helpers the attacks and the matrix start: not attacks.
 		"idle":   helperIdle,
 		"victim": helperVictim,
@@ -528,4 +530,42 @@ func helperVictim(a []string) error {
 	case <-time.After(time.Duration(n) * time.Second):
 		return nil
 	}
+}
+
+// attackChildMem opens the memory of a child of its own for writing: code
+// written there would run as that process (reached when the open works;
+// nothing is written).
+func attackChildMem([]string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	c, err := os.StartProcess(exe, []string{exe, AttackArg, "idle", "5"}, &os.ProcAttr{Files: []*os.File{nil, nil, nil}})
+	if err != nil {
+		return err
+	}
+	defer func() { c.Kill(); c.Wait() }()
+	f, err := os.OpenFile(fmt.Sprintf("/proc/%d/mem", c.Pid), os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("opened /proc/%d/mem for writing\n", c.Pid)
+	return f.Close()
+}
+
+// attackReadSome reads a file of the kernel's that must not be empty:
+// read-some PATH.
+func attackReadSome(a []string) error {
+	if err := need(a, 1); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(a[0])
+	if err != nil {
+		return err
+	}
+	if len(b) == 0 {
+		return fmt.Errorf("%s reads as empty", a[0])
+	}
+	fmt.Printf("%s: %d bytes\n", a[0], len(b))
+	return nil
 }

@@ -90,6 +90,11 @@ type attempt struct {
 	reached func(r *run, o out) (bool, string)
 	// untested, when not nil, says why the attempt cannot be tried here.
 	untested func(w *world) string
+	// grant, when not nil, widens the spec of the run (a read grant of
+	// the world's base).
+	grant func(r *run, s *sandbox.Spec)
+	// before, when not nil, prepares the run's targets.
+	before func(r *run) error
 }
 
 func tokenIn(r *run, o out) (bool, string) {
@@ -250,6 +255,24 @@ func attempts() []attempt {
 		{id: "unix-socket-path", class: "net", reached: tokenIn, args: func(r *run) []string { return []string{"unix", r.w.unixPath} }},
 		{id: "unix-socket-abstract", class: "net", reached: tokenIn, args: func(r *run) []string { return []string{"unix", r.w.abstract} }},
 		{id: "raw-socket", class: "net", reached: exitZero, ownNet: true, args: func(*run) []string { return []string{"raw"} }},
+		{id: "unix-socket-in-read-grant", class: "net", reached: tokenIn,
+			grant: func(r *run, s *sandbox.Spec) { s.Read = append(s.Read, r.w.base) },
+			args:  func(r *run) []string { return []string{"unix", r.w.unixPath} }},
+		{id: "write-through-outside-hardlink", class: "fs-write",
+			before: func(r *run) error {
+				outside := filepath.Join(r.w.base, "store-"+r.marker)
+				if err := os.WriteFile(outside, []byte("the store's\n"), 0o644); err != nil {
+					return err
+				}
+				return os.Link(outside, filepath.Join(r.wd, "linked"))
+			},
+			args: func(r *run) []string { return []string{"write", r.wd + "/linked", r.marker} },
+			reached: func(r *run, o out) (bool, string) {
+				return wroteAt(filepath.Join(r.w.base, "store-"+r.marker), "the file's other name outside the working directory", r, o)
+			}},
+		{id: "open-child-proc-mem", class: "process", reached: exitZero, args: func(*run) []string { return []string{"child-mem"} }},
+		{id: "read-proc-keys", class: "kernel", reached: exitZero, args: func(*run) []string { return []string{"read-some", "/proc/keys"} }},
+		{id: "read-proc-timer-list", class: "kernel", reached: exitZero, args: func(*run) []string { return []string{"read-some", "/proc/timer_list"} }},
 	}
 	// viaProxy tunnels to host at the port of addr; host "" is addr itself.
 	viaProxy := func(id, host string, addr func(w *world) string, untested func(w *world) string) attempt {
@@ -487,6 +510,11 @@ func prepare(w *world, a attempt) (*run, error) {
 		}
 		r.victim = v
 	}
+	if a.before != nil {
+		if err := a.before(r); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
 }
 
@@ -508,6 +536,9 @@ func spec(r *run, a attempt) sandbox.Spec {
 	}
 	if a.spec != nil {
 		a.spec(&s)
+	}
+	if a.grant != nil {
+		a.grant(r, &s)
 	}
 	return s
 }

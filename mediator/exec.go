@@ -115,6 +115,11 @@ func (k *Kernel) box(ctx context.Context, call Call, what string, network bool) 
 	if err := k.checkPrivate(spec); err != nil {
 		return box{}, err
 	}
+	if p.Sandbox.Home == policy.HomePersist {
+		if spec.HomeDir, err = keptHome(k.world); err != nil {
+			return box{}, err
+		}
+	}
 	tier, err := k.tierFor(p, what)
 	if err != nil {
 		return box{}, err
@@ -398,6 +403,11 @@ func boxEnv(p *policy.Policy, w policy.World, environ []string) []string {
 	// program. Only repositories named explicitly are read as bare. The
 	// agent cannot undo it: assigning GIT_* variables escalates.
 	for k, v := range gitSafety {
+		env[k] = v
+	}
+	// Granted caches by their variables; a variable the caller passes in
+	// or the policy sets wins.
+	for k, v := range cacheEnv(p, w) {
 		env[k] = v
 	}
 	var c *policy.Checker

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -179,9 +180,9 @@ func cloneJSON(v any, depth int) (any, error) {
 	case nil, string, bool:
 		return x, nil
 	case json.Number:
-		f, err := x.Float64()
-		if err != nil {
-			return nil, err
+		f, ok := exactNumber(x)
+		if !ok {
+			return nil, fmt.Errorf("the number %.40s is not one a grant can hold exactly (it would be kept as its float64 neighbour); allow the call once", string(x))
 		}
 		return f, nil
 	case float64:
@@ -276,10 +277,64 @@ func number(v any) (float64, bool) {
 	case int64:
 		return float64(x), true
 	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
+		return exactNumber(x)
 	}
 	return 0, false
+}
+
+// exactNumber reads a number as written (the gateway forwards it so) into
+// the float64 a grant keeps, only when that float64 is the number: its
+// shortest spelling has the same decimal value as n. Two numbers a server
+// reads apart (12345678901234567 and 12345678901234568, which float64
+// rounds alike) then never share one grant; 0.1 stays grantable, since
+// "0.1" is how its float64 is spelled.
+func exactNumber(n json.Number) (float64, bool) {
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, false
+	}
+	k1, ok1 := decimalKey(string(n))
+	k2, ok2 := decimalKey(strconv.FormatFloat(f, 'g', -1, 64))
+	return f, ok1 && ok2 && k1 == k2
+}
+
+// decimalKey is the exact decimal value of a JSON number as text: sign,
+// significant digits and power of ten ("-0" is "0"), computed on the text
+// alone so that no exponent costs arithmetic. An exponent of more than 9
+// digits is refused.
+func decimalKey(s string) (string, bool) {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	mant, exp := s, "0"
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		mant, exp = s[:i], strings.TrimPrefix(s[i+1:], "+")
+	}
+	if len(strings.TrimPrefix(exp, "-")) > 9 {
+		return "", false
+	}
+	e, err := strconv.Atoi(exp)
+	if err != nil {
+		return "", false
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := intPart + frac
+	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return "", false
+	}
+	e -= len(frac)
+	digits = strings.TrimLeft(digits, "0")
+	for strings.HasSuffix(digits, "0") {
+		digits = digits[:len(digits)-1]
+		e++
+	}
+	if digits == "" {
+		return "0", true
+	}
+	sign := ""
+	if neg {
+		sign = "-"
+	}
+	return sign + digits + "e" + strconv.Itoa(e), true
 }
 
 // WithGrants returns a copy of p whose escalations are lifted for exactly

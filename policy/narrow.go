@@ -109,6 +109,12 @@ func (p *Policy) Narrow(n *Policy) *Policy {
 	}
 	q.Escalation.Timeout = minPos(p.Escalation.Timeout, n.Escalation.Timeout)
 	q.Sandbox.Ptrace = p.Sandbox.Ptrace && n.Sandbox.Ptrace
+	// A home kept between runs carries state from one run into the next:
+	// narrowing may make it fresh, never keep one the base does not.
+	q.Sandbox.Home = p.Sandbox.Home
+	if n.Sandbox.Home == HomeFresh {
+		q.Sandbox.Home = HomeFresh
+	}
 	return q
 }
 

@@ -369,8 +369,18 @@ func (ps *parser) policy(n *yaml.Node, p *Policy) {
 				}
 			})
 		case "sandbox":
-			ps.mapping(v, key, []string{"ptrace"}, func(key string, k, v *yaml.Node) {
-				p.Sandbox.Ptrace, _ = ps.boolean(v, "sandbox.ptrace")
+			ps.mapping(v, key, []string{"ptrace", "home"}, func(key string, k, v *yaml.Node) {
+				switch key {
+				case "ptrace":
+					p.Sandbox.Ptrace, _ = ps.boolean(v, "sandbox.ptrace")
+				case "home":
+					if s, ok := ps.str(v, "sandbox.home", false); ok {
+						if s != HomeFresh && s != HomePersist {
+							ps.fail(v, "sandbox.home", "%q is not fresh or persist", s)
+						}
+						p.Sandbox.Home = s
+					}
+				}
 			})
 		}
 	})

@@ -66,6 +66,8 @@ func TestParseErrors(t *testing.T) {
 		{"pids zero", "limits:\n  pids: 0\n", "limits.pids"},
 		{"escalation", "escalation:\n  timeout: soon\n", "escalation.timeout"},
 		{"sandbox", "sandbox:\n  ptrace: 1\n", "sandbox.ptrace: want true or false, got a number"},
+		{"sandbox home", "sandbox:\n  home: kept\n", `sandbox.home: "kept" is not fresh or persist`},
+		{"sandbox home number", "sandbox:\n  home: 1\n", "sandbox.home: want a string, got a number"},
 		{"alias", "a: &x [1]\nfs:\n  read: *x\n", "p.yaml:1:1: a: unknown field"},
 		{"alias value", "fs:\n  read: &x [\".\"]\n  write: *x\n", "p.yaml:3:10: fs.write: aliases are not supported"},
 		{"merge key", "fs:\n  <<: {read: [x]}\n", "merge keys"},
@@ -118,7 +120,7 @@ tools:
   "*": escalate
 limits: {memory: 2G, cpu: "150%", wall: 30m, pids: 256}
 escalation: {timeout: 45s}
-sandbox: {ptrace: true}
+sandbox: {ptrace: true, home: persist}
 `
 	p, err := Parse("airlock.yaml", []byte(doc))
 	if err != nil {
@@ -138,7 +140,7 @@ sandbox: {ptrace: true}
 		},
 		Limits:     Limits{Memory: 2 << 30, CPU: 1.5, Wall: 30 * time.Minute, Pids: 256},
 		Escalation: Escalation{Timeout: 45 * time.Second},
-		Sandbox:    SandboxOpts{Ptrace: true},
+		Sandbox:    SandboxOpts{Ptrace: true, Home: HomePersist},
 		Source:     "airlock.yaml",
 	}
 	if d := cmp.Diff(want, p, cmpopts.IgnoreUnexported(Policy{})); d != "" {

@@ -232,7 +232,19 @@ type Escalation struct {
 type SandboxOpts struct {
 	// Ptrace lets processes in the box trace each other (debuggers, strace).
 	Ptrace bool `json:"ptrace"`
+	// Home is what the box's HOME is: HomeFresh ("" or "fresh"), an empty
+	// directory every run, or HomePersist ("persist"), a directory of
+	// airlock's state kept per working directory, so shell history,
+	// tool logins made inside the box and caches under HOME survive from
+	// one run to the next. It is never inside a writable grant.
+	Home string `json:"home,omitempty"`
 }
+
+// Values of SandboxOpts.Home.
+const (
+	HomeFresh   = "fresh"
+	HomePersist = "persist"
+)
 
 // DefaultLimits are the limits of the workspace profile and of any policy
 // that does not set its own: 4 GiB of memory, two cores, 1024 processes and

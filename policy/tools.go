@@ -11,6 +11,8 @@ import "strings"
 // When every argument named in When is a string matching one of its
 // patterns, the verdict is Verdict; otherwise it is Else (escalate unless
 // given). A missing argument, or one that is not a string, never matches.
+// An argument is found under its name in any case (a Go server reads
+// "Path" as "path"); two spellings that disagree get the stricter verdict.
 type ToolRule struct {
 	Verdict Verdict             `json:"verdict"`
 	When    map[string][]string `json:"when,omitempty"`
@@ -61,15 +63,64 @@ func (ct *compiledTool) decide(c *Checker, args map[string]any) (Verdict, string
 		return ct.verdict, ct.rule
 	}
 	for i := range ct.conds {
-		if !ct.conds[i].holds(c, args) {
+		switch ct.conds[i].holds(c, args) {
+		case condFails:
 			return ct.elseV, ct.rule + ".else"
+		case condSplit:
+			// A server reads one of the spellings, and which one is
+			// its parser's choice: the stricter verdict holds.
+			if ct.elseV > ct.verdict {
+				return ct.elseV, ct.rule + ".else"
+			}
+			return ct.verdict, ct.rule + ".when"
 		}
 	}
 	return ct.verdict, ct.rule + ".when"
 }
 
-func (tc *toolCond) holds(c *Checker, args map[string]any) bool {
-	v, ok := args[tc.arg].(string)
+// condResult is how a condition met a call's arguments.
+type condResult uint8
+
+const (
+	condHolds condResult = iota
+	condFails
+	condSplit // keys alike under case folding, one matching and one not
+)
+
+// holds matches the condition against the argument it names, found under
+// its name in any case: a server written in Go reads its arguments into a
+// struct, and encoding/json matches field names without case, so for it
+// "Path" is "path". The gateway refuses two keys alike under folding, but
+// a call may come from elsewhere: when they disagree, the result is split.
+func (tc *toolCond) holds(c *Checker, args map[string]any) condResult {
+	var vals []any
+	if v, ok := args[tc.arg]; ok {
+		vals = append(vals, v)
+	}
+	for k, v := range args {
+		if k != tc.arg && strings.EqualFold(k, tc.arg) {
+			vals = append(vals, v)
+		}
+	}
+	if len(vals) == 0 {
+		return condFails
+	}
+	first := tc.holdsValue(c, vals[0])
+	for _, v := range vals[1:] {
+		if tc.holdsValue(c, v) != first {
+			return condSplit
+		}
+	}
+	if first {
+		return condHolds
+	}
+	return condFails
+}
+
+// holdsValue matches one argument's value: a string under one of the
+// condition's words or paths.
+func (tc *toolCond) holdsValue(c *Checker, arg any) bool {
+	v, ok := arg.(string)
 	if !ok {
 		return false
 	}

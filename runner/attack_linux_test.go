@@ -265,5 +265,8 @@ func attack(name string, args []string) error {
 		unix.Wait4(n, &ws, 0, nil)
 		return unix.PtraceDetach(n)
 	}
+	if f, ok := channelAttacks[name]; ok {
+		return f(args)
+	}
 	return fmt.Errorf("unknown attack %q", name)
 }

@@ -175,6 +175,7 @@ func (r *run) launch() (*exec.Cmd, error) {
 	if err := r.tr.command(r, cmd, stderr); err != nil {
 		return nil, err
 	}
+	asBoxUser(r, cmd)
 	// Nothing airlock's caller left open without close-on-exec may reach
 	// the command: every descriptor above the standard three is marked, and
 	// the ones meant for bubblewrap are placed by the start itself.

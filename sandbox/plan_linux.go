@@ -54,6 +54,13 @@ var etcFiles = []string{
 	"/etc/os-release", "/etc/debian_version", "/etc/lsb-release",
 	"/etc/bash.bashrc", "/etc/profile", "/etc/inputrc", "/etc/terminfo",
 	"/etc/magic", "/etc/mailcap",
+	// Runtimes' own configuration: the JDK (java.security, jvm.cfg; its
+	// conf directory is a link into /etc/java-NN-openjdk), Maven's m2.conf,
+	// Python's sitecustomize, fontconfig, the resolver's preferences and
+	// the CA store's source list. None holds a credential; files that may
+	// (/etc/npmrc, /etc/pip.conf, /etc/gitconfig) stay out.
+	"/etc/java-*", "/etc/maven", "/etc/python3*", "/etc/fonts",
+	"/etc/ca-certificates", "/etc/gai.conf", "/etc/host.conf",
 }
 
 // refusedWrite are places a write grant may never reach: the system, and
@@ -97,6 +104,10 @@ type Box struct {
 	// what of them airlock moved aside (the host's git would have trusted
 	// their config and hooks).
 	Quarantined []string
+	// RunAs, when not nil, is the user and group bubblewrap must be
+	// started as (airlock runs as root on another user's checkout); nil
+	// is airlock's own.
+	RunAs *RunAs
 
 	config  boxconf.Config
 	configW *os.File
@@ -386,6 +397,9 @@ type planner struct {
 	// lock is the root lock held while protect makes or adopts that
 	// root's placeholders.
 	lock *stubLock
+	// runAs is the user the box runs as when not airlock's own (see
+	// chooseUser); nil is airlock's.
+	runAs *RunAs
 }
 
 func (p *planner) file(f *os.File, child bool) int {
@@ -626,6 +640,9 @@ func (p *planner) plan(exe string) error {
 			wdRW = true
 		}
 	}
+	if err := p.chooseUser(wd, wdRW); err != nil {
+		return err
+	}
 
 	// Namespaces and the process's standing.
 	args := []string{"--unshare-user"}
@@ -682,7 +699,7 @@ func (p *planner) plan(exe string) error {
 		}
 		p.bindFD(pn, d, false, 2)
 	}
-	for _, f := range etcFiles {
+	for _, f := range etcPaths() {
 		if _, err := os.Lstat(f); err != nil {
 			continue
 		}
@@ -729,6 +746,7 @@ func (p *planner) plan(exe string) error {
 	p.bindFD(ex, boxInitPath, false, 2)
 
 	// Reads, then writes, then the working directory.
+	var grants []scanRoot // walked for sockets and hard links (closeChannels)
 	for _, r := range spec.Read {
 		clean := filepath.Clean(r)
 		for _, bad := range []string{"/proc", "/sys", "/dev"} {
@@ -755,13 +773,16 @@ func (p *planner) plan(exe string) error {
 			continue
 		}
 		p.bindFD(pn, pn.real, false, 2)
+		grants = append(grants, scanRoot{path: pn.real})
 	}
 	for _, r := range roots {
 		p.bindFD(r.pn, r.pn.real, r.rw, 2)
+		grants = append(grants, scanRoot{path: r.pn.real, rw: r.rw})
 	}
 	wdOwn := !p.has(wd.real)
 	if wdOwn {
 		p.bindFD(wd, wd.real, wdRW, 2)
+		grants = append(grants, scanRoot{path: wd.real, rw: wdRW})
 	} else {
 		wd.f.Close()
 	}
@@ -788,6 +809,10 @@ func (p *planner) plan(exe string) error {
 	if filepath.IsAbs(home) && home != "/" {
 		h := filepath.Clean(home)
 		switch {
+		case spec.HomeDir != "":
+			if err := p.persistentHome(h); err != nil {
+				return err
+			}
 		case p.coveredByBind(h):
 			b.Notes = append(b.Notes, "HOME "+h+" lies inside a bound directory; it is that directory, not a private one")
 		case within(h, "/tmp") || within(h, "/var/tmp") || within(h, "/run"):
@@ -832,6 +857,10 @@ func (p *planner) plan(exe string) error {
 		b.Protected = true
 	}
 
+	if err := p.closeChannels(grants); err != nil {
+		return err
+	}
+
 	// The one way out.
 	if spec.Net != nil {
 		if spec.Net.ProxySocket == "" || spec.Net.Token == "" {
@@ -844,6 +873,9 @@ func (p *planner) plan(exe string) error {
 		if pn.mode&unix.S_IFMT != unix.S_IFSOCK {
 			pn.f.Close()
 			return p.refuse(spec.Net.ProxySocket, "not a Unix socket")
+		}
+		if err := p.proxyForUser(pn); err != nil {
+			return err
 		}
 		p.bindFD(pn, boxProxyPath, false, 2)
 		// git runs its proxy command by name with only HOST PORT: the
@@ -889,7 +921,7 @@ func (p *planner) plan(exe string) error {
 	}
 	var cfgN, stN int
 	if p.direct {
-		prog, err := seccomp.Program(runtime.GOARCH, seccomp.Options{Ptrace: spec.Ptrace})
+		prog, err := seccomp.Program(runtime.GOARCH, p.filterOptions())
 		if err != nil {
 			return errs.Wrap(errs.Unavailable, err, "sandbox: seccomp filter")
 		}
@@ -951,6 +983,7 @@ func (p *planner) plan(exe string) error {
 	b.config.Env = append([]string(nil), spec.Env...)
 	b.config.Dir = wd.real
 	b.config.Ptrace = spec.Ptrace
+	b.config.SetGID = p.filterOptions().SetGID
 	b.config.Pins = p.pins
 	b.config.Seccomp = true
 	b.Seccomp = true
@@ -1024,7 +1057,21 @@ func (b *Box) CheckCommand(name string) error {
 }
 
 // procCover returns the bubblewrap options that make /proc/sys, /proc/irq
-// and /proc/bus read-only.
+// and /proc/bus read-only, cover the files that show the host's kernel
+// state (procMasks), and then make the box's whole /proc read-only.
+//
+// The read-only /proc is what stops writes into other processes through
+// /proc/PID/mem (and /proc/PID/oom_score_adj, clear_refs, attr, ...): an
+// open for writing answers EROFS whatever ptrace would allow. Reading
+// stays, and so does everything a program changes through system calls
+// rather than /proc files (prctl(PR_SET_NAME) for its name; writing
+// /proc/self/comm or oom_score_adj answers EROFS). airlock's own process in
+// the box, the init that is PID 1 when the box has a network, is not
+// dumpable: its /proc entries belong to the namespace's owner and answer
+// EACCES to the box, which holds no CAP_SYS_PTRACE; a mount over /proc/1
+// would add nothing (its threads are reachable as /proc/TID anyway). In a
+// box without network PID 1 is bubblewrap's reaper, under the same filter
+// as the command.
 func procCover() []string {
 	args := []string{"--tmpfs", "/proc/sys"}
 	for _, d := range []string{"kernel", "vm", "fs"} {
@@ -1033,6 +1080,46 @@ func procCover() []string {
 	args = append(args, "--remount-ro", "/proc/sys")
 	for _, d := range []string{"/proc/irq", "/proc/bus"} {
 		if _, err := os.Stat(d); err == nil {
+			args = append(args, "--tmpfs", d, "--remount-ro", d)
+		}
+	}
+	args = append(args, procMasks()...)
+	return append(args, "--remount-ro", "/proc")
+}
+
+// procMaskFiles show host-wide kernel state no program in a box needs:
+// the kernel keyrings of every user (/proc/keys, key-users), kernel memory
+// and allocator layout (kcore, slabinfo, vmallocinfo, pagetypeinfo), and
+// timer and scheduler internals (timer_list, sched_debug), which leak
+// kernel addresses and other processes' activity. They are covered with
+// /dev/null, as runc covers its masked paths: they read as empty (and a
+// write to one, meaningless for these, is discarded). /proc/sysrq-trigger,
+// which only takes writes, is left to the read-only /proc (EROFS), so a
+// write to it fails as it should.
+var procMaskFiles = []string{
+	"/proc/keys", "/proc/key-users", "/proc/kcore", "/proc/slabinfo", "/proc/vmallocinfo",
+	"/proc/pagetypeinfo", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+	"/proc/latency_stats",
+}
+
+// procMaskDirs are covered with an empty read-only tmpfs: ACPI, sound and
+// SCSI host interfaces.
+var procMaskDirs = []string{"/proc/acpi", "/proc/asound", "/proc/scsi"}
+
+// procMasks returns the options covering those this kernel has (the box's
+// /proc is a new instance of the same kernel's, so the host's shows which
+// exist; a cover over a missing file would fail the box).
+func procMasks() []string {
+	var args []string
+	for _, f := range procMaskFiles {
+		if fi, err := os.Lstat(f); err == nil && !fi.IsDir() {
+			// --dev-bind: a plain bind would add nodev and reading would
+			// answer EACCES instead of an empty file.
+			args = append(args, "--dev-bind", "/dev/null", f)
+		}
+	}
+	for _, d := range procMaskDirs {
+		if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
 			args = append(args, "--tmpfs", d, "--remount-ro", d)
 		}
 	}
@@ -1069,7 +1156,7 @@ func (p *planner) isSystem(path string) bool {
 // etc writes the generated parts of /etc: users, groups, name service and
 // name resolution that point nowhere but the box itself.
 func (p *planner) etc(home string) error {
-	uid, gid := os.Getuid(), os.Getgid()
+	uid, gid := p.boxIDs()
 	if home == "" {
 		home = "/"
 	}

@@ -103,6 +103,7 @@ func (r *Report) findings() {
 		r.add(SevWarn, "cgroup", fmt.Sprintf("cgroup v%d at %s is not writable by this user; limits are refused.", cg.Version, cg.Root), "Run airlock as root or inside a delegated cgroup (systemd-run --user --scope -p Delegate=yes -- airlock ...).")
 	}
 	r.landlockFindings() // execlist_linux.go
+	r.channelFindings()  // channels_linux.go
 	if !r.Yama.Present {
 		r.add(SevInfo, "ptrace", "the Yama LSM is not active (no /proc/sys/kernel/yama/ptrace_scope); a policy with sandbox.ptrace: true is refused, because a tracer in the box could trace any process of the same user.", "Boot a kernel with Yama (security=yama or lsm=...,yama) and set kernel.yama.ptrace_scope=1 to allow ptrace for debuggers.")
 	} else if r.Yama.PtraceScope < 1 {

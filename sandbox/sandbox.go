@@ -85,6 +85,11 @@ type Spec struct {
 	Ptrace bool
 	// Binds are extra files or directories bound read-only.
 	Binds []Bind
+	// HomeDir, when set, is a host directory bound writable at HOME (the
+	// policy's `sandbox.home: persist`), so the box's home survives the
+	// run. It must be a directory outside every writable grant and the
+	// working directory. Empty means HOME is a fresh tmpfs.
+	HomeDir string
 	// PolicyFile is the policy the run was decided by; it stays read-only
 	// inside the box even in fix mode. Empty means none.
 	PolicyFile string

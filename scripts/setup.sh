@@ -13,6 +13,8 @@ command -v python3 >/dev/null || need+=(python3)
 command -v git >/dev/null || need+=(git)
 command -v node >/dev/null || need+=(nodejs)
 command -v npm >/dev/null || need+=(npm)
+# The JDK: the sandbox test that compiles Java in a box (its /etc binds).
+command -v javac >/dev/null || need+=(openjdk-17-jdk-headless)
 [ -e /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
 if [ ${#need[@]} -gt 0 ]; then
 	if [ "$(id -u)" != 0 ]; then

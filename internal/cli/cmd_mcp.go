@@ -86,7 +86,23 @@ func mcpWrapCmd() *Command {
 				defer st.Close()
 				withStore = func(c *wiring.Config) { c.Offloader, c.Scope = &offload.Offloader{Store: st, Threshold: th}, sc }
 			}
-			k, err := kf.build(env, "airlock mcp wrap", env.IsTerminal, withStore)
+			// The pins are airlock's own: the kernel refuses a policy
+			// that lets a box write them.
+			dir := *pinsDir
+			if dir == "" {
+				sd, err := stateDir(env)
+				if err != nil {
+					return err
+				}
+				dir = filepath.Join(sd, "mcp-pins")
+			}
+			dir = absFrom(env, dir)
+			k, err := kf.build(env, "airlock mcp wrap", env.IsTerminal, func(c *wiring.Config) {
+				c.PinsDir = dir
+				if withStore != nil {
+					withStore(c)
+				}
+			})
 			if err != nil {
 				return err
 			}
@@ -95,14 +111,7 @@ func mcpWrapCmd() *Command {
 			if err != nil {
 				return err
 			}
-			dir := *pinsDir
-			if dir == "" {
-				if dir, err = stateDir(env); err != nil {
-					return err
-				}
-				dir = filepath.Join(dir, "mcp-pins")
-			}
-			pins, err := gateway.OpenPins(gateway.PinsFile(absFrom(env, dir), argv))
+			pins, err := gateway.OpenPins(gateway.PinsFile(dir, argv))
 			if err != nil {
 				return err
 			}

@@ -80,6 +80,8 @@ func TestBuildRefusesPolicyReachingPrivate(t *testing.T) {
 			func(r string, c *Config) { c.TraceFile = filepath.Join(r, "t", "trace.json") }, true},
 		{"report file", func(r string) string { return "." },
 			func(r string, c *Config) { c.ReportFile = filepath.Join(c.Dir, "r.json") }, true},
+		{"mcp pins", func(r string) string { return filepath.Join(r, "pins") },
+			func(r string, c *Config) { c.PinsDir = filepath.Join(r, "pins", "mcp-pins") }, true},
 		{"everything", func(r string) string { return "/" }, nil, false},
 		{"inside the store", func(r string) string { return filepath.Join(r, "data", "files", "blobs") },
 			func(r string, c *Config) { c.StoreDir = filepath.Join(r, "data", "files") }, false},

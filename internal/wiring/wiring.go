@@ -64,6 +64,11 @@ type Config struct {
 	// StoreDir is the file store's directory the front end opens; ""
 	// means it opens none. A box may never write it.
 	StoreDir string
+	// PinsDir is the directory of the pinned tool definitions the front
+	// end keeps (airlock mcp wrap); "" means it keeps none. A box may
+	// never write it: a pin decides whether a changed definition needs a
+	// person.
+	PinsDir string
 	// Log receives diagnostics; nil drops them.
 	Log *slog.Logger
 
@@ -154,7 +159,8 @@ func Build(cfg Config) (*Kernel, error) {
 	}
 	// Refuse before anything is opened, let alone run: in fix mode the box
 	// may write its paths now, so none of airlock's files may lie there;
-	// the files named for this call only (the trace, the report) may not
+	// the files named for this call only (the trace, the report, the MCP
+	// pins, which another run of the policy does not know of) may not
 	// lie where any run of this policy may write, in any mode.
 	var thisRun []string
 	if mode == policy.Fix {
@@ -163,7 +169,7 @@ func Build(cfg Config) (*Kernel, error) {
 	if err := checkPrivate(k.Private, thisRun); err != nil {
 		return fail(err)
 	}
-	if err := checkPrivate(nonEmptyList(paths.trace, paths.report), k.BoxWritable); err != nil {
+	if err := checkPrivate(nonEmptyList(paths.trace, paths.report, paths.pins), k.BoxWritable); err != nil {
 		return fail(err)
 	}
 	// Before any box may write them: a later run must know that a policy
@@ -232,14 +238,14 @@ func Build(cfg Config) (*Kernel, error) {
 // hostPaths are the places airlock itself writes on the host for one
 // kernel, absolute; "" for what this kernel does not write.
 type hostPaths struct {
-	grants, audit, socketDir, trace, report, store string
+	grants, audit, socketDir, trace, report, store, pins string
 	// trusted is the person's trusted policies, written is the record of
 	// paths granted to boxes (trust.go).
 	trusted, written string
 }
 
 func (h hostPaths) list() []string {
-	return nonEmptyList(h.grants, h.audit, h.socketDir, h.trace, h.report, h.store, h.trusted, h.written)
+	return nonEmptyList(h.grants, h.audit, h.socketDir, h.trace, h.report, h.store, h.pins, h.trusted, h.written)
 }
 
 // privatePaths resolves cfg's paths and their defaults.
@@ -258,7 +264,8 @@ func privatePaths(cfg Config) (hostPaths, error) {
 	}
 	h := hostPaths{grants: abs(cfg.GrantsFile), audit: abs(cfg.AuditFile),
 		socketDir: abs(approvals.DefaultSocketDir(cfg.Getenv)),
-		trace:     abs(cfg.TraceFile), report: abs(cfg.ReportFile), store: abs(cfg.StoreDir)}
+		trace:     abs(cfg.TraceFile), report: abs(cfg.ReportFile), store: abs(cfg.StoreDir),
+		pins: abs(cfg.PinsDir)}
 	var err error
 	if h.grants == "" {
 		if h.grants, err = approvals.DefaultGrantsPath(cfg.Getenv); err != nil {
@@ -281,8 +288,8 @@ func privatePaths(cfg Config) (hostPaths, error) {
 
 // Private is every file and directory airlock writes on the host for cfg:
 // the grants file, the audit log, the approvals socket's directory, the
-// trace file, the report file and the file store, each when cfg has one,
-// the trusted policies and the record of box-writable paths.
+// trace file, the report file, the file store and the MCP pins, each when
+// cfg has one, the trusted policies and the record of box-writable paths.
 // It is the one list the mediator checks a box's writable paths against,
 // whichever front end (run, mcp serve, mcp wrap) built the kernel.
 func Private(cfg Config) ([]string, error) {

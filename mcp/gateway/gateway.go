@@ -277,6 +277,12 @@ type pending struct {
 	method string
 	tool   *callInfo
 	timer  *time.Timer
+	// sent is set when the request goes to the server: only then may an
+	// answer of the server's under its id be taken for the answer. The
+	// server sees the client's ids and can guess the next one, so an
+	// answer before that (a call still waiting for its decision) is not
+	// the answer of anything.
+	sent bool
 }
 
 // tool is what the gateway knows of a listed tool.
@@ -396,6 +402,10 @@ func (s *session) clientRequest(ctx context.Context, m *jsonrpc.Request) {
 	}
 	m = &jsonrpc.Request{ID: m.ID, Method: m.Method, Params: params}
 	if !m.IsCall() {
+		if err := checkNotification(m.Method); err != nil {
+			refuse(err)
+			return
+		}
 		s.toServer(ctx, m)
 		return
 	}
@@ -415,6 +425,18 @@ func (s *session) clientRequest(ctx context.Context, m *jsonrpc.Request) {
 	default:
 		s.forward(ctx, m, p)
 	}
+}
+
+// checkNotification refuses a message without an id whose method is not a
+// notification's. Nothing decides a notification, so one spelled as a
+// request ("tools/call" with no id, or a null id) would reach a peer that
+// runs the method and only leaves out the answer (a hand-written server
+// loop), undecided. MCP's notifications all live under "notifications/".
+func checkNotification(method string) error {
+	if strings.HasPrefix(method, "notifications/") {
+		return nil
+	}
+	return errs.Invalidf("%s without an id: only notifications (notifications/...) may come without one; send the request with an id", method)
 }
 
 // reencode checks raw (no keys alike under folding, at any depth) and
@@ -566,6 +588,7 @@ func (s *session) forward(ctx context.Context, m *jsonrpc.Request, p *pending) {
 			s.toServer(ctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: params})
 		})
 	}
+	p.sent = true
 	s.mu.Unlock()
 	if err := s.server.Write(ctx, m); err != nil {
 		if s.takeIf(m.ID, p) {
@@ -585,6 +608,22 @@ func (s *session) take(id jsonrpc.ID) *pending {
 		p.timer.Stop()
 	}
 	return p
+}
+
+// takeSent is take for an answer of the server's: nil, and the request
+// left pending, when it was not sent to the server.
+func (s *session) takeSent(id jsonrpc.ID) *pending {
+	s.mu.Lock()
+	p := s.pending[id]
+	ok := p != nil && p.sent
+	s.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	if s.takeIf(id, p) {
+		return p
+	}
+	return nil
 }
 
 // takeIf removes the pending request id if it is still p (and not a later
@@ -627,6 +666,10 @@ func (s *session) fromServer(ctx context.Context) error {
 				s.serverRequest(ctx, r)
 				continue
 			}
+			if err := checkNotification(r.Method); err != nil {
+				s.record(ctx, fromServerSide, r.Method, r.ID, err)
+				continue
+			}
 			if r.Method == "notifications/tools/list_changed" {
 				// What was listed may have changed: the next call lists
 				// again before it is decided.
@@ -650,9 +693,9 @@ func (s *session) fromServer(ctx context.Context) error {
 			mine <- resp
 			continue
 		}
-		p := s.take(resp.ID)
+		p := s.takeSent(resp.ID)
 		if p == nil {
-			s.log().Debug("mcp: an answer to no pending request", "id", resp.ID.Raw())
+			s.log().Debug("mcp: an answer to no request sent to the server", "id", resp.ID.Raw())
 			continue
 		}
 		if resp.Error == nil {
@@ -683,7 +726,7 @@ func (s *session) badFromServer(ctx context.Context, bad *BadFrame) {
 			lc.writeAside(&jsonrpc.Response{ID: bad.ID, Error: mcp.Error(errs.Invalidf("airlock: %v", bad.Err))})
 		}
 	case bad.ID.IsValid():
-		if p := s.take(bad.ID); p != nil {
+		if p := s.takeSent(bad.ID); p != nil {
 			s.reply(ctx, bad.ID, errs.Unavailablef("the wrapped server answered with a broken message: %v", bad.Err))
 			return
 		}

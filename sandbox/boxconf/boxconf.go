@@ -25,6 +25,8 @@ type Config struct {
 	Seccomp bool `json:"seccomp"`
 	// Ptrace widens the filter to allow ptrace.
 	Ptrace bool `json:"ptrace,omitempty"`
+	// SetGID lets the filter allow S_ISGID on directories (seccomp.Options).
+	SetGID bool `json:"setgid,omitempty"`
 	// Net, when set, starts the in-box forwarder to the egress proxy.
 	Net *Net `json:"net,omitempty"`
 	// StderrFD is the descriptor the target's stderr is, when not the

@@ -149,7 +149,7 @@ func run(cfgFD int, status *os.File) boxconf.Status {
 		}
 	}
 	if cfg.Seccomp {
-		if err := installSeccomp(cfg.Ptrace); err != nil {
+		if err := installSeccomp(cfg.Ptrace, cfg.SetGID); err != nil {
 			return fail(st, "seccomp: %v", err)
 		}
 		st.Seccomp = true

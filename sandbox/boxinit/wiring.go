@@ -12,8 +12,8 @@ import (
 
 // installSeccomp sets no_new_privs and installs the box's filter on every
 // thread of this init (TSYNC); the target inherits it across fork and exec.
-func installSeccomp(ptrace bool) error {
-	return seccomp.Install(seccomp.Options{Ptrace: ptrace})
+func installSeccomp(ptrace, setgid bool) error {
+	return seccomp.Install(seccomp.Options{Ptrace: ptrace, SetGID: setgid})
 }
 
 // startNet starts the in-box forwarder to the egress proxy and returns the

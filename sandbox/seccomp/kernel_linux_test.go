@@ -28,6 +28,7 @@ type childReq struct {
 	Filter bool     // install the filter first
 	Bench  int      // make this many getppid calls and report the time per call
 	Ptrace bool     // Options.Ptrace
+	SetGID bool     // Options.SetGID
 	Probes []string // names; empty: every probe except Kill ones
 	Exec   string   // a program to start after the probes, to show exec works
 }
@@ -53,7 +54,7 @@ func childMain(spec string) int {
 		fmt.Fprintln(os.Stderr, "bad request:", err)
 		return 3
 	}
-	opts := Options{Ptrace: req.Ptrace}
+	opts := Options{Ptrace: req.Ptrace, SetGID: req.SetGID}
 	if req.Filter {
 		if err := Install(opts); err != nil {
 			fmt.Fprintln(os.Stderr, "install:", err)
@@ -161,20 +162,20 @@ func requireSeccomp(t *testing.T) {
 // stopped by the filter when the control got a different answer.
 func TestKernel(t *testing.T) {
 	requireSeccomp(t)
-	for _, ptrace := range []bool{false, true} {
-		t.Run(fmt.Sprintf("ptrace=%v", ptrace), func(t *testing.T) {
-			control, sig := runChild(t, childReq{Ptrace: ptrace})
+	for _, opts := range []Options{{}, {Ptrace: true}, {SetGID: true}} {
+		t.Run(fmt.Sprintf("ptrace=%v,setgid=%v", opts.Ptrace, opts.SetGID), func(t *testing.T) {
+			control, sig := runChild(t, childReq{Ptrace: opts.Ptrace, SetGID: opts.SetGID})
 			if sig != 0 {
 				t.Fatalf("control child killed by %v", sig)
 			}
-			filtered, sig := runChild(t, childReq{Filter: true, Ptrace: ptrace, Exec: "/bin/sh"})
+			filtered, sig := runChild(t, childReq{Filter: true, Ptrace: opts.Ptrace, SetGID: opts.SetGID, Exec: "/bin/sh"})
 			if sig != 0 {
 				t.Fatalf("filtered child killed by %v", sig)
 			}
 			if filtered.ExecErr != "" || filtered.Exit != 7 {
 				t.Errorf("exec under the filter: got exit %d, error %q; want exit 7", filtered.Exit, filtered.ExecErr)
 			}
-			for _, p := range Probes(Options{Ptrace: ptrace}) {
+			for _, p := range Probes(opts) {
 				if p.Want == Kill {
 					continue
 				}
@@ -243,7 +244,10 @@ func TestTableMatchesUnix(t *testing.T) {
 		"lookup_dcookie": unix.SYS_LOOKUP_DCOOKIE, "acct": unix.SYS_ACCT, "swapon": unix.SYS_SWAPON,
 		"swapoff": unix.SYS_SWAPOFF, "reboot": unix.SYS_REBOOT, "settimeofday": unix.SYS_SETTIMEOFDAY,
 		"clock_settime": unix.SYS_CLOCK_SETTIME, "clone": unix.SYS_CLONE, "clone3": unix.SYS_CLONE3,
-		"personality": unix.SYS_PERSONALITY, "ioctl": unix.SYS_IOCTL, "socket": unix.SYS_SOCKET, "openat2": unix.SYS_OPENAT2,
+		"personality": unix.SYS_PERSONALITY, "ioctl": unix.SYS_IOCTL, "openat2": unix.SYS_OPENAT2,
+		"socket": unix.SYS_SOCKET, "socketpair": unix.SYS_SOCKETPAIR,
+		"io_setup": unix.SYS_IO_SETUP, "io_destroy": unix.SYS_IO_DESTROY, "io_getevents": unix.SYS_IO_GETEVENTS,
+		"io_submit": unix.SYS_IO_SUBMIT, "io_cancel": unix.SYS_IO_CANCEL, "io_pgetevents": unix.SYS_IO_PGETEVENTS,
 		"fchmod": unix.SYS_FCHMOD, "fchmodat": unix.SYS_FCHMODAT, "fchmodat2": unix.SYS_FCHMODAT2,
 		"openat": unix.SYS_OPENAT, "mkdirat": unix.SYS_MKDIRAT, "mknodat": unix.SYS_MKNODAT,
 	}
@@ -271,6 +275,9 @@ func TestTableMatchesUnix(t *testing.T) {
 		{"CLONE_NEW*", cloneNewMask, unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET},
 		{"TIOCSTI", tiocsti, unix.TIOCSTI},
 		{"TIOCLINUX", tioclinux, unix.TIOCLINUX},
+		{"AF_UNIX", afUnix, unix.AF_UNIX}, {"AF_INET", afInet, unix.AF_INET}, {"AF_INET6", afInet6, unix.AF_INET6},
+		{"AF_NETLINK", afNetlink, unix.AF_NETLINK}, {"NETLINK_ROUTE", netlinkRoute, unix.NETLINK_ROUTE},
+		{"EAFNOSUPPORT", errnoEAFNOSUPPORT, uint64(unix.EAFNOSUPPORT)},
 		{"IPPROTO_MPTCP", ipprotoMPTCP, unix.IPPROTO_MPTCP},
 	}
 	for _, c := range consts {
@@ -282,7 +289,8 @@ func TestTableMatchesUnix(t *testing.T) {
 
 func allSysnums() []sysnum {
 	out := append([]sysnum(nil), refused...)
-	out = append(out, sysClone, sysClone3, sysPersonality, sysIoctl, sysOpenat2, sysSocket)
+	out = append(out, sysClone, sysClone3, sysPersonality, sysIoctl, sysOpenat2, sysSocket, sysSocketpair)
+	out = append(out, aioCalls...)
 	for _, m := range setidModes {
 		out = append(out, m.sysnum)
 	}

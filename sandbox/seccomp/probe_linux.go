@@ -36,6 +36,8 @@ func (p Probe) Held(errno unix.Errno) bool {
 		return errno == unix.EPERM
 	case NotImplemented:
 		return errno == unix.ENOSYS
+	case Unsupported:
+		return errno == unix.EAFNOSUPPORT
 	}
 	return false
 }
@@ -200,6 +202,8 @@ func Probes(opts Options) []Probe {
 		Probe{Name: "socket(TCP)", Want: Allow, Call: sock(unix.AF_INET, unix.IPPROTO_TCP)},
 	)
 	ps = append(ps, setidProbes(arch)...)
+	ps = append(ps, channelProbes(arch)...)
+	ps = append(ps, setgidProbes(arch, opts)...)
 	if arches[arch].x32 {
 		getpid := uintptr(unix.SYS_GETPID) | x32BitSyscall
 		ps = append(ps, Probe{Name: "x32 getpid", Want: Kill, Call: func() unix.Errno { return sys6(int(getpid)) }})
@@ -291,10 +295,13 @@ func setidProbes(arch string) []Probe {
 		"openat": func(p []byte) unix.Errno {
 			return closeFd(sys(sysOpenat(arch), atFdcwd, ptr(p), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, setuid))
 		},
-		"creat":   func(p []byte) unix.Errno { return closeFd(sys(85, ptr(p), setuid)) },
-		"mkdir":   func(p []byte) unix.Errno { _, e := sys(83, ptr(p), setgid); return e },
-		"mkdirat": func(p []byte) unix.Errno { _, e := sys(modeNr("mkdirat", arch), atFdcwd, ptr(p), setgid); return e },
-		"mknod":   func(p []byte) unix.Errno { _, e := sys(133, ptr(p), reg|setuid, 0); return e },
+		"creat": func(p []byte) unix.Errno { return closeFd(sys(85, ptr(p), setuid)) },
+		"mkdir": func(p []byte) unix.Errno { _, e := sys(83, ptr(p), setuid|setgid); return e },
+		"mkdirat": func(p []byte) unix.Errno {
+			_, e := sys(modeNr("mkdirat", arch), atFdcwd, ptr(p), setuid|setgid)
+			return e
+		},
+		"mknod": func(p []byte) unix.Errno { _, e := sys(133, ptr(p), reg|setuid, 0); return e },
 		"mknodat": func(p []byte) unix.Errno {
 			_, e := sys(modeNr("mknodat", arch), atFdcwd, ptr(p), reg|setuid, 0)
 			return e

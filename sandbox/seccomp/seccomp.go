@@ -2,7 +2,10 @@
 // tier-1 box: a classic BPF program that refuses the calls a confined process
 // never needs and that have a record of turning into escapes (io_uring, bpf,
 // the keyrings, ptrace and cross-process memory access, the mount API, module
-// and kexec loading, namespace creation, terminal injection), answers clone3
+// and kexec loading, namespace creation, terminal injection), allows only
+// the socket families a box needs (AF_VSOCK and the rest reach past its
+// network namespace), answers native AIO with "not implemented" (its
+// contexts are a host-wide pool), answers clone3
 // with "not implemented" so the C library falls back to clone (whose flags a
 // filter can read), and kills a process that calls through a foreign
 // architecture or the x32 ABI.
@@ -30,6 +33,16 @@ type Options struct {
 	// strace and py-spy need. The planner grants it only where
 	// kernel.yama.ptrace_scope keeps tracing to a process's own descendants.
 	Ptrace bool
+	// SetGID allows S_ISGID (never S_ISUID) in the calls that change a
+	// mode or make a directory, so `chmod g+s dir` works in a writable
+	// grant. The planner sets it only when the box's group is not the
+	// host's group 0: a set-group-ID file made by the box then carries the
+	// group of the user who ran airlock, which that user's own files carry
+	// and which gives nobody a group they could not be given by that user
+	// anyway; with group 0 it would be a set-group-ID-root program on the
+	// host. The calls that create files (open, openat, creat, mknod,
+	// mknodat) refuse both bits whatever this says.
+	SetGID bool
 }
 
 // Action is what the filter answers to a call.
@@ -45,9 +58,12 @@ const (
 	NotImplemented
 	// Kill ends the whole process (SECCOMP_RET_KILL_PROCESS).
 	Kill
+	// Unsupported answers EAFNOSUPPORT: a socket family the box does not
+	// have, as on a kernel built without it.
+	Unsupported
 )
 
-var actionNames = [...]string{"allow", "EPERM", "ENOSYS", "kill"}
+var actionNames = [...]string{"allow", "EPERM", "ENOSYS", "kill", "EAFNOSUPPORT"}
 
 func (a Action) String() string {
 	if int(a) < len(actionNames) {
@@ -209,30 +225,46 @@ var refused = []sysnum{
 type modeCall struct {
 	sysnum
 	arg int
+	// gidOK marks the calls that change a mode or make a directory, which
+	// may set S_ISGID under Options.SetGID.
+	gidOK bool
 }
 
 // setidModes are the calls that set a file's mode. The box may run as a
 // user namespace's root mapped to the host's root (airlock run as root, as
 // in CI); a file it marks set-user-ID in a writable directory would then be
 // a set-user-ID-root program on the host, so any mode with S_ISUID or
-// S_ISGID is refused. open and openat are refused on the mode alone, which a
-// caller without O_CREAT or O_TMPFILE passes as 0.
+// S_ISGID is refused (Options.SetGID lets S_ISGID through where it is
+// safe). open and openat are refused on the mode alone, which a caller
+// without O_CREAT or O_TMPFILE passes as 0.
 var setidModes = []modeCall{
-	{sysnum{"chmod", 90, -1, "", false}, 1},
-	{sysnum{"fchmod", 91, 52, "", false}, 1},
-	{sysnum{"fchmodat", 268, 53, "", false}, 2},
-	{sysnum{"fchmodat2", 452, 452, "", false}, 2},
-	{sysnum{"open", 2, -1, "", false}, 2},
-	{sysnum{"openat", 257, 56, "", false}, 3},
-	{sysnum{"creat", 85, -1, "", false}, 1},
-	{sysnum{"mkdir", 83, -1, "", false}, 1},
-	{sysnum{"mkdirat", 258, 34, "", false}, 2},
-	{sysnum{"mknod", 133, -1, "", false}, 1},
-	{sysnum{"mknodat", 259, 33, "", false}, 2},
+	{sysnum{"chmod", 90, -1, "", false}, 1, true},
+	{sysnum{"fchmod", 91, 52, "", false}, 1, true},
+	{sysnum{"fchmodat", 268, 53, "", false}, 2, true},
+	{sysnum{"fchmodat2", 452, 452, "", false}, 2, true},
+	{sysnum{"open", 2, -1, "", false}, 2, false},
+	{sysnum{"openat", 257, 56, "", false}, 3, false},
+	{sysnum{"creat", 85, -1, "", false}, 1, false},
+	{sysnum{"mkdir", 83, -1, "", false}, 1, true},
+	{sysnum{"mkdirat", 258, 34, "", false}, 2, true},
+	{sysnum{"mknod", 133, -1, "", false}, 1, false},
+	{sysnum{"mknodat", 259, 33, "", false}, 2, false},
 }
 
 // setidBits is S_ISUID|S_ISGID.
 const setidBits = 04000 | 02000
+
+// setuidBit is S_ISUID, all a gidOK call is checked for under
+// Options.SetGID.
+const setuidBit = 04000
+
+// modeLabel is the block that checks m's mode under opts.
+func modeLabel(m modeCall, opts Options) string {
+	if m.gidOK && opts.SetGID {
+		return fmt.Sprintf("umode%d", m.arg)
+	}
+	return fmt.Sprintf("mode%d", m.arg)
+}
 
 // Calls that get a rule of their own below.
 var (
@@ -243,10 +275,6 @@ var (
 	sysClone3      = sysnum{"clone3", 435, 435, "", false}
 	sysPersonality = sysnum{"personality", 135, 92, "", false}
 	sysIoctl       = sysnum{"ioctl", 16, 29, "", false}
-	// socket is refused for IPPROTO_MPTCP: Landlock's TCP rules
-	// (LANDLOCK_ACCESS_NET_CONNECT_TCP) check only IPPROTO_TCP sockets, so
-	// a multipath TCP socket would step around a port rule.
-	sysSocket = sysnum{"socket", 41, 198, "", false}
 )
 
 // ErrArch is returned for an architecture Program has no table for.
@@ -272,13 +300,18 @@ func Rules(arch string, opts Options) ([]Rule, error) {
 	add(sysClone3, NotImplemented, "", "its flags are behind a pointer the filter cannot read; libc falls back to clone")
 	add(sysOpenat2, NotImplemented, "", "its mode is behind a pointer the filter cannot read; callers fall back to openat")
 	for _, m := range setidModes {
-		if m.nr(arch) >= 0 {
+		switch {
+		case m.nr(arch) < 0:
+		case m.gidOK && opts.SetGID:
+			add(m.sysnum, Refuse, fmt.Sprintf("arg%d (mode) & S_ISUID", m.arg), "a set-user-ID file made by the box's root would be set-user-ID root on the host")
+		default:
 			add(m.sysnum, Refuse, fmt.Sprintf("arg%d (mode) & (S_ISUID|S_ISGID)", m.arg), "a set-ID file made by the box's root would be set-ID root on the host")
 		}
 	}
 	add(sysPersonality, Refuse, "persona not in {0, ADDR_NO_RANDOMIZE, 0xffffffff}", "other personas change the address-space layout and syscall semantics")
 	add(sysIoctl, Refuse, "request == TIOCSTI or TIOCLINUX", "pushes keystrokes into the terminal")
 	add(sysSocket, Refuse, "protocol == IPPROTO_MPTCP", "Landlock's TCP port rules do not cover multipath TCP")
+	channelRules(arch, add)
 	return out, nil
 }
 
@@ -312,20 +345,16 @@ func Program(arch string, opts Options) ([]bpf.RawInstruction, error) {
 	p.jumpIf(uint32(sysOpenat2.nr(arch)), "enosys")
 	for _, m := range setidModes {
 		if nr := m.nr(arch); nr >= 0 {
-			p.jumpIf(uint32(nr), fmt.Sprintf("mode%d", m.arg))
+			p.jumpIf(uint32(nr), modeLabel(m, opts))
 		}
 	}
 	p.jumpIf(uint32(sysClone.nr(arch)), "clone")
 	p.jumpIf(uint32(sysPersonality.nr(arch)), "personality")
 	p.jumpIf(uint32(sysIoctl.nr(arch)), "ioctl")
-	p.jumpIf(uint32(sysSocket.nr(arch)), "socket")
+	p.channelDispatch(arch)
 	p.ret(retAllow)
 
-	p.label("socket")
-	// The protocol is an int to the kernel: the low word is all of it.
-	p.load(offArg0 + 16)
-	p.jumpIf(ipprotoMPTCP, "eperm")
-	p.ret(retAllow)
+	p.channelBlocks()
 
 	p.label("clone")
 	p.load(offArg0) // flags, low word
@@ -339,6 +368,14 @@ func Program(arch string, opts Options) ([]bpf.RawInstruction, error) {
 		p.load(offArg0 + 8*uint32(arg))
 		p.jumpSet(setidBits, "eperm")
 		p.ret(retAllow)
+	}
+	if opts.SetGID {
+		for _, arg := range []int{1, 2} {
+			p.label(fmt.Sprintf("umode%d", arg))
+			p.load(offArg0 + 8*uint32(arg))
+			p.jumpSet(setuidBit, "eperm")
+			p.ret(retAllow)
+		}
 	}
 
 	p.label("personality")
@@ -372,6 +409,9 @@ type prog struct {
 	ins    []bpf.Instruction
 	fix    []fixup
 	labels map[string]int
+	// dup is a label defined twice: the program would be wrong (every
+	// jump to it would land on the last one), so assemble refuses it.
+	dup string
 }
 
 type fixup struct {
@@ -395,6 +435,9 @@ func (p *prog) label(name string) {
 	if p.labels == nil {
 		p.labels = map[string]int{}
 	}
+	if _, ok := p.labels[name]; ok && p.dup == "" {
+		p.dup = name
+	}
 	p.labels[name] = len(p.ins)
 }
 
@@ -402,6 +445,9 @@ func (p *prog) label(name string) {
 // through otherwise) and returns the raw program. A jump that does not fit
 // BPF's 8-bit offsets is an error, never a silently wrong program.
 func (p *prog) assemble() ([]bpf.RawInstruction, error) {
+	if p.dup != "" {
+		return nil, fmt.Errorf("seccomp: label %q defined twice", p.dup)
+	}
 	for _, f := range p.fix {
 		to, ok := p.labels[f.target]
 		if !ok {

@@ -3,6 +3,7 @@ package seccomp
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"testing"
 
 	"golang.org/x/net/bpf"
@@ -71,6 +72,7 @@ var (
 	epermRet  = uint32(retErrno | errnoEPERM)
 	enosysRet = uint32(retErrno | errnoENOSYS)
 	killRet   = uint32(retKillProcess)
+	eafnoRet  = uint32(retErrno | errnoEAFNOSUPPORT)
 )
 
 func retName(r uint32) string {
@@ -83,6 +85,8 @@ func retName(r uint32) string {
 		return "ENOSYS"
 	case killRet:
 		return "kill"
+	case eafnoRet:
+		return "EAFNOSUPPORT"
 	}
 	return fmt.Sprintf("%#x", r)
 }
@@ -106,13 +110,39 @@ func oracle(arch string, opts Options, d data) uint32 {
 	low := func(i int) uint32 { return uint32(d.args[i]) }
 	for _, m := range setidModes {
 		if n := m.nr(arch); n >= 0 && uint32(n) == d.nr {
-			if low(m.arg)&(04000|02000) != 0 {
+			bits := uint32(04000 | 02000)
+			if m.gidOK && opts.SetGID {
+				bits = 04000
+			}
+			if low(m.arg)&bits != 0 {
 				return epermRet
 			}
 			return allowRet
 		}
 	}
+	for _, s := range aioCalls {
+		if uint32(s.nr(arch)) == d.nr {
+			return enosysRet
+		}
+	}
 	switch int(d.nr) {
+	case sysSocket.nr(arch):
+		if low(2) == ipprotoMPTCP {
+			return epermRet
+		}
+		switch low(0) {
+		case 1, 2, 10: // AF_UNIX, AF_INET, AF_INET6
+		case 16: // AF_NETLINK, NETLINK_ROUTE only
+			if low(2) != 0 {
+				return eafnoRet
+			}
+		default:
+			return eafnoRet
+		}
+	case sysSocketpair.nr(arch):
+		if low(0) != 1 {
+			return eafnoRet
+		}
 	case sysClone3.nr(arch), sysOpenat2.nr(arch):
 		return enosysRet
 	case sysClone.nr(arch):
@@ -129,18 +159,14 @@ func oracle(arch string, opts Options, d data) uint32 {
 		if low(1) == tiocsti || low(1) == tioclinux {
 			return epermRet
 		}
-	case sysSocket.nr(arch):
-		if low(2) == ipprotoMPTCP {
-			return epermRet
-		}
 	}
 	return allowRet
 }
 
 func TestProgramEveryNumber(t *testing.T) {
 	for _, arch := range Arches() {
-		for _, opts := range []Options{{}, {Ptrace: true}} {
-			t.Run(fmt.Sprintf("%s/ptrace=%v", arch, opts.Ptrace), func(t *testing.T) {
+		for _, opts := range []Options{{}, {Ptrace: true}, {SetGID: true}} {
+			t.Run(fmt.Sprintf("%s/%+v", arch, opts), func(t *testing.T) {
 				v := vm(t, arch, opts)
 				audit := arches[arch].audit
 				// Every number a kernel could have, and then some.
@@ -168,7 +194,7 @@ func TestProgramRules(t *testing.T) {
 				continue // argument rules have their own tests
 			}
 			t.Run(arch+"/"+r.Name, func(t *testing.T) {
-				want := map[Action]uint32{Refuse: epermRet, NotImplemented: enosysRet}[r.Action]
+				want := map[Action]uint32{Refuse: epermRet, NotImplemented: enosysRet, Unsupported: eafnoRet}[r.Action]
 				// Arguments must not matter for an unconditional rule.
 				for _, args := range [][6]uint64{{}, {^uint64(0), 1, 2, 3, 4, 5}} {
 					if got := run(t, v, data{nr: uint32(r.Nr), arch: audit, args: args}); got != want {
@@ -440,4 +466,100 @@ func FuzzProgram(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestProgramSocketFamilies(t *testing.T) {
+	const vsock, alg, packet, tipc = 40, 38, 17, 30
+	socket := []struct {
+		name         string
+		family, prot uint64
+		want         uint32
+	}{
+		{"AF_UNIX", 1, 0, allowRet},
+		{"AF_INET", 2, 0, allowRet},
+		{"AF_INET6", 10, 0, allowRet},
+		{"AF_NETLINK route", 16, 0, allowRet},
+		{"AF_NETLINK netfilter", 16, 12, eafnoRet},
+		{"AF_NETLINK route with high bits", 16, 0xffff << 32, allowRet}, // the kernel sees 0
+		{"AF_VSOCK", vsock, 0, eafnoRet},
+		{"AF_ALG", alg, 0, eafnoRet},
+		{"AF_PACKET", packet, 0, eafnoRet},
+		{"AF_TIPC", tipc, 0, eafnoRet},
+		{"AF_UNSPEC", 0, 0, eafnoRet},
+		{"AF_VSOCK with AF_UNIX in the high word", 1<<32 | vsock, 0, eafnoRet},
+		{"AF_UNIX with high bits", 0xdead<<32 | 1, 0, allowRet}, // the kernel sees AF_UNIX
+	}
+	for _, arch := range Arches() {
+		v := vm(t, arch, Options{})
+		audit := arches[arch].audit
+		for _, c := range socket {
+			t.Run(arch+"/socket/"+c.name, func(t *testing.T) {
+				d := data{nr: uint32(sysSocket.nr(arch)), arch: audit, args: [6]uint64{c.family, 1, c.prot}}
+				if got := run(t, v, d); got != c.want {
+					t.Errorf("got %s, want %s", retName(got), retName(c.want))
+				}
+			})
+		}
+		for _, c := range []struct {
+			name   string
+			family uint64
+			want   uint32
+		}{{"AF_UNIX", 1, allowRet}, {"AF_INET", 2, eafnoRet}, {"AF_TIPC", tipc, eafnoRet}, {"AF_VSOCK", vsock, eafnoRet}} {
+			t.Run(arch+"/socketpair/"+c.name, func(t *testing.T) {
+				d := data{nr: uint32(sysSocketpair.nr(arch)), arch: audit, args: [6]uint64{c.family, 1}}
+				if got := run(t, v, d); got != c.want {
+					t.Errorf("got %s, want %s", retName(got), retName(c.want))
+				}
+			})
+		}
+	}
+}
+
+func TestProgramSetGIDOption(t *testing.T) {
+	for _, arch := range Arches() {
+		strict, wide := vm(t, arch, Options{}), vm(t, arch, Options{SetGID: true})
+		for _, m := range setidModes {
+			if m.nr(arch) < 0 {
+				continue
+			}
+			t.Run(arch+"/"+m.name, func(t *testing.T) {
+				mode := func(v uint64) data {
+					d := data{nr: uint32(m.nr(arch)), arch: arches[arch].audit}
+					d.args[m.arg] = v
+					return d
+				}
+				wantGID := epermRet
+				if m.gidOK {
+					wantGID = allowRet
+				}
+				for _, c := range []struct {
+					name string
+					v    *bpf.VM
+					mode uint64
+					want uint32
+				}{
+					{"strict setgid", strict, 02775, epermRet},
+					{"wide setgid", wide, 02775, wantGID},
+					{"wide setuid", wide, 04755, epermRet},
+					{"wide both", wide, 06755, epermRet},
+					{"wide plain", wide, 0755, allowRet},
+				} {
+					if got := run(t, c.v, mode(c.mode)); got != c.want {
+						t.Errorf("%s %#o: got %s, want %s", c.name, c.mode, retName(got), retName(c.want))
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestAssembleRefusesDuplicateLabel(t *testing.T) {
+	var p prog
+	p.label("x")
+	p.ret(retAllow)
+	p.label("x")
+	p.ret(retAllow)
+	if _, err := p.assemble(); err == nil || !strings.Contains(err.Error(), "twice") {
+		t.Fatalf("got %v, want a label defined twice refused", err)
+	}
 }
