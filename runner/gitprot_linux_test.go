@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -218,6 +220,25 @@ func TestGitInTheBox(t *testing.T) {
 		}
 		if _, err := os.Lstat(filepath.Join(wd, ".config", "fish")); err == nil {
 			t.Fatalf("the placeholder for .config/fish was left behind")
+		}
+	})
+	t.Run("mkdir under .config as the checkout's owner", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("needs root, to run the box as another user")
+		}
+		parent := sharedDir(t)
+		exe := filepath.Join(parent, "airlock")
+		if b, err := os.ReadFile(testExe(t)); err != nil || os.WriteFile(exe, b, 0o755) != nil {
+			t.Fatalf("copy the test binary: %v", err)
+		}
+		wd := filepath.Join(parent, "checkout")
+		os.Mkdir(wd, 0o755)
+		os.Chown(wd, 1000, 1000)
+		var out, errOut bytes.Buffer
+		res, err := Run(context.Background(), exe, Request{Spec: fixSpec(t, wd), Tier: sandbox.Tier1, Stdout: &out, Stderr: &errOut,
+			Argv: []string{"sh", "-c", "mkdir -p .config/x && echo ok > .config/x/f"}})
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("exit %d, err %v: %s%s", res.ExitCode, err, out.String(), errOut.String())
 		}
 	})
 	t.Run("placeholders stay out of a commit without info/exclude", func(t *testing.T) {

@@ -437,6 +437,14 @@ func (p *planner) stubDir(dirfd int, name, path string) (int, error) {
 	if err := unix.Fchmodat(dirfd, name, stubDirMode, unix.AT_SYMLINK_NOFOLLOW); err != nil && !errors.Is(err, unix.EOPNOTSUPP) {
 		unix.Fchmodat(dirfd, name, stubDirMode, 0)
 	}
+	// The box may use the directory (.config for .config/fish): a box that
+	// runs as the checkout's owner (chooseUser) gets it as that user's.
+	if uid, gid := p.boxIDs(); uid != os.Geteuid() {
+		if err := unix.Fchownat(dirfd, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
+			return -1, errs.Wrap(errs.Unavailable, err, "sandbox: protect %s: give the placeholder directory to uid %d", path, uid)
+		}
+	}
 	if err := p.adoptDir(dirfd, name, path); err != nil {
 		return -1, err
 	}
