@@ -468,23 +468,28 @@ func (w *world) startNaive() error {
 }
 
 // workdir makes a fresh working directory beside the flag file, with the
-// protected paths a project has (a git hook and config, a shell start-up
-// file) and a symbolic link to the flag planted by its owner.
+// protected paths a project has (a git hook and config that names a hooks
+// directory and an include in the tree, a nested repository, a shell
+// start-up file) and a symbolic link to the flag planted by its owner.
 func (w *world) workdir() (string, error) {
 	w.mu.Lock()
 	w.seq++
 	n := w.seq
 	w.mu.Unlock()
 	wd := filepath.Join(w.base, fmt.Sprintf("work-%d", n))
-	for _, d := range []string{".git/hooks", "mnt"} {
+	for _, d := range []string{".git/hooks", ".git/objects", ".git/refs", "pkg/.git/objects", "pkg/.git/refs", "mnt"} {
 		if err := os.MkdirAll(filepath.Join(wd, d), 0o755); err != nil {
 			return "", err
 		}
 	}
 	files := map[string]string{
 		".git/hooks/pre-commit": "#!/bin/sh\nexit 0\n",
-		".git/config":           "[core]\n\tbare = false\n",
-		".bashrc":               "# the owner's\n",
+		".git/config":           "[core]\n\tbare = false\n\thooksPath = .husky\n[include]\n\tpath = ../.gitconfig\n",
+		".git/HEAD":             "ref: refs/heads/main\n",
+		// A nested repository, as a monorepo's vendored package has.
+		"pkg/.git/config": "[core]\n\tbare = false\n",
+		"pkg/.git/HEAD":   "ref: refs/heads/main\n",
+		".bashrc":         "# the owner's\n",
 	}
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(wd, name), []byte(body), 0o644); err != nil {

@@ -371,6 +371,9 @@ func specFor(p *policy.Policy, w policy.World, environ []string) (sandbox.Spec, 
 		Limits: sandbox.Limits{MemoryBytes: p.Limits.Memory, CPU: p.Limits.CPU,
 			Wall: p.Limits.Wall, Pids: p.Limits.Pids},
 		Ptrace: p.Sandbox.Ptrace,
+		// The mounts hold the same list of files the host's tools trust
+		// that the reader does, less what the policy unprotects.
+		Unprotect: p.FS.Unprotect, UnattendedBuild: p.FS.UnattendedBuild,
 	}
 	var err error
 	if spec.Read, err = expandPaths(p.FS.Read, w, "fs.read"); err != nil {

@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"github.com/airlock-run/airlock/policy/protected"
 	"path"
 	"slices"
 	"strings"
@@ -451,6 +452,9 @@ func (c *Checker) pathIn(a Access, dir, p string) Decision {
 			return Decision{Verdict: Escalate, Category: CatFS, Rule: "builtin.git-hooks",
 				Reason: fmt.Sprintf("writing %q (repository hooks or configuration that run commands) needs a person's approval", p)}
 		}
+		if d, ok := c.protectedDecision(f, p); ok {
+			return d
+		}
 		return Decision{Verdict: Allow, Category: CatFS, Rule: rule}
 	}
 	rule, ok := coveredBy(f, c.read, c.write)
@@ -506,10 +510,13 @@ func coveredBy(f forms, a, b []ruledPattern) (string, bool) {
 	return rule, true
 }
 
-// gitMeta reports whether f is a repository's hooks, a repository's config
-// file (submodules' too, under .git/modules) or a ".git" entry itself (a
-// ".git" file redirects git to another repository): a write there runs code
-// the next time a person, or an allowed git, uses the repository. It looks
+// gitMeta reports whether f is one of the files a repository's git reads
+// as instructions (policy/protected's GitFiles: config, config.worktree,
+// commondir, gitdir; submodules' too, under .git/modules), lies in one of
+// its directories whose files run (GitDirs(true): hooks) or is a ".git"
+// entry itself (a ".git" file redirects git to another repository): a
+// write there runs code the next time a person, or an allowed git, uses
+// the repository. It looks
 // everywhere, not only below the working directory, because `git -C DIR`
 // reaches any repository.
 //
@@ -532,12 +539,33 @@ func gitMeta(f forms) bool {
 				continue
 			}
 			rest := segs[k+1:]
-			if len(rest) == 0 || strings.EqualFold(rest[len(rest)-1], "config") || slices.ContainsFunc(rest, func(s string) bool { return strings.EqualFold(s, "hooks") }) {
+			if len(rest) == 0 || slices.ContainsFunc(protected.GitFiles(), func(f string) bool { return strings.EqualFold(rest[len(rest)-1], f) }) ||
+				slices.ContainsFunc(rest, func(s string) bool {
+					return slices.ContainsFunc(protected.GitDirs(true), func(d string) bool { return strings.EqualFold(s, d) })
+				}) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// protectedDecision asks a person before a write to an entry of the one
+// protected list (policy/protected, the list the sandbox holds read-only):
+// a file a person's shell, editor, agent or package manager later runs or
+// loads. The reader does not know which directory is writable, so the list
+// is matched at every depth. Entries the policy takes off (fs.unprotect)
+// pass; build files count only with fs.unattended_build.
+func (c *Checker) protectedDecision(f forms, p string) (Decision, bool) {
+	for _, name := range f.list() {
+		e, ok := protected.Match(name, c.p.FS.UnattendedBuild)
+		if !ok || slices.ContainsFunc(c.p.FS.Unprotect, func(u string) bool { return strings.TrimSuffix(u, "/") == e.Name() }) {
+			continue
+		}
+		return Decision{Verdict: Escalate, Category: CatFS, Rule: "builtin.protected",
+			Reason: fmt.Sprintf("writing %q (%s loads or runs it) needs a person's approval", p, e.Tool)}, true
+	}
+	return Decision{}, false
 }
 
 // gitHooks are the names git runs from a repository's hooks directory.

@@ -38,6 +38,14 @@ func (p *Policy) Narrow(n *Policy) *Policy {
 
 	q.FS.Read = intersectPaths(p.FS.Read, n.FS.Read)
 	q.FS.Write = intersectPaths(p.FS.Write, n.FS.Write)
+	// Taking an entry off the protected list widens what a box may write:
+	// only entries both take off stay off. Unattended builds protect more:
+	// either asks for it.
+	q.FS.Unprotect = slices.Clone(p.FS.Unprotect)
+	if n.FS.Unprotect != nil {
+		q.FS.Unprotect = intersectStrings(p.FS.Unprotect, n.FS.Unprotect)
+	}
+	q.FS.UnattendedBuild = p.FS.UnattendedBuild || n.FS.UnattendedBuild
 	if n.FS.Read != nil && n.FS.Write == nil {
 		// Write entries are readable too; a call that narrows reads
 		// narrows writes with them.

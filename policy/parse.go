@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/airlock-run/airlock/policy/protected"
 	"maps"
 	"slices"
 	"strconv"
@@ -328,7 +329,19 @@ func (ps *parser) policy(n *yaml.Node, p *Policy) {
 				p.Isolation = s
 			}
 		case "fs":
-			ps.mapping(v, key, []string{"read", "write"}, func(key string, k, v *yaml.Node) {
+			ps.mapping(v, key, []string{"read", "write", "unprotect", "unattended_build"}, func(key string, k, v *yaml.Node) {
+				switch key {
+				case "unattended_build":
+					p.FS.UnattendedBuild, _ = ps.boolean(v, "fs.unattended_build")
+					return
+				case "unprotect":
+					l := ps.list(v, "fs.unprotect", func(s string) error { return protected.CheckUnprotect([]string{s}) })
+					if l == nil {
+						l = []string{}
+					}
+					p.FS.Unprotect = l
+					return
+				}
 				l := ps.list(v, "fs."+key, checkFSEntry)
 				if l == nil {
 					return

@@ -154,6 +154,14 @@ type Policy struct {
 type FS struct {
 	Read  []string `json:"read"`
 	Write []string `json:"write"`
+	// Unprotect takes entries off the protected list (policy/protected):
+	// each names an entry exactly; git's and airlock's own cannot be taken
+	// off. The box may then write them, and the reader no longer asks.
+	Unprotect []string `json:"unprotect,omitempty"`
+	// UnattendedBuild says the repository is built by a tool nobody
+	// watches (CI, a watcher): its build files (Makefile and the like) are
+	// protected too.
+	UnattendedBuild bool `json:"unattended_build,omitempty"`
 }
 
 // Net is the network allowlist, in netrule's entry syntax. An empty Allow

@@ -529,6 +529,9 @@ func (c *Checker) argFile(r shellread.Redirect, dir string) Decision {
 	if !remove && gitMeta(f) {
 		return gitMetaDecision(r.Path)
 	}
+	if d, ok := c.protectedDecision(f, r.Path); ok && !remove && r.Op != "link" {
+		return d
+	}
 	if remove {
 		p := r.Path
 		if rest != nil {

@@ -552,15 +552,15 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 	// placeholders (shared with tier-1 boxes in the same tree); each of its
 	// binds becomes a read-only (or, for an ancestor, writable) bind here.
 	if spec.Writable {
+		var prs []*pinned
 		for _, r := range roots {
-			if err := p.protect(r.pn); err != nil {
-				return err
-			}
+			prs = append(prs, r.pn)
 		}
 		if wdRW && wdOwn {
-			if err := p.protect(wd); err != nil {
-				return err
-			}
+			prs = append(prs, wd)
+		}
+		if err := p.protectRoots(prs); err != nil {
+			return err
 		}
 		if spec.PolicyFile != "" {
 			pf := filepath.Clean(spec.PolicyFile)

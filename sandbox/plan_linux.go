@@ -100,6 +100,10 @@ type Box struct {
 	// protected paths that did not exist; they are removed by Close (and by
 	// the runner's guard when the runner dies).
 	Stubs []Stub
+	// Quarantined says, after Close, which repositories the run made and
+	// what of them airlock moved aside (the host's git would have trusted
+	// their config and hooks).
+	Quarantined []string
 	// RunAs, when not nil, is the user and group bubblewrap must be
 	// started as (airlock runs as root on another user's checkout); nil
 	// is airlock's own.
@@ -118,6 +122,7 @@ type Box struct {
 	env     []string        // the command's environment (direct boxes)
 	workdir string
 	gv      *gvisorBox // tier 2 only (gvisor_linux.go)
+	watch   *repoWatch // repositories known at plan time (gitprot_linux.go)
 }
 
 // Stub is a placeholder made for a protected path that did not exist.
@@ -128,6 +133,12 @@ type Stub struct {
 	// Lock is the lock file of the writable root the placeholder is in
 	// (see stublock_linux.go); "" removes it without that lock.
 	Lock string `json:"lock,omitempty"`
+	// Dir marks a placeholder directory (made for a missing ancestor of a
+	// protected path); it is removed only while empty.
+	Dir bool `json:"dir,omitempty"`
+	// Content is what a placeholder file holds ("" for most; "." for a
+	// commondir, which git must be able to read).
+	Content string `json:"content,omitempty"`
 }
 
 // AddFile passes f to bubblewrap (and so to the init) and returns its
@@ -238,6 +249,8 @@ func (b *Box) Close() error {
 	b.locks = nil
 	err := RemoveStubs(b.Stubs)
 	b.Stubs = nil
+	b.Quarantined = append(b.Quarantined, b.watch.quarantine()...)
+	b.watch = nil
 	return err
 }
 
@@ -313,13 +326,23 @@ func removeStub(s Stub) (gone bool, err error) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return false, fmt.Errorf("stub %s: %w", s.Path, err)
 	}
+	want := uint32(unix.S_IFREG)
+	if s.Dir {
+		want = unix.S_IFDIR
+	}
 	switch {
 	case uint64(st.Dev) != s.Dev || st.Ino != s.Ino:
 		return false, fmt.Errorf("stub %s was replaced; left in place", s.Path)
-	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+	case st.Mode&unix.S_IFMT != want:
 		return false, fmt.Errorf("stub %s changed type; left in place", s.Path)
-	case st.Size != 0:
+	case !s.Dir && st.Size != int64(len(s.Content)):
 		return false, fmt.Errorf("stub %s is no longer empty; left in place", s.Path)
+	}
+	if !s.Dir && s.Content != "" {
+		buf := make([]byte, len(s.Content))
+		if n, _ := unix.Pread(fd, buf, 0); string(buf[:max(n, 0)]) != s.Content {
+			return false, fmt.Errorf("stub %s changed; left in place", s.Path)
+		}
 	}
 	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		// Another run still protects with it; it removes it when done.
@@ -327,6 +350,19 @@ func removeStub(s Stub) (gone bool, err error) {
 	}
 	var now unix.Stat_t
 	if unix.Lstat(s.Path, &now) == nil && uint64(now.Dev) == s.Dev && now.Ino == s.Ino {
+		if s.Dir {
+			// The box may have made things in it: then it is theirs now,
+			// with an ordinary directory's mode.
+			err := unix.Rmdir(s.Path)
+			if errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) {
+				unix.Fchmod(fd, 0o755)
+				return true, nil
+			}
+			if err != nil && !errors.Is(err, unix.ENOENT) {
+				return false, fmt.Errorf("remove stub %s: %w", s.Path, err)
+			}
+			return true, nil
+		}
 		if err := unix.Unlink(s.Path); err != nil && !errors.Is(err, unix.ENOENT) {
 			return false, fmt.Errorf("remove stub %s: %w", s.Path, err)
 		}
@@ -794,15 +830,15 @@ func (p *planner) plan(exe string) error {
 
 	// Protected paths inside every writable root.
 	if spec.Writable {
+		var prs []*pinned
 		for _, r := range roots {
-			if err := p.protect(r.pn); err != nil {
-				return err
-			}
+			prs = append(prs, r.pn)
 		}
 		if wdRW && wdOwn {
-			if err := p.protect(wd); err != nil {
-				return err
-			}
+			prs = append(prs, wd)
+		}
+		if err := p.protectRoots(prs); err != nil {
+			return err
 		}
 		if spec.PolicyFile != "" {
 			pf := filepath.Clean(spec.PolicyFile)
@@ -1151,101 +1187,6 @@ func (p *planner) etc(home string) error {
 	return nil
 }
 
-// protect keeps the protected paths inside the writable root r read-only.
-// An existing one is bound read-only onto itself; its ancestors inside r are
-// bound onto themselves so they cannot be renamed aside (a mount point
-// answers EBUSY). A missing one is blocked at its first missing component
-// with an empty placeholder that airlock removes when the box ends.
-//
-// It works under the root's lock, so the placeholders of concurrent boxes
-// in one tree are made once and shared (see stublock_linux.go).
-func (p *planner) protect(r *pinned) error {
-	lock, err := lockRoot(r)
-	if err != nil {
-		return err
-	}
-	p.lock = lock
-	first := len(p.box.Stubs)
-	defer func() {
-		p.lock = nil
-		// A root left with no placeholder needs no lock file.
-		lock.unlock(len(p.box.Stubs) == first)
-		p.hideStubs(r, p.box.Stubs[first:])
-	}()
-	for _, name := range protectedNames {
-		comps := splitPath(name)
-		dirfd, err := unix.Dup(int(r.f.Fd()))
-		if err != nil {
-			return err
-		}
-		cur := r.real
-		for i, c := range comps {
-			next := filepath.Join(cur, c)
-			nfd, err := unix.Openat(dirfd, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-			if errors.Is(err, unix.ENOENT) {
-				stub, serr := p.stub(dirfd, c, next)
-				unix.Close(dirfd)
-				if serr != nil {
-					return serr
-				}
-				p.bindFD(stub, next, false, 3)
-				break
-			}
-			if err != nil {
-				unix.Close(dirfd)
-				return errs.Wrap(errs.Unavailable, err, "sandbox: protected path %s", next)
-			}
-			var st unix.Stat_t
-			if err := unix.Fstat(nfd, &st); err != nil {
-				unix.Close(nfd)
-				unix.Close(dirfd)
-				return err
-			}
-			if st.Mode&unix.S_IFMT == unix.S_IFLNK {
-				unix.Close(nfd)
-				unix.Close(dirfd)
-				return p.refuse(next, "a protected path is a symbolic link inside a writable directory; remove the link or make it a real file")
-			}
-			if isStub(&st) {
-				unix.Close(nfd)
-				stub, err := p.adopt(dirfd, c, next)
-				unix.Close(dirfd)
-				if err != nil {
-					return err
-				}
-				p.bindFD(stub, next, false, 3)
-				break
-			}
-			pn := &pinned{real: next, dev: uint64(st.Dev), ino: st.Ino, mode: st.Mode}
-			if i == len(comps)-1 || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-				// The protected path itself, or a file where a directory
-				// is expected (nothing can be created below it): bound
-				// read-only as it is.
-				unix.Close(dirfd)
-				pn.f = os.NewFile(uintptr(nfd), next)
-				p.bindFD(pn, next, false, 3)
-				break
-			}
-			// An ancestor: bound onto itself, still writable, so it cannot
-			// be renamed aside with the protected path inside it.
-			if !p.has(next) {
-				dup, err := unix.Dup(nfd)
-				if err != nil {
-					unix.Close(nfd)
-					unix.Close(dirfd)
-					return err
-				}
-				pn.f = os.NewFile(uintptr(dup), next)
-				p.bindFD(pn, next, true, 3)
-			}
-			unix.Close(dirfd)
-			dirfd = nfd
-			cur = next
-		}
-	}
-	return nil
-}
-
 // pinParents binds every directory between the writable path that holds
 // file and file onto itself, still writable, as protect does for the
 // ancestors of a protected path: a mount point cannot be renamed, so the
@@ -1281,98 +1222,4 @@ func (p *planner) pinParents(file string) error {
 		p.bindFD(pn, d, true, 3)
 	}
 	return nil
-}
-
-// hideStubs keeps git inside the box from offering the placeholders in r
-// for a commit (`git add -A` would record empty .bashrc and friends): the
-// box sees r/.git/info/exclude with their names added. The host's file is
-// untouched. Where that file is missing or not plainly reachable, nothing
-// is done.
-func (p *planner) hideStubs(r *pinned, stubs []Stub) {
-	if len(stubs) == 0 {
-		return
-	}
-	excl := filepath.Join(r.real, ".git", "info", "exclude")
-	pn, err := pin(excl, p.writable)
-	if err != nil {
-		return
-	}
-	defer pn.f.Close()
-	if pn.mode&unix.S_IFMT != unix.S_IFREG || pn.real != excl {
-		return
-	}
-	f, err := os.Open("/proc/self/fd/" + strconv.Itoa(int(pn.f.Fd())))
-	if err != nil {
-		return
-	}
-	orig, err := io.ReadAll(io.LimitReader(f, 16<<10))
-	f.Close()
-	if err != nil || len(orig) >= 16<<10 {
-		return
-	}
-	var b strings.Builder
-	b.Write(orig)
-	if len(orig) > 0 && orig[len(orig)-1] != '\n' {
-		b.WriteByte('\n')
-	}
-	b.WriteString("# airlock: read-only placeholders of protected paths, for this run only\n")
-	for _, st := range stubs {
-		if rel, err := filepath.Rel(r.real, st.Path); err == nil && !strings.HasPrefix(rel, "..") {
-			b.WriteString("/" + rel + "\n")
-		}
-	}
-	p.data([]byte(b.String()), excl)
-}
-
-// stub makes an empty placeholder name in dirfd and holds a shared lock
-// on it for the run.
-func (p *planner) stub(dirfd int, name, path string) (*pinned, error) {
-	fd, err := unix.Openat(dirfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_RDONLY|unix.O_CLOEXEC, stubMode)
-	if errors.Is(err, unix.EEXIST) {
-		return nil, errs.Unavailablef("sandbox: protect %s: it appeared while airlock was planning the box; run again", path)
-	}
-	if err != nil {
-		return nil, errs.Wrap(errs.Unavailable, err, "sandbox: protect %s", path)
-	}
-	return p.holdStub(fd, dirfd, name, path)
-}
-
-// adopt shares another run's placeholder: nfd (O_PATH) is an existing
-// protected path that has a placeholder's shape.
-func (p *planner) adopt(dirfd int, name, path string) (*pinned, error) {
-	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, errs.Wrap(errs.Unavailable, err, "sandbox: protect %s", path)
-	}
-	return p.holdStub(fd, dirfd, name, path)
-}
-
-func (p *planner) holdStub(fd, dirfd int, name, path string) (*pinned, error) {
-	lock := os.NewFile(uintptr(fd), path)
-	if err := unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB); err != nil {
-		lock.Close()
-		return nil, errs.Unavailablef("sandbox: protect %s: another airlock run is removing its placeholder there; run again", path)
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		lock.Close()
-		return nil, err
-	}
-	p.box.locks = append(p.box.locks, lock)
-	p.box.Stubs = append(p.box.Stubs, Stub{Path: path, Dev: uint64(st.Dev), Ino: st.Ino, Lock: p.lock.path})
-	pfd, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	var pst unix.Stat_t
-	if err := unix.Fstat(pfd, &pst); err != nil || pst.Ino != st.Ino || pst.Dev != st.Dev {
-		unix.Close(pfd)
-		return nil, errs.Unavailablef("sandbox: protect %s: the placeholder changed while airlock held it", path)
-	}
-	return &pinned{f: os.NewFile(uintptr(pfd), path), real: path, dev: uint64(st.Dev), ino: st.Ino, mode: st.Mode}, nil
-}
-
-// isStub reports whether st has the shape of airlock's placeholder.
-func isStub(st *unix.Stat_t) bool {
-	return st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == 0 && st.Mode&0o7777 == stubMode
 }

@@ -93,6 +93,13 @@ type Spec struct {
 	// PolicyFile is the policy the run was decided by; it stays read-only
 	// inside the box even in fix mode. Empty means none.
 	PolicyFile string
+	// Unprotect takes entries of the protected list off (policy
+	// fs.unprotect); each must name an entry (protected.CheckUnprotect).
+	Unprotect []string
+	// UnattendedBuild holds the build files (Makefile and the like) too:
+	// the repository is built by a tool nobody watches (policy
+	// fs.unattended_build).
+	UnattendedBuild bool
 	// Exec is the exec allowlist (Landlock); nil means any program may
 	// execute (the policy lists none).
 	Exec *ExecSpec
@@ -127,43 +134,7 @@ type Bind struct {
 	Src, Dst string
 }
 
-// protectedNames are the paths, relative to each writable directory, that
-// stay read-only inside the box even in fix mode, because something outside
-// the box later executes or trusts them: git hooks and config, airlock's own
-// state and default policy file, shell start-up files, and editor and agent
-// configuration.
-var protectedNames = []string{
-	".git/hooks",
-	".git/config",
-	".gitmodules",
-	".airlock",
-	// The policy the next run in this directory reads by default.
-	"airlock.yaml",
-	"airlock.yml",
-	"airlock.json",
-	".mcp.json",
-	".vscode",
-	".idea",
-	".claude",
-	".codex",
-	".agents",
-	".bashrc",
-	".bash_profile",
-	".bash_login",
-	".bash_logout",
-	".profile",
-	".zshrc",
-	".zshenv",
-	".zprofile",
-	".zlogin",
-	".zlogout",
-	".cshrc",
-	".tcshrc",
-	".login",
-	".config/fish",
-	".envrc",
-}
-
-// ProtectedNames returns the paths, relative to each writable directory, that
-// stay read-only inside the box.
-func ProtectedNames() []string { return append([]string(nil), protectedNames...) }
+// ProtectedNames returns the paths, relative to each writable directory,
+// held read-only by name inside the box (policy/protected's list; git's
+// files are planned per repository on top of these).
+func ProtectedNames() []string { return protectedNames(Spec{}) }

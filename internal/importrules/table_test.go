@@ -56,11 +56,13 @@ var table = map[string]row{
 	"fit":              {layer: leaves, pure: true},
 	"termsafe":         {layer: leaves, pure: true},
 	"policy/shellread": {layer: leaves, pure: true},
+	// the one list of files the person's tools run or load, for the mounts and the reader
+	"policy/protected": {layer: leaves, pure: true},
 	"sandbox/boxconf":  {layer: leaves, pure: true},
 	"egress/wire":      {layer: leaves},
 
 	// parts
-	"policy":           {layer: parts, pure: true, may: []string{"netrule", "policy/shellread"}},
+	"policy":           {layer: parts, pure: true, may: []string{"netrule", "policy/protected", "policy/shellread"}},
 	"egress":           {layer: parts, may: []string{"egress/wire", "netrule"}},
 	"egress/forward":   {layer: parts, may: []string{"egress/wire"}},
 	"audit":            {layer: parts, may: []string{"internal/privfile"}},
@@ -73,7 +75,7 @@ var table = map[string]row{
 	"internal/privfile": {layer: parts},
 
 	// host
-	"sandbox":   {layer: host, may: []string{"sandbox/boxconf", "sandbox/cgroup", "sandbox/landlock", "sandbox/seccomp"}},
+	"sandbox":   {layer: host, may: []string{"policy/protected", "sandbox/boxconf", "sandbox/cgroup", "sandbox/landlock", "sandbox/seccomp"}},
 	"runner":    {layer: host, may: []string{"sandbox", "sandbox/boxconf", "sandbox/cgroup"}, starts: "the only code that executes processes on the host (DESIGN.md)"},
 	"approvals": {layer: host, may: []string{"audit", "internal/privfile", "policy"}},
 	"offload":   {layer: host, may: []string{"files", "fit"}},
