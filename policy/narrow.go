@@ -45,6 +45,10 @@ func (p *Policy) Narrow(n *Policy) *Policy {
 	q.Net.Allow = intersectNet(p.Net.Allow, n.Net.Allow)
 	q.Net.Deny = union(p.Net.Deny, n.Net.Deny)
 	q.Net.DNS = p.Net.DNS
+	// n's request rules are a layer of their own (RequestRuleLayers): p's
+	// hold through the chain.
+	q.Net.Rules = slices.Clone(n.Net.Rules)
+	q.Secrets = narrowSecrets(p.Secrets, n.Secrets)
 	if n.Net.DNS == "none" {
 		q.Net.DNS = "none"
 	}
