@@ -395,6 +395,10 @@ type RequestRule struct {
 	Paths []string
 	// Reason is shown to the agent when a request is refused.
 	Reason string
+	// Layer groups rules: a request must pass every layer that has a rule
+	// matching its host (a narrowed policy adds a layer, which can only
+	// restrict).
+	Layer int
 }
 
 // ValidPathGlob reports whether g is a request-rule path glob: it starts
@@ -483,7 +487,8 @@ func (p *Proxy) rulesFor(host string, port int) []*RequestRule {
 }
 
 // checkRules decides one request against the rules for its host. ok with
-// rule "" means no rule applies.
+// rule "" means no rule applies. Every layer with a rule for the host must
+// admit the request; within a layer, any of its rules may.
 func checkRules(rules []*RequestRule, method, rawPath string) (ok bool, rule, reason string) {
 	if len(rules) == 0 {
 		return true, "", ""
@@ -492,19 +497,35 @@ func checkRules(rules []*RequestRule, method, rawPath string) (ok bool, rule, re
 	if err != nil {
 		return false, rules[0].Rule, err.Error()
 	}
+	layers := map[int][]*RequestRule{}
+	var order []int
 	for _, r := range rules {
-		if len(r.Methods) > 0 && !slices.Contains(r.Methods, method) {
-			continue
+		if _, ok := layers[r.Layer]; !ok {
+			order = append(order, r.Layer)
 		}
-		if len(r.Paths) > 0 && !slices.ContainsFunc(r.Paths, func(g string) bool { return matchPath(g, clean) }) {
-			continue
+		layers[r.Layer] = append(layers[r.Layer], r)
+	}
+	for _, l := range order {
+		rs := layers[l]
+		admitted := false
+		for _, r := range rs {
+			if len(r.Methods) > 0 && !slices.Contains(r.Methods, method) {
+				continue
+			}
+			if len(r.Paths) > 0 && !slices.ContainsFunc(r.Paths, func(g string) bool { return matchPath(g, clean) }) {
+				continue
+			}
+			admitted, rule = true, r.Rule
+			break
 		}
-		return true, r.Rule, ""
+		if !admitted {
+			r := rs[0]
+			why := "the request is outside this host's request rules"
+			if r.Reason != "" {
+				why += ": " + r.Reason
+			}
+			return false, r.Rule, why
+		}
 	}
-	r := rules[0]
-	why := method + " " + clean + " is outside this host's request rules"
-	if r.Reason != "" {
-		why += ": " + r.Reason
-	}
-	return false, r.Rule, why
+	return true, rule, ""
 }

@@ -21,6 +21,7 @@ package mediator
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -199,6 +200,9 @@ type Kernel struct {
 	// afterDecide runs between a file call's decision and its execution
 	// (tests only: the window an attacker swapping a path for a link uses).
 	afterDecide func(Call)
+	// egressRoots verify intercepted hosts in tests; nil (always, outside
+	// tests) is the system's roots.
+	egressRoots *x509.CertPool
 
 	mu      sync.RWMutex
 	policy  *policy.Policy

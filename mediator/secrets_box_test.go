@@ -1,0 +1,215 @@
+package mediator
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlock-run/airlock/internal/testsupport"
+	"github.com/airlock-run/airlock/policy"
+	"github.com/airlock-run/airlock/sandbox"
+)
+
+// upstream is an HTTPS server on one loopback address with a leaf from a
+// test root, recording what it receives.
+type upstream struct {
+	port int
+	mu   sync.Mutex
+	got  []string
+}
+
+func (u *upstream) all() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return strings.Join(u.got, "\n")
+}
+
+func startUpstream(t *testing.T, rootCert *x509.Certificate, rootKey *ecdsa.PrivateKey, ip string) *upstream {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: ip},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.ParseIP(ip)},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, rootCert, &key.PublicKey, rootKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", ip+":0", &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}})
+	if err != nil {
+		t.Skipf("cannot listen on %s: %v", ip, err)
+	}
+	u := &upstream{port: ln.Addr().(*net.TCPAddr).Port}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		u.mu.Lock()
+		u.got = append(u.got, fmt.Sprintf("%s %s auth=%s body=%s", r.Method, r.URL.RequestURI(), r.Header.Get("Authorization"), b))
+		u.mu.Unlock()
+		fmt.Fprintf(w, "ok %s %s\n", r.Method, r.URL.Path)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return u
+}
+
+// TestPhantomInRealBox runs curl and python3 in a real tier-1 box whose
+// policy binds GITHUB_TOKEN to one host: the box's environment holds only
+// the placeholder, the bound host receives the real token, another
+// allowed host receives only the placeholder, a read-only host refuses a
+// POST with its reason, and the box CA's key is on no disk.
+func TestPhantomInRealBox(t *testing.T) {
+	testsupport.Require(t, testsupport.Root, testsupport.Program("curl"))
+	if r := sandbox.Probe(); r.Tier() < sandbox.Tier1 {
+		testsupport.Missing(t, "tier 1 unavailable here: %s", r.Why)
+	}
+	rootKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	rt := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test root"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true}
+	rootDER, _ := x509.CreateCertificate(rand.Reader, rt, rt, &rootKey.PublicKey, rootKey)
+	rootCert, _ := x509.ParseCertificate(rootDER)
+	bound := startUpstream(t, rootCert, rootKey, "127.0.0.1")
+	other := startUpstream(t, rootCert, rootKey, "127.0.0.2")
+	ruled := startUpstream(t, rootCert, rootKey, "127.0.0.3")
+
+	const token = "ghp_Z9yXwVuTsRqPoNmLkJiHgFeDcBa0123456789"
+	doc := fmt.Sprintf(`
+shell: {allow: [sh, curl, env, cat, grep, python3, tail, sleep]}
+net:
+  allow:
+    - "127.0.0.1:%d"
+    - "127.0.0.2:%d"
+    - {host: "127.0.0.3:%d", methods: [GET, HEAD], paths: ["/repos/acme/**"], reason: "read-only for this agent"}
+env: {allow: [GITHUB_TOKEN]}
+secrets:
+  GITHUB_TOKEN: {hosts: ["127.0.0.1"], header: "Authorization: Bearer {}"}
+`, bound.port, other.port, ruled.port)
+	w := policy.World{Workdir: t.TempDir(), Home: "/home/someone", PATH: strings.Split(BoxPATH, ":"), LookPath: exec.LookPath}
+	environ := []string{"GITHUB_TOKEN=" + token, "PATH=" + BoxPATH}
+
+	// The old shape: without the binding, env.allow puts the token itself
+	// in the box, and any allowed host can be sent it.
+	old, err := policy.Parse("old.yaml", []byte(doc[:strings.Index(doc, "secrets:")]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k0, err := New(old, w, Options{Tier: sandbox.Tier1, Exe: testsupport.AirlockBin(t), Environ: environ})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out0 strings.Builder
+	if _, err := k0.Exec(context.Background(), Call{Kind: KindShell, Command: fmt.Sprintf(
+		`curl -sSk --max-time 20 -H "Authorization: Bearer $GITHUB_TOKEN" https://127.0.0.2:%d/old`, other.port)},
+		ExecOptions{Stdout: &out0, Stderr: &out0}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(other.all(), token) {
+		t.Fatalf("old shape: the token should have reached another host; it saw %q (%s)", other.all(), out0.String())
+	}
+	other.mu.Lock()
+	other.got = nil
+	other.mu.Unlock()
+
+	p, err := policy.Parse("test.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // the egress directory is made here
+	k, err := New(p, w, Options{Tier: sandbox.Tier1, Exe: testsupport.AirlockBin(t), Environ: environ})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(rootCert)
+	k.egressRoots = pool
+
+	// While the box runs, everything airlock wrote under TMPDIR is read.
+	stopScan := make(chan struct{})
+	var seenFiles []string
+	var keyOnDisk string
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		for {
+			filepath.WalkDir(tmp, func(path string, d fs.DirEntry, err error) error {
+				if err == nil && d.Type().IsRegular() {
+					b, _ := os.ReadFile(path)
+					if strings.Contains(string(b), "PRIVATE KEY") || strings.Contains(string(b), token) {
+						keyOnDisk = path
+					}
+					if !strings.Contains(strings.Join(seenFiles, " "), d.Name()) {
+						seenFiles = append(seenFiles, d.Name())
+					}
+				}
+				return nil
+			})
+			select {
+			case <-stopScan:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+
+	script := fmt.Sprintf(`
+env | grep -E '^(GITHUB_TOKEN|SSL_CERT_FILE|CURL_CA_BUNDLE|REQUESTS_CA_BUNDLE)='
+echo "--- bound"; curl -sS --max-time 20 -H "Authorization: Bearer $GITHUB_TOKEN" https://127.0.0.1:%[1]d/user
+echo "--- other"; curl -sSk --max-time 20 -H "Authorization: Bearer $GITHUB_TOKEN" https://127.0.0.2:%[2]d/leak
+echo "--- get"; curl -sS --max-time 20 https://127.0.0.3:%[3]d/repos/acme/widget
+echo "--- post"; curl -sS --max-time 20 -X POST -d x https://127.0.0.3:%[3]d/repos/acme/widget
+echo "--- python"; python3 -c 'import os, urllib.request as u; r = u.Request("https://127.0.0.1:%[1]d/py", headers={"Authorization": "Bearer " + os.environ["GITHUB_TOKEN"]}); print(u.urlopen(r, timeout=20).read().decode().strip())' 2>&1 | tail -1
+echo "--- key"; grep -c "PRIVATE KEY" "$SSL_CERT_FILE"
+sleep 0.3
+`, bound.port, other.port, ruled.port)
+	var out strings.Builder
+	res, err := k.Exec(context.Background(), Call{Kind: KindShell, Command: script}, ExecOptions{Stdout: &out, Stderr: &out})
+	close(stopScan)
+	<-scanned
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	o := out.String()
+	t.Logf("exit %d\n%s", res.Result.ExitCode, o)
+	if strings.Contains(o, token) {
+		t.Fatal("the real token reached the box")
+	}
+	if !strings.Contains(o, "GITHUB_TOKEN=ghp_") || !strings.Contains(o, "SSL_CERT_FILE="+BoxCAPath) {
+		t.Fatalf("the box's environment lacks the placeholder or the CA bundle:\n%s", o)
+	}
+	if !strings.Contains(o, "--- bound\nok GET /user") || !strings.Contains(bound.all(), "auth=Bearer "+token) {
+		t.Fatalf("the bound host did not get the real token; it saw %q", bound.all())
+	}
+	if strings.Contains(other.all(), token) || !strings.Contains(other.all(), "auth=Bearer ghp_") {
+		t.Fatalf("another host saw %q, want only the placeholder", other.all())
+	}
+	if !strings.Contains(o, "--- get\nok GET /repos/acme/widget") || !strings.Contains(o, "read-only for this agent") ||
+		strings.Contains(ruled.all(), "POST") {
+		t.Fatalf("request rules: box saw\n%s\nupstream saw %q", o, ruled.all())
+	}
+	if !strings.Contains(o, "--- python\nok GET /py") {
+		t.Errorf("python3 urllib through the bundle failed:\n%s", o)
+	}
+	if !strings.Contains(o, "--- key\n0") {
+		t.Errorf("the bundle in the box holds a private key:\n%s", o)
+	}
+	if keyOnDisk != "" || !strings.Contains(strings.Join(seenFiles, " "), "ca.pem") {
+		t.Fatalf("disk scan: key or token in %q; files seen %v (ca.pem must be among them)", keyOnDisk, seenFiles)
+	}
+}
