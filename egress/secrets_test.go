@@ -113,7 +113,7 @@ type secretStack struct {
 	plain       *canary
 }
 
-func newSecretStack(t *testing.T) *secretStack {
+func newSecretStack(t testing.TB) *secretStack {
 	t.Helper()
 	root := newTestRoot(t)
 	ap, bound := tlsUpstream(t, root, "api.github.test")
