@@ -14,6 +14,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/cgi"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,9 +31,10 @@ import (
 // upstream is an HTTPS server on one loopback address with a leaf from a
 // test root, recording what it receives.
 type upstream struct {
-	port int
-	mu   sync.Mutex
-	got  []string
+	port    int
+	mu      sync.Mutex
+	got     []string
+	handler http.Handler
 }
 
 func (u *upstream) all() string {
@@ -57,11 +59,16 @@ func startUpstream(t *testing.T, rootCert *x509.Certificate, rootKey *ecdsa.Priv
 	}
 	u := &upstream{port: ln.Addr().(*net.TCPAddr).Port}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
 		u.mu.Lock()
-		u.got = append(u.got, fmt.Sprintf("%s %s auth=%s body=%s", r.Method, r.URL.RequestURI(), r.Header.Get("Authorization"), b))
+		u.got = append(u.got, fmt.Sprintf("%s %s auth=%s", r.Method, r.URL.RequestURI(), r.Header.Get("Authorization")))
+		h := u.handler
 		u.mu.Unlock()
-		fmt.Fprintf(w, "ok %s %s\n", r.Method, r.URL.Path)
+		if h != nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "ok %s %s body=%d\n", r.Method, r.URL.Path, len(b))
 	})}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
@@ -211,5 +218,85 @@ sleep 0.3
 	}
 	if keyOnDisk != "" || !strings.Contains(strings.Join(seenFiles, " "), "ca.pem") {
 		t.Fatalf("disk scan: key or token in %q; files seen %v (ca.pem must be among them)", keyOnDisk, seenFiles)
+	}
+}
+
+// TestGitOverPhantomBasic runs `git ls-remote https://…` in a real tier-1
+// box against git's own smart-HTTP server: git sends the placeholder from
+// the URL's user information as a Basic credential, the proxy writes the real token into the
+// Basic credential, and the server, which accepts only the real token,
+// lists the repository's refs.
+func TestGitOverPhantomBasic(t *testing.T) {
+	testsupport.Require(t, testsupport.Root, testsupport.Program("git"))
+	if r := sandbox.Probe(); r.Tier() < sandbox.Tier1 {
+		testsupport.Missing(t, "tier 1 unavailable here: %s", r.Why)
+	}
+	backend := "/usr/lib/git-core/git-http-backend"
+	if _, err := os.Stat(backend); err != nil {
+		t.Skipf("no %s", backend)
+	}
+	const token = "ghs_Q1w2E3r4T5y6U7i8O9p0AaSsDdFfGgHhJjKk"
+	repos := t.TempDir()
+	git := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = []string{"HOME=" + dir, "PATH=/usr/bin:/bin", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t",
+			"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t"}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	work := t.TempDir()
+	git(work, "init", "-q", "-b", "main")
+	git(work, "commit", "-q", "--allow-empty", "-m", "one")
+	git(repos, "clone", "-q", "--bare", work, "widget.git")
+
+	rootKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	rt := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test root"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true}
+	rootDER, _ := x509.CreateCertificate(rand.Reader, rt, rt, &rootKey.PublicKey, rootKey)
+	rootCert, _ := x509.ParseCertificate(rootDER)
+	srv := startUpstream(t, rootCert, rootKey, "127.0.0.1")
+	cgiHandler := &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + repos, "GIT_HTTP_EXPORT_ALL=1"}}
+	srv.mu.Lock()
+	srv.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, pw, ok := r.BasicAuth(); !ok || u != "x-access-token" || pw != token {
+			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		cgiHandler.ServeHTTP(w, r)
+	})
+	srv.mu.Unlock()
+
+	doc := fmt.Sprintf(`
+shell: {allow: [sh, git]}
+net: {allow: ["127.0.0.1:%d"]}
+secrets:
+  GH_GIT_TOKEN: {hosts: ["127.0.0.1"], basic: "x-access-token:{}"}
+`, srv.port)
+	p, err := policy.Parse("test.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := policy.World{Workdir: t.TempDir(), Home: "/home/someone", PATH: strings.Split(BoxPATH, ":"), LookPath: exec.LookPath}
+	k, err := New(p, w, Options{Tier: sandbox.Tier1, Exe: testsupport.AirlockBin(t),
+		Environ: []string{"GH_GIT_TOKEN=" + token, "PATH=" + BoxPATH}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(rootCert)
+	k.egressRoots = pool
+	script := fmt.Sprintf(`git ls-remote "https://x-access-token:$GH_GIT_TOKEN@127.0.0.1:%d/widget.git"`, srv.port)
+	var out strings.Builder
+	res, err := k.Exec(context.Background(), Call{Kind: KindShell, Command: script}, ExecOptions{Stdout: &out, Stderr: &out})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	if res.Result.ExitCode != 0 || !strings.Contains(out.String(), "refs/heads/main") || strings.Contains(out.String(), token) {
+		t.Fatalf("git ls-remote: exit %d\n%s\nserver saw %q", res.Result.ExitCode, out.String(), srv.all())
 	}
 }
