@@ -187,6 +187,7 @@ func do(t *testing.T, c *http.Client, method, u, auth, body string) (int, string
 // box sends and reads back only the placeholder; the placeholder anywhere
 // else is refused and never reaches the upstream.
 func TestPhantomCredential(t *testing.T) {
+	leakCheck(t)
 	s := newSecretStack(t)
 	c := s.client()
 	ph := s.placeholder
@@ -286,6 +287,7 @@ func TestLeakToAnotherHost(t *testing.T) {
 // outside the glob are refused with the rule's reason, and path spellings
 // that could be read differently upstream are refused.
 func TestRequestRules(t *testing.T) {
+	leakCheck(t)
 	s := newSecretStack(t)
 	c := s.client()
 	if code, body := do(t, c, "GET", s.url("rules.test", "/repos/acme/widget/issues"), "", ""); code != 200 {
