@@ -94,6 +94,10 @@ type Event struct {
 	// intercepted connection (Proto "https") or a plain HTTP one.
 	Method string `json:"method,omitempty"`
 	Path   string `json:"path,omitempty"`
+	// Model is the model a model-proxy request (Proto "model") named, and
+	// Usage the token counts its answer reported.
+	Model string           `json:"model,omitempty"`
+	Usage map[string]int64 `json:"usage,omitempty"`
 	// Secrets names the secrets written into the request; never a value.
 	Secrets []string `json:"secrets,omitempty"`
 	// Error is set when an allowed destination could not be reached.
@@ -165,6 +169,9 @@ type Options struct {
 	// CA signs the certificates intercepted connections show the box;
 	// required when Secrets or Rules are given.
 	CA *CA
+	// Models, when set, serves the model proxy (see Models) under
+	// ModelPrefix on the HTTP port. nil serves none.
+	Models *Models
 	// UpstreamRoots verify intercepted hosts' certificates. nil is the
 	// system's roots, which production always uses; tests pass a test
 	// root. Verification is never turned off.
@@ -412,7 +419,13 @@ func (p *Proxy) handle(c net.Conn) {
 	switch mode {
 	case wire.ModePing:
 		if len(fds) == 0 {
-			io.WriteString(c, "ok\n")
+			// The forwarder points the box's model clients at the model
+			// proxy only when there is one.
+			if p.o.Models != nil {
+				io.WriteString(c, "ok models\n")
+			} else {
+				io.WriteString(c, "ok\n")
+			}
 		}
 		return
 	case wire.ModeHTTP, wire.ModeSOCKS:
@@ -663,6 +676,14 @@ func (p *Proxy) connect(ctx context.Context, rawHost string, port int) decision 
 		}
 		return d
 	}
+	p.dial(ctx, &d)
+	return d
+}
+
+// dial resolves and connects to an allowed d, checking every address;
+// it sets d's outcome.
+func (p *Proxy) dial(ctx context.Context, d *decision) {
+	host, port := d.host, d.port
 	// Only an allowed name is ever resolved.
 	var addrs []netip.Addr
 	if a, err := netip.ParseAddr(host); err == nil {
@@ -676,7 +697,7 @@ func (p *Proxy) connect(ctx context.Context, rawHost string, port int) decision 
 			if err != nil {
 				d.err = err.Error()
 			}
-			return d
+			return
 		}
 	}
 	var ok []netip.Addr
@@ -694,7 +715,7 @@ func (p *Proxy) connect(ctx context.Context, rawHost string, port int) decision 
 	}
 	if len(ok) == 0 {
 		d.outcome = refused
-		return d
+		return
 	}
 	var dialErr error
 	for _, a := range ok {
@@ -707,15 +728,14 @@ func (p *Proxy) connect(ctx context.Context, rawHost string, port int) decision 
 			if !p.trackUp(c) {
 				c.Close()
 				d.outcome, d.reason, d.err = failed, "the proxy is shutting down", "closed"
-				return d
+				return
 			}
 			d.outcome, d.up, d.reason = allowed, c, ""
-			return d
+			return
 		}
 		dialErr = err
 	}
 	d.outcome, d.reason, d.err = failed, "cannot connect", dialErr.Error()
-	return d
 }
 
 // addrRefused says why a resolved or literal address may not be connected

@@ -363,6 +363,10 @@ func (p *Proxy) httpForward(c net.Conn, br *bufio.Reader, h *head) (keep bool) {
 		writeStatus(c, http.StatusBadRequest, "airlock egress: bad request: malformed URL")
 		return false
 	}
+	if p.o.Models != nil && isModelRequest(u) {
+		c.SetDeadline(time.Time{})
+		return p.serveModel(c, br, h, u)
+	}
 	port := 80
 	if ps := u.Port(); ps != "" {
 		if port, err = strconv.Atoi(ps); err != nil || len(ps) > 5 {
