@@ -53,7 +53,7 @@ func TestModelProxy(t *testing.T) {
 	o.AllowAddr = func(a netip.Addr, p int) (bool, string) { return a.IsLoopback() && p == upPort, "test" }
 	o.UpstreamRoots = root.pool
 	o.Models = &egress.Models{
-		Allow: func(m string) bool { ok, _ := path.Match("claude-*", m); return ok },
+		Allow:     func(m string) bool { ok, _ := path.Match("claude-*", m); return ok },
 		Providers: map[string]egress.Provider{"anthropic": {Host: "api.anthropic.test", Port: upPort, Key: key, Header: "X-Api-Key"}},
 	}
 	s := newStack(t, o)
