@@ -127,7 +127,7 @@ func (k *Kernel) box(ctx context.Context, call Call, what string, network bool) 
 		return box{}, err
 	}
 	b.spec.Env = withPlaceholders(b.spec.Env, secrets)
-	if network && len(p.Net.Allow) > 0 && tier != sandbox.Tier0 {
+	if network && (len(p.Net.Allow) > 0 || p.HasModels()) && tier != sandbox.Tier0 {
 		eg, err := k.startEgress(ctx, p, call, secrets)
 		if err != nil {
 			return box{}, err
@@ -351,6 +351,9 @@ func (k *Kernel) startEgress(ctx context.Context, p *policy.Policy, call Call, s
 
 		UpstreamRoots: k.egressRoots,
 	}
+	if p.HasModels() {
+		opts.Models = &egress.Models{Allow: p.ModelAllowed, Providers: modelProviders(k.run.environ)}
+	}
 	if len(secrets) > 0 || len(rules) > 0 {
 		if opts.CA, err = egress.NewCA(opts.Box, k.now()); err != nil {
 			return eg, errs.Wrap(errs.Unavailable, err, "egress ca")
@@ -395,6 +398,28 @@ func (k *Kernel) startEgress(ctx context.Context, p *policy.Policy, call Call, s
 	}
 	eg.ns = &sandbox.NetSpec{ProxySocket: path, Token: token}
 	return eg, nil
+}
+
+// modelKeys are the fixed variables of airlock's own environment the
+// model proxy takes provider keys from, and the providers they open.
+var modelKeys = map[string]egress.Provider{
+	"OPENAI_API_KEY":    {Host: "api.openai.com", Port: 443, Header: "Authorization", Prefix: "Bearer "},
+	"ANTHROPIC_API_KEY": {Host: "api.anthropic.com", Port: 443, Header: "X-Api-Key"},
+}
+
+var modelProviderNames = map[string]string{"OPENAI_API_KEY": "openai", "ANTHROPIC_API_KEY": "anthropic"}
+
+// modelProviders opens each provider whose key the environment holds.
+func modelProviders(environ []string) map[string]egress.Provider {
+	out := map[string]egress.Provider{}
+	for _, kv := range environ {
+		name, val, _ := strings.Cut(kv, "=")
+		if prov, ok := modelKeys[name]; ok && val != "" {
+			prov.Key = val
+			out[modelProviderNames[name]] = prov
+		}
+	}
+	return out
 }
 
 // requestRules turns the request rules of p and of the policies it was
@@ -563,6 +588,9 @@ func boxEnv(p *policy.Policy, w policy.World, environ []string) []string {
 		}
 		if p.Withheld(name) {
 			continue // a secret: the box gets its placeholder (phantoms)
+		}
+		if _, ok := modelKeys[name]; ok && p.HasModels() {
+			continue // the model proxy holds it
 		}
 		if c != nil && c.Env(name).Verdict == policy.Allow {
 			env[name] = val

@@ -300,3 +300,26 @@ secrets:
 		t.Fatalf("git ls-remote: exit %d\n%s\nserver saw %q", res.Result.ExitCode, out.String(), srv.all())
 	}
 }
+
+// TestBoxEnvWithholdsKeys: a bound secret and, with the model proxy on,
+// the provider keys never enter the box's environment, even when
+// env.allow names them.
+func TestBoxEnvWithholdsKeys(t *testing.T) {
+	p, err := policy.Parse("p.yaml", []byte(`
+env: {allow: [GITHUB_TOKEN, OPENAI_API_KEY, ANTHROPIC_API_KEY, KEEP]}
+models: {allow: ["claude-*"]}
+secrets:
+  GITHUB_TOKEN: {hosts: [api.github.com], header: "Authorization: Bearer {}"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := policy.World{Workdir: t.TempDir(), Home: "/home/someone"}
+	env := strings.Join(boxEnv(p, w, []string{"GITHUB_TOKEN=ghp_x", "OPENAI_API_KEY=sk-x", "ANTHROPIC_API_KEY=sk-ant-x", "KEEP=1"}), "\n")
+	if strings.Contains(env, "ghp_x") || strings.Contains(env, "sk-x") || strings.Contains(env, "sk-ant-x") || !strings.Contains(env, "KEEP=1") {
+		t.Fatalf("box environment:\n%s", env)
+	}
+	if got := modelProviders([]string{"ANTHROPIC_API_KEY=sk-ant-x"}); got["anthropic"].Key != "sk-ant-x" || got["anthropic"].Host != "api.anthropic.com" || len(got) != 1 {
+		t.Fatalf("providers = %+v", got)
+	}
+}

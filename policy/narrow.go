@@ -49,6 +49,14 @@ func (p *Policy) Narrow(n *Policy) *Policy {
 	// hold through the chain.
 	q.Net.Rules = slices.Clone(n.Net.Rules)
 	q.Secrets = narrowSecrets(p.Secrets, n.Secrets)
+	// Both lists hold through the chain (ModelAllowed); the flat copy
+	// keeps the narrower one's, and none at all unless p has a model proxy.
+	if p.Models != nil {
+		q.Models = p.Models
+		if n.Models != nil {
+			q.Models = n.Models
+		}
+	}
 	if n.Net.DNS == "none" {
 		q.Net.DNS = "none"
 	}

@@ -317,7 +317,7 @@ func (ps *parser) list(n *yaml.Node, field string, check func(s string) error) [
 }
 
 func (ps *parser) policy(n *yaml.Node, p *Policy) {
-	ps.mapping(n, "", []string{"isolation", "fs", "net", "shell", "env", "tools", "limits", "escalation", "sandbox", "secrets"}, func(key string, k, v *yaml.Node) {
+	ps.mapping(n, "", []string{"isolation", "fs", "net", "shell", "env", "tools", "limits", "escalation", "sandbox", "secrets", "models"}, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "isolation":
 			if s, ok := ps.str(v, key, false); ok {
@@ -342,6 +342,8 @@ func (ps *parser) policy(n *yaml.Node, p *Policy) {
 			ps.net(v, p)
 		case "secrets":
 			ps.secrets(v, p)
+		case "models":
+			ps.models(v, p)
 		case "shell":
 			ps.shell(v, p)
 		case "env":

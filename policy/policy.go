@@ -137,6 +137,9 @@ type Policy struct {
 	// Secrets bind credentials from the caller's environment to hosts:
 	// the box holds placeholders (docs/secrets.md). Nil binds none.
 	Secrets map[string]SecretBinding `json:"secrets,omitempty"`
+	// Models turns on the model proxy for the models it allows
+	// (docs/secrets.md). Nil: no model proxy.
+	Models *Models `json:"models,omitempty"`
 	// Source is the file the policy came from, "" for the built-in profile.
 	Source string `json:"-"`
 

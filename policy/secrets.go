@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 
@@ -308,4 +309,52 @@ func (p *Policy) Withheld(name string) bool {
 		}
 	}
 	return false
+}
+
+// Models is the models section: the model names the model proxy passes,
+// as globs ("claude-*", "gpt-4o*").
+type Models struct {
+	Allow []string `json:"allow"`
+}
+
+func (ps *parser) models(n *yaml.Node, p *Policy) {
+	m := &Models{}
+	ps.mapping(n, "models", []string{"allow"}, func(key string, k, v *yaml.Node) {
+		m.Allow = ps.list(v, "models.allow", func(s string) error {
+			if s == "" || strings.ContainsAny(s, "/ \t\r\n") {
+				return errors.New("a model name glob has no spaces or slashes")
+			}
+			return checkWordGlob(s)
+		})
+	})
+	if m.Allow == nil {
+		m.Allow = []string{}
+	}
+	p.Models = m
+}
+
+// HasModels reports whether the model proxy is on for p: p and every
+// policy it was narrowed from have a models section.
+func (p *Policy) HasModels() bool {
+	for q := p; q != nil; q = q.within {
+		if q.Models == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// ModelAllowed reports whether p and every policy it was narrowed from
+// allow the model (a narrowing policy without a models section adds no
+// condition).
+func (p *Policy) ModelAllowed(model string) bool {
+	if !p.HasModels() {
+		return false
+	}
+	for q := p; q != nil; q = q.within {
+		if !slices.ContainsFunc(q.Models.Allow, func(g string) bool { ok, _ := path.Match(g, model); return ok }) {
+			return false
+		}
+	}
+	return true
 }

@@ -82,11 +82,34 @@ func TestParseSecretsRefused(t *testing.T) {
 		"partial globstar":  `net: {allow: [{host: a.example, paths: ["/a**"]}]}`,
 		"mapping sans host": `net: {allow: [{methods: [GET]}]}`,
 		"unknown rule key":  `net: {allow: [{host: a.example, verbs: [GET]}]}`,
+		"model with slash":  `models: {allow: ["a/b"]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := Parse("p.yaml", []byte(doc)); err == nil {
 				t.Fatalf("%s: accepted", doc)
 			}
 		})
+	}
+}
+
+func TestModelsNarrow(t *testing.T) {
+	p, err := Parse("p.yaml", []byte(`models: {allow: ["claude-*"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.ModelAllowed("claude-sonnet-4") || p.ModelAllowed("gpt-4o") {
+		t.Fatal("ModelAllowed")
+	}
+	n, err := ParseNarrowing("n.yaml", []byte(`models: {allow: ["gpt-*", "claude-opus-*"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := p.Narrow(n)
+	if q.ModelAllowed("gpt-4o") || q.ModelAllowed("claude-sonnet-4") || !q.ModelAllowed("claude-opus-4") {
+		t.Fatal("a narrowing widened or failed to narrow the models")
+	}
+	none, _ := Parse("x.yaml", []byte(`net: {allow: []}`))
+	if none.HasModels() || none.Narrow(n).HasModels() {
+		t.Fatal("a narrowing turned the model proxy on")
 	}
 }
