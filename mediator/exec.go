@@ -353,6 +353,12 @@ func (k *Kernel) startEgress(ctx context.Context, p *policy.Policy, call Call, s
 	}
 	if p.HasModels() {
 		opts.Models = &egress.Models{Allow: p.ModelAllowed, Providers: modelProviders(k.run.environ)}
+		for name, prov := range opts.Models.Providers {
+			if t, ok := k.egressModels[name]; ok {
+				t.Key = prov.Key
+				opts.Models.Providers[name] = t
+			}
+		}
 	}
 	if len(secrets) > 0 || len(rules) > 0 {
 		if opts.CA, err = egress.NewCA(opts.Box, k.now()); err != nil {

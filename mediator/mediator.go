@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-run/airlock/egress"
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/files"
 	"github.com/airlock-run/airlock/offload"
@@ -203,6 +204,9 @@ type Kernel struct {
 	// egressRoots verify intercepted hosts in tests; nil (always, outside
 	// tests) is the system's roots.
 	egressRoots *x509.CertPool
+	// egressModels replaces the model providers' endpoints in tests; nil
+	// (always, outside tests) is the real providers'.
+	egressModels map[string]egress.Provider
 
 	mu      sync.RWMutex
 	policy  *policy.Policy

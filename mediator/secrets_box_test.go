@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-run/airlock/egress"
 	"github.com/airlock-run/airlock/internal/testsupport"
 	"github.com/airlock-run/airlock/policy"
 	"github.com/airlock-run/airlock/sandbox"
@@ -321,5 +322,69 @@ secrets:
 	}
 	if got := modelProviders([]string{"ANTHROPIC_API_KEY=sk-ant-x"}); got["anthropic"].Key != "sk-ant-x" || got["anthropic"].Host != "api.anthropic.com" || len(got) != 1 {
 		t.Fatalf("providers = %+v", got)
+	}
+}
+
+// TestModelProxyInRealBox: curl in a real tier-1 box reaches the model
+// proxy through ANTHROPIC_BASE_URL with the stand-in key; the provider
+// (a loopback TLS server) receives the real key, which the box never
+// holds; a model outside models.allow is refused.
+func TestModelProxyInRealBox(t *testing.T) {
+	testsupport.Require(t, testsupport.Root, testsupport.Program("curl"))
+	if r := sandbox.Probe(); r.Tier() < sandbox.Tier1 {
+		testsupport.Missing(t, "tier 1 unavailable here: %s", r.Why)
+	}
+	rootKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	rt := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test root"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true}
+	rootDER, _ := x509.CreateCertificate(rand.Reader, rt, rt, &rootKey.PublicKey, rootKey)
+	rootCert, _ := x509.ParseCertificate(rootDER)
+	prov := startUpstream(t, rootCert, rootKey, "127.0.0.1")
+	prov.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		prov.mu.Lock()
+		prov.got = append(prov.got, "key="+r.Header.Get("X-Api-Key"))
+		prov.mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":7}}\n\n")
+	})
+	const key = "sk-ant-api03-HostOnlyProviderKey0123456789"
+	doc := fmt.Sprintf(`
+shell: {allow: [sh, curl, env, grep]}
+net: {allow: ["127.0.0.1:%d"]}
+env: {allow: [ANTHROPIC_API_KEY]}
+models: {allow: ["claude-*"]}
+`, prov.port)
+	p, err := policy.Parse("test.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := policy.World{Workdir: t.TempDir(), Home: "/home/someone", PATH: strings.Split(BoxPATH, ":"), LookPath: exec.LookPath}
+	k, err := New(p, w, Options{Tier: sandbox.Tier1, Exe: testsupport.AirlockBin(t),
+		Environ: []string{"ANTHROPIC_API_KEY=" + key, "PATH=" + BoxPATH}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(rootCert)
+	k.egressRoots = pool
+	k.egressModels = map[string]egress.Provider{"anthropic": {Host: "127.0.0.1", Port: prov.port, Header: "X-Api-Key"}}
+	script := `env | grep -E '^ANTHROPIC_'
+echo "--- ok"; curl -sSN --max-time 20 -H "x-api-key: $ANTHROPIC_API_KEY" -d '{"model":"claude-sonnet-4","stream":true}' "$ANTHROPIC_BASE_URL/v1/messages"
+echo "--- refused"; curl -sS --max-time 20 -d '{"model":"gpt-4o"}' "$ANTHROPIC_BASE_URL/v1/messages"`
+	var out strings.Builder
+	if _, err := k.Exec(context.Background(), Call{Kind: KindShell, Command: script}, ExecOptions{Stdout: &out, Stderr: &out}); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	o := out.String()
+	t.Log(o)
+	if strings.Contains(o, key) || !strings.Contains(o, "ANTHROPIC_BASE_URL=http://127.0.0.1:") {
+		t.Fatalf("box environment or output:\n%s", o)
+	}
+	if !strings.Contains(o, "--- ok\ndata: {\"type\":\"message_delta\"") || !strings.Contains(o, "not in this policy's models.allow") {
+		t.Fatalf("model proxy answers:\n%s", o)
+	}
+	if got := prov.all(); !strings.Contains(got, "key="+key) || strings.Count(got, "key=") != 1 {
+		t.Fatalf("provider saw %q, want one request with the real key", got)
 	}
 }
