@@ -33,6 +33,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -89,6 +90,16 @@ type Event struct {
 	Opened bool   `json:"opened,omitempty"`
 	Rule   string `json:"rule,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Method and Path (without the query) describe one request on an
+	// intercepted connection (Proto "https") or a plain HTTP one.
+	Method string `json:"method,omitempty"`
+	Path   string `json:"path,omitempty"`
+	// Model is the model a model-proxy request (Proto "model") named, and
+	// Usage the token counts its answer reported.
+	Model string           `json:"model,omitempty"`
+	Usage map[string]int64 `json:"usage,omitempty"`
+	// Secrets names the secrets written into the request; never a value.
+	Secrets []string `json:"secrets,omitempty"`
 	// Error is set when an allowed destination could not be reached.
 	Error string `json:"error,omitempty"`
 	// BytesUp went from the box to the destination, BytesDown back.
@@ -147,6 +158,25 @@ type Options struct {
 	// open at once; more are closed on arrival. 0 means 4096.
 	MaxConns int
 
+	// Secrets are the credentials the box holds only as placeholders (see
+	// Secret). A host a secret is bound to is always intercepted, on
+	// every port; a request that carries a placeholder anywhere but its
+	// binding's place toward its hosts is refused. nil binds none.
+	Secrets []Secret
+	// Rules limit the requests to some hosts by method and path; such a
+	// host is intercepted (HTTPS) or read (plain HTTP). nil limits none.
+	Rules []RequestRule
+	// CA signs the certificates intercepted connections show the box;
+	// required when Secrets or Rules are given.
+	CA *CA
+	// Models, when set, serves the model proxy (see Models) under
+	// ModelPrefix on the HTTP port. nil serves none.
+	Models *Models
+	// UpstreamRoots verify intercepted hosts' certificates. nil is the
+	// system's roots, which production always uses; tests pass a test
+	// root. Verification is never turned off.
+	UpstreamRoots *x509.CertPool
+
 	// global classifies addresses; nil is netrule.Global. Tests replace it
 	// to treat an address in a network namespace they made as a public one.
 	global func(netip.Addr) bool
@@ -189,6 +219,14 @@ func New(o Options) (*Proxy, error) {
 	}
 	if o.MaxConns <= 0 {
 		o.MaxConns = 4096
+	}
+	if (len(o.Secrets) > 0 || len(o.Rules) > 0) && o.CA == nil {
+		return nil, errors.New("egress: secrets and request rules need an interception CA (NewCA)")
+	}
+	for _, s := range o.Secrets {
+		if s.Name == "" || len(s.Placeholder) != len(s.Value) || s.Placeholder == s.Value || len(s.Hosts) == 0 {
+			return nil, fmt.Errorf("egress: secret %q: needs a name, hosts and a placeholder of its value's length (Phantom)", s.Name)
+		}
 	}
 	if o.Resolver == nil {
 		o.Resolver = &net.Resolver{}
@@ -381,7 +419,13 @@ func (p *Proxy) handle(c net.Conn) {
 	switch mode {
 	case wire.ModePing:
 		if len(fds) == 0 {
-			io.WriteString(c, "ok\n")
+			// The forwarder points the box's model clients at the model
+			// proxy only when there is one.
+			if p.o.Models != nil {
+				io.WriteString(c, "ok models\n")
+			} else {
+				io.WriteString(c, "ok\n")
+			}
 		}
 		return
 	case wire.ModeHTTP, wire.ModeSOCKS:
@@ -632,6 +676,14 @@ func (p *Proxy) connect(ctx context.Context, rawHost string, port int) decision 
 		}
 		return d
 	}
+	p.dial(ctx, &d)
+	return d
+}
+
+// dial resolves and connects to an allowed d, checking every address;
+// it sets d's outcome.
+func (p *Proxy) dial(ctx context.Context, d *decision) {
+	host, port := d.host, d.port
 	// Only an allowed name is ever resolved.
 	var addrs []netip.Addr
 	if a, err := netip.ParseAddr(host); err == nil {
@@ -645,7 +697,7 @@ func (p *Proxy) connect(ctx context.Context, rawHost string, port int) decision 
 			if err != nil {
 				d.err = err.Error()
 			}
-			return d
+			return
 		}
 	}
 	var ok []netip.Addr
@@ -663,7 +715,7 @@ func (p *Proxy) connect(ctx context.Context, rawHost string, port int) decision 
 	}
 	if len(ok) == 0 {
 		d.outcome = refused
-		return d
+		return
 	}
 	var dialErr error
 	for _, a := range ok {
@@ -676,15 +728,14 @@ func (p *Proxy) connect(ctx context.Context, rawHost string, port int) decision 
 			if !p.trackUp(c) {
 				c.Close()
 				d.outcome, d.reason, d.err = failed, "the proxy is shutting down", "closed"
-				return d
+				return
 			}
 			d.outcome, d.up, d.reason = allowed, c, ""
-			return d
+			return
 		}
 		dialErr = err
 	}
 	d.outcome, d.reason, d.err = failed, "cannot connect", dialErr.Error()
-	return d
 }
 
 // addrRefused says why a resolved or literal address may not be connected

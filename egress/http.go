@@ -7,12 +7,13 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/airlock-run/airlock/netrule"
 )
 
 // head is a request line and header, read strictly.
@@ -323,11 +324,23 @@ func (p *Proxy) httpConnect(cl *client, h *head) {
 		p.audit(ev)
 		return
 	}
-	// Bytes the client sent after the head (a TLS hello, say) are already
-	// buffered; pipe sends them first.
-	up, down := p.pipe(cl, d.up)
-	ev := d.event("connect", start)
-	ev.BytesUp, ev.BytesDown, ev.Duration = up, down, p.o.Now().Sub(start)
+	p.tunnel(cl, &d, "connect", start)
+}
+
+// tunnel carries an admitted connection to its end: terminated and read
+// request by request when the host is intercepted, else an opaque pipe.
+// Bytes the client sent after its request (a TLS hello, say) are already
+// buffered; both send them first.
+func (p *Proxy) tunnel(cl *client, d *decision, proto string, start time.Time) {
+	var up, down int64
+	var errText string
+	if p.intercepts(d.host, d.port) {
+		up, down, errText = p.intercept(cl, d, start)
+	} else {
+		up, down = p.pipe(cl, d.up)
+	}
+	ev := d.event(proto, start)
+	ev.BytesUp, ev.BytesDown, ev.Duration, ev.Error = up, down, p.o.Now().Sub(start), errText
 	p.audit(ev)
 }
 
@@ -350,10 +363,40 @@ func (p *Proxy) httpForward(c net.Conn, br *bufio.Reader, h *head) (keep bool) {
 		writeStatus(c, http.StatusBadRequest, "airlock egress: bad request: malformed URL")
 		return false
 	}
+	if p.o.Models != nil && isModelRequest(u) {
+		c.SetDeadline(time.Time{})
+		return p.serveModel(c, br, h, u)
+	}
 	port := 80
 	if ps := u.Port(); ps != "" {
 		if port, err = strconv.Atoi(ps); err != nil || len(ps) > 5 {
 			writeStatus(c, http.StatusBadRequest, "airlock egress: bad request: malformed port")
+			return false
+		}
+	}
+	// Request rules hold on plain HTTP too, and a placeholder is never
+	// written into cleartext: any placeholder here refuses the request,
+	// before anything is resolved or connected.
+	rawPath := u.EscapedPath()
+	if rawPath == "" {
+		rawPath = "/"
+	}
+	var body io.Reader
+	if host, err := netrule.Canonical(u.Hostname()); err == nil {
+		why, rule := "", ""
+		if ok, r, w := checkRules(p.rulesFor(host, port), h.method, rawPath); !ok {
+			why, rule = w, r
+		} else if _, _, l := bindSecrets(p.o.Secrets, host, false, rawPath, u.RawQuery, h.header.Clone()); l != nil {
+			why = l.reason()
+		} else if body, err = p.scannedBody(c, br, h); err != nil {
+			why = bodyWhy(err)
+		}
+		if why != "" {
+			d := decision{outcome: refused, host: host, port: port, rule: rule, reason: why}
+			ev := d.event("http", start)
+			ev.Method, ev.Path = h.method, truncate(rawPath, 256)
+			p.audit(ev)
+			writeStatus(c, http.StatusForbidden, refusal(&d))
 			return false
 		}
 	}
@@ -376,7 +419,6 @@ func (p *Proxy) httpForward(c net.Conn, br *bufio.Reader, h *head) (keep bool) {
 		authority = net.JoinHostPort(d.host, strconv.Itoa(port))
 	}
 	hdr := h.header.Clone()
-	expect := strings.EqualFold(hdr.Get("Expect"), "100-continue")
 	stripHop(hdr)
 	hdr.Del("Expect")
 	hdr.Del("Content-Length")
@@ -392,15 +434,12 @@ func (p *Proxy) httpForward(c net.Conn, br *bufio.Reader, h *head) (keep bool) {
 	// wrapped in a buffer of its own that reads past the body.
 	cr := &countReader{}
 	switch {
-	case h.chunked:
-		cr.r = httputil.NewChunkedReader(br)
+	case body != nil && h.chunked:
+		cr.r = body
 		req.Body, req.ContentLength = io.NopCloser(cr), -1
-	case h.contentLength > 0:
-		cr.r = io.LimitReader(br, h.contentLength)
+	case body != nil:
+		cr.r = body
 		req.Body, req.ContentLength = io.NopCloser(cr), h.contentLength
-	}
-	if expect && req.Body != nil {
-		io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\n")
 	}
 	ev := d.event("http", start)
 	defer func() {
@@ -415,6 +454,14 @@ func (p *Proxy) httpForward(c net.Conn, br *bufio.Reader, h *head) (keep bool) {
 		werr = discardTrailer(br, p.o.MaxHeaderBytes)
 	}
 	if werr != nil {
+		var pe *errPlaceholderInBody
+		if errors.As(werr, &pe) {
+			d.up.Close() // the request must never complete upstream
+			ev.Allow, ev.Reason = false, pe.Error()
+			d.reason = pe.Error()
+			writeStatus(c, http.StatusForbidden, refusal(&d))
+			return false
+		}
 		ev.Error = werr.Error()
 		writeStatus(c, http.StatusBadGateway, "airlock egress: "+d.hostPort()+" request failed")
 		return false

@@ -185,8 +185,5 @@ func (p *Proxy) serveSOCKS(cl *client) {
 		p.audit(ev)
 		return
 	}
-	up, down := p.pipe(cl, d.up)
-	ev := d.event("socks5", start)
-	ev.BytesUp, ev.BytesDown, ev.Duration = up, down, p.o.Now().Sub(start)
-	p.audit(ev)
+	p.tunnel(cl, &d, "socks5", start)
 }

@@ -125,14 +125,109 @@ func (k *Kernel) box(ctx context.Context, call Call, what string, network bool) 
 		return box{}, err
 	}
 	b := box{spec: spec, tier: tier, stop: func() {}}
-	if network && len(p.Net.Allow) > 0 && tier != sandbox.Tier0 {
-		stop, ns, err := k.startEgress(ctx, p, call)
+	// A bound secret's variable holds its placeholder in every box, with
+	// or without a network: its real value never enters one.
+	secrets, err := phantoms(p, k.run.environ)
+	if err != nil {
+		return box{}, err
+	}
+	b.spec.Env = withPlaceholders(b.spec.Env, secrets)
+	if network && (len(p.Net.Allow) > 0 || p.HasModels()) && tier != sandbox.Tier0 {
+		eg, err := k.startEgress(ctx, p, call, secrets)
 		if err != nil {
 			return box{}, err
 		}
-		b.stop, b.spec.Net = stop, ns
+		b.stop, b.spec.Net = eg.stop, eg.ns
+		b.spec.Binds = append(b.spec.Binds, eg.binds...)
+		b.spec.Env = withVars(b.spec.Env, eg.env)
 	}
 	return b, nil
+}
+
+// phantoms makes the placeholders of p's secrets whose values the
+// caller's environment holds: one per box, so a placeholder seen in one
+// box means nothing in another. A secret absent from the environment is
+// absent from the box too.
+func phantoms(p *policy.Policy, environ []string) ([]egress.Secret, error) {
+	if len(p.Secrets) == 0 {
+		return nil, nil
+	}
+	vals := map[string]string{}
+	for _, kv := range environ {
+		if name, val, ok := strings.Cut(kv, "="); ok {
+			vals[name] = val
+		}
+	}
+	var out []egress.Secret
+	for _, name := range sortedNames(p.Secrets) {
+		b := p.Secrets[name]
+		val, ok := vals[name]
+		if !ok || val == "" {
+			continue
+		}
+		ph, err := egress.Phantom(val)
+		if err != nil {
+			return nil, errs.Invalidf("secrets.%s: %v; a value the box must hold in clear cannot be a secret (docs/secrets.md)", name, err)
+		}
+		s := egress.Secret{Name: name, Value: val, Placeholder: ph, Hosts: b.Hosts, Header: b.HeaderName(), Basic: b.Basic != ""}
+		if b.Query != "" {
+			s.Query = b.Query
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func sortedNames(m map[string]policy.SecretBinding) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// withPlaceholders sets each secret's variable to its placeholder.
+func withPlaceholders(env []string, secrets []egress.Secret) []string {
+	vars := map[string]string{}
+	for _, s := range secrets {
+		vars[s.Name] = s.Placeholder
+	}
+	return withVars(env, vars)
+}
+
+// withVars sets vars in env, replacing any earlier value, kept sorted.
+func withVars(env []string, vars map[string]string) []string {
+	if len(vars) == 0 {
+		return env
+	}
+	out := make([]string, 0, len(env)+len(vars))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if _, ok := vars[name]; !ok {
+			out = append(out, kv)
+		}
+	}
+	for k, v := range vars {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// BoxCAPath is where a box whose egress intercepts some hosts finds the
+// trust bundle: the system's roots and the box's own CA.
+const BoxCAPath = "/run/airlock-egress/ca.pem"
+
+// caVars point the usual TLS stacks at BoxCAPath.
+var caVars = []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "GIT_SSL_CAINFO", "CURL_CA_BUNDLE"}
+
+// egressBox is what a started egress proxy adds to a box.
+type egressBox struct {
+	stop  func()
+	ns    *sandbox.NetSpec
+	binds []sandbox.Bind
+	env   map[string]string
 }
 
 // checkPrivate refuses a box whose writable paths reach airlock's own
@@ -229,14 +324,23 @@ func (k *Kernel) recordRun(ctx context.Context, call Call, r runner.Result, runE
 // startEgress starts the box's allowlist proxy on a Unix socket of its own
 // with a fresh token. The proxy decides with the policy's net section; every
 // decision is recorded.
-func (k *Kernel) startEgress(ctx context.Context, p *policy.Policy, call Call) (stop func(), ns *sandbox.NetSpec, err error) {
+//
+// When the policy binds secrets or limits requests, the proxy intercepts
+// those hosts with a CA made for this box alone: its key lives only in
+// this process's memory; its certificate, with the system's roots, is the
+// bundle the box is pointed at.
+func (k *Kernel) startEgress(ctx context.Context, p *policy.Policy, call Call, secrets []egress.Secret) (eg egressBox, err error) {
 	list, err := netrule.Parse(p.Net.Allow, p.Net.Deny)
 	if err != nil {
-		return nil, nil, errs.Wrap(errs.Invalid, err, "net")
+		return eg, errs.Wrap(errs.Invalid, err, "net")
 	}
 	token, err := wire.NewToken()
 	if err != nil {
-		return nil, nil, errs.Wrap(errs.Unavailable, err, "egress token")
+		return eg, errs.Wrap(errs.Unavailable, err, "egress token")
+	}
+	rules, err := requestRules(p)
+	if err != nil {
+		return eg, err
 	}
 	opts := egress.Options{
 		Box:   call.Digest()[7:19],
@@ -247,6 +351,24 @@ func (k *Kernel) startEgress(ctx context.Context, p *policy.Policy, call Call) (
 		},
 		AllowAddr: list.AllowsAddr,
 		DenyAddr:  list.DeniesAddr,
+		Secrets:   secrets,
+		Rules:     rules,
+
+		UpstreamRoots: k.egressRoots,
+	}
+	if p.HasModels() {
+		opts.Models = &egress.Models{Allow: p.ModelAllowed, Providers: modelProviders(k.run.environ)}
+		for name, prov := range opts.Models.Providers {
+			if t, ok := k.egressModels[name]; ok {
+				t.Key = prov.Key
+				opts.Models.Providers[name] = t
+			}
+		}
+	}
+	if len(secrets) > 0 || len(rules) > 0 {
+		if opts.CA, err = egress.NewCA(opts.Box, k.now()); err != nil {
+			return eg, errs.Wrap(errs.Unavailable, err, "egress ca")
+		}
 	}
 	var flush func() error
 	opts.Audit, flush = k.egressAudit(context.WithoutCancel(ctx), call)
@@ -255,14 +377,28 @@ func (k *Kernel) startEgress(ctx context.Context, p *policy.Policy, call Call) (
 	}
 	px, err := egress.New(opts)
 	if err != nil {
-		return nil, nil, errs.Wrap(errs.Unavailable, err, "egress proxy")
+		return eg, errs.Wrap(errs.Unavailable, err, "egress proxy")
 	}
 	ln, path, dir, err := egress.Listen("")
 	if err != nil {
-		return nil, nil, errs.Wrap(errs.Unavailable, err, "egress proxy")
+		return eg, errs.Wrap(errs.Unavailable, err, "egress proxy")
+	}
+	if opts.CA != nil {
+		// Only the certificate is written; the key never leaves memory.
+		bundle := filepath.Join(dir, "ca.pem")
+		if err := os.WriteFile(bundle, opts.CA.Bundle(), 0o644); err != nil {
+			ln.Close()
+			os.RemoveAll(dir)
+			return eg, errs.Wrap(errs.Unavailable, err, "egress ca bundle")
+		}
+		eg.binds = []sandbox.Bind{{Src: bundle, Dst: BoxCAPath}}
+		eg.env = map[string]string{}
+		for _, v := range caVars {
+			eg.env[v] = BoxCAPath
+		}
 	}
 	go px.Serve(ln)
-	stop = func() {
+	eg.stop = func() {
 		px.Close()
 		ln.Close()
 		os.RemoveAll(dir)
@@ -271,7 +407,50 @@ func (k *Kernel) startEgress(ctx context.Context, p *policy.Policy, call Call) (
 			k.run.warn("egress: the count of refused connections could not be recorded: " + err.Error())
 		}
 	}
-	return stop, &sandbox.NetSpec{ProxySocket: path, Token: token}, nil
+	eg.ns = &sandbox.NetSpec{ProxySocket: path, Token: token}
+	return eg, nil
+}
+
+// modelKeys are the fixed variables of airlock's own environment the
+// model proxy takes provider keys from, and the providers they open.
+var modelKeys = map[string]egress.Provider{
+	"OPENAI_API_KEY":    {Host: "api.openai.com", Port: 443, Header: "Authorization", Prefix: "Bearer "},
+	"ANTHROPIC_API_KEY": {Host: "api.anthropic.com", Port: 443, Header: "X-Api-Key"},
+}
+
+var modelProviderNames = map[string]string{"OPENAI_API_KEY": "openai", "ANTHROPIC_API_KEY": "anthropic"}
+
+// modelProviders opens each provider whose key the environment holds.
+func modelProviders(environ []string) map[string]egress.Provider {
+	out := map[string]egress.Provider{}
+	for _, kv := range environ {
+		name, val, _ := strings.Cut(kv, "=")
+		if prov, ok := modelKeys[name]; ok && val != "" {
+			prov.Key = val
+			out[modelProviderNames[name]] = prov
+		}
+	}
+	return out
+}
+
+// requestRules turns the request rules of p and of the policies it was
+// narrowed from into the proxy's, one layer per policy.
+func requestRules(p *policy.Policy) ([]egress.RequestRule, error) {
+	var out []egress.RequestRule
+	for layer, rs := range p.RequestRuleLayers() {
+		for i, r := range rs {
+			l, err := netrule.Parse([]string{r.Host}, nil)
+			if err != nil {
+				return nil, errs.Wrap(errs.Invalid, err, "net.allow")
+			}
+			out = append(out, egress.RequestRule{
+				Rule:    fmt.Sprintf("net.allow[%s]#%d", r.Host, i),
+				Match:   func(host string, port int) bool { ok, _ := l.Match(host, port); return ok },
+				Methods: r.Methods, Paths: r.Paths, Reason: r.Reason, Layer: layer,
+			})
+		}
+	}
+	return out, nil
 }
 
 // maxDestination bounds the destination a summary names: the host is the
@@ -425,6 +604,12 @@ func boxEnv(p *policy.Policy, w policy.World, environ []string) []string {
 		if name == "TERM" {
 			env[name] = val
 			continue
+		}
+		if p.Withheld(name) {
+			continue // a secret: the box gets its placeholder (phantoms)
+		}
+		if _, ok := modelKeys[name]; ok && p.HasModels() {
+			continue // the model proxy holds it
 		}
 		if c != nil && c.Env(name).Verdict == policy.Allow {
 			env[name] = val

@@ -21,6 +21,7 @@ package mediator
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -28,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-run/airlock/egress"
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/files"
 	"github.com/airlock-run/airlock/offload"
@@ -199,6 +201,12 @@ type Kernel struct {
 	// afterDecide runs between a file call's decision and its execution
 	// (tests only: the window an attacker swapping a path for a link uses).
 	afterDecide func(Call)
+	// egressRoots verify intercepted hosts in tests; nil (always, outside
+	// tests) is the system's roots.
+	egressRoots *x509.CertPool
+	// egressModels replaces the model providers' endpoints in tests; nil
+	// (always, outside tests) is the real providers'.
+	egressModels map[string]egress.Provider
 
 	mu      sync.RWMutex
 	policy  *policy.Policy

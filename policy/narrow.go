@@ -58,6 +58,18 @@ func (p *Policy) Narrow(n *Policy) *Policy {
 	q.Net.Allow = intersectNet(p.Net.Allow, n.Net.Allow)
 	q.Net.Deny = union(p.Net.Deny, n.Net.Deny)
 	q.Net.DNS = p.Net.DNS
+	// n's request rules are a layer of their own (RequestRuleLayers): p's
+	// hold through the chain.
+	q.Net.Rules = slices.Clone(n.Net.Rules)
+	q.Secrets = narrowSecrets(p.Secrets, n.Secrets)
+	// Both lists hold through the chain (ModelAllowed); the flat copy
+	// keeps the narrower one's, and none at all unless p has a model proxy.
+	if p.Models != nil {
+		q.Models = p.Models
+		if n.Models != nil {
+			q.Models = n.Models
+		}
+	}
 	if n.Net.DNS == "none" {
 		q.Net.DNS = "none"
 	}

@@ -154,6 +154,9 @@ func parse(filename string, data []byte) (p *Policy, err error) {
 	}
 	p = &Policy{Source: filename}
 	ps.policy(root, p)
+	if ps.err == nil {
+		checkSecrets(ps, root, p)
+	}
 	if ps.err != nil {
 		return nil, ps.err
 	}
@@ -319,7 +322,7 @@ func (ps *parser) list(n *yaml.Node, field string, check func(s string) error) [
 }
 
 func (ps *parser) policy(n *yaml.Node, p *Policy) {
-	ps.mapping(n, "", []string{"isolation", "fs", "net", "shell", "env", "tools", "limits", "escalation", "sandbox"}, func(key string, k, v *yaml.Node) {
+	ps.mapping(n, "", []string{"isolation", "fs", "net", "shell", "env", "tools", "limits", "escalation", "sandbox", "secrets", "models"}, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "isolation":
 			if s, ok := ps.str(v, key, false); ok {
@@ -354,6 +357,10 @@ func (ps *parser) policy(n *yaml.Node, p *Policy) {
 			})
 		case "net":
 			ps.net(v, p)
+		case "secrets":
+			ps.secrets(v, p)
+		case "models":
+			ps.models(v, p)
 		case "shell":
 			ps.shell(v, p)
 		case "env":
@@ -418,7 +425,26 @@ func checkFSEntry(s string) error {
 func (ps *parser) net(n *yaml.Node, p *Policy) {
 	ps.mapping(n, "net", []string{"allow", "deny", "dns"}, func(key string, k, v *yaml.Node) {
 		switch key {
-		case "allow", "deny":
+		case "allow":
+			// An entry is a string, or a mapping that also limits the
+			// requests to its hosts (secrets.go).
+			if !ps.kind(v, "net.allow", yaml.SequenceNode, "a list") {
+				return
+			}
+			l := make([]string, 0, len(v.Content))
+			var rules []RequestRule
+			for i, e := range v.Content {
+				s, r, ok := ps.allowEntry(e, fmt.Sprintf("net.allow[%d]", i))
+				if !ok {
+					return
+				}
+				l = append(l, s)
+				if r != nil {
+					rules = append(rules, *r)
+				}
+			}
+			p.Net.Allow, p.Net.Rules = l, rules
+		case "deny":
 			l := ps.list(v, "net."+key, func(s string) error {
 				var err error
 				if key == "allow" {

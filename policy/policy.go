@@ -136,6 +136,12 @@ type Policy struct {
 	Limits     Limits              `json:"limits"`
 	Escalation Escalation          `json:"escalation"`
 	Sandbox    SandboxOpts         `json:"sandbox"`
+	// Secrets bind credentials from the caller's environment to hosts:
+	// the box holds placeholders (docs/secrets.md). Nil binds none.
+	Secrets map[string]SecretBinding `json:"secrets,omitempty"`
+	// Models turns on the model proxy for the models it allows
+	// (docs/secrets.md). Nil: no model proxy.
+	Models *Models `json:"models,omitempty"`
 	// Source is the file the policy came from, "" for the built-in profile.
 	Source string `json:"-"`
 
@@ -172,6 +178,9 @@ type Net struct {
 	// DNS is "allowlist" (names on the allowlist resolve) or "none" (only
 	// IP literals may be reached).
 	DNS string `json:"dns"`
+	// Rules limit requests to the hosts of some Allow entries by method
+	// and path; they are written as mappings in net.allow. Nil limits none.
+	Rules []RequestRule `json:"-"`
 }
 
 // Shell decides programs and shell strings.

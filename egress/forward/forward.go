@@ -87,7 +87,8 @@ func start(ctx context.Context, cfg Config) (*forwarder, error) {
 		}
 		cfg.Exe = exe
 	}
-	if err := ping(ctx, cfg.Socket, cfg.Token); err != nil {
+	models, err := ping(ctx, cfg.Socket, cfg.Token)
+	if err != nil {
 		return nil, err
 	}
 	f := &forwarder{cfg: cfg, log: cfg.Log}
@@ -95,7 +96,6 @@ func start(ctx context.Context, cfg Config) (*forwarder, error) {
 		f.log = slog.New(slog.DiscardHandler)
 	}
 	var lc net.ListenConfig
-	var err error
 	if f.http, err = lc.Listen(ctx, "tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.HTTPPort))); err != nil {
 		return nil, fmt.Errorf("egress forwarder: listen for HTTP clients: %w", err)
 	}
@@ -104,6 +104,9 @@ func start(ctx context.Context, cfg Config) (*forwarder, error) {
 		return nil, fmt.Errorf("egress forwarder: listen for SOCKS clients: %w", err)
 	}
 	f.env = Env(f.http.Addr().(*net.TCPAddr).Port, f.socks.Addr().(*net.TCPAddr).Port, cfg.Exe, cfg.ConnectExe)
+	if models {
+		f.env = append(f.env, ModelEnv(f.http.Addr().(*net.TCPAddr).Port)...)
+	}
 	f.wg.Add(3)
 	go f.serve(f.http, wire.ModeHTTPFD)
 	go f.serve(f.socks, wire.ModeSOCKSFD)
@@ -117,28 +120,28 @@ func start(ctx context.Context, cfg Config) (*forwarder, error) {
 
 // ping checks the socket and the token before the box starts, so a wrong
 // bind or token is an error at start, not a mystery at the first request.
-func ping(ctx context.Context, socket, token string) error {
+func ping(ctx context.Context, socket, token string) (models bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", socket)
 	if err != nil {
-		return fmt.Errorf("egress forwarder: reach the egress proxy at %s: %w", socket, err)
+		return false, fmt.Errorf("egress forwarder: reach the egress proxy at %s: %w", socket, err)
 	}
 	defer c.Close()
 	dl, _ := ctx.Deadline()
 	c.SetDeadline(dl)
 	if _, err := c.Write(wire.Preamble(wire.ModePing, token)); err != nil {
-		return fmt.Errorf("egress forwarder: talk to the egress proxy: %w", err)
+		return false, fmt.Errorf("egress forwarder: talk to the egress proxy: %w", err)
 	}
 	line, err := bufio.NewReader(c).ReadString('\n')
-	if line != "ok\n" {
+	if line != "ok\n" && line != "ok models\n" {
 		if err == nil {
 			err = errors.New("it refused the token")
 		}
-		return fmt.Errorf("egress forwarder: the egress proxy at %s did not accept this box: %v", socket, err)
+		return false, fmt.Errorf("egress forwarder: the egress proxy at %s did not accept this box: %v", socket, err)
 	}
-	return nil
+	return line == "ok models\n", nil
 }
 
 func (f *forwarder) close() {
@@ -194,6 +197,18 @@ func (f *forwarder) pass(c net.Conn, pre []byte) error {
 		return err
 	}
 	return werr
+}
+
+// ModelEnv points the usual model SDKs at the model proxy behind the HTTP
+// port (egress.ModelPrefix); the keys they must send are not theirs, so
+// each gets a stand-in the proxy replaces.
+func ModelEnv(httpPort int) []string {
+	base := "http://127.0.0.1:" + strconv.Itoa(httpPort) + "/airlock/models/"
+	return []string{
+		"OPENAI_BASE_URL=" + base + "openai/v1",
+		"ANTHROPIC_BASE_URL=" + base + "anthropic",
+		"OPENAI_API_KEY=airlock-model-proxy", "ANTHROPIC_API_KEY=airlock-model-proxy",
+	}
 }
 
 // Env returns the environment that points a box's programs at the
