@@ -458,10 +458,19 @@ func scanPunct(s string, from, at int) piece {
 	n := len(s)
 	j := at
 	count := 0
+	var sym int64 // what symbols outside ASCII add
 	for j < n {
 		c, w := byteClass[s[j]], 1
 		if c == cHigh {
 			c, w = classAt(s, j)
+			if c == cOther {
+				if x := symbolCost(s[j:], w); x > 0 {
+					// Not merged with its neighbours: priced alone.
+					sym += x
+					j += w
+					continue
+				}
+			}
 		}
 		if c != cOther {
 			break
@@ -478,7 +487,33 @@ func scanPunct(s string, from, at int) piece {
 	if at > from {
 		lead = 1
 	}
-	return piece{kind: pkPunct, start: from, end: j, prefix: lead, cost: punctCost(count, breaks, lead == 1)}
+	if count == 0 && breaks > 0 {
+		// Symbols priced alone do not merge with the breaks after them.
+		sym += breakTab[min(breaks, maxBreakLen)]
+	}
+	return piece{kind: pkPunct, start: from, end: j, prefix: lead, cost: punctCost(count, breaks, lead == 1) + sym}
+}
+
+// symbolCost is what a symbol outside ASCII of w bytes at the start of s
+// costs when the tokenizer does not take it as punctuation (0 when it
+// does, and the symbol is priced with its run): the tokenizer has single tokens
+// for the punctuation of prose (dashes, quotes, CJK and full-width
+// punctuation) and box drawing, but cuts most other symbols (arrows,
+// dingbats, emoji) into their bytes.
+func symbolCost(s string, w int) int64 {
+	switch {
+	case w == 4:
+		return symbolCost4
+	case w < 3:
+		return 0
+	}
+	switch b0, b1 := s[0], s[1]; {
+	case b0 == 0xe2 && (b1 == 0x80 || b1 == 0x81 || b1 == 0x94 || b1 == 0x95):
+		return 0 // U+2000-U+207F, U+2500-U+257F
+	case b0 == 0xe3 && b1 == 0x80, b0 == 0xef && b1 >= 0xbc:
+		return 0 // U+3000-U+303F, U+FF00-U+FFFF
+	}
+	return symbolCost3
 }
 
 // Word shapes.
@@ -558,10 +593,13 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 		return p
 	}
 	w := s[at:j]
-	if letters <= maxCommonLen && (p.shape != shapeUpper || letters <= 3) && commonWord(wordHashAt(s, at, j-at)) {
-		p.common = true
-		p.cost = commonCost[prefix][p.shape]
-		return p
+	if letters <= maxCommonLen {
+		h := wordHashAt(s, at, j-at)
+		if (p.shape != shapeUpper || letters <= 3) && commonWord(h) || p.shape == shapeUpper && letters > 3 && commonUpper(h) {
+			p.common = true
+			p.cost = commonCost[prefix][p.shape]
+			return p
+		}
 	}
 	p.rough = isRough(w)
 	if p.shape == shapeMixed {
@@ -613,7 +651,8 @@ func mixedParts(w string, prefix uint8) (common, normal, rough int64) {
 			shape = shapeTitle
 		}
 		switch {
-		case len(seg) <= maxCommonLen && (shape != shapeUpper || len(seg) <= 3) && commonWord(wordHash(seg)):
+		case len(seg) <= maxCommonLen && ((shape != shapeUpper || len(seg) <= 3) && commonWord(wordHash(seg)) ||
+			shape == shapeUpper && len(seg) > 3 && commonUpper(wordHash(seg))):
 			common += commonCost[pf][shape]
 		case isRough(seg):
 			rough += wordCost(len(seg), shape, pf, true)

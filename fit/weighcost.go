@@ -23,6 +23,12 @@ const (
 	spaceRun = 112
 	tabRun   = 16
 
+	// symbolCost3 and symbolCost4 price a symbol of three bytes (other
+	// than punctuation of prose) and of four bytes (emoji): cl100k takes
+	// them for about two and two and a half tokens, alone or in a run.
+	symbolCost3 = 1900
+	symbolCost4 = 2600
+
 	// breakRun is how many line breaks in a row cl100k takes as one token.
 	breakRun = 32
 
