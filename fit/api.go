@@ -10,18 +10,20 @@ import (
 type Info struct {
 	Kind   Kind `json:"kind"`
 	Bytes  int  `json:"size"`   // bytes of UTF-8
-	Tokens int  `json:"tokens"` // Weigh of the text
+	Tokens int  `json:"tokens"` // Count of the text: the tokenizer's estimate
+	Weight int  `json:"weight"` // Weigh of the text: what budgets measure
 	Lines  int  `json:"lines"`  // lines of its read form (see ReadForm)
 }
 
-// Describe tells a document's kind, size, weight and lines.
+// Describe tells a document's kind, size, token count, weight and lines.
 func Describe(text, name string) Info {
 	if !utf8.ValidString(text) {
 		text = strings.ToValidUTF8(text, "\uFFFD")
 	}
 	k := Detect(text, name)
 	rf := ReadForm(text, k)
-	return Info{Kind: k, Bytes: len(text), Tokens: Weigh(text), Lines: len(lineStarts(rf))}
+	c, w := Measure(text)
+	return Info{Kind: k, Bytes: len(text), Tokens: c, Weight: w, Lines: len(lineStarts(rf))}
 }
 
 // Outline returns the outline of text made without a model, in at most

@@ -1,5 +1,7 @@
 // Package fit cuts a tool's answer to what a model can afford to read: a
-// token estimate close to a cl100k-class tokenizer, four views of a document
+// token count close to a cl100k-class tokenizer (Count) and the weight
+// budgets are measured in (Weigh: the count, with long runs of white space
+// charged by their length), four views of a document
 // (stub, summary, section, full), outlines made from the text's own structure
 // (never by a model), the fit note every fitted answer carries, the hard caps
 // and the default budget.

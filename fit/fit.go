@@ -76,8 +76,8 @@ type Request struct {
 type Note struct {
 	View    View   `json:"view"`
 	Budget  int    `json:"budget"`            // the token bound applied
-	Size    int    `json:"size"`              // the whole document's estimate
-	Tokens  int    `json:"tokens"`            // the answer's estimate
+	Size    int    `json:"size"`              // the whole document's weight (Weigh)
+	Tokens  int    `json:"tokens"`            // the answer's weight (Weigh), what its budget measures
 	Omitted string `json:"omitted,omitempty"` // one sentence: what was left out, how to get it
 }
 

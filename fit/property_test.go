@@ -236,7 +236,7 @@ func TestReadForm(t *testing.T) {
 func TestDescribeAndOutline(t *testing.T) {
 	d := docs(t)
 	info := Describe(d["config.json"], "config.json")
-	if want := (Info{Kind: JSON, Bytes: len(d["config.json"]), Tokens: Weigh(d["config.json"]), Lines: 43}); info != want {
+	if want := (Info{Kind: JSON, Bytes: len(d["config.json"]), Tokens: Count(d["config.json"]), Weight: Weigh(d["config.json"]), Lines: 43}); info != want {
 		t.Errorf("Describe(config.json) = %+v, want %+v", info, want)
 	}
 	for name, text := range d {

@@ -9,17 +9,30 @@ import (
 	"unicode/utf8"
 )
 
-// Weigh estimates the tokens text costs a model: an approximation of a
-// cl100k-class tokenizer (about 2% off on average over prose, code, Markdown,
-// HTML, JSON, logs, listings, diffs, base64, hex and CJK text; see
-// accuracy_test.go) that is many times faster than running the real
-// byte-pair encoding. It follows the tokenizer's pre-split of text into
-// words, digit groups, punctuation and white space exactly, and estimates the
-// tokens of each piece from a table of some six thousand common words and
-// identifiers and rates calibrated per kind of piece. Long runs of white space are charged by their length
-// (one token per CharsPerToken bytes): the real tokenizer takes a page of
-// spaces for a few tokens, and a budget must not be filled with blank pages
-// that cost the reader nothing but still cost the context.
+// Count estimates the tokens a cl100k-class tokenizer takes text for: an
+// approximation (about 2% off on average over prose, code, Markdown, HTML,
+// XML, JSON, YAML, TOML, CSV, SQL, logs, listings, diffs, stack traces,
+// base64, hex, CJK text and emoji; see accuracy_test.go) that is many times
+// faster than running the real byte-pair encoding. It follows the
+// tokenizer's pre-split of text into words, digit groups, punctuation and
+// white space exactly, and estimates the tokens of each piece from a table
+// of some six thousand common words and identifiers and rates calibrated
+// per kind of piece. It is the number airlock reports as a text's tokens.
+//
+// Count is additive at line starts, as Weigh is.
+func Count(text string) int {
+	c, _ := scanAll(text)
+	return milliToTokens(c)
+}
+
+// Weigh is what budgets, caps and offload thresholds are measured in: the
+// Count of text, except that a run of white space longer than longRun
+// (past what tokenizers take as a few tokens) is charged by its length, one
+// token per CharsPerToken bytes. The real tokenizer takes a page of spaces
+// for a few tokens; a budget must not be filled with blank pages that cost
+// the reader nothing but still cost the context. Ordinary indentation is
+// charged as the tokenizer charges it, so Weigh and Count differ only on
+// texts with such runs.
 //
 // Weigh is additive at line starts: for text split just before a line that
 // does not begin with a line break, the weights of the pieces add up to the
@@ -28,15 +41,27 @@ func Weigh(text string) int {
 	return milliToTokens(weighAll(text))
 }
 
+// Measure returns Count and Weigh of text in one pass.
+func Measure(text string) (count, weight int) {
+	c, x := scanAll(text)
+	return milliToTokens(c), milliToTokens(c + x)
+}
+
 // parallelMin is the size from which weighing is spread over the cores.
 const parallelMin = 1 << 20
 
-// weighAll is weighMilli of a whole text, on all cores when it is big: the
+// weighAll is weighMilli of a whole text, on all cores when it is big.
+func weighAll(s string) int64 {
+	c, x := scanAll(s)
+	return c + x
+}
+
+// scanAll is scanMilli of a whole text, on all cores when it is big: the
 // text is cut at the start of lines that begin with a character that is not
 // white space, where the estimate is additive.
-func weighAll(s string) int64 {
+func scanAll(s string) (count, extra int64) {
 	if len(s) < parallelMin {
-		return weighMilli(s, nil)
+		return scanMilli(s, nil)
 	}
 	workers := min(runtime.GOMAXPROCS(0), maxWorkers)
 	cuts := []int{0}
@@ -47,17 +72,17 @@ func weighAll(s string) int64 {
 		}
 	}
 	cuts = append(cuts, len(s))
-	w := make([]int64, len(cuts)-1)
+	w := make([][2]int64, len(cuts)-1)
 	parallel(len(s), len(w), func(k int) int { return cuts[k+1] - cuts[k] }, func(lo, hi int) {
 		for k := lo; k < hi; k++ {
-			w[k] = weighMilli(s[cuts[k]:cuts[k+1]], nil)
+			w[k][0], w[k][1] = scanMilli(s[cuts[k]:cuts[k+1]], nil)
 		}
 	})
-	var total int64
 	for _, v := range w {
-		total += v
+		count += v[0]
+		extra += v[1]
 	}
-	return total
+	return count, extra
 }
 
 // maxWorkers bounds the goroutines one weighing uses.
@@ -104,10 +129,6 @@ func parallel(total, n int, size func(k int) int, work func(lo, hi int)) {
 	}
 	wg.Wait()
 }
-
-// Count is Weigh under the name other packages use for a token count; the
-// numbers are the same.
-func Count(text string) int { return Weigh(text) }
 
 func milliToTokens(m int64) int {
 	return int((m + 500) / 1000)
@@ -227,11 +248,17 @@ func classAt(s string, i int) (uint8, int) {
 	return runeClass(r), w
 }
 
-// weighMilli is the scanner behind Weigh. It returns the estimate in
-// thousandths of a token; rec, when not nil, receives every piece (used by
-// the calibration tests only).
+// weighMilli is Weigh in thousandths of a token; rec, when not nil,
+// receives every piece (used by the calibration tests only).
 func weighMilli(s string, rec func(piece)) int64 {
-	var total int64
+	c, x := scanMilli(s, rec)
+	return c + x
+}
+
+// scanMilli is the scanner behind Count and Weigh. It returns the estimate
+// and what Weigh adds to it for long runs of white space, in thousandths of
+// a token; rec, when not nil, receives every piece with its estimate.
+func scanMilli(s string, rec func(piece)) (total, extra int64) {
 	n := len(s)
 	i := 0
 	for i < n {
@@ -316,6 +343,9 @@ func weighMilli(s string, rec func(piece)) int64 {
 			p = scanPunct(s, i, i)
 		case cSpace, cBreak:
 			p = scanSpace(s, i)
+			if p.end-p.start > longRun && p.kind != pkWord && p.kind != pkPunct {
+				extra += max(0, lengthCost(p.end-p.start)-p.cost)
+			}
 		}
 		total += p.cost
 		if rec != nil {
@@ -323,7 +353,7 @@ func weighMilli(s string, rec func(piece)) int64 {
 		}
 		i = p.end
 	}
-	return total
+	return total, extra
 }
 
 // contraction returns the length of the English contraction at s[i] ('s 't
@@ -354,7 +384,7 @@ func scanSpace(s string, i int) piece {
 	j := i
 	lastBreak := -1
 	last := i // start of the last white-space rune
-	runes := 0
+	runes, tabs, lastTab := 0, 0, false
 	for j < n {
 		c, w := byteClass[s[j]], 1
 		if c == cHigh {
@@ -365,6 +395,10 @@ func scanSpace(s string, i int) piece {
 		} else if c != cSpace {
 			break
 		}
+		lastTab = s[j] == '\t'
+		if lastTab {
+			tabs++
+		}
 		last = j
 		runes++
 		j += w
@@ -374,11 +408,14 @@ func scanSpace(s string, i int) piece {
 		return piece{kind: pkNewline, start: i, end: lastBreak, cost: breakCost(s[i:lastBreak])}
 	}
 	if j == n {
-		return piece{kind: pkSpace, start: i, end: j, cost: spaceCost(runes)}
+		return piece{kind: pkSpace, start: i, end: j, cost: spaceCost(runes, tabs)}
 	}
 	if runes > 1 {
 		// All but the last space; the last is scanned on its own next.
-		return piece{kind: pkSpace, start: i, end: last, cost: spaceCost(runes - 1)}
+		if lastTab {
+			tabs--
+		}
+		return piece{kind: pkSpace, start: i, end: last, cost: spaceCost(runes-1, tabs)}
 	}
 	switch c, _ := classAt(s, j); c {
 	case cLetter:
@@ -388,7 +425,7 @@ func scanSpace(s string, i int) piece {
 			return scanPunct(s, i, j)
 		}
 	}
-	return piece{kind: pkSpace, start: i, end: j, cost: spaceCost(1)}
+	return piece{kind: pkSpace, start: i, end: j, cost: spaceCost(1, 0)}
 }
 
 // Prefix kinds: what comes before the letters of a word in its piece.
@@ -421,10 +458,19 @@ func scanPunct(s string, from, at int) piece {
 	n := len(s)
 	j := at
 	count := 0
+	var sym int64 // what symbols outside ASCII add
 	for j < n {
 		c, w := byteClass[s[j]], 1
 		if c == cHigh {
 			c, w = classAt(s, j)
+			if c == cOther {
+				if x := symbolCost(s[j:], w); x > 0 {
+					// Not merged with its neighbours: priced alone.
+					sym += x
+					j += w
+					continue
+				}
+			}
 		}
 		if c != cOther {
 			break
@@ -441,7 +487,33 @@ func scanPunct(s string, from, at int) piece {
 	if at > from {
 		lead = 1
 	}
-	return piece{kind: pkPunct, start: from, end: j, prefix: lead, cost: punctCost(count, breaks, lead == 1)}
+	if count == 0 && breaks > 0 {
+		// Symbols priced alone do not merge with the breaks after them.
+		sym += breakTab[min(breaks, maxBreakLen)]
+	}
+	return piece{kind: pkPunct, start: from, end: j, prefix: lead, cost: punctCost(count, breaks, lead == 1) + sym}
+}
+
+// symbolCost is what a symbol outside ASCII of w bytes at the start of s
+// costs when the tokenizer does not take it as punctuation (0 when it
+// does, and the symbol is priced with its run): the tokenizer has single tokens
+// for the punctuation of prose (dashes, quotes, CJK and full-width
+// punctuation) and box drawing, but cuts most other symbols (arrows,
+// dingbats, emoji) into their bytes.
+func symbolCost(s string, w int) int64 {
+	switch {
+	case w == 4:
+		return symbolCost4
+	case w < 3:
+		return 0
+	}
+	switch b0, b1 := s[0], s[1]; {
+	case b0 == 0xe2 && (b1 == 0x80 || b1 == 0x81 || b1 == 0x94 || b1 == 0x95):
+		return 0 // U+2000-U+207F, U+2500-U+257F
+	case b0 == 0xe3 && b1 == 0x80, b0 == 0xef && b1 >= 0xbc:
+		return 0 // U+3000-U+303F, U+FF00-U+FFFF
+	}
+	return symbolCost3
 }
 
 // Word shapes.
@@ -521,10 +593,13 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 		return p
 	}
 	w := s[at:j]
-	if letters <= maxCommonLen && (p.shape != shapeUpper || letters <= 3) && commonWord(wordHashAt(s, at, j-at)) {
-		p.common = true
-		p.cost = commonCost[prefix][p.shape]
-		return p
+	if letters <= maxCommonLen {
+		h := wordHashAt(s, at, j-at)
+		if (p.shape != shapeUpper || letters <= 3) && commonWord(h) || p.shape == shapeUpper && letters > 3 && commonUpper(h) {
+			p.common = true
+			p.cost = commonCost[prefix][p.shape]
+			return p
+		}
 	}
 	p.rough = isRough(w)
 	if p.shape == shapeMixed {
@@ -576,7 +651,8 @@ func mixedParts(w string, prefix uint8) (common, normal, rough int64) {
 			shape = shapeTitle
 		}
 		switch {
-		case len(seg) <= maxCommonLen && (shape != shapeUpper || len(seg) <= 3) && commonWord(wordHash(seg)):
+		case len(seg) <= maxCommonLen && ((shape != shapeUpper || len(seg) <= 3) && commonWord(wordHash(seg)) ||
+			shape == shapeUpper && len(seg) > 3 && commonUpper(wordHash(seg))):
 			common += commonCost[pf][shape]
 		case isRough(seg):
 			rough += wordCost(len(seg), shape, pf, true)

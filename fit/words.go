@@ -9,8 +9,14 @@ import (
 // onward holds the high half of wordHash (never 0, as wordHash sets its low
 // bit when it would be). 64 KiB: it stays in the cache while text is weighed.
 var wordTable = func() (t [wordTableSize]uint32) {
+	var hs []uint64
 	for _, w := range strings.Fields(commonWords) {
-		h := wordHash(w)
+		hs = append(hs, wordHash(w))
+	}
+	for _, w := range strings.Fields(upperWords) {
+		hs = append(hs, upperHash(wordHash(w)))
+	}
+	for _, h := range hs {
 		k, fp := h&(wordTableSize-1), fingerprint(h)
 		for t[k] != 0 && t[k] != fp {
 			k = (k + 1) & (wordTableSize - 1)
@@ -25,6 +31,19 @@ const wordTableSize = 1 << 14
 // fingerprint is the part of a word's hash the table keeps; never 0.
 func fingerprint(h uint64) uint32 { return uint32(h>>32) | 1 }
 
+// upperHash is the hash the table holds a word in capitals of upperWords
+// under: wordHash folds case, so the capitals get a hash of their own.
+func upperHash(h uint64) uint64 {
+	h = (h ^ 0x243f6a8885a308d3) * hashMul
+	h ^= h >> 32
+	return h | 1
+}
+
+// commonUpper reports whether the word in capitals of hash h (wordHash) is
+// one of upperWords.
+func commonUpper(h uint64) bool { return commonWord(upperHash(h)) }
+
+// commonWord reports whether the word of hash h is in the table.
 func commonWord(h uint64) bool {
 	k, fp := h&(wordTableSize-1), fingerprint(h)
 	for {

@@ -47,19 +47,34 @@ func TestTokensCommand(t *testing.T) {
 				t.Fatalf("exit %d, want %d (stderr %q)", code, c.code, errOut)
 			}
 			if c.out != "" {
-				if want := strings.Replace(c.out, "%d", itoa(fit.Weigh(fitDoc)), 1); out != want {
+				if want := strings.Replace(c.out, "%d", itoa(fit.Count(fitDoc)), 1); out != want {
 					t.Errorf("got %q, want %q", out, want)
 				}
 			}
 		})
 	}
 	code, out, _ := runFitCLI(t, dir, "", "tokens", "--json", "guide.md")
-	var info fit.Info
-	if code != 0 || json.Unmarshal([]byte(out), &info) != nil {
+	var got tokensReport
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil {
 		t.Fatalf("tokens --json: exit %d, output %q", code, out)
 	}
-	if want := fit.Describe(fitDoc, "guide.md"); info != want {
-		t.Errorf("tokens --json = %+v, want %+v", info, want)
+	info := fit.Describe(fitDoc, "guide.md")
+	if want := (tokensReport{Count: info.Tokens, Weight: info.Weight, Kind: info.Kind, Size: info.Bytes, Lines: info.Lines}); got != want {
+		t.Errorf("tokens --json = %+v, want %+v", got, want)
+	}
+	// A page of blanks: the count is the tokenizer's few tokens, the
+	// weight charges it by its length.
+	blank := "x" + strings.Repeat(" ", 4000) + "\n"
+	code, out, _ = runFitCLI(t, dir, blank, "tokens", "--json")
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil {
+		t.Fatalf("tokens --json of blanks: exit %d, output %q", code, out)
+	}
+	if got.Count != fit.Count(blank) || got.Weight != fit.Weigh(blank) || got.Weight < 500 || got.Count > 100 {
+		t.Errorf("tokens --json of 4000 spaces = %+v, want a small count and a weight of at least 500", got)
+	}
+	code, out, _ = runFitCLI(t, dir, blank, "tokens")
+	if want := itoa(fit.Count(blank)) + "\n"; code != 0 || out != want {
+		t.Errorf("tokens of 4000 spaces = %q, want the count %q", out, want)
 	}
 }
 

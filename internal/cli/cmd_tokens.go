@@ -14,14 +14,15 @@ import (
 
 func tokensCmd() *Command {
 	const usage = "[--json] [FILE|-]"
-	const long = `Prints airlock's token estimate of a text (FILE, or standard input when
-FILE is "-" or absent): an approximation of a cl100k-class tokenizer, about 3%
-off on average, with long runs of white space charged by their length. It is
-the number budgets, caps and offload thresholds are measured in.`
+	const long = `Prints airlock's token count of a text (FILE, or standard input when
+FILE is "-" or absent): an estimate of a cl100k-class tokenizer, about 3% off
+on average. With --json it also prints the text's weight, the number budgets,
+caps and offload thresholds are measured in: the count, with runs of white
+space longer than tokenizers take as a few tokens charged by their length.`
 	return &Command{Name: "tokens", Usage: usage, Short: "estimate the tokens of a text", Long: long,
 		Run: func(ctx context.Context, env *Env, args []string) error {
 			fs := NewFlags(env, "airlock tokens", usage, long)
-			asJSON := fs.Bool("json", false, "print {tokens, bytes, lines, kind} as JSON")
+			asJSON := fs.Bool("json", false, "print {count, weight, kind, size, lines} as JSON")
 			if err := ParseFlags(fs, args); err != nil {
 				return err
 			}
@@ -29,14 +30,24 @@ the number budgets, caps and offload thresholds are measured in.`
 			if err != nil {
 				return err
 			}
-			n := fit.Weigh(text)
 			if !*asJSON {
-				_, err = fmt.Fprintln(env.Stdout, n)
+				_, err = fmt.Fprintln(env.Stdout, fit.Count(text))
 				return err
 			}
 			info := fit.Describe(text, name)
-			return json.NewEncoder(env.Stdout).Encode(info)
+			return json.NewEncoder(env.Stdout).Encode(tokensReport{
+				Count: info.Tokens, Weight: info.Weight, Kind: info.Kind, Size: info.Bytes, Lines: info.Lines,
+			})
 		}}
+}
+
+// tokensReport is what airlock tokens --json prints.
+type tokensReport struct {
+	Count  int      `json:"count"`  // fit.Count: the tokenizer's estimate
+	Weight int      `json:"weight"` // fit.Weigh: what budgets measure
+	Kind   fit.Kind `json:"kind"`
+	Size   int      `json:"size"` // bytes
+	Lines  int      `json:"lines"`
 }
 
 // maxInput is the most a command reads as one text: a little over the 31 MiB

@@ -1,0 +1,61 @@
+package fit
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestCountAndWeigh: Count follows the tokenizer on white space; Weigh is
+// the same number except for runs longer than longRun, which it charges by
+// their length, so a page of blanks cannot pass for a few tokens.
+func TestCountAndWeigh(t *testing.T) {
+	tests := []struct {
+		name string
+		text string
+		// same: Weigh equals Count; else Weigh is at least minWeight.
+		same      bool
+		minWeight int
+	}{
+		{name: "prose", text: "The kernel decides every call against a declared policy.\n", same: true},
+		{name: "indented code", text: strings.Repeat("\n"+strings.Repeat(" ", 64)+"return x", 50), same: true},
+		{name: "yaml indentation", text: strings.Repeat("a:\n  b:\n    c:\n      d: 1\n", 40), same: true},
+		{name: "tabs", text: strings.Repeat("\t\t\t\tx := 1\n", 40), same: true},
+		{name: "80 spaces", text: strings.Repeat(strings.Repeat(" ", 80)+"x\n", 10), same: true},
+		{name: "page of spaces", text: strings.Repeat(" ", 8000), minWeight: 1000},
+		{name: "spaces before a word", text: strings.Repeat(" ", 4000) + "x", minWeight: 500},
+		{name: "blank lines", text: strings.Repeat("\n", 8000), minWeight: 1000},
+		{name: "blank lines of spaces", text: strings.Repeat(strings.Repeat(" ", 200)+"\n", 40), minWeight: 1000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, w := Count(tt.text), Weigh(tt.text)
+			if mc, mw := Measure(tt.text); mc != c || mw != w {
+				t.Errorf("Measure = %d, %d; Count, Weigh = %d, %d", mc, mw, c, w)
+			}
+			if w < c {
+				t.Errorf("Weigh %d < Count %d", w, c)
+			}
+			if tt.same && w != c {
+				t.Errorf("Weigh %d, Count %d: want them equal on text with no long run", w, c)
+			}
+			if !tt.same && w < tt.minWeight {
+				t.Errorf("Weigh %d, want at least %d (Count %d)", w, tt.minWeight, c)
+			}
+			// Count stays near the tokenizer on white space alone.
+			if exact := exactCount(t, tt.text); relErr(c, exact) > 0.25 && abs(c-exact) > 3 {
+				t.Errorf("Count %d, cl100k %d", c, exact)
+			}
+		})
+	}
+}
+
+func relErr(est, exact int) float64 {
+	return float64(abs(est-exact)) / float64(max(exact, 1))
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
