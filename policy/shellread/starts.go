@@ -37,7 +37,7 @@ func StartsArgv(argv []string) bool {
 		}
 		return false
 	case "git":
-		return gitStarts(args) || gitOutput(args)
+		return gitStarts(args) || gitOutput(args) || gitConfigWrite(argv)
 	}
 	if _, ok := writeSpecs[base]; ok && len(args) > 0 {
 		return true

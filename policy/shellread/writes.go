@@ -395,6 +395,14 @@ func plainGlob(raw string) bool {
 func (r *reader) gitWrites(idx int, add func(string, argWord), addR func(Redirect)) {
 	c := &r.out[idx]
 	argv := c.Argv
+	if gitConfigWrite(argv) {
+		// git writes the repository's config (git config NAME VALUE, git
+		// remote add, …): a file git on the host trusts, which the box
+		// holds read-only; decided as a write of it, so the answer is a
+		// refusal that names it rather than the box's "Device or resource
+		// busy" (git renames its lock file onto a mount point).
+		addR(Redirect{Op: "write", Path: ".git/config", Write: true, Arg: true})
+	}
 	sub := ""
 	pathspec := func(a string, i int) {
 		switch sub {
@@ -491,4 +499,79 @@ func remotePath(p string) bool {
 	}
 	colon, slash := strings.IndexByte(p, ':'), strings.IndexByte(p, '/')
 	return colon > 0 && (slash < 0 || colon < slash)
+}
+
+// gitConfigWrite reports whether a git command line changes the
+// repository's own config file: `git config` with a value or a changing
+// option (or the set/unset/… subcommands), `git remote` add, rename,
+// remove, set-url, set-head, set-branches, and `git branch` options that
+// record upstreams or descriptions. --global, --system and --file F write
+// elsewhere (the box's private HOME, the read-only /etc, F decided as
+// its own write) and are left out.
+func gitConfigWrite(argv []string) bool {
+	sub, rest := gitSub(argv)
+	switch sub {
+	case "config":
+		var pos []string
+		for i := 0; i < len(rest); i++ {
+			switch a := rest[i]; {
+			case a == "--global" || a == "--system" || a == "--file" || a == "-f" || strings.HasPrefix(a, "--file="):
+				return false
+			case a == "--add" || a == "--unset" || a == "--unset-all" || a == "--replace-all" ||
+				a == "--rename-section" || a == "--remove-section" || a == "-e" || a == "--edit":
+				return true
+			case a == "--get" || a == "--get-all" || a == "--get-regexp" || a == "--get-urlmatch" ||
+				a == "-l" || a == "--list" || a == "--get-color" || a == "--get-colorbool":
+				return false
+			case strings.HasPrefix(a, "-"):
+			default:
+				pos = append(pos, a)
+			}
+		}
+		if len(pos) > 0 {
+			switch pos[0] {
+			case "set", "unset", "rename-section", "remove-section", "edit":
+				return true
+			case "get", "list":
+				return false
+			}
+		}
+		return len(pos) >= 2 // NAME VALUE
+	case "remote":
+		for _, a := range rest {
+			if strings.HasPrefix(a, "-") {
+				continue
+			}
+			switch a {
+			case "add", "rename", "remove", "rm", "set-url", "set-head", "set-branches":
+				return true
+			}
+			return false
+		}
+	case "branch":
+		for _, a := range rest {
+			if a == "-u" || a == "--unset-upstream" || a == "--edit-description" ||
+				strings.HasPrefix(a, "--set-upstream-to") || strings.HasPrefix(a, "--set-upstream") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// gitSub is git's subcommand and the words after it, past the global
+// options (those of -C, -c, --git-dir, --work-tree, --namespace take a
+// value).
+func gitSub(argv []string) (string, []string) {
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		switch {
+		case a == "-C" || a == "-c" || a == "--git-dir" || a == "--work-tree" || a == "--namespace":
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			return a, argv[i+1:]
+		}
+	}
+	return "", nil
 }
