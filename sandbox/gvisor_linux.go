@@ -451,7 +451,9 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 		file(src, name, 1)
 	}
 	mounts = append(mounts,
-		gvMount{ociMount{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}}, 0},
+		// Read-only, as at tier 1: no process writes another's memory
+		// through /proc/PID/mem.
+		gvMount{ociMount{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"ro", "nosuid", "noexec", "nodev"}}, 0},
 		gvMount{ociMount{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "mode=755"}}, 0},
 		gvMount{ociMount{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=1777"}}, 0},
 		gvMount{ociMount{Destination: "/var/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=1777"}}, 0},
@@ -473,6 +475,7 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 	}
 	boxOnly := map[string]bool{boxInitPath: true}
 
+	var grants []scanRoot // walked for sockets and hard links (closeChannels)
 	for _, r := range spec.Read {
 		clean := filepath.Clean(r)
 		for _, bad := range []string{"/proc", "/sys", "/dev"} {
@@ -497,17 +500,20 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 				return err
 			}
 		}
+		grants = append(grants, scanRoot{path: pn.real})
 	}
 	for _, r := range roots {
 		if err := bind(r.pn, r.pn.real, r.rw, 2); err != nil {
 			return err
 		}
+		grants = append(grants, scanRoot{path: r.pn.real, rw: r.rw})
 	}
 	wdOwn := !p.has(wd.real)
 	if wdOwn {
 		if err := bind(wd, wd.real, wdRW, 2); err != nil {
 			return err
 		}
+		grants = append(grants, scanRoot{path: wd.real, rw: wdRW})
 	}
 	for _, bd := range spec.Binds {
 		dst := bd.Dst
@@ -578,12 +584,18 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 				}
 			}
 		}
-		for _, o := range p.ops {
-			if err := g.protectOp(b, o, &mounts); err != nil {
-				return err
-			}
-		}
 		b.Protected = true
+	}
+	// The same covers as at tier 1: sockets in the granted trees, and the
+	// hard-linked files of the writable ones bound read-only, so their
+	// other names outside cannot be rewritten.
+	if err := p.closeChannels(grants); err != nil {
+		return err
+	}
+	for _, o := range p.ops {
+		if err := g.protectOp(b, o, &mounts); err != nil {
+			return err
+		}
 	}
 
 	sort.SliceStable(mounts, func(i, j int) bool {
@@ -682,6 +694,10 @@ func (g *gvisorBox) protectOp(b *Box, o op, mounts *[]gvMount) error {
 			return err
 		}
 		*mounts = append(*mounts, gvMount{ociMount{Destination: a[2], Type: "bind", Source: src, Options: bindOpts(rw)}, o.order})
+	case len(a) == 3 && a[0] == "--ro-bind" && a[1] == "/dev/null":
+		// A socket tier 1 covers: gVisor never connects to a host socket
+		// (runsc runs without --host-uds), so there is nothing to cover,
+		// and gVisor cannot mount over a socket.
 	case len(a) == 5 && a[2] == "--ro-bind-data":
 		// A generated file (the .git/info/exclude naming the
 		// placeholders): read from its pipe into the bundle.

@@ -82,7 +82,7 @@ func (g *grammar) scan(argv []string, from int, dynamic func(int) bool, hit func
 	}
 	for ; i < len(argv); i++ {
 		a := argv[i]
-		if dynamic(i) && (a == "" || a[0] == '-' || a[0] == '$' || a[0] == '"' || a[0] == '`') {
+		if dynamic(i) && mayStartWithDash(a) {
 			return i
 		}
 		switch {
@@ -396,4 +396,23 @@ func OptionsRun(prog string, args []string) (runs, known bool) {
 		return false, false
 	}
 	return grammarRuns(g, args, 0), true
+}
+
+// mayStartWithDash reports whether a word only known at run time (raw
+// source text) may expand to one that begins with "-", and so be an
+// option: its first character after any opening quotes is a dash, an
+// expansion ($, `), an escape, a glob or a brace, or there is none. A
+// word like "https://$HOST/x" begins with a literal "h" whatever $HOST
+// holds, so it is an operand.
+func mayStartWithDash(raw string) bool {
+	for _, c := range []byte(raw) {
+		switch c {
+		case '"', '\'':
+			continue // an opening quote: the next character decides
+		case '-', '$', '`', '\\', '*', '?', '[', '{':
+			return true
+		}
+		return false
+	}
+	return true
 }
