@@ -291,6 +291,9 @@ func (p *planner) execWall(wdReal string) (execArgs []string, err error) {
 			p.box.Notes = append(p.box.Notes, "Landlock scopes: the box's processes cannot signal, or reach the abstract Unix sockets of, a process outside the walls")
 		}
 	}
+	if walls.Exec != nil && !es.RunWritten {
+		p.sealWritten(walls)
+	}
 	if walls.Exec == nil && walls.Write == nil {
 		return nil, nil
 	}
@@ -356,6 +359,57 @@ func (p *planner) execList(es *ExecSpec, wdReal string, abi int) (*boxconf.Exec,
 	}
 	p.box.Notes = append(p.box.Notes, fmt.Sprintf("exec wall: Landlock (ABI %d) lets the box execute %s; any other program fails with Permission denied (exit 126)", abi, what))
 	return &boxconf.Exec{Paths: paths, Hide: programDirs(EnvValue(p.spec.Env, "PATH"))}, nil
+}
+
+// sealWritten has the in-box code make every place the box can write
+// noexec (see boxconf.Walls.NoExec): the exec wall holds execve, but the
+// dynamic loader, which every listed program needs, maps the file it is
+// given with mmap(PROT_EXEC), which Landlock does not check, so a program
+// the box wrote would run as `ld.so ./copy-of-rm`, and a library it wrote
+// as LD_PRELOAD of a listed program. The kernel refuses both on a noexec
+// mount. bubblewrap 0.8 has no noexec option and binds --bind-fd by the
+// descriptor's path (so a detached noexec mount cannot be passed in):
+// the in-box code is given CAP_SYS_ADMIN and CAP_SETPCAP in the box's user
+// namespace, seals the mounts and drops both before the walls. In a box
+// without an init that code is the exec step, so it also installs the
+// seccomp filter (which forbids mount) in bubblewrap's stead.
+func (p *planner) sealWritten(walls *boxconf.Walls) {
+	walls.NoExec = p.noExecPoints()
+	p.sealed = true
+	if p.direct {
+		walls.Seccomp, walls.Ptrace = true, p.spec.Ptrace
+		p.box.Notes = append(p.box.Notes, "the exec step, not bubblewrap, loads the seccomp filter (after the noexec seal); bubblewrap's reaper runs without it, without capabilities, outside the command's Landlock domain (which keeps the command from tracing it)")
+	}
+	p.box.Notes = append(p.box.Notes, "written files cannot run: "+strings.Join(walls.NoExec, ", ")+" are mounted noexec, nosuid, nodev (shell.run_written is off)")
+}
+
+// noExecPoints are the box's mount points the box can write: the private
+// temporary directories and HOME (tmpfs), the writable binds (write grants,
+// the working directory), and /dev (its tmpfs holds /dev/shm). /run and
+// /proc's covers are left: the box cannot write them, and airlock's
+// proxy-command binary lies in /run.
+func (p *planner) noExecPoints() []string {
+	seen := map[string]bool{}
+	out := []string{"/dev"}
+	seen["/dev"] = true
+	for _, o := range p.ops {
+		if len(o.args) == 0 || seen[o.dest] {
+			continue
+		}
+		switch o.args[0] {
+		case "--tmpfs":
+			if within(o.dest, "/run") || within(o.dest, "/proc") {
+				continue
+			}
+		case "--bind-fd", "--bind":
+		default:
+			continue
+		}
+		seen[o.dest] = true
+		out = append(out, o.dest)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // proxyCommandUsers reports whether programs lists git or ssh, which reach

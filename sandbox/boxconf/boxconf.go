@@ -53,6 +53,21 @@ type Walls struct {
 	// in a box without an init), where the kernel has Landlock scopes
 	// (ABI 6).
 	Scope bool `json:"scope,omitempty"`
+	// NoExec are the box's writable mount points (with everything
+	// mounted beneath them) that the in-box code makes noexec, nosuid and
+	// nodev before it drops its capabilities and applies the walls: the
+	// dynamic loader maps the file it is given with mmap(PROT_EXEC), which
+	// Landlock does not check, and the kernel refuses that mapping (and
+	// execve) of a file on a noexec mount. bubblewrap is given
+	// CAP_SYS_ADMIN and CAP_SETPCAP (in the box's user namespace only) for
+	// this; the in-box code drops both, from the bounding set too.
+	NoExec []string `json:"noexec,omitempty"`
+	// Seccomp asks the exec step of a box without an init to install
+	// airlock's seccomp filter itself, after NoExec (the filter forbids
+	// mount calls), instead of bubblewrap's --seccomp. Ptrace is the
+	// filter's option.
+	Seccomp bool `json:"seccomp,omitempty"`
+	Ptrace  bool `json:"ptrace,omitempty"`
 }
 
 // Exec is the exec allowlist the in-box init applies with Landlock before

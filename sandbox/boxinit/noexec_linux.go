@@ -1,0 +1,153 @@
+//go:build linux
+
+package boxinit
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// noExecAttrs are what every box-writable mount gets: a file the box wrote
+// can neither be executed nor mapped executable (the dynamic loader's way
+// of running a program it is given), nor carry set-id bits or be a device.
+const noExecAttrs = unix.MOUNT_ATTR_NOEXEC | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
+
+// sealWritten makes each of points, and every writable mount beneath it,
+// noexec and nosuid (and nodev, but for /dev), then drops every capability
+// of the calling thread (bubblewrap gave it CAP_SYS_ADMIN and CAP_SETPCAP
+// in the box's user namespace for this alone). It must run on the thread
+// that goes on to apply the walls and start the command, before either:
+// Landlock refuses mount changes once applied, and the seccomp filter
+// refuses mount calls. A mount that cannot be sealed ends the run: the
+// wall would have a hole.
+func sealWritten(points []string) error {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("read the box's mounts: %w", err)
+	}
+	for _, m := range writableMounts(string(data), points) {
+		if err := sealMount(m); err != nil {
+			return fmt.Errorf("make %s noexec: %w", m, err)
+		}
+	}
+	return dropCaps()
+}
+
+// writableMounts are the mount points of mountinfo at or beneath one of
+// points that are not read-only, each once. A read-only bind beneath a
+// tmpfs (a working directory in /tmp in observe mode, a protected path)
+// keeps what it is: the box cannot write there, and a listed program may
+// lie there.
+func writableMounts(mountinfo string, points []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, line := range strings.Split(mountinfo, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 {
+			continue
+		}
+		mp := unescapeMount(f[4])
+		if seen[mp] || !beneathAny(mp, points) {
+			continue
+		}
+		if slices.Contains(strings.Split(f[5], ","), "ro") {
+			continue
+		}
+		seen[mp] = true
+		out = append(out, mp)
+	}
+	return out
+}
+
+func beneathAny(p string, points []string) bool {
+	for _, q := range points {
+		if p == q || strings.HasPrefix(p, strings.TrimSuffix(q, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// sealMount sets the attributes on the mount at p alone. mount_setattr
+// (Linux 5.12) changes only the attributes named, so the flags the kernel
+// locked when the host's mount was copied into the box's namespace
+// (read-only, atime) stay as they were; an older kernel gets a remount
+// that carries the current flags over. /dev keeps its device nodes (each
+// a bind of the host's): it is not made nodev.
+func sealMount(p string) error {
+	attrs := uint64(noExecAttrs)
+	extra := uintptr(unix.MS_NODEV)
+	if p == "/dev" || strings.HasPrefix(p, "/dev/") {
+		attrs &^= unix.MOUNT_ATTR_NODEV
+		extra = 0
+	}
+	err := unix.MountSetattr(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW, &unix.MountAttr{Attr_set: attrs})
+	if !errors.Is(err, unix.ENOSYS) {
+		return err
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(p, &st); err != nil {
+		return err
+	}
+	const keep = unix.ST_RDONLY | unix.ST_NOSUID | unix.ST_NODEV | unix.ST_NOEXEC | unix.ST_SYNCHRONOUS |
+		unix.ST_MANDLOCK | unix.ST_NOATIME | unix.ST_NODIRATIME | unix.ST_RELATIME
+	flags := uintptr(st.Flags)&keep | unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NOEXEC | unix.MS_NOSUID | extra
+	return unix.Mount("none", p, "", flags, "")
+}
+
+// dropCaps empties the calling thread's capabilities: the bounding set
+// first (so no later execve as the box's uid 0 gains any back), then the
+// ambient, effective, permitted and inheritable sets.
+func dropCaps() error {
+	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("clear the ambient capabilities: %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	// Check, rather than trust: a capability left would undo the seal.
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	for _, d := range data {
+		if d.Effective|d.Permitted|d.Inheritable != 0 {
+			return errors.New("capabilities remain after capset")
+		}
+	}
+	if v, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, unix.CAP_SYS_ADMIN, 0, 0, 0); err != nil || v != 0 {
+		return errors.New("CAP_SYS_ADMIN remains in the bounding set")
+	}
+	return nil
+}
