@@ -358,7 +358,8 @@ func (p *planner) execList(es *ExecSpec, wdReal string, abi int) (*boxconf.Exec,
 		what += " and what the box writes"
 	}
 	p.box.Notes = append(p.box.Notes, fmt.Sprintf("exec wall: Landlock (ABI %d) lets the box execute %s; any other program fails with Permission denied (exit 126)", abi, what))
-	return &boxconf.Exec{Paths: paths, Hide: programDirs(EnvValue(p.spec.Env, "PATH"))}, nil
+	hide := programDirs(EnvValue(p.spec.Env, "PATH"))
+	return &boxconf.Exec{Paths: paths, Hide: append(hide, programTrees(hide)...)}, nil
 }
 
 // sealWritten has the in-box code make every place the box can write
@@ -496,6 +497,49 @@ func programDirs(pathEnv string) []string {
 		}
 		seen[r] = true
 		out = append(out, r)
+	}
+	return out
+}
+
+// programTreeDirs are where a system keeps programs outside the PATH: the
+// helpers of other programs (git's, the compiler's, ssh's), daemons, and
+// the bin directories of toolchains installed beside their libraries. The
+// loader runs any file it can read (`ld.so /usr/lib/git-core/git`), so
+// the wall hides these the way it hides the PATH's directories: only what
+// the list grants (a listed program's helper directory, a listed file)
+// can be read there. They hold programs, not libraries another program
+// loads; reading the few data files some keep (systemd's units) is
+// refused with them.
+var programTreeDirs = []string{
+	"/usr/libexec", "/usr/local/libexec",
+	"/usr/lib/git-core", "/usr/lib/gcc", "/usr/lib/systemd", "/usr/lib/openssh",
+	"/usr/lib/apt", "/usr/lib/dpkg", "/usr/lib/gnupg", "/usr/lib/perf-core",
+	"/usr/lib/polkit-1", "/usr/lib/kernel",
+	"/usr/lib/llvm-*/bin", "/usr/lib/llvm-*/libexec", "/usr/lib/jvm/*/bin",
+	"/usr/lib/postgresql/*/bin", "/usr/local/lib/node_modules/*/bin",
+}
+
+// programTrees are programTreeDirs as they exist on this host, as real
+// directories, less those in (or equal to) one of hidden already.
+func programTrees(hidden []string) []string {
+	seen := map[string]bool{}
+	for _, h := range hidden {
+		seen[h] = true
+	}
+	var out []string
+	for _, pat := range programTreeDirs {
+		matches := []string{pat}
+		if strings.ContainsRune(pat, '*') {
+			matches, _ = filepath.Glob(pat)
+		}
+		for _, m := range matches {
+			r, err := filepath.EvalSymlinks(m)
+			if err != nil || r == "/" || seen[r] || !isDir(r) || withinAny(r, hidden) != "" {
+				continue
+			}
+			seen[r] = true
+			out = append(out, r)
+		}
 	}
 	return out
 }
