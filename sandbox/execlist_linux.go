@@ -292,7 +292,9 @@ func (p *planner) execWall(wdReal string) (execArgs []string, err error) {
 		}
 	}
 	if walls.Exec != nil && !es.RunWritten {
-		p.sealWritten(walls)
+		if err := p.sealWritten(walls); err != nil {
+			return nil, err
+		}
 	}
 	if walls.Exec == nil && walls.Write == nil {
 		return nil, nil
@@ -374,7 +376,12 @@ func (p *planner) execList(es *ExecSpec, wdReal string, abi int) (*boxconf.Exec,
 // namespace, seals the mounts and drops both before the walls. In a box
 // without an init that code is the exec step, so it also installs the
 // seccomp filter (which forbids mount) in bubblewrap's stead.
-func (p *planner) sealWritten(walls *boxconf.Walls) {
+func (p *planner) sealWritten(walls *boxconf.Walls) error {
+	if p.bw.Setuid && os.Geteuid() != 0 {
+		// A setuid bubblewrap refuses --cap-add to anyone but root;
+		// without the seal the list would not hold.
+		return errs.Unavailablef("sandbox: exec wall: %s is setuid, and it gives the box the capability to make written files non-executable only to root; install a bubblewrap that is not setuid (with unprivileged user namespaces), or set shell.run_written: true", p.bw.Path)
+	}
 	walls.NoExec = p.noExecPoints()
 	p.sealed = true
 	if p.direct {
@@ -382,6 +389,7 @@ func (p *planner) sealWritten(walls *boxconf.Walls) {
 		p.box.Notes = append(p.box.Notes, "the exec step, not bubblewrap, loads the seccomp filter (after the noexec seal); bubblewrap's reaper runs without it, without capabilities, outside the command's Landlock domain (which keeps the command from tracing it)")
 	}
 	p.box.Notes = append(p.box.Notes, "written files cannot run: "+strings.Join(walls.NoExec, ", ")+" are mounted noexec, nosuid, nodev (shell.run_written is off)")
+	return nil
 }
 
 // noExecPoints are the box's mount points the box can write: the private
