@@ -382,13 +382,18 @@ func (p *planner) sealWritten(walls *boxconf.Walls) error {
 		// without the seal the list would not hold.
 		return errs.Unavailablef("sandbox: exec wall: %s is setuid, and it gives the box the capability to make written files non-executable only to root; install a bubblewrap that is not setuid (with unprivileged user namespaces), or set shell.run_written: true", p.bw.Path)
 	}
-	walls.NoExec = p.noExecPoints()
+	points := p.noExecPoints()
 	p.sealed = true
-	if p.direct {
+	if !p.direct {
+		for _, m := range points {
+			p.sealArgs = append(p.sealArgs, boxconf.FlagSeal, m)
+		}
+	} else {
+		walls.NoExec = points
 		walls.Seccomp, walls.Ptrace = true, p.spec.Ptrace
 		p.box.Notes = append(p.box.Notes, "the exec step, not bubblewrap, loads the seccomp filter (after the noexec seal); bubblewrap's reaper runs without it, without capabilities, outside the command's Landlock domain (which keeps the command from tracing it)")
 	}
-	p.box.Notes = append(p.box.Notes, "written files cannot run: "+strings.Join(walls.NoExec, ", ")+" are mounted noexec, nosuid, nodev (shell.run_written is off)")
+	p.box.Notes = append(p.box.Notes, "written files cannot run: "+strings.Join(points, ", ")+" are mounted noexec, nosuid, nodev (shell.run_written is off)")
 	return nil
 }
 

@@ -347,7 +347,8 @@ type planner struct {
 	bound    []string // destinations bound from the host
 	pins     []boxconf.Pin
 	boxOnly  map[string]bool
-	sealed   bool // the in-box code seals the writable mounts: execlist_linux.go
+	sealed   bool     // the in-box code seals the writable mounts: execlist_linux.go
+	sealArgs []string // the init's flags for it, before its others
 	// lock is the root lock held while protect makes or adopts that
 	// root's placeholders.
 	lock *stubLock
@@ -938,7 +939,8 @@ func (p *planner) plan(exe string) error {
 		b.Notes = append(b.Notes, "no airlock init inside: bubblewrap started the command under airlock's seccomp filter (no forwarder was needed)")
 		return nil
 	}
-	b.Argv = append(b.Argv, boxInitPath, InitArg,
+	b.Argv = append(append(b.Argv, boxInitPath, InitArg), p.sealArgs...)
+	b.Argv = append(b.Argv,
 		boxconf.FlagConfig, strconv.Itoa(cfgN), boxconf.FlagStatus, strconv.Itoa(stN))
 	return nil
 }

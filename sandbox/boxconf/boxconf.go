@@ -53,9 +53,10 @@ type Walls struct {
 	// in a box without an init), where the kernel has Landlock scopes
 	// (ABI 6).
 	Scope bool `json:"scope,omitempty"`
-	// NoExec are the box's writable mount points (with everything
-	// mounted beneath them) that the in-box code makes noexec, nosuid and
-	// nodev before it drops its capabilities and applies the walls: the
+	// NoExec are the box's writable mount points (with the writable
+	// mounts beneath them) that the exec step of a box without an init
+	// makes noexec, nosuid and nodev before it drops its capabilities and
+	// applies the walls (the init is given them as FlagSeal instead): the
 	// dynamic loader maps the file it is given with mmap(PROT_EXEC), which
 	// Landlock does not check, and the kernel refuses that mapping (and
 	// execve) of a file on a noexec mount. bubblewrap is given
@@ -134,4 +135,10 @@ const (
 	// -- argv...` reads Walls as JSON from descriptor N, applies them and
 	// executes argv in its own place.
 	FlagExecWall = "--exec-wall-fd"
+	// FlagSeal, before the init's other flags and repeated, names one
+	// mount point of the box to make noexec (see Walls.NoExec): the init
+	// seals them with the capabilities bubblewrap gave it, drops those
+	// from the thread that did it and executes itself again from there
+	// without the flag, so no thread of the init keeps a capability.
+	FlagSeal = "--seal"
 )

@@ -26,6 +26,9 @@ func Main(args []string) int {
 	if len(args) > 0 && args[0] == boxconf.FlagExecWall {
 		return execWall(args[1:])
 	}
+	if len(args) > 0 && args[0] == boxconf.FlagSeal {
+		return sealAndReexec(args)
+	}
 	cfgFD, stFD, err := parseFlags(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "airlock box init: %v\n", err)
@@ -138,17 +141,6 @@ func run(cfgFD int, status *os.File) boxconf.Status {
 	runtime.LockOSThread()
 	// This goroutine stays locked until exit: a thread with a filter must
 	// never go back to the pool.
-	//
-	// The writable mounts are sealed noexec first, while this thread
-	// still has the capabilities bubblewrap gave it for that; it then
-	// drops them all, and the target inherits none. (The init's other
-	// threads keep them: they run only the forwarder, in a process the
-	// target cannot reach, being non-dumpable and outside its walls.)
-	if cfg.Walls != nil && len(cfg.Walls.NoExec) > 0 {
-		if err := sealWritten(cfg.Walls.NoExec); err != nil {
-			return fail(st, "%v", err)
-		}
-	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fail(st, "prctl(PR_SET_NO_NEW_PRIVS): %v", err)
 	}

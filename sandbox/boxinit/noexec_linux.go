@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-run/airlock/sandbox/boxconf"
 )
 
 // noExecAttrs are what every box-writable mount gets: a file the box wrote
@@ -118,6 +121,30 @@ func sealMount(p string) error {
 		unix.ST_MANDLOCK | unix.ST_NOATIME | unix.ST_NODIRATIME | unix.ST_RELATIME
 	flags := uintptr(st.Flags)&keep | unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NOEXEC | unix.MS_NOSUID | extra
 	return unix.Mount("none", p, "", flags, "")
+}
+
+// sealAndReexec is the init's first step when it is given FlagSeal
+// pairs: it seals their mount points from one thread, drops every
+// capability of that thread and executes the init again from it with the
+// flags that follow. Capabilities are per thread, and the Go runtime's
+// other threads would keep theirs for the init's life (the forwarder runs
+// on them); after execve the process has only the dropping thread's, none.
+// It returns only on failure, 125 with the reason on stderr.
+func sealAndReexec(args []string) int {
+	runtime.LockOSThread()
+	var points []string
+	for len(args) >= 2 && args[0] == boxconf.FlagSeal {
+		points = append(points, args[1])
+		args = args[2:]
+	}
+	if err := sealWritten(points); err != nil {
+		fmt.Fprintf(os.Stderr, "airlock: box: %v\n", err)
+		return 125
+	}
+	argv := append([]string{os.Args[0], os.Args[1]}, args...)
+	err := unix.Exec("/proc/self/exe", argv, os.Environ())
+	fmt.Fprintf(os.Stderr, "airlock: box: start the init again after the noexec seal: %v\n", err)
+	return 125
 }
 
 // dropCaps empties the calling thread's capabilities: the bounding set
