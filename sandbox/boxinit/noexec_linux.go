@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -30,6 +32,14 @@ const noExecAttrs = unix.MOUNT_ATTR_NOEXEC | unix.MOUNT_ATTR_NOSUID | unix.MOUNT
 // refuses mount calls. A mount that cannot be sealed ends the run: the
 // wall would have a hole.
 func sealWritten(points []string) error {
+	if err := sealMounts(points); err != nil {
+		return err
+	}
+	return dropCaps()
+}
+
+// sealMounts seals points and the writable mounts beneath them.
+func sealMounts(points []string) error {
 	data, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return fmt.Errorf("read the box's mounts: %w", err)
@@ -39,7 +49,7 @@ func sealWritten(points []string) error {
 			return fmt.Errorf("make %s noexec: %w", m, err)
 		}
 	}
-	return dropCaps()
+	return nil
 }
 
 // writableMounts are the mount points of mountinfo at or beneath one of
@@ -137,7 +147,22 @@ func sealAndReexec(args []string) int {
 		points = append(points, args[1])
 		args = args[2:]
 	}
-	if err := sealWritten(points); err != nil {
+	if err := sealMounts(points); err != nil {
+		fmt.Fprintf(os.Stderr, "airlock: box: %v\n", err)
+		return 125
+	}
+	// A build without cgo can drop the capabilities of every thread in
+	// place and go on as the init; one with cgo (the runtime does not
+	// know C's threads) executes itself again.
+	switch err := dropCapsAllThreads(); {
+	case err == nil:
+		runtime.UnlockOSThread()
+		return Main(args)
+	case !errors.Is(err, unix.ENOTSUP):
+		fmt.Fprintf(os.Stderr, "airlock: box: %v\n", err)
+		return 125
+	}
+	if err := dropCaps(); err != nil {
 		fmt.Fprintf(os.Stderr, "airlock: box: %v\n", err)
 		return 125
 	}
@@ -145,6 +170,30 @@ func sealAndReexec(args []string) int {
 	err := unix.Exec("/proc/self/exe", argv, os.Environ())
 	fmt.Fprintf(os.Stderr, "airlock: box: start the init again after the noexec seal: %v\n", err)
 	return 125
+}
+
+// dropCapsAllThreads is dropCaps on every thread of the Go runtime at
+// once (syscall.AllThreadsSyscall), then checked on this one. It fails
+// with ENOTSUP in a binary linked with cgo, before changing anything.
+func dropCapsAllThreads() error {
+	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
+		_, _, e := syscall.AllThreadsSyscall(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0)
+		if e == unix.ENOTSUP {
+			return unix.ENOTSUP
+		}
+		if e != 0 && e != unix.EINVAL {
+			return fmt.Errorf("drop capability %d from the bounding set: %w", c, e)
+		}
+	}
+	if _, _, e := syscall.AllThreadsSyscall(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0); e != 0 && e != unix.EINVAL {
+		return fmt.Errorf("clear the ambient capabilities: %w", e)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if _, _, e := syscall.AllThreadsSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
+		return fmt.Errorf("capset: %w", e)
+	}
+	return checkNoCaps()
 }
 
 // dropCaps empties the calling thread's capabilities: the bounding set
@@ -164,7 +213,14 @@ func dropCaps() error {
 	if err := unix.Capset(&hdr, &data[0]); err != nil {
 		return fmt.Errorf("capset: %w", err)
 	}
-	// Check, rather than trust: a capability left would undo the seal.
+	return checkNoCaps()
+}
+
+// checkNoCaps checks, rather than trusts, that the calling thread holds no
+// capability and cannot gain one by execve: one left would undo the seal.
+func checkNoCaps() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
 	if err := unix.Capget(&hdr, &data[0]); err != nil {
 		return fmt.Errorf("capget: %w", err)
 	}
@@ -173,8 +229,10 @@ func dropCaps() error {
 			return errors.New("capabilities remain after capset")
 		}
 	}
-	if v, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, unix.CAP_SYS_ADMIN, 0, 0, 0); err != nil || v != 0 {
-		return errors.New("CAP_SYS_ADMIN remains in the bounding set")
+	for _, c := range []int{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP} {
+		if v, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0); err != nil || v != 0 {
+			return fmt.Errorf("capability %d remains in the bounding set", c)
+		}
 	}
 	return nil
 }
