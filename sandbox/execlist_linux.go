@@ -291,6 +291,11 @@ func (p *planner) execWall(wdReal string) (execArgs []string, err error) {
 			p.box.Notes = append(p.box.Notes, "Landlock scopes: the box's processes cannot signal, or reach the abstract Unix sockets of, a process outside the walls")
 		}
 	}
+	if walls.Exec != nil && !es.RunWritten {
+		if err := p.sealWritten(walls); err != nil {
+			return nil, err
+		}
+	}
 	if walls.Exec == nil && walls.Write == nil {
 		return nil, nil
 	}
@@ -355,7 +360,71 @@ func (p *planner) execList(es *ExecSpec, wdReal string, abi int) (*boxconf.Exec,
 		what += " and what the box writes"
 	}
 	p.box.Notes = append(p.box.Notes, fmt.Sprintf("exec wall: Landlock (ABI %d) lets the box execute %s; any other program fails with Permission denied (exit 126)", abi, what))
-	return &boxconf.Exec{Paths: paths, Hide: programDirs(EnvValue(p.spec.Env, "PATH"))}, nil
+	hide := programDirs(EnvValue(p.spec.Env, "PATH"))
+	return &boxconf.Exec{Paths: paths, Hide: append(hide, programTrees(hide)...)}, nil
+}
+
+// sealWritten has the in-box code make every place the box can write
+// noexec (see boxconf.Walls.NoExec): the exec wall holds execve, but the
+// dynamic loader, which every listed program needs, maps the file it is
+// given with mmap(PROT_EXEC), which Landlock does not check, so a program
+// the box wrote would run as `ld.so ./copy-of-rm`, and a library it wrote
+// as LD_PRELOAD of a listed program. The kernel refuses both on a noexec
+// mount. bubblewrap 0.8 has no noexec option and binds --bind-fd by the
+// descriptor's path (so a detached noexec mount cannot be passed in):
+// the in-box code is given CAP_SYS_ADMIN and CAP_SETPCAP in the box's user
+// namespace, seals the mounts and drops both before the walls. In a box
+// without an init that code is the exec step, so it also installs the
+// seccomp filter (which forbids mount) in bubblewrap's stead.
+func (p *planner) sealWritten(walls *boxconf.Walls) error {
+	if p.bw.Setuid && os.Geteuid() != 0 {
+		// A setuid bubblewrap refuses --cap-add to anyone but root;
+		// without the seal the list would not hold.
+		return errs.Unavailablef("sandbox: exec wall: %s is setuid, and it gives the box the capability to make written files non-executable only to root; install a bubblewrap that is not setuid (with unprivileged user namespaces), or set shell.run_written: true", p.bw.Path)
+	}
+	points := p.noExecPoints()
+	p.sealed = true
+	if !p.direct {
+		for _, m := range points {
+			p.sealArgs = append(p.sealArgs, boxconf.FlagSeal, m)
+		}
+	} else {
+		walls.NoExec = points
+		opts := p.filterOptions()
+		walls.Seccomp, walls.Ptrace, walls.SetGID = true, opts.Ptrace, opts.SetGID
+		p.box.Notes = append(p.box.Notes, "the exec step, not bubblewrap, loads the seccomp filter (after the noexec seal); bubblewrap's reaper runs without it, without capabilities, outside the command's Landlock domain (which keeps the command from tracing it)")
+	}
+	p.box.Notes = append(p.box.Notes, "written files cannot run: "+strings.Join(points, ", ")+" are mounted noexec, nosuid, nodev (shell.run_written is off)")
+	return nil
+}
+
+// noExecPoints are the box's mount points the box can write: the private
+// temporary directories and HOME (tmpfs), the writable binds (write grants,
+// the working directory), and /dev (its tmpfs holds /dev/shm). /run and
+// /proc's covers are left: the box cannot write them, and airlock's
+// proxy-command binary lies in /run.
+func (p *planner) noExecPoints() []string {
+	seen := map[string]bool{}
+	out := []string{"/dev"}
+	seen["/dev"] = true
+	for _, o := range p.ops {
+		if len(o.args) == 0 || seen[o.dest] {
+			continue
+		}
+		switch o.args[0] {
+		case "--tmpfs":
+			if within(o.dest, "/run") || within(o.dest, "/proc") {
+				continue
+			}
+		case "--bind-fd", "--bind":
+		default:
+			continue
+		}
+		seen[o.dest] = true
+		out = append(out, o.dest)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // proxyCommandUsers reports whether programs lists git or ssh, which reach
@@ -442,6 +511,49 @@ func programDirs(pathEnv string) []string {
 		}
 		seen[r] = true
 		out = append(out, r)
+	}
+	return out
+}
+
+// programTreeDirs are where a system keeps programs outside the PATH: the
+// helpers of other programs (git's, the compiler's, ssh's), daemons, and
+// the bin directories of toolchains installed beside their libraries. The
+// loader runs any file it can read (`ld.so /usr/lib/git-core/git`), so
+// the wall hides these the way it hides the PATH's directories: only what
+// the list grants (a listed program's helper directory, a listed file)
+// can be read there. They hold programs, not libraries another program
+// loads; reading the few data files some keep (systemd's units) is
+// refused with them.
+var programTreeDirs = []string{
+	"/usr/libexec", "/usr/local/libexec",
+	"/usr/lib/git-core", "/usr/lib/gcc", "/usr/lib/systemd", "/usr/lib/openssh",
+	"/usr/lib/apt", "/usr/lib/dpkg", "/usr/lib/gnupg", "/usr/lib/perf-core",
+	"/usr/lib/polkit-1", "/usr/lib/kernel",
+	"/usr/lib/llvm-*/bin", "/usr/lib/llvm-*/libexec", "/usr/lib/jvm/*/bin",
+	"/usr/lib/postgresql/*/bin", "/usr/local/lib/node_modules/*/bin",
+}
+
+// programTrees are programTreeDirs as they exist on this host, as real
+// directories, less those in (or equal to) one of hidden already.
+func programTrees(hidden []string) []string {
+	seen := map[string]bool{}
+	for _, h := range hidden {
+		seen[h] = true
+	}
+	var out []string
+	for _, pat := range programTreeDirs {
+		matches := []string{pat}
+		if strings.ContainsRune(pat, '*') {
+			matches, _ = filepath.Glob(pat)
+		}
+		for _, m := range matches {
+			r, err := filepath.EvalSymlinks(m)
+			if err != nil || r == "/" || seen[r] || !isDir(r) || withinAny(r, hidden) != "" {
+				continue
+			}
+			seen[r] = true
+			out = append(out, r)
+		}
 	}
 	return out
 }

@@ -117,3 +117,28 @@ func TestLandlockFinding(t *testing.T) {
 		}
 	}
 }
+
+// TestProgramTrees: the program directories beyond the PATH are hidden
+// where they exist, once each, and a directory the PATH already hides is
+// not named again.
+func TestProgramTrees(t *testing.T) {
+	if !isDir("/usr/lib/git-core") {
+		t.Skip("no /usr/lib/git-core on this host")
+	}
+	got := programTrees([]string{"/usr/bin"})
+	if !slices.Contains(got, "/usr/lib/git-core") {
+		t.Errorf("programTrees = %q, want /usr/lib/git-core among them", got)
+	}
+	seen := map[string]bool{}
+	for _, d := range got {
+		if seen[d] || !isDir(d) {
+			t.Errorf("programTrees: %s repeated or not a directory", d)
+		}
+		seen[d] = true
+	}
+	for _, d := range programTrees([]string{"/usr/lib"}) {
+		if withinAny(d, []string{"/usr/lib"}) != "" {
+			t.Errorf("programTrees with /usr/lib hidden names %s beneath it", d)
+		}
+	}
+}

@@ -396,6 +396,8 @@ type planner struct {
 	bound    []string // destinations bound from the host
 	pins     []boxconf.Pin
 	boxOnly  map[string]bool
+	sealed   bool     // the in-box code seals the writable mounts: execlist_linux.go
+	sealArgs []string // the init's flags for it, before its others
 	// lock is the root lock held while protect makes or adopts that
 	// root's placeholders.
 	lock *stubLock
@@ -922,8 +924,16 @@ func (p *planner) plan(exe string) error {
 	if err != nil {
 		return err
 	}
+	if p.sealed {
+		// For the seal alone; the in-box code drops both. bubblewrap's
+		// --disable-userns puts the command in a nested user namespace
+		// that does not own the box's mounts, where the seal would be
+		// refused: the seccomp filter alone stops new user namespaces
+		// then (it refuses unshare, clone3 and clone with CLONE_NEWUSER).
+		args = append(dropArg(args, "--disable-userns"), "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP")
+	}
 	var cfgN, stN int
-	if p.direct {
+	if p.direct && !p.sealed {
 		prog, err := seccomp.Program(runtime.GOARCH, p.filterOptions())
 		if err != nil {
 			return errs.Wrap(errs.Unavailable, err, "sandbox: seccomp filter")
@@ -1001,9 +1011,22 @@ func (p *planner) plan(exe string) error {
 		b.Notes = append(b.Notes, "no airlock init inside: bubblewrap started the command under airlock's seccomp filter (no forwarder was needed)")
 		return nil
 	}
-	b.Argv = append(b.Argv, boxInitPath, InitArg,
+	b.Argv = append(append(b.Argv, boxInitPath, InitArg), p.sealArgs...)
+	b.Argv = append(b.Argv,
 		boxconf.FlagConfig, strconv.Itoa(cfgN), boxconf.FlagStatus, strconv.Itoa(stN))
 	return nil
+}
+
+// dropArg returns args without each argument equal to flag (a flag that
+// takes no value).
+func dropArg(args []string, flag string) []string {
+	out := args[:0:0]
+	for _, a := range args {
+		if a != flag {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // visible lists the host paths the box sees at the same place: what a

@@ -55,6 +55,24 @@ type Walls struct {
 	// in a box without an init), where the kernel has Landlock scopes
 	// (ABI 6).
 	Scope bool `json:"scope,omitempty"`
+	// NoExec are the box's writable mount points (with the writable
+	// mounts beneath them) that the exec step of a box without an init
+	// makes noexec, nosuid and nodev before it drops its capabilities and
+	// applies the walls (the init is given them as FlagSeal instead): the
+	// dynamic loader maps the file it is given with mmap(PROT_EXEC), which
+	// Landlock does not check, and the kernel refuses that mapping (and
+	// execve) of a file on a noexec mount. bubblewrap is given
+	// CAP_SYS_ADMIN and CAP_SETPCAP (in the box's user namespace only) for
+	// this; the in-box code drops both, from the bounding set too.
+	NoExec []string `json:"noexec,omitempty"`
+	// Seccomp asks the exec step of a box without an init to install
+	// airlock's seccomp filter itself, after NoExec (the filter forbids
+	// mount calls), instead of bubblewrap's --seccomp. Ptrace is the
+	// filter's option.
+	Seccomp bool `json:"seccomp,omitempty"`
+	Ptrace  bool `json:"ptrace,omitempty"`
+	// SetGID is the filter's set-group-ID option (Config.SetGID).
+	SetGID bool `json:"setgid,omitempty"`
 }
 
 // Exec is the exec allowlist the in-box init applies with Landlock before
@@ -121,4 +139,10 @@ const (
 	// -- argv...` reads Walls as JSON from descriptor N, applies them and
 	// executes argv in its own place.
 	FlagExecWall = "--exec-wall-fd"
+	// FlagSeal, before the init's other flags and repeated, names one
+	// mount point of the box to make noexec (see Walls.NoExec): the init
+	// seals them with the capabilities bubblewrap gave it, drops those
+	// from the thread that did it and executes itself again from there
+	// without the flag, so no thread of the init keeps a capability.
+	FlagSeal = "--seal"
 )

@@ -29,6 +29,9 @@ func Main(args []string) int {
 	if len(args) > 0 && args[0] == boxconf.GVisorLaunchArg { // tier 2's launcher, on the host (gvisor_launch_linux.go)
 		return gvisorLaunchMain(args[1:])
 	}
+	if len(args) > 0 && args[0] == boxconf.FlagSeal {
+		return sealAndReexec(args)
+	}
 	cfgFD, stFD, err := parseFlags(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "airlock box init: %v\n", err)

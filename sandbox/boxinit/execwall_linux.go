@@ -35,7 +35,9 @@ func refusedExec(name string) string {
 }
 
 // execWall is the exec step of a box without an init: bubblewrap, under
-// airlock's seccomp filter and no_new_privs, starts `InitArg --exec-wall-fd
+// airlock's seccomp filter and no_new_privs (or, when the step seals the
+// writable mounts, with two capabilities and no filter, which the step then
+// installs itself), starts `InitArg --exec-wall-fd
 // N -- argv...`; this reads the walls from descriptor N, applies them and
 // executes argv in its own place, so the command is the box's process as
 // before, only walled. A wall that cannot be applied ends the run (125)
@@ -71,9 +73,27 @@ func execWall(args []string) int {
 		fmt.Fprintf(os.Stderr, "airlock: box: %v inside the box\n", err)
 		return 127
 	}
+	// Order matters: the seal needs its capabilities and mount calls,
+	// which the walls and the filter then take away for good.
+	if len(w.NoExec) > 0 {
+		if err := sealWritten(w.NoExec); err != nil {
+			fmt.Fprintf(os.Stderr, "airlock: box: %v\n", err)
+			return 125
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		fmt.Fprintf(os.Stderr, "airlock: box: prctl(PR_SET_NO_NEW_PRIVS): %v\n", err)
+		return 125
+	}
 	if err := applyWalls(&w); err != nil {
 		fmt.Fprintf(os.Stderr, "airlock: box: landlock walls: %v\n", err)
 		return 125
+	}
+	if w.Seccomp {
+		if err := installSeccomp(w.Ptrace, w.SetGID); err != nil {
+			fmt.Fprintf(os.Stderr, "airlock: box: seccomp: %v\n", err)
+			return 125
+		}
 	}
 	// Nothing of bubblewrap's or this step's descriptors reaches the
 	// command.
