@@ -170,11 +170,6 @@ func (p *planner) namePaths(root string, g *gitScan) []gitPath {
 // repositories would otherwise make thousands.
 const maxNestedTops = 16
 
-// protectedNames are the list's entries held by name for spec.
-func protectedNames(spec Spec) []string {
-	return protected.Names(spec.UnattendedBuild, spec.Unprotect, false)
-}
-
 // protect holds paths (each inside the writable root r) read-only. An
 // existing one is bound read-only onto itself; its ancestors inside r are
 // bound onto themselves so they cannot be renamed aside (a mount point

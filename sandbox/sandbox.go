@@ -14,6 +14,8 @@ package sandbox
 import (
 	"fmt"
 	"time"
+
+	"github.com/airlock-run/airlock/policy/protected"
 )
 
 // Tier is a level of confinement. Higher is stronger.
@@ -138,3 +140,8 @@ type Bind struct {
 // held read-only by name inside the box (policy/protected's list; git's
 // files are planned per repository on top of these).
 func ProtectedNames() []string { return protectedNames(Spec{}) }
+
+// protectedNames are the list's entries held by name for spec.
+func protectedNames(spec Spec) []string {
+	return protected.Names(spec.UnattendedBuild, spec.Unprotect, false)
+}
