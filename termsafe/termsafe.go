@@ -38,10 +38,10 @@ const (
 // visible. Call Flush at the end of the output: a sequence cut off by the
 // end is then shown.
 type Writer struct {
-	w     io.Writer
-	st    state
-	held  []byte // the ESC [ … of a CSI whose final byte has not come
-	cont  int    // UTF-8 continuation bytes still expected
+	w    io.Writer
+	st   state
+	held []byte // the ESC [ … of a CSI whose final byte has not come
+	cont int    // UTF-8 continuation bytes still expected
 	// c2 holds a 0xC2 not yet written: with 0x80–0x9F after it, it spells
 	// a C1 control in UTF-8.
 	c2  bool
