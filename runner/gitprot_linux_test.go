@@ -308,6 +308,22 @@ func TestGitInTheBox(t *testing.T) {
 			t.Errorf("git on the host cannot read the quarantined repository: %v %s", err, out)
 		}
 	})
+	t.Run("a repository made during the run below the plan's search depth is quarantined", func(t *testing.T) {
+		wd := t.TempDir()
+		marker := filepath.Join(t.TempDir(), "ran")
+		deep := "a/b/c/d/e/f"
+		o := run(t, fixSpec(t, wd), "git init -q "+deep+" && git -C "+deep+" config core.fsmonitor 'touch "+marker+"; false'")
+		if o.res.ExitCode != 0 {
+			t.Fatalf("exit %d: %s", o.res.ExitCode, o.stderr)
+		}
+		hostGit(t, filepath.Join(wd, deep), "status", "--porcelain")
+		if _, err := os.Stat(marker); err == nil {
+			t.Errorf("git on the host ran the core.fsmonitor a box set in a repository it made at %s", deep)
+		}
+		if _, err := os.Stat(filepath.Join(wd, deep, ".git", "config.airlock-untrusted")); err != nil {
+			t.Errorf("the deep repository's config was not moved aside: %v", err)
+		}
+	})
 	t.Run("git config is refused", func(t *testing.T) {
 		wd := t.TempDir()
 		newRepo(t, wd)

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -28,8 +29,11 @@ import (
 const (
 	gitNestDepth = 4    // directory levels searched below each writable directory
 	gitNestDirs  = 4096 // directories looked at per writable directory at most
-	gitMaxRepos  = 256  // repositories planned per box at most
-	gitIncDepth  = 10   // include nesting, as git's own limit
+	// gitQuarantineDirs bounds the search after the run for repositories
+	// the run made: at every depth, a note when it stops.
+	gitQuarantineDirs = 1 << 17
+	gitMaxRepos       = 256 // repositories planned per box at most
+	gitIncDepth       = 10  // include nesting, as git's own limit
 )
 
 // gitCommandKeys are config variables whose value is a program git (or a
@@ -149,6 +153,12 @@ func (g *gitScan) scanRoot(root string) error {
 // full is false when the bound stopped the search. It follows no link and
 // does not descend into a repository's git directory.
 func findRepos(root string) (found []string, full bool) {
+	return findReposWithin(root, gitNestDepth, gitNestDirs)
+}
+
+// findReposWithin is findRepos within maxDepth levels and maxDirs
+// directories.
+func findReposWithin(root string, maxDepth, maxDirs int) (found []string, full bool) {
 	if isGitDir(root) {
 		return nil, true // a git directory as the root: planned as one
 	}
@@ -161,7 +171,7 @@ func findRepos(root string) (found []string, full bool) {
 	for len(queue) > 0 {
 		d := queue[0]
 		queue = queue[1:]
-		if looked++; looked > gitNestDirs {
+		if looked++; looked > maxDirs {
 			return found, false
 		}
 		ents, err := os.ReadDir(d.path)
@@ -176,7 +186,7 @@ func findRepos(root string) (found []string, full bool) {
 			case e.Type()&os.ModeSymlink != 0 || !e.IsDir():
 			case isGitDir(p):
 				found = append(found, p)
-			case d.depth+1 <= gitNestDepth:
+			case d.depth+1 <= maxDepth:
 				queue = append(queue, dir{p, d.depth + 1})
 			}
 		}
@@ -206,7 +216,15 @@ func (w *repoWatch) madeSince(root, p string) bool {
 		b := stx.Btime
 		return b.Sec > w.since.Sec || b.Sec == w.since.Sec && int64(b.Nsec) >= w.since.Nsec
 	}
-	return w.full[root]
+	return w.full[root] && withinPlan(root, p)
+}
+
+// withinPlan reports whether the plan's search of root reached p (a .git
+// entry or a bare repository): deeper, its absence from the plan says
+// nothing.
+func withinPlan(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && len(strings.Split(rel, string(filepath.Separator))) <= gitNestDepth+1
 }
 
 // untrustedSuffix marks what airlock moved aside in a repository a run
@@ -225,7 +243,12 @@ func (w *repoWatch) quarantine() []string {
 	}
 	var out []string
 	for _, root := range w.roots {
-		found, _ := findRepos(root)
+		// Not the plan's depth: a box that makes a repository one level
+		// deeper than the plan looked must not have it left to the host.
+		found, full := findReposWithin(root, math.MaxInt, gitQuarantineDirs)
+		if !full {
+			out = append(out, fmt.Sprintf("git: stopped looking for repositories made during the run in %s after %d directories; run `find %s -name .git` and review any the run made before using git there", root, gitQuarantineDirs, root))
+		}
 		if isGitDir(root) {
 			found = append(found, root)
 		}
