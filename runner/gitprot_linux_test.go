@@ -76,6 +76,25 @@ func gitAttacks() []gitAttack {
 			script := "printf '" + strings.ReplaceAll(evilConfig(m), "\n", `\n`) + "' >> .git/modules/sub/config"
 			return fixSpec(t, wd), script, status(t, filepath.Join(wd, "sub"))
 		}},
+		{"a git directory made for a submodule not yet initialised", func(t *testing.T, m string) (sandbox.Spec, string, func() (string, error)) {
+			wd := t.TempDir()
+			newRepo(t, wd)
+			up := filepath.Join(t.TempDir(), "up")
+			newRepo(t, up)
+			mustGit(t, wd, "-c", "protocol.file.allow=always", "submodule", "add", "-q", up, "lib")
+			mustGit(t, wd, "commit", "-q", "-m", "lib")
+			mustGit(t, wd, "submodule", "deinit", "-q", "-f", "lib")
+			os.RemoveAll(filepath.Join(wd, ".git", "modules", "lib"))
+			// The box makes the git directory the host's next
+			// `git submodule update --init` takes as the submodule's.
+			script := "git init -q --bare .git/modules/lib && git -C .git/modules/lib config remote.origin.url " + up + " && " +
+				"git -C .git/modules/lib config core.bare false && " +
+				"git -C .git/modules/lib config core.worktree ../../../lib && " +
+				"printf '#!/bin/sh\\ntouch " + m + "\\n' > .git/modules/lib/hooks/post-checkout && chmod +x .git/modules/lib/hooks/post-checkout"
+			return fixSpec(t, wd), script, func() (string, error) {
+				return hostGit(t, wd, "-c", "protocol.file.allow=always", "submodule", "update", "--init", "-q")
+			}
+		}},
 		{"a linked worktree's commondir", func(t *testing.T, m string) (sandbox.Spec, string, func() (string, error)) {
 			wd := t.TempDir()
 			newRepo(t, filepath.Join(wd, "main"))

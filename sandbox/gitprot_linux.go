@@ -267,18 +267,80 @@ func (w *repoWatch) quarantine() []string {
 					moved = append(moved, filepath.Base(f))
 				}
 			} else {
-				for _, n := range []string{"config", "config.worktree", "commondir", "hooks"} {
-					if _, err := os.Lstat(filepath.Join(f, n)); err == nil && os.Rename(filepath.Join(f, n), filepath.Join(f, n+untrustedSuffix)) == nil {
-						moved = append(moved, n)
-					}
-				}
+				moved = moveAside(f)
 			}
 			if len(moved) > 0 {
 				out = append(out, fmt.Sprintf("git: %s was made during the run; moved aside %s (renamed *%s): review before trusting it", f, strings.Join(moved, ", "), untrustedSuffix))
 			}
 		}
+		out = append(out, w.quarantineModules(found)...)
 	}
 	return out
+}
+
+// moveAside renames what git would run or trust in the git directory dir.
+func moveAside(dir string) []string {
+	var moved []string
+	for _, n := range []string{"config", "config.worktree", "commondir", "hooks"} {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err == nil && os.Rename(filepath.Join(dir, n), filepath.Join(dir, n+untrustedSuffix)) == nil {
+			moved = append(moved, n)
+		}
+	}
+	return moved
+}
+
+// quarantineModules moves aside the submodules' git directories made
+// during the run under the modules/ of the repositories found: the host's
+// next `git submodule update --init` takes one it finds there as the
+// submodule's and runs its hooks. Only a birth time marks one as new (the
+// plan does not list them all).
+func (w *repoWatch) quarantineModules(found []string) []string {
+	var out []string
+	for _, f := range found {
+		for _, m := range moduleDirs(filepath.Join(f, "modules"), 0) {
+			if w.known[m] || !bornSince(m, w.since) {
+				continue
+			}
+			w.known[m] = true
+			if moved := moveAside(m); len(moved) > 0 {
+				out = append(out, fmt.Sprintf("git: %s was made during the run; moved aside %s (renamed *%s): review before trusting it", m, strings.Join(moved, ", "), untrustedSuffix))
+			}
+		}
+	}
+	return out
+}
+
+// moduleDirs lists the git directories under dir, a modules/ directory
+// (a submodule's name may hold slashes, so they nest, and a submodule has
+// modules of its own).
+func moduleDirs(dir string, depth int) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil || depth > gitIncDepth {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		switch {
+		case !e.IsDir():
+		case isGitDir(p):
+			out = append(out, p)
+			out = append(out, moduleDirs(filepath.Join(p, "modules"), depth+1)...)
+		default:
+			out = append(out, moduleDirs(p, depth+1)...)
+		}
+	}
+	return out
+}
+
+// bornSince reports whether p has a birth time at or after since.
+func bornSince(p string, since unix.Timespec) bool {
+	var stx unix.Statx_t
+	if unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME, &stx) != nil || stx.Mask&unix.STATX_BTIME == 0 {
+		return false
+	}
+	b := stx.Btime
+	return b.Sec > since.Sec || b.Sec == since.Sec && int64(b.Nsec) >= since.Nsec
 }
 
 // globals reads the person's system and global git config, which every
