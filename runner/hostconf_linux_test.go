@@ -84,6 +84,44 @@ func hostConfs() []hostConf {
 				cmd.Run()
 				return true, ""
 			}},
+		{"kubectl exec credential plugin", ".kube/config",
+			func(m string) string {
+				return "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\n" +
+					"users:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n      command: " + m + "\n      interactiveMode: Never\n" +
+					"contexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n"
+			},
+			func(t *testing.T, dir string) (bool, string) {
+				kubectl, err := exec.LookPath("kubectl")
+				if err != nil {
+					return false, "kubectl not installed"
+				}
+				cmd := exec.Command(kubectl, "get", "pods", "--request-timeout=2s")
+				cmd.Env = []string{"HOME=" + dir, "PATH=/usr/bin:/bin"}
+				cmd.Run()
+				return true, ""
+			}},
+		{"a program in ~/.local/bin, first on the login PATH", ".local/bin/git",
+			func(m string) string { return "#!/bin/sh\nexec " + m + "\n" },
+			func(t *testing.T, dir string) (bool, string) {
+				skel, err := os.ReadFile("/etc/skel/.profile")
+				if err != nil || !strings.Contains(string(skel), ".local/bin") {
+					return false, "this system's .profile does not put ~/.local/bin on the PATH"
+				}
+				os.WriteFile(filepath.Join(dir, ".profile"), skel, 0o644)
+				os.Chmod(filepath.Join(dir, ".local/bin/git"), 0o755)
+				cmd := exec.Command("bash", "-l", "-c", "git --version")
+				cmd.Env = []string{"HOME=" + dir, "PATH=/usr/bin:/bin"}
+				cmd.Run()
+				return true, ""
+			}},
+		{"aws credential_process", ".aws/config", func(m string) string { return "[default]\ncredential_process = " + m + "\n" }, nil},
+		{"docker credential helper", ".docker/config.json", func(string) string { return "{\"credsStore\": \"evil\"}\n" }, nil},
+		{"gradle init script", ".gradle/init.d/x.gradle", func(m string) string { return "\"" + m + "\".execute()\n" }, nil},
+		{"starship custom command", ".config/starship.toml", func(m string) string { return "[custom.x]\ncommand = \"" + m + "\"\nwhen = true\n" }, nil},
+		{"terraform provider overrides", ".terraformrc", func(m string) string {
+			return "provider_installation {\n  dev_overrides {\n    \"x/y\" = \"" + m + "\"\n  }\n}\n"
+		}, nil},
+		{"readline key bindings", ".inputrc", func(m string) string { return "\"\\C-m\": \"" + m + "\\n\"\n" }, nil},
 		{"husky hook script", ".husky/pre-commit", func(m string) string { return m + "\n" }, nil},
 		{"lefthook config", "lefthook.yml", func(m string) string { return "pre-commit:\n  commands:\n    x:\n      run: " + m + "\n" }, nil},
 		{"mise config (its default name)", "mise.toml", func(m string) string { return "[hooks]\nenter = \"" + m + "\"\n" }, nil},
