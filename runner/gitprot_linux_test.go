@@ -95,6 +95,14 @@ func gitAttacks() []gitAttack {
 				return hostGit(t, wd, "-c", "protocol.file.allow=always", "submodule", "update", "--init", "-q")
 			}
 		}},
+		{"an interactive rebase left stopped with an exec line to come", func(t *testing.T, m string) (sandbox.Spec, string, func() (string, error)) {
+			wd := t.TempDir()
+			newRepo(t, wd)
+			os.WriteFile(filepath.Join(wd, "README"), []byte("y\n"), 0o644)
+			mustGit(t, wd, "commit", "-q", "-am", "second")
+			script := "GIT_SEQUENCE_EDITOR=\"sed -i -e '1i break' -e '1a exec touch " + m + "'\" git rebase -q -i HEAD~1"
+			return fixSpec(t, wd), script, func() (string, error) { return hostGit(t, wd, "rebase", "--continue") }
+		}},
 		{"a linked worktree's commondir", func(t *testing.T, m string) (sandbox.Spec, string, func() (string, error)) {
 			wd := t.TempDir()
 			newRepo(t, filepath.Join(wd, "main"))

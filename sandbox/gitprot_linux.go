@@ -274,6 +274,7 @@ func (w *repoWatch) quarantine() []string {
 			}
 		}
 		out = append(out, w.quarantineModules(found)...)
+		out = append(out, w.quarantineRebases(found)...)
 	}
 	return out
 }
@@ -308,6 +309,40 @@ func (w *repoWatch) quarantineModules(found []string) []string {
 		}
 	}
 	return out
+}
+
+// quarantineRebases moves aside an interactive rebase's state that the
+// run wrote, in the repositories found, their linked worktrees and
+// submodules: its todo list may hold exec lines, which the person's next
+// `git rebase --continue` on the host runs. A change time is what marks it
+// (a box can set a file's modification time, not its change time).
+func (w *repoWatch) quarantineRebases(found []string) []string {
+	var out []string
+	for _, f := range found {
+		dirs := []string{f}
+		if wts, err := os.ReadDir(filepath.Join(f, "worktrees")); err == nil {
+			for _, e := range wts {
+				dirs = append(dirs, filepath.Join(f, "worktrees", e.Name()))
+			}
+		}
+		dirs = append(dirs, moduleDirs(filepath.Join(f, "modules"), 0)...)
+		for _, d := range dirs {
+			rm := filepath.Join(d, "rebase-merge")
+			var st unix.Stat_t
+			if unix.Lstat(filepath.Join(rm, "git-rebase-todo"), &st) != nil || !w.changedSince(st.Ctim) {
+				continue
+			}
+			if os.Rename(rm, rm+untrustedSuffix) == nil {
+				out = append(out, fmt.Sprintf("git: the run left an interactive rebase in %s; moved aside rebase-merge (renamed *%s): review its todo list before continuing it", d, untrustedSuffix))
+			}
+		}
+	}
+	return out
+}
+
+// changedSince reports whether t is at or after the plan's start.
+func (w *repoWatch) changedSince(t unix.Timespec) bool {
+	return t.Sec > w.since.Sec || t.Sec == w.since.Sec && t.Nsec >= w.since.Nsec
 }
 
 // moduleDirs lists the git directories under dir, a modules/ directory
