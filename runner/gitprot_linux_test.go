@@ -76,6 +76,33 @@ func gitAttacks() []gitAttack {
 			script := "printf '" + strings.ReplaceAll(evilConfig(m), "\n", `\n`) + "' >> .git/modules/sub/config"
 			return fixSpec(t, wd), script, status(t, filepath.Join(wd, "sub"))
 		}},
+		{"a git directory made for a submodule not yet initialised", func(t *testing.T, m string) (sandbox.Spec, string, func() (string, error)) {
+			wd := t.TempDir()
+			newRepo(t, wd)
+			up := filepath.Join(t.TempDir(), "up")
+			newRepo(t, up)
+			mustGit(t, wd, "-c", "protocol.file.allow=always", "submodule", "add", "-q", up, "lib")
+			mustGit(t, wd, "commit", "-q", "-m", "lib")
+			mustGit(t, wd, "submodule", "deinit", "-q", "-f", "lib")
+			os.RemoveAll(filepath.Join(wd, ".git", "modules", "lib"))
+			// The box makes the git directory the host's next
+			// `git submodule update --init` takes as the submodule's.
+			script := "git init -q --bare .git/modules/lib && git -C .git/modules/lib config remote.origin.url " + up + " && " +
+				"git -C .git/modules/lib config core.bare false && " +
+				"git -C .git/modules/lib config core.worktree ../../../lib && " +
+				"printf '#!/bin/sh\\ntouch " + m + "\\n' > .git/modules/lib/hooks/post-checkout && chmod +x .git/modules/lib/hooks/post-checkout"
+			return fixSpec(t, wd), script, func() (string, error) {
+				return hostGit(t, wd, "-c", "protocol.file.allow=always", "submodule", "update", "--init", "-q")
+			}
+		}},
+		{"an interactive rebase left stopped with an exec line to come", func(t *testing.T, m string) (sandbox.Spec, string, func() (string, error)) {
+			wd := t.TempDir()
+			newRepo(t, wd)
+			os.WriteFile(filepath.Join(wd, "README"), []byte("y\n"), 0o644)
+			mustGit(t, wd, "commit", "-q", "-am", "second")
+			script := "GIT_SEQUENCE_EDITOR=\"sed -i -e '1i break' -e '1a exec touch " + m + "'\" git rebase -q -i HEAD~1"
+			return fixSpec(t, wd), script, func() (string, error) { return hostGit(t, wd, "rebase", "--continue") }
+		}},
 		{"a linked worktree's commondir", func(t *testing.T, m string) (sandbox.Spec, string, func() (string, error)) {
 			wd := t.TempDir()
 			newRepo(t, filepath.Join(wd, "main"))
@@ -306,6 +333,22 @@ func TestGitInTheBox(t *testing.T) {
 		}
 		if out, err := hostGit(t, filepath.Join(wd, "new"), "status"); err != nil {
 			t.Errorf("git on the host cannot read the quarantined repository: %v %s", err, out)
+		}
+	})
+	t.Run("a repository made during the run below the plan's search depth is quarantined", func(t *testing.T) {
+		wd := t.TempDir()
+		marker := filepath.Join(t.TempDir(), "ran")
+		deep := "a/b/c/d/e/f"
+		o := run(t, fixSpec(t, wd), "git init -q "+deep+" && git -C "+deep+" config core.fsmonitor 'touch "+marker+"; false'")
+		if o.res.ExitCode != 0 {
+			t.Fatalf("exit %d: %s", o.res.ExitCode, o.stderr)
+		}
+		hostGit(t, filepath.Join(wd, deep), "status", "--porcelain")
+		if _, err := os.Stat(marker); err == nil {
+			t.Errorf("git on the host ran the core.fsmonitor a box set in a repository it made at %s", deep)
+		}
+		if _, err := os.Stat(filepath.Join(wd, deep, ".git", "config.airlock-untrusted")); err != nil {
+			t.Errorf("the deep repository's config was not moved aside: %v", err)
 		}
 	})
 	t.Run("git config is refused", func(t *testing.T) {

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -28,8 +29,11 @@ import (
 const (
 	gitNestDepth = 4    // directory levels searched below each writable directory
 	gitNestDirs  = 4096 // directories looked at per writable directory at most
-	gitMaxRepos  = 256  // repositories planned per box at most
-	gitIncDepth  = 10   // include nesting, as git's own limit
+	// gitQuarantineDirs bounds the search after the run for repositories
+	// the run made: at every depth, a note when it stops.
+	gitQuarantineDirs = 1 << 17
+	gitMaxRepos       = 256 // repositories planned per box at most
+	gitIncDepth       = 10  // include nesting, as git's own limit
 )
 
 // gitCommandKeys are config variables whose value is a program git (or a
@@ -149,6 +153,12 @@ func (g *gitScan) scanRoot(root string) error {
 // full is false when the bound stopped the search. It follows no link and
 // does not descend into a repository's git directory.
 func findRepos(root string) (found []string, full bool) {
+	return findReposWithin(root, gitNestDepth, gitNestDirs)
+}
+
+// findReposWithin is findRepos within maxDepth levels and maxDirs
+// directories.
+func findReposWithin(root string, maxDepth, maxDirs int) (found []string, full bool) {
 	if isGitDir(root) {
 		return nil, true // a git directory as the root: planned as one
 	}
@@ -161,7 +171,7 @@ func findRepos(root string) (found []string, full bool) {
 	for len(queue) > 0 {
 		d := queue[0]
 		queue = queue[1:]
-		if looked++; looked > gitNestDirs {
+		if looked++; looked > maxDirs {
 			return found, false
 		}
 		ents, err := os.ReadDir(d.path)
@@ -176,7 +186,7 @@ func findRepos(root string) (found []string, full bool) {
 			case e.Type()&os.ModeSymlink != 0 || !e.IsDir():
 			case isGitDir(p):
 				found = append(found, p)
-			case d.depth+1 <= gitNestDepth:
+			case d.depth+1 <= maxDepth:
 				queue = append(queue, dir{p, d.depth + 1})
 			}
 		}
@@ -206,7 +216,15 @@ func (w *repoWatch) madeSince(root, p string) bool {
 		b := stx.Btime
 		return b.Sec > w.since.Sec || b.Sec == w.since.Sec && int64(b.Nsec) >= w.since.Nsec
 	}
-	return w.full[root]
+	return w.full[root] && withinPlan(root, p)
+}
+
+// withinPlan reports whether the plan's search of root reached p (a .git
+// entry or a bare repository): deeper, its absence from the plan says
+// nothing.
+func withinPlan(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && len(strings.Split(rel, string(filepath.Separator))) <= gitNestDepth+1
 }
 
 // untrustedSuffix marks what airlock moved aside in a repository a run
@@ -225,7 +243,12 @@ func (w *repoWatch) quarantine() []string {
 	}
 	var out []string
 	for _, root := range w.roots {
-		found, _ := findRepos(root)
+		// Not the plan's depth: a box that makes a repository one level
+		// deeper than the plan looked must not have it left to the host.
+		found, full := findReposWithin(root, math.MaxInt, gitQuarantineDirs)
+		if !full {
+			out = append(out, fmt.Sprintf("git: stopped looking for repositories made during the run in %s after %d directories; run `find %s -name .git` and review any the run made before using git there", root, gitQuarantineDirs, root))
+		}
 		if isGitDir(root) {
 			found = append(found, root)
 		}
@@ -244,18 +267,115 @@ func (w *repoWatch) quarantine() []string {
 					moved = append(moved, filepath.Base(f))
 				}
 			} else {
-				for _, n := range []string{"config", "config.worktree", "commondir", "hooks"} {
-					if _, err := os.Lstat(filepath.Join(f, n)); err == nil && os.Rename(filepath.Join(f, n), filepath.Join(f, n+untrustedSuffix)) == nil {
-						moved = append(moved, n)
-					}
-				}
+				moved = moveAside(f)
 			}
 			if len(moved) > 0 {
 				out = append(out, fmt.Sprintf("git: %s was made during the run; moved aside %s (renamed *%s): review before trusting it", f, strings.Join(moved, ", "), untrustedSuffix))
 			}
 		}
+		out = append(out, w.quarantineModules(found)...)
+		out = append(out, w.quarantineRebases(found)...)
 	}
 	return out
+}
+
+// moveAside renames what git would run or trust in the git directory dir.
+func moveAside(dir string) []string {
+	var moved []string
+	for _, n := range []string{"config", "config.worktree", "commondir", "hooks"} {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err == nil && os.Rename(filepath.Join(dir, n), filepath.Join(dir, n+untrustedSuffix)) == nil {
+			moved = append(moved, n)
+		}
+	}
+	return moved
+}
+
+// quarantineModules moves aside the submodules' git directories made
+// during the run under the modules/ of the repositories found: the host's
+// next `git submodule update --init` takes one it finds there as the
+// submodule's and runs its hooks. Only a birth time marks one as new (the
+// plan does not list them all).
+func (w *repoWatch) quarantineModules(found []string) []string {
+	var out []string
+	for _, f := range found {
+		for _, m := range moduleDirs(filepath.Join(f, "modules"), 0) {
+			if w.known[m] || !bornSince(m, w.since) {
+				continue
+			}
+			w.known[m] = true
+			if moved := moveAside(m); len(moved) > 0 {
+				out = append(out, fmt.Sprintf("git: %s was made during the run; moved aside %s (renamed *%s): review before trusting it", m, strings.Join(moved, ", "), untrustedSuffix))
+			}
+		}
+	}
+	return out
+}
+
+// quarantineRebases moves aside an interactive rebase's state that the
+// run wrote, in the repositories found, their linked worktrees and
+// submodules: its todo list may hold exec lines, which the person's next
+// `git rebase --continue` on the host runs. A change time is what marks it
+// (a box can set a file's modification time, not its change time).
+func (w *repoWatch) quarantineRebases(found []string) []string {
+	var out []string
+	for _, f := range found {
+		dirs := []string{f}
+		if wts, err := os.ReadDir(filepath.Join(f, "worktrees")); err == nil {
+			for _, e := range wts {
+				dirs = append(dirs, filepath.Join(f, "worktrees", e.Name()))
+			}
+		}
+		dirs = append(dirs, moduleDirs(filepath.Join(f, "modules"), 0)...)
+		for _, d := range dirs {
+			rm := filepath.Join(d, "rebase-merge")
+			var st unix.Stat_t
+			if unix.Lstat(filepath.Join(rm, "git-rebase-todo"), &st) != nil || !w.changedSince(st.Ctim) {
+				continue
+			}
+			if os.Rename(rm, rm+untrustedSuffix) == nil {
+				out = append(out, fmt.Sprintf("git: the run left an interactive rebase in %s; moved aside rebase-merge (renamed *%s): review its todo list before continuing it", d, untrustedSuffix))
+			}
+		}
+	}
+	return out
+}
+
+// changedSince reports whether t is at or after the plan's start.
+func (w *repoWatch) changedSince(t unix.Timespec) bool {
+	return t.Sec > w.since.Sec || t.Sec == w.since.Sec && t.Nsec >= w.since.Nsec
+}
+
+// moduleDirs lists the git directories under dir, a modules/ directory
+// (a submodule's name may hold slashes, so they nest, and a submodule has
+// modules of its own).
+func moduleDirs(dir string, depth int) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil || depth > gitIncDepth {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		switch {
+		case !e.IsDir():
+		case isGitDir(p):
+			out = append(out, p)
+			out = append(out, moduleDirs(filepath.Join(p, "modules"), depth+1)...)
+		default:
+			out = append(out, moduleDirs(p, depth+1)...)
+		}
+	}
+	return out
+}
+
+// bornSince reports whether p has a birth time at or after since.
+func bornSince(p string, since unix.Timespec) bool {
+	var stx unix.Statx_t
+	if unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME, &stx) != nil || stx.Mask&unix.STATX_BTIME == 0 {
+		return false
+	}
+	b := stx.Btime
+	return b.Sec > since.Sec || b.Sec == since.Sec && int64(b.Nsec) >= since.Nsec
 }
 
 // globals reads the person's system and global git config, which every
