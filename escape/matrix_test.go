@@ -22,6 +22,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case boxinit.Arg:
+			if len(os.Args) > 2 && os.Args[2] == sandbox.GuardArg {
+				os.Exit(sandbox.Guard(os.Stdin)) // as cmd/airlock dispatches it
+			}
 			os.Exit(boxinit.Main(os.Args[2:]))
 		case AttackArg:
 			os.Exit(AttackMain(os.Args[2:]))

@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/airlock-run/airlock/sandbox"
 	"github.com/airlock-run/airlock/sandbox/boxinit"
 )
 
@@ -15,6 +16,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case boxinit.Arg:
+			if len(os.Args) > 2 && os.Args[2] == sandbox.GuardArg {
+				os.Exit(sandbox.Guard(os.Stdin)) // as cmd/airlock dispatches it
+			}
 			os.Exit(boxinit.Main(os.Args[2:]))
 		case attackArg:
 			os.Exit(attackMain(os.Args[2:]))

@@ -1079,7 +1079,7 @@ func (b *Box) CheckCommand(name string) error {
 			return nil
 		}
 	}
-	return &NotFoundError{name, where}
+	return &NotFoundError{Name: name, Where: where}
 }
 
 // procCover returns the bubblewrap options that make /proc/sys, /proc/irq

@@ -13,12 +13,18 @@ import (
 	"github.com/airlock-run/airlock/egress/forward"
 	"github.com/airlock-run/airlock/escape"
 	"github.com/airlock-run/airlock/internal/cli"
+	"github.com/airlock-run/airlock/sandbox"
 	"github.com/airlock-run/airlock/sandbox/boxinit"
 )
 
 func main() {
 	// The in-box mode comes first: inside the box nothing of the CLI is
 	// wanted, and its environment is not the caller's.
+	if len(os.Args) > 2 && os.Args[1] == boxinit.Arg && os.Args[2] == sandbox.GuardArg {
+		// The guard runs on the host beside a box, outside it: the host
+		// planner's, not the in-box init's.
+		os.Exit(sandbox.Guard(os.Stdin))
+	}
 	if len(os.Args) > 1 && os.Args[1] == boxinit.Arg {
 		os.Exit(boxinit.Main(os.Args[2:]))
 	}

@@ -29,7 +29,7 @@ var runnerImporters = []string{"mediator", "escape"}
 
 // boxInitMay is all the in-box init may import (DESIGN.md: boxconf, seccomp,
 // the Landlock rules and egress/forward), never the host planner.
-var boxInitMay = []string{"sandbox/boxconf", "sandbox/landlock", "sandbox/seccomp", "egress/forward"}
+var boxInitMay = []string{"sandbox/boxconf", "sandbox/landlock", "sandbox/lookpath", "sandbox/seccomp", "egress/forward"}
 
 // tableRule is a check of the table itself against DESIGN.md.
 type tableRule struct {

@@ -71,15 +71,17 @@ var table = map[string]row{
 	"sandbox/cgroup":   {layer: parts},
 	"sandbox/seccomp":  {layer: parts},
 	"sandbox/landlock": {layer: parts},
+	// lookpath: how a name becomes the file it runs, for the planner and the in-box init alike.
+	"sandbox/lookpath": {layer: parts},
 	// privfile writes airlock's own files (audit log, grants, store) so that no box can steer them.
 	"internal/privfile": {layer: parts},
 
 	// host
-	"sandbox":   {layer: host, may: []string{"policy/protected", "sandbox/boxconf", "sandbox/cgroup", "sandbox/landlock", "sandbox/seccomp"}},
+	"sandbox":   {layer: host, may: []string{"policy/protected", "sandbox/boxconf", "sandbox/cgroup", "sandbox/landlock", "sandbox/lookpath", "sandbox/seccomp"}},
 	"runner":    {layer: host, may: []string{"sandbox", "sandbox/boxconf", "sandbox/cgroup"}, starts: "the only code that executes processes on the host (DESIGN.md)"},
 	"approvals": {layer: host, may: []string{"audit", "internal/privfile", "policy"}},
 	"offload":   {layer: host, may: []string{"files", "fit"}},
-	"sandbox/boxinit": {layer: host, may: []string{"sandbox/boxconf", "sandbox/landlock", "sandbox/seccomp", "egress/forward"},
+	"sandbox/boxinit": {layer: host, may: []string{"sandbox/boxconf", "sandbox/landlock", "sandbox/lookpath", "sandbox/seccomp", "egress/forward"},
 		starts: "the in-box init starts the target inside the box"},
 
 	// kernel
@@ -113,7 +115,7 @@ var table = map[string]row{
 		"policy/shellread", "sandbox"}},
 
 	// mains
-	"cmd/airlock":        {layer: mains, may: []string{"egress/forward", "escape", "internal/cli", "sandbox/boxinit"}},
+	"cmd/airlock":        {layer: mains, may: []string{"egress/forward", "escape", "internal/cli", "sandbox", "sandbox/boxinit"}},
 	"cmd/airlock-server": {layer: mains, may: []string{"internal/cli", "jobs/server"}},
 
 	// tests
@@ -135,9 +137,6 @@ type pending struct {
 // it, none join it.
 var pendingFrontEnd = []pending{}
 
-// pendingBoxInit: the in-box init still takes sandbox.LookPath and
-// sandbox.EnvValue from the host planner, and dispatches the runner's
-// cleanup guard (a host process) for it.
-var pendingBoxInit = []pending{
-	{"sandbox/boxinit", "sandbox", "LookPath, EnvValue and the guard's dispatch move out of the host planner"},
-}
+// pendingBoxInit: empty — the in-box init takes LookPath and EnvValue from
+// sandbox/lookpath, and cmd/airlock dispatches the host-side guard.
+var pendingBoxInit = []pending{}

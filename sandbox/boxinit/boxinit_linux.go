@@ -13,16 +13,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/airlock-run/airlock/sandbox"
 	"github.com/airlock-run/airlock/sandbox/boxconf"
+	"github.com/airlock-run/airlock/sandbox/lookpath"
 )
 
 // Main runs the in-box init with the arguments after Arg and returns the exit
 // status of the target (125 when the target could not be started).
 func Main(args []string) int {
-	if len(args) > 0 && args[0] == sandbox.GuardArg {
-		return sandbox.Guard(os.Stdin)
-	}
 	if len(args) > 0 && args[0] == boxconf.FlagExecWall {
 		return execWall(args[1:])
 	}
@@ -121,7 +118,7 @@ func run(cfgFD int, status *os.File) boxconf.Status {
 	env := append([]string(nil), cfg.Env...)
 	// PWD names the working directory, as a shell (and bubblewrap, for a
 	// box without this init) would set it.
-	if sandbox.EnvValue(env, "PWD") == "" {
+	if lookpath.EnvValue(env, "PWD") == "" {
 		env = append(env, "PWD="+cfg.Dir)
 	}
 	if cfg.Net != nil {
@@ -131,7 +128,7 @@ func run(cfgFD int, status *os.File) boxconf.Status {
 		}
 		env = append(env, extra...)
 	}
-	path, err := sandbox.LookPath(cfg.Argv[0], sandbox.EnvValue(env, "PATH"), cfg.Dir)
+	path, err := lookpath.LookPath(cfg.Argv[0], lookpath.EnvValue(env, "PATH"), cfg.Dir)
 	if err != nil {
 		st.NotFound = true
 		return fail(st, "%v inside the box", err)

@@ -13,9 +13,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/airlock-run/airlock/sandbox"
 	"github.com/airlock-run/airlock/sandbox/boxconf"
 	"github.com/airlock-run/airlock/sandbox/landlock"
+	"github.com/airlock-run/airlock/sandbox/lookpath"
 )
 
 // applyWalls restricts the calling thread, and everything it starts, to
@@ -68,7 +68,7 @@ func execWall(args []string) int {
 		return 125
 	}
 	dir, _ := os.Getwd()
-	path, err := sandbox.LookPath(argv[0], os.Getenv("PATH"), dir)
+	path, err := lookpath.LookPath(argv[0], os.Getenv("PATH"), dir)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "airlock: box: %v inside the box\n", err)
 		return 127
