@@ -16,6 +16,10 @@ command -v npm >/dev/null || need+=(npm)
 # The JDK: the sandbox test that compiles Java in a box (its /etc binds).
 command -v javac >/dev/null || need+=(openjdk-17-jdk-headless)
 [ -e /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
+# socat and ripgrep: what Anthropic's sandbox-runtime needs, for the start
+# benchmark that runs it beside airlock.
+command -v socat >/dev/null || need+=(socat)
+command -v rg >/dev/null || need+=(ripgrep)
 if [ ${#need[@]} -gt 0 ]; then
 	if [ "$(id -u)" != 0 ]; then
 		echo "setup: missing ${need[*]}; run this script as root (sudo) so it can install them" >&2
