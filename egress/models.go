@@ -14,7 +14,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -336,36 +336,21 @@ func statedReset(h http.Header, now time.Time) (wait time.Duration, ok bool) {
 	return wait, ok
 }
 
-// TokenBudget is a run's model token budget (limits.model_tokens), shared
-// by every box of the run. A request is refused once Used reaches Limit;
-// the answer that crosses it is relayed whole, and requests already in
-// flight may cross it further.
+// TokenBudget is a run's model token budget (limits.model_tokens). Used
+// is shared by every box of the run (each box's Limit is its policy's,
+// which a narrowed call may lower). A request is refused once Used reaches
+// Limit; the answer that crosses it is relayed whole, and requests
+// already in flight may cross it further.
 type TokenBudget struct {
 	Limit int64
-	mu    sync.Mutex
-	used  int64
+	Used  *atomic.Int64
 }
 
 // Spent reports whether the budget is used up.
-func (b *TokenBudget) Spent() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used >= b.Limit
-}
+func (b *TokenBudget) Spent() bool { return b.Used.Load() >= b.Limit }
 
 // Add charges n tokens.
-func (b *TokenBudget) Add(n int64) {
-	b.mu.Lock()
-	b.used += n
-	b.mu.Unlock()
-}
-
-// Used is the tokens charged so far.
-func (b *TokenBudget) Used() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used
-}
+func (b *TokenBudget) Add(n int64) { b.Used.Add(n) }
 
 // spentTokens is the input and output an answer's usage reports, in
 // either wire format (OpenAI's prompt/completion or input/output tokens;

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -193,7 +194,7 @@ func responsesStream(w http.ResponseWriter, in, out int) {
 // spent, the next request is refused before it reaches the provider, with
 // a JSON error in the provider's own shape and an audit record.
 func TestModelTokenBudget(t *testing.T) {
-	b := &egress.TokenBudget{Limit: 100}
+	b := &egress.TokenBudget{Limit: 100, Used: new(atomic.Int64)}
 	s := newModelStack(t, b, func(n int, w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/messages") {
 			w.Header().Set("Content-Type", "text/event-stream")
@@ -207,12 +208,20 @@ func TestModelTokenBudget(t *testing.T) {
 	if code != 200 || !strings.Contains(body, "response.completed") {
 		t.Fatalf("first request: %d %q", code, body)
 	}
-	if b.Used() != 70 {
-		t.Fatalf("budget charged %d after a 30+40 answer, want 70", b.Used())
+	// The answer is charged once it has been relayed whole.
+	waitUsed := func(n int64) {
+		for i := 0; i < 200 && b.Used.Load() != n; i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitUsed(70)
+	if b.Used.Load() != 70 {
+		t.Fatalf("budget charged %d after a 30+40 answer, want 70", b.Used.Load())
 	}
 	code, _, _ = s.ask(t, s.anthro+"/v1/messages", `{"model":"claude-x","stream":true}`)
-	if code != 200 || b.Used() != 110 {
-		t.Fatalf("second request: %d, budget used %d, want 110", code, b.Used())
+	waitUsed(110)
+	if code != 200 || b.Used.Load() != 110 {
+		t.Fatalf("second request: %d, budget used %d, want 110", code, b.Used.Load())
 	}
 	// Spent: both providers' shapes, nothing reaches the provider.
 	code, _, body = s.ask(t, s.openai+"/responses", `{"model":"gpt-5","stream":true}`)

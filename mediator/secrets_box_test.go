@@ -320,8 +320,41 @@ secrets:
 	if strings.Contains(env, "ghp_x") || strings.Contains(env, "sk-x") || strings.Contains(env, "sk-ant-x") || !strings.Contains(env, "KEEP=1") {
 		t.Fatalf("box environment:\n%s", env)
 	}
-	if got := modelProviders([]string{"ANTHROPIC_API_KEY=sk-ant-x"}); got["anthropic"].Key != "sk-ant-x" || got["anthropic"].Host != "api.anthropic.com" || len(got) != 1 {
-		t.Fatalf("providers = %+v", got)
+	if got, err := modelProviders([]string{"ANTHROPIC_API_KEY=sk-ant-x"}); err != nil || got["anthropic"].Key != "sk-ant-x" || got["anthropic"].Host != "api.anthropic.com" || len(got) != 1 {
+		t.Fatalf("providers = %+v, %v", got, err)
+	}
+}
+
+// TestModelBaseURL: the operator's AIRLOCK_MODEL_BASE_URL replaces the
+// OpenAI endpoint, keyed by OPENAI_API_KEY; anything but a plain https
+// URL is refused rather than read loosely.
+func TestModelBaseURL(t *testing.T) {
+	for _, tc := range []struct {
+		name, url string
+		want      egress.Provider
+		bad       bool
+	}{
+		{"with port and path", "https://llm.internal:8443/api/v1", egress.Provider{Host: "llm.internal", Port: 8443, Path: "/api"}, false},
+		{"bare host", "https://LLM.example/", egress.Provider{Host: "llm.example", Port: 443, Path: ""}, false},
+		{"v1 only", "https://127.0.0.1:9000/v1", egress.Provider{Host: "127.0.0.1", Port: 9000, Path: ""}, false},
+		{"plain http", "http://llm.internal/v1", egress.Provider{}, true},
+		{"user info", "https://u:p@llm.internal/v1", egress.Provider{}, true},
+		{"query", "https://llm.internal/v1?x=1", egress.Provider{}, true},
+		{"bad port", "https://llm.internal:0/v1", egress.Provider{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := modelProviders([]string{"OPENAI_API_KEY=sk-k", "AIRLOCK_MODEL_BASE_URL=" + tc.url})
+			if tc.bad {
+				if err == nil {
+					t.Fatalf("accepted: %+v", got)
+				}
+				return
+			}
+			o := got["openai"]
+			if err != nil || o.Host != tc.want.Host || o.Port != tc.want.Port || o.Path != tc.want.Path || o.Key != "sk-k" || o.Header != "Authorization" {
+				t.Fatalf("%+v, %v", o, err)
+			}
+		})
 	}
 }
 
