@@ -421,3 +421,87 @@ echo "--- refused"; curl -sS --max-time 20 -d '{"model":"gpt-4o"}' "$ANTHROPIC_B
 		t.Fatalf("provider saw %q, want one request with the real key", got)
 	}
 }
+
+// TestNodeFetchPhantom runs Node's fetch in a real tier-1 box (Node 20's
+// fetch reads no proxy variables itself: the script routes it through the
+// box's HTTPS_PROXY with undici's EnvHttpProxyAgent, as a Node program in
+// a proxied network does). It trusts the box's CA through
+// NODE_EXTRA_CA_CERTS: the bound host receives the real token; the
+// placeholder sent to another intercepted host is refused there with the
+// reason, and never reaches it.
+func TestNodeFetchPhantom(t *testing.T) {
+	testsupport.Require(t, testsupport.Root, testsupport.Program("node"))
+	if r := sandbox.Probe(); r.Tier() < sandbox.Tier1 {
+		testsupport.Missing(t, "tier 1 unavailable here: %s", r.Why)
+	}
+	npm := os.Getenv("AIRLOCK_NPM_DIR")
+	if npm == "" {
+		npm, _ = filepath.Abs("../.airlock-ci/npm")
+	}
+	undici, err := filepath.EvalSymlinks(filepath.Join(npm, "node_modules", "undici"))
+	if err != nil {
+		testsupport.Missing(t, "undici is not installed under %s (run bash scripts/setup.sh): %v", npm, err)
+	}
+	rootKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	rt := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test root"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true}
+	rootDER, _ := x509.CreateCertificate(rand.Reader, rt, rt, &rootKey.PublicKey, rootKey)
+	rootCert, _ := x509.ParseCertificate(rootDER)
+	bound := startUpstream(t, rootCert, rootKey, "127.0.0.1")
+	ruled := startUpstream(t, rootCert, rootKey, "127.0.0.3")
+
+	const token = "ghp_N0deFetchT0kenValue0123456789abcdefAB"
+	doc := fmt.Sprintf(`
+fs: {read: [".", %q]}
+shell: {allow: [sh, node]}
+net:
+  allow:
+    - "127.0.0.1:%d"
+    - {host: "127.0.0.3:%d", methods: [GET], paths: ["/repos/**"], reason: "read-only for this agent"}
+secrets:
+  GITHUB_TOKEN: {hosts: ["127.0.0.1"], header: "Authorization: Bearer {}"}
+`, undici, bound.port, ruled.port)
+	p, err := policy.Parse("test.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := policy.World{Workdir: t.TempDir(), Home: "/home/someone", PATH: strings.Split(BoxPATH, ":"), LookPath: exec.LookPath}
+	k, err := New(p, w, Options{Tier: sandbox.Tier1, Exe: testsupport.AirlockBin(t),
+		Environ: []string{"GITHUB_TOKEN=" + token, "PATH=" + BoxPATH}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(rootCert)
+	k.egressRoots = pool
+	script := fmt.Sprintf(`node -e '
+const { setGlobalDispatcher, EnvHttpProxyAgent } = require(%q);
+setGlobalDispatcher(new EnvHttpProxyAgent());
+const auth = { headers: { Authorization: "Bearer " + process.env.GITHUB_TOKEN } };
+(async () => {
+  console.log("ca=" + process.env.NODE_EXTRA_CA_CERTS);
+  for (const [name, url] of [["bound", "https://127.0.0.1:%d/user"], ["other", "https://127.0.0.3:%d/repos/acme"]]) {
+    try {
+      const r = await fetch(url, auth);
+      console.log("--- " + name + " " + r.status + " " + (await r.text()).trim());
+    } catch (e) { console.log("--- " + name + " error " + (e.cause ? e.cause.message : e.message)); }
+  }
+})();'`, undici, bound.port, ruled.port)
+	var out strings.Builder
+	if _, err := k.Exec(context.Background(), Call{Kind: KindShell, Command: script}, ExecOptions{Stdout: &out, Stderr: &out}); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	o := out.String()
+	t.Log(o)
+	if strings.Contains(o, token) {
+		t.Fatal("the real token reached the box")
+	}
+	if !strings.Contains(o, "ca="+BoxCAPath) || !strings.Contains(o, "--- bound 200 ok GET /user") ||
+		!strings.Contains(bound.all(), "auth=Bearer "+token) {
+		t.Fatalf("node fetch to the bound host: box saw\n%s\nhost saw %q", o, bound.all())
+	}
+	if !strings.Contains(o, "--- other 403") || !strings.Contains(o, "placeholder of GITHUB_TOKEN") || ruled.all() != "" {
+		t.Fatalf("node fetch with the placeholder to another host: box saw\n%s\nhost saw %q", o, ruled.all())
+	}
+}
