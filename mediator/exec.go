@@ -485,6 +485,21 @@ func modelProviders(environ []string) (map[string]egress.Provider, error) {
 	return out, nil
 }
 
+// ModelEndpoints names the model providers a box's model proxy opens for
+// environ (airlock's own environment) and where each is reached
+// ("api.openai.com:443"): names and places only, never a key.
+func ModelEndpoints(environ []string) (map[string]string, error) {
+	provs, err := modelProviders(environ)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for name, p := range provs {
+		out[name] = net.JoinHostPort(p.Host, strconv.Itoa(p.Port)) + p.Path
+	}
+	return out, nil
+}
+
 // requestRules turns the request rules of p and of the policies it was
 // narrowed from into the proxy's, one layer per policy.
 func requestRules(p *policy.Policy) ([]egress.RequestRule, error) {
