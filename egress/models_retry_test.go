@@ -42,6 +42,8 @@ type modelStack struct {
 	anthro  string
 	budget  *egress.TokenBudget
 	realKey string
+	root    *testRoot
+	port    int
 }
 
 func newModelStack(t testing.TB, budget *egress.TokenBudget, script func(n int, w http.ResponseWriter, r *http.Request)) *modelStack {
@@ -78,7 +80,7 @@ func newModelStack(t testing.TB, budget *egress.TokenBudget, script func(n int, 
 		Budget: budget,
 	}
 	s := newStack(t, o)
-	ms := &modelStack{stack: s, prov: f, budget: budget, realKey: key}
+	ms := &modelStack{stack: s, prov: f, budget: budget, realKey: key, root: root, port: port}
 	for _, kv := range s.env {
 		if v, ok := strings.CutPrefix(kv, "OPENAI_BASE_URL="); ok {
 			ms.openai = v
