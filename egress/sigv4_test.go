@@ -25,6 +25,7 @@ import (
 const (
 	realKeyID  = "AKIAIOSFODNN7EXAMPLE"
 	realSecret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+	realSessionToken  = "IQoJb3JpZ2luX2VjEXAMPLESessionToken0123456789abcdefABCDEF"
 )
 
 // awsUpstream stands in for an AWS endpoint: it checks each request's
@@ -47,7 +48,7 @@ func (u *awsUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	auth := r.Header.Get("Authorization")
 	ok, why := verifySigV4(r, body, realKeyID, realSecret)
 	u.mu.Lock()
-	u.got = append(u.got, fmt.Sprintf("%s %s verified=%v auth=%s", r.Method, r.URL.RequestURI(), ok, auth))
+	u.got = append(u.got, fmt.Sprintf("%s %s verified=%v auth=%s token=%s", r.Method, r.URL.RequestURI(), ok, auth, r.Header.Get("X-Amz-Security-Token")))
 	u.mu.Unlock()
 	if !ok {
 		w.WriteHeader(http.StatusForbidden)
@@ -113,6 +114,7 @@ type awsStack struct {
 	ca                *egress.CA
 	root              *testRoot
 	phKeyID, phSecret string
+	phToken           string
 	up, other         *awsUpstream
 	port, otherPort   int
 }
@@ -141,6 +143,10 @@ func newAWSStack(t testing.TB) *awsStack {
 	if err != nil {
 		t.Fatal(err)
 	}
+	phToken, err := egress.Phantom(realSessionToken)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ca, err := egress.NewCA("aws-box", time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -152,8 +158,9 @@ func newAWSStack(t testing.TB) *awsStack {
 	o.Secrets = []egress.Secret{
 		{Name: "AWS_ACCESS_KEY_ID", Value: realKeyID, Placeholder: phID, Hosts: hosts},
 		{Name: "AWS_SECRET_ACCESS_KEY", Value: realSecret, Placeholder: phSecret, Hosts: hosts, SigV4KeyID: "AWS_ACCESS_KEY_ID"},
+		{Name: "AWS_SESSION_TOKEN", Value: realSessionToken, Placeholder: phToken, Hosts: hosts, Header: "X-Amz-Security-Token"},
 	}
-	return &awsStack{stack: newStack(t, o), ca: ca, root: root, phKeyID: phID, phSecret: phSecret, up: up, other: other, port: port, otherPort: otherPort}
+	return &awsStack{stack: newStack(t, o), ca: ca, root: root, phKeyID: phID, phSecret: phSecret, phToken: phToken, up: up, other: other, port: port, otherPort: otherPort}
 }
 
 func (s *awsStack) client() *http.Client {
@@ -168,6 +175,10 @@ func (s *awsStack) client() *http.Client {
 // signed builds a request the way an AWS SDK in the box does, signed with
 // keyID and secret.
 func signed(t *testing.T, method, u, body, service string, hashHeader bool, keyID, secret string) *http.Request {
+	return signedWith(t, method, u, body, service, hashHeader, aws.Credentials{AccessKeyID: keyID, SecretAccessKey: secret})
+}
+
+func signedWith(t *testing.T, method, u, body, service string, hashHeader bool, creds aws.Credentials) *http.Request {
 	t.Helper()
 	req, _ := http.NewRequest(method, u, strings.NewReader(body))
 	if body == "" {
@@ -182,7 +193,7 @@ func signed(t *testing.T, method, u, body, service string, hashHeader bool, keyI
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
 	}
 	s := v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = service == "s3" })
-	if err := s.SignHTTP(context.Background(), aws.Credentials{AccessKeyID: keyID, SecretAccessKey: secret}, req, hash, service, "us-east-1", time.Now()); err != nil {
+	if err := s.SignHTTP(context.Background(), creds, req, hash, service, "us-east-1", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	return req
@@ -242,6 +253,15 @@ func TestSigV4Resign(t *testing.T) {
 			}
 		})
 	}
+	// Temporary credentials: the session token's placeholder, which the
+	// signature covers, becomes the real token before the re-signing.
+	t.Run("s3 get with a session token", func(t *testing.T) {
+		req := signedWith(t, "GET", s3+"/my-bucket/k", "", "s3", true,
+			aws.Credentials{AccessKeyID: s.phKeyID, SecretAccessKey: s.phSecret, SessionToken: s.phToken})
+		if code, body := send(t, c, req); code != 200 || !strings.Contains(s.up.all(), "token="+realSessionToken) {
+			t.Fatalf("%d %q; upstream saw %s", code, body, s.up.all())
+		}
+	})
 	got := s.up.all()
 	if strings.Contains(got, s.phKeyID) || !strings.Contains(got, "Credential="+realKeyID+"/") {
 		t.Fatalf("the endpoint saw %s", got)
