@@ -23,9 +23,9 @@ import (
 )
 
 const (
-	realKeyID  = "AKIAIOSFODNN7EXAMPLE"
-	realSecret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
-	realSessionToken  = "IQoJb3JpZ2luX2VjEXAMPLESessionToken0123456789abcdefABCDEF"
+	realKeyID        = "AKIAIOSFODNN7EXAMPLE"
+	realSecret       = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+	realSessionToken = "IQoJb3JpZ2luX2VjEXAMPLESessionToken0123456789abcdefABCDEF"
 )
 
 // awsUpstream stands in for an AWS endpoint: it checks each request's

@@ -505,3 +505,41 @@ const auth = { headers: { Authorization: "Bearer " + process.env.GITHUB_TOKEN } 
 		t.Fatalf("node fetch with the placeholder to another host: box saw\n%s\nhost saw %q", o, ruled.all())
 	}
 }
+
+// TestPhantomsSigV4: a SigV4 binding makes both AWS variables phantom,
+// bound to the same hosts, and neither real value enters the box's
+// environment, even when env.allow names them; a binding whose key ID is
+// unset is refused rather than half-phantom.
+func TestPhantomsSigV4(t *testing.T) {
+	p, err := policy.Parse("p.yaml", []byte(`
+env: {allow: [AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY]}
+secrets:
+  AWS_SECRET_ACCESS_KEY: {hosts: [s3.amazonaws.com], sigv4: AWS_ACCESS_KEY_ID}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id, secret = "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+	environ := []string{"AWS_ACCESS_KEY_ID=" + id, "AWS_SECRET_ACCESS_KEY=" + secret}
+	got, err := phantoms(p, environ)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("phantoms = %+v, %v", got, err)
+	}
+	byName := map[string]egress.Secret{}
+	for _, s := range got {
+		byName[s.Name] = s
+	}
+	k, s := byName["AWS_ACCESS_KEY_ID"], byName["AWS_SECRET_ACCESS_KEY"]
+	if k.Value != id || len(k.Placeholder) != len(id) || k.Placeholder == id || s.SigV4KeyID != "AWS_ACCESS_KEY_ID" ||
+		strings.Join(k.Hosts, ",") != "s3.amazonaws.com" {
+		t.Fatalf("key id %+v, secret %+v", k, s)
+	}
+	w := policy.World{Workdir: t.TempDir(), Home: "/home/someone"}
+	env := strings.Join(withPlaceholders(boxEnv(p, w, environ), got), "\n")
+	if strings.Contains(env, id) || strings.Contains(env, secret) || !strings.Contains(env, "AWS_ACCESS_KEY_ID="+k.Placeholder) {
+		t.Fatalf("box environment:\n%s", env)
+	}
+	if _, err := phantoms(p, environ[1:]); err == nil {
+		t.Fatal("a SigV4 binding without its key ID was accepted")
+	}
+}
