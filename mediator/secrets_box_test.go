@@ -76,6 +76,18 @@ func startUpstream(t *testing.T, rootCert *x509.Certificate, rootKey *ecdsa.Priv
 	return u
 }
 
+// newTestRoot is a CA standing in for the public roots: upstreams get
+// leaves from it, and the kernel trusts it through egressRoots.
+func newTestRoot() (*x509.Certificate, *ecdsa.PrivateKey) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	rt := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test root"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true}
+	der, _ := x509.CreateCertificate(rand.Reader, rt, rt, &key.PublicKey, key)
+	cert, _ := x509.ParseCertificate(der)
+	return cert, key
+}
+
 // TestPhantomInRealBox runs curl and python3 in a real tier-1 box whose
 // policy binds GITHUB_TOKEN to one host: the box's environment holds only
 // the placeholder, the bound host receives the real token, another
@@ -86,12 +98,7 @@ func TestPhantomInRealBox(t *testing.T) {
 	if r := sandbox.Probe(); r.Tier() < sandbox.Tier1 {
 		testsupport.Missing(t, "tier 1 unavailable here: %s", r.Why)
 	}
-	rootKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	rt := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test root"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true}
-	rootDER, _ := x509.CreateCertificate(rand.Reader, rt, rt, &rootKey.PublicKey, rootKey)
-	rootCert, _ := x509.ParseCertificate(rootDER)
+	rootCert, rootKey := newTestRoot()
 	bound := startUpstream(t, rootCert, rootKey, "127.0.0.1")
 	other := startUpstream(t, rootCert, rootKey, "127.0.0.2")
 	ruled := startUpstream(t, rootCert, rootKey, "127.0.0.3")
@@ -253,12 +260,7 @@ func TestGitOverPhantomBasic(t *testing.T) {
 	git(work, "commit", "-q", "--allow-empty", "-m", "one")
 	git(repos, "clone", "-q", "--bare", work, "widget.git")
 
-	rootKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	rt := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test root"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true}
-	rootDER, _ := x509.CreateCertificate(rand.Reader, rt, rt, &rootKey.PublicKey, rootKey)
-	rootCert, _ := x509.ParseCertificate(rootDER)
+	rootCert, rootKey := newTestRoot()
 	srv := startUpstream(t, rootCert, rootKey, "127.0.0.1")
 	cgiHandler := &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + repos, "GIT_HTTP_EXPORT_ALL=1"}}
 	srv.mu.Lock()
@@ -367,12 +369,7 @@ func TestModelProxyInRealBox(t *testing.T) {
 	if r := sandbox.Probe(); r.Tier() < sandbox.Tier1 {
 		testsupport.Missing(t, "tier 1 unavailable here: %s", r.Why)
 	}
-	rootKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	rt := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test root"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true}
-	rootDER, _ := x509.CreateCertificate(rand.Reader, rt, rt, &rootKey.PublicKey, rootKey)
-	rootCert, _ := x509.ParseCertificate(rootDER)
+	rootCert, rootKey := newTestRoot()
 	prov := startUpstream(t, rootCert, rootKey, "127.0.0.1")
 	prov.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		prov.mu.Lock()
@@ -442,12 +439,7 @@ func TestNodeFetchPhantom(t *testing.T) {
 	if err != nil {
 		testsupport.Missing(t, "undici is not installed under %s (run bash scripts/setup.sh): %v", npm, err)
 	}
-	rootKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	rt := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test root"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true}
-	rootDER, _ := x509.CreateCertificate(rand.Reader, rt, rt, &rootKey.PublicKey, rootKey)
-	rootCert, _ := x509.ParseCertificate(rootDER)
+	rootCert, rootKey := newTestRoot()
 	bound := startUpstream(t, rootCert, rootKey, "127.0.0.1")
 	ruled := startUpstream(t, rootCert, rootKey, "127.0.0.3")
 
