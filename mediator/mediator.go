@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/airlock-run/airlock/egress"
@@ -207,6 +208,9 @@ type Kernel struct {
 	// egressModels replaces the model providers' endpoints in tests; nil
 	// (always, outside tests) is the real providers'.
 	egressModels map[string]egress.Provider
+	// modelTokens counts the model tokens this kernel's boxes spent: the
+	// run's (a node job's, a session's) limits.model_tokens budget.
+	modelTokens atomic.Int64
 
 	mu      sync.RWMutex
 	policy  *policy.Policy
