@@ -261,37 +261,15 @@ func weighMilli(s string, rec func(piece)) int64 {
 func scanMilli(s string, rec func(piece)) (total, extra int64) {
 	n := len(s)
 	i := 0
+	var p piece // every branch below sets all of it
 	for i < n {
 		b := s[i]
-		var p piece
-		// The commonest piece of prose, inline: a space and a word of up to
-		// seven ASCII letters in lower or title case. It prices exactly as
-		// scanWord does.
-		if b == ' ' && i+9 <= n && rec == nil {
-			v := load64(s, i+1)
-			if v&hiBits == 0 {
-				x := v | 0x2020202020202020
-				letter := (x + 0x1f1f1f1f1f1f1f1f) &^ (x + 0x0505050505050505) & hiBits
-				k := bits.TrailingZeros64(^letter&hiBits) >> 3
-				if k > 0 && k < 8 {
-					caps := letter &^ (v << 2) & (1<<(8*k) - 1)
-					if caps == 0 || caps == 0x80 {
-						shape := shapeLower
-						switch {
-						case caps != 0 && k == 1:
-							shape = shapeUpper // a lone capital
-						case caps != 0:
-							shape = shapeTitle
-						}
-						if commonWord(hashTail(hashSeed^uint64(k), v&(1<<(8*k)-1)|lowerMask[k])) {
-							total += commonCost[pfSpace][shape]
-						} else {
-							total += wordCost(k, shape, pfSpace, isRough(s[i+1:i+1+k]))
-						}
-						i += 1 + k
-						continue
-					}
-				}
+		// The commonest piece of prose first: a space and a short word.
+		if b == ' ' && rec == nil {
+			if end, cost, ok := shortWord(s, i+1, pfSpace); ok {
+				total += cost
+				i = end
+				continue
 			}
 		}
 		// Then: a word after a space, a word.
@@ -308,14 +286,24 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 		if c == cHigh {
 			c, w = classAt(s, i)
 		}
-		p.start = i
 		switch c {
 		case cLetter:
 			// A word with no prefix (at the start, or after a digit or a
 			// line break).
+			if rec == nil {
+				if end, cost, ok := shortWord(s, i, pfNone); ok {
+					total += cost
+					i = end
+					continue
+				}
+			}
 			p = scanWord(s, i, i, 0)
 		case cDigit:
 			j, runes := i+w, 1
+			for j < n && s[j]-'0' < 10 { // ASCII digits, the common case
+				j++
+				runes++
+			}
 			for j < n {
 				c2, w2 := classAt(s, j)
 				if c2 != cDigit {
@@ -336,6 +324,13 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 			// the word; otherwise a run of punctuation is one piece.
 			if i+w < n {
 				if c2, _ := classAt(s, i+w); c2 == cLetter {
+					if rec == nil {
+						if end, cost, ok := shortWord(s, i+w, prefixKind(s[i])); ok {
+							total += cost
+							i = end
+							continue
+						}
+					}
 					p = scanWord(s, i, i+w, prefixKind(s[i]))
 					break
 				}
@@ -354,6 +349,76 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 		i = p.end
 	}
 	return total, extra
+}
+
+// shortWord prices the word that begins at at with prefix pf (of its
+// piece, before at) when it is one to seven ASCII letters in lower or title
+// case, or a lone capital, followed by an ASCII byte that is not a letter,
+// all within s: the commonest words of prose and code. It prices exactly as
+// scanWord does, reading the word as one eight-byte load; ok is false for
+// any other word, which scanWord prices.
+func shortWord(s string, at int, pf uint8) (end int, cost int64, ok bool) {
+	if at+8 > len(s) {
+		return 0, 0, false
+	}
+	v := load64(s, at)
+	if v&hiBits != 0 {
+		return 0, 0, false
+	}
+	letter := letterBits(v)
+	k := bits.TrailingZeros64(^letter&hiBits) >> 3
+	if k == 0 {
+		return 0, 0, false
+	}
+	h := hashSeed
+	caps := letter &^ (v << 2)
+	if k == 8 {
+		// Eight letters and more: up to fifteen, in a second load.
+		if at+16 > len(s) {
+			return 0, 0, false
+		}
+		v2 := load64(s, at+8)
+		if v2&hiBits != 0 || caps&^0x80 != 0 {
+			return 0, 0, false
+		}
+		letter2 := letterBits(v2)
+		k2 := bits.TrailingZeros64(^letter2&hiBits) >> 3
+		if k2 == 8 || letter2&^(v2<<2)&(uint64(1)<<(8*k2)-1) != 0 {
+			return 0, 0, false
+		}
+		n := 8 + k2
+		h = (hashSeed ^ uint64(n) ^ (v | 0x2020202020202020)) * hashMul
+		h ^= h >> 29
+		return shortWordCost(s, at, n, h, v2&(uint64(1)<<(8*k2)-1), k2, caps, pf)
+	}
+	word := uint64(1)<<(8*k) - 1
+	return shortWordCost(s, at, k, h^uint64(k), v&word, k, caps&word, pf)
+}
+
+// shortWordCost finishes shortWord for a word of n letters at at: h is its
+// hash before the last bytes tail (k of them), caps its capitals.
+func shortWordCost(s string, at, n int, h, tail uint64, k int, caps uint64, pf uint8) (end int, cost int64, ok bool) {
+	shape := shapeLower
+	switch {
+	case caps == 0:
+	case caps != 0x80:
+		return 0, 0, false
+	case n == 1:
+		shape = shapeUpper // a lone capital
+	default:
+		shape = shapeTitle
+	}
+	if commonWord(hashTail(h, tail|lowerMask[k])) {
+		return at + n, commonCost[pf][shape], true
+	}
+	return at + n, wordCost(n, shape, pf, isRough(s[at:at+n])), true
+}
+
+// letterBits sets the high bit of each byte of v (eight ASCII bytes) that
+// is a letter: x >= 'a' and not x > 'z', for x the byte in lower case.
+func letterBits(v uint64) uint64 {
+	x := v | 0x2020202020202020
+	return (x + 0x1f1f1f1f1f1f1f1f) &^ (x + 0x0505050505050505) & hiBits
 }
 
 // contraction returns the length of the English contraction at s[i] ('s 't
