@@ -337,6 +337,13 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 			}
 			p = scanPunct(s, i, i)
 		case cSpace, cBreak:
+			if b == '\n' && rec == nil {
+				if end, cost, ok := lineStart(s, i); ok {
+					total += cost
+					i = end
+					continue
+				}
+			}
 			p = scanSpace(s, i)
 			if p.end-p.start > longRun && p.kind != pkWord && p.kind != pkPunct {
 				extra += max(0, lengthCost(p.end-p.start)-p.cost)
@@ -419,6 +426,28 @@ func shortWordCost(s string, at, n int, h, tail uint64, k int, caps uint64, pf u
 func letterBits(v uint64) uint64 {
 	x := v | 0x2020202020202020
 	return (x + 0x1f1f1f1f1f1f1f1f) &^ (x + 0x0505050505050505) & hiBits
+}
+
+// lineStart prices the commonest white space of code and prose: a line
+// break at i, then an indentation of spaces (none, one, or up to longRun
+// and one), then a printable ASCII byte. It prices exactly as scanSpace does,
+// in one pass: the break is a piece; all but the last space of the
+// indentation are a piece; the last space belongs to what follows, so end is
+// its offset. ok is false for any other white space, which scanSpace prices.
+func lineStart(s string, i int) (end int, cost int64, ok bool) {
+	j := i + 1
+	for j < len(s) && s[j] == ' ' {
+		j++
+	}
+	if j == len(s) || s[j] <= ' ' || s[j] >= 0x7f || j-i-2 > longRun {
+		return 0, 0, false
+	}
+	cost = breakTab[1]
+	if k := j - i - 1; k > 1 {
+		cost += spaceCost(k-1, 0)
+		return j - 1, cost, true
+	}
+	return i + 1, cost, true
 }
 
 // contraction returns the length of the English contraction at s[i] ('s 't
