@@ -272,9 +272,19 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 				continue
 			}
 		}
-		// Then: a word after a space, a word.
+		// Then: a word after a space, a word; punctuation after a space
+		// (" = ", " {"), which takes the space as scanSpace would give it.
 		if b == ' ' && i+1 < n && letterInfo[s[i+1]]&liLetter != 0 {
 			p = scanWord(s, i, i+1, pfSpace)
+			total += p.cost
+			if rec != nil {
+				rec(p)
+			}
+			i = p.end
+			continue
+		}
+		if b == ' ' && i+1 < n && byteClass[s[i+1]] == cOther {
+			p = scanPunct(s, i, i+1)
 			total += p.cost
 			if rec != nil {
 				rec(p)
