@@ -643,9 +643,7 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 		if v&hiBits != 0 {
 			break
 		}
-		x := v | 0x2020202020202020
-		// The high bit of each byte: x >= 'a' and not x > 'z'.
-		letter := (x + 0x1f1f1f1f1f1f1f1f) &^ (x + 0x0505050505050505) & hiBits
+		letter := letterBits(v)
 		k := bits.TrailingZeros64(^letter&hiBits) >> 3
 		caps := letter &^ (v << 2) // letters whose case bit is clear
 		if k < 8 {
