@@ -778,18 +778,20 @@ func mixedWordCost(w string, prefix uint8) int64 {
 // identifier, an abbreviation or a piece of an encoding, which the tokenizer
 // cuts into more pieces.
 func isRough(w string) bool {
-	vowels := 0
+	vowels := uint(0)
 	prev := uint(0)
 	odd := uint8(0)
 	for k := 0; k < len(w); k++ {
-		b := w[k]
-		vowels += int(letterInfo[b] >> 2 & 1)
-		cur := uint(b) & 31
+		cur := uint(w[k]) & 31 // the letter's place in the alphabet, either case
+		vowels += vowelBits >> cur & 1
 		odd |= oddPair[prev<<5|cur]
 		prev = cur
 	}
-	return vowels*4 < len(w) || odd != 0
+	return vowels*4 < uint(len(w)) || odd != 0
 }
+
+// vowelBits marks the places in the alphabet (a = 1) of the vowels and y.
+const vowelBits = 1<<1 | 1<<5 | 1<<9 | 1<<15 | 1<<21 | 1<<25
 
 // lowerMask[n] sets the case bit of the first n bytes of a word.
 var lowerMask = [8]uint64{0, 0x20, 0x2020, 0x202020, 0x20202020, 0x2020202020, 0x202020202020, 0x20202020202020}
