@@ -387,7 +387,8 @@ func shortWord(s string, at int, pf uint8) (end int, cost int64, ok bool) {
 	if k == 0 {
 		return 0, 0, false
 	}
-	h := hashSeed
+	// n letters in all; h the hash before its last k bytes, tail.
+	n, h, tail := k, hashSeed^uint64(k), v
 	caps := letter &^ (v << 2)
 	if k == 8 {
 		// Eight letters and more: up to fifteen, in a second load.
@@ -399,22 +400,19 @@ func shortWord(s string, at int, pf uint8) (end int, cost int64, ok bool) {
 			return 0, 0, false
 		}
 		letter2 := letterBits(v2)
-		k2 := bits.TrailingZeros64(^letter2&hiBits) >> 3
-		if k2 == 8 || letter2&^(v2<<2)&(uint64(1)<<(8*k2)-1) != 0 {
+		k = bits.TrailingZeros64(^letter2&hiBits) >> 3
+		if k == 8 || letter2&^(v2<<2)&(uint64(1)<<(8*k)-1) != 0 {
 			return 0, 0, false
 		}
-		n := 8 + k2
+		n = 8 + k
 		h = (hashSeed ^ uint64(n) ^ (v | 0x2020202020202020)) * hashMul
 		h ^= h >> 29
-		return shortWordCost(s, at, n, h, v2&(uint64(1)<<(8*k2)-1), k2, caps, pf)
+		tail = v2
 	}
 	word := uint64(1)<<(8*k) - 1
-	return shortWordCost(s, at, k, h^uint64(k), v&word, k, caps&word, pf)
-}
-
-// shortWordCost finishes shortWord for a word of n letters at at: h is its
-// hash before the last bytes tail (k of them), caps its capitals.
-func shortWordCost(s string, at, n int, h, tail uint64, k int, caps uint64, pf uint8) (end int, cost int64, ok bool) {
+	if n < 8 {
+		caps &= word
+	}
 	shape := shapeLower
 	switch {
 	case caps == 0:
@@ -425,7 +423,7 @@ func shortWordCost(s string, at, n int, h, tail uint64, k int, caps uint64, pf u
 	default:
 		shape = shapeTitle
 	}
-	if commonWord(hashTail(h, tail|lowerMask[k])) {
+	if commonWord(hashTail(h, tail&word|lowerMask[k])) {
 		return at + n, commonCost[pf][shape], true
 	}
 	return at + n, wordCost(n, shape, pf, isRough(s[at:at+n])), true
