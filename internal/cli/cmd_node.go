@@ -133,6 +133,7 @@ func jobKernel(env *Env, tier sandbox.Tier) node.KernelFunc {
 		k, err := wiring.Build(wiring.Config{PolicyFile: policyFile, Workdir: filepath.Join(dir, "work"), Dir: dir,
 			Mode: j.Mode, Getenv: getenv, AuditFile: filepath.Join(dir, "audit.jsonl"),
 			GrantsFile: filepath.Join(dir, "grants.json"), Log: env.Log, Tier: tier, Exe: env.Exe,
+			Taint: func() string { return jobTaint(j) },
 			Warn: func(s string) { env.Log.Warn("job "+j.ID, "announce", s) }})
 		if err != nil {
 			os.RemoveAll(run)
@@ -144,6 +145,15 @@ func jobKernel(env *Env, tier sandbox.Tier) node.KernelFunc {
 			return err
 		}}, nil
 	}
+}
+
+// jobTaint is why job j is tainted, "" when it is not: its kernel then
+// makes every call that can send data out wait for a person.
+func jobTaint(j jobs.Job) string {
+	if !j.Tainted {
+		return ""
+	}
+	return firstNonEmpty(j.Taint, "it read text from outside")
 }
 
 // hostID is the host name as a node id.
