@@ -185,10 +185,10 @@ func (c *apiClient) printJob(ctx context.Context, env *Env, id string, wait, asJ
 			fmt.Fprintf(env.Stdout, "started by an outside event (%s)\n", approvals.Show(v.Source))
 		}
 		if v.Tainted {
-			fmt.Fprintf(env.Stdout, "tainted: %s\n", approvals.Show(v.Taint))
+			fmt.Fprintf(env.Stdout, "tainted: %s\n", showText(v.Taint))
 		}
 		for _, n := range v.Notes {
-			fmt.Fprintf(env.Stdout, "note: %s\n", approvals.Show(n))
+			fmt.Fprintf(env.Stdout, "note: %s\n", showText(n))
 		}
 		if r := v.Result; r != nil {
 			fmt.Fprintf(env.Stdout, "node %s, tier %d, exit %d\n", r.Node, r.Tier, r.ExitCode)

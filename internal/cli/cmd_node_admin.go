@@ -48,11 +48,23 @@ func nodeListCmd() *Command {
 				}
 				fmt.Fprintf(env.Stdout, "%s  pool %s  tier %d  %s\n", approvals.Show(n.ID), approvals.Show(n.Pool), n.Tier, live)
 				for _, h := range n.Health {
-					fmt.Fprintf(env.Stdout, "  health: %s\n", approvals.Show(h))
+					fmt.Fprintf(env.Stdout, "  health: %s\n", showText(h))
 				}
 			}
 			return nil
 		}}
+}
+
+// showText is a sentence from the server for a terminal: as it is when
+// every rune prints (ASCII), else escaped and quoted, so no escape
+// sequence a node or a job put in it reaches the terminal.
+func showText(s string) string {
+	for _, r := range s {
+		if r < 0x20 || r >= 0x7f {
+			return approvals.Show(s)
+		}
+	}
+	return s
 }
 
 func nodeOptOutCmd() *Command {
@@ -146,8 +158,8 @@ func serverApprovals(ctx context.Context, env *Env, cf *clientFlags, asJSON bool
 	}
 	for _, q := range qs {
 		fmt.Fprintf(env.Stdout, "%s  (job %s on node %s, denied at %s)\n", approvals.Show(q.ID), approvals.Show(q.Job), approvals.Show(q.Node), q.Deadline.Format("15:04:05"))
-		fmt.Fprintf(env.Stdout, "  call:   %s\n", approvals.Show(q.Call))
-		fmt.Fprintf(env.Stdout, "  why:    %s\n", approvals.Show(q.Reason))
+		fmt.Fprintf(env.Stdout, "  call:   %s\n", showText(q.Call))
+		fmt.Fprintf(env.Stdout, "  why:    %s\n", showText(q.Reason))
 		if q.Rule != "" {
 			fmt.Fprintf(env.Stdout, "  rule:   %s\n", approvals.Show(q.Rule))
 		}
@@ -177,7 +189,7 @@ func serverDecide(ctx context.Context, env *Env, cf *clientFlags, id, answer, di
 			if q.ID == id {
 				digest = q.Digest
 				if !asJSON {
-					fmt.Fprintf(env.Stdout, "%s: %s\n", approvals.Show(id), approvals.Show(q.Call))
+					fmt.Fprintf(env.Stdout, "%s: %s\n", approvals.Show(id), showText(q.Call))
 				}
 			}
 		}
