@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/airlock-run/airlock/egress"
 )
 
 const taintPolicy = `
@@ -80,5 +82,44 @@ func TestEscalationDigestBindsTheQuestion(t *testing.T) {
 	c.Decision.Reason = "other"
 	if a.Digest() != a.Digest() || a.Digest() == b.Digest() || a.Digest() == c.Digest() {
 		t.Fatalf("digests: a %s, b %s, c %s", a.Digest(), b.Digest(), c.Digest())
+	}
+}
+
+// TestTaintedEgressAsksPerDestination: the egress proxy's check of a
+// tainted caller's connection asks a person for a destination the list
+// allows (once per destination for the command), and a refusal holds;
+// an untainted caller's connection goes ahead as the list says (the
+// shape before), and a destination the list refuses is never asked of.
+func TestTaintedEgressAsksPerDestination(t *testing.T) {
+	list := func(host string, port int) egress.Verdict {
+		return egress.Verdict{Allow: host == "api.example.com", Rule: "net.allow[0]"}
+	}
+	tests := []struct {
+		name      string
+		taint     string
+		answer    Answer
+		host      string
+		wantAllow bool
+		wantAsked int
+	}{
+		{"untainted, an allowed destination goes ahead unasked", "", AnswerDeny, "api.example.com", true, 0},
+		{"tainted, an allowed destination waits and is refused", "an outside event", AnswerDeny, "api.example.com", false, 1},
+		{"tainted, an allowed destination waits and is approved", "an outside event", AnswerAllowOnce, "api.example.com", true, 1},
+		{"tainted, a refused destination is not asked", "an outside event", AnswerAllowOnce, "evil.example", false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pp := &person{answer: func(context.Context, Escalation) Reply { return Reply{Answer: tt.answer, Decider: "person:ann"} }}
+			k := newKernel(t, taintPolicy, Options{Approver: pp, Taint: func() string { return tt.taint }})
+			check := k.taintedCheck(context.Background(), list)
+			for range 3 { // one program's many connections ask once
+				if v := check(context.Background(), tt.host, 443); v.Allow != tt.wantAllow {
+					t.Fatalf("allow %v (%+v), want %v", v.Allow, v, tt.wantAllow)
+				}
+			}
+			if pp.asked != tt.wantAsked {
+				t.Errorf("asked %d times, want %d", pp.asked, tt.wantAsked)
+			}
+		})
 	}
 }
