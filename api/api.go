@@ -56,6 +56,7 @@ type Jobs interface {
 	Kill(ctx context.Context, id string) error
 	Ask(ctx context.Context, id string, q jobs.Question) error
 	Answer(ctx context.Context, id string, a jobs.Answer) error
+	Questions(ctx context.Context, id string) ([]jobs.Question, error)
 }
 
 // Config configures the API.

@@ -33,6 +33,21 @@ func (f *fakeJobs) Ask(_ context.Context, id string, q jobs.Question) error {
 	return nil
 }
 
+// Questions are the questions asked of job id, as its workflow would
+// hold them (30 s from now).
+func (f *fakeJobs) Questions(_ context.Context, id string) ([]jobs.Question, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := []jobs.Question{}
+	for _, q := range f.asked {
+		if q.Job == id {
+			q.Deadline = time.Now().Add(30 * time.Second)
+			out = append(out, q)
+		}
+	}
+	return out, nil
+}
+
 func (f *fakeJobs) Answer(_ context.Context, id string, a jobs.Answer) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -65,8 +65,18 @@ func checkQuestion(job string, q jobs.Question) error {
 }
 
 // listApprovals answers GET /v1/approvals: the questions still waiting,
-// soonest denied first.
+// soonest denied first. With ?job=ID they are read from that job's
+// workflow, which holds them across a restart of this server.
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
+	if job := r.URL.Query().Get("job"); job != "" {
+		qs, err := s.workflowQuestions(r, job)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, qs)
+		return
+	}
 	now := s.cfg.Now()
 	s.mu.Lock()
 	out := []jobs.Question{}
@@ -91,6 +101,19 @@ type AnswerRequest struct {
 	// Digest is the question's digest as GET /v1/approvals listed it: the
 	// answer is for that call and no other.
 	Digest string `json:"digest"`
+	// Job names the question's job; needed only for a question this
+	// server did not see raised (it restarted since), which is then read
+	// from the job's workflow.
+	Job string `json:"job,omitempty"`
+}
+
+// workflowQuestions are job's waiting questions as its workflow holds
+// them, with their deadlines.
+func (s *Server) workflowQuestions(r *http.Request, job string) ([]jobs.Question, error) {
+	if err := jobs.CheckName("job", job); err != nil {
+		return nil, err
+	}
+	return s.cfg.Jobs.Questions(r.Context(), job)
 }
 
 // answer answers POST /v1/approvals/{id}: a person's answer, signalled to
@@ -115,6 +138,18 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		ok = false
 	}
 	s.mu.Unlock()
+	if !ok && req.Job != "" {
+		qs, err := s.workflowQuestions(r, req.Job)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		for _, q := range qs {
+			if q.ID == id {
+				e, ok = questionEntry{q: q, deadline: q.Deadline}, true
+			}
+		}
+	}
 	if !ok {
 		writeErr(w, errs.NotFoundf("question %s: none waits (it was answered, or denied at its timeout)", id))
 		return

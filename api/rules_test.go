@@ -360,3 +360,29 @@ func readFile(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	return string(b), err
 }
+
+// TestApprovalAfterRestart: a question the workflow holds is listed and
+// answered through a server that did not see it raised (it restarted),
+// still bound to its digest.
+func TestApprovalAfterRestart(t *testing.T) {
+	digest := "sha256:" + strings.Repeat("d", 64)
+	f := &fakeJobs{asked: []jobs.Question{{ID: "q-1", Job: "j-1", Node: "n1", Digest: digest, Timeout: 30 * time.Second}}}
+	a := New(Config{Jobs: f, Token: token})
+	s := httptest.NewServer(a.Handler())
+	defer s.Close()
+	defer a.Close()
+	var qs []jobs.Question
+	getJSON(t, s, "/v1/approvals?job=j-1", &qs)
+	if len(qs) != 1 || qs[0].ID != "q-1" {
+		t.Fatalf("listed %+v", qs)
+	}
+	if code, _ := do(t, s, "POST", "/v1/approvals/q-1", "Bearer "+token, `{"answer":"deny","digest":"`+digest+`"}`); code != 404 {
+		t.Errorf("without the job: %d, want 404 (this server never saw it)", code)
+	}
+	if code, _ := do(t, s, "POST", "/v1/approvals/q-1", "Bearer "+token, `{"answer":"deny","digest":"sha256:`+strings.Repeat("e", 64)+`","job":"j-1"}`); code != 409 {
+		t.Errorf("another digest: %d, want 409", code)
+	}
+	if code, out := do(t, s, "POST", "/v1/approvals/q-1", "Bearer "+token, `{"answer":"deny","digest":"`+digest+`","job":"j-1"}`); code != 202 || len(f.answers) != 1 {
+		t.Fatalf("answer: %d %v (%d signalled)", code, out, len(f.answers))
+	}
+}

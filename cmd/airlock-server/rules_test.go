@@ -180,6 +180,9 @@ func TestFleetRules(t *testing.T) {
 		if code, out, _ := f.cli(f.tokenF, "approvals", "list"); code != 0 || !strings.Contains(out, q.ID) || !strings.Contains(out, "echo ask-me") {
 			t.Errorf("approvals list --server: exit %d, %q", code, out)
 		}
+		if code, out, _ := f.cli(f.tokenF, "approvals", "list", "--job", id); code != 0 || !strings.Contains(out, q.ID) || !strings.Contains(out, q.Digest) {
+			t.Errorf("approvals list --job (from the workflow): exit %d, %q", code, out)
+		}
 		// An answer bound to another digest never reaches the call.
 		var e map[string]string
 		bad := `{"answer":"allow-once","digest":"sha256:` + strings.Repeat("0", 64) + `"}`

@@ -31,7 +31,7 @@ func socketDirFlag(env *Env, fs interface {
 }
 
 func approvalsListCmd() *Command {
-	const usage = "[--json] [--server URL [--token-file FILE]]"
+	const usage = "[--json] [--server URL [--token-file FILE] [--job ID]]"
 	const long = `Lists the escalations waiting for an answer in every airlock process of yours,
 oldest first: the ID to decide, the call (anything unusual in it escaped), why
 it needs approval, and the exact grant "allow-always" would save.`
@@ -41,6 +41,7 @@ it needs approval, and the exact grant "allow-always" would save.`
 			asJSON := fs.Bool("json", false, "print the pending escalations as a JSON array")
 			dir := socketDirFlag(env, fs)
 			cf := addClientFlags(fs)
+			job := fs.String("job", "", "with --server: list `job`'s escalations from its workflow")
 			if err := ParseFlags(fs, args); err != nil {
 				return err
 			}
@@ -48,7 +49,7 @@ it needs approval, and the exact grant "allow-always" would save.`
 				return usagef("no arguments expected (see airlock approvals list --help)")
 			}
 			if *cf.server != "" {
-				return serverApprovals(ctx, env, cf, *asJSON)
+				return serverApprovals(ctx, env, cf, *job, *asJSON)
 			}
 			ps, err := approvals.List(ctx, *dir)
 			if ps == nil && err != nil {
@@ -90,7 +91,7 @@ it needs approval, and the exact grant "allow-always" would save.`
 }
 
 func approvalsDecideCmd() *Command {
-	const usage = "ID allow-once|allow-always|deny [--json] [--server URL [--token-file FILE] [--digest D]]"
+	const usage = "ID allow-once|allow-always|deny [--json] [--server URL [--token-file FILE] [--digest D] [--job ID]]"
 	const long = `Answers the pending escalation ID (from airlock approvals list). allow-once
 lets this one call run; allow-always lets it run and saves the narrowest grant
 that covers exactly this call to the grants file, printing that grant first;
@@ -102,6 +103,7 @@ deny refuses it.`
 			dir := socketDirFlag(env, fs)
 			cf := addClientFlags(fs)
 			digest := fs.String("digest", "", "with --server: the escalation's digest as listed (default: the one listed now)")
+			job := fs.String("job", "", "with --server: the escalation's `job` (read from its workflow)")
 			// Flags may follow the two arguments.
 			var pos []string
 			for len(args) > 0 {
@@ -119,7 +121,7 @@ deny refuses it.`
 			}
 			id := pos[0]
 			if *cf.server != "" {
-				return serverDecide(ctx, env, cf, id, pos[1], *digest, *asJSON)
+				return serverDecide(ctx, env, cf, id, pos[1], *digest, *job, *asJSON)
 			}
 			a, err := approvals.ParseAnswer(pos[1])
 			if err != nil || (pos[1] != "allow-once" && pos[1] != "allow-always" && pos[1] != "deny") {

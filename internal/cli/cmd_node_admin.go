@@ -140,13 +140,13 @@ file (the server's admin-token, or a file of one "NAME TOKEN" line).`
 
 // serverApprovals lists the server's pending approvals, for airlock
 // approvals list --server.
-func serverApprovals(ctx context.Context, env *Env, cf *clientFlags, asJSON bool) error {
+func serverApprovals(ctx context.Context, env *Env, cf *clientFlags, job string, asJSON bool) error {
 	c, err := newAPIClient(env, cf)
 	if err != nil {
 		return err
 	}
-	var qs []jobs.Question
-	if err := c.do(ctx, http.MethodGet, "/v1/approvals", nil, &qs); err != nil {
+	qs, err := c.questions(ctx, job)
+	if err != nil {
 		return err
 	}
 	if asJSON {
@@ -172,7 +172,7 @@ func serverApprovals(ctx context.Context, env *Env, cf *clientFlags, asJSON bool
 // the question's digest: --digest pins the one the person saw; without it
 // the digest listed now is used, and the call it stands for is printed
 // first.
-func serverDecide(ctx context.Context, env *Env, cf *clientFlags, id, answer, digest string, asJSON bool) error {
+func serverDecide(ctx context.Context, env *Env, cf *clientFlags, id, answer, digest, job string, asJSON bool) error {
 	if answer != jobs.AnswerAllowOnce && answer != jobs.AnswerDeny {
 		return usagef("a server's escalation is answered allow-once or deny, not %s", approvals.Show(answer))
 	}
@@ -181,13 +181,13 @@ func serverDecide(ctx context.Context, env *Env, cf *clientFlags, id, answer, di
 		return err
 	}
 	if digest == "" {
-		var qs []jobs.Question
-		if err := c.do(ctx, http.MethodGet, "/v1/approvals", nil, &qs); err != nil {
+		qs, err := c.questions(ctx, job)
+		if err != nil {
 			return err
 		}
 		for _, q := range qs {
 			if q.ID == id {
-				digest = q.Digest
+				digest, job = q.Digest, q.Job
 				if !asJSON {
 					fmt.Fprintf(env.Stdout, "%s: %s\n", approvals.Show(id), showText(q.Call))
 				}
@@ -198,7 +198,7 @@ func serverDecide(ctx context.Context, env *Env, cf *clientFlags, id, answer, di
 		}
 	}
 	var out map[string]string
-	if err := c.do(ctx, http.MethodPost, "/v1/approvals/"+id, api.AnswerRequest{Answer: answer, Digest: digest}, &out); err != nil {
+	if err := c.do(ctx, http.MethodPost, "/v1/approvals/"+id, api.AnswerRequest{Answer: answer, Digest: digest, Job: job}, &out); err != nil {
 		return err
 	}
 	if asJSON {
@@ -207,4 +207,19 @@ func serverDecide(ctx context.Context, env *Env, cf *clientFlags, id, answer, di
 	word := map[string]string{jobs.AnswerAllowOnce: "allowed once", jobs.AnswerDeny: "denied"}[answer]
 	fmt.Fprintf(env.Stdout, "%s: %s\n", approvals.Show(id), strings.TrimSpace(word))
 	return nil
+}
+
+// questions lists the server's waiting questions: job's, read from its
+// workflow, when job is given.
+func (c *apiClient) questions(ctx context.Context, job string) ([]jobs.Question, error) {
+	path := "/v1/approvals"
+	if job != "" {
+		if err := jobs.CheckName("--job", job); err != nil {
+			return nil, usagef("%v", err)
+		}
+		path += "?job=" + job
+	}
+	var qs []jobs.Question
+	err := c.do(ctx, http.MethodGet, path, nil, &qs)
+	return qs, err
 }
