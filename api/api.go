@@ -71,6 +71,10 @@ type Config struct {
 	// FourEyes makes a node's sandbox opt-out hold only once a second,
 	// different admin approves it.
 	FourEyes bool
+	// OptOuts are the sandbox opt-outs saved before a restart;
+	// SaveOptOuts, when set, is given all of them after every change.
+	OptOuts     []OptOut
+	SaveOptOuts func([]OptOut) error
 	// Dev lets every node take floor work (airlock server --dev).
 	Dev bool
 	// VettedModels are the models the tenant vetted: a job naming any
@@ -140,8 +144,12 @@ func New(cfg Config) *Server {
 		cfg.NodeTTL = 30 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{cfg: cfg, ctx: ctx, cancel: cancel, jobs: map[string]jobEntry{}, nodes: map[string]NodeEntry{},
+	s := &Server{cfg: cfg, ctx: ctx, cancel: cancel, jobs: map[string]jobEntry{}, nodes: map[string]NodeEntry{},
 		optouts: map[string]OptOut{}, questions: map[string]questionEntry{}}
+	for _, o := range cfg.OptOuts {
+		s.optouts[o.Node] = o
+	}
+	return s
 }
 
 // Close stops the watches that record jobs' ends.

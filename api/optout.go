@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 	"time"
 
@@ -71,9 +72,14 @@ func (s *Server) optOut(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, errs.NotFoundf("node %s: no sandbox opt-out holds or waits", id))
 			return
 		}
+		// Ended at once, whether or not it could be saved.
 		delete(s.optouts, id)
 		s.record(AuditOptOut, map[string]any{"node": id, "action": "end", "by": by, "reason": cur.Reason,
 			"requested_by": cur.By, "approvers": cur.Approvers, "was_pending": cur.Pending})
+		if err := s.saveLocked(); err != nil {
+			writeError(w, http.StatusInternalServerError, fmt.Sprintf("node %s: the opt-out ended now, but the change could not be saved (%s): a restart would bring it back; fix the server's state directory and end it again", id, errs.AgentMessage(err)))
+			return
+		}
 		writeJSON(w, http.StatusOK, map[string]string{"node": id, "opt_out": "ended"})
 	case req.Approve:
 		if !held || !cur.Pending {
@@ -84,8 +90,14 @@ func (s *Server) optOut(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusForbidden, fmt.Sprintf("node %s: the opt-out was asked for by %s; a second, different admin must approve it", id, by))
 			return
 		}
+		prev := cur
 		cur.Pending, cur.Approvers, cur.Since = false, append(cur.Approvers, by), s.cfg.Now()
 		s.optouts[id] = cur
+		if err := s.saveLocked(); err != nil {
+			s.optouts[id] = prev
+			writeErr(w, err)
+			return
+		}
 		s.record(AuditOptOut, map[string]any{"node": id, "action": "start", "by": cur.By, "reason": cur.Reason, "approvers": cur.Approvers})
 		writeJSON(w, http.StatusOK, cur)
 	default:
@@ -99,6 +111,11 @@ func (s *Server) optOut(w http.ResponseWriter, r *http.Request) {
 		}
 		o := OptOut{Node: id, Reason: req.Reason, By: by, Since: s.cfg.Now(), Pending: s.cfg.FourEyes}
 		s.optouts[id] = o
+		if err := s.saveLocked(); err != nil {
+			delete(s.optouts, id)
+			writeErr(w, err)
+			return
+		}
 		action := "start"
 		if o.Pending {
 			action = "request"
@@ -106,6 +123,23 @@ func (s *Server) optOut(w http.ResponseWriter, r *http.Request) {
 		s.record(AuditOptOut, map[string]any{"node": id, "action": action, "by": by, "reason": o.Reason, "four_eyes": s.cfg.FourEyes})
 		writeJSON(w, http.StatusCreated, o)
 	}
+}
+
+// saveLocked hands the opt-outs to Config.SaveOptOuts, so a restart of
+// the server keeps them. s.mu is held.
+func (s *Server) saveLocked() error {
+	if s.cfg.SaveOptOuts == nil {
+		return nil
+	}
+	all := make([]OptOut, 0, len(s.optouts))
+	for _, o := range s.optouts {
+		all = append(all, o)
+	}
+	sort.Slice(all, func(a, b int) bool { return all[a].Node < all[b].Node })
+	if err := s.cfg.SaveOptOuts(all); err != nil {
+		return errs.Wrap(errs.Unavailable, err, "save the sandbox opt-outs")
+	}
+	return nil
 }
 
 func btoi(b bool) int {

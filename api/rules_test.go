@@ -386,3 +386,27 @@ func TestApprovalAfterRestart(t *testing.T) {
 		t.Fatalf("answer: %d %v (%d signalled)", code, out, len(f.answers))
 	}
 }
+
+// TestOptOutSurvivesRestart: every change is saved, and a server started
+// from what was saved holds the same opt-out; ending one is saved too.
+func TestOptOutSurvivesRestart(t *testing.T) {
+	var saved []OptOut
+	save := func(all []OptOut) error { saved = all; return nil }
+	s, _, _, _ := serveAudited(t, Config{SaveOptOuts: save})
+	registerNode(t, s, "n0", "ci", 0)
+	if code, out := do(t, s, "POST", "/v1/nodes/n0/sandbox-optout", "Bearer "+adminA, `{"reason":"no bwrap"}`); code != 201 {
+		t.Fatalf("%d %v", code, out)
+	}
+	if len(saved) != 1 || saved[0].Node != "n0" || saved[0].By != "ann" {
+		t.Fatalf("saved %+v", saved)
+	}
+	again := New(Config{Jobs: &fakeJobs{}, Token: token, OptOuts: saved, SaveOptOuts: save})
+	defer again.Close()
+	again.nodes["n0"] = NodeEntry{ID: "n0", Pool: "ci"}
+	if !again.Eligible("n0", "floor.ci") {
+		t.Fatal("a restarted server lost the opt-out")
+	}
+	if code, _ := do(t, s, "POST", "/v1/nodes/n0/sandbox-optout", "Bearer "+adminB, `{"end":true}`); code != 200 || len(saved) != 0 {
+		t.Fatalf("end: %d, saved %+v", code, saved)
+	}
+}

@@ -159,7 +159,12 @@ func runServer(ctx context.Context, env *Env, o serverOptions) error {
 	if err != nil {
 		return errs.Wrap(errs.Unavailable, err, "listen on %s", o.listen)
 	}
+	optouts, save, err := optOutFile(filepath.Join(o.dir, "optouts.json"))
+	if err != nil {
+		return err
+	}
 	a := api.New(api.Config{Token: token, Admins: admins, Audit: log, FourEyes: o.fourEyes, Dev: o.dev, VettedModels: o.models,
+		OptOuts: optouts, SaveOptOuts: save,
 		Jobs: c, Temporal: dev.HostPort(), Namespace: dev.Namespace(),
 		ClaimTimeout: o.claim, Hooks: o.hooks, Log: env.Log})
 	defer a.Close()
@@ -324,6 +329,29 @@ func adminTokens(path string) ([]api.Admin, error) {
 		return nil, errs.Invalidf("admin token file %s: no admin", path)
 	}
 	return out, nil
+}
+
+// optOutFile reads the sandbox opt-outs saved in path (none when it does
+// not exist) and returns how to save them, through privfile.
+func optOutFile(path string) ([]api.OptOut, func([]api.OptOut) error, error) {
+	var held []api.OptOut
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(b, &held); err != nil {
+			return nil, nil, errs.Invalidf("opt-out file %s: %v (fix or remove it; removing it ends every opt-out)", path, err)
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, nil, errs.Wrap(errs.Unavailable, err, "opt-out file")
+	}
+	save := func(all []api.OptOut) error {
+		b, err := json.MarshalIndent(all, "", "  ")
+		if err != nil {
+			return err
+		}
+		return privfile.WriteFile(path, append(b, '\n'), 0o600, privfile.Options{})
+	}
+	return held, save, nil
 }
 
 // vettedModels is the tenant's vetted models: the flag's list and the
