@@ -116,31 +116,41 @@ func TestWorkflowRoutes(t *testing.T) {
 			if !env.IsWorkflowCompleted() {
 				t.Fatal("the workflow did not complete")
 			}
-			err := env.GetWorkflowError()
 			if got := strings.Join(f.queues, " "); got != strings.Join(tt.wantQ, " ") {
 				t.Errorf("queues: got %q, want %q", got, strings.Join(tt.wantQ, " "))
 			}
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(failureMessage(err), tt.wantErr) {
-					t.Fatalf("error: got %v, want one containing %q", err, tt.wantErr)
-				}
-				if len(f.runs) != 0 {
-					t.Errorf("runs: got %d, want none", len(f.runs))
-				}
+			r, ran := outcome(t, env, f, tt.wantErr)
+			if !ran {
 				return
-			}
-			if err != nil {
-				t.Fatalf("error: %v", err)
-			}
-			var r Result
-			if err := env.GetWorkflowResult(&r); err != nil {
-				t.Fatal(err)
 			}
 			if r.Node != tt.wantRunOn || len(f.runs) != 1 || f.runs[0].Node != tt.wantRunOn {
 				t.Errorf("ran on %q (%d runs), want %q", r.Node, len(f.runs), tt.wantRunOn)
 			}
 		})
 	}
+}
+
+// outcome reads how a routed job ended: with wantErr, a failure holding
+// it and nothing run (ran false); else a success and its result.
+func outcome(t *testing.T, env *testsuite.TestWorkflowEnvironment, f *fleet, wantErr string) (r Result, ran bool) {
+	t.Helper()
+	err := env.GetWorkflowError()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(failureMessage(err), wantErr) {
+			t.Fatalf("error: got %v, want one containing %q", err, wantErr)
+		}
+		if len(f.runs) != 0 {
+			t.Errorf("runs: got %d, want none", len(f.runs))
+		}
+		return r, false
+	}
+	if err != nil {
+		t.Fatalf("error: %v", err)
+	}
+	if err := env.GetWorkflowResult(&r); err != nil {
+		t.Fatal(err)
+	}
+	return r, true
 }
 
 // TestClaimTimeoutIsTheWholeWait: retried claims share one deadline, so a
@@ -274,22 +284,9 @@ func TestWorkflowRoutesOptOutAndDev(t *testing.T) {
 			env.RegisterActivityWithOptions(f.claim, activity.RegisterOptions{Name: ClaimActivity})
 			env.RegisterActivityWithOptions(f.run, activity.RegisterOptions{Name: RunActivity})
 			env.ExecuteWorkflow(Workflow, tt.job)
-			err := env.GetWorkflowError()
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(failureMessage(err), tt.wantErr) {
-					t.Fatalf("error: got %v, want one containing %q", err, tt.wantErr)
-				}
-				if len(f.runs) != 0 {
-					t.Errorf("runs: got %d, want none", len(f.runs))
-				}
+			r, ran := outcome(t, env, f, tt.wantErr)
+			if !ran {
 				return
-			}
-			if err != nil {
-				t.Fatalf("error: %v", err)
-			}
-			var r Result
-			if err := env.GetWorkflowResult(&r); err != nil {
-				t.Fatal(err)
 			}
 			if r.Tier != tt.wantTier || r.OptedOut != tt.wantOptOut {
 				t.Errorf("result: tier %d opted out %v, want tier %d opted out %v", r.Tier, r.OptedOut, tt.wantTier, tt.wantOptOut)
@@ -423,65 +420,55 @@ func TestApprovalSignals(t *testing.T) {
 	}
 }
 
-// TestQuestionFromAnotherNodeIsRefused: only the node running the job may
-// raise its questions, so nobody else can have a person approve a call
-// the job never made.
-func TestQuestionFromAnotherNodeIsRefused(t *testing.T) {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	f := &approvalFleet{question: Question{ID: "q-1", Job: "j-1", Node: "n9", Digest: "sha256:aa", Timeout: 10 * time.Second}}
-	f.claims = []func() (Claim, error){node("n1", 1)}
-	var listed []Question
-	f.raise = func(x Question) {
-		env.SignalWorkflow(SignalAsk, x)
-		env.RegisterDelayedCallback(func() {
-			v, err := env.QueryWorkflow(QueryQuestions)
-			if err == nil {
-				err = v.Get(&listed)
-			}
-			if err != nil {
-				t.Error(err)
-			}
-			env.SignalWorkflow(SignalAnswer, Answer{Question: "q-1", Digest: "sha256:aa", Answer: AnswerAllowOnce})
-		}, time.Second)
+// TestQuestionsListed: a question from the node running the job is listed
+// until answered; one from another node is dropped (nobody else can have a
+// person approve a call the job never made), and an answer to it never
+// reaches a call.
+func TestQuestionsListed(t *testing.T) {
+	tests := []struct {
+		name       string
+		from       string
+		wantListed int
+	}{
+		{"from the node running the job", "n1", 1},
+		{"from another node", "n9", 0},
 	}
-	env.RegisterActivityWithOptions(f.claim, activity.RegisterOptions{Name: ClaimActivity})
-	env.RegisterActivityWithOptions(f.run, activity.RegisterOptions{Name: RunActivity})
-	env.RegisterActivityWithOptions(f.deliver, activity.RegisterOptions{Name: AnswerActivity})
-	env.ExecuteWorkflow(Workflow, job(nil))
-	var r Result
-	if err := env.GetWorkflowResult(&r); err != nil {
-		t.Fatal(err)
-	}
-	if !r.Refused || len(f.delivered) != 0 || len(listed) != 0 {
-		t.Fatalf("got %+v, %d delivered, %d listed; want the question dropped", r, len(f.delivered), len(listed))
-	}
-}
-
-// TestQueryListsTheQuestion: a question raised is listed until answered.
-func TestQueryListsTheQuestion(t *testing.T) {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	f := &approvalFleet{question: Question{ID: "q-1", Job: "j-1", Node: "n1", Digest: "sha256:aa", Timeout: 10 * time.Second}}
-	f.claims = []func() (Claim, error){node("n1", 1)}
-	var listed []Question
-	f.raise = func(x Question) {
-		env.SignalWorkflow(SignalAsk, x)
-		env.RegisterDelayedCallback(func() {
-			v, err := env.QueryWorkflow(QueryQuestions)
-			if err == nil {
-				err = v.Get(&listed)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestWorkflowEnvironment()
+			f := &approvalFleet{question: Question{ID: "q-1", Job: "j-1", Node: tt.from, Digest: "sha256:aa", Timeout: 10 * time.Second}}
+			f.claims = []func() (Claim, error){node("n1", 1)}
+			var listed []Question
+			f.raise = func(x Question) {
+				env.SignalWorkflow(SignalAsk, x)
+				env.RegisterDelayedCallback(func() {
+					v, err := env.QueryWorkflow(QueryQuestions)
+					if err == nil {
+						err = v.Get(&listed)
+					}
+					if err != nil {
+						t.Error(err)
+					}
+					if tt.wantListed == 0 {
+						env.SignalWorkflow(SignalAnswer, Answer{Question: "q-1", Digest: "sha256:aa", Answer: AnswerAllowOnce})
+					}
+				}, time.Second)
 			}
-			if err != nil {
-				t.Error(err)
+			env.RegisterActivityWithOptions(f.claim, activity.RegisterOptions{Name: ClaimActivity})
+			env.RegisterActivityWithOptions(f.run, activity.RegisterOptions{Name: RunActivity})
+			env.RegisterActivityWithOptions(f.deliver, activity.RegisterOptions{Name: AnswerActivity})
+			env.ExecuteWorkflow(Workflow, job(nil))
+			if len(listed) != tt.wantListed || (tt.wantListed == 1 && (listed[0].ID != "q-1" || listed[0].Deadline.IsZero())) {
+				t.Fatalf("listed %+v, want %d (with its deadline)", listed, tt.wantListed)
 			}
-		}, time.Second)
-	}
-	env.RegisterActivityWithOptions(f.claim, activity.RegisterOptions{Name: ClaimActivity})
-	env.RegisterActivityWithOptions(f.run, activity.RegisterOptions{Name: RunActivity})
-	env.RegisterActivityWithOptions(f.deliver, activity.RegisterOptions{Name: AnswerActivity})
-	env.ExecuteWorkflow(Workflow, job(nil))
-	if len(listed) != 1 || listed[0].ID != "q-1" || listed[0].Deadline.IsZero() {
-		t.Fatalf("listed %+v, want q-1 with its deadline", listed)
+			var r Result
+			if err := env.GetWorkflowResult(&r); err != nil {
+				t.Fatal(err)
+			}
+			if !r.Refused || len(f.delivered) != 0 {
+				t.Fatalf("got %+v with %d delivered, want the unanswered call refused at its timeout", r, len(f.delivered))
+			}
+		})
 	}
 }

@@ -105,16 +105,9 @@ deny refuses it.`
 			digest := fs.String("digest", "", "with --server: the escalation's digest as listed (default: the one listed now)")
 			job := fs.String("job", "", "with --server: the escalation's `job` (read from its workflow)")
 			// Flags may follow the two arguments.
-			var pos []string
-			for len(args) > 0 {
-				if err := ParseFlags(fs, args); err != nil {
-					return err
-				}
-				if fs.NArg() == 0 {
-					break
-				}
-				pos = append(pos, fs.Arg(0))
-				args = fs.Args()[1:]
+			pos, err := parseInterleaved(fs, args)
+			if err != nil {
+				return err
 			}
 			if len(pos) != 2 {
 				return usagef("want ID and an answer (see airlock approvals decide --help)")

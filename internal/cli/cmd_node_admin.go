@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net/http"
 	"strings"
@@ -55,6 +56,22 @@ func nodeListCmd() *Command {
 		}}
 }
 
+// parseInterleaved parses flags that may come before, between or after
+// the positional arguments, and returns those.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := ParseFlags(fs, args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
 // showText is a sentence from the server for a terminal: as it is when
 // every rune prints (ASCII), else escaped and quoted, so no escape
 // sequence a node or a job put in it reaches the terminal.
@@ -87,16 +104,9 @@ file (the server's admin-token, or a file of one "NAME TOKEN" line).`
 			approve := fs.Bool("approve", false, "approve another admin's pending opt-out")
 			end := fs.Bool("end", false, "end the node's opt-out at once")
 			asJSON := fs.Bool("json", false, "print JSON")
-			var pos []string
-			for {
-				if err := ParseFlags(fs, args); err != nil {
-					return err
-				}
-				if fs.NArg() == 0 {
-					break
-				}
-				pos = append(pos, fs.Arg(0))
-				args = fs.Args()[1:]
+			pos, err := parseInterleaved(fs, args)
+			if err != nil {
+				return err
 			}
 			if len(pos) != 1 {
 				return usagef("want one NODE (see airlock node sandbox-optout --help)")
