@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/airlock-run/airlock/egress"
@@ -223,8 +224,10 @@ type Kernel struct {
 	// (tests only: the window an attacker swapping a path for a link uses).
 	afterDecide func(Call)
 	// taint says why the calls' caller read text from outside; "" is
-	// untainted. See Options.Taint.
+	// untainted. See Options.Taint and MarkTainted.
 	taint func() string
+	// marked is the reason MarkTainted gave; nil until then.
+	marked atomic.Pointer[string]
 	// egressRoots verify intercepted hosts in tests; nil (always, outside
 	// tests) is the system's roots.
 	egressRoots *x509.CertPool
@@ -318,8 +321,15 @@ func New(p *policy.Policy, world policy.World, o Options) (*Kernel, error) {
 		run: runConfig{exe: o.Exe, environ: o.Environ, warn: o.Warn, outputCap: o.OutputCap,
 			offloader: o.Offloader, scope: o.Scope},
 		tier: resolveOnce(o.Tier), afterDecide: o.AfterDecide, taint: o.Taint}
-	if k.taint == nil {
-		k.taint = func() string { return "" }
+	given := o.Taint
+	if given == nil {
+		given = func() string { return "" }
+	}
+	k.taint = func() string {
+		if m := k.marked.Load(); m != nil {
+			return joinReasons(given(), *m)
+		}
+		return given()
 	}
 	if k.now == nil {
 		k.now = time.Now
@@ -399,6 +409,35 @@ func (k *Kernel) Decide(ctx context.Context, call Call) (Outcome, error) {
 		return out, err
 	}
 	return out, denial(out)
+}
+
+// MarkTainted taints the kernel's caller from now on, for why (a front
+// end read a result of a tool marked open-world, say): every later call
+// that can send data out waits for a person. A taint is never lifted.
+func (k *Kernel) MarkTainted(why string) {
+	if why == "" {
+		why = "it read text from outside"
+	}
+	for {
+		old := k.marked.Load()
+		next := why
+		if old != nil {
+			next = joinReasons(*old, why)
+		}
+		if k.marked.CompareAndSwap(old, &next) {
+			return
+		}
+	}
+}
+
+func joinReasons(a, b string) string {
+	switch {
+	case a == "" || a == b:
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
 }
 
 // sendsOut says whether call can carry data off the machine: a

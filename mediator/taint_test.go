@@ -123,3 +123,24 @@ func TestTaintedEgressAsksPerDestination(t *testing.T) {
 		})
 	}
 }
+
+// TestMarkTaintedHoldsFromThenOn: an untainted kernel lets an allowed
+// tool call go ahead; once a front end marks it tainted (it read an
+// open-world tool's result), the same call waits for a person, and the
+// reason names what tainted it.
+func TestMarkTaintedHoldsFromThenOn(t *testing.T) {
+	var asked Escalation
+	pp := &person{answer: func(_ context.Context, e Escalation) Reply { asked = e; return Reply{Answer: AnswerDeny} }}
+	k := newKernel(t, taintPolicy, Options{Approver: pp})
+	call := Call{Kind: KindTool, Tool: "send_mail"}
+	if _, err := k.Decide(context.Background(), call); err != nil || pp.asked != 0 {
+		t.Fatalf("untainted: err %v, asked %d; want it allowed unasked", err, pp.asked)
+	}
+	k.MarkTainted("a result of open-world tool web_fetch")
+	if _, err := k.Decide(context.Background(), call); err == nil || pp.asked != 1 {
+		t.Fatalf("tainted: err %v, asked %d; want it put to a person and refused", err, pp.asked)
+	}
+	if !strings.Contains(asked.Decision.Reason, "open-world tool web_fetch") {
+		t.Errorf("reason %q, want what tainted it", asked.Decision.Reason)
+	}
+}
