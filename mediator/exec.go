@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/airlock-run/airlock/audit"
@@ -360,10 +361,10 @@ func (k *Kernel) startEgress(ctx context.Context, p *policy.Policy, call Call, s
 	opts := egress.Options{
 		Box:   call.Digest()[7:19],
 		Token: token,
-		Check: func(_ context.Context, host string, port int) egress.Verdict {
+		Check: k.taintedCheck(ctx, func(host string, port int) egress.Verdict {
 			ok, rule := list.Match(host, port)
 			return egress.Verdict{Allow: ok, Rule: rule}
-		},
+		}),
 		AllowAddr: list.AllowsAddr,
 		DenyAddr:  list.DeniesAddr,
 		Secrets:   secrets,
@@ -807,4 +808,33 @@ func CheckBox(ctx context.Context, exe string) (time.Duration, error) {
 // `airlock sandbox check`: tier 2 is reported only when it passes.
 func CheckGVisorBox(ctx context.Context, exe string) (time.Duration, error) {
 	return runner.CheckGVisor(ctx, exe)
+}
+
+// taintedCheck is the egress proxy's check of a connection: the policy's
+// list, and for a tainted caller a person's answer to every destination
+// the list allows (decided as a net call, so the record says why). An
+// answer holds for that destination for the rest of the command, so one
+// program's many connections ask once.
+func (k *Kernel) taintedCheck(ctx context.Context, list func(host string, port int) egress.Verdict) func(context.Context, string, int) egress.Verdict {
+	var mu sync.Mutex
+	asked := map[string]egress.Verdict{}
+	return func(_ context.Context, host string, port int) egress.Verdict {
+		v := list(host, port)
+		if !v.Allow || k.taint() == "" {
+			return v
+		}
+		key := net.JoinHostPort(host, strconv.Itoa(port))
+		mu.Lock()
+		defer mu.Unlock()
+		if got, ok := asked[key]; ok {
+			return got
+		}
+		_, err := k.Decide(ctx, Call{Kind: KindNet, Host: host, Port: port, Tool: "egress"})
+		v = egress.Verdict{Allow: err == nil, Rule: "taint"}
+		if err != nil {
+			v.Reason = "the job is tainted and no person approved this destination"
+		}
+		asked[key] = v
+		return v
+	}
 }
