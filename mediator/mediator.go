@@ -226,6 +226,8 @@ type Kernel struct {
 	// taint says why the calls' caller read text from outside; "" is
 	// untainted. See Options.Taint and MarkTainted.
 	taint func() string
+	// tracksTaint: Options.Taint was given, so ReadOutside taints.
+	tracksTaint bool
 	// marked is the reason MarkTainted gave; nil until then.
 	marked atomic.Pointer[string]
 	// egressRoots verify intercepted hosts in tests; nil (always, outside
@@ -325,6 +327,7 @@ func New(p *policy.Policy, world policy.World, o Options) (*Kernel, error) {
 			offloader: o.Offloader, scope: o.Scope},
 		tier: resolveOnce(o.Tier), afterDecide: o.AfterDecide, taint: o.Taint}
 	given := o.Taint
+	k.tracksTaint = given != nil
 	if given == nil {
 		given = func() string { return "" }
 	}
@@ -430,6 +433,15 @@ func (k *Kernel) MarkTainted(why string) {
 		if k.marked.CompareAndSwap(old, &next) {
 			return
 		}
+	}
+}
+
+// ReadOutside taints the kernel, as MarkTainted, when it tracks taint (its
+// Options.Taint was given: a fleet job); a kernel that does not (a
+// session on one machine, its person at hand) is left as it is.
+func (k *Kernel) ReadOutside(why string) {
+	if k.tracksTaint {
+		k.MarkTainted(why)
 	}
 }
 

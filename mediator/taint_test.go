@@ -144,3 +144,27 @@ func TestMarkTaintedHoldsFromThenOn(t *testing.T) {
 		t.Errorf("reason %q, want what tainted it", asked.Decision.Reason)
 	}
 }
+
+// ReadOutside taints only a kernel that tracks taint (a fleet job's); a
+// session on one machine keeps deciding as its policy says.
+func TestReadOutsideTaintsOnlyTrackingKernels(t *testing.T) {
+	tests := []struct {
+		name      string
+		taint     func() string
+		wantAsked int
+	}{
+		{"one machine's session", nil, 0},
+		{"a fleet job's kernel", func() string { return "" }, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pp := &person{answer: func(context.Context, Escalation) Reply { return Reply{Answer: AnswerDeny} }}
+			k := newKernel(t, taintPolicy, Options{Approver: pp, Taint: tt.taint})
+			k.ReadOutside("tool fetch returned text from outside")
+			_, _ = k.Decide(context.Background(), Call{Kind: KindTool, Tool: "send_mail"})
+			if pp.asked != tt.wantAsked {
+				t.Fatalf("asked %d, want %d", pp.asked, tt.wantAsked)
+			}
+		})
+	}
+}

@@ -301,6 +301,9 @@ type callInfo struct {
 	budget  int
 	view    string
 	query   string
+	// openWorld: the tool's definition says its results come from
+	// outside, which taints a kernel that tracks taint.
+	openWorld bool
 }
 
 func (s *session) log() *slog.Logger { return s.g.o.Log }
@@ -703,6 +706,9 @@ func (s *session) fromServer(ctx context.Context) error {
 			case "tools/list":
 				resp.Result = s.filterList(ctx, resp.Result)
 			case "tools/call":
+				if p.tool != nil && p.tool.openWorld {
+					s.g.o.Kernel.ReadOutside("tool " + p.tool.name + " returned text from outside (openWorldHint)")
+				}
 				resp.Result = s.fitResult(ctx, p.tool, resp.Result)
 			}
 		}
@@ -824,7 +830,10 @@ func (s *session) call(ctx context.Context, m *jsonrpc.Request, p *pending) {
 			return
 		}
 	}
-	ci := &callInfo{name: name}
+	// The definition is the pinned one or one a person approved just now,
+	// so its hints are the ones decided on.
+	hints := t.def.Hints()
+	ci := &callInfo{name: name, openWorld: hints.OpenWorld}
 	if t.fitConv {
 		ci.fitConv = true
 		var filled bool
@@ -843,7 +852,7 @@ func (s *session) call(ctx context.Context, m *jsonrpc.Request, p *pending) {
 	if elicit && s.g.o.WithApprover != nil {
 		dctx = s.g.o.WithApprover(ctx, elicitApprover{s})
 	}
-	if _, err := s.g.o.Kernel.Decide(dctx, mediator.Call{Kind: mediator.KindTool, Tool: s.g.o.Prefix + name, Args: args}); err != nil {
+	if _, err := s.g.o.Kernel.Decide(dctx, mediator.Call{Kind: mediator.KindTool, Tool: s.g.o.Prefix + name, Args: args, ReadOnly: hints.ReadOnly}); err != nil {
 		fail(err)
 		return
 	}

@@ -31,6 +31,32 @@ type Definition struct {
 	Other map[string]json.RawMessage
 }
 
+// Hints are what a definition's annotations say of the tool's reach, read
+// exactly: a hint counts only as the JSON boolean under its exact key.
+type Hints struct {
+	// ReadOnly: readOnlyHint true and openWorldHint false, both stated. An
+	// open-world tool reaches outside with its arguments (a URL, a query)
+	// even when it changes nothing, so it can send data out.
+	ReadOnly bool
+	// OpenWorld: openWorldHint stated true. Its results are text from
+	// outside.
+	OpenWorld bool
+}
+
+// Hints reads the definition's annotations; annotations that are not an
+// object of booleans where hints are expected give no hint.
+func (d Definition) Hints() Hints {
+	var a map[string]json.RawMessage
+	if json.Unmarshal(d.Annotations, &a) != nil {
+		return Hints{}
+	}
+	is := func(key, want string) bool { return string(a[key]) == want }
+	return Hints{
+		ReadOnly:  is("readOnlyHint", "true") && is("openWorldHint", "false"),
+		OpenWorld: is("openWorldHint", "true"),
+	}
+}
+
 // definitionMembers are the members Definition names; anything else goes
 // to Other.
 var definitionMembers = []string{"name", "title", "description", "inputSchema", "outputSchema", "annotations", "_meta"}
