@@ -365,7 +365,7 @@ func WriteKey(path string, key *ecdsa.PrivateKey) error {
 		return errs.Wrap(errs.Internal, err, "key %s", path)
 	}
 	p := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})
-	if err := privfile.WriteFile(path, p, 0o600, privfile.Options{}); err != nil {
+	if err := privfile.WriteFile(path, p, 0o600, privfile.Options{MakeDirs: true}); err != nil {
 		return errs.Wrap(errs.Unavailable, err, "key %s", path)
 	}
 	return nil
@@ -373,7 +373,7 @@ func WriteKey(path string, key *ecdsa.PrivateKey) error {
 
 // WriteCert writes a certificate (PEM) to path through privfile.
 func WriteCert(path string, certPEM []byte) error {
-	if err := privfile.WriteFile(path, certPEM, 0o600, privfile.Options{}); err != nil {
+	if err := privfile.WriteFile(path, certPEM, 0o600, privfile.Options{MakeDirs: true}); err != nil {
 		return errs.Wrap(errs.Unavailable, err, "certificate %s", path)
 	}
 	return nil

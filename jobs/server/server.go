@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"go.temporal.io/server/common/authorization"
 	"go.temporal.io/server/common/cluster"
 	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/common/dynamicconfig"
@@ -27,8 +28,7 @@ import (
 	"github.com/airlock-run/airlock/jobs"
 )
 
-// loopback is the only address the dev server binds: its frontend has no
-// authentication of its own, so nothing off the machine may reach it.
+// loopback is the only address the dev server binds.
 const loopback = "127.0.0.1"
 
 // clusterName is the dev server's one cluster.
@@ -70,13 +70,22 @@ func Start(ctx context.Context, cfg jobs.DevConfig) (jobs.DevServer, error) {
 
 	front := net.JoinHostPort(loopback, fmt.Sprint(ports[0]))
 	c := serverConfig(sqlCfg, front, ports)
-	srv, err := temporal.NewServer(
+	opts := []temporal.ServerOption{
 		temporal.WithConfig(c),
 		temporal.ForServices(temporal.DefaultServices),
 		temporal.WithLogger(log.NewNoopLogger()),
 		temporal.WithCustomMetricsHandler(metrics.NoopMetricsHandler),
-		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{}),
-	)
+	}
+	if cfg.Auth == nil {
+		opts = append(opts, temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{}))
+	} else {
+		authOpts, err := authOptions(cfg.Auth, cfg.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, authOpts...)
+	}
+	srv, err := temporal.NewServer(opts...)
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "temporal dev server")
 	}
@@ -88,6 +97,25 @@ func Start(ctx context.Context, cfg jobs.DevConfig) (jobs.DevServer, error) {
 		return nil, err
 	}
 	return &dev{srv: srv, hostPort: front, namespace: cfg.Namespace}, nil
+}
+
+// authOptions make every service require a certificate of the fleet CA
+// (the frontend, the services behind it and their membership ring alike,
+// so no local process reaches matching around the frontend) and authorize
+// each frontend call by the identity its certificate names.
+func authOptions(a *jobs.DevAuth, namespace string) ([]temporal.ServerOption, error) {
+	tp, err := tlsProvider(a)
+	if err != nil {
+		return nil, err
+	}
+	tk := newTokens(a.Eligible)
+	return []temporal.ServerOption{
+		temporal.WithTLSConfigFactory(tp),
+		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper{} }),
+		temporal.WithAuthorizer(&authorizer{namespace: namespace, eligible: a.Eligible}),
+		temporal.WithChainedFrontendGrpcInterceptors(tk.intercept),
+		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{dynamicconfig.EnableRingpopTLS.Key(): true}),
+	}, nil
 }
 
 // serverConfig is one process of every service, each on its own loopback
