@@ -9,7 +9,8 @@
 //	GET  /v1/jobs/{id}       a job's state and result (?wait=1 blocks until it ends)
 //	POST /v1/jobs/{id}/kill  cancel a job: its node tears the box down
 //	POST /v1/hooks/{name}    an outside event: starts the hook's job, tainted, tier 1 only
-//	POST /v1/nodes           a node registers (and heartbeats)
+//	POST /v1/nodes/enroll    a node enrols: a certificate for its CSR (behind the enrolment token)
+//	POST /v1/nodes           a node registers (and heartbeats) with its signed attestation
 //	GET  /v1/nodes           the nodes, their tiers and findings
 package api
 
@@ -32,6 +33,7 @@ import (
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/jobs"
+	"github.com/airlock-run/airlock/jobs/pki"
 )
 
 // maxBody bounds a request's body: a job's policy and command fit well
@@ -66,6 +68,15 @@ type Config struct {
 	NodeTTL time.Duration
 	Now     func() time.Time
 	Log     *slog.Logger
+	// CA, when set, turns enrolment on: POST /v1/nodes/enroll issues node
+	// certificates (behind EnrollToken, not Token), and a registration
+	// must carry an attestation signed with the enrolled key; the tier
+	// recorded is what it proves. nil takes a node's tier as claimed.
+	CA          *pki.CA
+	EnrollToken string
+	// NodeCertLifetime is how long a node's certificate lasts; 0 is
+	// pki.DefaultNodeLifetime.
+	NodeCertLifetime time.Duration
 }
 
 // Server serves the API.
@@ -84,13 +95,16 @@ type jobEntry struct {
 
 // NodeEntry is a registered node as GET /v1/nodes lists it.
 type NodeEntry struct {
-	ID       string    `json:"id"`
-	Pool     string    `json:"pool"`
-	Tier     int       `json:"tier"`
-	Findings []string  `json:"findings,omitempty"`
-	Queues   []string  `json:"queues"`
-	LastSeen time.Time `json:"last_seen"`
-	Live     bool      `json:"live"`
+	ID   string `json:"id"`
+	Pool string `json:"pool"`
+	// Tier is the attested tier, which routes work; ClaimedTier what the
+	// node said.
+	Tier        int       `json:"tier"`
+	ClaimedTier int       `json:"claimed_tier"`
+	Findings    []string  `json:"findings,omitempty"`
+	Queues      []string  `json:"queues"`
+	LastSeen    time.Time `json:"last_seen"`
+	Live        bool      `json:"live"`
 }
 
 // New returns the API's server.
@@ -120,7 +134,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/hooks/{name}", s.hook)
 	mux.HandleFunc("POST /v1/nodes", s.registerNode)
 	mux.HandleFunc("GET /v1/nodes", s.listNodes)
-	return s.authorized(mux)
+	outer := http.NewServeMux()
+	outer.HandleFunc("POST /v1/nodes/enroll", s.enroll) // behind the enrolment token instead
+	outer.Handle("/", s.authorized(mux))
+	return outer
 }
 
 // authorized refuses a request without the server's bearer token, in
@@ -326,6 +343,8 @@ type Registration struct {
 	Tier     int      `json:"tier"`
 	Findings []string `json:"findings,omitempty"`
 	Queues   []string `json:"queues"`
+	// Attestation is the node's signed selftest report (see attest).
+	Attestation *pki.Attestation `json:"attestation,omitempty"`
 }
 
 func (s *Server) registerNode(w http.ResponseWriter, r *http.Request) {
@@ -341,10 +360,22 @@ func (s *Server) registerNode(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, errs.Invalidf("node %s: tier %d: want 0, 1 or 2", reg.ID, reg.Tier))
 		return
 	}
+	tier, findings, err := s.attest(reg)
 	s.mu.Lock()
-	s.nodes[reg.ID] = NodeEntry{ID: reg.ID, Pool: reg.Pool, Tier: reg.Tier, Findings: reg.Findings,
-		Queues: reg.Queues, LastSeen: s.cfg.Now()}
+	if _, known := s.nodes[reg.ID]; err != nil && !known {
+		// Listed at tier 0 with the reason; a known node is left as its
+		// own signed reports made it.
+		s.nodes[reg.ID] = NodeEntry{ID: reg.ID, Pool: reg.Pool, ClaimedTier: reg.Tier, LastSeen: s.cfg.Now(),
+			Findings: []string{"error: attestation: " + errs.AgentMessage(err)}}
+	} else if err == nil {
+		s.nodes[reg.ID] = NodeEntry{ID: reg.ID, Pool: reg.Pool, Tier: tier, ClaimedTier: reg.Tier, Findings: findings,
+			Queues: reg.Queues, LastSeen: s.cfg.Now()}
+	}
 	s.mu.Unlock()
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]string{"temporal": s.cfg.Temporal, "namespace": s.cfg.Namespace})
 }
 
