@@ -3,9 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,19 +17,21 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/airlock-run/airlock/api"
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/internal/privfile"
 	"github.com/airlock-run/airlock/jobs"
+	"github.com/airlock-run/airlock/jobs/pki"
 )
 
 // DefaultServerAddr is where `airlock server` listens and clients look.
 const DefaultServerAddr = "127.0.0.1:8420"
 
 func serverCmd() *Command {
-	const usage = "[--listen ADDR] [--state DIR] [--token-file FILE] [--claim-timeout D] [--hooks FILE]"
+	const usage = "[--listen ADDR] [--state DIR] [--token-file FILE] [--enroll-token-file FILE] [--node-cert-lifetime D] [--claim-timeout D] [--hooks FILE]"
 	const long = `Runs the fleet's server: an embedded Temporal dev server (persisted to a
 SQLite file under the state directory, listening on loopback only) and the
 HTTP JSON API on loopback behind a bearer token (read from --token-file,
@@ -47,6 +52,16 @@ job can run a shell, so it waits on its pool's floor queue for a node with
 sandbox tier 1 unless it was started with --tier0; one that no eligible node
 claims within --claim-timeout fails with the reason and the fix.
 
+Nodes connect to Temporal with mutual TLS only. On first start the server
+makes the fleet's CA under STATE/pki (ca.key, 0600) and an enrolment token
+(--enroll-token-file, default STATE/enroll-token, separate from the API
+token). A node enrols with it (POST /v1/nodes/enroll: a CSR for a key made
+on the node) and gets a certificate naming its id and pool, valid for
+--node-cert-lifetime; it then registers with its selftest rows signed by
+that key, and the server records the lowest of the tier it claims and the
+tier the rows prove. The Temporal authorizer lets a node poll its pool's
+floor queue only at that attested tier.
+
 The Temporal server is linked only into the airlock-server binary, which is
 this command; the airlock binary stays small and only says where it is.`
 	return &Command{Name: "server", Usage: usage, Short: "run the fleet's server (embedded Temporal, HTTP API)", Long: long,
@@ -55,6 +70,8 @@ this command; the airlock binary stays small and only says where it is.`
 			listen := fs.String("listen", DefaultServerAddr, "loopback `address` of the HTTP API")
 			state := fs.String("state", "", "state `directory` (default: $XDG_STATE_HOME/airlock/server)")
 			tokenFile := fs.String("token-file", "", "bearer token `file` (default: STATE/token)")
+			enrollFile := fs.String("enroll-token-file", "", "enrolment token `file` nodes enrol with (default: STATE/enroll-token)")
+			certLife := fs.Duration("node-cert-lifetime", pki.DefaultNodeLifetime, "how long a node's certificate is valid (the node renews it before)")
 			claim := fs.Duration("claim-timeout", jobs.DefaultClaimTimeout, "how long a job waits for an eligible node")
 			hooksFile := fs.String("hooks", "", "the hooks `file` (JSON; see above)")
 			if err := ParseFlags(fs, args); err != nil {
@@ -62,6 +79,9 @@ this command; the airlock binary stays small and only says where it is.`
 			}
 			if fs.NArg() > 0 {
 				return usagef("airlock server takes no arguments (see --help)")
+			}
+			if *certLife < time.Minute {
+				return usagef("--node-cert-lifetime %s: want at least 1m", *certLife)
 			}
 			if *claim <= 0 {
 				return usagef("--claim-timeout %s: want a positive duration", *claim)
@@ -76,18 +96,22 @@ this command; the airlock binary stays small and only says where it is.`
 			if *tokenFile == "" {
 				*tokenFile = filepath.Join(dir, "token")
 			}
+			if *enrollFile == "" {
+				*enrollFile = filepath.Join(dir, "enroll-token")
+			}
 			hooks, err := readHooks(env, *hooksFile)
 			if err != nil {
 				return err
 			}
-			return runServer(ctx, env, serverOptions{listen: *listen, dir: dir, tokenFile: absFrom(env, *tokenFile), claim: *claim, hooks: hooks})
+			return runServer(ctx, env, serverOptions{listen: *listen, dir: dir, tokenFile: absFrom(env, *tokenFile),
+				enrollFile: absFrom(env, *enrollFile), certLife: *certLife, claim: *claim, hooks: hooks})
 		}}
 }
 
 type serverOptions struct {
-	listen, dir, tokenFile string
-	claim                  time.Duration
-	hooks                  map[string]api.Hook
+	listen, dir, tokenFile, enrollFile string
+	claim, certLife                    time.Duration
+	hooks                              map[string]api.Hook
 }
 
 func runServer(ctx context.Context, env *Env, o serverOptions) error {
@@ -98,12 +122,28 @@ func runServer(ctx context.Context, env *Env, o serverOptions) error {
 	if err != nil {
 		return err
 	}
-	dev, err := env.DevServer(ctx, jobs.DevConfig{Dir: filepath.Join(o.dir, "temporal")})
+	enrollToken, err := serverToken(o.enrollFile)
+	if err != nil {
+		return err
+	}
+	if enrollToken == token {
+		return errs.Invalidf("the enrolment token (%s) is the API token (%s): give each its own", o.enrollFile, o.tokenFile)
+	}
+	fleet, err := fleetPKI(filepath.Join(o.dir, "pki"))
+	if err != nil {
+		return err
+	}
+	// The authorizer asks the API's node registry, made below, whether a
+	// node's attested tier lets it poll a floor queue; none may before.
+	var registry atomic.Pointer[api.Server]
+	eligible := func(node, queue string) bool { a := registry.Load(); return a != nil && a.Eligible(node, queue) }
+	dev, err := env.DevServer(ctx, jobs.DevConfig{Dir: filepath.Join(o.dir, "temporal"),
+		Auth: &jobs.DevAuth{CA: fleet.ca.PEM, Services: fleet.services, Client: fleet.client, Eligible: eligible}})
 	if err != nil {
 		return err
 	}
 	defer dev.Stop()
-	c, err := jobs.Dial(dev.HostPort(), dev.Namespace(), env.Log)
+	c, err := jobs.Dial(dev.HostPort(), dev.Namespace(), fleet.clientTLS, env.Log)
 	if err != nil {
 		return err
 	}
@@ -118,9 +158,11 @@ func runServer(ctx context.Context, env *Env, o serverOptions) error {
 		return errs.Wrap(errs.Unavailable, err, "listen on %s", o.listen)
 	}
 	a := api.New(api.Config{Token: token, Jobs: c, Temporal: dev.HostPort(), Namespace: dev.Namespace(),
-		ClaimTimeout: o.claim, Hooks: o.hooks, Log: env.Log})
+		ClaimTimeout: o.claim, Hooks: o.hooks, Log: env.Log,
+		CA: fleet.ca, EnrollToken: enrollToken, NodeCertLifetime: o.certLife})
+	registry.Store(a)
 	hs := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(env.Stderr, "airlock server: listening on http://%s (token in %s; Temporal on %s)\n", ln.Addr(), o.tokenFile, dev.HostPort())
+	fmt.Fprintf(env.Stderr, "airlock server: listening on http://%s (token in %s; nodes enrol with %s; Temporal on %s, mutual TLS only)\n", ln.Addr(), o.tokenFile, o.enrollFile, dev.HostPort())
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
 	select {
@@ -132,6 +174,49 @@ func runServer(ctx context.Context, env *Env, o serverOptions) error {
 	defer cancel()
 	hs.Shutdown(sctx)
 	return nil
+}
+
+// serverPKI is the fleet CA and the certificates the server issues itself
+// at each start.
+type serverPKI struct {
+	ca *pki.CA
+	// services is the Temporal frontend's (and its services') certificate;
+	// client the server's own clients'.
+	services, client tls.Certificate
+	clientTLS        *tls.Config
+}
+
+// fleetPKI loads (or makes, on first start) the fleet CA in dir and issues
+// the frontend's certificate for 127.0.0.1, where it listens, and the
+// server's client certificate, which it also writes to dir (client.pem,
+// client.key, 0600) for an operator's own Temporal tools.
+func fleetPKI(dir string) (*serverPKI, error) {
+	ca, err := pki.LoadOrCreateCA(dir)
+	if err != nil {
+		return nil, err
+	}
+	services, err := ca.IssueTemporal([]string{"127.0.0.1", "::1", "localhost"})
+	if err != nil {
+		return nil, err
+	}
+	client, err := ca.IssueServerClient()
+	if err != nil {
+		return nil, err
+	}
+	if key, ok := client.PrivateKey.(*ecdsa.PrivateKey); ok {
+		if err := pki.WriteKey(filepath.Join(dir, "client.key"), key); err != nil {
+			return nil, err
+		}
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: client.Certificate[0]})
+	if err := pki.WriteCert(filepath.Join(dir, "client.pem"), certPEM); err != nil {
+		return nil, err
+	}
+	clientTLS, err := pki.ClientTLS(ca.PEM, func() (*tls.Certificate, error) { return &client, nil })
+	if err != nil {
+		return nil, err
+	}
+	return &serverPKI{ca: ca, services: services, client: client, clientTLS: clientTLS}, nil
 }
 
 // hookFile is one hook as the hooks file names it.
