@@ -44,6 +44,47 @@ type authFleet struct {
 	server *jobs.Client
 }
 
+// TestWithoutBindingANodeAnswersAnotherNodesClaim is the shape without the
+// token binding: Temporal's task tokens are not signed, so n0 (tier 0)
+// answers a claim n1 took with n1's token, in n1's place, as a tier-1
+// node. TestAuth shows the binding refuse it.
+func TestWithoutBindingANodeAnswersAnotherNodesClaim(t *testing.T) {
+	unboundAnswers = true
+	f := startAuth(t)
+	unboundAnswers = false
+	f.reg.floor["n1"] = true
+	ctx := context.Background()
+	n0, err := sdkClient(t, f.dev.HostPort(), f.clientTLS(t, nodeCert(t, f.ca, "n0")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n1, err := sdkClient(t, f.dev.HostPort(), f.clientTLS(t, nodeCert(t, f.ca, "n1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.server.Start(ctx, jobs.Job{ID: "j-steal", Pool: "ci", Argv: []string{"true"}, ClaimTimeout: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	task, err := poll(ctx, n1, jobs.FloorQueue("ci"))
+	if err != nil || len(task.GetTaskToken()) == 0 {
+		t.Fatalf("n1 polls floor.ci: %v, %v", task, err)
+	}
+	p, _ := converter.GetDefaultDataConverter().ToPayloads(jobs.Claim{Node: "n0", Tier: 1})
+	if _, err := n0.WorkflowService().RespondActivityTaskCompleted(ctx, &workflowservice.RespondActivityTaskCompletedRequest{
+		Namespace: jobs.DefaultNamespace, TaskToken: task.GetTaskToken(), Result: p}); err != nil {
+		t.Fatalf("n0 answers n1's claim: %v; the unbound shape should take it", err)
+	}
+	// The job now waits for a run on node.n0: the tier-0 node got floor work.
+	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	run, err := n0.WorkflowService().PollActivityTaskQueue(rctx, &workflowservice.PollActivityTaskQueueRequest{
+		Namespace: jobs.DefaultNamespace, TaskQueue: &taskqueuepb.TaskQueue{Name: jobs.NodeQueue("n0")}})
+	if err != nil || run.GetActivityType().GetName() != jobs.RunActivity {
+		t.Fatalf("poll node.n0: %v, %v; want the floor job's run", run, err)
+	}
+	f.server.Kill(ctx, "j-steal")
+}
+
 func startAuth(t *testing.T) *authFleet {
 	t.Helper()
 	dir := t.TempDir()
