@@ -18,7 +18,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -27,7 +26,6 @@ import (
 	"log/slog"
 	"net/http"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -144,8 +142,7 @@ func (s *Server) Handler() http.Handler {
 // constant time, before any route reads it.
 func (s *Server) authorized(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || s.cfg.Token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) != 1 {
+		if !bearerIs(r, s.cfg.Token) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="airlock"`)
 			writeError(w, http.StatusUnauthorized, "a bearer token is required (the server's token file)")
 			return

@@ -51,8 +51,7 @@ func (s *Server) enroll(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, errs.NotFoundf("enrolment is off on this server"))
 		return
 	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || s.cfg.EnrollToken == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.EnrollToken)) != 1 {
+	if !bearerIs(r, s.cfg.EnrollToken) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="airlock-enroll"`)
 		writeError(w, http.StatusUnauthorized, "the enrolment token is required (the server's STATE/enroll-token)")
 		return
@@ -75,6 +74,13 @@ func (s *Server) enroll(w http.ResponseWriter, r *http.Request) {
 	s.cfg.Log.Info("node enrolled", "node", req.ID, "pool", req.Pool, "expires", cert.NotAfter)
 	writeJSON(w, http.StatusOK, Enrolled{Cert: string(certPEM), CA: string(s.cfg.CA.PEM),
 		Temporal: s.cfg.Temporal, Namespace: s.cfg.Namespace, Expires: cert.NotAfter})
+}
+
+// bearerIs reports, in constant time, whether r carries the bearer token
+// want; an empty want matches nothing.
+func bearerIs(r *http.Request, want string) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
 // attest is the tier the server records for reg: with enrolment on, the

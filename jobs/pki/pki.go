@@ -274,11 +274,11 @@ func (ca *CA) IssueNode(csrPEM []byte, node, pool string, lifetime time.Duration
 	if err := errors.Join(checkName("node id", node), checkName("pool", pool)); err != nil {
 		return nil, err
 	}
-	blk, _ := pem.Decode(csrPEM)
-	if blk == nil || blk.Type != "CERTIFICATE REQUEST" {
-		return nil, errs.Invalidf("csr: want one PEM block of type CERTIFICATE REQUEST")
+	der, err := pemBlock(csrPEM, "CERTIFICATE REQUEST")
+	if err != nil {
+		return nil, errs.Wrap(errs.Invalid, err, "csr")
 	}
-	csr, err := x509.ParseCertificateRequest(blk.Bytes)
+	csr, err := x509.ParseCertificateRequest(der)
 	if err != nil {
 		return nil, errs.Invalidf("csr: %v", err)
 	}
@@ -296,7 +296,7 @@ func (ca *CA) IssueNode(csrPEM []byte, node, pool string, lifetime time.Duration
 	tmpl.URIs = append(tmpl.URIs, mustURL(poolPrefix+pool))
 	tmpl.Subject = pkix.Name{CommonName: "airlock node " + node}
 	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, pub, ca.key)
+	der, err = x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, pub, ca.key)
 	if err != nil {
 		return nil, errs.Wrap(errs.Internal, err, "issue node %s's certificate", node)
 	}
@@ -402,11 +402,11 @@ func ReadKey(path string) (*ecdsa.PrivateKey, error) {
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "key %s", path)
 	}
-	blk, _ := pem.Decode(b)
-	if blk == nil || blk.Type != "EC PRIVATE KEY" {
-		return nil, errs.Invalidf("key %s: want one PEM block of type EC PRIVATE KEY", path)
+	der, err := pemBlock(b, "EC PRIVATE KEY")
+	if err != nil {
+		return nil, errs.Wrap(errs.Invalid, err, "key %s", path)
 	}
-	k, err := x509.ParseECPrivateKey(blk.Bytes)
+	k, err := x509.ParseECPrivateKey(der)
 	if err != nil || k.Curve != elliptic.P256() {
 		return nil, errs.Invalidf("key %s: want an ECDSA P-256 key", path)
 	}
@@ -435,13 +435,23 @@ func readNoFollow(path string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, 1<<16))
 }
 
+// pemBlock is the bytes of the first PEM block of b, which must be of type
+// typ.
+func pemBlock(b []byte, typ string) ([]byte, error) {
+	blk, _ := pem.Decode(b)
+	if blk == nil || blk.Type != typ {
+		return nil, errs.Invalidf("want a PEM block of type %s", typ)
+	}
+	return blk.Bytes, nil
+}
+
 // ParseCert parses the first PEM certificate of b.
 func ParseCert(b []byte) (*x509.Certificate, error) {
-	blk, _ := pem.Decode(b)
-	if blk == nil || blk.Type != "CERTIFICATE" {
-		return nil, errs.Invalidf("want a PEM block of type CERTIFICATE")
+	der, err := pemBlock(b, "CERTIFICATE")
+	if err != nil {
+		return nil, err
 	}
-	c, err := x509.ParseCertificate(blk.Bytes)
+	c, err := x509.ParseCertificate(der)
 	if err != nil {
 		return nil, errs.Invalidf("certificate: %v", err)
 	}

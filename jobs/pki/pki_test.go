@@ -79,7 +79,7 @@ func TestNodeCertificateTakesOnlyTheKeyFromTheCSR(t *testing.T) {
 		Subject: pkix.Name{CommonName: "airlock://server"},
 		URIs:    []*url.URL{{Scheme: "airlock", Host: "server"}},
 	}, key)
-	csr := pemBlock("CERTIFICATE REQUEST", der)
+	csr := pemEncode("CERTIFICATE REQUEST", der)
 	certPEM, err := ca.IssueNode(csr, "n1", "ci", time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -263,11 +263,11 @@ func TestAnyKeyOnlyP256(t *testing.T) {
 	ca := newCA(t)
 	k, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
 	der, _ := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, k)
-	if _, err := ca.IssueNode(pemBlock("CERTIFICATE REQUEST", der), "n1", "ci", 0); err == nil {
+	if _, err := ca.IssueNode(pemEncode("CERTIFICATE REQUEST", der), "n1", "ci", 0); err == nil {
 		t.Errorf("a P-384 key was certified")
 	}
 }
 
-func pemBlock(typ string, der []byte) []byte {
+func pemEncode(typ string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
 }
