@@ -234,6 +234,10 @@ type DevConfig struct {
 	Dir string
 	// Namespace is registered at start; "" is DefaultNamespace.
 	Namespace string
+	// FrontendIP is the address the frontend listens on, where nodes
+	// dial it; "" is 127.0.0.1. Anything but a loopback address needs
+	// Auth. The services behind the frontend listen on 127.0.0.1 always.
+	FrontendIP string
 	// Auth makes the frontend take only clients with a certificate of the
 	// fleet CA and authorize each call by the identity it names; nil is a
 	// frontend with no authentication at all (any local process may poll

@@ -31,7 +31,7 @@ import (
 const DefaultServerAddr = "127.0.0.1:8420"
 
 func serverCmd() *Command {
-	const usage = "[--listen ADDR] [--state DIR] [--token-file FILE] [--enroll-token-file FILE] [--node-cert-lifetime D] [--claim-timeout D] [--hooks FILE]"
+	const usage = "[--listen ADDR] [--state DIR] [--token-file FILE] [--enroll-token-file FILE] [--node-cert-lifetime D] [--temporal-listen IP] [--claim-timeout D] [--hooks FILE]"
 	const long = `Runs the fleet's server: an embedded Temporal dev server (persisted to a
 SQLite file under the state directory, listening on loopback only) and the
 HTTP JSON API on loopback behind a bearer token (read from --token-file,
@@ -60,7 +60,8 @@ on the node) and gets a certificate naming its id and pool, valid for
 --node-cert-lifetime; it then registers with its selftest rows signed by
 that key, and the server records the lowest of the tier it claims and the
 tier the rows prove. The Temporal authorizer lets a node poll its pool's
-floor queue only at that attested tier.
+floor queue only at that attested tier. --temporal-listen IP puts the
+frontend where nodes of other machines reach it (mutual TLS only).
 
 The Temporal server is linked only into the airlock-server binary, which is
 this command; the airlock binary stays small and only says where it is.`
@@ -71,6 +72,7 @@ this command; the airlock binary stays small and only says where it is.`
 			state := fs.String("state", "", "state `directory` (default: $XDG_STATE_HOME/airlock/server)")
 			tokenFile := fs.String("token-file", "", "bearer token `file` (default: STATE/token)")
 			enrollFile := fs.String("enroll-token-file", "", "enrolment token `file` nodes enrol with (default: STATE/enroll-token)")
+			temporalIP := fs.String("temporal-listen", "127.0.0.1", "the `IP` the Temporal frontend listens on for nodes (mutual TLS only; the default keeps it on loopback)")
 			certLife := fs.Duration("node-cert-lifetime", pki.DefaultNodeLifetime, "how long a node's certificate is valid (the node renews it before)")
 			claim := fs.Duration("claim-timeout", jobs.DefaultClaimTimeout, "how long a job waits for an eligible node")
 			hooksFile := fs.String("hooks", "", "the hooks `file` (JSON; see above)")
@@ -104,12 +106,13 @@ this command; the airlock binary stays small and only says where it is.`
 				return err
 			}
 			return runServer(ctx, env, serverOptions{listen: *listen, dir: dir, tokenFile: absFrom(env, *tokenFile),
-				enrollFile: absFrom(env, *enrollFile), certLife: *certLife, claim: *claim, hooks: hooks})
+				enrollFile: absFrom(env, *enrollFile), certLife: *certLife, claim: *claim, hooks: hooks, temporalIP: *temporalIP})
 		}}
 }
 
 type serverOptions struct {
 	listen, dir, tokenFile, enrollFile string
+	temporalIP                         string
 	claim, certLife                    time.Duration
 	hooks                              map[string]api.Hook
 }
@@ -129,7 +132,10 @@ func runServer(ctx context.Context, env *Env, o serverOptions) error {
 	if enrollToken == token {
 		return errs.Invalidf("the enrolment token (%s) is the API token (%s): give each its own", o.enrollFile, o.tokenFile)
 	}
-	fleet, err := fleetPKI(filepath.Join(o.dir, "pki"))
+	if ip := net.ParseIP(o.temporalIP); ip == nil || ip.IsUnspecified() {
+		return usagef("--temporal-listen %q: want one IP address", o.temporalIP)
+	}
+	fleet, err := fleetPKI(filepath.Join(o.dir, "pki"), o.temporalIP)
 	if err != nil {
 		return err
 	}
@@ -137,7 +143,7 @@ func runServer(ctx context.Context, env *Env, o serverOptions) error {
 	// node's attested tier lets it poll a floor queue; none may before.
 	var registry atomic.Pointer[api.Server]
 	eligible := func(node, queue string) bool { a := registry.Load(); return a != nil && a.Eligible(node, queue) }
-	dev, err := env.DevServer(ctx, jobs.DevConfig{Dir: filepath.Join(o.dir, "temporal"),
+	dev, err := env.DevServer(ctx, jobs.DevConfig{Dir: filepath.Join(o.dir, "temporal"), FrontendIP: o.temporalIP,
 		Auth: &jobs.DevAuth{CA: fleet.ca.PEM, Services: fleet.services, Client: fleet.client, Eligible: eligible}})
 	if err != nil {
 		return err
@@ -187,15 +193,15 @@ type serverPKI struct {
 }
 
 // fleetPKI loads (or makes, on first start) the fleet CA in dir and issues
-// the frontend's certificate for 127.0.0.1, where it listens, and the
-// server's client certificate, which it also writes to dir (client.pem,
-// client.key, 0600) for an operator's own Temporal tools.
-func fleetPKI(dir string) (*serverPKI, error) {
+// the frontend's certificate for 127.0.0.1 and frontIP, where it listens,
+// and the server's client certificate, which it also writes to dir
+// (client.pem, client.key, 0600) for an operator's own Temporal tools.
+func fleetPKI(dir, frontIP string) (*serverPKI, error) {
 	ca, err := pki.LoadOrCreateCA(dir)
 	if err != nil {
 		return nil, err
 	}
-	services, err := ca.IssueTemporal([]string{"127.0.0.1", "::1", "localhost"})
+	services, err := ca.IssueTemporal([]string{"127.0.0.1", "::1", "localhost", frontIP})
 	if err != nil {
 		return nil, err
 	}

@@ -85,17 +85,21 @@ func TestWithoutBindingANodeAnswersAnotherNodesClaim(t *testing.T) {
 	f.server.Kill(ctx, "j-steal")
 }
 
-func startAuth(t *testing.T) *authFleet {
+func startAuth(t *testing.T) *authFleet { return startAuthOn(t, "") }
+
+// startAuthOn starts the fleet's server with its frontend on ip ("" is
+// loopback's default).
+func startAuthOn(t *testing.T, ip string) *authFleet {
 	t.Helper()
 	dir := t.TempDir()
 	ca, err := pki.LoadOrCreateCA(filepath.Join(dir, "pki"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	services, _ := ca.IssueTemporal([]string{"127.0.0.1"})
+	services, _ := ca.IssueTemporal([]string{"127.0.0.1", ip})
 	client, _ := ca.IssueServerClient()
 	reg := &registry{floor: map[string]bool{}}
-	dev, err := Start(context.Background(), jobs.DevConfig{Dir: filepath.Join(dir, "temporal"),
+	dev, err := Start(context.Background(), jobs.DevConfig{Dir: filepath.Join(dir, "temporal"), FrontendIP: ip,
 		Auth: &jobs.DevAuth{CA: ca.PEM, Services: services, Client: client, Eligible: reg.eligible}})
 	if err != nil {
 		t.Fatal(err)
@@ -362,7 +366,7 @@ func TestAuth(t *testing.T) {
 	})
 	t.Run("an attested tier-1 node runs a floor job end to end", func(t *testing.T) {
 		n, err := jobs.StartNode(jobs.NodeConfig{HostPort: hp, Namespace: jobs.DefaultNamespace, TLS: f.clientTLS(t, n1Cert),
-			ID: "n1", Pool: "ci", Tier: 1, Runner: echoRunner{}})
+			ID: "n1", Pool: "ci", Tier: 1, Runner: echoRunner{tier: 1}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -379,9 +383,49 @@ func TestAuth(t *testing.T) {
 	})
 }
 
-// echoRunner is a node's runner that runs nothing and reports tier 1.
-type echoRunner struct{}
+// echoRunner is a node's runner that runs nothing and reports tier.
+type echoRunner struct{ tier int }
 
-func (echoRunner) Run(ctx context.Context, req jobs.RunRequest) (jobs.Result, error) {
-	return jobs.Result{Tier: 1, Stdout: "ran " + req.Job.ID}, nil
+func (r echoRunner) Run(ctx context.Context, req jobs.RunRequest) (jobs.Result, error) {
+	return jobs.Result{Tier: r.tier, Stdout: "ran " + req.Job.ID}, nil
+}
+
+// TestFrontendOnAnotherAddress: the frontend may listen where nodes of
+// other machines reach it (here 127.0.0.2, the services behind it staying
+// on 127.0.0.1), with mutual TLS; without it, only on loopback.
+func TestFrontendOnAnotherAddress(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  jobs.DevConfig
+		want string
+	}{
+		{"not an IP", jobs.DevConfig{FrontendIP: "example.com"}, "want an IP address"},
+		{"off loopback without TLS", jobs.DevConfig{FrontendIP: "192.0.2.1"}, "only with mutual TLS"},
+		{"every address", jobs.DevConfig{FrontendIP: "0.0.0.0", Auth: &jobs.DevAuth{}}, "not every one"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := frontendIP(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+	f := startAuthOn(t, "127.0.0.2")
+	if !strings.HasPrefix(f.dev.HostPort(), "127.0.0.2:") {
+		t.Fatalf("frontend at %s", f.dev.HostPort())
+	}
+	n, err := jobs.StartNode(jobs.NodeConfig{HostPort: f.dev.HostPort(), Namespace: jobs.DefaultNamespace,
+		TLS: f.clientTLS(t, nodeCert(t, f.ca, "n0")), ID: "n0", Pool: "ci", Runner: echoRunner{tier: 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	j := floorJob("j-remote")
+	j.Tier0, j.ClaimTimeout = true, 20*time.Second
+	if err := f.server.Start(context.Background(), j); err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.server.Wait(context.Background(), "j-remote")
+	if err != nil || st.State != "completed" || st.Result == nil || st.Result.Node != "n0" {
+		t.Fatalf("got %+v, %v; want completed on n0", st, err)
+	}
 }
