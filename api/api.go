@@ -1,6 +1,8 @@
-// Package api is the airlock server's HTTP JSON API, on loopback behind a
-// bearer token: it starts and reads jobs (through jobs, over Temporal) and
-// keeps the list of nodes that registered. It is a front end that never
+// Package api is the airlock server's HTTP JSON API, on loopback behind
+// bearer tokens of two roles (operator: jobs and approvals; admin: also
+// opt-outs and nodes): it starts and reads jobs (through jobs, over
+// Temporal), keeps the list of nodes that registered, and holds the
+// server's audit log. It is a front end that never
 // executes a call itself: every call of a job is decided and run on the
 // node that claimed it. Only internal/cli imports it.
 //
@@ -11,7 +13,12 @@
 //	POST /v1/hooks/{name}    an outside event: starts the hook's job, tainted, tier 1 only
 //	POST /v1/nodes/enroll    a node enrols: a certificate for its CSR (behind the enrolment token)
 //	POST /v1/nodes           a node registers (and heartbeats) with its signed attestation
-//	GET  /v1/nodes           the nodes, their tiers and findings
+//	GET  /v1/nodes           the nodes, their tiers, findings and health
+//	POST /v1/nodes/{id}/sandbox-optout  (admin) start, approve or end a node's opt-out
+//	POST /v1/jobs/{id}/questions        a node raises a job's escalation
+//	GET  /v1/approvals       the escalations waiting for a person
+//	POST /v1/approvals/{id}  answer one, bound to its digest
+//	GET  /v1/audit?job=ID    the server's audit records of a job
 package api
 
 import (
@@ -25,10 +32,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/airlock-run/airlock/audit"
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/jobs"
 	"github.com/airlock-run/airlock/jobs/pki"
@@ -47,13 +56,32 @@ type Jobs interface {
 	Get(ctx context.Context, id string) (jobs.Status, error)
 	Wait(ctx context.Context, id string) (jobs.Status, error)
 	Kill(ctx context.Context, id string) error
+	Ask(ctx context.Context, id string, q jobs.Question) error
+	Answer(ctx context.Context, id string, a jobs.Answer) error
+	Questions(ctx context.Context, id string) ([]jobs.Question, error)
 }
 
 // Config configures the API.
 type Config struct {
-	// Token is the bearer token every request must carry; "" refuses all.
+	// Token is the operator's bearer token; "" is none.
 	Token string
-	Jobs  Jobs
+	// Admins are the admins' tokens, by name.
+	Admins []Admin
+	Jobs   Jobs
+	// Audit is the server's audit log; nil keeps none (tests).
+	Audit *audit.Log
+	// FourEyes makes a node's sandbox opt-out hold only once a second,
+	// different admin approves it.
+	FourEyes bool
+	// OptOuts are the sandbox opt-outs saved before a restart;
+	// SaveOptOuts, when set, is given all of them after every change.
+	OptOuts     []OptOut
+	SaveOptOuts func([]OptOut) error
+	// Dev lets every node take floor work (airlock server --dev).
+	Dev bool
+	// VettedModels are the models the tenant vetted: a job naming any
+	// other is tier 1 only and tainted.
+	VettedModels []string
 	// Temporal and Namespace are told to nodes when they register.
 	Temporal, Namespace string
 	// ClaimTimeout is how long a job waits for an eligible node; 0 is
@@ -81,9 +109,15 @@ type Config struct {
 type Server struct {
 	cfg Config
 
-	mu    sync.Mutex
-	jobs  map[string]jobEntry
-	nodes map[string]NodeEntry
+	// ctx ends with Close: it bounds the watches that record jobs' ends.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	jobs      map[string]jobEntry
+	nodes     map[string]NodeEntry
+	optouts   map[string]OptOut
+	questions map[string]questionEntry
 }
 
 type jobEntry struct {
@@ -103,6 +137,10 @@ type NodeEntry struct {
 	Queues      []string  `json:"queues"`
 	LastSeen    time.Time `json:"last_seen"`
 	Live        bool      `json:"live"`
+	// OptOut is the node's sandbox opt-out, held or pending.
+	OptOut *OptOut `json:"opt_out,omitempty"`
+	// Health is what a person should act on, each with its fix.
+	Health []string `json:"health,omitempty"`
 }
 
 // New returns the API's server.
@@ -119,37 +157,38 @@ func New(cfg Config) *Server {
 	if cfg.NodeTTL <= 0 {
 		cfg.NodeTTL = 30 * time.Second
 	}
-	return &Server{cfg: cfg, jobs: map[string]jobEntry{}, nodes: map[string]NodeEntry{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{cfg: cfg, ctx: ctx, cancel: cancel, jobs: map[string]jobEntry{}, nodes: map[string]NodeEntry{},
+		optouts: map[string]OptOut{}, questions: map[string]questionEntry{}}
+	for _, o := range cfg.OptOuts {
+		s.optouts[o.Node] = o
+	}
+	return s
 }
 
-// Handler is the API's HTTP handler, every route behind the token.
+// Close stops the watches that record jobs' ends.
+func (s *Server) Close() { s.cancel() }
+
+// Handler is the API's HTTP handler, every route behind a token, each
+// needing its role.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/jobs", s.startJob)
-	mux.HandleFunc("GET /v1/jobs", s.listJobs)
-	mux.HandleFunc("GET /v1/jobs/{id}", s.getJob)
-	mux.HandleFunc("POST /v1/jobs/{id}/kill", s.killJob)
-	mux.HandleFunc("POST /v1/hooks/{name}", s.hook)
-	mux.HandleFunc("POST /v1/nodes", s.registerNode)
-	mux.HandleFunc("GET /v1/nodes", s.listNodes)
+	mux.HandleFunc("POST /v1/jobs", OperatorOnly(s.startJob))
+	mux.HandleFunc("GET /v1/jobs", OperatorOnly(s.listJobs))
+	mux.HandleFunc("GET /v1/jobs/{id}", OperatorOnly(s.getJob))
+	mux.HandleFunc("POST /v1/jobs/{id}/kill", OperatorOnly(s.killJob))
+	mux.HandleFunc("POST /v1/jobs/{id}/questions", OperatorOnly(s.raise))
+	mux.HandleFunc("POST /v1/hooks/{name}", OperatorOnly(s.hook))
+	mux.HandleFunc("POST /v1/nodes", OperatorOnly(s.registerNode))
+	mux.HandleFunc("GET /v1/nodes", OperatorOnly(s.listNodes))
+	mux.HandleFunc("POST /v1/nodes/{id}/sandbox-optout", AdminOnly(s.optOut))
+	mux.HandleFunc("GET /v1/approvals", OperatorOnly(s.listApprovals))
+	mux.HandleFunc("POST /v1/approvals/{id}", OperatorOnly(s.answer))
+	mux.HandleFunc("GET /v1/audit", OperatorOnly(s.getAudit))
 	outer := http.NewServeMux()
 	outer.HandleFunc("POST /v1/nodes/enroll", s.enroll) // behind the enrolment token instead
 	outer.Handle("/", s.authorized(mux))
 	return outer
-}
-
-// authorized refuses a request without the server's bearer token, in
-// constant time, before any route reads it.
-func (s *Server) authorized(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !bearerIs(r, s.cfg.Token) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="airlock"`)
-			writeError(w, http.StatusUnauthorized, "a bearer token is required (the server's token file)")
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
-		next.ServeHTTP(w, r)
-	})
 }
 
 // StartRequest is the body of POST /v1/jobs.
@@ -160,6 +199,11 @@ type StartRequest struct {
 	Policy  string   `json:"policy,omitempty"`
 	Mode    string   `json:"mode,omitempty"`
 	Tier0   bool     `json:"tier0,omitempty"`
+	// Model is the model the job's agent may use: one outside the
+	// server's vetted list makes the job tier 1 only and tainted.
+	Model string `json:"model,omitempty"`
+	// Parent is the job starting this one: its taint and floor carry over.
+	Parent string `json:"parent,omitempty"`
 	// ClaimTimeout and RunTimeout are Go durations ("90s"); "" is the
 	// server's default.
 	ClaimTimeout string `json:"claim_timeout,omitempty"`
@@ -171,6 +215,14 @@ type Started struct {
 	ID    string `json:"id"`
 	Queue string `json:"queue"`
 	Floor int    `json:"floor"`
+	// Tainted and Taint say whether and why the job is tainted.
+	Tainted bool   `json:"tainted"`
+	Taint   string `json:"taint,omitempty"`
+	Dev     bool   `json:"dev,omitempty"`
+}
+
+func started(j jobs.Job) Started {
+	return Started{ID: j.ID, Queue: j.Queue(), Floor: j.Floor(), Tainted: j.Tainted, Taint: j.Taint, Dev: j.Dev}
 }
 
 func (s *Server) startJob(w http.ResponseWriter, r *http.Request) {
@@ -180,24 +232,65 @@ func (s *Server) startJob(w http.ResponseWriter, r *http.Request) {
 	}
 	j, err := s.job(req, "person")
 	if err == nil {
-		err = s.cfg.Jobs.Start(r.Context(), j)
+		err = s.start(r.Context(), j)
 	}
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	writeJSON(w, http.StatusCreated, started(j))
+}
+
+// start starts j, keeps it in the list, records its start (and taint) and
+// watches for its end.
+func (s *Server) start(ctx context.Context, j jobs.Job) error {
+	if err := s.cfg.Jobs.Start(ctx, j); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	s.jobs[j.ID] = jobEntry{job: j, started: s.cfg.Now()}
 	s.mu.Unlock()
-	writeJSON(w, http.StatusCreated, Started{ID: j.ID, Queue: j.Queue(), Floor: j.Floor()})
+	s.record(AuditJobStart, jobFields(j, PrincipalOf(ctx).Name))
+	if j.Tainted {
+		s.record(AuditJobTaint, map[string]any{"job": j.ID, "taint": j.Taint})
+	}
+	go s.watch(j)
+	return nil
+}
+
+// watch records how j ended, and a run that took place under a node's
+// sandbox opt-out as tier 0.
+func (s *Server) watch(j jobs.Job) {
+	st, err := s.cfg.Jobs.Wait(s.ctx, j.ID)
+	if err != nil {
+		return // the server is stopping; the job goes on in Temporal
+	}
+	f := map[string]any{"job": j.ID, "state": st.State}
+	if st.Error != "" {
+		f["error"] = st.Error
+	}
+	if r := st.Result; r != nil {
+		f["node"], f["tier"], f["exit_code"], f["refused"] = r.Node, r.Tier, r.ExitCode, r.Refused
+		if r.OptedOut {
+			s.mu.Lock()
+			o := s.optouts[r.Node]
+			s.mu.Unlock()
+			s.record(AuditTier0, map[string]any{"job": j.ID, "node": r.Node, "optout_reason": o.Reason, "optout_by": o.By})
+		}
+	}
+	s.record(AuditJobEnd, f)
 }
 
 // job turns a request into a job with a fresh id and the server's bounds.
 func (s *Server) job(req StartRequest, source string) (jobs.Job, error) {
 	j := jobs.Job{ID: newID(), Pool: req.Pool, Argv: req.Argv, Command: req.Command, Policy: req.Policy,
-		Mode: req.Mode, Tier0: req.Tier0, Source: source, ClaimTimeout: s.cfg.ClaimTimeout}
+		Mode: req.Mode, Tier0: req.Tier0, Source: source, ClaimTimeout: s.cfg.ClaimTimeout,
+		Model: req.Model, Parent: req.Parent, Dev: s.cfg.Dev}
 	if j.Pool == "" {
 		j.Pool = jobs.DefaultPool
+	}
+	if err := s.taint(&j); err != nil {
+		return j, err
 	}
 	if req.ClaimTimeout != "" {
 		d, err := time.ParseDuration(req.ClaimTimeout)
@@ -219,12 +312,21 @@ func (s *Server) job(req StartRequest, source string) (jobs.Job, error) {
 // JobView is a job as GET /v1/jobs and /v1/jobs/{id} show it.
 type JobView struct {
 	jobs.Status
-	Pool    string `json:"pool,omitempty"`
-	Queue   string `json:"queue,omitempty"`
-	Floor   int    `json:"floor"`
-	Tainted bool   `json:"tainted,omitempty"`
-	Source  string `json:"source,omitempty"`
-	Command string `json:"command,omitempty"`
+	Pool  string `json:"pool,omitempty"`
+	Queue string `json:"queue,omitempty"`
+	Floor int    `json:"floor"`
+	// OutsideEvent says an outside event started the job; Tainted and
+	// Taint whether and why it is tainted.
+	OutsideEvent bool   `json:"outside_event"`
+	Tainted      bool   `json:"tainted"`
+	Taint        string `json:"taint,omitempty"`
+	Model        string `json:"model,omitempty"`
+	Parent       string `json:"parent,omitempty"`
+	Source       string `json:"source,omitempty"`
+	Command      string `json:"command,omitempty"`
+	// Notes are what a person must know of where it ran: the server's
+	// --dev, a run under a node's sandbox opt-out.
+	Notes []string `json:"notes,omitempty"`
 }
 
 func (s *Server) view(st jobs.Status) JobView {
@@ -233,7 +335,15 @@ func (s *Server) view(st jobs.Status) JobView {
 	s.mu.Unlock()
 	v := JobView{Status: st}
 	if ok {
-		v.Pool, v.Queue, v.Floor, v.Tainted, v.Source, v.Command = e.job.Pool, e.job.Queue(), e.job.Floor(), e.job.Tainted, e.job.Source, e.job.Describe()
+		j := e.job
+		v.Pool, v.Queue, v.Floor, v.Source, v.Command = j.Pool, j.Queue(), j.Floor(), j.Source, j.Describe()
+		v.OutsideEvent, v.Tainted, v.Taint, v.Model, v.Parent = j.FromOutside(), j.Tainted, j.Taint, j.Model, j.Parent
+		if j.Dev {
+			v.Notes = append(v.Notes, "the server runs --dev: any node may take this job's floor work, unconfined on a node without a sandbox")
+		}
+	}
+	if r := st.Result; r != nil && r.OptedOut {
+		v.Notes = append(v.Notes, fmt.Sprintf("ran on node %s under a sandbox opt-out: every call of it counts as tier 0", r.Node))
 	}
 	return v
 }
@@ -319,18 +429,62 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	j, err := s.job(StartRequest{Pool: h.Pool, Argv: h.Argv, Command: h.Command, Policy: h.Policy, Mode: h.Mode}, "hook:"+name)
-	if err == nil {
-		j.Tainted, j.Input = true, string(body)
-		err = s.cfg.Jobs.Start(r.Context(), j)
-	}
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	j.Tainted, j.Input = true, string(body)
+	j.Taint = joinTaint("an outside event (hook:"+name+")", j.Taint)
+	// Refused at once rather than after the claim timeout: no node could
+	// take it now.
+	if !s.tier1Live(j.Pool) {
+		writeError(w, http.StatusConflict, fmt.Sprintf("hook %s: pool %s has no live node with sandbox tier 1 that is not opted out, and an outside event's job runs only there: "+
+			"start one (`airlock node --server URL --pool %s` on Linux with bubblewrap; `airlock sandbox check` says what a host lacks), or end a node's opt-out (`airlock node sandbox-optout NODE --end`)",
+			name, j.Pool, j.Pool))
+		return
+	}
+	if err := s.start(r.Context(), j); err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, started(j))
+}
+
+// taint marks j tainted when it may use a model the tenant has not vetted
+// or its parent is tainted, and carries the parent's floor over.
+func (s *Server) taint(j *jobs.Job) error {
+	if j.Model != "" && !slices.Contains(s.cfg.VettedModels, j.Model) {
+		j.Tainted, j.Taint = true, joinTaint(j.Taint, fmt.Sprintf("model %s is not vetted", j.Model))
+	}
+	if j.Parent == "" {
+		return nil
+	}
+	if err := jobs.CheckName("parent", j.Parent); err != nil {
+		return err
+	}
 	s.mu.Lock()
-	s.jobs[j.ID] = jobEntry{job: j, started: s.cfg.Now()}
+	p, ok := s.jobs[j.Parent]
 	s.mu.Unlock()
-	writeJSON(w, http.StatusCreated, Started{ID: j.ID, Queue: j.Queue(), Floor: j.Floor()})
+	if !ok {
+		return errs.NotFoundf("parent: job %s is not one of this server's", j.Parent)
+	}
+	if p.job.Floor() >= 1 {
+		j.Tier0 = false
+	}
+	if p.job.Tainted {
+		j.Tainted, j.Taint = true, joinTaint(j.Taint, "started by tainted job "+p.job.ID+" ("+p.job.Taint+")")
+	}
+	return nil
+}
+
+func joinTaint(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
 }
 
 // Registration is the body of POST /v1/nodes.
@@ -368,12 +522,26 @@ func (s *Server) registerNode(w http.ResponseWriter, r *http.Request) {
 		s.nodes[reg.ID] = NodeEntry{ID: reg.ID, Pool: reg.Pool, Tier: tier, ClaimedTier: reg.Tier, Findings: findings,
 			Queues: reg.Queues, LastSeen: s.cfg.Now()}
 	}
+	ans := Registered{Temporal: s.cfg.Temporal, Namespace: s.cfg.Namespace,
+		OptedOut: s.optedOutLocked(reg.ID), Floor: s.floorLocked(reg.ID)}
 	s.mu.Unlock()
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"temporal": s.cfg.Temporal, "namespace": s.cfg.Namespace})
+	writeJSON(w, http.StatusOK, ans)
+}
+
+// Registered is the answer to POST /v1/nodes: where Temporal is, and what
+// the node may take.
+type Registered struct {
+	Temporal  string `json:"temporal"`
+	Namespace string `json:"namespace"`
+	// OptedOut says an admin's sandbox opt-out holds for the node (it
+	// declines tainted work); Floor that it may take floor work below
+	// tier 1 (an opt-out, or --dev).
+	OptedOut bool `json:"opted_out,omitempty"`
+	Floor    bool `json:"floor,omitempty"`
 }
 
 func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) {
@@ -382,6 +550,10 @@ func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) {
 	out := make([]NodeEntry, 0, len(s.nodes))
 	for _, n := range s.nodes {
 		n.Live = now.Sub(n.LastSeen) <= s.cfg.NodeTTL
+		if o, ok := s.optouts[n.ID]; ok {
+			n.OptOut = &o
+		}
+		n.Health = s.healthLocked(n)
 		out = append(out, n)
 	}
 	s.mu.Unlock()

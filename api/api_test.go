@@ -15,10 +15,44 @@ import (
 	"github.com/airlock-run/airlock/jobs"
 )
 
-// fakeJobs keeps the jobs it was asked to start.
+// fakeJobs keeps the jobs it was asked to start and the signals sent.
 type fakeJobs struct {
 	mu      sync.Mutex
 	started []jobs.Job
+	asked   []jobs.Question
+	answers []jobs.Answer
+	// ended, when set, is how every job ends (Wait returns it at once);
+	// nil makes Wait block until the server closes.
+	ended *jobs.Status
+}
+
+func (f *fakeJobs) Ask(_ context.Context, id string, q jobs.Question) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked = append(f.asked, q)
+	return nil
+}
+
+// Questions are the questions asked of job id, as its workflow would
+// hold them (30 s from now).
+func (f *fakeJobs) Questions(_ context.Context, id string) ([]jobs.Question, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := []jobs.Question{}
+	for _, q := range f.asked {
+		if q.Job == id {
+			q.Deadline = time.Now().Add(30 * time.Second)
+			out = append(out, q)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeJobs) Answer(_ context.Context, id string, a jobs.Answer) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answers = append(f.answers, a)
+	return nil
 }
 
 func (f *fakeJobs) Start(_ context.Context, j jobs.Job) error {
@@ -30,8 +64,19 @@ func (f *fakeJobs) Start(_ context.Context, j jobs.Job) error {
 func (f *fakeJobs) Get(_ context.Context, id string) (jobs.Status, error) {
 	return jobs.Status{}, errs.NotFoundf("job %s: not found", id)
 }
-func (f *fakeJobs) Wait(ctx context.Context, id string) (jobs.Status, error) { return f.Get(ctx, id) }
-func (f *fakeJobs) Kill(_ context.Context, id string) error                  { return nil }
+func (f *fakeJobs) Wait(ctx context.Context, id string) (jobs.Status, error) {
+	f.mu.Lock()
+	ended := f.ended
+	f.mu.Unlock()
+	if ended != nil {
+		st := *ended
+		st.ID = id
+		return st, nil
+	}
+	<-ctx.Done()
+	return jobs.Status{}, ctx.Err()
+}
+func (f *fakeJobs) Kill(_ context.Context, id string) error { return nil }
 
 const token = "0123456789abcdef0123456789abcdef"
 
@@ -41,8 +86,10 @@ func serve(t *testing.T, cfg Config) (*httptest.Server, *fakeJobs) {
 	if cfg.Token == "" {
 		cfg.Token = token
 	}
-	s := httptest.NewServer(New(cfg).Handler())
+	a := New(cfg)
+	s := httptest.NewServer(a.Handler())
 	t.Cleanup(s.Close)
+	t.Cleanup(a.Close)
 	return s, f
 }
 
@@ -150,6 +197,7 @@ func TestStartJob(t *testing.T) {
 
 func TestHook(t *testing.T) {
 	s, f := serve(t, Config{Hooks: map[string]Hook{"deploy": {Pool: "ci", Argv: []string{"cat"}}}})
+	registerNode(t, s, "n1", "ci", 1)
 	code, out := do(t, s, http.MethodPost, "/v1/hooks/deploy", "Bearer "+token, "text from outside")
 	if code != http.StatusCreated || out["queue"] != "floor.ci" {
 		t.Fatalf("got %d %v", code, out)

@@ -111,26 +111,3 @@ func (s *Server) attest(reg Registration) (tier int, findings []string, err erro
 	}
 	return proven, findings, nil
 }
-
-// Eligible says whether node may poll queue, one of its pool's floor or
-// tier-2 queues: the Temporal authorizer asks it at every such poll. A
-// node is eligible for floor.<pool> at an attested tier of 1 or more and
-// for tier2.<pool> at tier 2, in the pool it registered in (which is its
-// certificate's, see attest). A node that never registered, or whose
-// attestation failed, is eligible for none. Opt-outs and --dev widen this
-// here, and only here.
-func (s *Server) Eligible(node, queue string) bool {
-	s.mu.Lock()
-	n, ok := s.nodes[node]
-	s.mu.Unlock()
-	if !ok {
-		return false
-	}
-	switch queue {
-	case jobs.FloorQueue(n.Pool):
-		return n.Tier >= 1
-	case jobs.Tier2Queue(n.Pool):
-		return n.Tier >= 2
-	}
-	return false
-}

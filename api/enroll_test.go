@@ -158,7 +158,7 @@ func TestAttestedTier(t *testing.T) {
 		if code != http.StatusOK || node("n1").Tier != 1 || !a.Eligible("n1", "floor.ci") {
 			t.Fatalf("got %d %v, %+v", code, out, node("n1"))
 		}
-		if a.Eligible("n1", "tier2.ci") || a.Eligible("n1", "floor.other") || a.Eligible("n1", "ci") {
+		if a.Eligible("n1", "tier2.ci") || a.Eligible("n1", "floor.other") || a.Eligible("n1", "node.n2") {
 			t.Errorf("tier 1 made n1 eligible beyond floor.ci")
 		}
 	})

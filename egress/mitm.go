@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -265,6 +266,13 @@ func (p *Proxy) relayOne(w io.Writer, br *bufio.Reader, h *head, up net.Conn, ub
 	hdr.Del("Expect")
 	hdr.Del("Content-Length")
 	hdr.Del("Host")
+	// A SigV4 binding re-signs the box's Authorization below; its key ID
+	// placeholder is no leak there.
+	pair := sigv4For(p.o.Secrets, d.host)
+	signed := pair != nil && len(h.header.Values("Authorization")) > 0
+	if signed {
+		hdr.Del("Authorization")
+	}
 	query, used, l := bindSecrets(p.o.Secrets, d.host, true, rawPath, rawQuery, hdr)
 	if l != nil {
 		return refuse(http.StatusForbidden, l.reason())
@@ -276,9 +284,9 @@ func (p *Proxy) relayOne(w io.Writer, br *bufio.Reader, h *head, up net.Conn, ub
 			inUse = append(inUse, s)
 		}
 	}
-	if len(inUse) > 0 {
+	if len(inUse) > 0 && !(signed && strings.Contains(h.header.Get("Authorization"), "accept-encoding")) {
 		// A compressed answer would hide an echoed credential from
-		// unbindReader.
+		// unbindReader. (A header the box signed is kept as it is.)
 		hdr.Set("Accept-Encoding", "identity")
 	}
 	if _, ok := hdr["User-Agent"]; !ok {
@@ -298,6 +306,12 @@ func (p *Proxy) relayOne(w io.Writer, br *bufio.Reader, h *head, up net.Conn, ub
 	body, err := p.scannedBody(w, br, h)
 	if err != nil {
 		return refuse(http.StatusForbidden, bodyWhy(err))
+	}
+	if signed {
+		if body, err = p.resign(pair, h, hdr, body, rawPath, rawQuery, query, authority); err != nil {
+			return refuse(http.StatusForbidden, bodyWhy(err))
+		}
+		ev.Secrets = append(ev.Secrets, pair.keyID.Name, pair.secret.Name)
 	}
 	if body != nil {
 		req.Body, req.ContentLength = io.NopCloser(body), h.contentLength
@@ -415,10 +429,48 @@ func (p *Proxy) scannedBody(w io.Writer, br *bufio.Reader, h *head) (io.Reader, 
 	return io.MultiReader(strings.NewReader(string(pre)), sr), nil
 }
 
+// resign writes the SigV4 signature made with the real key into hdr (see
+// resignSigV4), reading the body whole first when its hash is not in the
+// box's headers. It returns the body to send.
+func (p *Proxy) resign(pair *sigv4Pair, h *head, hdr http.Header, body io.Reader, rawPath, boxQuery, upQuery, authority string) (io.Reader, error) {
+	hash, need, why := payloadHash(h.header, nil)
+	if need {
+		all := []byte{}
+		if body != nil {
+			b, err := io.ReadAll(io.LimitReader(body, MaxBodyScan+1))
+			if err != nil {
+				return nil, err
+			}
+			if len(b) > MaxBodyScan {
+				return nil, signRefusal("a SigV4 request body over 1 MiB needs its SHA-256 in x-amz-content-sha256 to be signed again")
+			}
+			all = b
+		}
+		hash, _, why = payloadHash(h.header, all)
+		body = bytes.NewReader(all)
+	}
+	if why == "" {
+		why = resignSigV4(pair, h.method, rawPath, boxQuery, upQuery, h.header, hdr, authority, hash)
+	}
+	if why != "" {
+		return nil, signRefusal(why)
+	}
+	return body, nil
+}
+
+// signRefusal is an error whose message is the reason shown to the box.
+type signRefusal string
+
+func (r signRefusal) Error() string { return string(r) }
+
 func bodyWhy(err error) string {
 	var pe *errPlaceholderInBody
 	if errors.As(err, &pe) {
 		return pe.Error()
+	}
+	var r signRefusal
+	if errors.As(err, &r) {
+		return string(r)
 	}
 	return "the request body could not be read"
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,6 +32,12 @@ type Models struct {
 	Allow func(model string) bool
 	// Providers by the name in the path ("openai", "anthropic").
 	Providers map[string]Provider
+	// Budget, when set, refuses requests once the run's tokens are spent.
+	Budget *TokenBudget
+	// RetryTotal and RetryAttempts bound waiting out 429s with a stated
+	// reset; zero means DefaultRetryTotal and DefaultRetryAttempts.
+	RetryTotal    time.Duration
+	RetryAttempts int
 }
 
 // Provider is one model provider's endpoint and key.
@@ -42,6 +50,9 @@ type Provider struct {
 	// Header is the header that carries the key; Prefix goes before it
 	// ("Authorization", "Bearer "; "X-Api-Key", "").
 	Header, Prefix string
+	// Path goes before the box's path ("/v1/responses") upstream: the
+	// path of a custom endpoint's base URL without its final "/v1".
+	Path string
 }
 
 // maxModelBody bounds a model request, which is read whole to find its
@@ -76,28 +87,9 @@ func (p *Proxy) serveModel(w io.Writer, br *bufio.Reader, h *head, u *url.URL) b
 	if _, err := cleanPath(upPath); err != nil {
 		return refuse(http.StatusBadRequest, err.Error())
 	}
-	var body []byte
-	if h.chunked || h.contentLength > 0 {
-		if h.contentLength > maxModelBody {
-			return refuse(http.StatusRequestEntityTooLarge, "the request is larger than the model proxy's 16 MiB")
-		}
-		if strings.EqualFold(h.header.Get("Expect"), "100-continue") {
-			io.WriteString(w, "HTTP/1.1 100 Continue\r\n\r\n")
-		}
-		var r io.Reader = io.LimitReader(br, h.contentLength)
-		if h.chunked {
-			r = httputil.NewChunkedReader(br)
-		}
-		b, err := io.ReadAll(io.LimitReader(r, maxModelBody+1))
-		if err != nil || len(b) > maxModelBody {
-			return refuse(http.StatusBadRequest, "the request body could not be read whole (at most 16 MiB)")
-		}
-		if h.chunked {
-			if err := discardTrailer(br, p.o.MaxHeaderBytes); err != nil {
-				return refuse(http.StatusBadRequest, "malformed chunked trailer")
-			}
-		}
-		body = b
+	body, why, code := readModelBody(w, br, h, p.o.MaxHeaderBytes)
+	if why != "" {
+		return refuse(code, why)
 	}
 	if h.method != http.MethodGet && h.method != http.MethodHead {
 		var req struct {
@@ -111,22 +103,11 @@ func (p *Proxy) serveModel(w io.Writer, br *bufio.Reader, h *head, u *url.URL) b
 			return refuse(http.StatusForbidden, "the model "+strconv.Quote(ev.Model)+" is not in this policy's models.allow")
 		}
 	}
-	d := decision{host: prov.Host, port: prov.Port, rule: "models"}
-	p.dial(p.ctx, &d)
-	if d.outcome != allowed {
-		ev.Error = d.reason
-		return refuse(http.StatusBadGateway, "the provider "+name+" cannot be reached")
-	}
-	defer p.untrack(d.up)
-	ev.Addr, ev.Allow = d.addr, true
-	up := tls.Client(d.up, &tls.Config{ServerName: prov.Host, RootCAs: p.o.UpstreamRoots,
-		MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
-	hctx, cancel := context.WithTimeout(p.ctx, p.o.DialTimeout)
-	err := up.HandshakeContext(hctx)
-	cancel()
-	if err != nil {
-		ev.Allow, ev.Error = false, err.Error()
-		return refuse(http.StatusBadGateway, "TLS to the provider failed verification or did not complete")
+	if b := p.o.Models.Budget; b != nil && b.Spent() {
+		ev.Reason = "the run's model token budget (limits.model_tokens: " + strconv.FormatInt(b.Limit, 10) + ") is spent"
+		p.audit(ev)
+		writeProviderError(w, name, ev.Reason)
+		return false
 	}
 	hdr := h.header.Clone()
 	stripHop(hdr)
@@ -135,36 +116,33 @@ func (p *Proxy) serveModel(w io.Writer, br *bufio.Reader, h *head, u *url.URL) b
 	}
 	hdr.Set(prov.Header, prov.Prefix+prov.Key)
 	hdr.Set("Accept-Encoding", "identity")
+	if _, ok := hdr["User-Agent"]; !ok {
+		hdr["User-Agent"] = nil
+	}
 	authority := prov.Host
 	if prov.Port != 443 {
 		authority = net.JoinHostPort(prov.Host, strconv.Itoa(prov.Port))
 	}
-	req := &http.Request{Method: h.method, URL: &url.URL{Scheme: "https", Host: authority, Opaque: upPath, RawQuery: u.RawQuery},
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: hdr, Host: authority, Close: true}
-	if body != nil {
-		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	mk := func() *http.Request {
+		req := &http.Request{Method: h.method, URL: &url.URL{Scheme: "https", Host: authority, Opaque: prov.Path + upPath, RawQuery: u.RawQuery},
+			Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: hdr, Host: authority, Close: true}
+		if body != nil {
+			req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		}
+		return req
 	}
-	if _, ok := hdr["User-Agent"]; !ok {
-		hdr["User-Agent"] = nil
-	}
-	d.up.SetDeadline(time.Time{})
-	if err := req.Write(up); err != nil {
-		ev.Error = err.Error()
+	redact := []Secret{{Value: prov.Key, Placeholder: strings.Repeat("*", len(prov.Key))}}
+	waited := 0
+	resp, fail := p.askProvider(prov, name, mk, &ev, &waited)
+	if fail != "" {
 		p.audit(ev)
-		writeStatus(w, http.StatusBadGateway, "airlock model proxy: the request to "+name+" failed")
-		return false
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(up), req)
-	if err != nil {
-		ev.Error = err.Error()
-		p.audit(ev)
-		writeStatus(w, http.StatusBadGateway, "airlock model proxy: "+name+" sent no valid response")
+		writeStatus(w, http.StatusBadGateway, "airlock model proxy: "+fail)
 		return false
 	}
 	defer resp.Body.Close()
 	stripHop(resp.Header)
-	unbindHeader(resp.Header, []Secret{{Value: prov.Key, Placeholder: strings.Repeat("*", len(prov.Key))}})
-	meter := &usageMeter{r: newUnbindReader(resp.Body, []Secret{{Value: prov.Key, Placeholder: strings.Repeat("*", len(prov.Key))}})}
+	unbindHeader(resp.Header, redact)
+	meter := &usageMeter{r: newUnbindReader(resp.Body, redact)}
 	resp.Body = io.NopCloser(meter)
 	framed := resp.ContentLength >= 0 || len(resp.TransferEncoding) > 0 || h.method == http.MethodHead
 	keep := framed && !h.close
@@ -180,11 +158,226 @@ func (p *Proxy) serveModel(w io.Writer, br *bufio.Reader, h *head, u *url.URL) b
 	}
 	ev.BytesUp, ev.BytesDown, ev.Duration = int64(len(body)), dw.n, p.o.Now().Sub(start)
 	ev.Usage = meter.usage()
+	if b := p.o.Models.Budget; b != nil {
+		b.Add(spentTokens(ev.Usage))
+	}
 	ev.Reason = resp.Status
+	if waited > 0 {
+		ev.Reason += fmt.Sprintf(" (after waiting out %d rate-limit answers)", waited)
+	}
 	if p.audit(ev) != nil {
 		keep = false
 	}
 	return keep
+}
+
+// readModelBody reads a model request's body whole: the model it names is
+// decided before anything is sent, and a request waited out after a 429 is
+// sent again. It returns a refusal's reason and status when it cannot.
+func readModelBody(w io.Writer, br *bufio.Reader, h *head, maxHeader int) (body []byte, why string, code int) {
+	if !h.chunked && h.contentLength <= 0 {
+		return nil, "", 0
+	}
+	if h.contentLength > maxModelBody {
+		return nil, "the request is larger than the model proxy's 16 MiB", http.StatusRequestEntityTooLarge
+	}
+	if strings.EqualFold(h.header.Get("Expect"), "100-continue") {
+		io.WriteString(w, "HTTP/1.1 100 Continue\r\n\r\n")
+	}
+	var r io.Reader = io.LimitReader(br, h.contentLength)
+	if h.chunked {
+		r = httputil.NewChunkedReader(br)
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxModelBody+1))
+	if err != nil || len(b) > maxModelBody {
+		return nil, "the request body could not be read whole (at most 16 MiB)", http.StatusBadRequest
+	}
+	if h.chunked {
+		if err := discardTrailer(br, maxHeader); err != nil {
+			return nil, "malformed chunked trailer", http.StatusBadRequest
+		}
+	}
+	return b, "", 0
+}
+
+// askProvider sends the request mk makes to the provider and returns its
+// answer's head. A 429 that states when the limit resets is waited out and
+// the same request sent again, to the same provider and model, within
+// Models' retry bounds; nothing has reached the box yet then. Any other
+// answer, a 429 without a stated reset or with one past the bounds, is
+// returned as it came. fail is set (and ev.Error) when no answer came.
+func (p *Proxy) askProvider(prov Provider, name string, mk func() *http.Request, ev *Event, waited *int) (*http.Response, string) {
+	total, attempts := p.o.Models.retryBounds()
+	deadline := p.o.Now().Add(total)
+	for try := 1; ; try++ {
+		resp, fail := p.askOnce(prov, name, mk(), ev)
+		if fail != "" || resp.StatusCode != http.StatusTooManyRequests || try >= attempts {
+			return resp, fail
+		}
+		wait, ok := statedReset(resp.Header, p.o.Now())
+		if !ok || p.o.Now().Add(wait).After(deadline) {
+			return resp, ""
+		}
+		resp.Body.Close()
+		*waited++
+		t := time.NewTimer(wait)
+		select {
+		case <-p.ctx.Done():
+			t.Stop()
+			ev.Error = "the proxy closed while waiting out a rate limit"
+			return nil, "the proxy closed while waiting out " + name + "'s rate limit"
+		case <-t.C:
+		}
+	}
+}
+
+// askOnce opens a verified TLS connection to the provider and sends req on
+// it.
+func (p *Proxy) askOnce(prov Provider, name string, req *http.Request, ev *Event) (*http.Response, string) {
+	d := decision{host: prov.Host, port: prov.Port, rule: "models"}
+	p.dial(p.ctx, &d)
+	if d.outcome != allowed {
+		ev.Error = d.reason
+		return nil, "the provider " + name + " cannot be reached"
+	}
+	ev.Addr, ev.Allow = d.addr, true
+	up := tls.Client(d.up, &tls.Config{ServerName: prov.Host, RootCAs: p.o.UpstreamRoots,
+		MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
+	hctx, cancel := context.WithTimeout(p.ctx, p.o.DialTimeout)
+	err := up.HandshakeContext(hctx)
+	cancel()
+	if err != nil {
+		p.untrack(d.up)
+		ev.Allow, ev.Error = false, err.Error()
+		return nil, "TLS to the provider " + name + " failed verification or did not complete"
+	}
+	d.up.SetDeadline(time.Time{})
+	if err := req.Write(up); err != nil {
+		p.untrack(d.up)
+		ev.Error = err.Error()
+		return nil, "the request to " + name + " failed"
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(up), req)
+	if err != nil {
+		p.untrack(d.up)
+		ev.Error = err.Error()
+		return nil, name + " sent no valid response"
+	}
+	resp.Body = &closeBoth{ReadCloser: resp.Body, close: func() { p.untrack(d.up) }}
+	return resp, ""
+}
+
+// closeBoth closes an answer's body and then its connection.
+type closeBoth struct {
+	io.ReadCloser
+	close func()
+}
+
+func (c *closeBoth) Close() error {
+	err := c.ReadCloser.Close()
+	c.close()
+	return err
+}
+
+// DefaultRetryTotal and DefaultRetryAttempts bound how long and how often
+// a rate-limited model request is waited out.
+const (
+	DefaultRetryTotal    = 30 * time.Second
+	DefaultRetryAttempts = 3
+)
+
+func (m *Models) retryBounds() (time.Duration, int) {
+	total, n := m.RetryTotal, m.RetryAttempts
+	if total <= 0 {
+		total = DefaultRetryTotal
+	}
+	if n <= 0 {
+		n = DefaultRetryAttempts
+	}
+	return total, n
+}
+
+// statedReset reads when a 429's limit resets: Retry-After (seconds or an
+// HTTP date) or OpenAI's retry-after-ms when given; otherwise the latest of
+// OpenAI's x-ratelimit-reset-requests/-tokens (durations such as "6m0s")
+// and Anthropic's anthropic-ratelimit-*-reset (RFC 3339 times). ok is false
+// when none is given or none parses.
+func statedReset(h http.Header, now time.Time) (wait time.Duration, ok bool) {
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 && ms < 1e9 {
+			return time.Duration(ms * float64(time.Millisecond)), true
+		}
+	}
+	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
+		if s, err := strconv.ParseUint(v, 10, 32); err == nil {
+			return time.Duration(s) * time.Second, true
+		}
+		if t, err := http.ParseTime(v); err == nil {
+			return max(t.Sub(now), 0), true
+		}
+	}
+	for name, vs := range h {
+		low := strings.ToLower(name)
+		if len(vs) != 1 {
+			continue
+		}
+		v := strings.TrimSpace(vs[0])
+		switch {
+		case low == "x-ratelimit-reset-requests" || low == "x-ratelimit-reset-tokens":
+			if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+				wait, ok = max(wait, d), true
+			}
+		case strings.HasPrefix(low, "anthropic-ratelimit-") && strings.HasSuffix(low, "-reset"):
+			if t, err := time.Parse(time.RFC3339, v); err == nil {
+				wait, ok = max(wait, t.Sub(now)), true
+			}
+		}
+	}
+	return wait, ok
+}
+
+// TokenBudget is a run's model token budget (limits.model_tokens). Used
+// is shared by every box of the run (each box's Limit is its policy's,
+// which a narrowed call may lower). A request is refused once Used reaches
+// Limit; the answer that crosses it is relayed whole, and requests
+// already in flight may cross it further.
+type TokenBudget struct {
+	Limit int64
+	Used  *atomic.Int64
+}
+
+// Spent reports whether the budget is used up.
+func (b *TokenBudget) Spent() bool { return b.Used.Load() >= b.Limit }
+
+// Add charges n tokens.
+func (b *TokenBudget) Add(n int64) { b.Used.Add(n) }
+
+// spentTokens is the input and output an answer's usage reports, in
+// either wire format (OpenAI's prompt/completion or input/output tokens;
+// Anthropic's input, output and cache tokens).
+func spentTokens(u map[string]int64) int64 {
+	var n int64
+	for _, k := range []string{"input_tokens", "output_tokens", "prompt_tokens", "completion_tokens",
+		"cache_creation_input_tokens", "cache_read_input_tokens"} {
+		n += u[k]
+	}
+	return n
+}
+
+// writeProviderError answers the box with a JSON error in the provider's
+// own shape, so the agent's client reports the reason as the provider's
+// error: Anthropic's permission_error, OpenAI's insufficient_quota (which
+// clients treat as final rather than retrying).
+func writeProviderError(w io.Writer, provider, why string) {
+	code, v := http.StatusTooManyRequests, any(map[string]any{"error": map[string]any{
+		"message": "airlock: " + why, "type": "insufficient_quota", "code": "insufficient_quota", "param": nil}})
+	if provider == "anthropic" {
+		code, v = http.StatusForbidden, map[string]any{"type": "error", "error": map[string]any{
+			"type": "permission_error", "message": "airlock: " + why}}
+	}
+	b, _ := json.Marshal(v)
+	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		code, http.StatusText(code), len(b), b)
 }
 
 // usageMeter reads token counts from an answer as it passes: the "usage"
@@ -226,11 +419,14 @@ func (m *usageMeter) take(line []byte) {
 		Message struct {
 			Usage map[string]any `json:"usage"`
 		} `json:"message"`
+		Response struct {
+			Usage map[string]any `json:"usage"`
+		} `json:"response"`
 	}
 	if json.Unmarshal(line, &ev) != nil {
 		return
 	}
-	for _, u := range []map[string]any{ev.Usage, ev.Message.Usage} {
+	for _, u := range []map[string]any{ev.Usage, ev.Message.Usage, ev.Response.Usage} {
 		for k, v := range u {
 			if f, ok := v.(float64); ok && f >= 0 {
 				if m.got == nil {

@@ -37,6 +37,10 @@ type Secret struct {
 	// Query names the URL query parameter the placeholder is replaced in;
 	// "" for none.
 	Query string
+	// SigV4KeyID, on an AWS secret access key, names the secret holding its
+	// access key ID: requests to Hosts signed (AWS Signature Version 4)
+	// with both placeholders are signed again with the real pair.
+	SigV4KeyID string
 }
 
 // MaxBodyScan is how much of a request body is read and searched for a

@@ -174,13 +174,7 @@ func do(t *testing.T, c *http.Client, method, u, auth, body string) (int, string
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, u, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return send(t, c, req)
 }
 
 // TestPhantomCredential: the bound host receives the real token while the

@@ -411,13 +411,27 @@ func (s *Store) Get(ctx context.Context, sc Scope, r Ref) ([]byte, error) {
 }
 
 // GetTo writes the bytes of r, if sc may read it, to w, and returns how many
-// it wrote. Like Get it checks them first, so w gets the whole file or
-// nothing of it; the bytes pass through a buffer the store reuses, which
-// spares a large allocation on each call.
+// it wrote. Like Get it checks them against the digest, and w keeps the
+// whole file or nothing of it:
+//
+//   - into a regular file open at its offset (not in append mode), the clear
+//     bytes of an unsealed file stream as they are read and hashed, and the
+//     digest is checked when the last of them is written. When that check
+//     (or anything else) fails, GetTo cuts the file off at the offset it
+//     had, puts the offset back there, and returns the error. Until
+//     GetTo returns, the file's new bytes are unchecked: a caller must not
+//     let anyone read them before a nil error, and should write to a file
+//     only it can open and remove that file on an error (Materialize does);
+//   - into any other writer (a pipe, standard output, a buffer), and for a
+//     sealed file, the bytes are read and checked whole first and written
+//     only when they pass, through a buffer the store reuses.
 func (s *Store) GetTo(ctx context.Context, sc Scope, r Ref, w io.Writer) (int64, error) {
 	f, key, err := s.opening(ctx, sc, r)
 	if err != nil {
 		return 0, err
+	}
+	if out, start, ok := rewindable(w); ok && !f.sealed {
+		return s.streamBlob(sc.Tenant, r, f.size, out, start)
 	}
 	bp, _ := s.bufs.Get().(*[]byte)
 	if bp == nil {

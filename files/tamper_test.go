@@ -3,6 +3,7 @@ package files
 import (
 	"bytes"
 	"encoding/hex"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -208,5 +209,103 @@ func TestParseKey(t *testing.T) {
 				t.Errorf("got %x, %v; want ok=%v", got, err, tc.ok)
 			}
 		})
+	}
+}
+
+// TestGetToTakesBackDamagedBytes damages the last chunk of a blob bigger
+// than the chunks GetTo streams in, so the bytes before it are written before
+// the damage can be seen: into a file at its offset they must be taken back
+// (the file cut off where it stood, the offset put back), and into a writer
+// that cannot take bytes back nothing may be written at all. The same calls
+// on the undamaged blob give the whole file.
+func TestGetToTakesBackDamagedBytes(t *testing.T) {
+	f := newFixture(t, Options{})
+	sc := Scope{Tenant: "acme", Tree: "a"}
+	data := bytes.Repeat([]byte("0123456789abcdef"), (3*hashChunk+hashChunk/2)/16)
+	r := mustPut(t, f.s, sc, data)
+	blob := f.s.blobPath("acme", r, false)
+	good, err := os.ReadFile(blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := bytes.Clone(good)
+	bad[len(bad)-10] ^= 1
+	const before = "bytes that were there: "
+	for _, tc := range []struct {
+		name   string
+		open   func(t *testing.T) (io.Writer, func() []byte)
+		offset bool // the writer is a file whose offset must come back
+	}{
+		{"a file at its offset", func(t *testing.T) (io.Writer, func() []byte) {
+			return openWith(t, os.O_RDWR|os.O_CREATE|os.O_TRUNC, before)
+		}, true},
+		{"a file in append mode", func(t *testing.T) (io.Writer, func() []byte) {
+			return openWith(t, os.O_RDWR|os.O_CREATE|os.O_APPEND, before)
+		}, false},
+		{"a pipe", func(t *testing.T) (io.Writer, func() []byte) {
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan []byte, 1)
+			go func() { b, _ := io.ReadAll(pr); got <- append([]byte(before), b...) }()
+			t.Cleanup(func() { pw.Close(); pr.Close() })
+			return pw, func() []byte { pw.Close(); return <-got }
+		}, false},
+		{"a buffer", func(t *testing.T) (io.Writer, func() []byte) {
+			b := bytes.NewBufferString(before)
+			return b, b.Bytes
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(blob, bad, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			w, contents := tc.open(t)
+			n, err := f.s.GetTo(ctx, sc, r, w)
+			if err == nil || !strings.Contains(err.Error(), "damaged") {
+				t.Fatalf("GetTo of a damaged blob: %d, %v; want it reported damaged", n, err)
+			}
+			if fh, ok := w.(*os.File); ok && tc.offset {
+				if off, _ := fh.Seek(0, io.SeekCurrent); off != int64(len(before)) {
+					t.Errorf("offset after the failed get is %d, want %d", off, len(before))
+				}
+			}
+			if got := contents(); string(got) != before {
+				t.Errorf("the writer holds %d bytes after the failed get, want only the %d it had", len(got), len(before))
+			}
+			if err := os.WriteFile(blob, good, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			w, contents = tc.open(t)
+			if n, err := f.s.GetTo(ctx, sc, r, w); err != nil || n != int64(len(data)) {
+				t.Fatalf("GetTo of the sound blob: %d, %v", n, err)
+			}
+			if got := contents(); !bytes.Equal(got, append([]byte(before), data...)) {
+				t.Errorf("the writer holds %d bytes, want what it had and the file's %d", len(got), len(data))
+			}
+		})
+	}
+}
+
+// openWith opens a new file in a test directory with flags, writes prefix
+// to it, and returns it with a function reading its whole content.
+func openWith(t *testing.T, flags int, prefix string) (io.Writer, func() []byte) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "out")
+	fh, err := os.OpenFile(p, flags, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fh.Close() })
+	if _, err := fh.WriteString(prefix); err != nil {
+		t.Fatal(err)
+	}
+	return fh, func() []byte {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
 	}
 }

@@ -261,42 +261,30 @@ func weighMilli(s string, rec func(piece)) int64 {
 func scanMilli(s string, rec func(piece)) (total, extra int64) {
 	n := len(s)
 	i := 0
+	var p piece // every branch below sets all of it
 	for i < n {
 		b := s[i]
-		var p piece
-		// The commonest piece of prose, inline: a space and a word of up to
-		// seven ASCII letters in lower or title case. It prices exactly as
-		// scanWord does.
-		if b == ' ' && i+9 <= n && rec == nil {
-			v := load64(s, i+1)
-			if v&hiBits == 0 {
-				x := v | 0x2020202020202020
-				letter := (x + 0x1f1f1f1f1f1f1f1f) &^ (x + 0x0505050505050505) & hiBits
-				k := bits.TrailingZeros64(^letter&hiBits) >> 3
-				if k > 0 && k < 8 {
-					caps := letter &^ (v << 2) & (1<<(8*k) - 1)
-					if caps == 0 || caps == 0x80 {
-						shape := shapeLower
-						switch {
-						case caps != 0 && k == 1:
-							shape = shapeUpper // a lone capital
-						case caps != 0:
-							shape = shapeTitle
-						}
-						if commonWord(hashTail(hashSeed^uint64(k), v&(1<<(8*k)-1)|lowerMask[k])) {
-							total += commonCost[pfSpace][shape]
-						} else {
-							total += wordCost(k, shape, pfSpace, isRough(s[i+1:i+1+k]))
-						}
-						i += 1 + k
-						continue
-					}
-				}
+		// The commonest piece of prose first: a space and a short word.
+		if b == ' ' && rec == nil {
+			if end, cost, ok := shortWord(s, i+1, pfSpace); ok {
+				total += cost
+				i = end
+				continue
 			}
 		}
-		// Then: a word after a space, a word.
+		// Then: a word after a space, a word; punctuation after a space
+		// (" = ", " {"), which takes the space as scanSpace would give it.
 		if b == ' ' && i+1 < n && letterInfo[s[i+1]]&liLetter != 0 {
 			p = scanWord(s, i, i+1, pfSpace)
+			total += p.cost
+			if rec != nil {
+				rec(p)
+			}
+			i = p.end
+			continue
+		}
+		if b == ' ' && i+1 < n && byteClass[s[i+1]] == cOther {
+			p = scanPunct(s, i, i+1)
 			total += p.cost
 			if rec != nil {
 				rec(p)
@@ -308,14 +296,24 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 		if c == cHigh {
 			c, w = classAt(s, i)
 		}
-		p.start = i
 		switch c {
 		case cLetter:
 			// A word with no prefix (at the start, or after a digit or a
 			// line break).
+			if rec == nil {
+				if end, cost, ok := shortWord(s, i, pfNone); ok {
+					total += cost
+					i = end
+					continue
+				}
+			}
 			p = scanWord(s, i, i, 0)
 		case cDigit:
 			j, runes := i+w, 1
+			for j < n && s[j]-'0' < 10 { // ASCII digits, the common case
+				j++
+				runes++
+			}
 			for j < n {
 				c2, w2 := classAt(s, j)
 				if c2 != cDigit {
@@ -336,12 +334,26 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 			// the word; otherwise a run of punctuation is one piece.
 			if i+w < n {
 				if c2, _ := classAt(s, i+w); c2 == cLetter {
+					if rec == nil {
+						if end, cost, ok := shortWord(s, i+w, prefixKind(s[i])); ok {
+							total += cost
+							i = end
+							continue
+						}
+					}
 					p = scanWord(s, i, i+w, prefixKind(s[i]))
 					break
 				}
 			}
 			p = scanPunct(s, i, i)
 		case cSpace, cBreak:
+			if b == '\n' && rec == nil {
+				if end, cost, ok := lineStart(s, i); ok {
+					total += cost
+					i = end
+					continue
+				}
+			}
 			p = scanSpace(s, i)
 			if p.end-p.start > longRun && p.kind != pkWord && p.kind != pkPunct {
 				extra += max(0, lengthCost(p.end-p.start)-p.cost)
@@ -354,6 +366,96 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 		i = p.end
 	}
 	return total, extra
+}
+
+// shortWord prices the word that begins at at with prefix pf (of its
+// piece, before at) when it is one to seven ASCII letters in lower or title
+// case, or a lone capital, followed by an ASCII byte that is not a letter,
+// all within s: the commonest words of prose and code. It prices exactly as
+// scanWord does, reading the word as one eight-byte load; ok is false for
+// any other word, which scanWord prices.
+func shortWord(s string, at int, pf uint8) (end int, cost int64, ok bool) {
+	if at+8 > len(s) {
+		return 0, 0, false
+	}
+	v := load64(s, at)
+	if v&hiBits != 0 {
+		return 0, 0, false
+	}
+	letter := letterBits(v)
+	k := bits.TrailingZeros64(^letter&hiBits) >> 3
+	if k == 0 {
+		return 0, 0, false
+	}
+	// n letters in all; h the hash before its last k bytes, tail.
+	n, h, tail := k, hashSeed^uint64(k), v
+	caps := letter &^ (v << 2)
+	if k == 8 {
+		// Eight letters and more: up to fifteen, in a second load.
+		if at+16 > len(s) {
+			return 0, 0, false
+		}
+		v2 := load64(s, at+8)
+		if v2&hiBits != 0 || caps&^0x80 != 0 {
+			return 0, 0, false
+		}
+		letter2 := letterBits(v2)
+		k = bits.TrailingZeros64(^letter2&hiBits) >> 3
+		if k == 8 || letter2&^(v2<<2)&(uint64(1)<<(8*k)-1) != 0 {
+			return 0, 0, false
+		}
+		n = 8 + k
+		h = (hashSeed ^ uint64(n) ^ (v | 0x2020202020202020)) * hashMul
+		h ^= h >> 29
+		tail = v2
+	}
+	word := uint64(1)<<(8*k) - 1
+	if n < 8 {
+		caps &= word
+	}
+	shape := shapeLower
+	switch {
+	case caps == 0:
+	case caps != 0x80:
+		return 0, 0, false
+	case n == 1:
+		shape = shapeUpper // a lone capital
+	default:
+		shape = shapeTitle
+	}
+	if commonWord(hashTail(h, tail&word|lowerMask[k])) {
+		return at + n, commonCost[pf][shape], true
+	}
+	return at + n, wordCost(n, shape, pf, isRough(s[at:at+n])), true
+}
+
+// letterBits sets the high bit of each byte of v (eight ASCII bytes) that
+// is a letter: x >= 'a' and not x > 'z', for x the byte in lower case.
+func letterBits(v uint64) uint64 {
+	x := v | 0x2020202020202020
+	return (x + 0x1f1f1f1f1f1f1f1f) &^ (x + 0x0505050505050505) & hiBits
+}
+
+// lineStart prices the commonest white space of code and prose: a line
+// break at i, then an indentation of spaces (none, one, or up to longRun
+// and one), then a printable ASCII byte. It prices exactly as scanSpace does,
+// in one pass: the break is a piece; all but the last space of the
+// indentation are a piece; the last space belongs to what follows, so end is
+// its offset. ok is false for any other white space, which scanSpace prices.
+func lineStart(s string, i int) (end int, cost int64, ok bool) {
+	j := i + 1
+	for j < len(s) && s[j] == ' ' {
+		j++
+	}
+	if j == len(s) || s[j] <= ' ' || s[j] >= 0x7f || j-i-2 > longRun {
+		return 0, 0, false
+	}
+	cost = breakTab[1]
+	if k := j - i - 1; k > 1 {
+		cost += spaceCost(k-1, 0)
+		return j - 1, cost, true
+	}
+	return i + 1, cost, true
 }
 
 // contraction returns the length of the English contraction at s[i] ('s 't
@@ -539,9 +641,7 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 		if v&hiBits != 0 {
 			break
 		}
-		x := v | 0x2020202020202020
-		// The high bit of each byte: x >= 'a' and not x > 'z'.
-		letter := (x + 0x1f1f1f1f1f1f1f1f) &^ (x + 0x0505050505050505) & hiBits
+		letter := letterBits(v)
 		k := bits.TrailingZeros64(^letter&hiBits) >> 3
 		caps := letter &^ (v << 2) // letters whose case bit is clear
 		if k < 8 {
@@ -676,18 +776,20 @@ func mixedWordCost(w string, prefix uint8) int64 {
 // identifier, an abbreviation or a piece of an encoding, which the tokenizer
 // cuts into more pieces.
 func isRough(w string) bool {
-	vowels := 0
+	vowels := uint(0)
 	prev := uint(0)
 	odd := uint8(0)
 	for k := 0; k < len(w); k++ {
-		b := w[k]
-		vowels += int(letterInfo[b] >> 2 & 1)
-		cur := uint(b) & 31
+		cur := uint(w[k]) & 31 // the letter's place in the alphabet, either case
+		vowels += vowelBits >> cur & 1
 		odd |= oddPair[prev<<5|cur]
 		prev = cur
 	}
-	return vowels*4 < len(w) || odd != 0
+	return vowels*4 < uint(len(w)) || odd != 0
 }
+
+// vowelBits marks the places in the alphabet (a = 1) of the vowels and y.
+const vowelBits = 1<<1 | 1<<5 | 1<<9 | 1<<15 | 1<<21 | 1<<25
 
 // lowerMask[n] sets the case bit of the first n bytes of a word.
 var lowerMask = [8]uint64{0, 0x20, 0x2020, 0x202020, 0x20202020, 0x2020202020, 0x202020202020, 0x20202020202020}
@@ -727,9 +829,10 @@ func hashTail(h, v uint64) uint64 {
 	return h
 }
 
-// load64 reads eight bytes of s at i, little-endian.
+// load64 reads eight bytes of s at i, little-endian. Slicing them first
+// lets the compiler check the bounds once and read them as one word.
 func load64(s string, i int) uint64 {
-	_ = s[i+7]
-	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+	b := s[i : i+8]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 }

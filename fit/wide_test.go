@@ -427,7 +427,6 @@ var heldOutMisses = map[string][2]float64{
 	"cpp":        {0.087, 0.12},
 	"java":       {0.038, 0.075},
 	"perl":       {0.042, 0.105},
-	"ps-top":     {0.037, 0.06},
 	"typescript": {0.045, 0.088},
 	"xml":        {0.048, 0.07},
 }

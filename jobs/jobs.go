@@ -89,8 +89,21 @@ type Job struct {
 	// that it may run on a node without a sandbox. A tainted job ignores it.
 	Tier0 bool `json:"tier0,omitempty"`
 	// Tainted marks a job that reads text from outside (an outside event
-	// started it): it runs on tier 1 only, whatever else it says.
+	// started it, it may use a model the tenant has not vetted, or a
+	// tainted job started it): it runs on tier 1 only, whatever else it
+	// says, and its calls that can send data out wait for a person.
 	Tainted bool `json:"tainted,omitempty"`
+	// Taint says why the job is tainted, as a person reads it.
+	Taint string `json:"taint,omitempty"`
+	// Model is the model the job's agent may use; the server checked it
+	// against the tenant's vetted list.
+	Model string `json:"model,omitempty"`
+	// Parent is the job that started this one ("" for none): a child
+	// inherits its parent's taint and floor.
+	Parent string `json:"parent,omitempty"`
+	// Dev says the server runs with --dev: every node may take floor
+	// work, unconfined when the node has no sandbox.
+	Dev bool `json:"dev,omitempty"`
 	// Source is who started it: "person", "app" or "hook:<name>".
 	Source string `json:"source,omitempty"`
 	// ClaimTimeout is how long the job waits for a node; 0 is
@@ -110,6 +123,9 @@ func (j Job) Floor() int {
 	}
 	return 1
 }
+
+// FromOutside says an outside event started the job.
+func (j Job) FromOutside() bool { return strings.HasPrefix(j.Source, "hook:") }
 
 // Queue is the task queue the job's claim waits on.
 func (j Job) Queue() string {
@@ -187,12 +203,34 @@ func (j Job) Validate() error {
 type Claim struct {
 	Node string `json:"node"`
 	Tier int    `json:"tier"`
+	// OptedOut says an admin's sandbox opt-out holds for the node: it may
+	// take floor work started from inside, never tainted work, and what
+	// runs there is marked tier 0.
+	OptedOut bool `json:"opted_out,omitempty"`
 }
 
 // ClaimRequest is what a claim asks of a node.
 type ClaimRequest struct {
 	Job   string `json:"job"`
 	Floor int    `json:"floor"`
+	// Tainted is the job's taint: an opted-out node refuses tainted work.
+	Tainted bool `json:"tainted,omitempty"`
+	// Dev says the server lets every node take floor work.
+	Dev bool `json:"dev,omitempty"`
+}
+
+// Accepts says whether c may run j: at or above the job's floor, or below
+// it only on the server's --dev, or on a node an admin opted out for a job
+// started from inside that no taint reached. A tainted job never runs on
+// an opted-out node, whatever its tier.
+func (j Job) Accepts(c Claim) error {
+	switch {
+	case c.OptedOut && j.Tainted:
+		return fmt.Errorf("node %s is opted out of the sandbox and job %s is tainted (%s): refused, tainted work runs only on a confined node", c.Node, j.ID, j.Taint)
+	case c.Tier >= j.Floor(), j.Dev, c.OptedOut:
+		return nil
+	}
+	return fmt.Errorf("node %s at sandbox tier %d claimed job %s, whose floor is tier %d: refused, the job never runs below its floor", c.Node, c.Tier, j.ID, j.Floor())
 }
 
 // RunRequest is the run a claiming node is handed.
@@ -209,6 +247,9 @@ type Result struct {
 	ExitCode int    `json:"exit_code"`
 	Stdout   string `json:"stdout,omitempty"`
 	Stderr   string `json:"stderr,omitempty"`
+	// OptedOut says the run took place on a node under a sandbox opt-out:
+	// every call of it counts as tier 0 (Tier is then 0).
+	OptedOut bool `json:"opted_out,omitempty"`
 	// Truncated says output beyond OutputCap was left out.
 	Truncated bool `json:"truncated,omitempty"`
 	// Refused says the node's kernel denied the call; Reason says why,
@@ -281,7 +322,9 @@ func noNodeMessage(j Job, waited time.Duration) string {
 	if j.Floor() >= 1 {
 		fix := fmt.Sprintf("start a node with sandbox tier 1 in pool %s (`airlock node --server URL --pool %s` on Linux with bubblewrap; `airlock sandbox check` says what a host lacks)", j.Pool, j.Pool)
 		if !j.Tainted {
-			fix += ", or start the job again with --tier0 if it may run unconfined"
+			fix += ", or start the job again with --tier0 if it may run unconfined, or have an admin opt a node out (`airlock node sandbox-optout NODE --reason ...`)"
+		} else if strings.HasPrefix(j.Taint, "model ") {
+			fix += ", or have the tenant vet the model (the server's --vetted-models)"
 		}
 		return fmt.Sprintf("no node with sandbox tier 1 took job %s from queue %s within %s: %s", j.ID, j.Queue(), waited, fix)
 	}

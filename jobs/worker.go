@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,14 +32,24 @@ type NodeConfig struct {
 	Runner Runner
 	// Concurrency bounds the jobs the node runs at once; 0 is 4.
 	Concurrency int
-	Log         *slog.Logger
+	// Waiters are the node's calls waiting for a person's answer, which
+	// the job's workflow delivers on the node's own queue.
+	Waiters *Waiters
+	Log     *slog.Logger
 }
 
 // Node is a running node worker.
 type Node struct {
 	client   client.Client
+	cfg      NodeConfig
 	workers  []worker.Worker
 	stopping atomic.Bool
+	// optedOut says an admin's sandbox opt-out holds for the node.
+	optedOut atomic.Bool
+	// floor is the floor queue's worker of a node below tier 1 while an
+	// opt-out or the server's --dev lets it take floor work.
+	mu    sync.Mutex
+	floor worker.Worker
 }
 
 // Queues is every task queue a node of cfg polls.
@@ -70,20 +81,12 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{client: c.c}
-	claim := func(ctx context.Context, req ClaimRequest) (Claim, error) { return n.claim(cfg, req) }
-	run := func(ctx context.Context, req RunRequest) (Result, error) { return runWithHeartbeat(ctx, cfg, req) }
-
+	if cfg.Waiters == nil {
+		cfg.Waiters = &Waiters{}
+	}
+	n := &Node{client: c.c, cfg: cfg}
 	for _, q := range cfg.Queues() {
-		w := worker.New(c.c, q, worker.Options{
-			MaxConcurrentActivityExecutionSize: cfg.Concurrency,
-			DisableWorkflowWorker:              true,
-		})
-		if q == NodeQueue(cfg.ID) {
-			w.RegisterActivityWithOptions(run, activity.RegisterOptions{Name: RunActivity})
-		} else {
-			w.RegisterActivityWithOptions(claim, activity.RegisterOptions{Name: ClaimActivity})
-		}
+		w := n.newWorker(q)
 		if err := w.Start(); err != nil {
 			n.Stop()
 			return nil, errs.Wrap(errs.Unavailable, err, "node %s: poll %s", cfg.ID, q)
@@ -93,17 +96,67 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	return n, nil
 }
 
+// newWorker is the worker of one of the node's queues: runs and answers
+// on its own queue, claims on the others.
+func (n *Node) newWorker(q string) worker.Worker {
+	cfg := n.cfg
+	w := worker.New(n.client, q, worker.Options{
+		MaxConcurrentActivityExecutionSize: cfg.Concurrency,
+		DisableWorkflowWorker:              true,
+	})
+	if q == NodeQueue(cfg.ID) {
+		run := func(ctx context.Context, req RunRequest) (Result, error) { return runWithHeartbeat(ctx, cfg, req) }
+		w.RegisterActivityWithOptions(run, activity.RegisterOptions{Name: RunActivity})
+		w.RegisterActivityWithOptions(deliverActivity(cfg.Waiters), activity.RegisterOptions{Name: AnswerActivity})
+	} else {
+		claim := func(ctx context.Context, req ClaimRequest) (Claim, error) { return n.claim(cfg, req) }
+		w.RegisterActivityWithOptions(claim, activity.RegisterOptions{Name: ClaimActivity})
+	}
+	return w
+}
+
+// SetFloor is what the server said of the node on its last heartbeat:
+// whether an admin's sandbox opt-out holds for it, and whether it may
+// take floor work below tier 1 (an opt-out, or the server's --dev). A
+// node below tier 1 polls the floor queue only while it may.
+func (n *Node) SetFloor(optedOut, floor bool) error {
+	n.optedOut.Store(optedOut)
+	if n.cfg.Tier >= 1 {
+		return nil
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case floor && n.floor == nil && !n.stopping.Load():
+		w := n.newWorker(FloorQueue(n.cfg.Pool))
+		if err := w.Start(); err != nil {
+			return errs.Wrap(errs.Unavailable, err, "node %s: poll %s", n.cfg.ID, FloorQueue(n.cfg.Pool))
+		}
+		n.floor = w
+	case !floor && n.floor != nil:
+		n.floor.Stop()
+		n.floor = nil
+	}
+	return nil
+}
+
 // claim answers a claim with the node's id and tier, or declines it when
-// the node is stopping or below the job's floor.
+// the node is stopping, below the job's floor (unless an opt-out or the
+// server's --dev lets it), or opted out and the job tainted.
 func (n *Node) claim(cfg NodeConfig, req ClaimRequest) (Claim, error) {
 	if n.stopping.Load() {
 		return Claim{}, temporal.NewApplicationError("node "+cfg.ID+" is stopping", "Declined")
 	}
-	if cfg.Tier < req.Floor {
+	optedOut := n.optedOut.Load()
+	if optedOut && req.Tainted {
+		return Claim{}, temporal.NewApplicationError(
+			fmt.Sprintf("node %s is opted out of the sandbox: it takes no tainted work (job %s)", cfg.ID, req.Job), "Declined")
+	}
+	if cfg.Tier < req.Floor && !optedOut && !req.Dev {
 		return Claim{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("node %s runs at sandbox tier %d, below job %s's floor %d", cfg.ID, cfg.Tier, req.Job, req.Floor), ErrBelowFloor, nil)
 	}
-	return Claim{Node: cfg.ID, Tier: cfg.Tier}, nil
+	return Claim{Node: cfg.ID, Tier: cfg.Tier, OptedOut: optedOut}, nil
 }
 
 // runWithHeartbeat runs the job and heartbeats while it runs, so a lost
@@ -148,6 +201,12 @@ func (n *Node) Stop() {
 	for _, w := range n.workers {
 		w.Stop()
 	}
+	n.mu.Lock()
+	if n.floor != nil {
+		n.floor.Stop()
+		n.floor = nil
+	}
+	n.mu.Unlock()
 	n.client.Close()
 }
 

@@ -3,6 +3,7 @@ package jobs
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -28,10 +29,17 @@ func Workflow(ctx workflow.Context, j Job) (Result, error) {
 	if err := j.Validate(); err != nil {
 		return Result{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrInvalidJob, nil)
 	}
+	q := &questions{pending: map[string]Question{}}
+	if err := workflow.SetQueryHandler(ctx, QueryQuestions, q.list(ctx)); err != nil {
+		return Result{}, err
+	}
 	c, err := claim(ctx, j)
 	if err != nil {
 		return Result{}, err
 	}
+	// Jobs recorded before approvals ran through the workflow wait on the
+	// run alone; every new one also takes questions and answers.
+	version := workflow.GetVersion(ctx, versionApprovals, workflow.DefaultVersion, 1)
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:              NodeQueue(c.Node),
 		ScheduleToStartTimeout: nodeStartTimeout,
@@ -41,7 +49,12 @@ func Workflow(ctx workflow.Context, j Job) (Result, error) {
 		RetryPolicy:            once,
 	})
 	var r Result
-	err = workflow.ExecuteActivity(actx, RunActivity, RunRequest{Job: j, Node: c.Node}).Get(actx, &r)
+	run := workflow.ExecuteActivity(actx, RunActivity, RunRequest{Job: j, Node: c.Node})
+	if version == workflow.DefaultVersion {
+		err = run.Get(actx, &r)
+	} else {
+		err = q.await(ctx, j, c.Node, run, &r)
+	}
 	var te *temporal.TimeoutError
 	if errors.As(err, &te) && te.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
 		return Result{}, temporal.NewNonRetryableApplicationError(
@@ -52,7 +65,12 @@ func Workflow(ctx workflow.Context, j Job) (Result, error) {
 		// Killed: the node saw the cancellation and tore the box down.
 		return r, temporal.NewCanceledError("job " + j.ID + " was killed")
 	}
-	if err == nil && r.Tier < j.Floor() && !r.Refused {
+	if err == nil && c.OptedOut {
+		// Whatever the node's tier, a run under an opt-out counts as
+		// unconfined: the job shows it, the server audits it.
+		r.Tier, r.OptedOut = 0, true
+	}
+	if err == nil && r.Tier < j.Floor() && !r.Refused && !j.Dev && !c.OptedOut {
 		// The node's own check refuses this before anything runs; a run
 		// that still reports a lower tier is never passed off as done.
 		return r, temporal.NewNonRetryableApplicationError(
@@ -82,14 +100,12 @@ func claim(ctx workflow.Context, j Job) (Claim, error) {
 			RetryPolicy:            once,
 		})
 		var c Claim
-		err := workflow.ExecuteActivity(actx, ClaimActivity, ClaimRequest{Job: j.ID, Floor: j.Floor()}).Get(actx, &c)
+		err := workflow.ExecuteActivity(actx, ClaimActivity, ClaimRequest{Job: j.ID, Floor: j.Floor(), Tainted: j.Tainted, Dev: j.Dev}).Get(actx, &c)
 		if err == nil {
-			if c.Tier >= j.Floor() {
-				return c, nil
+			if aerr := j.Accepts(c); aerr != nil {
+				return Claim{}, temporal.NewNonRetryableApplicationError(aerr.Error(), ErrBelowFloor, nil)
 			}
-			return Claim{}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("node %s at sandbox tier %d claimed job %s, whose floor is tier %d: refused, the job never runs below its floor", c.Node, c.Tier, j.ID, j.Floor()),
-				ErrBelowFloor, nil)
+			return c, nil
 		}
 		var te *temporal.TimeoutError
 		if errors.As(err, &te) && te.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
@@ -104,4 +120,79 @@ func claim(ctx workflow.Context, j Job) (Claim, error) {
 			return Claim{}, err
 		}
 	}
+}
+
+// versionApprovals marks the workflow shape that takes questions and
+// answers while the run goes on.
+const versionApprovals = "approvals"
+
+// deliverTimeout bounds handing an answer to the node whose call waits.
+const deliverTimeout = 10 * time.Second
+
+// questions are the job's escalations waiting for a person.
+type questions struct {
+	pending map[string]Question
+}
+
+// list is the query handler: the questions whose deadline has not passed.
+func (q *questions) list(ctx workflow.Context) func() ([]Question, error) {
+	return func() ([]Question, error) {
+		now := workflow.Now(ctx)
+		out := []Question{}
+		for _, x := range q.pending {
+			if now.Before(x.Deadline) {
+				out = append(out, x)
+			}
+		}
+		sort.Slice(out, func(a, b int) bool { return out[a].Deadline.Before(out[b].Deadline) })
+		return out, nil
+	}
+}
+
+// await waits for the run while taking the node's questions and the
+// answers to them. A question is kept only from the node running the job;
+// an answer is handed to that node only when it names a question still
+// waiting, before its deadline, with that question's digest: an answer
+// can never reach another call, and a late one is dropped (the node has
+// denied the call by then).
+func (q *questions) await(ctx workflow.Context, j Job, node string, run workflow.Future, r *Result) error {
+	var err error
+	done := false
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(run, func(f workflow.Future) { err, done = f.Get(ctx, r), true })
+	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalAsk), func(ch workflow.ReceiveChannel, _ bool) {
+		var x Question
+		ch.Receive(ctx, &x)
+		if x.Job != j.ID || x.Node != node || x.ID == "" || x.Digest == "" || x.Timeout <= 0 {
+			workflow.GetLogger(ctx).Warn("question refused", "job", j.ID, "question", x.ID, "node", x.Node)
+			return
+		}
+		x.Deadline = workflow.Now(ctx).Add(x.Timeout)
+		q.pending[x.ID] = x
+	})
+	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalAnswer), func(ch workflow.ReceiveChannel, _ bool) {
+		var a Answer
+		ch.Receive(ctx, &a)
+		x, ok := q.pending[a.Question]
+		if !ok || x.Digest != a.Digest || a.Validate() != nil || !workflow.Now(ctx).Before(x.Deadline) {
+			workflow.GetLogger(ctx).Warn("answer refused", "job", j.ID, "question", a.Question)
+			return
+		}
+		delete(q.pending, a.Question)
+		dctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			TaskQueue:              NodeQueue(node),
+			ScheduleToCloseTimeout: min(x.Deadline.Sub(workflow.Now(ctx)), deliverTimeout) + time.Second,
+			StartToCloseTimeout:    deliverTimeout,
+			RetryPolicy:            once,
+		})
+		sel.AddFuture(workflow.ExecuteActivity(dctx, AnswerActivity, a), func(f workflow.Future) {
+			if derr := f.Get(ctx, nil); derr != nil {
+				workflow.GetLogger(ctx).Warn("answer not delivered", "job", j.ID, "question", a.Question, "err", derr)
+			}
+		})
+	})
+	for !done {
+		sel.Select(ctx)
+	}
+	return err
 }

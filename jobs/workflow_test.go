@@ -116,31 +116,41 @@ func TestWorkflowRoutes(t *testing.T) {
 			if !env.IsWorkflowCompleted() {
 				t.Fatal("the workflow did not complete")
 			}
-			err := env.GetWorkflowError()
 			if got := strings.Join(f.queues, " "); got != strings.Join(tt.wantQ, " ") {
 				t.Errorf("queues: got %q, want %q", got, strings.Join(tt.wantQ, " "))
 			}
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(failureMessage(err), tt.wantErr) {
-					t.Fatalf("error: got %v, want one containing %q", err, tt.wantErr)
-				}
-				if len(f.runs) != 0 {
-					t.Errorf("runs: got %d, want none", len(f.runs))
-				}
+			r, ran := outcome(t, env, f, tt.wantErr)
+			if !ran {
 				return
-			}
-			if err != nil {
-				t.Fatalf("error: %v", err)
-			}
-			var r Result
-			if err := env.GetWorkflowResult(&r); err != nil {
-				t.Fatal(err)
 			}
 			if r.Node != tt.wantRunOn || len(f.runs) != 1 || f.runs[0].Node != tt.wantRunOn {
 				t.Errorf("ran on %q (%d runs), want %q", r.Node, len(f.runs), tt.wantRunOn)
 			}
 		})
 	}
+}
+
+// outcome reads how a routed job ended: with wantErr, a failure holding
+// it and nothing run (ran false); else a success and its result.
+func outcome(t *testing.T, env *testsuite.TestWorkflowEnvironment, f *fleet, wantErr string) (r Result, ran bool) {
+	t.Helper()
+	err := env.GetWorkflowError()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(failureMessage(err), wantErr) {
+			t.Fatalf("error: got %v, want one containing %q", err, wantErr)
+		}
+		if len(f.runs) != 0 {
+			t.Errorf("runs: got %d, want none", len(f.runs))
+		}
+		return r, false
+	}
+	if err != nil {
+		t.Fatalf("error: %v", err)
+	}
+	if err := env.GetWorkflowResult(&r); err != nil {
+		t.Fatal(err)
+	}
+	return r, true
 }
 
 // TestClaimTimeoutIsTheWholeWait: retried claims share one deadline, so a
@@ -230,5 +240,235 @@ func TestCheckName(t *testing.T) {
 		if err := CheckName("pool", good); err != nil {
 			t.Errorf("CheckName(%q): %v", good, err)
 		}
+	}
+}
+
+func optedOut(id string, tier int) func() (Claim, error) {
+	return func() (Claim, error) { return Claim{Node: id, Tier: tier, OptedOut: true}, nil }
+}
+
+// TestWorkflowRoutesOptOutAndDev: the rules of an admin's opt-out and the
+// server's --dev, as the workflow enforces them on a claim.
+func TestWorkflowRoutesOptOutAndDev(t *testing.T) {
+	tests := []struct {
+		name       string
+		job        Job
+		claims     []func() (Claim, error)
+		runTier    int
+		wantErr    string
+		wantTier   int
+		wantOptOut bool
+	}{
+		{name: "an opted-out tier-0 node takes floor work started from inside, marked tier 0",
+			job: job(nil), claims: []func() (Claim, error){optedOut("n0", 0)}, runTier: 0, wantTier: 0, wantOptOut: true},
+		{name: "an opted-out tier-1 node's run is marked tier 0 too",
+			job: job(nil), claims: []func() (Claim, error){optedOut("n1", 1)}, runTier: 1, wantTier: 0, wantOptOut: true},
+		{name: "an opted-out node is refused tainted work, nothing runs",
+			job:     job(func(j *Job) { j.Tainted, j.Taint, j.Source = true, "an outside event (hook:deploy)", "hook:deploy" }),
+			claims:  []func() (Claim, error){optedOut("n1", 1)},
+			wantErr: "node n1 is opted out of the sandbox and job j-1 is tainted"},
+		{name: "an opted-out node is refused a job whose model is not vetted",
+			job:     job(func(j *Job) { j.Tainted, j.Taint, j.Model = true, "model m is not vetted", "m" }),
+			claims:  []func() (Claim, error){optedOut("n0", 0)},
+			wantErr: "is tainted (model m is not vetted)"},
+		{name: "on --dev a tier-0 node takes floor work",
+			job: job(func(j *Job) { j.Dev = true }), claims: []func() (Claim, error){node("n0", 0)}, runTier: 0, wantTier: 0},
+		{name: "without --dev or an opt-out a tier-0 node is refused",
+			job: job(nil), claims: []func() (Claim, error){node("n0", 0)}, wantErr: "never runs below its floor"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestWorkflowEnvironment()
+			f := &fleet{claims: tt.claims, runTier: tt.runTier}
+			env.RegisterActivityWithOptions(f.claim, activity.RegisterOptions{Name: ClaimActivity})
+			env.RegisterActivityWithOptions(f.run, activity.RegisterOptions{Name: RunActivity})
+			env.ExecuteWorkflow(Workflow, tt.job)
+			r, ran := outcome(t, env, f, tt.wantErr)
+			if !ran {
+				return
+			}
+			if r.Tier != tt.wantTier || r.OptedOut != tt.wantOptOut {
+				t.Errorf("result: tier %d opted out %v, want tier %d opted out %v", r.Tier, r.OptedOut, tt.wantTier, tt.wantOptOut)
+			}
+		})
+	}
+}
+
+// TestNodeClaimRules: the node's own side of the claim refuses what the
+// workflow refuses, so a refused claim goes back to the queue for another.
+func TestNodeClaimRules(t *testing.T) {
+	tests := []struct {
+		name     string
+		tier     int
+		optedOut bool
+		req      ClaimRequest
+		wantErr  string
+	}{
+		{"a tier-1 node takes a tainted job", 1, false, ClaimRequest{Job: "j", Floor: 1, Tainted: true}, ""},
+		{"an opted-out node declines a tainted job", 1, true, ClaimRequest{Job: "j", Floor: 1, Tainted: true}, "takes no tainted work"},
+		{"an opted-out tier-0 node takes floor work from inside", 0, true, ClaimRequest{Job: "j", Floor: 1}, ""},
+		{"a tier-0 node declines floor work", 0, false, ClaimRequest{Job: "j", Floor: 1}, "below job j's floor"},
+		{"a tier-0 node takes floor work on --dev", 0, false, ClaimRequest{Job: "j", Floor: 1, Dev: true}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := &Node{cfg: NodeConfig{ID: "n", Pool: "p", Tier: tt.tier}}
+			n.optedOut.Store(tt.optedOut)
+			c, err := n.claim(n.cfg, tt.req)
+			if tt.wantErr == "" {
+				if err != nil || c.Node != "n" || c.OptedOut != tt.optedOut {
+					t.Fatalf("got %+v, %v; want a claim by n (opted out %v)", c, err, tt.optedOut)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("got %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// approvalFleet runs a job whose run raises a question through the
+// workflow and waits for the answer on the node's own queue, as a node's
+// kernel does.
+type approvalFleet struct {
+	fleet
+	waiters   Waiters
+	question  Question
+	raise     func(Question)
+	delivered []Answer
+	reply     chan Answer
+}
+
+func (f *approvalFleet) run(ctx context.Context, req RunRequest) (Result, error) {
+	ch, done := f.waiters.Expect(f.question.ID, f.question.Digest)
+	defer done()
+	f.raise(f.question)
+	select {
+	case a := <-ch:
+		return Result{Node: req.Node, Tier: 1, Stdout: a.Answer + " by " + a.By}, nil
+	case <-time.After(2 * time.Second): // the kernel's timeout, in real time
+		return Result{Node: req.Node, Tier: 1, Refused: true, Reason: "no approval came"}, nil
+	}
+}
+
+func (f *approvalFleet) deliver(ctx context.Context, a Answer) error {
+	f.mu.Lock()
+	f.delivered = append(f.delivered, a)
+	f.mu.Unlock()
+	return f.waiters.Deliver(a)
+}
+
+// TestApprovalSignals: a question the node raises is answered by a signal
+// and reaches the waiting call; an answer with another digest, or to
+// another question, never does; with nobody answering the call is denied
+// at the timeout.
+func TestApprovalSignals(t *testing.T) {
+	q := Question{ID: "q-1", Job: "j-1", Node: "n1", Digest: "sha256:aa", Call: "curl x", Kind: "net", Verdict: "escalate", Timeout: 30 * time.Second}
+	tests := []struct {
+		name    string
+		answers []Answer
+		want    string // the run's stdout; "" is refused at the timeout
+	}{
+		{name: "an answer reaches the waiting call",
+			answers: []Answer{{Question: "q-1", Digest: "sha256:aa", Answer: AnswerAllowOnce, By: "person:ann"}},
+			want:    "allow-once by person:ann"},
+		{name: "an answer bound to another digest is dropped, the next one holds",
+			answers: []Answer{{Question: "q-1", Digest: "sha256:bb", Answer: AnswerAllowOnce, By: "person:eve"}, {Question: "q-1", Digest: "sha256:aa", Answer: AnswerDeny, By: "person:ann"}},
+			want:    "deny by person:ann"},
+		{name: "an answer to another question is dropped and the call times out",
+			answers: []Answer{{Question: "q-2", Digest: "sha256:aa", Answer: AnswerAllowOnce}}},
+		{name: "an unknown answer is dropped and the call times out",
+			answers: []Answer{{Question: "q-1", Digest: "sha256:aa", Answer: "yes"}}},
+		{name: "headless, the call is denied at the timeout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestWorkflowEnvironment()
+			env.SetTestTimeout(10 * time.Second)
+			f := &approvalFleet{question: q}
+			f.claims = []func() (Claim, error){node("n1", 1)}
+			f.raise = func(x Question) {
+				env.SignalWorkflow(SignalAsk, x)
+				for i, a := range tt.answers {
+					env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalAnswer, a) }, time.Duration(i+1)*100*time.Millisecond)
+				}
+			}
+			env.RegisterActivityWithOptions(f.claim, activity.RegisterOptions{Name: ClaimActivity})
+			env.RegisterActivityWithOptions(f.run, activity.RegisterOptions{Name: RunActivity})
+			env.RegisterActivityWithOptions(f.deliver, activity.RegisterOptions{Name: AnswerActivity})
+			env.ExecuteWorkflow(Workflow, job(nil))
+			if err := env.GetWorkflowError(); err != nil {
+				t.Fatal(err)
+			}
+			var r Result
+			if err := env.GetWorkflowResult(&r); err != nil {
+				t.Fatal(err)
+			}
+			if tt.want == "" {
+				if !r.Refused || len(f.delivered) != 0 {
+					t.Fatalf("got %+v with %d answers delivered, want the call refused at the timeout and none delivered", r, len(f.delivered))
+				}
+				return
+			}
+			if r.Stdout != tt.want || len(f.delivered) != 1 {
+				t.Fatalf("got %q with %d answers delivered, want %q and one", r.Stdout, len(f.delivered), tt.want)
+			}
+		})
+	}
+}
+
+// TestQuestionsListed: a question from the node running the job is listed
+// until answered; one from another node is dropped (nobody else can have a
+// person approve a call the job never made), and an answer to it never
+// reaches a call.
+func TestQuestionsListed(t *testing.T) {
+	tests := []struct {
+		name       string
+		from       string
+		wantListed int
+	}{
+		{"from the node running the job", "n1", 1},
+		{"from another node", "n9", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestWorkflowEnvironment()
+			f := &approvalFleet{question: Question{ID: "q-1", Job: "j-1", Node: tt.from, Digest: "sha256:aa", Timeout: 10 * time.Second}}
+			f.claims = []func() (Claim, error){node("n1", 1)}
+			var listed []Question
+			f.raise = func(x Question) {
+				env.SignalWorkflow(SignalAsk, x)
+				env.RegisterDelayedCallback(func() {
+					v, err := env.QueryWorkflow(QueryQuestions)
+					if err == nil {
+						err = v.Get(&listed)
+					}
+					if err != nil {
+						t.Error(err)
+					}
+					if tt.wantListed == 0 {
+						env.SignalWorkflow(SignalAnswer, Answer{Question: "q-1", Digest: "sha256:aa", Answer: AnswerAllowOnce})
+					}
+				}, time.Second)
+			}
+			env.RegisterActivityWithOptions(f.claim, activity.RegisterOptions{Name: ClaimActivity})
+			env.RegisterActivityWithOptions(f.run, activity.RegisterOptions{Name: RunActivity})
+			env.RegisterActivityWithOptions(f.deliver, activity.RegisterOptions{Name: AnswerActivity})
+			env.ExecuteWorkflow(Workflow, job(nil))
+			if len(listed) != tt.wantListed || (tt.wantListed == 1 && (listed[0].ID != "q-1" || listed[0].Deadline.IsZero())) {
+				t.Fatalf("listed %+v, want %d (with its deadline)", listed, tt.wantListed)
+			}
+			var r Result
+			if err := env.GetWorkflowResult(&r); err != nil {
+				t.Fatal(err)
+			}
+			if !r.Refused || len(f.delivered) != 0 {
+				t.Fatalf("got %+v with %d delivered, want the unanswered call refused at its timeout", r, len(f.delivered))
+			}
+		})
 	}
 }

@@ -8,11 +8,13 @@ import (
 	"io/fs"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/airlock-run/airlock/audit"
@@ -172,6 +174,20 @@ func phantoms(p *policy.Policy, environ []string) ([]egress.Secret, error) {
 		s := egress.Secret{Name: name, Value: val, Placeholder: ph, Hosts: b.Hosts, Header: b.HeaderName(), Basic: b.Basic != ""}
 		if b.Query != "" {
 			s.Query = b.Query
+		}
+		if b.SigV4 != "" {
+			// The key ID is phantom too, bound to the same hosts; only
+			// the re-signing writes it.
+			id := vals[b.SigV4]
+			if id == "" {
+				return nil, errs.Invalidf("secrets.%s.sigv4: %s is not set; a SigV4 binding needs both the key ID and the secret", name, b.SigV4)
+			}
+			idPH, err := egress.Phantom(id)
+			if err != nil {
+				return nil, errs.Invalidf("secrets.%s.sigv4: %s: %v", name, b.SigV4, err)
+			}
+			s.SigV4KeyID = b.SigV4
+			out = append(out, egress.Secret{Name: b.SigV4, Value: id, Placeholder: idPH, Hosts: b.Hosts})
 		}
 		out = append(out, s)
 	}
@@ -345,10 +361,10 @@ func (k *Kernel) startEgress(ctx context.Context, p *policy.Policy, call Call, s
 	opts := egress.Options{
 		Box:   call.Digest()[7:19],
 		Token: token,
-		Check: func(_ context.Context, host string, port int) egress.Verdict {
+		Check: k.taintedCheck(ctx, func(host string, port int) egress.Verdict {
 			ok, rule := list.Match(host, port)
 			return egress.Verdict{Allow: ok, Rule: rule}
-		},
+		}),
 		AllowAddr: list.AllowsAddr,
 		DenyAddr:  list.DeniesAddr,
 		Secrets:   secrets,
@@ -357,7 +373,14 @@ func (k *Kernel) startEgress(ctx context.Context, p *policy.Policy, call Call, s
 		UpstreamRoots: k.egressRoots,
 	}
 	if p.HasModels() {
-		opts.Models = &egress.Models{Allow: p.ModelAllowed, Providers: modelProviders(k.run.environ)}
+		provs, err := modelProviders(k.run.environ)
+		if err != nil {
+			return eg, err
+		}
+		opts.Models = &egress.Models{Allow: p.ModelAllowed, Providers: provs}
+		if n := p.Limits.ModelTokens; n > 0 {
+			opts.Models.Budget = &egress.TokenBudget{Limit: n, Used: &k.modelTokens}
+		}
 		for name, prov := range opts.Models.Providers {
 			if t, ok := k.egressModels[name]; ok {
 				t.Key = prov.Key
@@ -421,16 +444,61 @@ var modelKeys = map[string]egress.Provider{
 var modelProviderNames = map[string]string{"OPENAI_API_KEY": "openai", "ANTHROPIC_API_KEY": "anthropic"}
 
 // modelProviders opens each provider whose key the environment holds.
-func modelProviders(environ []string) map[string]egress.Provider {
+// AIRLOCK_MODEL_BASE_URL, the operator's, replaces the OpenAI endpoint
+// with an OpenAI-compatible one (https://host[:port][/path], the path
+// usually ending in /v1), still keyed by OPENAI_API_KEY.
+func modelProviders(environ []string) (map[string]egress.Provider, error) {
 	out := map[string]egress.Provider{}
+	base := ""
 	for _, kv := range environ {
 		name, val, _ := strings.Cut(kv, "=")
 		if prov, ok := modelKeys[name]; ok && val != "" {
 			prov.Key = val
 			out[modelProviderNames[name]] = prov
 		}
+		if name == "AIRLOCK_MODEL_BASE_URL" {
+			base = val
+		}
 	}
-	return out
+	if base == "" {
+		return out, nil
+	}
+	prov, ok := out["openai"]
+	if !ok {
+		prov = modelKeys["OPENAI_API_KEY"]
+	}
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme != "https" || u.Hostname() == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, errs.Invalidf("AIRLOCK_MODEL_BASE_URL: want https://host[:port][/path] (the model proxy speaks only verified TLS upstream)")
+	}
+	host, err := netrule.Canonical(u.Hostname())
+	if err != nil {
+		return nil, errs.Invalidf("AIRLOCK_MODEL_BASE_URL: the host %q: %v", u.Hostname(), err)
+	}
+	prov.Host, prov.Port = host, 443
+	if ps := u.Port(); ps != "" {
+		if prov.Port, err = strconv.Atoi(ps); err != nil || prov.Port < 1 || prov.Port > 65535 {
+			return nil, errs.Invalidf("AIRLOCK_MODEL_BASE_URL: the port %q is not one", ps)
+		}
+	}
+	prov.Path = strings.TrimSuffix(strings.TrimSuffix(u.EscapedPath(), "/"), "/v1")
+	out["openai"] = prov
+	return out, nil
+}
+
+// ModelEndpoints names the model providers a box's model proxy opens for
+// environ (airlock's own environment) and where each is reached
+// ("api.openai.com:443"): names and places only, never a key.
+func ModelEndpoints(environ []string) (map[string]string, error) {
+	provs, err := modelProviders(environ)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for name, p := range provs {
+		out[name] = net.JoinHostPort(p.Host, strconv.Itoa(p.Port)) + p.Path
+	}
+	return out, nil
 }
 
 // requestRules turns the request rules of p and of the policies it was
@@ -740,4 +808,33 @@ func CheckBox(ctx context.Context, exe string) (time.Duration, error) {
 // `airlock sandbox check`: tier 2 is reported only when it passes.
 func CheckGVisorBox(ctx context.Context, exe string) (time.Duration, error) {
 	return runner.CheckGVisor(ctx, exe)
+}
+
+// taintedCheck is the egress proxy's check of a connection: the policy's
+// list, and for a tainted caller a person's answer to every destination
+// the list allows (decided as a net call, so the record says why). An
+// answer holds for that destination for the rest of the command, so one
+// program's many connections ask once.
+func (k *Kernel) taintedCheck(ctx context.Context, list func(host string, port int) egress.Verdict) func(context.Context, string, int) egress.Verdict {
+	var mu sync.Mutex
+	asked := map[string]egress.Verdict{}
+	return func(_ context.Context, host string, port int) egress.Verdict {
+		v := list(host, port)
+		if !v.Allow || k.taint() == "" {
+			return v
+		}
+		key := net.JoinHostPort(host, strconv.Itoa(port))
+		mu.Lock()
+		defer mu.Unlock()
+		if got, ok := asked[key]; ok {
+			return got
+		}
+		_, err := k.Decide(ctx, Call{Kind: KindNet, Host: host, Port: port, Tool: "egress"})
+		v = egress.Verdict{Allow: err == nil, Rule: "taint"}
+		if err != nil {
+			v.Reason = "the job is tainted and no person approved this destination"
+		}
+		asked[key] = v
+		return v
+	}
 }

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/airlock-run/airlock/egress"
@@ -71,6 +72,10 @@ type Call struct {
 	// recorded by its SHA-256, which the kernel fills in.
 	Content       *string `json:"-"`
 	ContentSHA256 string  `json:"content_sha256,omitempty"`
+	// ReadOnly says the tool's definition (as pinned) annotates it
+	// read-only: in a tainted job it may go ahead as the policy says,
+	// where any other tool call waits for a person.
+	ReadOnly bool `json:"read_only,omitempty"`
 	// Narrow, when set, is a narrower policy for this call alone: the call is
 	// decided against the intersection of it and the kernel's policy, which
 	// can only restrict, and nothing of it outlives the call.
@@ -125,6 +130,23 @@ type Escalation struct {
 	// NoGrant says why "allow always" is not offered when Grant is nil.
 	NoGrant string
 	Timeout time.Duration
+}
+
+// Digest is the SHA-256 of what the person is asked, exactly: the call,
+// the decision and the grant "allow always" would save. An answer given
+// for one escalation names its digest, so it is never applied to another.
+func (e Escalation) Digest() string {
+	b, err := json.Marshal(struct {
+		Call     string          `json:"call"`
+		Decision policy.Decision `json:"decision"`
+		Grant    *policy.Grant   `json:"grant,omitempty"`
+		Timeout  time.Duration   `json:"timeout"`
+	}{e.Call.Digest(), e.Decision, e.Grant, e.Timeout})
+	if err != nil {
+		b = []byte(fmt.Sprintf("%#v", e))
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // Reply is a person's answer, or why there was none.
@@ -201,12 +223,20 @@ type Kernel struct {
 	// afterDecide runs between a file call's decision and its execution
 	// (tests only: the window an attacker swapping a path for a link uses).
 	afterDecide func(Call)
+	// taint says why the calls' caller read text from outside; "" is
+	// untainted. See Options.Taint and MarkTainted.
+	taint func() string
+	// marked is the reason MarkTainted gave; nil until then.
+	marked atomic.Pointer[string]
 	// egressRoots verify intercepted hosts in tests; nil (always, outside
 	// tests) is the system's roots.
 	egressRoots *x509.CertPool
 	// egressModels replaces the model providers' endpoints in tests; nil
 	// (always, outside tests) is the real providers'.
 	egressModels map[string]egress.Provider
+	// modelTokens counts the model tokens this kernel's boxes spent: the
+	// run's (a node job's, a session's) limits.model_tokens budget.
+	modelTokens atomic.Int64
 
 	mu      sync.RWMutex
 	policy  *policy.Policy
@@ -251,6 +281,12 @@ type Options struct {
 	// AfterDecide, for tests, runs between a file call's decision and its
 	// execution; nil (always, outside tests) runs nothing.
 	AfterDecide func(Call)
+	// Taint, when it returns a reason, says the caller has read text from
+	// outside (a fleet job an outside event started, say): every call
+	// that can send data out — a connection, a tool not annotated
+	// read-only — then waits for a person even where the policy allows
+	// it, and the record says why. Nil is untainted.
+	Taint func() string
 }
 
 // runConfig is how the kernel runs and finishes what it allowed.
@@ -287,7 +323,17 @@ func New(p *policy.Policy, world policy.World, o Options) (*Kernel, error) {
 		now: o.Now, policy: p, checker: c, private: o.Private,
 		run: runConfig{exe: o.Exe, environ: o.Environ, warn: o.Warn, outputCap: o.OutputCap,
 			offloader: o.Offloader, scope: o.Scope},
-		tier: resolveOnce(o.Tier), afterDecide: o.AfterDecide}
+		tier: resolveOnce(o.Tier), afterDecide: o.AfterDecide, taint: o.Taint}
+	given := o.Taint
+	if given == nil {
+		given = func() string { return "" }
+	}
+	k.taint = func() string {
+		if m := k.marked.Load(); m != nil {
+			return joinReasons(given(), *m)
+		}
+		return given()
+	}
 	if k.now == nil {
 		k.now = time.Now
 	}
@@ -357,13 +403,69 @@ func (k *Kernel) Decide(ctx context.Context, call Call) (Outcome, error) {
 		// agent fixes the call instead of taking it as POLICY_DENIED.
 		return out, err
 	}
-	if out.Decision.Verdict == policy.Escalate {
+	if why := k.taint(); why != "" && out.Decision.Verdict == policy.Allow && sendsOut(call) {
+		out = k.ask(ctx, call, tainted(out, why), "a tainted job's call that can send data out is decided each time")
+	} else if out.Decision.Verdict == policy.Escalate {
 		out = k.escalate(ctx, call, out)
 	}
 	if err := k.recordDecision(ctx, call, out); err != nil {
 		return out, err
 	}
 	return out, denial(out)
+}
+
+// MarkTainted taints the kernel's caller from now on, for why (a front
+// end read a result of a tool marked open-world, say): every later call
+// that can send data out waits for a person. A taint is never lifted.
+func (k *Kernel) MarkTainted(why string) {
+	if why == "" {
+		why = "it read text from outside"
+	}
+	for {
+		old := k.marked.Load()
+		next := why
+		if old != nil {
+			next = joinReasons(*old, why)
+		}
+		if k.marked.CompareAndSwap(old, &next) {
+			return
+		}
+	}
+}
+
+func joinReasons(a, b string) string {
+	switch {
+	case a == "" || a == b:
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}
+
+// sendsOut says whether call can carry data off the machine: a
+// connection, or a tool whose definition is not annotated read-only.
+// Commands reach the network only through the egress proxy, whose every
+// connection is decided as a net call.
+func sendsOut(call Call) bool {
+	switch call.Kind {
+	case KindNet:
+		return true
+	case KindTool:
+		return !call.ReadOnly
+	}
+	return false
+}
+
+// tainted turns an allow into the escalation a tainted caller's call
+// waits on, keeping the rule that allowed it in the reason.
+func tainted(out Outcome, why string) Outcome {
+	d := out.Decision
+	d.Verdict = policy.Escalate
+	d.Reason = fmt.Sprintf("the job is tainted (%s): a call that can send data out waits for a person, though %s allows it", why, nonEmpty(d.Rule, "the policy"))
+	d.Rule = "taint"
+	out.Decision, out.Decider = d, "policy"
+	return out
 }
 
 func (k *Kernel) decide(call Call) (Outcome, error) {

@@ -76,6 +76,18 @@ func startUpstream(t *testing.T, rootCert *x509.Certificate, rootKey *ecdsa.Priv
 	return u
 }
 
+// newTestRoot is a CA standing in for the public roots: upstreams get
+// leaves from it, and the kernel trusts it through egressRoots.
+func newTestRoot() (*x509.Certificate, *ecdsa.PrivateKey) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	rt := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test root"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true}
+	der, _ := x509.CreateCertificate(rand.Reader, rt, rt, &key.PublicKey, key)
+	cert, _ := x509.ParseCertificate(der)
+	return cert, key
+}
+
 // TestPhantomInRealBox runs curl and python3 in a real tier-1 box whose
 // policy binds GITHUB_TOKEN to one host: the box's environment holds only
 // the placeholder, the bound host receives the real token, another
@@ -86,12 +98,7 @@ func TestPhantomInRealBox(t *testing.T) {
 	if r := sandbox.Probe(); r.Tier() < sandbox.Tier1 {
 		testsupport.Missing(t, "tier 1 unavailable here: %s", r.Why)
 	}
-	rootKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	rt := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test root"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true}
-	rootDER, _ := x509.CreateCertificate(rand.Reader, rt, rt, &rootKey.PublicKey, rootKey)
-	rootCert, _ := x509.ParseCertificate(rootDER)
+	rootCert, rootKey := newTestRoot()
 	bound := startUpstream(t, rootCert, rootKey, "127.0.0.1")
 	other := startUpstream(t, rootCert, rootKey, "127.0.0.2")
 	ruled := startUpstream(t, rootCert, rootKey, "127.0.0.3")
@@ -253,12 +260,7 @@ func TestGitOverPhantomBasic(t *testing.T) {
 	git(work, "commit", "-q", "--allow-empty", "-m", "one")
 	git(repos, "clone", "-q", "--bare", work, "widget.git")
 
-	rootKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	rt := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test root"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true}
-	rootDER, _ := x509.CreateCertificate(rand.Reader, rt, rt, &rootKey.PublicKey, rootKey)
-	rootCert, _ := x509.ParseCertificate(rootDER)
+	rootCert, rootKey := newTestRoot()
 	srv := startUpstream(t, rootCert, rootKey, "127.0.0.1")
 	cgiHandler := &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + repos, "GIT_HTTP_EXPORT_ALL=1"}}
 	srv.mu.Lock()
@@ -320,8 +322,41 @@ secrets:
 	if strings.Contains(env, "ghp_x") || strings.Contains(env, "sk-x") || strings.Contains(env, "sk-ant-x") || !strings.Contains(env, "KEEP=1") {
 		t.Fatalf("box environment:\n%s", env)
 	}
-	if got := modelProviders([]string{"ANTHROPIC_API_KEY=sk-ant-x"}); got["anthropic"].Key != "sk-ant-x" || got["anthropic"].Host != "api.anthropic.com" || len(got) != 1 {
-		t.Fatalf("providers = %+v", got)
+	if got, err := modelProviders([]string{"ANTHROPIC_API_KEY=sk-ant-x"}); err != nil || got["anthropic"].Key != "sk-ant-x" || got["anthropic"].Host != "api.anthropic.com" || len(got) != 1 {
+		t.Fatalf("providers = %+v, %v", got, err)
+	}
+}
+
+// TestModelBaseURL: the operator's AIRLOCK_MODEL_BASE_URL replaces the
+// OpenAI endpoint, keyed by OPENAI_API_KEY; anything but a plain https
+// URL is refused rather than read loosely.
+func TestModelBaseURL(t *testing.T) {
+	for _, tc := range []struct {
+		name, url string
+		want      egress.Provider
+		bad       bool
+	}{
+		{"with port and path", "https://llm.internal:8443/api/v1", egress.Provider{Host: "llm.internal", Port: 8443, Path: "/api"}, false},
+		{"bare host", "https://LLM.example/", egress.Provider{Host: "llm.example", Port: 443, Path: ""}, false},
+		{"v1 only", "https://127.0.0.1:9000/v1", egress.Provider{Host: "127.0.0.1", Port: 9000, Path: ""}, false},
+		{"plain http", "http://llm.internal/v1", egress.Provider{}, true},
+		{"user info", "https://u:p@llm.internal/v1", egress.Provider{}, true},
+		{"query", "https://llm.internal/v1?x=1", egress.Provider{}, true},
+		{"bad port", "https://llm.internal:0/v1", egress.Provider{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := modelProviders([]string{"OPENAI_API_KEY=sk-k", "AIRLOCK_MODEL_BASE_URL=" + tc.url})
+			if tc.bad {
+				if err == nil {
+					t.Fatalf("accepted: %+v", got)
+				}
+				return
+			}
+			o := got["openai"]
+			if err != nil || o.Host != tc.want.Host || o.Port != tc.want.Port || o.Path != tc.want.Path || o.Key != "sk-k" || o.Header != "Authorization" {
+				t.Fatalf("%+v, %v", o, err)
+			}
+		})
 	}
 }
 
@@ -334,12 +369,7 @@ func TestModelProxyInRealBox(t *testing.T) {
 	if r := sandbox.Probe(); r.Tier() < sandbox.Tier1 {
 		testsupport.Missing(t, "tier 1 unavailable here: %s", r.Why)
 	}
-	rootKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	rt := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test root"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true}
-	rootDER, _ := x509.CreateCertificate(rand.Reader, rt, rt, &rootKey.PublicKey, rootKey)
-	rootCert, _ := x509.ParseCertificate(rootDER)
+	rootCert, rootKey := newTestRoot()
 	prov := startUpstream(t, rootCert, rootKey, "127.0.0.1")
 	prov.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		prov.mu.Lock()
@@ -386,5 +416,122 @@ echo "--- refused"; curl -sS --max-time 20 -d '{"model":"gpt-4o"}' "$ANTHROPIC_B
 	}
 	if got := prov.all(); !strings.Contains(got, "key="+key) || strings.Count(got, "key=") != 1 {
 		t.Fatalf("provider saw %q, want one request with the real key", got)
+	}
+}
+
+// TestNodeFetchPhantom runs Node's fetch in a real tier-1 box (Node 20's
+// fetch reads no proxy variables itself: the script routes it through the
+// box's HTTPS_PROXY with undici's EnvHttpProxyAgent, as a Node program in
+// a proxied network does). It trusts the box's CA through
+// NODE_EXTRA_CA_CERTS: the bound host receives the real token; the
+// placeholder sent to another intercepted host is refused there with the
+// reason, and never reaches it.
+func TestNodeFetchPhantom(t *testing.T) {
+	testsupport.Require(t, testsupport.Root, testsupport.Program("node"))
+	if r := sandbox.Probe(); r.Tier() < sandbox.Tier1 {
+		testsupport.Missing(t, "tier 1 unavailable here: %s", r.Why)
+	}
+	npm := os.Getenv("AIRLOCK_NPM_DIR")
+	if npm == "" {
+		npm, _ = filepath.Abs("../.airlock-ci/npm")
+	}
+	undici, err := filepath.EvalSymlinks(filepath.Join(npm, "node_modules", "undici"))
+	if err != nil {
+		testsupport.Missing(t, "undici is not installed under %s (run bash scripts/setup.sh): %v", npm, err)
+	}
+	rootCert, rootKey := newTestRoot()
+	bound := startUpstream(t, rootCert, rootKey, "127.0.0.1")
+	ruled := startUpstream(t, rootCert, rootKey, "127.0.0.3")
+
+	const token = "ghp_N0deFetchT0kenValue0123456789abcdefAB"
+	doc := fmt.Sprintf(`
+fs: {read: [".", %q]}
+shell: {allow: [sh, node]}
+net:
+  allow:
+    - "127.0.0.1:%d"
+    - {host: "127.0.0.3:%d", methods: [GET], paths: ["/repos/**"], reason: "read-only for this agent"}
+secrets:
+  GITHUB_TOKEN: {hosts: ["127.0.0.1"], header: "Authorization: Bearer {}"}
+`, undici, bound.port, ruled.port)
+	p, err := policy.Parse("test.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := policy.World{Workdir: t.TempDir(), Home: "/home/someone", PATH: strings.Split(BoxPATH, ":"), LookPath: exec.LookPath}
+	k, err := New(p, w, Options{Tier: sandbox.Tier1, Exe: testsupport.AirlockBin(t),
+		Environ: []string{"GITHUB_TOKEN=" + token, "PATH=" + BoxPATH}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(rootCert)
+	k.egressRoots = pool
+	script := fmt.Sprintf(`node -e '
+const { setGlobalDispatcher, EnvHttpProxyAgent } = require(%q);
+setGlobalDispatcher(new EnvHttpProxyAgent());
+const auth = { headers: { Authorization: "Bearer " + process.env.GITHUB_TOKEN } };
+(async () => {
+  console.log("ca=" + process.env.NODE_EXTRA_CA_CERTS);
+  for (const [name, url] of [["bound", "https://127.0.0.1:%d/user"], ["other", "https://127.0.0.3:%d/repos/acme"]]) {
+    try {
+      const r = await fetch(url, auth);
+      console.log("--- " + name + " " + r.status + " " + (await r.text()).trim());
+    } catch (e) { console.log("--- " + name + " error " + (e.cause ? e.cause.message : e.message)); }
+  }
+})();'`, undici, bound.port, ruled.port)
+	var out strings.Builder
+	if _, err := k.Exec(context.Background(), Call{Kind: KindShell, Command: script}, ExecOptions{Stdout: &out, Stderr: &out}); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	o := out.String()
+	t.Log(o)
+	if strings.Contains(o, token) {
+		t.Fatal("the real token reached the box")
+	}
+	if !strings.Contains(o, "ca="+BoxCAPath) || !strings.Contains(o, "--- bound 200 ok GET /user") ||
+		!strings.Contains(bound.all(), "auth=Bearer "+token) {
+		t.Fatalf("node fetch to the bound host: box saw\n%s\nhost saw %q", o, bound.all())
+	}
+	if !strings.Contains(o, "--- other 403") || !strings.Contains(o, "placeholder of GITHUB_TOKEN") || ruled.all() != "" {
+		t.Fatalf("node fetch with the placeholder to another host: box saw\n%s\nhost saw %q", o, ruled.all())
+	}
+}
+
+// TestPhantomsSigV4: a SigV4 binding makes both AWS variables phantom,
+// bound to the same hosts, and neither real value enters the box's
+// environment, even when env.allow names them; a binding whose key ID is
+// unset is refused rather than half-phantom.
+func TestPhantomsSigV4(t *testing.T) {
+	p, err := policy.Parse("p.yaml", []byte(`
+env: {allow: [AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY]}
+secrets:
+  AWS_SECRET_ACCESS_KEY: {hosts: [s3.amazonaws.com], sigv4: AWS_ACCESS_KEY_ID}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id, secret = "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+	environ := []string{"AWS_ACCESS_KEY_ID=" + id, "AWS_SECRET_ACCESS_KEY=" + secret}
+	got, err := phantoms(p, environ)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("phantoms = %+v, %v", got, err)
+	}
+	byName := map[string]egress.Secret{}
+	for _, s := range got {
+		byName[s.Name] = s
+	}
+	k, s := byName["AWS_ACCESS_KEY_ID"], byName["AWS_SECRET_ACCESS_KEY"]
+	if k.Value != id || len(k.Placeholder) != len(id) || k.Placeholder == id || s.SigV4KeyID != "AWS_ACCESS_KEY_ID" ||
+		strings.Join(k.Hosts, ",") != "s3.amazonaws.com" {
+		t.Fatalf("key id %+v, secret %+v", k, s)
+	}
+	w := policy.World{Workdir: t.TempDir(), Home: "/home/someone"}
+	env := strings.Join(withPlaceholders(boxEnv(p, w, environ), got), "\n")
+	if strings.Contains(env, id) || strings.Contains(env, secret) || !strings.Contains(env, "AWS_ACCESS_KEY_ID="+k.Placeholder) {
+		t.Fatalf("box environment:\n%s", env)
+	}
+	if _, err := phantoms(p, environ[1:]); err == nil {
+		t.Fatal("a SigV4 binding without its key ID was accepted")
 	}
 }

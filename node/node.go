@@ -78,10 +78,15 @@ type Registration struct {
 	Attestation *pki.Attestation `json:"attestation,omitempty"`
 }
 
-// Registered is the server's answer: where the Temporal frontend is.
+// Registered is the server's answer: where the Temporal frontend is, and
+// what the node may take.
 type Registered struct {
 	Temporal  string `json:"temporal"`
 	Namespace string `json:"namespace"`
+	// OptedOut says an admin's sandbox opt-out holds for the node; Floor
+	// says it may take floor work below tier 1 (an opt-out, or --dev).
+	OptedOut bool `json:"opted_out,omitempty"`
+	Floor    bool `json:"floor,omitempty"`
 }
 
 // Run registers the node, polls its queues and heartbeats until ctx ends.
@@ -114,12 +119,14 @@ func Run(ctx context.Context, cfg Config) error {
 			return err
 		}
 	}
-	nc.Runner = &runner{cfg: cfg}
+	nc.Waiters = &jobs.Waiters{}
+	nc.Runner = &runner{cfg: cfg, waiters: nc.Waiters}
 	n, err := jobs.StartNode(nc)
 	if err != nil {
 		return err
 	}
 	defer n.Stop()
+	setFloor(cfg, n, at)
 	cfg.Log.Info("node polling", "id", cfg.ID, "tier", cfg.Tier, "queues", strings.Join(reg.Queues, " "))
 	t := time.NewTicker(cfg.Beat)
 	defer t.Stop()
@@ -128,9 +135,14 @@ func Run(ctx context.Context, cfg Config) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			if _, err := register(ctx, cfg, att.signed(ctx, cfg, reg)); err != nil && ctx.Err() == nil {
-				cfg.Log.Warn("node heartbeat", "err", err)
+			at, err := register(ctx, cfg, att.signed(ctx, cfg, reg))
+			if err != nil {
+				if ctx.Err() == nil {
+					cfg.Log.Warn("node heartbeat", "err", err)
+				}
+				continue
 			}
+			setFloor(cfg, n, at)
 		}
 	}
 }
@@ -184,6 +196,14 @@ func (a *attesting) signed(ctx context.Context, cfg Config, reg Registration) Re
 	return reg
 }
 
+// setFloor applies what the server said the node may take: an opt-out
+// (the node then declines tainted work) and floor work below tier 1.
+func setFloor(cfg Config, n *jobs.Node, at Registered) {
+	if err := n.SetFloor(at.OptedOut, at.Floor); err != nil {
+		cfg.Log.Warn("node floor queue", "err", err)
+	}
+}
+
 // register posts the registration (also the heartbeat) to the server.
 func register(ctx context.Context, cfg Config, reg Registration) (Registered, error) {
 	body, _ := json.Marshal(reg)
@@ -199,8 +219,9 @@ func register(ctx context.Context, cfg Config, reg Registration) (Registered, er
 
 // runner runs a claimed job through a kernel of its own.
 type runner struct {
-	cfg Config
-	mu  sync.Mutex // serialises creating job directories
+	cfg     Config
+	waiters *jobs.Waiters
+	mu      sync.Mutex // serialises creating job directories
 }
 
 // Run decides and runs the job's command in the job's kernel.
@@ -230,6 +251,10 @@ func (r *runner) Run(ctx context.Context, req jobs.RunRequest) (jobs.Result, err
 	}
 	var stdout, stderr capped
 	stdout.n, stderr.n = jobs.OutputCap, jobs.OutputCap
+	// A person answers the job's escalations through the server: the
+	// question goes to the job's workflow, the answer comes back on this
+	// node's queue.
+	ctx = mediator.WithApprover(ctx, &serverApprover{cfg: r.cfg, job: j.ID, waiters: r.waiters})
 	res, err := k.Exec(ctx, call, mediator.ExecOptions{Stdin: strings.NewReader(j.Input), Stdout: &stdout, Stderr: &stderr})
 	out := jobs.Result{Tier: res.Description.Tier, Stdout: stdout.String(), Stderr: stderr.String(),
 		Truncated: stdout.cut || stderr.cut || res.Truncated,

@@ -24,6 +24,9 @@ func (l Limits) MarshalJSON() ([]byte, error) {
 	if l.Pids != 0 {
 		out["pids"] = l.Pids
 	}
+	if l.ModelTokens != 0 {
+		out["model_tokens"] = l.ModelTokens
+	}
 	return json.Marshal(out)
 }
 

@@ -123,6 +123,8 @@ func (p *Policy) Narrow(n *Policy) *Policy {
 		CPU:    minPos(p.Limits.CPU, n.Limits.CPU),
 		Wall:   minPos(p.Limits.Wall, n.Limits.Wall),
 		Pids:   minPos(p.Limits.Pids, n.Limits.Pids),
+
+		ModelTokens: minPos(p.Limits.ModelTokens, n.Limits.ModelTokens),
 	}
 	q.Escalation.Timeout = minPos(p.Escalation.Timeout, n.Escalation.Timeout)
 	q.Sandbox.Ptrace = p.Sandbox.Ptrace && n.Sandbox.Ptrace

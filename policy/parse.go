@@ -604,7 +604,7 @@ func (ps *parser) env(n *yaml.Node, p *Policy) {
 }
 
 func (ps *parser) limits(n *yaml.Node, p *Policy) {
-	ps.mapping(n, "limits", []string{"memory", "cpu", "wall", "pids"}, func(key string, k, v *yaml.Node) {
+	ps.mapping(n, "limits", []string{"memory", "cpu", "wall", "pids", "model_tokens"}, func(key string, k, v *yaml.Node) {
 		f := "limits." + key
 		s, ok := ps.str(v, f, true)
 		if !ok {
@@ -625,6 +625,8 @@ func (ps *parser) limits(n *yaml.Node, p *Policy) {
 				err = fmt.Errorf("%q: want a whole number of processes from 1 to %d", s, 1<<22)
 			}
 			p.Limits.Pids = n
+		case "model_tokens":
+			p.Limits.ModelTokens, err = parseTokens(s)
 		}
 		if err != nil {
 			ps.fail(v, f, "%v", err)

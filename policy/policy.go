@@ -231,6 +231,10 @@ type Limits struct {
 	CPU    float64       `json:"cpu"`    // cores; 1.5 = one and a half
 	Wall   time.Duration `json:"wall"`
 	Pids   int           `json:"pids"`
+	// ModelTokens is a run's model token budget: the input and output
+	// tokens the model proxy's answers report, summed over the run; the
+	// next model request is refused once it is spent. 0 sets none.
+	ModelTokens int64 `json:"model_tokens,omitempty"`
 }
 
 // Escalation configures what happens when a call needs a person.

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -18,8 +19,8 @@ import (
 // placeholder of the variable's shape; the egress proxy writes the real
 // value (from the caller's environment) in the one place named here, in
 // requests to Hosts over intercepted TLS, and refuses a request carrying
-// the placeholder anywhere else. Exactly one of Header, Basic and Query is
-// given. See docs/secrets.md.
+// the placeholder anywhere else. Exactly one of Header, Basic, Query and
+// SigV4 is given. See docs/secrets.md.
 type SecretBinding struct {
 	// Hosts are exact host names (no wildcards, no ports).
 	Hosts []string `json:"hosts"`
@@ -31,6 +32,26 @@ type SecretBinding struct {
 	Basic string `json:"basic,omitempty"`
 	// Query names the URL query parameter that carries the value.
 	Query string `json:"query,omitempty"`
+	// SigV4, on an AWS secret access key, names the variable holding its
+	// access key ID (AWS_ACCESS_KEY_ID), which is phantom too: requests to
+	// Hosts the box signs (AWS Signature Version 4) with the placeholders
+	// are signed again with the real pair.
+	SigV4 string `json:"sigv4,omitempty"`
+}
+
+// Form names where the binding writes the value, for listings.
+func (b SecretBinding) Form() string {
+	switch {
+	case b.Header != "":
+		return "header " + strconv.Quote(b.Header)
+	case b.Basic != "":
+		return "basic " + strconv.Quote(b.Basic)
+	case b.Query != "":
+		return "query parameter " + b.Query
+	case b.SigV4 != "":
+		return "AWS SigV4 signature with key ID " + b.SigV4
+	}
+	return ""
 }
 
 // HeaderName is the header a Header binding names; "" for others.
@@ -194,7 +215,7 @@ func (ps *parser) secrets(n *yaml.Node, p *Policy) {
 			return
 		}
 		var b SecretBinding
-		ps.mapping(v, f, []string{"hosts", "header", "basic", "query"}, func(key string, k, v *yaml.Node) {
+		ps.mapping(v, f, []string{"hosts", "header", "basic", "query", "sigv4"}, func(key string, k, v *yaml.Node) {
 			ff := f + "." + key
 			switch key {
 			case "hosts":
@@ -230,13 +251,20 @@ func (ps *parser) secrets(n *yaml.Node, p *Policy) {
 					}
 					b.Query = s
 				}
+			case "sigv4":
+				if s, ok := ps.str(v, ff, false); ok {
+					if err := checkEnvName(s, false); err != nil || s == name {
+						ps.fail(v, ff, "%q: want the name of the variable holding the access key ID (AWS_ACCESS_KEY_ID)", s)
+					}
+					b.SigV4 = s
+				}
 			}
 		})
 		if ps.err != nil {
 			return
 		}
 		forms := 0
-		for _, s := range []string{b.Header, b.Basic, b.Query} {
+		for _, s := range []string{b.Header, b.Basic, b.Query, b.SigV4} {
 			if s != "" {
 				forms++
 			}
@@ -245,7 +273,7 @@ func (ps *parser) secrets(n *yaml.Node, p *Policy) {
 		case len(b.Hosts) == 0:
 			ps.fail(v, f+".hosts", "a secret needs the hosts it may be sent to")
 		case forms != 1:
-			ps.fail(v, f, "give exactly one of header, basic and query")
+			ps.fail(v, f, "give exactly one of header, basic, query and sigv4")
 		}
 		p.Secrets[name] = b
 	})
@@ -267,9 +295,20 @@ func validHeaderName(s string) bool {
 // checkSecrets refuses a policy whose secrets contradict its env section:
 // a fixed value for the same name would put something else in the box.
 func checkSecrets(ps *parser, root *yaml.Node, p *Policy) {
-	for name := range p.Secrets {
+	for name, b := range p.Secrets {
 		if _, ok := p.Env.Set[name]; ok {
 			ps.fail(root, "secrets."+name, "env.set also sets %s; a secret's variable holds its placeholder", name)
+			return
+		}
+		if b.SigV4 == "" {
+			continue
+		}
+		if _, ok := p.Env.Set[b.SigV4]; ok {
+			ps.fail(root, "secrets."+name+".sigv4", "env.set also sets %s; the key ID's variable holds its placeholder", b.SigV4)
+			return
+		}
+		if _, ok := p.Secrets[b.SigV4]; ok {
+			ps.fail(root, "secrets."+name+".sigv4", "%s is bound by the SigV4 binding; it cannot have a binding of its own", b.SigV4)
 			return
 		}
 	}
@@ -306,6 +345,11 @@ func (p *Policy) Withheld(name string) bool {
 	for q := p; q != nil; q = q.within {
 		if _, ok := q.Secrets[name]; ok {
 			return true
+		}
+		for _, b := range q.Secrets {
+			if b.SigV4 == name {
+				return true
+			}
 		}
 	}
 	return false

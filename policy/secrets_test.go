@@ -18,6 +18,8 @@ secrets:
   GITHUB_TOKEN: {hosts: [api.github.com, github.com], header: "Authorization: Bearer {}"}
   GIT_TOKEN: {hosts: [github.com], basic: "x-access-token:{}"}
   MAPS_KEY: {hosts: [maps.example.com], query: key}
+  AWS_SECRET_ACCESS_KEY: {hosts: [s3.amazonaws.com], sigv4: AWS_ACCESS_KEY_ID}
+limits: {model_tokens: 500k}
 `
 	p, err := Parse("p.yaml", []byte(doc))
 	if err != nil {
@@ -32,8 +34,11 @@ secrets:
 	if b := p.Secrets["GITHUB_TOKEN"]; b.HeaderName() != "Authorization" || len(b.Hosts) != 2 {
 		t.Fatalf("binding = %+v", b)
 	}
-	if !p.Withheld("GITHUB_TOKEN") || p.Withheld("HOME") {
+	if !p.Withheld("GITHUB_TOKEN") || p.Withheld("HOME") || !p.Withheld("AWS_ACCESS_KEY_ID") {
 		t.Fatal("Withheld")
+	}
+	if p.Limits.ModelTokens != 500000 || p.Secrets["AWS_SECRET_ACCESS_KEY"].Form() != "AWS SigV4 signature with key ID AWS_ACCESS_KEY_ID" {
+		t.Fatalf("model_tokens = %d, sigv4 form %q", p.Limits.ModelTokens, p.Secrets["AWS_SECRET_ACCESS_KEY"].Form())
 	}
 	// The JSON form reads back to the same policy.
 	js, err := json.Marshal(p)
@@ -72,17 +77,24 @@ secrets:
 
 func TestParseSecretsRefused(t *testing.T) {
 	for name, doc := range map[string]string{
-		"no hosts":          `secrets: {T: {header: "Authorization: Bearer {}"}}`,
-		"two forms":         `secrets: {T: {hosts: [a.example], header: "X: {}", query: k}}`,
-		"wildcard host":     `secrets: {T: {hosts: ["*.example.com"], header: "X: {}"}}`,
-		"no placeholder":    `secrets: {T: {hosts: [a.example], header: "Authorization: Bearer"}}`,
-		"env.set conflict":  "env: {set: {T: x}}\nsecrets: {T: {hosts: [a.example], query: k}}",
-		"bad method":        `net: {allow: [{host: a.example, methods: [get]}]}`,
-		"relative path":     `net: {allow: [{host: a.example, paths: ["repos/**"]}]}`,
-		"partial globstar":  `net: {allow: [{host: a.example, paths: ["/a**"]}]}`,
-		"mapping sans host": `net: {allow: [{methods: [GET]}]}`,
-		"unknown rule key":  `net: {allow: [{host: a.example, verbs: [GET]}]}`,
-		"model with slash":  `models: {allow: ["a/b"]}`,
+		"no hosts":           `secrets: {T: {header: "Authorization: Bearer {}"}}`,
+		"two forms":          `secrets: {T: {hosts: [a.example], header: "X: {}", query: k}}`,
+		"wildcard host":      `secrets: {T: {hosts: ["*.example.com"], header: "X: {}"}}`,
+		"no placeholder":     `secrets: {T: {hosts: [a.example], header: "Authorization: Bearer"}}`,
+		"env.set conflict":   "env: {set: {T: x}}\nsecrets: {T: {hosts: [a.example], query: k}}",
+		"bad method":         `net: {allow: [{host: a.example, methods: [get]}]}`,
+		"relative path":      `net: {allow: [{host: a.example, paths: ["repos/**"]}]}`,
+		"partial globstar":   `net: {allow: [{host: a.example, paths: ["/a**"]}]}`,
+		"mapping sans host":  `net: {allow: [{methods: [GET]}]}`,
+		"unknown rule key":   `net: {allow: [{host: a.example, verbs: [GET]}]}`,
+		"model with slash":   `models: {allow: ["a/b"]}`,
+		"sigv4 names itself": `secrets: {K: {hosts: [a.example], sigv4: K}}`,
+		"sigv4 bad name":     `secrets: {K: {hosts: [a.example], sigv4: "a b"}}`,
+		"sigv4 id bound too": "secrets:\n  K: {hosts: [a.example], sigv4: ID}\n  ID: {hosts: [a.example], header: \"X: {}\"}",
+		"sigv4 id set":       "env: {set: {ID: x}}\nsecrets: {K: {hosts: [a.example], sigv4: ID}}",
+		"tokens zero":        `limits: {model_tokens: 0}`,
+		"tokens words":       `limits: {model_tokens: lots}`,
+		"tokens fraction":    `limits: {model_tokens: 1.5k}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := Parse("p.yaml", []byte(doc)); err == nil {
@@ -107,6 +119,14 @@ func TestModelsNarrow(t *testing.T) {
 	q := p.Narrow(n)
 	if q.ModelAllowed("gpt-4o") || q.ModelAllowed("claude-sonnet-4") || !q.ModelAllowed("claude-opus-4") {
 		t.Fatal("a narrowing widened or failed to narrow the models")
+	}
+	budget, _ := Parse("b.yaml", []byte("limits: {model_tokens: 2M}"))
+	small, _ := ParseNarrowing("s.yaml", []byte("limits: {model_tokens: 1000}"))
+	if got := budget.Narrow(small).Limits.ModelTokens; got != 1000 {
+		t.Fatalf("narrowed model_tokens = %d, want 1000", got)
+	}
+	if got := small.Limits.ModelTokens; budget.Narrow(&Policy{}).Limits.ModelTokens != 2000000 || got != 1000 {
+		t.Fatal("a narrowing without a budget lifted it")
 	}
 	none, _ := Parse("x.yaml", []byte(`net: {allow: []}`))
 	if none.HasModels() || none.Narrow(n).HasModels() {

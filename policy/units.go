@@ -93,3 +93,21 @@ func parseDuration(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// parseTokens reads a token count: a whole number, with an optional
+// decimal k or M ("500k", "2M").
+func parseTokens(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(t, "k"), strings.HasSuffix(t, "K"):
+		mult, t = 1000, t[:len(t)-1]
+	case strings.HasSuffix(t, "M"):
+		mult, t = 1000000, t[:len(t)-1]
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 1 || n > (1<<50)/mult {
+		return 0, fmt.Errorf("%q: want a whole number of tokens (500000, 500k, 2M)", s)
+	}
+	return n * mult, nil
+}

@@ -102,9 +102,9 @@ func TestFleetAttestation(t *testing.T) {
 		t.Fatalf("nx is listed as %+v; want tier 0 with the row that escaped", nx)
 	}
 
-	m := regexp.MustCompile(`Temporal on (127\.0\.0\.1:\d+)`).FindStringSubmatch(f.serverLog.String())
+	m := regexp.MustCompile(`Temporal on (127\.0\.0\.1:\d+)`).FindStringSubmatch(f.stderr.String())
 	if m == nil {
-		t.Fatalf("no Temporal address in %s", f.serverLog.String())
+		t.Fatalf("no Temporal address in %s", f.stderr.String())
 	}
 	if c, err := client.Dial(client.Options{HostPort: m[1], Namespace: jobs.DefaultNamespace}); err == nil {
 		c.Close()

@@ -258,6 +258,9 @@ func badValue(err error, format string, a ...any) error {
 func dispatch(ctx context.Context, env *Env, c *Command, args []string, path string) error {
 	env.cmd = strings.TrimPrefix(strings.TrimPrefix(path, "airlock"), " ")
 	if len(c.Sub) > 0 {
+		if len(args) == 0 && c.Run != nil {
+			return c.Run(ctx, env, args) // a command that also groups others runs bare
+		}
 		if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 			printGroupHelp(env.Stdout, c, path)
 			if len(args) == 0 && c.Run == nil {

@@ -16,7 +16,11 @@ func approvalsCmd() *Command {
 answer from another terminal: list what is waiting, then decide it. Only your
 own user can see or answer, through the sockets in $XDG_RUNTIME_DIR/airlock
 (or /tmp/airlock-UID), one per running airlock. Unanswered calls are denied
-at the escalation timeout (30s unless the policy says otherwise).`,
+at the escalation timeout (30s unless the policy says otherwise).
+
+With --server URL both commands work on a fleet's server instead: the
+escalations of its jobs' calls, raised by the nodes running them (answer
+with allow-once or deny, bound to the escalation's digest).`,
 		Sub: []*Command{approvalsListCmd(), approvalsDecideCmd()}}
 }
 
@@ -27,7 +31,7 @@ func socketDirFlag(env *Env, fs interface {
 }
 
 func approvalsListCmd() *Command {
-	const usage = "[--json]"
+	const usage = "[--json] [--server URL [--token-file FILE] [--job ID]]"
 	const long = `Lists the escalations waiting for an answer in every airlock process of yours,
 oldest first: the ID to decide, the call (anything unusual in it escaped), why
 it needs approval, and the exact grant "allow-always" would save.`
@@ -36,11 +40,16 @@ it needs approval, and the exact grant "allow-always" would save.`
 			fs := NewFlags(env, "airlock approvals list", usage, long)
 			asJSON := fs.Bool("json", false, "print the pending escalations as a JSON array")
 			dir := socketDirFlag(env, fs)
+			cf := addClientFlags(fs)
+			job := fs.String("job", "", "with --server: list `job`'s escalations from its workflow")
 			if err := ParseFlags(fs, args); err != nil {
 				return err
 			}
 			if fs.NArg() != 0 {
 				return usagef("no arguments expected (see airlock approvals list --help)")
+			}
+			if *cf.server != "" {
+				return serverApprovals(ctx, env, cf, *job, *asJSON)
 			}
 			ps, err := approvals.List(ctx, *dir)
 			if ps == nil && err != nil {
@@ -82,7 +91,7 @@ it needs approval, and the exact grant "allow-always" would save.`
 }
 
 func approvalsDecideCmd() *Command {
-	const usage = "ID allow-once|allow-always|deny [--json]"
+	const usage = "ID allow-once|allow-always|deny [--json] [--server URL [--token-file FILE] [--digest D] [--job ID]]"
 	const long = `Answers the pending escalation ID (from airlock approvals list). allow-once
 lets this one call run; allow-always lets it run and saves the narrowest grant
 that covers exactly this call to the grants file, printing that grant first;
@@ -92,22 +101,21 @@ deny refuses it.`
 			fs := NewFlags(env, "airlock approvals decide", usage, long)
 			asJSON := fs.Bool("json", false, "print the decision as JSON")
 			dir := socketDirFlag(env, fs)
+			cf := addClientFlags(fs)
+			digest := fs.String("digest", "", "with --server: the escalation's digest as listed (default: the one listed now)")
+			job := fs.String("job", "", "with --server: the escalation's `job` (read from its workflow)")
 			// Flags may follow the two arguments.
-			var pos []string
-			for len(args) > 0 {
-				if err := ParseFlags(fs, args); err != nil {
-					return err
-				}
-				if fs.NArg() == 0 {
-					break
-				}
-				pos = append(pos, fs.Arg(0))
-				args = fs.Args()[1:]
+			pos, err := parseInterleaved(fs, args)
+			if err != nil {
+				return err
 			}
 			if len(pos) != 2 {
 				return usagef("want ID and an answer (see airlock approvals decide --help)")
 			}
 			id := pos[0]
+			if *cf.server != "" {
+				return serverDecide(ctx, env, cf, id, pos[1], *digest, *job, *asJSON)
+			}
 			a, err := approvals.ParseAnswer(pos[1])
 			if err != nil || (pos[1] != "allow-once" && pos[1] != "allow-always" && pos[1] != "deny") {
 				return usagef("answer with allow-once, allow-always or deny, not %s", approvals.Show(pos[1]))

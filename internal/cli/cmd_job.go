@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlock-run/airlock/api"
+	"github.com/airlock-run/airlock/approvals"
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/jobs"
 )
@@ -25,7 +26,7 @@ tier 1; --tier0 lets a job started from inside run on any node of its pool.`,
 }
 
 func jobStartCmd() *Command {
-	const usage = "[--pool P] [--policy FILE] [--mode observe|fix] [--tier0] [--claim-timeout D] [--wait] [--json] -- CMD [ARG...]"
+	const usage = "[--pool P] [--policy FILE] [--mode observe|fix] [--tier0] [--model NAME] [--parent JOB] [--claim-timeout D] [--wait] [--json] -- CMD [ARG...]"
 	const long = `Starts a job that runs CMD on a node of pool P, decided against the policy
 FILE (default: the built-in workspace profile), which travels with the job:
 the node decides against it, never against its own. --shell runs CMD as one
@@ -39,6 +40,8 @@ status with --wait is the command's own, 126 when it was refused.`
 			pol := fs.String("policy", "", "policy `file` the job is decided against")
 			mode := fs.String("mode", "observe", "observe or fix")
 			tier0 := fs.Bool("tier0", false, "let the job run on a node without a sandbox (tier 0)")
+			model := fs.String("model", "", "the `model` the job's agent may use (one the tenant has not vetted makes the job tier 1 only and tainted)")
+			parent := fs.String("parent", "", "the `job` starting this one (its taint and floor carry over)")
 			shell := fs.Bool("shell", false, "run CMD as one shell string")
 			claim := fs.Duration("claim-timeout", 0, "how long to wait for an eligible node (default: the server's)")
 			wait := fs.Bool("wait", false, "wait for the job to end and print its result")
@@ -49,7 +52,7 @@ status with --wait is the command's own, 126 when it was refused.`
 			if fs.NArg() == 0 {
 				return usagef("no command (airlock job start [FLAGS] -- CMD [ARG...])")
 			}
-			req := api.StartRequest{Pool: *pool, Mode: *mode, Tier0: *tier0}
+			req := api.StartRequest{Pool: *pool, Mode: *mode, Tier0: *tier0, Model: *model, Parent: *parent}
 			if *shell {
 				req.Command = strings.Join(fs.Args(), " ")
 			} else {
@@ -178,6 +181,15 @@ func (c *apiClient) printJob(ctx context.Context, env *Env, id string, wait, asJ
 		}
 	} else {
 		fmt.Fprintf(env.Stdout, "job %s: %s (queue %s, floor tier %d)\n", v.ID, v.State, v.Queue, v.Floor)
+		if v.OutsideEvent {
+			fmt.Fprintf(env.Stdout, "started by an outside event (%s)\n", approvals.Show(v.Source))
+		}
+		if v.Tainted {
+			fmt.Fprintf(env.Stdout, "tainted: %s\n", showText(v.Taint))
+		}
+		for _, n := range v.Notes {
+			fmt.Fprintf(env.Stdout, "note: %s\n", showText(n))
+		}
 		if r := v.Result; r != nil {
 			fmt.Fprintf(env.Stdout, "node %s, tier %d, exit %d\n", r.Node, r.Tier, r.ExitCode)
 			if r.Refused {

@@ -44,6 +44,7 @@ floor queue.
 --sandbox off runs tier 0 (no sandbox): such a node takes only jobs started
 with --tier0, and says so when it registers.`
 	return &Command{Name: "node", Usage: usage, Short: "run a node that takes jobs from the server", Long: long,
+		Sub: nodeAdminCmds(),
 		Run: func(ctx context.Context, env *Env, args []string) error {
 			fs := NewFlags(env, "airlock node", usage, long)
 			cf := addClientFlags(fs)
@@ -150,7 +151,8 @@ func jobKernel(env *Env, tier sandbox.Tier) node.KernelFunc {
 		k, err := wiring.Build(wiring.Config{PolicyFile: policyFile, Workdir: filepath.Join(dir, "work"), Dir: dir,
 			Mode: j.Mode, Getenv: getenv, AuditFile: filepath.Join(dir, "audit.jsonl"),
 			GrantsFile: filepath.Join(dir, "grants.json"), Log: env.Log, Tier: tier, Exe: env.Exe,
-			Warn: func(s string) { env.Log.Warn("job "+j.ID, "announce", s) }})
+			Taint: func() string { return jobTaint(j) },
+			Warn:  func(s string) { env.Log.Warn("job "+j.ID, "announce", s) }})
 		if err != nil {
 			os.RemoveAll(run)
 			return node.Kernel{}, err
@@ -187,6 +189,15 @@ func attestRows(env *Env) func(ctx context.Context) ([]pki.Row, error) {
 		}
 		return rows, nil
 	}
+}
+
+// jobTaint is why job j is tainted, "" when it is not: its kernel then
+// makes every call that can send data out wait for a person.
+func jobTaint(j jobs.Job) string {
+	if !j.Tainted {
+		return ""
+	}
+	return firstNonEmpty(j.Taint, "it read text from outside")
 }
 
 // hostID is the host name as a node id.
@@ -242,7 +253,18 @@ func readTokenFile(env *Env, flagValue, envVar, name, what string) (string, erro
 	if err != nil {
 		return "", errs.Wrap(errs.Unavailable, err, "%s", what)
 	}
-	return strings.TrimSpace(string(b)), nil
+	return tokenOf(string(b)), nil
+}
+
+// tokenOf is the token a token file holds: the file's one token, or the
+// token of its first "NAME TOKEN" line (an admin's file).
+func tokenOf(file string) string {
+	for _, line := range strings.Split(file, "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			return f[len(f)-1]
+		}
+	}
+	return ""
 }
 
 func firstNonEmpty(s ...string) string {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 
@@ -26,10 +27,114 @@ type checkReport struct {
 		Millis float64 `json:"ms"`
 		Error  string  `json:"error,omitempty"`
 	} `json:"box_start"`
+	Credentials *credentialsView `json:"credentials,omitempty"`
+}
+
+// credentialsView is what the policy in force does with credentials:
+// which variables are phantom and where each may go, which model
+// providers the model proxy opens. Names and hosts only, never a value.
+type credentialsView struct {
+	Policy  string       `json:"policy"`
+	Error   string       `json:"error,omitempty"`
+	Secrets []secretView `json:"secrets"`
+	Models  *modelsView  `json:"models,omitempty"`
+}
+
+type secretView struct {
+	Name  string   `json:"name"`
+	Hosts []string `json:"hosts"`
+	Form  string   `json:"form"`
+	// Set is whether airlock's environment holds the value: unset, the
+	// box gets neither it nor a placeholder.
+	Set bool `json:"set"`
+	// KeyID names the phantom access key ID of a SigV4 binding.
+	KeyID string `json:"key_id,omitempty"`
+}
+
+type modelsView struct {
+	Allow       []string          `json:"allow"`
+	Providers   map[string]string `json:"providers"`
+	ModelTokens int64             `json:"model_tokens,omitempty"`
+}
+
+// credentials describes what the policy file (or, without one, the policy
+// run would use here) does with credentials.
+func credentials(env *Env, file string) *credentialsView {
+	v := &credentialsView{Secrets: []secretView{}}
+	p, source, _, err := loadPolicyAt(env, file, "", "observe")
+	if err != nil {
+		v.Error = err.Error()
+		return v
+	}
+	v.Policy = source
+	if source == "" {
+		v.Policy = "workspace (built-in)"
+	}
+	names := make([]string, 0, len(p.Secrets))
+	for n := range p.Secrets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		b := p.Secrets[n]
+		sv := secretView{Name: n, Hosts: b.Hosts, Form: b.Form(), Set: env.Getenv(n) != "", KeyID: b.SigV4}
+		if b.SigV4 != "" {
+			sv.Set = sv.Set && env.Getenv(b.SigV4) != ""
+		}
+		v.Secrets = append(v.Secrets, sv)
+	}
+	if p.HasModels() {
+		provs, err := mediator.ModelEndpoints(env.Environ)
+		if err != nil {
+			v.Error = err.Error()
+		}
+		v.Models = &modelsView{Allow: p.Models.Allow, Providers: provs, ModelTokens: p.Limits.ModelTokens}
+	}
+	return v
+}
+
+func printCredentials(w io.Writer, v *credentialsView) {
+	if v.Error != "" && v.Policy == "" {
+		fmt.Fprintf(w, "Credentials: the policy could not be read: %s\n", v.Error)
+		return
+	}
+	fmt.Fprintf(w, "Credentials (policy %s):\n", v.Policy)
+	if len(v.Secrets) == 0 {
+		fmt.Fprintf(w, "  no phantom secrets: a variable env.allow passes enters the box in clear\n")
+	}
+	for _, s := range v.Secrets {
+		state := "phantom"
+		if !s.Set {
+			state = "not set here (the box gets nothing)"
+		}
+		name := s.Name
+		if s.KeyID != "" {
+			name += " + " + s.KeyID
+		}
+		fmt.Fprintf(w, "  %s: %s, to %s only, as %s\n", name, state, strings.Join(s.Hosts, ", "), s.Form)
+	}
+	if m := v.Models; m != nil {
+		var provs []string
+		for name, at := range m.Providers {
+			provs = append(provs, name+" ("+at+")")
+		}
+		sort.Strings(provs)
+		if len(provs) == 0 {
+			provs = []string{"none: no provider key (OPENAI_API_KEY, ANTHROPIC_API_KEY) in airlock's environment"}
+		}
+		budget := "no token budget"
+		if m.ModelTokens > 0 {
+			budget = fmt.Sprintf("%d tokens a run", m.ModelTokens)
+		}
+		fmt.Fprintf(w, "  model proxy: models %s; providers %s; %s\n", strings.Join(m.Allow, ", "), strings.Join(provs, ", "), budget)
+		if v.Error != "" {
+			fmt.Fprintf(w, "  model proxy: %s\n", v.Error)
+		}
+	}
 }
 
 func sandboxCheckCmd() *Command {
-	const usage = "[--json]"
+	const usage = "[--json] [--policy FILE]"
 	const long = `Reports the sandbox tier this host gives and why: bubblewrap's path,
 version and options, user namespaces (including Ubuntu's AppArmor
 restriction), seccomp, the cgroup hierarchy and its controllers, whether
@@ -38,11 +143,17 @@ one real box running "true" to prove tier 1 works here and, where runsc
 passes its checks (static, recent), a gVisor box that lists and stats its
 root: tier 2 is reported only then. Every finding
 carries its fix. Exits 0 when the best tier works, 125 when tier 1 was
-expected but a box could not be started.`
+expected but a box could not be started.
+
+It also lists what the policy in force here (or --policy FILE) does with
+credentials: each phantom secret, the hosts it may go to and how it is
+written there, and the model proxy's providers and budget — names and
+hosts only, never a value.`
 	return &Command{Name: "check", Usage: usage, Short: "report the sandbox tier this host gives, with fixes", Long: long,
 		Run: func(ctx context.Context, env *Env, args []string) error {
 			fs := NewFlags(env, "airlock sandbox check", usage, long)
 			asJSON := fs.Bool("json", false, "print the report as JSON")
+			policyFile := fs.String("policy", "", "the policy whose credentials to list (default: the one run would use here)")
 			if err := ParseFlags(fs, args); err != nil {
 				return err
 			}
@@ -71,6 +182,7 @@ expected but a box could not be started.`
 				_, err := mediator.CheckGVisorBox(ctx, env.Exe)
 				rep.SetGVisorSelfTest(err)
 			}
+			rep.Credentials = credentials(env, *policyFile)
 			if *asJSON {
 				enc := json.NewEncoder(env.Stdout)
 				enc.SetIndent("", "  ")
@@ -79,6 +191,7 @@ expected but a box could not be started.`
 				}
 			} else {
 				printCheck(env.Stdout, rep)
+				printCredentials(env.Stdout, rep.Credentials)
 			}
 			if startErr != nil {
 				return &ExitError{Code: 125}

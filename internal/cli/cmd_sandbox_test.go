@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -60,5 +62,45 @@ func TestSandboxCheckBoxFailure(t *testing.T) {
 	}
 	if rep.BoxStart.OK || rep.BoxStart.Error == "" || rep.Best != sandbox.Tier0 || rep.Protected {
 		t.Errorf("got box_start %+v, tier %d, protected %v; want a failed start, tier 0, protected off", rep.BoxStart, rep.Best, rep.Protected)
+	}
+}
+
+// TestCheckListsCredentials: `sandbox check` lists each phantom secret,
+// where it may go and how, and the model proxy's providers and budget,
+// naming variables but never printing a value.
+func TestCheckListsCredentials(t *testing.T) {
+	dir := t.TempDir()
+	const token, key = "ghp_CheckListingT0ken0123456789abcdefAB", "sk-proj-CheckListingKey0123456789"
+	doc := `secrets:
+  GITHUB_TOKEN: {hosts: [api.github.com, github.com], header: "Authorization: Bearer {}"}
+  GIT_TOKEN: {hosts: [github.com], basic: "x-access-token:{}"}
+  AWS_SECRET_ACCESS_KEY: {hosts: [s3.amazonaws.com], sigv4: AWS_ACCESS_KEY_ID}
+models: {allow: ["gpt-5*"]}
+limits: {model_tokens: 2M}
+`
+	if err := os.WriteFile(filepath.Join(dir, "airlock.yaml"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := &Env{Dir: dir, Environ: []string{"HOME=" + t.TempDir(), "GITHUB_TOKEN=" + token, "OPENAI_API_KEY=" + key,
+		"AIRLOCK_MODEL_BASE_URL=https://llm.internal:8443/v1"}}
+	v := credentials(env, "")
+	var b bytes.Buffer
+	printCredentials(&b, v)
+	js, _ := json.Marshal(v)
+	out := b.String()
+	t.Log(out)
+	for _, want := range []string{
+		"GITHUB_TOKEN: phantom, to api.github.com, github.com only, as header \"Authorization: Bearer {}\"",
+		"GIT_TOKEN: not set here",
+		"AWS_SECRET_ACCESS_KEY + AWS_ACCESS_KEY_ID: not set here (the box gets nothing), to s3.amazonaws.com only, as AWS SigV4",
+		"providers openai (llm.internal:8443)",
+		"2000000 tokens a run",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the listing lacks %q", want)
+		}
+	}
+	if strings.Contains(out+string(js), token) || strings.Contains(out+string(js), key) {
+		t.Fatal("the listing prints a value")
 	}
 }

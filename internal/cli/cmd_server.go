@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/airlock-run/airlock/api"
+	"github.com/airlock-run/airlock/audit"
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/internal/privfile"
 	"github.com/airlock-run/airlock/jobs"
@@ -31,14 +32,18 @@ import (
 const DefaultServerAddr = "127.0.0.1:8420"
 
 func serverCmd() *Command {
-	const usage = "[--listen ADDR] [--state DIR] [--token-file FILE] [--enroll-token-file FILE] [--node-cert-lifetime D] [--temporal-listen IP] [--claim-timeout D] [--hooks FILE]"
+	const usage = "[--listen ADDR] [--state DIR] [--token-file FILE] [--admin-token-file FILE] [--enroll-token-file FILE] [--node-cert-lifetime D] [--temporal-listen IP] [--claim-timeout D] [--hooks FILE] [--four-eyes] [--vetted-models A,B | --vetted-models-file FILE] [--dev]"
 	const long = `Runs the fleet's server: an embedded Temporal dev server (persisted to a
 SQLite file under the state directory, listening on loopback only) and the
-HTTP JSON API on loopback behind a bearer token (read from --token-file,
-created with a random token when missing):
+HTTP JSON API on loopback behind bearer tokens of two roles, each created
+with a random token when missing: the operator's (--token-file, default
+STATE/token: jobs and approvals) and the admins' (--admin-token-file,
+default STATE/admin-token, one "NAME TOKEN" a line: also sandbox opt-outs
+and nodes). The server keeps its audit log in STATE/audit.jsonl.
 
   POST /v1/jobs, GET /v1/jobs, GET /v1/jobs/{id}, POST /v1/jobs/{id}/kill
-  POST /v1/nodes, GET /v1/nodes
+  POST /v1/nodes, GET /v1/nodes, POST /v1/nodes/{id}/sandbox-optout (admin)
+  GET /v1/approvals, POST /v1/approvals/{id}, GET /v1/audit?job=ID
   POST /v1/hooks/NAME   an outside event: starts hook NAME's job with the
                         body as its input, tainted, on a tier-1 node only
 
@@ -63,6 +68,13 @@ tier the rows prove. The Temporal authorizer lets a node poll its pool's
 floor queue only at that attested tier. --temporal-listen IP puts the
 frontend where nodes of other machines reach it (mutual TLS only).
 
+--four-eyes makes a node's sandbox opt-out hold only once a second,
+different admin approves it. --vetted-models names the models the tenant
+vetted: a job naming another (airlock job start --model) runs on tier 1
+only and is tainted, and so is every job it starts. --dev lets every node
+take floor work, unconfined on a node without a sandbox, and says so in
+every job: for a developer's own machine only.
+
 The Temporal server is linked only into the airlock-server binary, which is
 this command; the airlock binary stays small and only says where it is.`
 	return &Command{Name: "server", Usage: usage, Short: "run the fleet's server (embedded Temporal, HTTP API)", Long: long,
@@ -76,6 +88,11 @@ this command; the airlock binary stays small and only says where it is.`
 			certLife := fs.Duration("node-cert-lifetime", pki.DefaultNodeLifetime, "how long a node's certificate is valid (the node renews it before)")
 			claim := fs.Duration("claim-timeout", jobs.DefaultClaimTimeout, "how long a job waits for an eligible node")
 			hooksFile := fs.String("hooks", "", "the hooks `file` (JSON; see above)")
+			adminFile := fs.String("admin-token-file", "", "the admins' token `file` (default: STATE/admin-token)")
+			fourEyes := fs.Bool("four-eyes", false, "a node's sandbox opt-out needs a second admin's approval")
+			vetted := fs.String("vetted-models", "", "the vetted `models`, comma-separated")
+			vettedFile := fs.String("vetted-models-file", "", "a `file` of vetted models, one a line")
+			dev := fs.Bool("dev", false, "let every node take floor work (a developer's machine only)")
 			if err := ParseFlags(fs, args); err != nil {
 				return err
 			}
@@ -101,20 +118,34 @@ this command; the airlock binary stays small and only says where it is.`
 			if *enrollFile == "" {
 				*enrollFile = filepath.Join(dir, "enroll-token")
 			}
+			if *adminFile == "" {
+				*adminFile = filepath.Join(dir, "admin-token")
+			}
 			hooks, err := readHooks(env, *hooksFile)
 			if err != nil {
 				return err
 			}
-			return runServer(ctx, env, serverOptions{listen: *listen, dir: dir, tokenFile: absFrom(env, *tokenFile),
-				enrollFile: absFrom(env, *enrollFile), certLife: *certLife, claim: *claim, hooks: hooks, temporalIP: *temporalIP})
+			models, err := vettedModels(env, *vetted, *vettedFile)
+			if err != nil {
+				return err
+			}
+			return runServer(ctx, env, serverOptions{listen: *listen, dir: dir, tokenFile: absFrom(env, *tokenFile), claim: *claim, hooks: hooks,
+				adminFile: absFrom(env, *adminFile), fourEyes: *fourEyes, models: models, dev: *dev,
+				enrollFile: absFrom(env, *enrollFile), certLife: *certLife, temporalIP: *temporalIP})
 		}}
 }
 
 type serverOptions struct {
-	listen, dir, tokenFile, enrollFile string
-	temporalIP                         string
-	claim, certLife                    time.Duration
-	hooks                              map[string]api.Hook
+	listen, dir, tokenFile string
+	claim                  time.Duration
+	hooks                  map[string]api.Hook
+	adminFile              string
+	fourEyes, dev          bool
+	models                 []string
+	// enrollFile is the enrolment token's file; certLife a node
+	// certificate's lifetime; temporalIP where the frontend listens.
+	enrollFile, temporalIP string
+	certLife               time.Duration
 }
 
 func runServer(ctx context.Context, env *Env, o serverOptions) error {
@@ -125,12 +156,31 @@ func runServer(ctx context.Context, env *Env, o serverOptions) error {
 	if err != nil {
 		return err
 	}
+	admins, err := adminTokens(o.adminFile)
+	if err != nil {
+		return err
+	}
+	for _, a := range admins {
+		if a.Token == token {
+			return errs.Invalidf("admin token file %s: admin %s has the operator's token; give each role its own", o.adminFile, a.Name)
+		}
+	}
+	log, err := audit.Open(filepath.Join(o.dir, "audit.jsonl"), audit.Options{})
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, err, "the server's audit log")
+	}
+	defer log.Close()
 	enrollToken, err := serverToken(o.enrollFile)
 	if err != nil {
 		return err
 	}
 	if enrollToken == token {
 		return errs.Invalidf("the enrolment token (%s) is the API token (%s): give each its own", o.enrollFile, o.tokenFile)
+	}
+	for _, a := range admins {
+		if a.Token == enrollToken {
+			return errs.Invalidf("admin token file %s: admin %s has the enrolment token; give each its own", o.adminFile, a.Name)
+		}
 	}
 	if ip := net.ParseIP(o.temporalIP); ip == nil || ip.IsUnspecified() {
 		return usagef("--temporal-listen %q: want one IP address", o.temporalIP)
@@ -163,10 +213,20 @@ func runServer(ctx context.Context, env *Env, o serverOptions) error {
 	if err != nil {
 		return errs.Wrap(errs.Unavailable, err, "listen on %s", o.listen)
 	}
-	a := api.New(api.Config{Token: token, Jobs: c, Temporal: dev.HostPort(), Namespace: dev.Namespace(),
+	optouts, save, err := optOutFile(filepath.Join(o.dir, "optouts.json"))
+	if err != nil {
+		return err
+	}
+	a := api.New(api.Config{Token: token, Admins: admins, Audit: log, FourEyes: o.fourEyes, Dev: o.dev, VettedModels: o.models,
+		OptOuts: optouts, SaveOptOuts: save,
+		Jobs: c, Temporal: dev.HostPort(), Namespace: dev.Namespace(),
 		ClaimTimeout: o.claim, Hooks: o.hooks, Log: env.Log,
 		CA: fleet.ca, EnrollToken: enrollToken, NodeCertLifetime: o.certLife})
 	registry.Store(a)
+	defer a.Close()
+	if o.dev {
+		fmt.Fprintln(env.Stderr, "airlock server: --dev: every node may take floor work, UNCONFINED on a node without a sandbox; every job says so. Not for a fleet.")
+	}
 	hs := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(env.Stderr, "airlock server: listening on http://%s (token in %s; nodes enrol with %s; Temporal on %s, mutual TLS only)\n", ln.Addr(), o.tokenFile, o.enrollFile, dev.HostPort())
 	done := make(chan error, 1)
@@ -314,6 +374,106 @@ func serverToken(path string) (string, error) {
 		return "", errs.Wrap(errs.Unavailable, err, "token file")
 	}
 	return t, nil
+}
+
+// adminTokens reads the admins' token file, one "NAME TOKEN" a line (a
+// line of a token alone is admin "admin"), creating it with one random
+// admin token when it does not exist; through privfile, so no link steers
+// the write.
+func adminTokens(path string) ([]api.Admin, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		var r [32]byte
+		rand.Read(r[:])
+		t := hex.EncodeToString(r[:])
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, errs.Wrap(errs.Unavailable, err, "admin token file")
+		}
+		if err := privfile.WriteFile(path, []byte("admin "+t+"\n"), 0o600, privfile.Options{}); err != nil {
+			return nil, errs.Wrap(errs.Unavailable, err, "admin token file")
+		}
+		return []api.Admin{{Name: "admin", Token: t}}, nil
+	}
+	if err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "admin token file")
+	}
+	var out []api.Admin
+	seen := map[string]bool{}
+	for i, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		var a api.Admin
+		switch len(f) {
+		case 0:
+			continue
+		case 1:
+			a = api.Admin{Name: "admin", Token: f[0]}
+		case 2:
+			a = api.Admin{Name: f[0], Token: f[1]}
+		default:
+			return nil, errs.Invalidf("admin token file %s: line %d: want NAME TOKEN", path, i+1)
+		}
+		if err := jobs.CheckName("admin name", a.Name); err != nil {
+			return nil, errs.Invalidf("admin token file %s: line %d: %v", path, i+1, err)
+		}
+		if len(a.Token) < 16 {
+			return nil, errs.Invalidf("admin token file %s: line %d: the token is shorter than 16 characters", path, i+1)
+		}
+		if seen[a.Name] || seen["token:"+a.Token] {
+			return nil, errs.Invalidf("admin token file %s: line %d: a name or token given twice", path, i+1)
+		}
+		seen[a.Name], seen["token:"+a.Token] = true, true
+		out = append(out, a)
+	}
+	if len(out) == 0 {
+		return nil, errs.Invalidf("admin token file %s: no admin", path)
+	}
+	return out, nil
+}
+
+// optOutFile reads the sandbox opt-outs saved in path (none when it does
+// not exist) and returns how to save them, through privfile.
+func optOutFile(path string) ([]api.OptOut, func([]api.OptOut) error, error) {
+	var held []api.OptOut
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(b, &held); err != nil {
+			return nil, nil, errs.Invalidf("opt-out file %s: %v (fix or remove it; removing it ends every opt-out)", path, err)
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, nil, errs.Wrap(errs.Unavailable, err, "opt-out file")
+	}
+	save := func(all []api.OptOut) error {
+		b, err := json.MarshalIndent(all, "", "  ")
+		if err != nil {
+			return err
+		}
+		return privfile.WriteFile(path, append(b, '\n'), 0o600, privfile.Options{})
+	}
+	return held, save, nil
+}
+
+// vettedModels is the tenant's vetted models: the flag's list and the
+// file's lines (# comments allowed).
+func vettedModels(env *Env, list, file string) ([]string, error) {
+	var out []string
+	for _, m := range strings.Split(list, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			out = append(out, m)
+		}
+	}
+	if file != "" {
+		b, err := os.ReadFile(absFrom(env, file))
+		if err != nil {
+			return nil, errs.Wrap(errs.Invalid, err, "--vetted-models-file")
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if line, _, _ = strings.Cut(line, "#"); strings.TrimSpace(line) != "" {
+				out = append(out, strings.TrimSpace(line))
+			}
+		}
+	}
+	return out, nil
 }
 
 // fleetDir is a fleet command's state directory: the flag, else

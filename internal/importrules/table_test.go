@@ -107,7 +107,7 @@ var table = map[string]row{
 	// node runs a job's calls through a kernel the CLI builds for it; the
 	// CLI, not node, probes the tier (a front end builds no box).
 	"node": {layer: frontEnds, may: []string{"jobs", "jobs/pki", "mediator"}},
-	"api":  {layer: frontEnds, may: []string{"jobs", "jobs/pki"}}, // the server's HTTP API: routes jobs, runs none
+	"api":  {layer: frontEnds, may: []string{"audit", "jobs", "jobs/pki"}}, // the server's HTTP API: routes jobs, runs none, keeps the server's audit log
 
 	// cli
 	"internal/wiring": {layer: cli, may: []string{"approvals", "audit", "egress", "egress/wire", "files", "fit",

@@ -35,6 +35,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -330,7 +331,12 @@ func widerThan(p, base *policy.Policy, w policy.World) []string {
 	add("env.set", !setSubset(p.Env.Set, base.Env.Set))
 	add("tools", toolsWider(p.Tools, base.Tools))
 	add("limits", limitWider(float64(p.Limits.Memory), float64(base.Limits.Memory)) || limitWider(p.Limits.CPU, base.Limits.CPU) ||
-		limitWider(float64(p.Limits.Wall), float64(base.Limits.Wall)) || limitWider(float64(p.Limits.Pids), float64(base.Limits.Pids)))
+		limitWider(float64(p.Limits.Wall), float64(base.Limits.Wall)) || limitWider(float64(p.Limits.Pids), float64(base.Limits.Pids)) ||
+		limitWider(float64(p.Limits.ModelTokens), float64(base.Limits.ModelTokens)))
+	// A secret bound to one more host sends the real value there; a model
+	// allowed spends the operator's key on it.
+	add("secrets", secretsWider(p.Secrets, base.Secrets))
+	add("models.allow", p.Models != nil && (base.Models == nil || !subset(p.Models.Allow, base.Models.Allow)))
 	add("sandbox.ptrace", p.Sandbox.Ptrace && !base.Sandbox.Ptrace)
 	return out
 }
@@ -419,6 +425,17 @@ func toolsWider(p, base map[string]policy.ToolRule) bool {
 }
 
 // limitWider: zero is no limit.
+// secretsWider reports whether p binds a secret base does not bind, or
+// binds one otherwise (another host, header or form): any difference counts.
+func secretsWider(p, base map[string]policy.SecretBinding) bool {
+	for name, b := range p {
+		if have, ok := base[name]; !ok || !reflect.DeepEqual(b, have) {
+			return true
+		}
+	}
+	return false
+}
+
 func limitWider(p, base float64) bool { return base > 0 && (p == 0 || p > base) }
 
 func digest(b []byte) string {

@@ -229,6 +229,9 @@ func TestWiderThan(t *testing.T) {
 		{"shell.args", strings.Replace(base, "deny: [push*]", "deny: []", 1), "shell.args"},
 		{"env.allow", strings.Replace(base, "[TERM]", "[TERM, HOME]", 1), "env.allow"},
 		{"limits", strings.Replace(base, "memory: 1073741824", "memory: 2147483648", 1), "limits"},
+		{"a budget where there was none", strings.Replace(base, "memory: 1073741824", "memory: 1073741824, model_tokens: 1000", 1), ""},
+		{"secrets", base + "secrets: {TOKEN: {hosts: [a.example], header: \"Authorization: Bearer {}\"}}\n", "secrets"},
+		{"models", base + "models: {allow: [gpt-x]}\n", "models.allow"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -83,6 +83,9 @@ type Config struct {
 	Offloader   *offload.Offloader
 	Scope       files.Scope
 	AfterDecide func(mediator.Call)
+	// Taint is the kernel's (mediator.Options.Taint): why the caller read
+	// text from outside, "" for none.
+	Taint func() string
 }
 
 // Kernel is a built kernel with what it was built from.
@@ -234,6 +237,7 @@ func Build(cfg Config) (*Kernel, error) {
 		Private:  k.Private,
 		Tier:     cfg.Tier, Exe: cfg.Exe, Environ: cfg.Environ, Warn: cfg.Warn, OutputCap: cfg.OutputCap,
 		Offloader: cfg.Offloader, Scope: cfg.Scope, AfterDecide: cfg.AfterDecide,
+		Taint: cfg.Taint,
 	}); err != nil {
 		return fail(err)
 	}

@@ -1,0 +1,171 @@
+package api
+
+import (
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/jobs"
+)
+
+// maxQuestionTimeout bounds how long a question may say it waits: the
+// node's kernel denies at the policy's timeout, which is never longer.
+const maxQuestionTimeout = 24 * time.Hour
+
+// questionEntry is a question raised on this server, waiting.
+type questionEntry struct {
+	q        jobs.Question
+	deadline time.Time
+}
+
+// raise answers POST /v1/jobs/{id}/questions: a node's question about a
+// call of job id. It is recorded and signalled to the job's workflow,
+// which keeps it only when it comes from the node running the job.
+func (s *Server) raise(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var q jobs.Question
+	if !decode(w, r, &q) {
+		return
+	}
+	if err := checkQuestion(id, q); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := s.cfg.Jobs.Ask(r.Context(), id, q); err != nil {
+		writeErr(w, err)
+		return
+	}
+	s.mu.Lock()
+	s.questions[q.ID] = questionEntry{q: q, deadline: s.cfg.Now().Add(q.Timeout)}
+	s.mu.Unlock()
+	s.record(AuditAsked, map[string]any{"job": id, "question": q.ID, "node": q.Node, "digest": q.Digest,
+		"kind": q.Kind, "rule": q.Rule, "reason": q.Reason, "timeout": q.Timeout.String()})
+	writeJSON(w, http.StatusAccepted, map[string]string{"id": q.ID})
+}
+
+// checkQuestion refuses a question that could not be shown or answered,
+// naming the field.
+func checkQuestion(job string, q jobs.Question) error {
+	switch {
+	case jobs.CheckName("job id", job) != nil:
+		return jobs.CheckName("job id", job)
+	case q.Job != job:
+		return errs.Invalidf("job: %q is not the job of the path, %q", q.Job, job)
+	case jobs.CheckName("id", q.ID) != nil:
+		return errs.Invalidf("id: %v", jobs.CheckName("id", q.ID))
+	case jobs.CheckName("node", q.Node) != nil:
+		return errs.Invalidf("node: %v", jobs.CheckName("node", q.Node))
+	case len(q.Digest) != len("sha256:")+64:
+		return errs.Invalidf("digest: want sha256: and 64 hex digits")
+	case q.Timeout <= 0 || q.Timeout > maxQuestionTimeout:
+		return errs.Invalidf("timeout: want a positive duration of at most %s", maxQuestionTimeout)
+	}
+	return nil
+}
+
+// listApprovals answers GET /v1/approvals: the questions still waiting,
+// soonest denied first. With ?job=ID they are read from that job's
+// workflow, which holds them across a restart of this server.
+func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
+	if job := r.URL.Query().Get("job"); job != "" {
+		qs, err := s.workflowQuestions(r, job)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, qs)
+		return
+	}
+	now := s.cfg.Now()
+	s.mu.Lock()
+	out := []jobs.Question{}
+	for id, e := range s.questions {
+		if !now.Before(e.deadline) {
+			delete(s.questions, id)
+			continue
+		}
+		q := e.q
+		q.Deadline = e.deadline
+		out = append(out, q)
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(a, b int) bool { return out[a].Deadline.Before(out[b].Deadline) })
+	writeJSON(w, http.StatusOK, out)
+}
+
+// AnswerRequest is the body of POST /v1/approvals/{id}.
+type AnswerRequest struct {
+	// Answer is "allow-once" or "deny".
+	Answer string `json:"answer"`
+	// Digest is the question's digest as GET /v1/approvals listed it: the
+	// answer is for that call and no other.
+	Digest string `json:"digest"`
+	// Job names the question's job; needed only for a question this
+	// server did not see raised (it restarted since), which is then read
+	// from the job's workflow.
+	Job string `json:"job,omitempty"`
+}
+
+// workflowQuestions are job's waiting questions as its workflow holds
+// them, with their deadlines.
+func (s *Server) workflowQuestions(r *http.Request, job string) ([]jobs.Question, error) {
+	if err := jobs.CheckName("job", job); err != nil {
+		return nil, err
+	}
+	return s.cfg.Jobs.Questions(r.Context(), job)
+}
+
+// answer answers POST /v1/approvals/{id}: a person's answer, signalled to
+// the job's workflow and from there to the node's waiting call.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var req AnswerRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	by := "person:" + PrincipalOf(r.Context()).Name
+	a := jobs.Answer{Question: id, Digest: req.Digest, Answer: req.Answer, By: by}
+	if err := a.Validate(); err != nil {
+		writeErr(w, err)
+		return
+	}
+	now := s.cfg.Now()
+	s.mu.Lock()
+	e, ok := s.questions[id]
+	if ok && !now.Before(e.deadline) {
+		delete(s.questions, id)
+		ok = false
+	}
+	s.mu.Unlock()
+	if !ok && req.Job != "" {
+		qs, err := s.workflowQuestions(r, req.Job)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		for _, q := range qs {
+			if q.ID == id {
+				e, ok = questionEntry{q: q, deadline: q.Deadline}, true
+			}
+		}
+	}
+	if !ok {
+		writeErr(w, errs.NotFoundf("question %s: none waits (it was answered, or denied at its timeout)", id))
+		return
+	}
+	if e.q.Digest != req.Digest {
+		s.record(AuditAnswerRefused, map[string]any{"job": e.q.Job, "question": id, "by": by, "why": "digest"})
+		writeError(w, http.StatusConflict, "digest: not the digest of question "+id+"; an answer is for the call it was given for (list it again)")
+		return
+	}
+	if err := s.cfg.Jobs.Answer(r.Context(), e.q.Job, a); err != nil {
+		writeErr(w, err)
+		return
+	}
+	s.mu.Lock()
+	delete(s.questions, id)
+	s.mu.Unlock()
+	s.record(AuditAnswered, map[string]any{"job": e.q.Job, "question": id, "digest": e.q.Digest, "answer": a.Answer, "by": by})
+	writeJSON(w, http.StatusAccepted, map[string]string{"id": id, "answer": a.Answer})
+}

@@ -1,0 +1,118 @@
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Role is what a bearer token may do.
+type Role int
+
+// Roles, each allowed what the one before it may do.
+const (
+	// RoleNone is a request without a known token.
+	RoleNone Role = iota
+	// RoleOperator starts and reads jobs and answers approvals.
+	RoleOperator
+	// RoleAdmin also opts nodes out of the sandbox, enrols and manages
+	// nodes.
+	RoleAdmin
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleOperator:
+		return "operator"
+	case RoleAdmin:
+		return "admin"
+	}
+	return "none"
+}
+
+// Admin is one admin's name and token: four eyes need two admins, each
+// with a token of their own.
+type Admin struct {
+	Name  string
+	Token string
+}
+
+// Principal is who made a request: the role its token carries and, for an
+// admin, their name.
+type Principal struct {
+	Role Role
+	Name string
+}
+
+type principalKey struct{}
+
+// PrincipalOf is the request's principal (RoleNone outside the API's
+// handler).
+func PrincipalOf(ctx context.Context) Principal {
+	p, _ := ctx.Value(principalKey{}).(Principal)
+	return p
+}
+
+// principal finds the token's role. Every known token is compared, each
+// in constant time, so the time taken says nothing of which one came
+// close; an empty token is never a match.
+func (s *Server) principal(got string) Principal {
+	var p Principal
+	match := func(want string) bool {
+		return want != "" && len(got) > 0 && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+	}
+	if match(s.cfg.Token) {
+		p = Principal{Role: RoleOperator, Name: "operator"}
+	}
+	for _, a := range s.cfg.Admins {
+		if match(a.Token) && p.Role != RoleAdmin {
+			p = Principal{Role: RoleAdmin, Name: a.Name}
+		}
+	}
+	return p
+}
+
+// authorized refuses a request without a known bearer token before any
+// route reads it, and notes who made it.
+func (s *Server) authorized(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		p := s.principal(got)
+		if !ok || p.Role == RoleNone {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="airlock"`)
+			writeError(w, http.StatusUnauthorized, "a bearer token is required (the server's token file, or its admin-token file)")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	})
+}
+
+// need serves h only to a principal with role at least want; anyone else
+// gets 403 naming the role needed.
+func need(want Role, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if got := PrincipalOf(r.Context()); got.Role < want {
+			writeError(w, http.StatusForbidden, fmt.Sprintf("%s %s needs the %s role (the server's %s file); this token is %s's",
+				r.Method, r.URL.Path, want, tokenFileOf(want), got.Role))
+			return
+		}
+		h(w, r)
+	}
+}
+
+// AdminOnly serves h to admins only: for routes other parts add (enrolment,
+// node management).
+func AdminOnly(h http.HandlerFunc) http.HandlerFunc { return need(RoleAdmin, h) }
+
+// OperatorOnly serves h to operators and admins.
+func OperatorOnly(h http.HandlerFunc) http.HandlerFunc { return need(RoleOperator, h) }
+
+func tokenFileOf(r Role) string {
+	if r == RoleAdmin {
+		return "admin-token"
+	}
+	return "token"
+}
