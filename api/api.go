@@ -11,7 +11,8 @@
 //	GET  /v1/jobs/{id}       a job's state and result (?wait=1 blocks until it ends)
 //	POST /v1/jobs/{id}/kill  cancel a job: its node tears the box down
 //	POST /v1/hooks/{name}    an outside event: starts the hook's job, tainted, tier 1 only
-//	POST /v1/nodes           a node registers (and heartbeats)
+//	POST /v1/nodes/enroll    a node enrols: a certificate for its CSR (behind the enrolment token)
+//	POST /v1/nodes           a node registers (and heartbeats) with its signed attestation
 //	GET  /v1/nodes           the nodes, their tiers, findings and health
 //	POST /v1/nodes/{id}/sandbox-optout  (admin) start, approve or end a node's opt-out
 //	POST /v1/jobs/{id}/questions        a node raises a job's escalation
@@ -39,6 +40,7 @@ import (
 	"github.com/airlock-run/airlock/audit"
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/jobs"
+	"github.com/airlock-run/airlock/jobs/pki"
 )
 
 // maxBody bounds a request's body: a job's policy and command fit well
@@ -92,6 +94,15 @@ type Config struct {
 	NodeTTL time.Duration
 	Now     func() time.Time
 	Log     *slog.Logger
+	// CA, when set, turns enrolment on: POST /v1/nodes/enroll issues node
+	// certificates (behind EnrollToken, not Token), and a registration
+	// must carry an attestation signed with the enrolled key; the tier
+	// recorded is what it proves. nil takes a node's tier as claimed.
+	CA          *pki.CA
+	EnrollToken string
+	// NodeCertLifetime is how long a node's certificate lasts; 0 is
+	// pki.DefaultNodeLifetime.
+	NodeCertLifetime time.Duration
 }
 
 // Server serves the API.
@@ -116,13 +127,16 @@ type jobEntry struct {
 
 // NodeEntry is a registered node as GET /v1/nodes lists it.
 type NodeEntry struct {
-	ID       string    `json:"id"`
-	Pool     string    `json:"pool"`
-	Tier     int       `json:"tier"`
-	Findings []string  `json:"findings,omitempty"`
-	Queues   []string  `json:"queues"`
-	LastSeen time.Time `json:"last_seen"`
-	Live     bool      `json:"live"`
+	ID   string `json:"id"`
+	Pool string `json:"pool"`
+	// Tier is the attested tier, which routes work; ClaimedTier what the
+	// node said.
+	Tier        int       `json:"tier"`
+	ClaimedTier int       `json:"claimed_tier"`
+	Findings    []string  `json:"findings,omitempty"`
+	Queues      []string  `json:"queues"`
+	LastSeen    time.Time `json:"last_seen"`
+	Live        bool      `json:"live"`
 	// OptOut is the node's sandbox opt-out, held or pending.
 	OptOut *OptOut `json:"opt_out,omitempty"`
 	// Health is what a person should act on, each with its fix.
@@ -171,7 +185,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/approvals", OperatorOnly(s.listApprovals))
 	mux.HandleFunc("POST /v1/approvals/{id}", OperatorOnly(s.answer))
 	mux.HandleFunc("GET /v1/audit", OperatorOnly(s.getAudit))
-	return s.authorized(mux)
+	outer := http.NewServeMux()
+	outer.HandleFunc("POST /v1/nodes/enroll", s.enroll) // behind the enrolment token instead
+	outer.Handle("/", s.authorized(mux))
+	return outer
 }
 
 // StartRequest is the body of POST /v1/jobs.
@@ -477,6 +494,8 @@ type Registration struct {
 	Tier     int      `json:"tier"`
 	Findings []string `json:"findings,omitempty"`
 	Queues   []string `json:"queues"`
+	// Attestation is the node's signed selftest report (see attest).
+	Attestation *pki.Attestation `json:"attestation,omitempty"`
 }
 
 func (s *Server) registerNode(w http.ResponseWriter, r *http.Request) {
@@ -492,12 +511,24 @@ func (s *Server) registerNode(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, errs.Invalidf("node %s: tier %d: want 0, 1 or 2", reg.ID, reg.Tier))
 		return
 	}
+	tier, findings, err := s.attest(reg)
 	s.mu.Lock()
-	s.nodes[reg.ID] = NodeEntry{ID: reg.ID, Pool: reg.Pool, Tier: reg.Tier, Findings: reg.Findings,
-		Queues: reg.Queues, LastSeen: s.cfg.Now()}
+	if _, known := s.nodes[reg.ID]; err != nil && !known {
+		// Listed at tier 0 with the reason; a known node is left as its
+		// own signed reports made it.
+		s.nodes[reg.ID] = NodeEntry{ID: reg.ID, Pool: reg.Pool, ClaimedTier: reg.Tier, LastSeen: s.cfg.Now(),
+			Findings: []string{"error: attestation: " + errs.AgentMessage(err)}}
+	} else if err == nil {
+		s.nodes[reg.ID] = NodeEntry{ID: reg.ID, Pool: reg.Pool, Tier: tier, ClaimedTier: reg.Tier, Findings: findings,
+			Queues: reg.Queues, LastSeen: s.cfg.Now()}
+	}
 	ans := Registered{Temporal: s.cfg.Temporal, Namespace: s.cfg.Namespace,
 		OptedOut: s.optedOutLocked(reg.ID), Floor: s.floorLocked(reg.ID)}
 	s.mu.Unlock()
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
 	writeJSON(w, http.StatusOK, ans)
 }
 

@@ -168,6 +168,8 @@ func (s *Server) Eligible(node, queue string) bool {
 		return true
 	case jobs.FloorQueue(n.Pool):
 		return n.Tier >= 1 || s.floorLocked(node)
+	case jobs.Tier2Queue(n.Pool):
+		return n.Tier >= 2
 	}
 	return false
 }

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"time"
@@ -23,15 +24,18 @@ type Client struct {
 	c client.Client
 }
 
-// Dial connects to a Temporal frontend.
-func Dial(hostPort, namespace string, log *slog.Logger) (*Client, error) {
+// Dial connects to a Temporal frontend. tlsConfig is the client's mutual
+// TLS (its certificate, and the fleet CA as the only root); nil connects
+// without TLS, which a frontend of `airlock server` refuses.
+func Dial(hostPort, namespace string, tlsConfig *tls.Config, log *slog.Logger) (*Client, error) {
 	if namespace == "" {
 		namespace = DefaultNamespace
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c, err := client.Dial(client.Options{HostPort: hostPort, Namespace: namespace, Logger: slogAdapter{log}})
+	c, err := client.Dial(client.Options{HostPort: hostPort, Namespace: namespace, Logger: slogAdapter{log},
+		ConnectionOptions: client.ConnectionOptions{TLS: tlsConfig}})
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "temporal at %s", hostPort)
 	}

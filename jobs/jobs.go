@@ -21,6 +21,7 @@ package jobs
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"regexp"
 	"strings"
@@ -139,6 +140,9 @@ func PoolQueue(pool string) string { return pool }
 
 // FloorQueue is the queue only the pool's nodes with sandbox tier 1 poll.
 func FloorQueue(pool string) string { return "floor." + pool }
+
+// Tier2Queue is the queue only the pool's nodes with sandbox tier 2 poll.
+func Tier2Queue(pool string) string { return "tier2." + pool }
 
 // NodeQueue is the node's own queue, where the jobs it claimed run.
 func NodeQueue(id string) string { return "node." + id }
@@ -271,6 +275,32 @@ type DevConfig struct {
 	Dir string
 	// Namespace is registered at start; "" is DefaultNamespace.
 	Namespace string
+	// FrontendIP is the address the frontend listens on, where nodes
+	// dial it; "" is 127.0.0.1. Anything but a loopback address needs
+	// Auth. The services behind the frontend listen on 127.0.0.1 always.
+	FrontendIP string
+	// Auth makes the frontend take only clients with a certificate of the
+	// fleet CA and authorize each call by the identity it names; nil is a
+	// frontend with no authentication at all (any local process may poll
+	// any queue), which only tests of that shape ask for.
+	Auth *DevAuth
+}
+
+// DevAuth is the embedded server's mutual TLS and authorization.
+type DevAuth struct {
+	// CA is the fleet CA's certificate (PEM), the one issuer of client
+	// certificates the frontend and the services behind it accept.
+	CA []byte
+	// Services is the certificate of the frontend and of the services
+	// behind it, which they also present to each other.
+	Services tls.Certificate
+	// Client is what the Temporal server's own system worker presents.
+	Client tls.Certificate
+	// Eligible says whether node may poll queue, one of its pool's floor
+	// or tier-2 queues: the server's node registry answers it from the
+	// node's attested tier (and the pool's opt-outs and --dev). nil
+	// lets no node poll one.
+	Eligible func(node, queue string) bool
 }
 
 // DevServer is a running embedded Temporal server.

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -19,8 +20,10 @@ import (
 
 // NodeConfig is a node's place in the fleet.
 type NodeConfig struct {
-	// HostPort and Namespace are the Temporal frontend's.
+	// HostPort and Namespace are the Temporal frontend's; TLS is the
+	// node's mutual TLS to it (see Dial).
 	HostPort, Namespace string
+	TLS                 *tls.Config
 	ID, Pool            string
 	// Tier is the sandbox tier the node runs jobs at; only a node at tier
 	// 1 or more polls the pool's floor queue.
@@ -74,7 +77,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 4
 	}
-	c, err := Dial(cfg.HostPort, cfg.Namespace, cfg.Log)
+	c, err := Dial(cfg.HostPort, cfg.Namespace, cfg.TLS, cfg.Log)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/jobs"
+	"github.com/airlock-run/airlock/jobs/pki"
 	"github.com/airlock-run/airlock/mediator"
 )
 
@@ -55,6 +55,16 @@ type Config struct {
 	Beat time.Duration
 	Log  *slog.Logger
 	HTTP *http.Client
+	// EnrollToken is the server's enrolment token: the node enrols its
+	// key for a certificate (kept under StateDir/pki, renewed before it
+	// ends), connects to Temporal with it, and signs its attestation. ""
+	// is a node of a server without enrolment (no TLS to Temporal), which
+	// `airlock server` refuses.
+	EnrollToken string
+	// Attest runs the selftest's attest rows (pki.AttestRows) on this
+	// host, once at start, for a node that claims tier 1 or more; nil
+	// reports none, which proves tier 0 only.
+	Attest func(ctx context.Context) ([]pki.Row, error)
 }
 
 // Registration is what a node tells the server about itself.
@@ -64,6 +74,8 @@ type Registration struct {
 	Tier     int      `json:"tier"`
 	Findings []string `json:"findings,omitempty"`
 	Queues   []string `json:"queues"`
+	// Attestation is the signed report of the node's tier and rows.
+	Attestation *pki.Attestation `json:"attestation,omitempty"`
 }
 
 // Registered is the server's answer: where the Temporal frontend is, and
@@ -93,11 +105,20 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	nc := jobs.NodeConfig{ID: cfg.ID, Pool: cfg.Pool, Tier: cfg.Tier, Log: cfg.Log}
 	reg := Registration{ID: cfg.ID, Pool: cfg.Pool, Tier: cfg.Tier, Findings: cfg.Findings, Queues: nc.Queues()}
-	at, err := register(ctx, cfg, reg)
+	att, err := startAttesting(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	at, err := register(ctx, cfg, att.signed(ctx, cfg, reg))
 	if err != nil {
 		return err
 	}
 	nc.HostPort, nc.Namespace = at.Temporal, at.Namespace
+	if att.id != nil {
+		if nc.TLS, err = att.id.tlsConfig(); err != nil {
+			return err
+		}
+	}
 	nc.Waiters = &jobs.Waiters{}
 	nc.Runner = &runner{cfg: cfg, waiters: nc.Waiters}
 	n, err := jobs.StartNode(nc)
@@ -114,7 +135,7 @@ func Run(ctx context.Context, cfg Config) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			at, err := register(ctx, cfg, reg)
+			at, err := register(ctx, cfg, att.signed(ctx, cfg, reg))
 			if err != nil {
 				if ctx.Err() == nil {
 					cfg.Log.Warn("node heartbeat", "err", err)
@@ -124,6 +145,55 @@ func Run(ctx context.Context, cfg Config) error {
 			setFloor(cfg, n, at)
 		}
 	}
+}
+
+// attesting is the node's enrolled identity and the rows it attests; id
+// is nil on a server without enrolment.
+type attesting struct {
+	id   *identity
+	rows []pki.Row
+}
+
+// startAttesting enrols (or loads the certificate) and runs the attest
+// rows once, for a node that claims a tier it must prove.
+func startAttesting(ctx context.Context, cfg Config) (*attesting, error) {
+	if cfg.EnrollToken == "" {
+		return &attesting{}, nil
+	}
+	id, err := loadIdentity(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	a := &attesting{id: id}
+	if cfg.Tier >= 1 && cfg.Attest != nil {
+		if a.rows, err = cfg.Attest(ctx); err != nil {
+			// Reported, not fatal: the server records the tier the rows
+			// prove (none) and says why.
+			cfg.Log.Warn("node attestation: the selftest rows did not run", "err", err)
+		}
+	}
+	return a, nil
+}
+
+// signed is reg with a fresh signed attestation, renewing the certificate
+// first when it is due. A failure is logged: the registration then goes
+// without one and the server says what is wrong.
+func (a *attesting) signed(ctx context.Context, cfg Config, reg Registration) Registration {
+	if a.id == nil {
+		return reg
+	}
+	if a.id.due(time.Now()) {
+		if err := a.id.enrol(ctx, cfg); err != nil {
+			cfg.Log.Warn("node: renew the certificate", "err", err)
+		}
+	}
+	att, err := a.id.sign(cfg, a.rows)
+	if err != nil {
+		cfg.Log.Warn("node: sign the attestation", "err", err)
+		return reg
+	}
+	reg.Attestation = att
+	return reg
 }
 
 // setFloor applies what the server said the node may take: an opt-out
@@ -137,23 +207,11 @@ func setFloor(cfg Config, n *jobs.Node, at Registered) {
 // register posts the registration (also the heartbeat) to the server.
 func register(ctx context.Context, cfg Config, reg Registration) (Registered, error) {
 	body, _ := json.Marshal(reg)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(cfg.Server, "/")+"/v1/nodes", bytes.NewReader(body))
-	if err != nil {
-		return Registered{}, errs.Invalidf("node: --server %q: %v", cfg.Server, err)
-	}
-	req.Header.Set("Authorization", "Bearer "+cfg.Token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := cfg.HTTP.Do(req)
-	if err != nil {
-		return Registered{}, errs.Wrap(errs.Unavailable, err, "node: register with %s", cfg.Server)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusOK {
-		return Registered{}, errs.Unavailablef("node: register with %s: %s: %s", cfg.Server, resp.Status, bytes.TrimSpace(b))
-	}
 	var at Registered
-	if err := json.Unmarshal(b, &at); err != nil || at.Temporal == "" {
+	if err := post(ctx, cfg, "/v1/nodes", cfg.Token, body, &at); err != nil {
+		return Registered{}, err
+	}
+	if at.Temporal == "" {
 		return Registered{}, errs.Unavailablef("node: register with %s: an answer without the Temporal address", cfg.Server)
 	}
 	return at, nil

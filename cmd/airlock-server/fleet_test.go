@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/airlock-run/airlock/internal/cli"
 	"github.com/airlock-run/airlock/internal/testsupport"
 	"github.com/airlock-run/airlock/jobs"
+	"github.com/airlock-run/airlock/jobs/pki"
 	"github.com/airlock-run/airlock/jobs/server"
 	"github.com/airlock-run/airlock/sandbox"
 )
@@ -131,6 +133,7 @@ func startFleetWith(t testing.TB, claimTimeout time.Duration, before func(f *fle
 
 func (f *fleet) node(id, sandboxFlag string) {
 	f.start("node "+id, "node", "--server", f.url, "--token-file", f.tokenF, "--pool", "ci", "--id", id,
+		"--enroll-token-file", filepath.Join(f.dir, "server", "enroll-token"),
 		"--sandbox", sandboxFlag, "--state", filepath.Join(f.dir, "nodes", id))
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -377,18 +380,27 @@ func recordHistory(t *testing.T, f *fleet, id, name string) {
 	}
 }
 
+// jobsClient dials the server's Temporal frontend as the server: with
+// the client certificate it keeps in STATE/pki.
 func jobsClient(f *fleet) (*jobs.Client, error) {
-	var reg map[string]string
-	body := strings.NewReader(`{"id":"recorder","pool":"ci","tier":0,"queues":[]}`)
-	req, _ := http.NewRequestWithContext(f.ctx, http.MethodPost, f.url+"/v1/nodes", body)
-	req.Header.Set("Authorization", "Bearer "+f.token)
-	resp, err := http.DefaultClient.Do(req)
+	dir := filepath.Join(f.dir, "server", "pki")
+	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "client.pem"), filepath.Join(dir, "client.key"))
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	json.NewDecoder(resp.Body).Decode(&reg)
-	return jobs.Dial(reg["temporal"], reg["namespace"], nil)
+	ca, err := os.ReadFile(filepath.Join(dir, "ca.pem"))
+	if err != nil {
+		return nil, err
+	}
+	tc, err := pki.ClientTLS(ca, func() (*tls.Certificate, error) { return &cert, nil })
+	if err != nil {
+		return nil, err
+	}
+	m := regexp.MustCompile(`Temporal on (127\.0\.0\.1:\d+)`).FindStringSubmatch(f.stderr.String())
+	if m == nil {
+		return nil, fmt.Errorf("the server did not say where Temporal is: %s", f.stderr.String())
+	}
+	return jobs.Dial(m[1], jobs.DefaultNamespace, tc, nil)
 }
 
 // sleeping reports whether a process runs `sleep arg` on this host (a

@@ -10,14 +10,16 @@ import (
 	"strings"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/escape"
 	"github.com/airlock-run/airlock/internal/wiring"
 	"github.com/airlock-run/airlock/jobs"
+	"github.com/airlock-run/airlock/jobs/pki"
 	"github.com/airlock-run/airlock/node"
 	"github.com/airlock-run/airlock/sandbox"
 )
 
 func nodeCmd() *Command {
-	const usage = "[--server URL] [--token-file FILE] [--pool NAME] [--id ID] [--sandbox auto|off|1] [--state DIR]"
+	const usage = "[--server URL] [--token-file FILE] [--enroll-token-file FILE] [--pool NAME] [--id ID] [--sandbox auto|off|1] [--state DIR]"
 	const long = `Runs a node of the fleet: it probes this host's sandbox tier, registers
 with the server (its tier and the probe's findings), and takes jobs of its
 pool: from the pool's queue always, from the pool's floor queue (work that
@@ -29,6 +31,16 @@ Each job runs through a kernel built for it from the job's own policy
 the job's own audit log under STATE/jobs/ID. A job's box gets none of this
 node's environment.
 
+On first start the node makes its key (STATE/pki/node.key, 0600; it never
+leaves the node) and enrols it with the server's enrolment token
+(--enroll-token-file, else $AIRLOCK_ENROLL_TOKEN_FILE, else the local
+server's STATE/enroll-token) for a certificate naming its id and pool,
+renewed before it ends; it connects to Temporal with that certificate. At
+tier 1 it runs the selftest's attest rows (airlock sandbox selftest
+--attest) once and sends them signed with its key: the server records the
+tier the rows prove, and only at an attested tier 1 may the node poll the
+floor queue.
+
 --sandbox off runs tier 0 (no sandbox): such a node takes only jobs started
 with --tier0, and says so when it registers.`
 	return &Command{Name: "node", Usage: usage, Short: "run a node that takes jobs from the server", Long: long,
@@ -36,6 +48,7 @@ with --tier0, and says so when it registers.`
 		Run: func(ctx context.Context, env *Env, args []string) error {
 			fs := NewFlags(env, "airlock node", usage, long)
 			cf := addClientFlags(fs)
+			enrollFile := fs.String("enroll-token-file", "", "the server's enrolment token `file` (default: $AIRLOCK_ENROLL_TOKEN_FILE, else the local server's)")
 			pool := fs.String("pool", jobs.DefaultPool, "the `pool` whose jobs this node takes")
 			id := fs.String("id", "", "this node's `id` (default: the host name)")
 			sb := fs.String("sandbox", "auto", "sandbox tier: auto (the best the host gives, refused at tier 0), off (tier 0) or 1")
@@ -70,12 +83,16 @@ with --tier0, and says so when it registers.`
 			if err != nil {
 				return err
 			}
+			enrollToken, err := readTokenFile(env, *enrollFile, "AIRLOCK_ENROLL_TOKEN_FILE", "enroll-token", "the server's enrolment token (set --enroll-token-file)")
+			if err != nil {
+				return err
+			}
 			if tier == sandbox.Tier0 {
 				fmt.Fprintf(env.Stderr, "airlock node: WARNING: node %s runs at sandbox tier 0 (--sandbox off): it takes only jobs started with --tier0, which run UNCONFINED\n", *id)
 			}
 			return node.Run(ctx, node.Config{Server: server, Token: token, ID: *id, Pool: *pool,
 				Tier: int(tier), Findings: findings, StateDir: dir, Log: env.Log,
-				Kernel: jobKernel(env, tier)})
+				Kernel: jobKernel(env, tier), EnrollToken: enrollToken, Attest: attestRows(env)})
 		}}
 }
 
@@ -148,6 +165,32 @@ func jobKernel(env *Env, tier sandbox.Tier) node.KernelFunc {
 	}
 }
 
+// attestRows runs the selftest's attest rows (pki.AttestRows, the matrix
+// of `airlock sandbox selftest` limited to them) on this host, as the rows
+// a node signs: each attempt unconfined first, then on every mechanism.
+func attestRows(env *Env) func(ctx context.Context) ([]pki.Row, error) {
+	return func(ctx context.Context) ([]pki.Row, error) {
+		cases, err := escape.Parse(escape.CaseFile)
+		if err != nil {
+			return nil, err
+		}
+		rep, err := escape.Run(ctx, escape.Options{Exe: env.Exe, Cases: cases, Only: pki.AttestRows})
+		if err != nil {
+			return nil, err
+		}
+		tiers := map[string]int{}
+		for _, m := range rep.Mechanisms {
+			tiers[m.Name] = m.Tier
+		}
+		rows := make([]pki.Row, 0, len(rep.Results))
+		for _, r := range rep.Results {
+			rows = append(rows, pki.Row{Attempt: r.Attempt, Mechanism: r.Mechanism, Tier: tiers[r.Mechanism],
+				Outcome: string(r.Outcome), Detail: r.Detail})
+		}
+		return rows, nil
+	}
+}
+
 // jobTaint is why job j is tainted, "" when it is not: its kernel then
 // makes every call that can send data out wait for a person.
 func jobTaint(j jobs.Job) string {
@@ -191,19 +234,26 @@ func addClientFlags(fs *flag.FlagSet) *clientFlags {
 
 func (c *clientFlags) resolve(env *Env) (server, token string, err error) {
 	server = firstNonEmpty(*c.server, env.Getenv("AIRLOCK_SERVER"), "http://"+DefaultServerAddr)
-	file := firstNonEmpty(*c.tokenFile, env.Getenv("AIRLOCK_TOKEN_FILE"))
+	token, err = readTokenFile(env, *c.tokenFile, "AIRLOCK_TOKEN_FILE", "token", "the server's token (set --token-file)")
+	return server, token, err
+}
+
+// readTokenFile reads a token: the flag's file, else $envVar's, else the
+// local server's STATE/name.
+func readTokenFile(env *Env, flagValue, envVar, name, what string) (string, error) {
+	file := firstNonEmpty(flagValue, env.Getenv(envVar))
 	if file == "" {
 		dir, err := fleetDir(env, "", "server")
 		if err != nil {
-			return "", "", err
+			return "", err
 		}
-		file = filepath.Join(dir, "token")
+		file = filepath.Join(dir, name)
 	}
 	b, err := os.ReadFile(absFrom(env, file))
 	if err != nil {
-		return "", "", errs.Wrap(errs.Unavailable, err, "the server's token (set --token-file)")
+		return "", errs.Wrap(errs.Unavailable, err, "%s", what)
 	}
-	return server, tokenOf(string(b)), nil
+	return tokenOf(string(b)), nil
 }
 
 // tokenOf is the token a token file holds: the file's one token, or the

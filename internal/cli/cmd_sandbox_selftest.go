@@ -8,10 +8,11 @@ import (
 	"strings"
 
 	"github.com/airlock-run/airlock/escape"
+	"github.com/airlock-run/airlock/jobs/pki"
 )
 
 func sandboxSelftestCmd() *Command {
-	const usage = "[--json] [--cases FILE] [--only ID,ID...]"
+	const usage = "[--json] [--cases FILE] [--only ID,ID... | --attest]"
 	const long = `Runs the escape matrix through this airlock binary: every attempt to
 leave the box (reading files beside the working directory, writing protected
 paths, reaching loopback canaries directly and through the egress proxy,
@@ -21,13 +22,17 @@ first run unconfined, then inside a box of every mechanism this host has.
 An attempt that does not reach its target unconfined is "untested" here,
 never "held". Tier 0 confines nothing, so what reaches its target there is
 "open". Prints a table of held / escaped / untested per attempt and
-mechanism; exits 1 when anything escaped or a box failed to start.`
+mechanism; exits 1 when anything escaped or a box failed to start.
+
+--attest runs only the rows a fleet node signs and reports at start, from
+which the server attests its tier.`
 	return &Command{Name: "selftest", Usage: usage, Short: "attack the sandbox and report what held", Long: long,
 		Run: func(ctx context.Context, env *Env, args []string) error {
 			fs := NewFlags(env, "airlock sandbox selftest", usage, long)
 			asJSON := fs.Bool("json", false, "print the report as JSON")
 			casesPath := fs.String("cases", "", "read the case file from FILE instead of the one built in")
 			only := fs.String("only", "", "run only these attempt ids (comma-separated)")
+			attest := fs.Bool("attest", false, "run only the rows a fleet node attests its tier with")
 			if err := ParseFlags(fs, args); err != nil {
 				return err
 			}
@@ -43,6 +48,12 @@ mechanism; exits 1 when anything escaped or a box failed to start.`
 				return err
 			}
 			var ids []string
+			if *attest {
+				if *only != "" {
+					return usagef("--attest and --only: give one of them")
+				}
+				ids = pki.AttestRows
+			}
 			if *only != "" {
 				ids = strings.Split(*only, ",")
 				known := map[string]bool{}

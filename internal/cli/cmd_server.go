@@ -3,9 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/airlock-run/airlock/api"
@@ -21,13 +25,14 @@ import (
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/internal/privfile"
 	"github.com/airlock-run/airlock/jobs"
+	"github.com/airlock-run/airlock/jobs/pki"
 )
 
 // DefaultServerAddr is where `airlock server` listens and clients look.
 const DefaultServerAddr = "127.0.0.1:8420"
 
 func serverCmd() *Command {
-	const usage = "[--listen ADDR] [--state DIR] [--token-file FILE] [--admin-token-file FILE] [--claim-timeout D] [--hooks FILE] [--four-eyes] [--vetted-models A,B | --vetted-models-file FILE] [--dev]"
+	const usage = "[--listen ADDR] [--state DIR] [--token-file FILE] [--admin-token-file FILE] [--enroll-token-file FILE] [--node-cert-lifetime D] [--temporal-listen IP] [--claim-timeout D] [--hooks FILE] [--four-eyes] [--vetted-models A,B | --vetted-models-file FILE] [--dev]"
 	const long = `Runs the fleet's server: an embedded Temporal dev server (persisted to a
 SQLite file under the state directory, listening on loopback only) and the
 HTTP JSON API on loopback behind bearer tokens of two roles, each created
@@ -52,6 +57,17 @@ job can run a shell, so it waits on its pool's floor queue for a node with
 sandbox tier 1 unless it was started with --tier0; one that no eligible node
 claims within --claim-timeout fails with the reason and the fix.
 
+Nodes connect to Temporal with mutual TLS only. On first start the server
+makes the fleet's CA under STATE/pki (ca.key, 0600) and an enrolment token
+(--enroll-token-file, default STATE/enroll-token, separate from the API
+token). A node enrols with it (POST /v1/nodes/enroll: a CSR for a key made
+on the node) and gets a certificate naming its id and pool, valid for
+--node-cert-lifetime; it then registers with its selftest rows signed by
+that key, and the server records the lowest of the tier it claims and the
+tier the rows prove. The Temporal authorizer lets a node poll its pool's
+floor queue only at that attested tier. --temporal-listen IP puts the
+frontend where nodes of other machines reach it (mutual TLS only).
+
 --four-eyes makes a node's sandbox opt-out hold only once a second,
 different admin approves it. --vetted-models names the models the tenant
 vetted: a job naming another (airlock job start --model) runs on tier 1
@@ -67,6 +83,9 @@ this command; the airlock binary stays small and only says where it is.`
 			listen := fs.String("listen", DefaultServerAddr, "loopback `address` of the HTTP API")
 			state := fs.String("state", "", "state `directory` (default: $XDG_STATE_HOME/airlock/server)")
 			tokenFile := fs.String("token-file", "", "bearer token `file` (default: STATE/token)")
+			enrollFile := fs.String("enroll-token-file", "", "enrolment token `file` nodes enrol with (default: STATE/enroll-token)")
+			temporalIP := fs.String("temporal-listen", "127.0.0.1", "the `IP` the Temporal frontend listens on for nodes (mutual TLS only; the default keeps it on loopback)")
+			certLife := fs.Duration("node-cert-lifetime", pki.DefaultNodeLifetime, "how long a node's certificate is valid (the node renews it before)")
 			claim := fs.Duration("claim-timeout", jobs.DefaultClaimTimeout, "how long a job waits for an eligible node")
 			hooksFile := fs.String("hooks", "", "the hooks `file` (JSON; see above)")
 			adminFile := fs.String("admin-token-file", "", "the admins' token `file` (default: STATE/admin-token)")
@@ -79,6 +98,9 @@ this command; the airlock binary stays small and only says where it is.`
 			}
 			if fs.NArg() > 0 {
 				return usagef("airlock server takes no arguments (see --help)")
+			}
+			if *certLife < time.Minute {
+				return usagef("--node-cert-lifetime %s: want at least 1m", *certLife)
 			}
 			if *claim <= 0 {
 				return usagef("--claim-timeout %s: want a positive duration", *claim)
@@ -93,6 +115,9 @@ this command; the airlock binary stays small and only says where it is.`
 			if *tokenFile == "" {
 				*tokenFile = filepath.Join(dir, "token")
 			}
+			if *enrollFile == "" {
+				*enrollFile = filepath.Join(dir, "enroll-token")
+			}
 			if *adminFile == "" {
 				*adminFile = filepath.Join(dir, "admin-token")
 			}
@@ -105,7 +130,8 @@ this command; the airlock binary stays small and only says where it is.`
 				return err
 			}
 			return runServer(ctx, env, serverOptions{listen: *listen, dir: dir, tokenFile: absFrom(env, *tokenFile), claim: *claim, hooks: hooks,
-				adminFile: absFrom(env, *adminFile), fourEyes: *fourEyes, models: models, dev: *dev})
+				adminFile: absFrom(env, *adminFile), fourEyes: *fourEyes, models: models, dev: *dev,
+				enrollFile: absFrom(env, *enrollFile), certLife: *certLife, temporalIP: *temporalIP})
 		}}
 }
 
@@ -116,6 +142,10 @@ type serverOptions struct {
 	adminFile              string
 	fourEyes, dev          bool
 	models                 []string
+	// enrollFile is the enrolment token's file; certLife a node
+	// certificate's lifetime; temporalIP where the frontend listens.
+	enrollFile, temporalIP string
+	certLife               time.Duration
 }
 
 func runServer(ctx context.Context, env *Env, o serverOptions) error {
@@ -140,12 +170,36 @@ func runServer(ctx context.Context, env *Env, o serverOptions) error {
 		return errs.Wrap(errs.Unavailable, err, "the server's audit log")
 	}
 	defer log.Close()
-	dev, err := env.DevServer(ctx, jobs.DevConfig{Dir: filepath.Join(o.dir, "temporal")})
+	enrollToken, err := serverToken(o.enrollFile)
+	if err != nil {
+		return err
+	}
+	if enrollToken == token {
+		return errs.Invalidf("the enrolment token (%s) is the API token (%s): give each its own", o.enrollFile, o.tokenFile)
+	}
+	for _, a := range admins {
+		if a.Token == enrollToken {
+			return errs.Invalidf("admin token file %s: admin %s has the enrolment token; give each its own", o.adminFile, a.Name)
+		}
+	}
+	if ip := net.ParseIP(o.temporalIP); ip == nil || ip.IsUnspecified() {
+		return usagef("--temporal-listen %q: want one IP address", o.temporalIP)
+	}
+	fleet, err := fleetPKI(filepath.Join(o.dir, "pki"), o.temporalIP)
+	if err != nil {
+		return err
+	}
+	// The authorizer asks the API's node registry, made below, whether a
+	// node's attested tier lets it poll a floor queue; none may before.
+	var registry atomic.Pointer[api.Server]
+	eligible := func(node, queue string) bool { a := registry.Load(); return a != nil && a.Eligible(node, queue) }
+	dev, err := env.DevServer(ctx, jobs.DevConfig{Dir: filepath.Join(o.dir, "temporal"), FrontendIP: o.temporalIP,
+		Auth: &jobs.DevAuth{CA: fleet.ca.PEM, Services: fleet.services, Client: fleet.client, Eligible: eligible}})
 	if err != nil {
 		return err
 	}
 	defer dev.Stop()
-	c, err := jobs.Dial(dev.HostPort(), dev.Namespace(), env.Log)
+	c, err := jobs.Dial(dev.HostPort(), dev.Namespace(), fleet.clientTLS, env.Log)
 	if err != nil {
 		return err
 	}
@@ -166,13 +220,15 @@ func runServer(ctx context.Context, env *Env, o serverOptions) error {
 	a := api.New(api.Config{Token: token, Admins: admins, Audit: log, FourEyes: o.fourEyes, Dev: o.dev, VettedModels: o.models,
 		OptOuts: optouts, SaveOptOuts: save,
 		Jobs: c, Temporal: dev.HostPort(), Namespace: dev.Namespace(),
-		ClaimTimeout: o.claim, Hooks: o.hooks, Log: env.Log})
+		ClaimTimeout: o.claim, Hooks: o.hooks, Log: env.Log,
+		CA: fleet.ca, EnrollToken: enrollToken, NodeCertLifetime: o.certLife})
+	registry.Store(a)
 	defer a.Close()
 	if o.dev {
 		fmt.Fprintln(env.Stderr, "airlock server: --dev: every node may take floor work, UNCONFINED on a node without a sandbox; every job says so. Not for a fleet.")
 	}
 	hs := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(env.Stderr, "airlock server: listening on http://%s (token in %s; Temporal on %s)\n", ln.Addr(), o.tokenFile, dev.HostPort())
+	fmt.Fprintf(env.Stderr, "airlock server: listening on http://%s (token in %s; nodes enrol with %s; Temporal on %s, mutual TLS only)\n", ln.Addr(), o.tokenFile, o.enrollFile, dev.HostPort())
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
 	select {
@@ -184,6 +240,49 @@ func runServer(ctx context.Context, env *Env, o serverOptions) error {
 	defer cancel()
 	hs.Shutdown(sctx)
 	return nil
+}
+
+// serverPKI is the fleet CA and the certificates the server issues itself
+// at each start.
+type serverPKI struct {
+	ca *pki.CA
+	// services is the Temporal frontend's (and its services') certificate;
+	// client the server's own clients'.
+	services, client tls.Certificate
+	clientTLS        *tls.Config
+}
+
+// fleetPKI loads (or makes, on first start) the fleet CA in dir and issues
+// the frontend's certificate for 127.0.0.1 and frontIP, where it listens,
+// and the server's client certificate, which it also writes to dir
+// (client.pem, client.key, 0600) for an operator's own Temporal tools.
+func fleetPKI(dir, frontIP string) (*serverPKI, error) {
+	ca, err := pki.LoadOrCreateCA(dir)
+	if err != nil {
+		return nil, err
+	}
+	services, err := ca.IssueTemporal([]string{"127.0.0.1", "::1", "localhost", frontIP})
+	if err != nil {
+		return nil, err
+	}
+	client, err := ca.IssueServerClient()
+	if err != nil {
+		return nil, err
+	}
+	if key, ok := client.PrivateKey.(*ecdsa.PrivateKey); ok {
+		if err := pki.WriteKey(filepath.Join(dir, "client.key"), key); err != nil {
+			return nil, err
+		}
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: client.Certificate[0]})
+	if err := pki.WriteCert(filepath.Join(dir, "client.pem"), certPEM); err != nil {
+		return nil, err
+	}
+	clientTLS, err := pki.ClientTLS(ca.PEM, func() (*tls.Certificate, error) { return &client, nil })
+	if err != nil {
+		return nil, err
+	}
+	return &serverPKI{ca: ca, services: services, client: client, clientTLS: clientTLS}, nil
 }
 
 // hookFile is one hook as the hooks file names it.

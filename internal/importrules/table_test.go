@@ -75,6 +75,8 @@ var table = map[string]row{
 	"sandbox/lookpath": {layer: parts},
 	// privfile writes airlock's own files (audit log, grants, store) so that no box can steer them.
 	"internal/privfile": {layer: parts},
+	// pki: the fleet's CA, node certificates and signed attestations; below jobs so that the server, api and node share it.
+	"jobs/pki": {layer: parts, may: []string{"internal/privfile"}},
 
 	// host
 	"sandbox":   {layer: host, may: []string{"policy/protected", "sandbox/boxconf", "sandbox/cgroup", "sandbox/landlock", "sandbox/lookpath", "sandbox/seccomp"}},
@@ -93,7 +95,7 @@ var table = map[string]row{
 
 	// jobs
 	"jobs":        {layer: jobs},
-	"jobs/server": {layer: jobs, may: []string{"jobs"}}, // the embedded Temporal server, linked only into airlock-server
+	"jobs/server": {layer: jobs, may: []string{"jobs", "jobs/pki"}}, // the embedded Temporal server, linked only into airlock-server
 
 	// front ends
 	// policy and audit: the types of the rules a front end forwards and of
@@ -104,13 +106,13 @@ var table = map[string]row{
 	"mcp/httpfront": {layer: frontEnds, may: []string{"mcp"}},             // the guard before any MCP code sees an HTTP request
 	// node runs a job's calls through a kernel the CLI builds for it; the
 	// CLI, not node, probes the tier (a front end builds no box).
-	"node": {layer: frontEnds, may: []string{"jobs", "mediator"}},
-	"api":  {layer: frontEnds, may: []string{"audit", "jobs"}}, // the server's HTTP API: routes jobs, runs none, keeps the server's audit log
+	"node": {layer: frontEnds, may: []string{"jobs", "jobs/pki", "mediator"}},
+	"api":  {layer: frontEnds, may: []string{"audit", "jobs", "jobs/pki"}}, // the server's HTTP API: routes jobs, runs none, keeps the server's audit log
 
 	// cli
 	"internal/wiring": {layer: cli, may: []string{"approvals", "audit", "egress", "egress/wire", "files", "fit",
 		"internal/privfile", "mcp", "mediator", "netrule", "offload", "policy", "sandbox"}},
-	"internal/cli": {layer: cli, may: []string{"api", "approvals", "audit", "escape", "files", "fit", "internal/privfile", "jobs", "node", "termsafe",
+	"internal/cli": {layer: cli, may: []string{"api", "approvals", "audit", "escape", "files", "fit", "internal/privfile", "jobs", "jobs/pki", "node", "termsafe",
 		"internal/wiring", "mcp", "mcp/gateway", "mcp/httpfront", "mcp/serve", "mediator", "offload", "policy",
 		"policy/shellread", "sandbox"}},
 

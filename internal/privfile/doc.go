@@ -27,7 +27,7 @@
 //     with O_NOFOLLOW, refusing anything but a regular file with one link.
 //
 // Refusals are errs.Invalid errors that name the path, what is wrong and the
-// fix. Who may import it: audit, approvals, files, internal/wiring and
+// fix. Who may import it: audit, approvals, files, jobs/pki, internal/wiring and
 // internal/cli. It imports only the standard library, golang.org/x/sys/unix
 // and errs (for the error classes every package shares).
 package privfile

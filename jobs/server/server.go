@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"go.temporal.io/server/common/authorization"
 	"go.temporal.io/server/common/cluster"
 	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/common/dynamicconfig"
@@ -27,8 +28,8 @@ import (
 	"github.com/airlock-run/airlock/jobs"
 )
 
-// loopback is the only address the dev server binds: its frontend has no
-// authentication of its own, so nothing off the machine may reach it.
+// loopback is where the services behind the frontend listen, and the
+// frontend unless told otherwise.
 const loopback = "127.0.0.1"
 
 // clusterName is the dev server's one cluster.
@@ -68,15 +69,28 @@ func Start(ctx context.Context, cfg jobs.DevConfig) (jobs.DevServer, error) {
 		return nil, errs.Wrap(errs.Unavailable, err, "temporal dev server: namespace %s", cfg.Namespace)
 	}
 
-	front := net.JoinHostPort(loopback, fmt.Sprint(ports[0]))
-	c := serverConfig(sqlCfg, front, ports)
-	srv, err := temporal.NewServer(
+	frontIP, err := frontendIP(cfg)
+	if err != nil {
+		return nil, err
+	}
+	front := net.JoinHostPort(frontIP, fmt.Sprint(ports[0]))
+	c := serverConfig(sqlCfg, frontIP, front, ports)
+	opts := []temporal.ServerOption{
 		temporal.WithConfig(c),
 		temporal.ForServices(temporal.DefaultServices),
 		temporal.WithLogger(log.NewNoopLogger()),
 		temporal.WithCustomMetricsHandler(metrics.NoopMetricsHandler),
-		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{}),
-	)
+	}
+	if cfg.Auth == nil {
+		opts = append(opts, temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{}))
+	} else {
+		authOpts, err := authOptions(cfg.Auth, cfg.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, authOpts...)
+	}
+	srv, err := temporal.NewServer(opts...)
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "temporal dev server")
 	}
@@ -90,14 +104,61 @@ func Start(ctx context.Context, cfg jobs.DevConfig) (jobs.DevServer, error) {
 	return &dev{srv: srv, hostPort: front, namespace: cfg.Namespace}, nil
 }
 
-// serverConfig is one process of every service, each on its own loopback
-// port (ports[0] the frontend), with no archival, metrics or pprof.
-func serverConfig(sqlCfg *config.SQL, front string, ports []int) *config.Config {
-	svc := func(grpc, membership int) config.Service {
-		return config.Service{RPC: config.RPC{GRPCPort: grpc, MembershipPort: membership, BindOnIP: loopback}}
+// authOptions make every service require a certificate of the fleet CA
+// (the frontend, the services behind it and their membership ring alike,
+// so no local process reaches matching around the frontend) and authorize
+// each frontend call by the identity its certificate names.
+func authOptions(a *jobs.DevAuth, namespace string) ([]temporal.ServerOption, error) {
+	tp, err := tlsProvider(a)
+	if err != nil {
+		return nil, err
+	}
+	opts := []temporal.ServerOption{
+		temporal.WithTLSConfigFactory(tp),
+		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper{} }),
+		temporal.WithAuthorizer(&authorizer{namespace: namespace, eligible: a.Eligible}),
+		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{dynamicconfig.EnableRingpopTLS.Key(): true}),
+	}
+	if !unboundAnswers {
+		opts = append(opts, temporal.WithChainedFrontendGrpcInterceptors(newTokens(a.Eligible).intercept))
+	}
+	return opts, nil
+}
+
+// unboundAnswers leaves out the binding of answers to polls: only a test
+// sets it, to show what the binding stops.
+var unboundAnswers bool
+
+// frontendIP is where the frontend listens: loopback unless cfg names an
+// IP, and then only behind mutual TLS, since nothing else keeps another
+// machine's process from polling a floor queue.
+func frontendIP(cfg jobs.DevConfig) (string, error) {
+	if cfg.FrontendIP == "" {
+		return loopback, nil
+	}
+	ip := net.ParseIP(cfg.FrontendIP)
+	switch {
+	case ip == nil:
+		return "", errs.Invalidf("temporal dev server: frontend address %q: want an IP address", cfg.FrontendIP)
+	case !ip.IsLoopback() && cfg.Auth == nil:
+		return "", errs.Invalidf("temporal dev server: frontend address %s: off loopback only with mutual TLS", cfg.FrontendIP)
+	case ip.IsUnspecified():
+		return "", errs.Invalidf("temporal dev server: frontend address %s: name one address, not every one", cfg.FrontendIP)
+	}
+	return ip.String(), nil
+}
+
+// serverConfig is one process of every service, each on its own port
+// (ports[0] the frontend, on frontIP; the others on loopback), with no
+// archival, metrics or pprof. Each service tells the membership ring the
+// address it listens on (no broadcast address), so the frontend may be on
+// another one than the rest.
+func serverConfig(sqlCfg *config.SQL, frontIP, front string, ports []int) *config.Config {
+	svc := func(ip string, grpc, membership int) config.Service {
+		return config.Service{RPC: config.RPC{GRPCPort: grpc, MembershipPort: membership, BindOnIP: ip}}
 	}
 	return &config.Config{
-		Global: config.Global{Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: loopback}},
+		Global: config.Global{Membership: config.Membership{MaxJoinDuration: 30 * time.Second}},
 		Persistence: config.Persistence{
 			DefaultStore: sqliteplugin.PluginName, VisibilityStore: sqliteplugin.PluginName, NumHistoryShards: 1,
 			DataStores: map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
@@ -110,10 +171,10 @@ func serverConfig(sqlCfg *config.SQL, front string, ports []int) *config.Config 
 		},
 		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
 		Services: map[string]config.Service{
-			"frontend": svc(ports[0], ports[1]),
-			"history":  svc(ports[2], ports[3]),
-			"matching": svc(ports[4], ports[5]),
-			"worker":   svc(ports[6], ports[7]),
+			"frontend": svc(frontIP, ports[0], ports[1]),
+			"history":  svc(loopback, ports[2], ports[3]),
+			"matching": svc(loopback, ports[4], ports[5]),
+			"worker":   svc(loopback, ports[6], ports[7]),
 		},
 		Archival: config.Archival{
 			History:    config.HistoryArchival{State: "disabled"},

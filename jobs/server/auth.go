@@ -1,0 +1,337 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/server/common/authorization"
+	"go.temporal.io/server/common/rpc/encryption"
+	"google.golang.org/grpc"
+
+	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/jobs"
+	"github.com/airlock-run/airlock/jobs/pki"
+)
+
+// The frontend's security, in three parts:
+//
+//	TLS        every connection to the frontend (and between the services
+//	           behind it) presents a certificate of the fleet CA, or the
+//	           handshake fails: no certificate, no call.
+//	authorizer each call is allowed by the identity the verified
+//	           certificate names (claimMapper): the server everything, a
+//	           node only polling its own queues and answering its tasks.
+//	tokens     a node answers only a task its own poll handed it (the
+//	           task token is not signed by Temporal, so without this a node
+//	           could forge one and complete another node's claim).
+
+// workflowService is the prefix of every WorkflowService method's name.
+const workflowService = "/temporal.api.workflowservice.v1.WorkflowService/"
+
+// tlsProvider is the frontend's and the services' TLS: mutual, against the
+// fleet CA only, TLS 1.3.
+func tlsProvider(a *jobs.DevAuth) (*encryption.FixedTLSConfigProvider, error) {
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(a.CA) {
+		return nil, errs.Invalidf("temporal dev server: the fleet CA certificate does not parse")
+	}
+	server := &tls.Config{Certificates: []tls.Certificate{a.Services}, ClientAuth: tls.RequireAndVerifyClientCert,
+		ClientCAs: roots, MinVersion: tls.VersionTLS13}
+	internodeClient := &tls.Config{Certificates: []tls.Certificate{a.Services}, RootCAs: roots, MinVersion: tls.VersionTLS13}
+	frontendClient := &tls.Config{Certificates: []tls.Certificate{a.Client}, RootCAs: roots, MinVersion: tls.VersionTLS13}
+	return &encryption.FixedTLSConfigProvider{
+		InternodeServerConfig: server, InternodeClientConfig: internodeClient,
+		FrontendServerConfig: server, FrontendClientConfig: frontendClient,
+	}, nil
+}
+
+// claimMapper maps the verified peer certificate to its identity. The TLS
+// handshake already verified the chain against the fleet CA (and only
+// then does the certificate appear in VerifiedChains).
+type claimMapper struct{}
+
+func (claimMapper) GetClaims(ai *authorization.AuthInfo) (*authorization.Claims, error) {
+	id, err := pki.IdentityOf(authorization.PeerCert(ai.TLSConnection))
+	if err != nil {
+		return nil, err
+	}
+	return &authorization.Claims{Subject: id.String(), Extensions: id, AuthType: "mtls"}, nil
+}
+
+// identityOf is the identity claimMapper put in claims.
+func identityOf(c *authorization.Claims) (pki.Identity, bool) {
+	if c == nil {
+		return pki.Identity{}, false
+	}
+	id, ok := c.Extensions.(pki.Identity)
+	return id, ok && id.Role != pki.RoleNone
+}
+
+// authorizer allows a call by the caller's identity. A node may:
+//   - GetSystemInfo and DescribeNamespace (of the fleet's namespace): what
+//     the SDK asks when it connects and when a worker starts;
+//   - PollActivityTaskQueue on <pool> and node.<own id> always, and on
+//     floor.<pool> or tier2.<pool> when Eligible says its attested tier
+//     (or an opt-out, or --dev) lets it;
+//   - answer and heartbeat the activity tasks it took (by task token; the
+//     token interceptor checks they are its own).
+//
+// Everything else is denied: workflow polls, starting, signalling or
+// terminating workflows, reading histories, another node's or pool's
+// queues, other namespaces, the operator and admin services, and the
+// ...ById answers (which name a task by workflow id, not by token).
+type authorizer struct {
+	namespace string
+	eligible  func(node, queue string) bool
+}
+
+// nodeAPIs are the calls a node may make at all, each with whether it must
+// name the fleet's namespace.
+var nodeAPIs = map[string]bool{
+	"GetSystemInfo":                false,
+	"DescribeNamespace":            true,
+	"PollActivityTaskQueue":        true,
+	"RespondActivityTaskCompleted": true,
+	"RespondActivityTaskFailed":    true,
+	"RespondActivityTaskCanceled":  true,
+	"RecordActivityTaskHeartbeat":  true,
+	// The SDK's worker heartbeat and its goodbye at stop; each names
+	// task queues, which must be the node's own.
+	"RecordWorkerHeartbeat": true,
+	"ShutdownWorker":        true,
+}
+
+func allow() authorization.Result { return authorization.Result{Decision: authorization.DecisionAllow} }
+
+func deny(reason string) authorization.Result {
+	return authorization.Result{Decision: authorization.DecisionDeny, Reason: reason}
+}
+
+func (a *authorizer) Authorize(_ context.Context, claims *authorization.Claims, t *authorization.CallTarget) (authorization.Result, error) {
+	id, ok := identityOf(claims)
+	if !ok {
+		return deny("no certificate of this fleet's CA"), nil
+	}
+	if id.Role == pki.RoleServer || id.Role == pki.RoleTemporal {
+		return allow(), nil
+	}
+	api, ok := strings.CutPrefix(t.APIName, workflowService)
+	needsNS, known := nodeAPIs[api]
+	if !ok || !known {
+		return deny(id.String() + " may not call " + t.APIName + ": a node only takes and answers activity tasks"), nil
+	}
+	if needsNS && t.Namespace != a.namespace {
+		return deny(id.String() + " may not use namespace " + t.Namespace + ": its fleet's namespace is " + a.namespace), nil
+	}
+	switch req := t.Request.(type) {
+	case *workflowservice.DescribeNamespaceRequest:
+		if req.GetId() != "" {
+			return deny(id.String() + " may describe its namespace by name only"), nil
+		}
+	case *workflowservice.PollActivityTaskQueueRequest:
+		return a.poll(id, req), nil
+	case *workflowservice.RecordWorkerHeartbeatRequest:
+		for _, hb := range req.GetWorkerHeartbeat() {
+			if !a.mayPoll(id, hb.GetTaskQueue()) {
+				return deny(id.String() + " may not report a worker on " + hb.GetTaskQueue()), nil
+			}
+		}
+	case *workflowservice.ShutdownWorkerRequest:
+		// An activity worker has no sticky queue; the queues it names
+		// are the node's own, so it cannot end another worker's polls.
+		for _, q := range []string{req.GetTaskQueue(), req.GetWorkerHeartbeat().GetTaskQueue()} {
+			if req.GetStickyTaskQueue() != "" || q != "" && !a.mayPoll(id, q) {
+				return deny(id.String() + " may shut down only its own workers"), nil
+			}
+		}
+	}
+	return allow(), nil
+}
+
+// poll allows a poll of one of the node's queues. Names are compared
+// exactly, so a partition's internal name (/_sys/floor.ci/1) or another
+// kind of queue is never one of them.
+func (a *authorizer) poll(id pki.Identity, req *workflowservice.PollActivityTaskQueueRequest) authorization.Result {
+	tq := req.GetTaskQueue()
+	q := tq.GetName()
+	if k := tq.GetKind(); k != enumspb.TASK_QUEUE_KIND_NORMAL && k != enumspb.TASK_QUEUE_KIND_UNSPECIFIED {
+		return deny(id.String() + " may poll normal task queues only")
+	}
+	if a.mayPoll(id, q) {
+		return allow()
+	}
+	switch q {
+	case jobs.FloorQueue(id.Pool), jobs.Tier2Queue(id.Pool):
+		need := "1"
+		if q == jobs.Tier2Queue(id.Pool) {
+			need = "2"
+		}
+		return deny(id.String() + " may not poll " + q + ": its attested sandbox tier is below " + need +
+			" (fix: start the node on a host whose `airlock sandbox selftest` holds, or opt the node out)")
+	}
+	return deny(id.String() + " may not poll " + q + ": a node polls its pool's queues and its own only")
+}
+
+// mayPoll reports whether q is one of the node's queues: its pool's and
+// its own always, its pool's floor and tier-2 queues when the registry
+// says its attested tier (or an opt-out, or --dev) lets it.
+func (a *authorizer) mayPoll(id pki.Identity, q string) bool {
+	switch q {
+	case jobs.PoolQueue(id.Pool), jobs.NodeQueue(id.Node):
+		return true
+	case jobs.FloorQueue(id.Pool), jobs.Tier2Queue(id.Pool):
+		return a.eligible != nil && a.eligible(id.Node, q)
+	}
+	return false
+}
+
+// tokens binds each activity task token to the node whose poll received
+// it, and lets a node answer or heartbeat only a token it holds.
+type tokens struct {
+	// eligible is the registry's answer (see jobs.DevAuth.Eligible).
+	eligible func(node, queue string) bool
+	mu       sync.Mutex
+	held     map[string]held // by token
+	now      func() time.Time
+}
+
+type held struct {
+	node string
+	// activity is the task's activity type, whose answer is checked.
+	activity string
+	at       time.Time
+}
+
+// tokenTTL bounds how long a token is kept without an answer; longer than
+// any run (runs heartbeat, and a heartbeat refreshes it).
+const tokenTTL = 48 * time.Hour
+
+func newTokens(eligible func(node, queue string) bool) *tokens {
+	return &tokens{eligible: eligible, held: map[string]held{}, now: time.Now}
+}
+
+// answer is the token of a node's answer or heartbeat, and whether the
+// call ends the task.
+func answer(req any) (token []byte, final, ok bool) {
+	switch r := req.(type) {
+	case *workflowservice.RespondActivityTaskCompletedRequest:
+		return r.GetTaskToken(), true, true
+	case *workflowservice.RespondActivityTaskFailedRequest:
+		return r.GetTaskToken(), true, true
+	case *workflowservice.RespondActivityTaskCanceledRequest:
+		return r.GetTaskToken(), true, true
+	case *workflowservice.RecordActivityTaskHeartbeatRequest:
+		return r.GetTaskToken(), false, true
+	}
+	return nil, false, false
+}
+
+// intercept runs after the authorizer, with the caller's claims in ctx.
+func (tk *tokens) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	c, _ := ctx.Value(authorization.MappedClaims).(*authorization.Claims)
+	id, ok := identityOf(c)
+	if !ok || id.Role != pki.RoleNode {
+		return handler(ctx, req)
+	}
+	if token, final, ok := answer(req); ok {
+		activity, owns := tk.owns(id.Node, token)
+		if !owns {
+			return nil, serviceerror.NewPermissionDenied(authorization.RequestUnauthorized,
+				id.String()+" may answer only an activity task its own poll took")
+		}
+		if done, ok := req.(*workflowservice.RespondActivityTaskCompletedRequest); ok {
+			if why := tk.checkAnswer(id, activity, done.GetResult()); why != "" {
+				return nil, serviceerror.NewPermissionDenied(authorization.RequestUnauthorized, why)
+			}
+		}
+		resp, err := handler(ctx, req)
+		if final && err == nil {
+			tk.release(token)
+		}
+		return resp, err
+	}
+	resp, err := handler(ctx, req)
+	if r, ok := resp.(*workflowservice.PollActivityTaskQueueResponse); ok && err == nil && len(r.GetTaskToken()) > 0 {
+		tk.give(id.Node, r.GetActivityType().GetName(), r.GetTaskToken())
+	}
+	return resp, err
+}
+
+func (tk *tokens) give(node, activity string, token []byte) {
+	tk.mu.Lock()
+	defer tk.mu.Unlock()
+	now := tk.now()
+	for k, h := range tk.held {
+		if now.Sub(h.at) > tokenTTL {
+			delete(tk.held, k)
+		}
+	}
+	tk.held[string(token)] = held{node: node, activity: activity, at: now}
+}
+
+// owns reports whether node holds token, and keeps it fresh; activity is
+// the task's activity type.
+func (tk *tokens) owns(node string, token []byte) (activity string, ok bool) {
+	tk.mu.Lock()
+	defer tk.mu.Unlock()
+	h, ok := tk.held[string(token)]
+	if !ok || h.node != node {
+		return "", false
+	}
+	h.at = tk.now()
+	tk.held[string(token)] = h
+	return h.activity, true
+}
+
+// checkAnswer holds a node's claim or run result to what the server
+// knows of it: the node it names is the caller, and the tier it reports
+// is one the caller's attestation lets it poll for. So the workflow's
+// floor checks read the attested tier, never only the node's word. ""
+// allows the answer.
+func (tk *tokens) checkAnswer(id pki.Identity, activity string, result *commonpb.Payloads) string {
+	if activity != jobs.ClaimActivity && activity != jobs.RunActivity {
+		return ""
+	}
+	ps := result.GetPayloads()
+	if len(ps) != 1 || string(ps[0].GetMetadata()["encoding"]) != "json/plain" {
+		return id.String() + " answered " + activity + " with a result that is not one JSON value"
+	}
+	var r struct {
+		Node string `json:"node"`
+		Tier int    `json:"tier"`
+	}
+	if err := json.Unmarshal(ps[0].GetData(), &r); err != nil {
+		return id.String() + " answered " + activity + " with a result that is not JSON"
+	}
+	if r.Node != id.Node && (activity == jobs.ClaimActivity || r.Node != "") {
+		return id.String() + " answered " + activity + " in the name of node " + r.Node
+	}
+	for tier, q := range map[int]string{1: jobs.FloorQueue(id.Pool), 2: jobs.Tier2Queue(id.Pool)} {
+		if r.Tier >= tier && (tk.eligible == nil || !tk.eligible(id.Node, q)) {
+			return fmt.Sprintf("%s answered %s at sandbox tier %d, above its attested tier", id, activity, r.Tier)
+		}
+	}
+	return ""
+}
+
+// release forgets a token whose task was answered.
+func (tk *tokens) release(token []byte) {
+	tk.mu.Lock()
+	defer tk.mu.Unlock()
+	delete(tk.held, string(token))
+}
+
+var (
+	_ authorization.ClaimMapper = claimMapper{}
+	_ authorization.Authorizer  = (*authorizer)(nil)
+)

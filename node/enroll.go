@@ -1,0 +1,182 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/jobs/pki"
+)
+
+// identity is the node's enrolled key and certificate, kept under
+// STATE/pki (node.key 0600, node.pem, ca.pem). The key is made here and
+// never leaves the node; the certificate is renewed when a third of its
+// life is left.
+type identity struct {
+	dir string
+	key *ecdsa.PrivateKey
+
+	mu      sync.Mutex
+	cert    tls.Certificate
+	certPEM []byte
+	caPEM   []byte
+}
+
+// enrolledAnswer is the server's answer to an enrolment.
+type enrolledAnswer struct {
+	Cert      string    `json:"cert"`
+	CA        string    `json:"ca"`
+	Temporal  string    `json:"temporal"`
+	Namespace string    `json:"namespace"`
+	Expires   time.Time `json:"expires"`
+}
+
+// loadIdentity reads the node's key (making it on first start) and the
+// certificate it holds, and enrols when there is none, it names another
+// node or pool, or it is due for renewal.
+func loadIdentity(ctx context.Context, cfg Config) (*identity, error) {
+	id := &identity{dir: filepath.Join(cfg.StateDir, "pki")}
+	keyPath := filepath.Join(id.dir, "node.key")
+	key, err := pki.ReadKey(keyPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		if key, err = pki.NewKey(); err == nil {
+			err = pki.WriteKey(keyPath, key)
+		}
+	}
+	if err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "node %s: key", cfg.ID)
+	}
+	id.key = key
+	cert, certPEM, cerr := pki.ReadCert(filepath.Join(id.dir, "node.pem"))
+	_, caPEM, caErr := pki.ReadCert(filepath.Join(id.dir, "ca.pem"))
+	if cerr == nil && caErr == nil && sameKey(cert, key) {
+		if who, err := pki.IdentityOf(cert); err == nil && who.Node == cfg.ID && who.Pool == cfg.Pool {
+			id.set(cert.Raw, certPEM, caPEM)
+		}
+	}
+	if id.due(time.Now()) {
+		if err := id.enrol(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
+	return id, nil
+}
+
+// set installs a certificate (DER and PEM) and the CA it chains to.
+func (id *identity) set(der, certPEM, caPEM []byte) {
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	leaf, _ := pki.ParseCert(certPEM)
+	id.cert = tls.Certificate{Certificate: [][]byte{der}, PrivateKey: id.key, Leaf: leaf}
+	id.certPEM, id.caPEM = certPEM, caPEM
+}
+
+// due reports whether the certificate is missing or has a third of its
+// life or less left.
+func (id *identity) due(now time.Time) bool {
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	l := id.cert.Leaf
+	return l == nil || now.After(l.NotAfter.Add(-l.NotAfter.Sub(l.NotBefore)/3))
+}
+
+// enrol sends a CSR for the node's key with the enrolment token and keeps
+// the certificate it gets.
+func (id *identity) enrol(ctx context.Context, cfg Config) error {
+	if cfg.EnrollToken == "" {
+		return errs.Unavailablef("node %s: no certificate and no enrolment token (pass --enroll-token-file, the server's STATE/enroll-token)", cfg.ID)
+	}
+	csr, err := pki.CSR(id.key, cfg.ID)
+	if err != nil {
+		return err
+	}
+	body, _ := json.Marshal(map[string]string{"id": cfg.ID, "pool": cfg.Pool, "csr": string(csr)})
+	var ans enrolledAnswer
+	if err := post(ctx, cfg, "/v1/nodes/enroll", cfg.EnrollToken, body, &ans); err != nil {
+		return err
+	}
+	cert, err := pki.ParseCert([]byte(ans.Cert))
+	if err != nil || !sameKey(cert, id.key) {
+		return errs.Unavailablef("node %s: enrol with %s: the answer is not a certificate of this node's key", cfg.ID, cfg.Server)
+	}
+	if _, err := pki.CAPool([]byte(ans.CA)); err != nil {
+		return errs.Wrap(errs.Unavailable, err, "node %s: enrol with %s: the fleet CA", cfg.ID, cfg.Server)
+	}
+	if err := pki.WriteCert(filepath.Join(id.dir, "node.pem"), []byte(ans.Cert)); err != nil {
+		return err
+	}
+	if err := pki.WriteCert(filepath.Join(id.dir, "ca.pem"), []byte(ans.CA)); err != nil {
+		return err
+	}
+	id.set(cert.Raw, []byte(ans.Cert), []byte(ans.CA))
+	cfg.Log.Info("node enrolled", "id", cfg.ID, "expires", cert.NotAfter)
+	return nil
+}
+
+// tlsConfig is the node's mutual TLS to the frontend: the fleet CA as
+// the only root, and the current certificate at every handshake, so a
+// renewed one is used by the next connection.
+func (id *identity) tlsConfig() (*tls.Config, error) {
+	id.mu.Lock()
+	ca := id.caPEM
+	id.mu.Unlock()
+	return pki.ClientTLS(ca, func() (*tls.Certificate, error) {
+		id.mu.Lock()
+		defer id.mu.Unlock()
+		c := id.cert
+		return &c, nil
+	})
+}
+
+// sign signs the node's report of its tier and rows, now.
+func (id *identity) sign(cfg Config, rows []pki.Row) (*pki.Attestation, error) {
+	id.mu.Lock()
+	certPEM := id.certPEM
+	id.mu.Unlock()
+	a, err := pki.Sign(id.key, certPEM, pki.Report{Node: cfg.ID, Pool: cfg.Pool, Tier: cfg.Tier, Rows: rows}, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// sameKey reports whether cert certifies key.
+func sameKey(cert *x509.Certificate, key *ecdsa.PrivateKey) bool {
+	pub, ok := cert.PublicKey.(*ecdsa.PublicKey)
+	return ok && pub.Equal(&key.PublicKey)
+}
+
+// post sends body to path with the bearer token and decodes a 200 answer.
+func post(ctx context.Context, cfg Config, path, token string, body []byte, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(cfg.Server, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		return errs.Invalidf("node: --server %q: %v", cfg.Server, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := cfg.HTTP.Do(req)
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, err, "node: %s at %s", path, cfg.Server)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		return errs.Unavailablef("node: %s at %s: %s: %s", path, cfg.Server, resp.Status, bytes.TrimSpace(b))
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return errs.Unavailablef("node: %s at %s: an answer that is not JSON", path, cfg.Server)
+	}
+	return nil
+}
