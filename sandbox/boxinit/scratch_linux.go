@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -104,6 +105,12 @@ func (r *scratchRoot) record(fd int, rel string, depth int) error {
 // restore brings the directory back to its first state.
 func (r *scratchRoot) restore() error {
 	fd, err := unix.Open(r.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.EACCES) {
+		// A call took the directory's own bits away: give them back
+		// through a descriptor of it, then open it.
+		r.giveBack()
+		fd, err = unix.Open(r.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
 	if err != nil {
 		return fmt.Errorf("scratch %s: %v", r.dir, err)
 	}
@@ -116,6 +123,20 @@ func (r *scratchRoot) restore() error {
 		return fmt.Errorf("scratch %s: %v", r.dir, err)
 	}
 	return nil
+}
+
+// giveBack restores the directory's first mode when it is still the
+// directory of the first state (an O_PATH descriptor needs no permission).
+func (r *scratchRoot) giveBack() {
+	fd, err := unix.Open(r.dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) == nil && uint64(st.Dev) == r.dev && st.Ino == r.first[""].ino {
+		unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), r.first[""].mode&0o7777)
+	}
 }
 
 // restoreAt works through descriptors, never following a link.

@@ -1,0 +1,290 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlock-run/airlock/sandbox"
+)
+
+// warmPool is a pool for one test, closed with it.
+func warmPool(t testing.TB) *Pool {
+	t.Helper()
+	p := NewPool(testExe(t), 0)
+	t.Cleanup(p.Close)
+	return p
+}
+
+// warmRun runs argv through p in a tier-1 box of spec.
+func warmRun(t *testing.T, p *Pool, spec sandbox.Spec, argv ...string) outcome {
+	t.Helper()
+	var o, e bytes.Buffer
+	res, err := p.Run(context.Background(), Request{Argv: argv, Spec: spec, Tier: sandbox.Tier1, Stdout: &o, Stderr: &e})
+	return outcome{res, err, o.String(), e.String()}
+}
+
+// mustWarm is warmRun that fails the test unless the command exited 0.
+func mustWarm(t *testing.T, p *Pool, spec sandbox.Spec, argv ...string) outcome {
+	t.Helper()
+	o := warmRun(t, p, spec, argv...)
+	if o.err != nil || o.res.ExitCode != 0 {
+		t.Fatalf("%q: exit %d, err %v, stderr %q", argv, o.res.ExitCode, o.err, o.stderr)
+	}
+	return o
+}
+
+// warmHelper is helperMain for a warm box: `true` makes the box, then
+// Argv runs in it.
+func warmHelper(exe string, hr helperReq) int {
+	p := NewPool(exe, 0)
+	defer p.Close()
+	req := Request{Argv: []string{"true"}, Spec: hr.Spec, Tier: hr.Tier}
+	if _, err := p.Run(context.Background(), req); err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		return 125
+	}
+	req.Argv, req.Stdout, req.Stderr = hr.Argv, os.Stdout, os.Stderr
+	res, err := p.Run(context.Background(), req)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		return 125
+	}
+	return res.ExitCode
+}
+
+// TestWarmIsolation: nothing one call leaves is there for the next in the
+// same box: files in the scratch directories, processes that left the
+// call's session or process group, System V IPC objects, environment.
+func TestWarmIsolation(t *testing.T) {
+	requireTier1(t)
+	p := warmPool(t)
+	spec := baseSpec(t)
+	marker := "987654.3" + strconv.Itoa(os.Getpid())
+	t.Cleanup(func() { killMarked(marker) })
+	first := spec
+	first.Env = append(append([]string(nil), spec.Env...), "LEFT_BY_FIRST=1")
+	o := mustWarm(t, p, first, "sh", "-c", `
+		echo x >/tmp/left; mkdir -p /tmp/d/e && echo y >/tmp/d/e/f && chmod 0 /tmp/d
+		echo x >/var/tmp/left; echo x >$HOME/left; echo x 2>/dev/null >/run/left; mkdir /dev/left
+		export LEFT_EXPORTED=1
+		setsid sleep `+marker+` >/dev/null 2>&1 &
+		nohup sleep `+marker+` >/dev/null 2>&1 &
+		( ( sleep `+marker+` & ) & ) >/dev/null 2>&1
+		ipcmk -M 4096 >/dev/null 2>&1; echo ipc=$(ipcs -m | grep -c '^0x')
+		sleep 0.2; ls /tmp/left && env | grep -c LEFT_ && chmod 0 /tmp`)
+	if !strings.Contains(o.stdout, "/tmp/left") || !strings.Contains(o.stdout, "ipc=1") {
+		t.Fatalf("the first call did not leave its file and shared memory (stdout %q), so this test shows nothing", o.stdout)
+	}
+	// The call's report comes only once every process of it has ended.
+	if left := marked(marker); len(left) > 0 {
+		t.Errorf("processes of the first call outlived it: %v", left)
+	}
+	o = mustWarm(t, p, spec, "sh", "-c", `
+		ls -A /tmp /var/tmp $HOME /run; ls -d /dev/left 2>/dev/null; stat -c %a /tmp
+		env | grep LEFT_; echo ipc=$(ipcs -m | grep -c '^0x')`)
+	lines := strings.Fields(o.stdout)
+	for _, bad := range []string{"left", "d", "LEFT_BY_FIRST=1", "LEFT_EXPORTED=1", "/dev/left"} {
+		for _, l := range lines {
+			if l == bad {
+				t.Errorf("the second call saw %q left by the first:\n%s", bad, o.stdout)
+			}
+		}
+	}
+	if !strings.Contains(o.stdout, "ipc=0") {
+		t.Errorf("the first call's shared memory segment was left:\n%s", o.stdout)
+	}
+	cold := runIn(t, sandbox.Tier1, spec, "", "stat", "-c", "%a", "/tmp")
+	if mode := strings.TrimSpace(cold.stdout); mode == "" || !strings.Contains(o.stdout, "\n"+mode+"\n") {
+		t.Errorf("/tmp's mode was not brought back to a new box's %q:\n%s", mode, o.stdout)
+	}
+	if !strings.Contains(o.res.Description.Notes[len(o.res.Description.Notes)-1], "call 2") || p.Boxes() != 1 {
+		t.Errorf("the second call did not run in the first call's box (%d boxes, notes %q), so this test shows nothing", p.Boxes(), o.res.Description.Notes)
+	}
+}
+
+// TestWarmControlUnreachable: a call cannot reach the init's control
+// socket: it is not among the call's descriptors, and the init's own
+// descriptors cannot be listed through /proc. Unconfined first: a process
+// of the same user reads a dumpable parent's descriptors and finds its
+// socket.
+func TestWarmControlUnreachable(t *testing.T) {
+	requireTier1(t)
+	// Unconfined: the descriptors of a process of the same user are open
+	// to a tier-0 command.
+	a, b, err := socketPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	defer b.Close()
+	u := runIn(t, sandbox.Tier0, baseSpec(t), "", "ls", "-l", "/proc/"+strconv.Itoa(os.Getpid())+"/fd")
+	if u.err != nil || !strings.Contains(u.stdout, "socket:") {
+		t.Fatalf("unconfined, the test's own socket was not listed (err %v, %q): the attack does not work here, so this test shows nothing", u.err, u.stdout)
+	}
+
+	p := warmPool(t)
+	spec := baseSpec(t)
+	mustWarm(t, p, spec, "true")
+	o := warmRun(t, p, spec, "sh", "-c", `ls -l /proc/self/fd/; echo ---; ls -l /proc/1/fd/ 2>&1; cat /proc/1/environ 2>&1 | head -c 100; echo; readlink /proc/1/fd/* 2>&1`)
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	self, init, _ := strings.Cut(o.stdout, "---")
+	if strings.Contains(self, "socket:") {
+		t.Errorf("a call holds a socket descriptor:\n%s", self)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(self), "\n")[1:] {
+		f := strings.Fields(l)
+		if len(f) > 8 {
+			if n, _ := strconv.Atoi(f[8]); n > 3 {
+				t.Errorf("a call inherited descriptor %d: %s", n, l)
+			}
+		}
+	}
+	if strings.Contains(init, "socket:") || !strings.Contains(init, "Permission denied") {
+		t.Errorf("the init's descriptors were not refused to the call:\n%s", init)
+	}
+	if o.res.Description.Notes[len(o.res.Description.Notes)-1] != "warm box: call 2 of this box" {
+		t.Errorf("the call did not run in a warm box (notes %q), so this test shows nothing", o.res.Description.Notes)
+	}
+}
+
+func socketPair() (*os.File, *os.File, error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(fds[0]), "a"), os.NewFile(uintptr(fds[1]), "b"), nil
+}
+
+// TestWarmNewBox: a call of another confinement (mode, grants, working
+// directory) gets another box; the same confinement gets the same box; a
+// change on the host that a fresh plan sees (a socket appearing in the
+// working directory) gets another box too, so a warm call never sees what a
+// box of its own would have covered.
+func TestWarmNewBox(t *testing.T) {
+	requireTier1(t)
+	p := warmPool(t)
+	wd := t.TempDir()
+	observe := sandbox.Spec{Workdir: wd, Env: []string{"PATH=/usr/bin:/bin", "HOME=/home/box"}}
+	fix := fixSpec(t, wd)
+	other := baseSpec(t)
+	steps := []struct {
+		name  string
+		spec  sandbox.Spec
+		boxes int
+	}{
+		{"first", observe, 1},
+		{"same again", observe, 1},
+		{"fix mode", fix, 2},
+		{"another directory", other, 3},
+		{"observe once more", observe, 3},
+	}
+	for _, s := range steps {
+		mustWarm(t, p, s.spec, "true")
+		if got := p.Boxes(); got != s.boxes {
+			t.Errorf("%s: got %d boxes, want %d", s.name, got, s.boxes)
+		}
+	}
+	// A socket appears in the working directory: the fresh plan covers
+	// it, and the call runs in a new box that does.
+	sock := filepath.Join(wd, "agent.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	o := mustWarm(t, p, observe, "sh", "-c", "test -S "+sock+" && echo socket || echo covered")
+	if strings.TrimSpace(o.stdout) != "covered" || p.Boxes() != 4 {
+		t.Errorf("after a socket appeared: got %q with %d boxes, want it covered in a fourth box", o.stdout, p.Boxes())
+	}
+}
+
+// TestWarmKillAirlock: SIGKILL of airlock while a call runs in a warm box
+// leaves no process of the box behind.
+func TestWarmKillAirlock(t *testing.T) {
+	requireTier1(t)
+	marker := "876543.2" + strconv.Itoa(os.Getpid())
+	t.Cleanup(func() { killMarked(marker) })
+	signal := t.TempDir()
+	spec := baseSpec(t)
+	spec.Read = append(spec.Read, signal)
+	spec.Write = []string{signal}
+	spec.Writable = true
+	req, _ := json.Marshal(helperReq{Spec: spec, Tier: sandbox.Tier1, Warm: true,
+		Argv: []string{"sh", "-c", "setsid sleep " + marker + " & touch " + filepath.Join(signal, "started") + "; sleep " + marker}})
+	cmd := exec.Command(testExe(t), helperArg, string(req))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(signal, "started")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the warm call never started")
+		}
+	}
+	initMark := "--serve-fd"
+	if len(marked(marker)) < 2 {
+		t.Fatalf("the call's processes are not running (%v), so this test shows nothing", marked(marker))
+	}
+	var inits []int
+	for _, pid := range marked(initMark) {
+		if parentOf(pid) != os.Getpid() {
+			inits = append(inits, pid)
+		}
+	}
+	if len(inits) == 0 {
+		t.Fatal("no warm box's init is running, so this test shows nothing")
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if !waitGone(marker, 30*time.Second) {
+		t.Errorf("the call's processes survived airlock's death: %v", marked(marker))
+	}
+	for _, pid := range inits {
+		for end := time.Now().Add(30 * time.Second); alive(pid) && time.Now().Before(end); {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if alive(pid) {
+			t.Errorf("the warm box's init %d survived airlock's death", pid)
+		}
+	}
+}
+
+func parentOf(pid int) int {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 {
+		f := strings.Fields(s[i+1:])
+		if len(f) > 1 {
+			n, _ := strconv.Atoi(f[1])
+			return n
+		}
+	}
+	return 0
+}
+
+// alive reports whether pid runs (a zombie does not count).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && len(s) > i+2 && s[i+2] != 'Z'
+}
