@@ -34,8 +34,9 @@ import (
 //	                                    ├─ yes: run the call in it, then close the plan
 //	                                    └─ no:  start a box from this plan
 //
-// A call the warm path cannot take (tier 0 or 2, network) runs cold, as
-// Run would run it.
+// A call the warm path cannot take (tier 0 or 2, network, a box that needs
+// placeholders on the host for missing protected paths) runs cold, as Run
+// would run it.
 
 // DefaultIdle is how long a warm box waits for its next call before it is
 // ended.
@@ -92,6 +93,13 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 	plan, err := sandbox.PlanWarm(req.Spec, req.Tier, p.exe)
 	if err != nil {
 		return Result{}, err
+	}
+	if len(plan.Stubs) > 0 {
+		// Placeholders for missing protected paths are on the host while
+		// their box lives; a cold box removes them as soon as the call
+		// ends, so the host's tree is as it was between calls.
+		plan.Close()
+		return Run(ctx, p.exe, req)
 	}
 	fp := plan.Fingerprint()
 	wb := p.take(fp)
