@@ -101,7 +101,11 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 		plan.Close()
 		return Run(ctx, p.exe, req)
 	}
-	fp := plan.Fingerprint()
+	// The box's cgroup holds its limits: another memory, CPU or process
+	// limit is another box. The wall-clock limit is each call's own.
+	lim := req.Spec.Limits
+	lim.Wall = 0
+	fp := plan.Fingerprint() + fmt.Sprintf("/%+v", lim)
 	wb := p.take(fp)
 	if wb == nil {
 		if wb, err = p.startBox(req, plan, fp); err != nil {

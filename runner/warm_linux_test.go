@@ -182,6 +182,10 @@ func TestWarmNewBox(t *testing.T) {
 	grant := observe
 	grant.Read = []string{t.TempDir()}
 	other := baseSpec(t)
+	limited := observe
+	limited.Limits.MemoryBytes = 256 << 20
+	limitedWall := limited
+	limitedWall.Limits.Wall = time.Minute
 	steps := []struct {
 		name  string
 		spec  sandbox.Spec
@@ -192,6 +196,8 @@ func TestWarmNewBox(t *testing.T) {
 		{"another grant", grant, 2},
 		{"another directory", other, 3},
 		{"observe once more", observe, 3},
+		{"another memory limit", limited, 4},
+		{"another wall-clock limit", limitedWall, 4},
 	}
 	for _, s := range steps {
 		mustWarm(t, p, s.spec, "true")
@@ -201,7 +207,7 @@ func TestWarmNewBox(t *testing.T) {
 	}
 	// Fix mode here needs placeholders on the host for the missing
 	// protected paths: it runs cold, so they go when the call ends.
-	if o := mustWarm(t, p, fixSpec(t, wd), "true"); p.Boxes() != 3 || strings.HasPrefix(o.res.Description.Notes[len(o.res.Description.Notes)-1], "warm box") {
+	if o := mustWarm(t, p, fixSpec(t, wd), "true"); p.Boxes() != 4 || strings.HasPrefix(o.res.Description.Notes[len(o.res.Description.Notes)-1], "warm box") {
 		t.Errorf("a call with placeholders ran warm (%d boxes, notes %q)", p.Boxes(), o.res.Description.Notes)
 	}
 	// A socket appears in the working directory: the fresh plan covers
@@ -213,8 +219,8 @@ func TestWarmNewBox(t *testing.T) {
 	}
 	defer l.Close()
 	o := mustWarm(t, p, observe, "sh", "-c", "test -S "+sock+" && echo socket || echo covered")
-	if strings.TrimSpace(o.stdout) != "covered" || p.Boxes() != 4 {
-		t.Errorf("after a socket appeared: got %q with %d boxes, want it covered in a fourth box", o.stdout, p.Boxes())
+	if strings.TrimSpace(o.stdout) != "covered" || p.Boxes() != 5 {
+		t.Errorf("after a socket appeared: got %q with %d boxes, want it covered in a fifth box", o.stdout, p.Boxes())
 	}
 }
 
