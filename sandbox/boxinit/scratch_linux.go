@@ -223,14 +223,21 @@ func dirNames(fd int) ([]string, error) {
 // IPC objects calls made, and says what could not be cleared ("" when all
 // of it was).
 func clearBox(roots []*scratchRoot) string {
+	dirty := restoreAll(roots)
+	if err := clearIPC(); err != nil {
+		dirty = append(dirty, err.Error())
+	}
+	return strings.Join(dirty, "; ")
+}
+
+// restoreAll brings every scratch directory back and lists what could not
+// be.
+func restoreAll(roots []*scratchRoot) []string {
 	var dirty []string
 	for _, r := range roots {
 		if err := r.restore(); err != nil {
 			dirty = append(dirty, err.Error())
 		}
 	}
-	if err := clearIPC(); err != nil {
-		dirty = append(dirty, err.Error())
-	}
-	return strings.Join(dirty, "; ")
+	return dirty
 }
