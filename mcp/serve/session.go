@@ -42,3 +42,10 @@ func (s *Server) bind(ctx context.Context, ss *sdk.ServerSession) context.Contex
 	s.sess.mu.Unlock()
 	return ks.Bind(ctx)
 }
+
+// openSessions is how many kernel sessions are open.
+func (s *Server) openSessions() int {
+	s.sess.mu.Lock()
+	defer s.sess.mu.Unlock()
+	return len(s.sess.all)
+}
