@@ -224,7 +224,8 @@ func (p *Pool) startBox(req Request, plan *sandbox.Box, fp string) (*warmBox, er
 		return nil, err
 	}
 	wb := &warmBox{r: r, cmd: cmd, fp: fp, ctlFile: plan.Control(), ctl: bufio.NewReaderSize(plan.Control(), 64<<10),
-		dir: plan.Dir(), dead: make(chan struct{}), seccomp: tr.ready.Seccomp}
+		dir: plan.Dir(), dead: make(chan struct{}), seccomp: tr.ready.Seccomp, desc: r.desc}
+	wb.desc.Notes = append([]string(nil), r.desc.Notes...)
 	wb.idleTimer = time.AfterFunc(time.Hour, func() { p.retire(wb) })
 	wb.idleTimer.Stop()
 	go func() {
@@ -248,6 +249,7 @@ type warmBox struct {
 	dir     string        // the working directory inside the box
 	dead    chan struct{} // closed once nothing of the box is left
 	seccomp bool
+	desc    Description // as the box started; the run's own changes when it ends
 	calls   int
 	// idleTimer ends the box when it has waited too long for a call;
 	// stopped while a call runs.
@@ -287,7 +289,7 @@ func (wb *warmBox) end() {
 // failed).
 func (wb *warmBox) call(ctx context.Context, req Request, start time.Time) (res Result, reuse bool, err error) {
 	wb.calls++
-	desc := wb.r.desc
+	desc := wb.desc
 	desc.Notes = append(append([]string(nil), desc.Notes...), fmt.Sprintf("warm box: call %d of this box", wb.calls))
 	desc.Env = envNames(req.Spec.Env)
 	desc.Seccomp = wb.seccomp

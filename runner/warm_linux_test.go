@@ -318,3 +318,62 @@ func TestWarmConformance(t *testing.T) {
 	}
 	t.Logf("%d calls ran in warm boxes, %d boxes left", warm, p.Boxes())
 }
+
+// TestWarmSideBySide: calls running at the same time get a box each; once
+// they end the pool keeps at most maxIdleBoxes of them.
+func TestWarmSideBySide(t *testing.T) {
+	requireTier1(t)
+	p := warmPool(t)
+	spec := baseSpec(t)
+	const n = 3
+	errc := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			res, err := p.Run(context.Background(), Request{Argv: []string{"sleep", "0.5"}, Spec: spec, Tier: sandbox.Tier1})
+			if err == nil && res.ExitCode != 0 {
+				err = fmt.Errorf("exit %d", res.ExitCode)
+			}
+			errc <- err
+		}()
+	}
+	for i := 0; i < n; i++ {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := p.Boxes(); got != maxIdleBoxes {
+		t.Errorf("after %d calls side by side the pool holds %d boxes, want %d", n, got, maxIdleBoxes)
+	}
+}
+
+// TestWarmIdleEnds: a box ends after its idle time without a call, and
+// nothing of it is left.
+func TestWarmIdleEnds(t *testing.T) {
+	requireTier1(t)
+	p := NewPool(testExe(t), 200*time.Millisecond)
+	defer p.Close()
+	mustWarm(t, p, baseSpec(t), "true")
+	if p.Boxes() != 1 {
+		t.Fatalf("got %d boxes after a call, want 1", p.Boxes())
+	}
+	for end := time.Now().Add(10 * time.Second); p.Boxes() > 0 && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if p.Boxes() != 0 {
+		t.Errorf("the idle box was not ended")
+	}
+	ours := func() (out []int) {
+		for _, pid := range marked(boxconf.FlagServe) {
+			if parentOf(parentOf(pid)) == os.Getpid() && alive(pid) {
+				out = append(out, pid)
+			}
+		}
+		return out
+	}
+	for end := time.Now().Add(10 * time.Second); len(ours()) > 0 && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if left := ours(); len(left) > 0 {
+		t.Errorf("the idle box's init is still running: %v", left)
+	}
+}
