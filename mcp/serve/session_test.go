@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/airlock-run/airlock/sandbox"
 )
 
 // TestSessionWarmBoxes: the exec calls of one MCP session share the
@@ -61,6 +63,20 @@ func TestFreshBoxes(t *testing.T) {
 
 // sleepers are this test process's descendants running `sleep 1000`.
 func sleepers() []int {
+	return descendants(func(cmdline string) bool { return cmdline == "sleep\x001000\x00" })
+}
+
+// serveInits are the warm boxes' inits this test process started.
+func serveInits() []int {
+	// Not bubblewrap, whose command line holds the init's.
+	return descendants(func(cmdline string) bool {
+		return strings.HasPrefix(cmdline, sandbox.InitPath+"\x00") && strings.Contains(cmdline, "--serve-fd")
+	})
+}
+
+// descendants are the processes below this test process whose command
+// line match accepts.
+func descendants(match func(cmdline string) bool) []int {
 	var out []int
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -69,7 +85,7 @@ func sleepers() []int {
 			continue
 		}
 		b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if string(b) != "sleep\x001000\x00" {
+		if !match(string(b)) {
 			continue
 		}
 		for p := parentOf(pid); p > 1; p = parentOf(p) {
@@ -77,24 +93,6 @@ func sleepers() []int {
 				out = append(out, pid)
 				break
 			}
-		}
-	}
-	return out
-}
-
-// serveInits are the warm boxes' inits this test process started (a
-// grandchild through bubblewrap).
-func serveInits() []int {
-	ents, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if strings.Contains(string(b), "--serve-fd") && parentOf(parentOf(pid)) == os.Getpid() {
-			out = append(out, pid)
 		}
 	}
 	return out
