@@ -120,9 +120,14 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 		// a cold run.
 		plan.Close()
 	}
-	if reuse && err == nil {
+	switch {
+	case reuse && err == nil:
 		p.put(wb)
-	} else {
+	case err != nil:
+		// The call may still run (cancelled, or its box broke): nothing
+		// of it is waited for.
+		p.retireNow(wb)
+	default:
 		p.retire(wb)
 	}
 	return res, err
@@ -187,6 +192,16 @@ func (p *Pool) put(wb *warmBox) {
 	p.free[wb.fp] = append(p.free[wb.fp], wb)
 	wb.idleTimer.Reset(p.idle)
 	p.mu.Unlock()
+}
+
+// retireNow kills wb at once and forgets it.
+func (p *Pool) retireNow(wb *warmBox) {
+	wb.endOnce.Do(func() {
+		wb.idleTimer.Stop()
+		wb.ctlFile.Close()
+		wb.kill()
+	})
+	p.retire(wb)
 }
 
 // retire ends wb and forgets it.
@@ -278,10 +293,16 @@ func (wb *warmBox) end() {
 			return
 		case <-time.After(time.Second):
 		}
-		wb.r.killed.Store(true)
-		wb.r.killAll(wb.cmd)
+		wb.kill()
 	})
 	<-wb.dead
+}
+
+// kill ends every process of the box (its cgroup, bubblewrap and so its
+// PID namespace).
+func (wb *warmBox) kill() {
+	wb.r.killed.Store(true)
+	wb.r.killAll(wb.cmd)
 }
 
 // call runs req in the box. reuse is false when the box must not serve

@@ -377,3 +377,31 @@ func TestWarmIdleEnds(t *testing.T) {
 		t.Errorf("the idle box's init is still running: %v", left)
 	}
 }
+
+// TestWarmCancel: a call whose context ends is cut short at once, its box
+// is retired and nothing of it is left.
+func TestWarmCancel(t *testing.T) {
+	requireTier1(t)
+	p := warmPool(t)
+	spec := baseSpec(t)
+	mustWarm(t, p, spec, "true")
+	marker := "765432.1" + strconv.Itoa(os.Getpid())
+	t.Cleanup(func() { killMarked(marker) })
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	t0 := time.Now()
+	_, err := p.Run(ctx, Request{Argv: []string{"sleep", marker}, Spec: spec, Tier: sandbox.Tier1})
+	if err == nil {
+		t.Fatal("a cancelled call reported no error")
+	}
+	if took := time.Since(t0); took > 5*time.Second {
+		t.Errorf("the cancelled call took %v to return", took)
+	}
+	if p.Boxes() != 0 {
+		t.Errorf("the cancelled call's box is still in the pool (%d boxes)", p.Boxes())
+	}
+	if !waitGone(marker, 10*time.Second) {
+		t.Errorf("the cancelled call's process survived: %v", marked(marker))
+	}
+	mustWarm(t, p, spec, "true") // the next call gets a new box
+}
