@@ -123,24 +123,8 @@ func run(cfgFD int, status *os.File) boxconf.Status {
 	// no_new_privs and the seccomp filter: the child of fork inherits both
 	// from the forking thread, and the rest of this init stays free to run
 	// the forwarder.
-	runtime.LockOSThread()
-	// This goroutine stays locked until exit: a thread with a filter must
-	// never go back to the pool.
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fail(st, "prctl(PR_SET_NO_NEW_PRIVS): %v", err)
-	}
-	// The Landlock walls go on this thread only, before the filter: the
-	// target inherits them, the forwarder's threads do not need them.
-	if cfg.Walls != nil {
-		if err := applyWalls(cfg.Walls); err != nil {
-			return fail(st, "landlock walls: %v", err)
-		}
-	}
-	if cfg.Seccomp {
-		if err := installSeccomp(cfg.Ptrace, cfg.SetGID); err != nil {
-			return fail(st, "seccomp: %v", err)
-		}
-		st.Seccomp = true
+	if st.Seccomp, err = takeStanding(cfg); err != nil {
+		return fail(st, "%v", err)
 	}
 	stderr := os.Stderr
 	if cfg.StderrFD > 2 {
@@ -197,6 +181,32 @@ func run(cfgFD int, status *os.File) boxconf.Status {
 		}
 		return st
 	}
+}
+
+// takeStanding locks the calling goroutine to its thread for good (a
+// thread with a filter must never go back to the pool) and puts on it
+// no_new_privs and the Landlock walls, then the filter on every thread;
+// what the init starts from this thread inherits all of it. It reports
+// whether the filter was installed.
+func takeStanding(cfg boxconf.Config) (seccomp bool, err error) {
+	runtime.LockOSThread()
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return false, fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %v", err)
+	}
+	// The Landlock walls go on this thread only, before the filter: the
+	// target inherits them, the forwarder's threads do not need them.
+	if cfg.Walls != nil {
+		if err := applyWalls(cfg.Walls); err != nil {
+			return false, fmt.Errorf("landlock walls: %v", err)
+		}
+	}
+	if cfg.Seccomp {
+		if err := installSeccomp(cfg.Ptrace, cfg.SetGID); err != nil {
+			return false, fmt.Errorf("seccomp: %v", err)
+		}
+		return true, nil
+	}
+	return false, nil
 }
 
 // readConfig reads the box's configuration from descriptor fd and checks

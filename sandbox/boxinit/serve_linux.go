@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -129,20 +128,8 @@ func serveSetup(cfgFD int, scratch []string) (boxconf.Ready, *boxconf.Walls, []*
 	if err != nil {
 		return ready, nil, nil, err
 	}
-	runtime.LockOSThread()
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return ready, nil, nil, fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %v", err)
-	}
-	if cfg.Walls != nil {
-		if err := applyWalls(cfg.Walls); err != nil {
-			return ready, nil, nil, fmt.Errorf("landlock walls: %v", err)
-		}
-	}
-	if cfg.Seccomp {
-		if err := installSeccomp(cfg.Ptrace, cfg.SetGID); err != nil {
-			return ready, nil, nil, fmt.Errorf("seccomp: %v", err)
-		}
-		ready.Seccomp = true
+	if ready.Seccomp, err = takeStanding(cfg); err != nil {
+		return ready, nil, nil, err
 	}
 	ready.Ready = true
 	return ready, cfg.Walls, roots, nil
