@@ -86,8 +86,8 @@ func (k *Kernel) Exec(ctx context.Context, call Call, o ExecOptions) (ExecResult
 	if o.Session {
 		b.spec.Limits.Wall = 0
 	}
-	r, err := runner.Run(ctx, k.run.exe, runner.Request{Argv: argv, Spec: b.spec, Tier: b.tier,
-		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, OutputCap: o.OutputCap})
+	r, err := k.runBox(ctx, runner.Request{Argv: argv, Spec: b.spec, Tier: b.tier,
+		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, OutputCap: o.OutputCap}, o.Session)
 	res.Result = r
 	if rerr := k.recordRun(ctx, call, r, err); rerr != nil && err == nil {
 		err = rerr

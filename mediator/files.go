@@ -61,8 +61,8 @@ func (k *Kernel) File(ctx context.Context, call Call) (FileResult, error) {
 		b.spec.Exec = &sandbox.ExecSpec{Programs: fileToolPrograms}
 	}
 	var stdout, stderr bytes.Buffer
-	r, err := runner.Run(ctx, k.run.exe, runner.Request{Argv: argv, Spec: b.spec, Tier: b.tier, Stdin: stdin,
-		Stdout: &stdout, Stderr: &stderr, OutputCap: k.run.outputCap})
+	r, err := k.runBox(ctx, runner.Request{Argv: argv, Spec: b.spec, Tier: b.tier, Stdin: stdin,
+		Stdout: &stdout, Stderr: &stderr, OutputCap: k.run.outputCap}, false)
 	if rerr := k.recordRun(ctx, call, r, err); rerr != nil && err == nil {
 		err = rerr
 	}

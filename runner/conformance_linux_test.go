@@ -96,6 +96,10 @@ type outcome struct {
 	stderr string
 }
 
+// runVia runs a request for runIn: Run, or a warm pool's Run for the
+// warm shape (TestWarmConformance).
+var runVia = Run
+
 func runIn(t *testing.T, tier sandbox.Tier, spec sandbox.Spec, stdin string, argv ...string) outcome {
 	t.Helper()
 	var o, e bytes.Buffer
@@ -103,7 +107,7 @@ func runIn(t *testing.T, tier sandbox.Tier, spec sandbox.Spec, stdin string, arg
 	if stdin != "" {
 		req.Stdin = strings.NewReader(stdin)
 	}
-	res, err := Run(context.Background(), testExe(t), req)
+	res, err := runVia(context.Background(), testExe(t), req)
 	return outcome{res, err, o.String(), e.String()}
 }
 

@@ -17,6 +17,8 @@ type helperReq struct {
 	Spec sandbox.Spec `json:"spec"`
 	Tier sandbox.Tier `json:"tier"`
 	Argv []string     `json:"argv"`
+	// Warm runs `true` and then Argv in one warm box (Pool).
+	Warm bool `json:"warm,omitempty"`
 }
 
 func helperMain(args []string) int {
@@ -26,6 +28,9 @@ func helperMain(args []string) int {
 		return 2
 	}
 	exe, _ := os.Executable()
+	if hr.Warm {
+		return warmHelper(exe, hr)
+	}
 	res, err := Run(context.Background(), exe, Request{Argv: hr.Argv, Spec: hr.Spec, Tier: hr.Tier, Stdout: os.Stdout, Stderr: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "helper:", err)

@@ -65,6 +65,11 @@ func prepare(exe string, req Request) (*run, error) {
 		box.Close()
 		return nil, err
 	}
+	return newRun(exe, req, box, tr), nil
+}
+
+// newRun is the run of req in the planned box, started by tr.
+func newRun(exe string, req Request, box *sandbox.Box, tr tierRunner) *run {
 	r := &run{req: req, box: box, tr: tr, exe: exe, start: time.Now()}
 	r.desc = Description{
 		Tier: int(box.Tier), Mechanism: box.Mechanism, Version: box.Version, Seccomp: box.Seccomp,
@@ -77,7 +82,7 @@ func prepare(exe string, req Request) (*run, error) {
 		r.desc.Network = "egress proxy"
 	}
 	tr.describe(&r.desc)
-	return r, nil
+	return r
 }
 
 type run struct {

@@ -122,6 +122,8 @@ type Box struct {
 	env     []string        // the command's environment (direct boxes)
 	workdir string
 	gv      *gvisorBox // tier 2 only (gvisor_linux.go)
+	options []string   // bubblewrap's options (Fingerprint)
+	control *os.File   // a warm box's control socket (warm_linux.go)
 	watch   *repoWatch // repositories known at plan time (gitprot_linux.go)
 }
 
@@ -233,14 +235,14 @@ func (b *Box) ReadStatus() (boxconf.Status, error) {
 // Close releases every descriptor and removes the stubs.
 func (b *Box) Close() error {
 	b.gv.close() // tier 2: its processes and directory first (gvisor_linux.go)
-	for _, fs := range [][]*os.File{b.child, b.keep, {b.configW, b.statusR, b.infoR}} {
+	for _, fs := range [][]*os.File{b.child, b.keep, {b.configW, b.statusR, b.infoR, b.control}} {
 		for _, f := range fs {
 			if f != nil {
 				f.Close()
 			}
 		}
 	}
-	b.child, b.keep, b.configW, b.statusR, b.infoR = nil, nil, nil, nil, nil
+	b.child, b.keep, b.configW, b.statusR, b.infoR, b.control = nil, nil, nil, nil, nil, nil
 	// Release this run's share of the placeholders, then remove those no
 	// other run holds.
 	for _, f := range b.locks {
@@ -509,7 +511,11 @@ var _ Mechanism = bubblewrap{}
 func (bubblewrap) Tier() Tier   { return Tier1 }
 func (bubblewrap) Name() string { return "bubblewrap" }
 
-func (m bubblewrap) plan(spec Spec, exe string) (*Box, error) {
+func (m bubblewrap) plan(spec Spec, exe string) (*Box, error) { return m.planShape(spec, exe, false) }
+
+// planShape plans the box; serve asks for airlock's init as PID 1 whatever
+// the spec (a warm box, warm_linux.go).
+func (m bubblewrap) planShape(spec Spec, exe string, serve bool) (*Box, error) {
 	bw := findBwrap(os.Getenv("PATH"))
 	if bw.Path == "" || bw.Err != "" {
 		return nil, errs.Unavailablef("sandbox tier 1: %s (install bubblewrap 0.12.0 or later, or run with --sandbox off to accept no confinement)", bw.Err)
@@ -531,7 +537,7 @@ func (m bubblewrap) plan(spec Spec, exe string) (*Box, error) {
 	p := &planner{spec: spec, bw: bw, box: &Box{Tier: Tier1, Path: bw.Path, Mechanism: m.Name(), Version: bw.Version},
 		// The init is needed to run the egress forwarder, and to check
 		// the binds from inside where bubblewrap cannot bind a descriptor.
-		direct: spec.Net == nil && bw.BindFD}
+		direct: spec.Net == nil && bw.BindFD && !serve}
 	if err := p.plan(exe); err != nil {
 		p.box.Close()
 		return nil, err
@@ -978,6 +984,7 @@ func (p *planner) plan(exe string) error {
 		return err
 	}
 	argsN := p.file(argsR, true)
+	b.options = args // what the box is, for a warm box's fingerprint
 	var buf strings.Builder
 	for _, a := range args {
 		if strings.ContainsRune(a, 0) {

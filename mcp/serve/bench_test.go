@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -39,4 +41,39 @@ func BenchmarkCall(b *testing.B) {
 	b.Run("exec true in the box", func(b *testing.B) {
 		call(b, "exec", map[string]any{"argv": []string{"true"}}, false)
 	})
+}
+
+// BenchmarkWarmExec measures `exec true` through the server in the
+// session's warm box against a fresh box per call (FreshBoxes), the two
+// measured alternately in one run, and prints the ratio.
+func BenchmarkWarmExec(b *testing.B) {
+	warm := newFixture(b, testPolicy, "observe", setupWork, nil)
+	fresh := newFixture(b, testPolicy, "observe", setupWork, func(c *fixtureConfig) { c.serve.FreshBoxes = true })
+	ctx := context.Background()
+	args := &sdk.CallToolParams{Name: "exec", Arguments: map[string]any{"argv": []string{"true"}}}
+	one := func(b *testing.B, f *fixture) time.Duration {
+		t0 := time.Now()
+		res, err := f.cs.CallTool(ctx, args)
+		if err != nil || res.IsError {
+			b.Fatalf("exec true: %v %+v", err, res)
+		}
+		return time.Since(t0)
+	}
+	one(b, warm) // the warm box is made by the session's first call
+	var w, c []time.Duration
+	for b.Loop() {
+		w = append(w, one(b, warm))
+		c = append(c, one(b, fresh))
+	}
+	mw, mc := medianOf(w), medianOf(c)
+	b.ReportMetric(float64(mw.Microseconds())/1000, "warm-ms")
+	b.ReportMetric(float64(mc.Microseconds())/1000, "fresh-ms")
+	b.ReportMetric(float64(mc)/float64(mw), "fresh/warm")
+	b.Logf("exec true through mcp serve: warm box %v, fresh box %v (median of %d each): %.1fx", mw, mc, len(w), float64(mc)/float64(mw))
+}
+
+func medianOf(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

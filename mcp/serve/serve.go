@@ -59,10 +59,15 @@ type Options struct {
 	Now func() time.Time
 	// Version is the server's version in the MCP handshake.
 	Version string
+	// FreshBoxes, when true, runs every call in a box of its own; false
+	// (the default) runs the calls of one session that can run warm in
+	// the session's warm boxes (mediator.Session).
+	FreshBoxes bool
 }
 
 // Server is airlock's MCP server. It is safe for concurrent use: calls of
-// one or many sessions run in parallel, each in its own box.
+// one or many sessions run in parallel, each in a box of its own (a warm
+// box of the session's, when its confinement allows one).
 type Server struct {
 	o   Options
 	srv *sdk.Server
@@ -70,6 +75,7 @@ type Server struct {
 	key       []byte
 	now       func() time.Time
 	outputCap int64
+	sess      sessions
 }
 
 // New checks o and builds the server with its tools.

@@ -161,6 +161,7 @@ func (s *Server) handler(t tool) sdk.ToolHandler {
 			raw = req.Params.Arguments
 		}
 		ctx, rt := s.withApprover(ctx, req)
+		ctx = s.bind(ctx, req.Session) // the session's warm boxes (session.go)
 		out, fa, err := t.run(ctx, raw)
 		if err == nil {
 			var res *sdk.CallToolResult

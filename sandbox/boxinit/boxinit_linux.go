@@ -29,6 +29,9 @@ func Main(args []string) int {
 	if len(args) > 0 && args[0] == boxconf.FlagSeal {
 		return sealAndReexec(args)
 	}
+	if serve, ok := serveFlags(args); ok { // a warm box (serve_linux.go)
+		return serveMain(serve)
+	}
 	cfgFD, stFD, err := parseFlags(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "airlock box init: %v\n", err)
@@ -84,30 +87,12 @@ func run(cfgFD int, status *os.File) boxconf.Status {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fail(st, "prctl(PR_SET_DUMPABLE): %v", err)
 	}
-	cf := os.NewFile(uintptr(cfgFD), "config")
-	data, err := io.ReadAll(io.LimitReader(cf, 16<<20))
-	cf.Close()
+	cfg, err := readConfig(cfgFD)
 	if err != nil {
-		return fail(st, "read config: %v", err)
-	}
-	var cfg boxconf.Config
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		return fail(st, "config: %v", err)
+		return fail(st, "%v", err)
 	}
 	if len(cfg.Argv) == 0 {
 		return fail(st, "no command")
-	}
-	// Every bind must be the inode the host pinned. bubblewrap checks this
-	// too where it has --ro-bind-fd; an older one binds by path, and this is
-	// where a swapped link is caught.
-	for _, p := range cfg.Pins {
-		var s unix.Stat_t
-		if err := unix.Lstat(p.Path, &s); err != nil {
-			return fail(st, "bind %s: %v", p.Path, err)
-		}
-		if uint64(s.Dev) != p.Dev || s.Ino != p.Ino {
-			return fail(st, "bind %s is not the file airlock pinned (it changed between the check and the mount); nothing ran", p.Path)
-		}
 	}
 	// Nothing inherited reaches the target: every descriptor above the
 	// standard three is closed on exec (bubblewrap's, the caller's leaks,
@@ -138,24 +123,8 @@ func run(cfgFD int, status *os.File) boxconf.Status {
 	// no_new_privs and the seccomp filter: the child of fork inherits both
 	// from the forking thread, and the rest of this init stays free to run
 	// the forwarder.
-	runtime.LockOSThread()
-	// This goroutine stays locked until exit: a thread with a filter must
-	// never go back to the pool.
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fail(st, "prctl(PR_SET_NO_NEW_PRIVS): %v", err)
-	}
-	// The Landlock walls go on this thread only, before the filter: the
-	// target inherits them, the forwarder's threads do not need them.
-	if cfg.Walls != nil {
-		if err := applyWalls(cfg.Walls); err != nil {
-			return fail(st, "landlock walls: %v", err)
-		}
-	}
-	if cfg.Seccomp {
-		if err := installSeccomp(cfg.Ptrace, cfg.SetGID); err != nil {
-			return fail(st, "seccomp: %v", err)
-		}
-		st.Seccomp = true
+	if st.Seccomp, err = takeStanding(cfg); err != nil {
+		return fail(st, "%v", err)
 	}
 	stderr := os.Stderr
 	if cfg.StderrFD > 2 {
@@ -212,6 +181,59 @@ func run(cfgFD int, status *os.File) boxconf.Status {
 		}
 		return st
 	}
+}
+
+// takeStanding locks the calling goroutine to its thread for good (a
+// thread with a filter must never go back to the pool) and puts on it
+// no_new_privs and the Landlock walls, then the filter on every thread;
+// what the init starts from this thread inherits all of it. It reports
+// whether the filter was installed.
+func takeStanding(cfg boxconf.Config) (seccomp bool, err error) {
+	runtime.LockOSThread()
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return false, fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %v", err)
+	}
+	// The Landlock walls go on this thread only, before the filter: the
+	// target inherits them, the forwarder's threads do not need them.
+	if cfg.Walls != nil {
+		if err := applyWalls(cfg.Walls); err != nil {
+			return false, fmt.Errorf("landlock walls: %v", err)
+		}
+	}
+	if cfg.Seccomp {
+		if err := installSeccomp(cfg.Ptrace, cfg.SetGID); err != nil {
+			return false, fmt.Errorf("seccomp: %v", err)
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// readConfig reads the box's configuration from descriptor fd and checks
+// that every bind is the inode the host pinned. bubblewrap checks this too
+// where it has --ro-bind-fd; an older one binds by path, and this is where
+// a swapped link is caught.
+func readConfig(fd int) (boxconf.Config, error) {
+	var cfg boxconf.Config
+	cf := os.NewFile(uintptr(fd), "config")
+	data, err := io.ReadAll(io.LimitReader(cf, 16<<20))
+	cf.Close()
+	if err != nil {
+		return cfg, fmt.Errorf("read config: %v", err)
+	}
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return cfg, fmt.Errorf("config: %v", err)
+	}
+	for _, p := range cfg.Pins {
+		var s unix.Stat_t
+		if err := unix.Lstat(p.Path, &s); err != nil {
+			return cfg, fmt.Errorf("bind %s: %v", p.Path, err)
+		}
+		if uint64(s.Dev) != p.Dev || s.Ino != p.Ino {
+			return cfg, fmt.Errorf("bind %s is not the file airlock pinned (it changed between the check and the mount); nothing ran", p.Path)
+		}
+	}
+	return cfg, nil
 }
 
 func closeRangeExec() error {

@@ -1,0 +1,549 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/sandbox"
+	"github.com/airlock-run/airlock/sandbox/boxconf"
+)
+
+// Warm boxes. A Pool keeps, for one session, boxes that are already made
+// (namespaces, mounts, walls, filter: sandbox.PlanWarm) and runs each call
+// in one whose fingerprint is the call's own box: every call is planned
+// afresh as a cold one is, so a host change since the box was made (a new
+// socket in a grant, a new repository, a swapped link, another policy or
+// mode or directory) gives another fingerprint and another box. The box's
+// init runs the call in a session of its own, ends every process in the
+// box when it is over and brings the scratch directories back; a box that
+// could not be cleared is retired.
+//
+//	Pool.Run ──plan──▶ fingerprint ──▶ idle box of that fingerprint?
+//	                                    ├─ yes: run the call in it, then close the plan
+//	                                    └─ no:  start a box from this plan
+//
+// A call the warm path cannot take (tier 0 or 2, network, a box that needs
+// placeholders on the host for missing protected paths) runs cold, as Run
+// would run it.
+
+// DefaultIdle is how long a warm box waits for its next call before it is
+// ended.
+const DefaultIdle = 5 * time.Minute
+
+// maxIdleBoxes bounds the idle boxes kept per fingerprint (more exist only
+// while calls run side by side).
+const maxIdleBoxes = 2
+
+// readyTimeout bounds the wait for a new box's init to report.
+const readyTimeout = 30 * time.Second
+
+// wallGrace is how long past a call's wall-clock limit the runner waits
+// for the init's report before it ends the box itself.
+const wallGrace = 5 * time.Second
+
+// Pool is the warm boxes of one session. It is safe for concurrent use;
+// calls running side by side get a box each.
+type Pool struct {
+	exe  string
+	idle time.Duration
+
+	mu     sync.Mutex
+	free   map[string][]*warmBox // idle boxes by fingerprint
+	all    map[*warmBox]bool
+	closed bool
+}
+
+// NewPool returns a pool whose boxes run exe as their init and end after
+// idle without a call (0 is DefaultIdle).
+func NewPool(exe string, idle time.Duration) *Pool {
+	if idle <= 0 {
+		idle = DefaultIdle
+	}
+	return &Pool{exe: exe, idle: idle, free: map[string][]*warmBox{}, all: map[*warmBox]bool{}}
+}
+
+// Warm reports whether req would run in a warm box (tier 1, no network).
+func Warm(req Request) bool { return req.Tier == sandbox.Tier1 && req.Spec.Net == nil }
+
+// Run runs req as Run does, in a warm box when it can (see Warm), and
+// reports how it ended.
+func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
+	if req.Tier == sandbox.TierAuto {
+		return Result{}, sandbox.ErrAuto("runner")
+	}
+	if !Warm(req) {
+		return Run(ctx, p.exe, req)
+	}
+	if len(req.Argv) == 0 || req.Argv[0] == "" {
+		return Result{}, errs.Invalidf("run: no command")
+	}
+	start := time.Now()
+	plan, err := sandbox.PlanWarm(req.Spec, req.Tier, p.exe)
+	if err != nil {
+		return Result{}, err
+	}
+	if len(plan.Stubs) > 0 {
+		// Placeholders for missing protected paths are on the host while
+		// their box lives; a cold box removes them as soon as the call
+		// ends, so the host's tree is as it was between calls.
+		plan.Close()
+		return Run(ctx, p.exe, req)
+	}
+	// The box's cgroup holds its limits: another memory, CPU or process
+	// limit is another box. The wall-clock limit is each call's own.
+	lim := req.Spec.Limits
+	lim.Wall = 0
+	fp := plan.Fingerprint() + fmt.Sprintf("/%+v", lim)
+	wb := p.take(fp)
+	if wb == nil {
+		if wb, err = p.startBox(req, plan, fp); err != nil {
+			return Result{}, err
+		}
+		plan = nil // the box's own now
+	}
+	res, reuse, err := wb.call(ctx, req, start)
+	if plan != nil {
+		// This call's own plan: what it holds for the host (placeholders,
+		// the repositories it saw) is released and checked now, as after
+		// a cold run.
+		plan.Close()
+	}
+	switch {
+	case reuse && err == nil:
+		p.put(wb)
+	case err != nil:
+		// The call may still run (cancelled, or its box broke): nothing
+		// of it is waited for.
+		p.retireNow(wb)
+	default:
+		p.retire(wb)
+	}
+	return res, err
+}
+
+// Close ends every box of the pool, idle or running a call, and waits until
+// nothing of them is left. Run after Close runs cold.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	p.closed = true
+	boxes := make([]*warmBox, 0, len(p.all))
+	for wb := range p.all {
+		boxes = append(boxes, wb)
+	}
+	p.all, p.free = map[*warmBox]bool{}, map[string][]*warmBox{}
+	p.mu.Unlock()
+	for _, wb := range boxes {
+		wb.end()
+	}
+}
+
+// Boxes is how many boxes the pool holds (idle or busy).
+func (p *Pool) Boxes() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.all)
+}
+
+// take returns an idle box of fingerprint fp, or nil.
+func (p *Pool) take(fp string) *warmBox {
+	var dead []*warmBox
+	defer func() {
+		for _, wb := range dead {
+			p.retire(wb)
+		}
+	}()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for list := p.free[fp]; len(list) > 0; list = p.free[fp] {
+		wb := list[len(list)-1]
+		p.free[fp] = list[:len(list)-1]
+		if !wb.idleTimer.Stop() {
+			continue // its idle time ran out: the timer retires it
+		}
+		if wb.alive() {
+			return wb
+		}
+		dead = append(dead, wb)
+	}
+	return nil
+}
+
+// put makes wb idle again, or ends it when the pool is closed or holds
+// enough idle boxes of its kind.
+func (p *Pool) put(wb *warmBox) {
+	p.mu.Lock()
+	if p.closed || len(p.free[wb.fp]) >= maxIdleBoxes || !p.all[wb] {
+		p.mu.Unlock()
+		p.retire(wb)
+		return
+	}
+	p.free[wb.fp] = append(p.free[wb.fp], wb)
+	wb.idleTimer.Reset(p.idle)
+	p.mu.Unlock()
+}
+
+// retireNow kills wb at once and forgets it.
+func (p *Pool) retireNow(wb *warmBox) {
+	wb.endOnce.Do(func() {
+		wb.idleTimer.Stop()
+		wb.ctlFile.Close()
+		wb.kill()
+	})
+	p.retire(wb)
+}
+
+// retire ends wb and forgets it.
+func (p *Pool) retire(wb *warmBox) {
+	p.mu.Lock()
+	delete(p.all, wb)
+	list := p.free[wb.fp]
+	for i, o := range list {
+		if o == wb {
+			p.free[wb.fp] = append(list[:i:i], list[i+1:]...)
+			break
+		}
+	}
+	p.mu.Unlock()
+	wb.end()
+}
+
+// startBox starts a warm box from plan, whose box it then owns.
+func (p *Pool) startBox(req Request, plan *sandbox.Box, fp string) (*warmBox, error) {
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		plan.Close()
+		return nil, errs.Unavailablef("run: the session's boxes are closed")
+	}
+	boxReq := Request{Argv: []string{"(warm box)"}, Spec: req.Spec, Tier: req.Tier}
+	boxReq.Spec.Limits.Wall = 0 // each call's own, enforced by the init
+	tr := &serveInit{}
+	r := newRun(p.exe, boxReq, plan, tr)
+	r.desc.Notes = append(r.desc.Notes, "warm box: the box was made once for calls of this confinement; each call ran in a session of its own, every process in the box was ended after it and /tmp, /var/tmp, /run, /dev and HOME were brought back to their first state")
+	cmd, err := r.launch()
+	if err != nil {
+		r.finish()
+		return nil, err
+	}
+	wb := &warmBox{r: r, cmd: cmd, fp: fp, ctlFile: plan.Control(), ctl: bufio.NewReaderSize(plan.Control(), 64<<10),
+		dir: plan.Dir(), dead: make(chan struct{}), seccomp: tr.ready.Seccomp, desc: r.desc}
+	wb.desc.Notes = append([]string(nil), r.desc.Notes...)
+	wb.idleTimer = time.AfterFunc(time.Hour, func() { p.retire(wb) })
+	wb.idleTimer.Stop()
+	go func() {
+		r.wait(context.Background(), cmd)
+		r.finish()
+		close(wb.dead)
+	}()
+	p.mu.Lock()
+	p.all[wb] = true
+	p.mu.Unlock()
+	return wb, nil
+}
+
+// warmBox is one running warm box.
+type warmBox struct {
+	r       *run
+	cmd     *exec.Cmd
+	fp      string
+	ctlFile *os.File      // the control socket
+	ctl     *bufio.Reader // its replies
+	dir     string        // the working directory inside the box
+	dead    chan struct{} // closed once nothing of the box is left
+	seccomp bool
+	desc    Description // as the box started; the run's own changes when it ends
+	calls   int
+	// idleTimer ends the box when it has waited too long for a call;
+	// stopped while a call runs.
+	idleTimer *time.Timer
+	endOnce   sync.Once
+}
+
+func (wb *warmBox) alive() bool {
+	select {
+	case <-wb.dead:
+		return false
+	default:
+		return true
+	}
+}
+
+// end closes the control socket, which ends the init and so the box, and
+// kills what is left if it does not end at once; it returns when nothing
+// of the box is left.
+func (wb *warmBox) end() {
+	wb.endOnce.Do(func() {
+		wb.idleTimer.Stop()
+		wb.ctlFile.Close()
+		select {
+		case <-wb.dead:
+			return
+		case <-time.After(time.Second):
+		}
+		wb.kill()
+	})
+	<-wb.dead
+}
+
+// kill ends every process of the box (its cgroup, bubblewrap and so its
+// PID namespace).
+func (wb *warmBox) kill() {
+	wb.r.killed.Store(true)
+	wb.r.killAll(wb.cmd)
+}
+
+// call runs req in the box. reuse is false when the box must not serve
+// another call (it could not be cleared, the call was cancelled, the init
+// failed).
+func (wb *warmBox) call(ctx context.Context, req Request, start time.Time) (res Result, reuse bool, err error) {
+	wb.calls++
+	desc := wb.desc
+	desc.Notes = append(append([]string(nil), desc.Notes...), fmt.Sprintf("warm box: call %d of this box", wb.calls))
+	desc.Env = envNames(req.Spec.Env)
+	desc.Seccomp = wb.seccomp
+	res.Description = desc
+
+	stdout, stderr, truncated := outputs(req)
+	ends, err := callPipes()
+	if err != nil {
+		return res, false, errs.Wrap(errs.Unavailable, err, "run: warm box pipes")
+	}
+	defer ends.close()
+	c := boxconf.Call{Argv: req.Argv, Env: req.Spec.Env, Dir: wb.dir, WallMS: req.Spec.Limits.Wall.Milliseconds()}
+	if req.Spec.Limits.Wall > 0 && c.WallMS == 0 {
+		c.WallMS = 1
+	}
+	if err := sendCall(wb.ctlFile, c, ends.box()); err != nil {
+		return res, false, errs.Wrap(errs.Unavailable, err, "run: hand the call to the warm box")
+	}
+	ends.closeBox()
+	go func() {
+		if req.Stdin != nil {
+			io.Copy(ends.inW, req.Stdin)
+		}
+		ends.inW.Close()
+	}()
+	copied := make(chan struct{}, 2)
+	go func() { io.Copy(stdout, ends.outR); copied <- struct{}{} }()
+	go func() { io.Copy(stderr, ends.errR); copied <- struct{}{} }()
+
+	done, err := wb.await(ctx, req.Spec.Limits.Wall)
+	if err != nil {
+		return res, false, err
+	}
+	// Every process of the call has ended, so both pipes reach EOF.
+	for i := 0; i < 2; i++ {
+		select {
+		case <-copied:
+		case <-time.After(waitDelay):
+		}
+	}
+	res.Truncated = truncated()
+	res.Description.DurationMS = since(start)
+	reuse = done.Dirty == ""
+	if !reuse {
+		res.Description.Notes = append(res.Description.Notes, "warm box: retired after this call: "+done.Dirty)
+	}
+	if wb.r.cg != nil && wb.r.cg.oom() {
+		res.Description.Limits.OOM = true
+		res.Description.Notes = append(res.Description.Notes, "the memory limit was reached")
+		reuse = false
+	}
+	switch {
+	case done.Error != "" && done.NotFound:
+		return res, reuse, errs.NotFoundf("run: %s", done.Error)
+	case done.Error != "":
+		return res, reuse, errs.Unavailablef("run: box: %s", done.Error)
+	case done.WallTimeout:
+		res.WallTimeout = true
+		res.ExitCode = errs.ExitWallClock
+		res.Description.Notes = append(res.Description.Notes, fmt.Sprintf("the wall-clock limit of %s ended the command", req.Spec.Limits.Wall))
+	case done.Signal != 0:
+		res.ExitCode, res.Signal = 128+done.Signal, done.Signal
+	default:
+		res.ExitCode = done.Exit
+	}
+	return res, reuse, nil
+}
+
+// await reads the init's report of the call, or gives up when ctx ends,
+// the box dies, or the init is late past the call's wall-clock limit.
+func (wb *warmBox) await(ctx context.Context, wall time.Duration) (boxconf.CallDone, error) {
+	got := make(chan error, 1)
+	var done boxconf.CallDone
+	go func() {
+		line, err := wb.ctl.ReadSlice('\n')
+		if err == nil {
+			err = json.Unmarshal(line, &done)
+		}
+		got <- err
+	}()
+	var late <-chan time.Time
+	if wall > 0 {
+		t := time.NewTimer(wall + wallGrace)
+		defer t.Stop()
+		late = t.C
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			return done, errs.Unavailablef("run: the warm box's init ended while the command ran (%v)", err)
+		}
+		return done, nil
+	case <-ctx.Done():
+		return done, errs.Wrap(errs.Unavailable, ctx.Err(), "run: cancelled")
+	case <-wb.dead:
+		return done, errs.Unavailablef("run: the warm box ended while the command ran")
+	case <-late:
+		return done, errs.Unavailablef("run: the warm box did not report the end of the command")
+	}
+}
+
+// callEnds are one call's pipes: the box's ends (its stdin, stdout, stderr)
+// and the runner's.
+type callEnds struct {
+	inR, outW, errW *os.File // the box's
+	inW, outR, errR *os.File // the runner's
+}
+
+func callPipes() (*callEnds, error) {
+	var e callEnds
+	var err error
+	if e.inR, e.inW, err = os.Pipe(); err != nil {
+		return nil, err
+	}
+	if e.outR, e.outW, err = os.Pipe(); err != nil {
+		e.close()
+		return nil, err
+	}
+	if e.errR, e.errW, err = os.Pipe(); err != nil {
+		e.close()
+		return nil, err
+	}
+	return &e, nil
+}
+
+func (e *callEnds) box() []int {
+	return []int{int(e.inR.Fd()), int(e.outW.Fd()), int(e.errW.Fd())}
+}
+
+func (e *callEnds) closeBox() {
+	for _, f := range []*os.File{e.inR, e.outW, e.errW} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+func (e *callEnds) close() {
+	e.closeBox()
+	for _, f := range []*os.File{e.inW, e.outR, e.errR} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// sendCall writes one call: its length and JSON, with the call's three
+// descriptors attached to the first bytes.
+func sendCall(ctl *os.File, c boxconf.Call, fds []int) error {
+	body, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	if len(body) > boxconf.MaxCall {
+		return errs.Invalidf("run: the command line and environment are %d bytes, over %d", len(body), boxconf.MaxCall)
+	}
+	msg := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(body)), uint32(len(body)))
+	msg = append(msg, body...)
+	rc, err := ctl.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	n := 0
+	cerr := rc.Write(func(fd uintptr) bool {
+		n, serr = unix.SendmsgN(int(fd), msg, unix.UnixRights(fds...), nil, 0)
+		return serr != unix.EAGAIN
+	})
+	if cerr != nil {
+		return cerr
+	}
+	if serr != nil {
+		return serr
+	}
+	if n < len(msg) {
+		_, err = ctl.Write(msg[n:])
+	}
+	return err
+}
+
+// serveInit starts a warm box: bubblewrap with airlock's init as PID 1,
+// which reports on the control socket that it is ready.
+type serveInit struct {
+	diag  bytes.Buffer
+	ready boxconf.Ready
+}
+
+var _ tierRunner = (*serveInit)(nil)
+
+func (*serveInit) describe(*Description) {}
+
+func (t *serveInit) command(r *run, cmd *exec.Cmd, _ io.Writer) error {
+	cmd.Path, cmd.Args = r.box.Path, r.box.CommandLine(nil)
+	cmd.Stderr = &limitedBuffer{b: &t.diag, n: 64 << 10}
+	cmd.ExtraFiles = r.box.ExtraFiles
+	return nil
+}
+
+func (*serveInit) started(r *run, cmd *exec.Cmd) int { return bwrapStarted(r, cmd) }
+
+// configure sends the box's configuration and waits for the init's first
+// line.
+func (t *serveInit) configure(r *run) error {
+	if err := r.box.SendConfig(nil); err != nil {
+		return err
+	}
+	ctl := r.box.Control()
+	ctl.SetReadDeadline(time.Now().Add(readyTimeout))
+	defer ctl.SetReadDeadline(time.Time{})
+	// One line, read a byte at a time so nothing after it is taken from
+	// the socket before the call's reader owns it.
+	var line []byte
+	var b [1]byte
+	for len(line) < 1<<16 {
+		if _, err := ctl.Read(b[:]); err != nil {
+			msg := oneLine(t.diag.String())
+			if msg == "" {
+				msg = err.Error()
+			}
+			return fmt.Errorf("the warm box could not be built: %s", msg)
+		}
+		if b[0] == '\n' {
+			break
+		}
+		line = append(line, b[0])
+	}
+	if err := json.Unmarshal(line, &t.ready); err != nil {
+		return fmt.Errorf("the warm box's init: %v", err)
+	}
+	if !t.ready.Ready {
+		return fmt.Errorf("the warm box's init: %s", t.ready.Error)
+	}
+	return nil
+}
+
+func (*serveInit) exit(*run, *exec.Cmd, error, *Result) error { return nil }

@@ -1,0 +1,73 @@
+package boxconf
+
+// The warm box: the same init, started once per box, serves calls over a
+// Unix stream socket handed in at start (FlagServe) instead of running one
+// target. The configuration pipe still brings the box's Config (Argv
+// empty); then:
+//
+//	runner ◀──Ready (one JSON line)──────────────────────────── init
+//	runner ──Call: 4-byte big-endian length, JSON; with it, ──▶ init
+//	         SCM_RIGHTS: the call's stdin, stdout, stderr
+//	runner ◀──CallDone (one JSON line) once every process of ── init
+//	          the call has ended; the init then empties the
+//	          box's scratch directories before it reads the next Call
+//
+// Calls are one at a time. The socket is marked close-on-exec and is never
+// among a call's descriptors; the init is not dumpable, so no call reaches
+// it through /proc/1/fd either. A scratch directory that cannot be emptied
+// is reported (CallDone.Dirty) and the runner retires the box.
+
+// Flags of the serving mode on the init's command line, after FlagConfig
+// and FlagStatus.
+const (
+	// FlagServe names the descriptor of the control socket.
+	FlagServe = "--serve-fd"
+	// FlagScratch, repeated, names a directory of the box (a tmpfs of its
+	// own) emptied after every call: /tmp, /var/tmp, /dev/shm, a private
+	// HOME.
+	FlagScratch = "--scratch"
+)
+
+// MaxCall bounds one Call's encoding: argv and environment together are
+// bounded by the kernel's own ARG_MAX well below this.
+const MaxCall = 8 << 20
+
+// Ready is the init's first line on the control socket: the box is set up
+// (walls, filter) and waits for calls, or Error says why not.
+type Ready struct {
+	Ready bool   `json:"ready"`
+	Error string `json:"error,omitempty"`
+	// Seccomp reports whether the filter was installed.
+	Seccomp bool `json:"seccomp"`
+}
+
+// Call is one command to run in a warm box.
+type Call struct {
+	// Argv is the command line; Argv[0] is looked up on the PATH of Env.
+	Argv []string `json:"argv"`
+	// Env is the whole environment of the call, built from nothing.
+	Env []string `json:"env"`
+	// Dir is the call's working directory.
+	Dir string `json:"dir"`
+	// WallMS is the wall-clock limit in milliseconds; 0 is none.
+	WallMS int64 `json:"wall_ms,omitempty"`
+}
+
+// CallDone is how a call ended.
+type CallDone struct {
+	// Started is set when the command was started.
+	Started bool `json:"started"`
+	Exit    int  `json:"exit"`
+	Signal  int  `json:"signal,omitempty"`
+	// WallTimeout is set when the wall-clock limit ended the call.
+	WallTimeout bool `json:"wall_timeout,omitempty"`
+	// Error says why the command could not start (nothing ran).
+	Error string `json:"error,omitempty"`
+	// NotFound marks an Error that is a missing command.
+	NotFound bool `json:"not_found,omitempty"`
+	// Refused marks the exec wall's refusal of the command itself (126).
+	Refused bool `json:"refused,omitempty"`
+	// Dirty says what of the call could not be cleared away: the box
+	// must not serve another call.
+	Dirty string `json:"dirty,omitempty"`
+}

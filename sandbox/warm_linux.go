@@ -1,0 +1,115 @@
+package sandbox
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/sandbox/boxconf"
+)
+
+// warmScratch are the box's own tmpfs directories a warm box's init brings
+// back to their first state after every call (boxinit's scratch_linux.go);
+// a private HOME is added when the plan made one.
+var warmScratch = []string{"/tmp", "/var/tmp", "/run", "/dev"}
+
+// PlanWarm plans a warm box for spec: the box Plan would make, with
+// airlock's init as its PID 1 serving calls over a control socket (Control)
+// instead of running one command, so that one box serves many calls of the
+// same confinement. Calls' environments travel with each call; everything
+// else the box is (its mounts, pinned inodes, placeholders, walls, filter)
+// is in its Fingerprint.
+//
+// A warm box has no network (the egress proxy's token belongs to one
+// call) and is tier 1 in this build; either is errs.Unavailable, and the
+// caller runs the call in a box of its own.
+func PlanWarm(spec Spec, tier Tier, exe string) (*Box, error) {
+	if tier != Tier1 {
+		return nil, errs.Unavailablef("sandbox: a warm box is tier 1 in this build (tier %s runs a box per call)", tier)
+	}
+	if spec.Net != nil {
+		return nil, errs.Unavailablef("sandbox: a warm box has no network (a box with the egress proxy is made per call)")
+	}
+	if err := validate(spec); err != nil {
+		return nil, err
+	}
+	b, err := bubblewrap{}.planShape(spec, exe, true)
+	if err != nil {
+		return nil, err
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		b.Close()
+		return nil, errs.Wrap(errs.Unavailable, err, "sandbox: warm box control socket")
+	}
+	// The runner's end polls (deadlines, a reader the pool can stop);
+	// the init's stays blocking, as its one thread of calls wants.
+	unix.SetNonblock(fds[0], true)
+	b.control = os.NewFile(uintptr(fds[0]), "warm-control")
+	n := b.AddFile(os.NewFile(uintptr(fds[1]), "warm-control-box"))
+	b.Argv = append(b.Argv, boxconf.FlagServe, strconv.Itoa(n))
+	for _, d := range b.scratch() {
+		b.Argv = append(b.Argv, boxconf.FlagScratch, d)
+	}
+	return b, nil
+}
+
+// scratch are the box's tmpfs directories a call may write: the fixed
+// ones and HOME when the plan made it a tmpfs of its own.
+func (b *Box) scratch() []string {
+	out := append([]string(nil), warmScratch...)
+	for i := 0; i+1 < len(b.options); i++ {
+		if b.options[i] != "--tmpfs" {
+			continue
+		}
+		d := b.options[i+1]
+		own := true
+		for _, o := range out {
+			own = own && o != d && !within(d, o)
+		}
+		if own && d == b.home() {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// home is the box's HOME, "" when the environment names none.
+func (b *Box) home() string { return EnvValue(b.config.Env, "HOME") }
+
+// Control is a warm box's end of the control socket (nil for any other
+// box); the box closes it in Close.
+func (b *Box) Control() *os.File { return b.control }
+
+// Fingerprint names what the box is: bubblewrap's options (every mount,
+// in order), each bind's pinned device and inode, the placeholders, the
+// walls, the filter, the working directory and the user it runs as. Two
+// plans with one fingerprint make the same box, so a call planned afresh
+// may run in a warm box of the same fingerprint and find exactly what a
+// box of its own would have given it; anything that changed on the host
+// between the plans (a new socket to cover, a new repository's files to
+// hold, a link swapped) changes the fingerprint.
+func (b *Box) Fingerprint() string {
+	c := b.config
+	c.Env, c.Argv, c.StderrFD = nil, nil, 0
+	data, _ := json.Marshal(struct {
+		Tier      Tier
+		Version   string
+		Options   []string
+		Init      []string
+		Config    boxconf.Config
+		Stubs     []Stub
+		RunAs     *RunAs
+		Protected bool
+	}{b.Tier, b.Version, b.options, b.Argv, c, b.Stubs, b.RunAs, b.Protected})
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// Dir is the working directory inside the box, as the plan resolved it.
+func (b *Box) Dir() string { return b.config.Dir }
