@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/testsupport"
 )
 
 // TestJudgeRunsc: only a static runsc no older than the floor may run
@@ -125,5 +126,47 @@ func TestReapGVisor(t *testing.T) {
 	var st unix.Stat_t
 	if unix.Stat(base, &st) == nil && st.Mode&0o077 != 0 {
 		t.Errorf("the boxes' directory is open to others: %#o", st.Mode&0o777)
+	}
+}
+
+// TestPlanGrantedFIFO: a FIFO named in fs.read is planned at every box
+// tier without waiting for a writer (the walk of the granted trees once
+// opened it for reading, and planning hung there for good).
+func TestPlanGrantedFIFO(t *testing.T) {
+	testsupport.Require(t, testsupport.Root)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tier := range []Tier{Tier1, Tier2} {
+		t.Run("tier"+tier.String(), func(t *testing.T) {
+			if _, err := Resolve(tier, ProbeHost()); err != nil {
+				testsupport.Missing(t, "tier %s unavailable here: %v", tier, err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				b, err := Plan(Spec{Workdir: t.TempDir(), Read: []string{fifo}, Env: []string{"PATH=/usr/bin:/bin"}}, tier, exe)
+				if err == nil {
+					b.Close()
+				}
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("plan: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				// Unblock the planner's open so the test binary can end.
+				if f, err := os.OpenFile(fifo, os.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
+					f.Close()
+				}
+				t.Fatal("planning a box with a granted FIFO did not end within 10 s")
+			}
+		})
 	}
 }
