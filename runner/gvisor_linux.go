@@ -62,28 +62,90 @@ func (t *gvisorRun) command(r *run, cmd *exec.Cmd, stderr io.Writer) error {
 // started: runsc leads the process group; its sandbox and gofer die with
 // it (runsc sets their parent-death signal) and Box.Close reaps what is
 // left by its state directory.
-func (*gvisorRun) started(_ *run, cmd *exec.Cmd) int { return cmd.Process.Pid }
+// started: runsc leads the process group; the descriptors only runsc
+// needed (the init's ends of its pipes) are closed here, so the status
+// pipe ends when the box does.
+func (*gvisorRun) started(r *run, cmd *exec.Cmd) int {
+	r.box.Started()
+	return cmd.Process.Pid
+}
 
-func (*gvisorRun) configure(*run) error { return nil }
+// configure hands a box with network its init's configuration; a box
+// without one runs the command itself.
+func (*gvisorRun) configure(r *run) error { return r.box.SendConfig(r.req.Argv) }
 
 func (t *gvisorRun) exit(r *run, cmd *exec.Cmd, waitErr error, res *Result) error {
 	code, sig := exitOf(cmd, waitErr)
 	if d := t.diag.String(); !res.WallTimeout && code == 125 && strings.HasPrefix(d, "airlock: gvisor launch: ") {
 		return errs.Unavailablef("run: the gVisor box could not be built: %s", strings.TrimPrefix(firstLine(d), "airlock: "))
 	}
-	if !res.WallTimeout && sig == 0 && code == 128 {
-		// runsc's own fatal errors exit 128, with the reason in its log.
-		if why := r.box.GVisorFailure(); why != "" {
-			return errs.Unavailablef("run: the gVisor box could not be built: %s", oneLine(why))
+	if r.box.Direct() {
+		if err := t.failed(r, code, sig, res); err != nil {
+			return err
 		}
-		if d := t.diag.String(); strings.Contains(d, "runsc") || strings.Contains(d, "container") {
-			return errs.Unavailablef("run: the gVisor box could not be built: %s", firstLine(d))
-		}
+		res.ExitCode, res.Signal = code, sig
+	} else if err := t.initExit(r, code, sig, res); err != nil {
+		return err
 	}
-	res.ExitCode, res.Signal = code, sig
-	if sig == 0 && code > 128 && code < 128+65 {
+	if res.Signal == 0 && res.ExitCode > 128 && res.ExitCode < 128+65 {
 		// runsc reports a command ended by signal N as 128+N.
-		res.Signal = code - 128
+		res.Signal = res.ExitCode - 128
+	}
+	return nil
+}
+
+// failed tells runsc's own failure (the box did not start, or its kernel
+// died) from the command's status: runsc's fatal errors exit 128, with
+// the reason in its log.
+func (t *gvisorRun) failed(r *run, code, sig int, res *Result) error {
+	if res.WallTimeout || sig != 0 || code != 128 {
+		return nil
+	}
+	if why := r.box.GVisorFailure(); why != "" {
+		return errs.Unavailablef("run: the gVisor box failed: %s", oneLine(why))
+	}
+	if d := t.diag.String(); strings.Contains(d, "runsc") || strings.Contains(d, "container") {
+		return errs.Unavailablef("run: the gVisor box failed: %s", firstLine(d))
+	}
+	return nil
+}
+
+// initExit reads how the command ended from the in-box init of a box with
+// network. An init that reported nothing, or stopped reporting while the
+// command ran, means the box failed: runsc's log says why.
+func (t *gvisorRun) initExit(r *run, code, sig int, res *Result) error {
+	st, serr := r.box.ReadStatus()
+	why := func(what string) error {
+		if w := r.box.GVisorFailure(); w != "" {
+			return errs.Unavailablef("run: the gVisor box %s: %s", what, oneLine(w))
+		}
+		if d := strings.TrimSpace(t.diag.String()); d != "" {
+			return errs.Unavailablef("run: the gVisor box %s: %s", what, firstLine(d))
+		}
+		return errs.Unavailablef("run: the gVisor box %s (runsc status %d, signal %d)", what, code, sig)
+	}
+	switch {
+	case res.WallTimeout:
+	case serr != nil:
+		return why("could not be built")
+	case st.Started && !st.Done && r.cg != nil && r.cg.oom():
+		// The memory limit's OOM killer ended gVisor's kernel, and the
+		// command with it: the limit held.
+		r.desc.Limits.OOM = true
+		res.ExitCode, res.Signal = 128+9, 9
+		r.desc.Notes = append(r.desc.Notes, "the memory limit's OOM killer ended the gVisor box, and the command with it")
+	case st.Started && !st.Done:
+		return why("died while the command ran")
+	case st.Error != "":
+		if st.NotFound {
+			return errs.NotFoundf("run: %s", st.Error)
+		}
+		return errs.Unavailablef("run: box: %s", st.Error)
+	default:
+		res.ExitCode, res.Signal = st.Exit, st.Signal
+		if st.Signal != 0 {
+			res.ExitCode = 128 + st.Signal
+		}
 	}
 	return nil
 }

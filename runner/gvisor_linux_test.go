@@ -26,26 +26,21 @@ func requireTier2(t *testing.T) {
 	}
 }
 
-// gvisorBoxes lists the tier-2 box directories now present.
-func gvisorBoxes(t *testing.T) map[string]bool {
+// gvisorBoxes lists the tier-2 box directories now present that the
+// airlock process pid started (by each box's record): other processes'
+// boxes (another test binary on the same host) are not this test's.
+func gvisorBoxes(t *testing.T, pid int) map[string]bool {
 	t.Helper()
-	base := filepath.Join(filepath.Dir(sandboxLockDir()), "gvisor")
+	base := sandbox.GVisorBoxesDir()
 	ents, _ := os.ReadDir(base)
 	out := map[string]bool{}
 	for _, e := range ents {
-		out[filepath.Join(base, e.Name())] = true
+		dir := filepath.Join(base, e.Name())
+		if r, err := sandbox.ReadGVisorRecord(dir); err == nil && r.Pid == pid {
+			out[dir] = true
+		}
 	}
 	return out
-}
-
-// sandboxLockDir mirrors sandbox's stub lock directory, whose parent holds
-// the gVisor boxes.
-func sandboxLockDir() string {
-	base := filepath.Join(os.TempDir(), "airlock-"+itoa(os.Geteuid()))
-	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
-		base = filepath.Join(d, "airlock")
-	}
-	return filepath.Join(base, "locks")
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -73,12 +68,12 @@ func hostProcsOf(dir string) []int {
 // no directory of it remains.
 func TestGVisorNothingLeft(t *testing.T) {
 	requireTier2(t)
-	before := gvisorBoxes(t)
+	before := gvisorBoxes(t, os.Getpid())
 	o := runIn(t, sandbox.Tier2, fixSpec(t, gitRepo(t)), "", "sh", "-c", "sleep 30 & echo started")
 	if o.err != nil || o.stdout != "started\n" {
 		t.Fatalf("got %q, err %v", o.stdout, o.err)
 	}
-	for d := range gvisorBoxes(t) {
+	for d := range gvisorBoxes(t, os.Getpid()) {
 		if !before[d] {
 			t.Errorf("box directory %s left behind (processes %v)", d, hostProcsOf(d))
 		}
@@ -94,7 +89,6 @@ func TestGVisorKillAirlock(t *testing.T) {
 	repo := gitRepo(t)
 	status := gitStatus(t, repo)
 	signal := t.TempDir()
-	before := gvisorBoxes(t)
 	spec := fixSpec(t, repo)
 	spec.Write = append(spec.Write, signal)
 	req, _ := json.Marshal(helperReq{Spec: spec, Tier: sandbox.Tier2,
@@ -113,10 +107,8 @@ func TestGVisorKillAirlock(t *testing.T) {
 		}
 	}
 	var dir string
-	for d := range gvisorBoxes(t) {
-		if !before[d] {
-			dir = d
-		}
+	for d := range gvisorBoxes(t, cmd.Process.Pid) {
+		dir = d
 	}
 	if dir == "" || len(hostProcsOf(dir)) < 3 {
 		t.Fatalf("no running box found (directory %q, processes %v), so this test shows nothing", dir, hostProcsOf(dir))
@@ -284,5 +276,53 @@ func gvisorCPULimit(t *testing.T, lim sandbox.Limits) {
 	t.Logf("the work took %s unlimited, %s with %.2f cores", free, held, lim.CPU)
 	if held < 4*free {
 		t.Errorf("with %.2f cores the work took %s, not much longer than %s without: the quota did not hold", lim.CPU, held, free)
+	}
+}
+
+// TestGVisorHidesSockets: a box with network at tier 2 runs runsc with
+// --host-uds=open, which would let it connect to any host socket its
+// mounts hold. Every socket in the granted trees but the egress proxy's
+// must stay out of reach, as at tier 1: unconfined the agent socket
+// answers, in a tier-2 box (with and without network) it does not.
+func TestGVisorHidesSockets(t *testing.T) {
+	requireTier2(t)
+	rows := []struct {
+		name  string
+		setup func(t *testing.T) (sandbox.Spec, string)
+	}{
+		{"a socket inside a read grant", func(t *testing.T) (sandbox.Spec, string) {
+			home := t.TempDir()
+			os.MkdirAll(filepath.Join(home, ".gnupg"), 0o700)
+			s := baseSpec(t)
+			s.Read = []string{home}
+			return s, canarySocket(t, filepath.Join(home, ".gnupg"))
+		}},
+		{"a socket in the writable working directory", func(t *testing.T) (sandbox.Spec, string) {
+			wd := t.TempDir()
+			os.MkdirAll(filepath.Join(wd, "run", "deep"), 0o700)
+			return fixSpec(t, wd), canarySocket(t, filepath.Join(wd, "run", "deep"))
+		}},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			spec, sock := row.setup(t)
+			if o := runIn(t, sandbox.Tier0, spec, "", testExe(t), attackArg, "connect", sock); o.err != nil || o.res.ExitCode != 0 {
+				t.Fatalf("unconfined the socket did not answer (exit %d, %v): %s", o.res.ExitCode, o.err, o.stdout)
+			}
+			for _, tc := range []tierCase{{tier: sandbox.Tier2}, {tier: sandbox.Tier2, net: true}} {
+				t.Run(tc.name(), func(t *testing.T) {
+					spec, sock := row.setup(t)
+					spec = withNet(t, tc, spec)
+					o := runIn(t, sandbox.Tier2, spec, "", sandbox.InitPath, attackArg, "connect", sock)
+					if o.err != nil {
+						t.Fatalf("the box did not run: %v", o.err)
+					}
+					if o.res.ExitCode == 0 || !strings.HasPrefix(o.stdout, "held:") {
+						t.Fatalf("the box reached the host socket: exit %d: %s%s", o.res.ExitCode, o.stdout, o.stderr)
+					}
+					t.Logf("held: %s", strings.TrimSpace(o.stdout))
+				})
+			}
+		})
 	}
 }
