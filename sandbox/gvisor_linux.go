@@ -63,13 +63,13 @@ type gvisorBox struct {
 	launch bool
 	exe    string
 	srcs   []gvSource
-	// net is set for a box with network: airlock's init is its first
-	// process (config and status through initFiles, passed in with
-	// runsc's --pass-fd), and runsc may connect to the host sockets its
-	// mounts hold (--host-uds=open): the egress socket's directory, every
-	// other socket covered (coverSocket).
-	net       bool
+	// initFiles are the in-box init's configuration and status pipes,
+	// passed in with runsc's --pass-fd (planInit).
 	initFiles []*os.File
+	// net is set for a box with network: runsc may connect to the host
+	// sockets its mounts hold (--host-uds=open): the egress socket's
+	// directory, every other socket covered (coverSocket).
+	net bool
 	// cover is the empty read-only file bound over each other socket.
 	cover  *pinned
 	closed bool
@@ -462,8 +462,11 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 	if err := p.pinGrants(gr, home); err != nil {
 		return err
 	}
+	if err := g.planInit(p, wd.real); err != nil {
+		return err
+	}
 	if spec.Net != nil {
-		if err := g.planNet(p, ex, wd.real); err != nil {
+		if err := g.planNet(p, ex); err != nil {
 			return err
 		}
 	}
@@ -503,7 +506,10 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 	g.spec.Hostname = "airlock"
 	g.spec.Root = ociRoot{Path: filepath.Join(g.bundle, "root"), Readonly: true}
 	g.spec.Process.User = ociUser{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
-	g.spec.Process.Env = env
+	// The init's own environment: the command's comes through its
+	// configuration (planInit). One P is all the init needs, and fewer
+	// runtime threads start faster in gVisor's kernel.
+	g.spec.Process.Env = []string{"GOMAXPROCS=1"}
 	g.spec.Process.Cwd = wd.real
 	g.spec.Process.NoNewPrivileges = true
 	if n := spec.Limits.Pids; n > 0 {
@@ -518,7 +524,7 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 
 	// The command check (CheckCommand) is tier 1's: what the box sees at
 	// the same place as the host.
-	b.direct = !g.net
+	b.direct = false // airlock's init starts the command (planInit)
 	b.visible = p.visible()
 	b.boxOnly = p.boxOnly
 	b.env = env
@@ -624,13 +630,10 @@ func (b *Box) GVisorCommand(argv []string) ([]string, error) {
 	if g == nil || g.closed {
 		return nil, errs.New(errs.Internal, "sandbox: not a tier-2 box")
 	}
-	g.spec.Process.Args = g.argv(argv)
-	if g.net {
-		// airlock's init is the box's first process; the command comes
-		// with its configuration (Box.SendConfig).
-		g.spec.Process.Args = []string{boxInitPath, InitArg,
-			boxconf.FlagConfig, strconv.Itoa(gvisorInitFD), boxconf.FlagStatus, strconv.Itoa(gvisorInitFD + 1)}
-	}
+	// airlock's init is the box's first process; the command comes with
+	// its configuration (Box.SendConfig).
+	g.spec.Process.Args = []string{boxInitPath, InitArg,
+		boxconf.FlagConfig, strconv.Itoa(gvisorInitFD), boxconf.FlagStatus, strconv.Itoa(gvisorInitFD + 1)}
 	data, err := json.Marshal(g.spec)
 	if err != nil {
 		return nil, err
@@ -661,16 +664,14 @@ func (b *Box) GVisorCommand(argv []string) ([]string, error) {
 		args = append(args, "--host-uds", "open")
 	}
 	args = append(args, "run", "--bundle", g.bundle)
-	if g.net {
-		// The init's pipes follow the launcher's descriptors (see
-		// GVisorFiles).
-		first := 3
-		if g.launch {
-			first = 4 + len(g.srcs)
-		}
-		for i := range g.initFiles {
-			args = append(args, "--pass-fd", fmt.Sprintf("%d:%d", first+i, gvisorInitFD+i))
-		}
+	// The init's pipes follow the launcher's descriptors (see
+	// GVisorFiles).
+	first := 3
+	if g.launch {
+		first = 4 + len(g.srcs)
+	}
+	for i := range g.initFiles {
+		args = append(args, "--pass-fd", fmt.Sprintf("%d:%d", first+i, gvisorInitFD+i))
 	}
 	args = append(args, g.id)
 	if !g.launch {
@@ -730,11 +731,25 @@ func (b *Box) GVisorFailure() string {
 	data, _ := io.ReadAll(io.LimitReader(f, 1<<20))
 	var last string
 	for _, l := range strings.Split(string(data), "\n") {
-		if strings.Contains(l, "FATAL") || strings.Contains(l, "running container") || strings.Contains(l, "creating container") || strings.Contains(l, "starting container") {
+		// runsc writes JSON lines ({"msg":…,"level":…}) or text ones.
+		var j struct{ Msg, Level string }
+		if json.Unmarshal([]byte(l), &j) == nil && j.Msg != "" {
+			if j.Level == "error" || j.Level == "fatal" || runscFailure(j.Msg) {
+				last = j.Msg
+			}
+			continue
+		}
+		if strings.Contains(l, "FATAL") || runscFailure(l) {
 			last = l
 		}
 	}
 	return strings.TrimSpace(last)
+}
+
+// runscFailure reports whether a line of runsc's log tells why a
+// container did not run.
+func runscFailure(l string) bool {
+	return strings.Contains(l, "running container") || strings.Contains(l, "creating container") || strings.Contains(l, "starting container")
 }
 
 // close ends every process of the box and removes its directory.
@@ -874,9 +889,39 @@ const boxEgressDir = "/run/airlock/egress"
 // runsc's --pass-fd: its configuration, then its status.
 const gvisorInitFD = 3
 
+// planInit makes airlock's init the box's first process, as tier 1 does
+// for a box with network: it starts the command, and its status tells a
+// command's end from the end of gVisor's kernel (a Sentry killed
+// mid-call ends runsc as a SIGKILLed command would).
+func (g *gvisorBox) planInit(p *planner, wd string) error {
+	b := p.box
+	// The init's configuration in, its status out; the runner hands them
+	// over after runsc starts (Box.SendConfig, Box.ReadStatus).
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	stR, stW, err := os.Pipe()
+	if err != nil {
+		cfgR.Close()
+		cfgW.Close()
+		return err
+	}
+	b.configW, b.statusR = cfgW, stR
+	b.child = append(b.child, cfgR, stW)
+	g.initFiles = []*os.File{cfgR, stW}
+	b.config.Env = append([]string(nil), p.spec.Env...)
+	b.config.Dir = wd
+	// gVisor's kernel applies the box's filter (--oci-seccomp) to the
+	// init and the command alike, and its device numbers are its own:
+	// the launcher checked the binds on the host.
+	b.config.Seccomp, b.config.Pins = false, nil
+	return nil
+}
+
 // planNet gives the box the egress forwarder: airlock's init runs it, as
 // at tier 1, and reaches the proxy through the socket's directory.
-func (g *gvisorBox) planNet(p *planner, ex *pinned, wd string) error {
+func (g *gvisorBox) planNet(p *planner, ex *pinned) error {
 	b := p.box
 	pn, err := p.pinProxy()
 	if err != nil {
@@ -903,31 +948,10 @@ func (g *gvisorBox) planNet(p *planner, ex *pinned, wd string) error {
 	if !g.launch {
 		b.Notes = append(b.Notes, "tier 2 without root: a socket in the granted trees cannot be covered, so a box with network is refused where the walk finds one")
 	}
-	// The init's configuration in, its status out; the runner hands them
-	// over after runsc starts (Box.SendConfig, Box.ReadStatus).
-	cfgR, cfgW, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	stR, stW, err := os.Pipe()
-	if err != nil {
-		cfgR.Close()
-		cfgW.Close()
-		return err
-	}
-	b.configW, b.statusR = cfgW, stR
-	b.child = append(b.child, cfgR, stW)
-	g.initFiles = []*os.File{cfgR, stW}
 	b.config.Net = p.netConfig(boxEgressDir + "/" + name)
 	// A socket of gVisor's kernel cannot be handed to the host's proxy:
 	// the forwarder carries the bytes.
 	b.config.Net.Copy = true
-	b.config.Env = append([]string(nil), p.spec.Env...)
-	b.config.Dir = wd
-	// gVisor's kernel applies the box's filter (--oci-seccomp) to the
-	// init and the command alike, and its device numbers are its own:
-	// the launcher checked the binds on the host.
-	b.config.Seccomp, b.config.Pins = false, nil
 	g.net = true
 	return nil
 }

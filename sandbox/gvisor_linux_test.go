@@ -4,7 +4,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/internal/testsupport"
+	"github.com/airlock-run/airlock/sandbox/cgroup"
 )
 
 // TestJudgeRunsc: only a static runsc no older than the floor may run
@@ -168,5 +171,52 @@ func TestPlanGrantedFIFO(t *testing.T) {
 				t.Fatal("planning a box with a granted FIFO did not end within 10 s")
 			}
 		})
+	}
+}
+
+// TestReapGVisorCgroup: the record of a box whose airlock died names the
+// run's cgroup, and the reaper ends what is in it, even a process whose
+// command line carries nothing of the box (a helper gVisor started), and
+// removes the group.
+func TestReapGVisorCgroup(t *testing.T) {
+	testsupport.Require(t, testsupport.Root)
+	base := gvisorBoxesDir()
+	if err := privateDir(filepath.Dir(base)); err != nil {
+		t.Fatal(err)
+	}
+	if err := privateDir(base); err != nil {
+		t.Fatal(err)
+	}
+	g, err := cgroup.New("reaptest-"+strconv.Itoa(os.Getpid()), cgroup.Limits{MemoryBytes: 256 << 20})
+	if err != nil {
+		testsupport.Missing(t, "no cgroup here: %v", err)
+	}
+	defer g.Close()
+	orphan := exec.Command("sleep", "300")
+	orphan.SysProcAttr = &syscall.SysProcAttr{}
+	if err := g.Start(orphan.SysProcAttr, orphan.Start); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { orphan.Process.Kill() })
+	exited := make(chan struct{})
+	go func() { orphan.Wait(); close(exited) }()
+
+	dead := filepath.Join(base, "airlock-deadcgtest")
+	os.MkdirAll(dead, 0o700)
+	os.WriteFile(filepath.Join(dead, "lock"), nil, 0o600)
+	(&gvisorBox{dir: dead}).record(GVisorRecord{ID: "airlock-deadcgtest", Pid: 1 << 22, Cgroups: g.Dirs()})
+	ReapGVisor()
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the process in the dead run's cgroup survived the reaping")
+	}
+	if _, err := os.Stat(dead); err == nil {
+		t.Errorf("the dead box's directory %s was not removed", dead)
+	}
+	for _, d := range g.Dirs() {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("the dead run's cgroup %s was not removed", d)
+		}
 	}
 }
