@@ -2,18 +2,20 @@ package runner
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"os/exec"
 	"strings"
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/sandbox"
+	"github.com/airlock-run/airlock/sandbox/boxconf"
 )
 
 // gvisorRun is a tier-2 box: runsc runs the OCI bundle the plan wrote,
-// with the command as the container's process. runsc's status is the
-// command's; its own failures are told apart by its log. runsc starts in
+// with airlock's init as the container's first process; the init starts
+// the command and reports how it ended through a pipe, so runsc's own
+// failures (told by its log) and a Sentry that died are never taken for
+// the command's status. runsc starts in
 // the run's cgroup (when limits ask for one) and makes none itself, so the
 // limits cover gVisor's kernel and gofer along with the command.
 type gvisorRun struct {
@@ -41,11 +43,6 @@ func hostLimits(box *sandbox.Box, l sandbox.Limits) sandbox.Limits {
 }
 
 func (t *gvisorRun) command(r *run, cmd *exec.Cmd, stderr io.Writer) error {
-	// A missing command is airlock's refusal (exit 125), told before runsc
-	// starts, as at tier 1.
-	if err := r.box.CheckCommand(r.req.Argv[0]); err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
 	argv, err := r.box.GVisorCommand(r.req.Argv)
 	if err != nil {
 		return err
@@ -79,40 +76,13 @@ func (t *gvisorRun) exit(r *run, cmd *exec.Cmd, waitErr error, res *Result) erro
 	if d := t.diag.String(); !res.WallTimeout && code == 125 && strings.HasPrefix(d, "airlock: gvisor launch: ") {
 		return errs.Unavailablef("run: the gVisor box could not be built: %s", strings.TrimPrefix(firstLine(d), "airlock: "))
 	}
-	if r.box.Direct() {
-		if err := t.failed(r, code, sig, res); err != nil {
-			return err
-		}
-		res.ExitCode, res.Signal = code, sig
-	} else if err := t.initExit(r, code, sig, res); err != nil {
-		return err
-	}
-	if res.Signal == 0 && res.ExitCode > 128 && res.ExitCode < 128+65 {
-		// runsc reports a command ended by signal N as 128+N.
-		res.Signal = res.ExitCode - 128
-	}
-	return nil
+	return t.initExit(r, code, sig, res)
 }
 
-// failed tells runsc's own failure (the box did not start, or its kernel
-// died) from the command's status: runsc's fatal errors exit 128, with
-// the reason in its log.
-func (t *gvisorRun) failed(r *run, code, sig int, res *Result) error {
-	if res.WallTimeout || sig != 0 || code != 128 {
-		return nil
-	}
-	if why := r.box.GVisorFailure(); why != "" {
-		return errs.Unavailablef("run: the gVisor box failed: %s", oneLine(why))
-	}
-	if d := t.diag.String(); strings.Contains(d, "runsc") || strings.Contains(d, "container") {
-		return errs.Unavailablef("run: the gVisor box failed: %s", firstLine(d))
-	}
-	return nil
-}
-
-// initExit reads how the command ended from the in-box init of a box with
-// network. An init that reported nothing, or stopped reporting while the
-// command ran, means the box failed: runsc's log says why.
+// initExit reads how the command ended from the in-box init. An init that
+// reported nothing, or stopped reporting while the command ran (its
+// Sentry died: runsc then ends as a SIGKILLed command would), means the
+// box failed: runsc's log says why.
 func (t *gvisorRun) initExit(r *run, code, sig int, res *Result) error {
 	st, serr := r.box.ReadStatus()
 	why := func(what string) error {
@@ -126,26 +96,35 @@ func (t *gvisorRun) initExit(r *run, code, sig int, res *Result) error {
 	}
 	switch {
 	case res.WallTimeout:
-	case serr != nil:
-		return why("could not be built")
 	case st.Started && !st.Done && r.cg != nil && r.cg.oom():
 		// The memory limit's OOM killer ended gVisor's kernel, and the
 		// command with it: the limit held.
 		r.desc.Limits.OOM = true
 		res.ExitCode, res.Signal = 128+9, 9
 		r.desc.Notes = append(r.desc.Notes, "the memory limit's OOM killer ended the gVisor box, and the command with it")
+	case serr != nil:
+		return why("could not be built")
 	case st.Started && !st.Done:
 		return why("died while the command ran")
-	case st.Error != "":
+	default:
+		return initReported(st, res)
+	}
+	return nil
+}
+
+// initReported reads into res how the command ended as a box's init
+// reported it at the end, or the init's own refusal (a missing command is
+// not found; anything else, the box could not run it).
+func initReported(st boxconf.Status, res *Result) error {
+	if st.Error != "" {
 		if st.NotFound {
 			return errs.NotFoundf("run: %s", st.Error)
 		}
 		return errs.Unavailablef("run: box: %s", st.Error)
-	default:
-		res.ExitCode, res.Signal = st.Exit, st.Signal
-		if st.Signal != 0 {
-			res.ExitCode = 128 + st.Signal
-		}
+	}
+	res.ExitCode, res.Signal = st.Exit, st.Signal
+	if st.Signal != 0 {
+		res.ExitCode = 128 + st.Signal
 	}
 	return nil
 }
