@@ -24,13 +24,17 @@ import (
 // system calls go to a kernel of its own. airlock writes the OCI bundle
 // itself: a root it builds (the system read-only, the granted paths, a
 // private /tmp, /var/tmp, /run and HOME), an environment built from the
-// Spec alone, no capabilities, no network.
+// Spec alone, no capabilities, no network of its own (--network=none).
+// airlock's init is the box's first process and starts the command; with
+// network it runs the egress forwarder, which reaches the proxy through
+// the socket's directory (planNet).
 //
 // Each box has a private directory of its own (gvisorBoxesDir) holding the
-// bundle, runsc's state root and its log; it is locked for the box's life
-// and removed, with every process of the box, when the box closes. A box
-// whose airlock died (SIGKILL) leaves an unlocked directory, and the next
-// box planned reaps it: its processes are found by that directory's path on
+// bundle, runsc's state root, its log and the box's record (GVisorRecord);
+// it is locked for the box's life and removed, with every process of the
+// box, when the box closes. A box whose airlock died (SIGKILL) leaves an
+// unlocked directory, and the next box planned reaps it: the processes in
+// the cgroup its record names, and those with that directory's path on
 // their command line (runsc hands its --root to the sandbox and the gofer
 // it starts).
 type gvisor struct{}
