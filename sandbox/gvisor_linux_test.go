@@ -114,15 +114,7 @@ func TestReapGVisor(t *testing.T) {
 	}
 	defer live.close()
 
-	ReapGVisor()
-	select {
-	case <-exited:
-	case <-time.After(5 * time.Second):
-		t.Errorf("the dead box's process survived the reaping")
-	}
-	if _, err := os.Stat(dead); err == nil {
-		t.Errorf("the dead box's directory %s was not removed", dead)
-	}
+	reapAndCheck(t, dead, exited)
 	if _, err := os.Stat(live.dir); err != nil {
 		t.Errorf("a live box's directory was reaped: %v", err)
 	}
@@ -205,18 +197,25 @@ func TestReapGVisorCgroup(t *testing.T) {
 	os.MkdirAll(dead, 0o700)
 	os.WriteFile(filepath.Join(dead, "lock"), nil, 0o600)
 	(&gvisorBox{dir: dead}).record(GVisorRecord{ID: "airlock-deadcgtest", Pid: 1 << 22, Cgroups: g.Dirs()})
-	ReapGVisor()
-	select {
-	case <-exited:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("the process in the dead run's cgroup survived the reaping")
-	}
-	if _, err := os.Stat(dead); err == nil {
-		t.Errorf("the dead box's directory %s was not removed", dead)
-	}
+	reapAndCheck(t, dead, exited)
 	for _, d := range g.Dirs() {
 		if _, err := os.Stat(d); err == nil {
 			t.Errorf("the dead run's cgroup %s was not removed", d)
 		}
+	}
+}
+
+// reapAndCheck reaps and checks that the dead box's process (exited
+// closes when it ends) and its directory dead are gone.
+func reapAndCheck(t *testing.T, dead string, exited <-chan struct{}) {
+	t.Helper()
+	ReapGVisor()
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Errorf("the dead box's process survived the reaping")
+	}
+	if _, err := os.Stat(dead); err == nil {
+		t.Errorf("the dead box's directory %s was not removed", dead)
 	}
 }
