@@ -63,7 +63,7 @@ func tiers() []tierCase {
 	case os.Geteuid() != 0:
 		out = append(out, tierCase{tier: sandbox.Tier2, skip: "tier 2 is tested as root, like CI"})
 	default:
-		out = append(out, tierCase{tier: sandbox.Tier2})
+		out = append(out, tierCase{tier: sandbox.Tier2}, tierCase{tier: sandbox.Tier2, net: true})
 	}
 	return out
 }

@@ -2,18 +2,20 @@ package runner
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"os/exec"
 	"strings"
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/sandbox"
+	"github.com/airlock-run/airlock/sandbox/boxconf"
 )
 
 // gvisorRun is a tier-2 box: runsc runs the OCI bundle the plan wrote,
-// with the command as the container's process. runsc's status is the
-// command's; its own failures are told apart by its log. runsc starts in
+// with airlock's init as the container's first process; the init starts
+// the command and reports how it ended through a pipe, so runsc's own
+// failures (told by its log) and a Sentry that died are never taken for
+// the command's status. runsc starts in
 // the run's cgroup (when limits ask for one) and makes none itself, so the
 // limits cover gVisor's kernel and gofer along with the command.
 type gvisorRun struct {
@@ -41,11 +43,6 @@ func hostLimits(box *sandbox.Box, l sandbox.Limits) sandbox.Limits {
 }
 
 func (t *gvisorRun) command(r *run, cmd *exec.Cmd, stderr io.Writer) error {
-	// A missing command is airlock's refusal (exit 125), told before runsc
-	// starts, as at tier 1.
-	if err := r.box.CheckCommand(r.req.Argv[0]); err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
 	argv, err := r.box.GVisorCommand(r.req.Argv)
 	if err != nil {
 		return err
@@ -62,28 +59,72 @@ func (t *gvisorRun) command(r *run, cmd *exec.Cmd, stderr io.Writer) error {
 // started: runsc leads the process group; its sandbox and gofer die with
 // it (runsc sets their parent-death signal) and Box.Close reaps what is
 // left by its state directory.
-func (*gvisorRun) started(_ *run, cmd *exec.Cmd) int { return cmd.Process.Pid }
+// started: runsc leads the process group; the descriptors only runsc
+// needed (the init's ends of its pipes) are closed here, so the status
+// pipe ends when the box does.
+func (*gvisorRun) started(r *run, cmd *exec.Cmd) int {
+	r.box.Started()
+	return cmd.Process.Pid
+}
 
-func (*gvisorRun) configure(*run) error { return nil }
+// configure hands a box with network its init's configuration; a box
+// without one runs the command itself.
+func (*gvisorRun) configure(r *run) error { return r.box.SendConfig(r.req.Argv) }
 
 func (t *gvisorRun) exit(r *run, cmd *exec.Cmd, waitErr error, res *Result) error {
 	code, sig := exitOf(cmd, waitErr)
 	if d := t.diag.String(); !res.WallTimeout && code == 125 && strings.HasPrefix(d, "airlock: gvisor launch: ") {
 		return errs.Unavailablef("run: the gVisor box could not be built: %s", strings.TrimPrefix(firstLine(d), "airlock: "))
 	}
-	if !res.WallTimeout && sig == 0 && code == 128 {
-		// runsc's own fatal errors exit 128, with the reason in its log.
-		if why := r.box.GVisorFailure(); why != "" {
-			return errs.Unavailablef("run: the gVisor box could not be built: %s", oneLine(why))
+	return t.initExit(r, code, sig, res)
+}
+
+// initExit reads how the command ended from the in-box init. An init that
+// reported nothing, or stopped reporting while the command ran (its
+// Sentry died: runsc then ends as a SIGKILLed command would), means the
+// box failed: runsc's log says why.
+func (t *gvisorRun) initExit(r *run, code, sig int, res *Result) error {
+	st, serr := r.box.ReadStatus()
+	why := func(what string) error {
+		if w := r.box.GVisorFailure(); w != "" {
+			return errs.Unavailablef("run: the gVisor box %s: %s", what, oneLine(w))
 		}
-		if d := t.diag.String(); strings.Contains(d, "runsc") || strings.Contains(d, "container") {
-			return errs.Unavailablef("run: the gVisor box could not be built: %s", firstLine(d))
+		if d := strings.TrimSpace(t.diag.String()); d != "" {
+			return errs.Unavailablef("run: the gVisor box %s: %s", what, firstLine(d))
 		}
+		return errs.Unavailablef("run: the gVisor box %s (runsc status %d, signal %d)", what, code, sig)
 	}
-	res.ExitCode, res.Signal = code, sig
-	if sig == 0 && code > 128 && code < 128+65 {
-		// runsc reports a command ended by signal N as 128+N.
-		res.Signal = code - 128
+	switch {
+	case res.WallTimeout:
+	case st.Started && !st.Done && r.cg != nil && r.cg.oom():
+		// The memory limit's OOM killer ended gVisor's kernel, and the
+		// command with it: the limit held.
+		r.desc.Limits.OOM = true
+		res.ExitCode, res.Signal = 128+9, 9
+		r.desc.Notes = append(r.desc.Notes, "the memory limit's OOM killer ended the gVisor box, and the command with it")
+	case serr != nil:
+		return why("could not be built")
+	case st.Started && !st.Done:
+		return why("died while the command ran")
+	default:
+		return initReported(st, res)
+	}
+	return nil
+}
+
+// initReported reads into res how the command ended as a box's init
+// reported it at the end, or the init's own refusal (a missing command is
+// not found; anything else, the box could not run it).
+func initReported(st boxconf.Status, res *Result) error {
+	if st.Error != "" {
+		if st.NotFound {
+			return errs.NotFoundf("run: %s", st.Error)
+		}
+		return errs.Unavailablef("run: box: %s", st.Error)
+	}
+	res.ExitCode, res.Signal = st.Exit, st.Signal
+	if st.Signal != 0 {
+		res.ExitCode = 128 + st.Signal
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/internal/testsupport"
 	"github.com/airlock-run/airlock/sandbox"
 )
@@ -26,26 +26,21 @@ func requireTier2(t *testing.T) {
 	}
 }
 
-// gvisorBoxes lists the tier-2 box directories now present.
-func gvisorBoxes(t *testing.T) map[string]bool {
+// gvisorBoxes lists the tier-2 box directories now present that the
+// airlock process pid started (by each box's record): other processes'
+// boxes (another test binary on the same host) are not this test's.
+func gvisorBoxes(t *testing.T, pid int) map[string]bool {
 	t.Helper()
-	base := filepath.Join(filepath.Dir(sandboxLockDir()), "gvisor")
+	base := sandbox.GVisorBoxesDir()
 	ents, _ := os.ReadDir(base)
 	out := map[string]bool{}
 	for _, e := range ents {
-		out[filepath.Join(base, e.Name())] = true
+		dir := filepath.Join(base, e.Name())
+		if r, err := sandbox.ReadGVisorRecord(dir); err == nil && r.Pid == pid {
+			out[dir] = true
+		}
 	}
 	return out
-}
-
-// sandboxLockDir mirrors sandbox's stub lock directory, whose parent holds
-// the gVisor boxes.
-func sandboxLockDir() string {
-	base := filepath.Join(os.TempDir(), "airlock-"+itoa(os.Geteuid()))
-	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
-		base = filepath.Join(d, "airlock")
-	}
-	return filepath.Join(base, "locks")
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -73,12 +68,12 @@ func hostProcsOf(dir string) []int {
 // no directory of it remains.
 func TestGVisorNothingLeft(t *testing.T) {
 	requireTier2(t)
-	before := gvisorBoxes(t)
+	before := gvisorBoxes(t, os.Getpid())
 	o := runIn(t, sandbox.Tier2, fixSpec(t, gitRepo(t)), "", "sh", "-c", "sleep 30 & echo started")
 	if o.err != nil || o.stdout != "started\n" {
 		t.Fatalf("got %q, err %v", o.stdout, o.err)
 	}
-	for d := range gvisorBoxes(t) {
+	for d := range gvisorBoxes(t, os.Getpid()) {
 		if !before[d] {
 			t.Errorf("box directory %s left behind (processes %v)", d, hostProcsOf(d))
 		}
@@ -94,9 +89,11 @@ func TestGVisorKillAirlock(t *testing.T) {
 	repo := gitRepo(t)
 	status := gitStatus(t, repo)
 	signal := t.TempDir()
-	before := gvisorBoxes(t)
 	spec := fixSpec(t, repo)
 	spec.Write = append(spec.Write, signal)
+	// A limit puts runsc in a cgroup of the run's, which the box's
+	// record names for the reaper.
+	spec.Limits.MemoryBytes = 1 << 30
 	req, _ := json.Marshal(helperReq{Spec: spec, Tier: sandbox.Tier2,
 		Argv: []string{"sh", "-c", "touch " + filepath.Join(signal, "started") + "; sleep 300 & sleep 300"}})
 	cmd := exec.Command(testExe(t), helperArg, string(req))
@@ -113,16 +110,18 @@ func TestGVisorKillAirlock(t *testing.T) {
 		}
 	}
 	var dir string
-	for d := range gvisorBoxes(t) {
-		if !before[d] {
-			dir = d
-		}
+	for d := range gvisorBoxes(t, cmd.Process.Pid) {
+		dir = d
 	}
 	if dir == "" || len(hostProcsOf(dir)) < 3 {
 		t.Fatalf("no running box found (directory %q, processes %v), so this test shows nothing", dir, hostProcsOf(dir))
 	}
 	if _, err := os.Lstat(filepath.Join(repo, ".vscode")); err != nil {
 		t.Fatalf("no placeholder while the box runs, so this test shows nothing: %v", err)
+	}
+	rec, err := sandbox.ReadGVisorRecord(dir)
+	if err != nil || rec.Pid != cmd.Process.Pid || !strings.HasPrefix(rec.ID, "airlock-") || len(rec.Cgroups) == 0 {
+		t.Fatalf("the box's record %+v (%v) does not name its sandbox, its airlock and its cgroup", rec, err)
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
@@ -154,6 +153,14 @@ func TestGVisorKillAirlock(t *testing.T) {
 	if _, err := os.Stat(dir); err == nil {
 		t.Errorf("the dead run's box directory %s was not reaped", dir)
 	}
+	if left := liveOnly(hostProcsOf(dir)); len(left) > 0 {
+		t.Errorf("gVisor processes of the dead run are left after the next run: %v", left)
+	}
+	for _, cg := range rec.Cgroups {
+		if data, err := os.ReadFile(filepath.Join(cg, "cgroup.procs")); err == nil && len(strings.TrimSpace(string(data))) > 0 {
+			t.Errorf("the dead run's cgroup %s still holds processes: %s", cg, data)
+		}
+	}
 }
 
 // liveOnly drops zombies (runsc reparented to init and not yet reaped).
@@ -170,94 +177,6 @@ func liveOnly(pids []int) []int {
 		out = append(out, p)
 	}
 	return out
-}
-
-// BenchmarkGVisorTrue measures a cold tier-2 call (`/bin/true` through
-// runner.Run: plan, bundle, runsc run, teardown) against runsc run of the
-// same bundle by hand, and against `runsc exec` into a box already
-// running, the per-call price a warm box has to beat.
-func BenchmarkGVisorTrue(b *testing.B) {
-	if _, err := sandbox.Resolve(sandbox.Tier2, sandbox.ProbeHost()); err != nil {
-		testsupport.Missing(b, "tier 2 unavailable here: %v", err)
-	}
-	exe := testExe(b)
-	spec := sandbox.Spec{Workdir: b.TempDir(), Env: []string{"PATH=/usr/bin:/bin", "HOME=/home/box"}}
-	b.Run("cold", func(b *testing.B) {
-		var air, hand []time.Duration
-		for i := 0; i < b.N; i++ {
-			start := time.Now()
-			res, err := Run(context.Background(), exe, Request{Argv: []string{"/bin/true"}, Spec: spec, Tier: sandbox.Tier2})
-			if err != nil || res.ExitCode != 0 {
-				b.Fatalf("airlock run: exit %d, %v", res.ExitCode, err)
-			}
-			air = append(air, time.Since(start))
-
-			box, err := sandbox.Plan(spec, sandbox.Tier2, exe)
-			if err != nil {
-				b.Fatal(err)
-			}
-			argv, err := box.GVisorCommand([]string{"/bin/true"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			byHand := exec.Command(argv[0], argv[1:]...)
-			if byHand.ExtraFiles, err = box.GVisorFiles(); err != nil {
-				b.Fatal(err)
-			}
-			start = time.Now()
-			err = byHand.Run()
-			hand = append(hand, time.Since(start))
-			box.Close()
-			if err != nil {
-				b.Fatalf("runsc by hand: %v", err)
-			}
-		}
-		b.ReportMetric(float64(median(air).Microseconds())/1000, "airlock-ms")
-		b.ReportMetric(float64(median(hand).Microseconds())/1000, "runsc-run-ms")
-	})
-	b.Run("runsc-exec", func(b *testing.B) {
-		box, err := sandbox.Plan(spec, sandbox.Tier2, exe)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer box.Close()
-		argv, err := box.GVisorCommand([]string{"sleep", "600"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		run := exec.Command(argv[0], argv[1:]...)
-		if run.ExtraFiles, err = box.GVisorFiles(); err != nil {
-			b.Fatal(err)
-		}
-		if err := run.Start(); err != nil {
-			b.Fatal(err)
-		}
-		defer func() { run.Process.Kill(); run.Wait() }()
-		// argv is (the launcher, then) runsc, its global flags, then
-		// "run --bundle DIR ID".
-		for argv[0] != box.Path {
-			argv = argv[1:]
-		}
-		global, id := argv[1:len(argv)-4], argv[len(argv)-1]
-		execArgs := append(append([]string(nil), global...), "exec", id, "/bin/true")
-		deadline := time.Now().Add(20 * time.Second)
-		for exec.Command(argv[0], execArgs...).Run() != nil {
-			if time.Now().After(deadline) {
-				b.Fatal("the box never ran")
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		var ds []time.Duration
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			start := time.Now()
-			if err := exec.Command(argv[0], execArgs...).Run(); err != nil {
-				b.Fatalf("runsc exec: %v", err)
-			}
-			ds = append(ds, time.Since(start))
-		}
-		b.ReportMetric(float64(median(ds).Microseconds())/1000, "exec-ms")
-	})
 }
 
 // gvisorCPULimit is the CPU row at tier 2, judged from the host: gVisor's
@@ -284,5 +203,143 @@ func gvisorCPULimit(t *testing.T, lim sandbox.Limits) {
 	t.Logf("the work took %s unlimited, %s with %.2f cores", free, held, lim.CPU)
 	if held < 4*free {
 		t.Errorf("with %.2f cores the work took %s, not much longer than %s without: the quota did not hold", lim.CPU, held, free)
+	}
+}
+
+// TestGVisorHidesSockets: a box with network at tier 2 runs runsc with
+// --host-uds=open, which would let it connect to any host socket its
+// mounts hold. Every socket in the granted trees but the egress proxy's
+// must stay out of reach, as at tier 1: unconfined the agent socket
+// answers, in a tier-2 box (with and without network) it does not.
+func TestGVisorHidesSockets(t *testing.T) {
+	requireTier2(t)
+	rows := []struct {
+		name  string
+		setup func(t *testing.T) (sandbox.Spec, string)
+	}{
+		{"a socket inside a read grant", func(t *testing.T) (sandbox.Spec, string) {
+			home := t.TempDir()
+			os.MkdirAll(filepath.Join(home, ".gnupg"), 0o700)
+			s := baseSpec(t)
+			s.Read = []string{home}
+			return s, canarySocket(t, filepath.Join(home, ".gnupg"))
+		}},
+		{"a socket in the writable working directory", func(t *testing.T) (sandbox.Spec, string) {
+			wd := t.TempDir()
+			os.MkdirAll(filepath.Join(wd, "run", "deep"), 0o700)
+			return fixSpec(t, wd), canarySocket(t, filepath.Join(wd, "run", "deep"))
+		}},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			spec, sock := row.setup(t)
+			if o := runIn(t, sandbox.Tier0, spec, "", testExe(t), attackArg, "connect", sock); o.err != nil || o.res.ExitCode != 0 {
+				t.Fatalf("unconfined the socket did not answer (exit %d, %v): %s", o.res.ExitCode, o.err, o.stdout)
+			}
+			for _, tc := range []tierCase{{tier: sandbox.Tier2}, {tier: sandbox.Tier2, net: true}} {
+				t.Run(tc.name(), func(t *testing.T) {
+					spec, sock := row.setup(t)
+					spec = withNet(t, tc, spec)
+					o := runIn(t, sandbox.Tier2, spec, "", sandbox.InitPath, attackArg, "connect", sock)
+					if o.err != nil {
+						t.Fatalf("the box did not run: %v", o.err)
+					}
+					if o.res.ExitCode == 0 || !strings.HasPrefix(o.stdout, "held:") {
+						t.Fatalf("the box reached the host socket: exit %d: %s%s", o.res.ExitCode, o.stdout, o.stderr)
+					}
+					t.Logf("held: %s", strings.TrimSpace(o.stdout))
+				})
+			}
+		})
+	}
+}
+
+// runWithin runs argv in a tier-2 box with spec and fails the test when the
+// run has not ended within limit: a box that cannot start must say why,
+// never hang.
+func runWithin(t *testing.T, limit time.Duration, spec sandbox.Spec, argv ...string) outcome {
+	t.Helper()
+	done := make(chan outcome, 1)
+	go func() { done <- runIn(t, sandbox.Tier2, spec, "", argv...) }()
+	select {
+	case o := <-done:
+		return o
+	case <-time.After(limit):
+		t.Fatalf("the tier-2 run of %q did not end within %s", argv, limit)
+	}
+	return outcome{}
+}
+
+// TestGVisorStartFailure: a box runsc cannot build (a bind onto a path
+// below a device file, which its kernel refuses while mounting) fails
+// the run at once as unavailable (exit 125) with runsc's own reason from
+// its log, with and without network.
+func TestGVisorStartFailure(t *testing.T) {
+	requireTier2(t)
+	for _, tc := range []tierCase{{tier: sandbox.Tier2}, {tier: sandbox.Tier2, net: true}} {
+		t.Run(tc.name(), func(t *testing.T) {
+			spec := withNet(t, tc, baseSpec(t))
+			spec.Binds = []sandbox.Bind{{Src: t.TempDir(), Dst: "/dev/null/airlock"}}
+			o := runWithin(t, 60*time.Second, spec, "true")
+			if !errs.Is(o.err, errs.Unavailable) || !strings.Contains(o.err.Error(), "gVisor box could not be built") || !strings.Contains(o.err.Error(), `"/dev/null/airlock"`) {
+				t.Fatalf("got err %v (exit %d); want unavailable with runsc's reason naming the mount", o.err, o.res.ExitCode)
+			}
+			if strings.Contains(o.err.Error(), `{"msg"`) {
+				t.Errorf("the reason is runsc's raw log line, not its message: %v", o.err)
+			}
+			t.Logf("refused: %v", o.err)
+		})
+	}
+}
+
+// TestGVisorSentryDies: gVisor's kernel (runsc's sandbox process) killed
+// while a command runs fails that call as unavailable with a reason,
+// whereas a command that kills itself with SIGKILL is that command's
+// status: the init's report tells them apart.
+func TestGVisorSentryDies(t *testing.T) {
+	requireTier2(t)
+	for _, tc := range []tierCase{{tier: sandbox.Tier2}, {tier: sandbox.Tier2, net: true}} {
+		t.Run(tc.name(), func(t *testing.T) {
+			sig := t.TempDir()
+			spec := fixSpec(t, t.TempDir())
+			spec.Write = append(spec.Write, sig)
+			spec = withNet(t, tc, spec)
+			if o := runWithin(t, 60*time.Second, spec, "sh", "-c", "kill -9 $$"); o.err != nil || o.res.Signal != 9 {
+				t.Fatalf("a command that SIGKILLs itself: err %v, signal %d; want signal 9 and no error", o.err, o.res.Signal)
+			}
+			done := make(chan outcome, 1)
+			go func() {
+				done <- runIn(t, sandbox.Tier2, spec, "", "sh", "-c", "touch "+filepath.Join(sig, "started")+"; sleep 60")
+			}()
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				if _, err := os.Stat(filepath.Join(sig, "started")); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the box never started")
+				}
+			}
+			killed := 0
+			for d := range gvisorBoxes(t, os.Getpid()) {
+				for _, p := range hostProcsOf(d) {
+					if b, _ := os.ReadFile("/proc/" + itoa(p) + "/cmdline"); strings.Contains(string(b), "\x00boot\x00") {
+						syscall.Kill(p, syscall.SIGKILL)
+						killed++
+					}
+				}
+			}
+			if killed == 0 {
+				t.Fatal("found no runsc sandbox process to kill, so this test shows nothing")
+			}
+			select {
+			case o := <-done:
+				if !errs.Is(o.err, errs.Unavailable) || !strings.Contains(o.err.Error(), "died while the command ran") {
+					t.Fatalf("got err %v, exit %d, signal %d; want the call failed as unavailable because the box died", o.err, o.res.ExitCode, o.res.Signal)
+				}
+				t.Logf("failed: %v", o.err)
+			case <-time.After(30 * time.Second):
+				t.Fatal("the call did not end within 30 s of its Sentry's death")
+			}
+		})
 	}
 }

@@ -141,6 +141,9 @@ func (r *run) launch() (*exec.Cmd, error) {
 			return nil, err
 		}
 		r.cg = cg
+		if err := r.box.RecordCgroup(cg.paths()); err != nil { // tier 2: reaped by it after a crash
+			return nil, err
+		}
 		r.desc.Limits.Cgroup = cg.version
 		r.desc.Limits.Controllers = cg.controllers()
 	}

@@ -220,15 +220,9 @@ func (t *bwrapInit) exit(r *run, cmd *exec.Cmd, waitErr error, res *Result) erro
 			break
 		}
 		return errs.Unavailablef("run: the box's init died while the command ran (bubblewrap status %d, signal %d)", code, sig)
-	case st.Error != "":
-		if st.NotFound {
-			return errs.NotFoundf("run: %s", st.Error)
-		}
-		return errs.Unavailablef("run: box: %s", st.Error)
 	default:
-		res.ExitCode, res.Signal = st.Exit, st.Signal
-		if st.Signal != 0 {
-			res.ExitCode = 128 + st.Signal
+		if err := initReported(st, res); err != nil { // gvisor_linux.go
+			return err
 		}
 		r.desc.Seccomp = st.Seccomp
 	}

@@ -93,9 +93,11 @@ func scanTrees(roots []scanRoot, named map[string]bool, budget int) scanFinds {
 			out.stopped = d.path
 			break
 		}
-		f, err := os.Open(d.path)
+		// Directories only, and never waiting: a granted FIFO would block
+		// an open for reading until a writer came.
+		f, err := os.OpenFile(d.path, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK, 0)
 		if err != nil {
-			continue // unreadable here: unreadable in the box as well
+			continue // unreadable here (or not a directory): nothing to walk
 		}
 		// Unsorted, with each entry's type from the directory itself: no
 		// stat for anything but a writable tree's regular files.

@@ -24,13 +24,17 @@ import (
 // system calls go to a kernel of its own. airlock writes the OCI bundle
 // itself: a root it builds (the system read-only, the granted paths, a
 // private /tmp, /var/tmp, /run and HOME), an environment built from the
-// Spec alone, no capabilities, no network.
+// Spec alone, no capabilities, no network of its own (--network=none).
+// airlock's init is the box's first process and starts the command; with
+// network it runs the egress forwarder, which reaches the proxy through
+// the socket's directory (planNet).
 //
 // Each box has a private directory of its own (gvisorBoxesDir) holding the
-// bundle, runsc's state root and its log; it is locked for the box's life
-// and removed, with every process of the box, when the box closes. A box
-// whose airlock died (SIGKILL) leaves an unlocked directory, and the next
-// box planned reaps it: its processes are found by that directory's path on
+// bundle, runsc's state root, its log and the box's record (GVisorRecord);
+// it is locked for the box's life and removed, with every process of the
+// box, when the box closes. A box whose airlock died (SIGKILL) leaves an
+// unlocked directory, and the next box planned reaps it: the processes in
+// the cgroup its record names, and those with that directory's path on
 // their command line (runsc hands its --root to the sandbox and the gofer
 // it starts).
 type gvisor struct{}
@@ -63,6 +67,15 @@ type gvisorBox struct {
 	launch bool
 	exe    string
 	srcs   []gvSource
+	// initFiles are the in-box init's configuration and status pipes,
+	// passed in with runsc's --pass-fd (planInit).
+	initFiles []*os.File
+	// net is set for a box with network: runsc may connect to the host
+	// sockets its mounts hold (--host-uds=open): the egress socket's
+	// directory, every other socket covered (coverSocket).
+	net bool
+	// cover is the empty read-only file bound over each other socket.
+	cover  *pinned
 	closed bool
 }
 
@@ -108,9 +121,6 @@ func bindOpts(rw bool) []string {
 }
 
 func (m gvisor) plan(spec Spec, exe string) (*Box, error) {
-	if spec.Net != nil {
-		return nil, errs.Unavailablef("sandbox tier 2: a gVisor box has no network yet, and this run asks for the egress proxy (use --sandbox 1, or drop net from the policy)")
-	}
 	if spec.Ptrace {
 		return nil, errs.Unavailablef("sandbox tier 2: sandbox.ptrace is not offered in a gVisor box (use --sandbox 1)")
 	}
@@ -171,6 +181,10 @@ func newGVisorBox(runsc string) (*gvisorBox, error) {
 		return nil, errs.Wrap(errs.Unavailable, err, "sandbox tier 2: lock the box directory")
 	}
 	g := &gvisorBox{runsc: runsc, dir: dir, bundle: filepath.Join(dir, "bundle"), id: id, lock: lock}
+	if err := g.record(GVisorRecord{ID: id, Pid: os.Getpid()}); err != nil {
+		g.close()
+		return nil, err
+	}
 	for _, d := range []string{g.bundle, filepath.Join(dir, "state"), filepath.Join(dir, "src"), filepath.Join(g.bundle, "root"), filepath.Join(g.bundle, "etc")} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			g.close()
@@ -179,6 +193,61 @@ func newGVisorBox(runsc string) (*gvisorBox, error) {
 	}
 	return g, nil
 }
+
+// GVisorRecord is what airlock keeps of a tier-2 box it started, in the
+// box's directory (gvisorRecordFile): the sandbox's id, the airlock
+// process that started it, and the cgroup the run placed runsc in. A later
+// airlock reaps a box whose directory nobody holds locked by these.
+type GVisorRecord struct {
+	ID      string   `json:"id"`
+	Pid     int      `json:"pid"`
+	Cgroups []string `json:"cgroups,omitempty"`
+}
+
+// gvisorRecordFile names the record in a box's directory.
+const gvisorRecordFile = "box.json"
+
+// record writes r as the box's record, replacing any earlier one whole.
+func (g *gvisorBox) record(r GVisorRecord) error {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(g.dir, gvisorRecordFile+".new")
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return errs.Wrap(errs.Unavailable, err, "sandbox tier 2: record the box")
+	}
+	if err := os.Rename(tmp, filepath.Join(g.dir, gvisorRecordFile)); err != nil {
+		return errs.Wrap(errs.Unavailable, err, "sandbox tier 2: record the box")
+	}
+	return nil
+}
+
+// RecordCgroup adds to a tier-2 box's record the cgroup directories the
+// run placed runsc in, so that a later airlock can end what is left in
+// them should this one die. Other tiers ignore it.
+func (b *Box) RecordCgroup(dirs []string) error {
+	g := b.gv
+	if g == nil || g.closed {
+		return nil
+	}
+	return g.record(GVisorRecord{ID: g.id, Pid: os.Getpid(), Cgroups: dirs})
+}
+
+// ReadGVisorRecord reads the record in the tier-2 box directory dir.
+func ReadGVisorRecord(dir string) (GVisorRecord, error) {
+	var r GVisorRecord
+	data, err := os.ReadFile(filepath.Join(dir, gvisorRecordFile))
+	if err != nil {
+		return r, err
+	}
+	err = json.Unmarshal(data, &r)
+	return r, err
+}
+
+// GVisorBoxesDir is the directory holding one directory per tier-2 box of
+// this user (see gvisorBoxesDir).
+func GVisorBoxesDir() string { return gvisorBoxesDir() }
 
 // The OCI runtime spec, as much of it as airlock writes.
 type ociSpec struct {
@@ -313,96 +382,26 @@ type gvMount struct {
 }
 
 // planGVisor fills b's OCI spec from spec: the same grants, environment,
-// working directory and protected paths tier 1 gives.
+// working directory and protected paths tier 1 gives, planned by the same
+// steps (pinRoots and pinGrants, pin_linux.go): the bubblewrap operations
+// they make become the box's OCI mounts (gvisorBox.mount), so a rule added
+// to the pinning holds at both tiers.
 //
 // runsc takes bind sources by path. As root, every source is a place in
 // the box's directory that airlock's launcher binds the pinned inode to
-// (gvisorBox.source; the launcher is in sandbox/boxinit), so a link swapped in after the check
-// changes nothing, as at tier 1. Rootless, the launcher cannot make a
-// mount namespace: each source is the resolved path, checked here as at
-// tier 1, and runsc's gofer opens it moments later; the box's Notes say
-// so.
+// (gvisorBox.source; the launcher is in sandbox/boxinit), so a link
+// swapped in after the check changes nothing, as at tier 1. Rootless, the
+// launcher cannot make a mount namespace: each source is the resolved
+// path, checked here as at tier 1, and runsc's gofer opens it moments
+// later; the box's Notes say so.
 func planGVisor(b *Box, spec Spec, exe string) error {
 	g := b.gv
-	// The tier-1 planner's bookkeeping is reused for what does not depend
-	// on bubblewrap: pinning, refused places and protected paths.
-	p := &planner{spec: spec, box: b, bw: bwrapInfo{BindFD: true}}
-	var mounts []gvMount
-	// bind mounts a pinned host path at dst; the pin stays open for the
-	// launcher (see gvisorBox.source). file binds a file of the bundle.
-	bind := func(pn *pinned, dst string, rw bool, order int) error {
-		src, err := g.source(pn, rw)
-		if err != nil {
-			return err
-		}
-		mounts = append(mounts, gvMount{ociMount{Destination: dst, Type: "bind", Source: src, Options: bindOpts(rw)}, order})
-		p.bound = append(p.bound, dst)
-		return nil
-	}
-	file := func(src, dst string, order int) {
-		mounts = append(mounts, gvMount{ociMount{Destination: dst, Type: "bind", Source: src, Options: bindOpts(false)}, order})
-		p.bound = append(p.bound, dst)
-	}
-
-	type root struct {
-		pn *pinned
-		rw bool
-	}
-	var roots []root
-	var writeSpell []string
-	for _, w := range spec.Write {
-		writeSpell = append(writeSpell, filepath.Clean(w))
-	}
-	writeSpell = append(writeSpell, filepath.Clean(spec.Workdir))
-	for _, w := range spec.Write {
-		var others []string
-		for _, o := range spec.Write {
-			if filepath.Clean(o) != filepath.Clean(w) {
-				others = append(others, filepath.Clean(o))
-			}
-		}
-		pn, err := pin(w, others)
-		if err != nil {
-			return errs.Wrap(errs.Unavailable, err, "sandbox: write grant")
-		}
-		b.keep = append(b.keep, pn.f)
-		for _, r := range refusedWrite {
-			if within(pn.real, r) || within(r, pn.real) {
-				return p.refuse(w, fmt.Sprintf("a write grant may not reach %s (it resolves to %s)", r, pn.real))
-			}
-		}
-		if !pn.isDir() {
-			return p.refuse(w, "a write grant must be a directory")
-		}
-		roots = append(roots, root{pn, spec.Writable})
-		writeSpell = append(writeSpell, pn.real)
-	}
-	p.writable = writeSpell
-
-	switch wdc := filepath.Clean(spec.Workdir); {
-	case wdc == "/":
-		return p.refuse(spec.Workdir, "the whole file system cannot be the working directory")
-	case within(wdc, "/proc") || within(wdc, "/sys") || within(wdc, "/dev"):
-		return p.refuse(spec.Workdir, "the kernel's interfaces are never bound from the host")
-	}
-	var wdOthers []string
-	for _, w := range writeSpell {
-		if w != filepath.Clean(spec.Workdir) {
-			wdOthers = append(wdOthers, w)
-		}
-	}
-	wd, err := pin(spec.Workdir, wdOthers)
+	p := &planner{spec: spec, box: b, bw: bwrapInfo{BindFD: true}, direct: true}
+	gr, err := p.pinRoots()
 	if err != nil {
-		return errs.Wrap(errs.Unavailable, err, "sandbox: working directory")
+		return err
 	}
-	b.keep = append(b.keep, wd.f)
-	p.writable = append(p.writable, wd.real)
-	wdRW := false
-	for _, r := range roots {
-		if within(wd.real, r.pn.real) && r.rw {
-			wdRW = true
-		}
-	}
+	wd := gr.wd
 
 	// The system, read-only; a merged-/usr link is made in the root.
 	var links [][2]string
@@ -423,42 +422,34 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 		if err != nil {
 			return errs.Wrap(errs.Unavailable, err, "sandbox: system directory")
 		}
-		b.keep = append(b.keep, pn.f)
-		if err := bind(pn, d, false, 2); err != nil {
-			return err
-		}
+		p.bindFD(pn, d, false, 2)
 	}
-	for _, f := range etcFiles {
+	for _, f := range etcPaths() {
 		if _, err := os.Lstat(f); err != nil {
 			continue
 		}
 		pn, err := pin(f, p.writable)
 		if err != nil {
+			// A system file that cannot be pinned safely is left out.
 			b.Notes = append(b.Notes, err.Error())
 			continue
 		}
-		b.keep = append(b.keep, pn.f)
-		if err := bind(pn, f, false, 2); err != nil {
-			return err
-		}
+		p.bindFD(pn, f, false, 2)
 	}
 	home := EnvValue(spec.Env, "HOME")
-	for name, content := range etcContent(home) {
-		src := filepath.Join(g.bundle, "etc", filepath.Base(name))
-		if err := os.WriteFile(src, []byte(content), 0o444); err != nil {
-			return err
-		}
-		file(src, name, 1)
+	if err := p.etc(home); err != nil {
+		return err
 	}
-	mounts = append(mounts,
+	mounts := []gvMount{
 		// Read-only, as at tier 1: no process writes another's memory
-		// through /proc/PID/mem.
-		gvMount{ociMount{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"ro", "nosuid", "noexec", "nodev"}}, 0},
-		gvMount{ociMount{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "mode=755"}}, 0},
-		gvMount{ociMount{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=1777"}}, 0},
-		gvMount{ociMount{Destination: "/var/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=1777"}}, 0},
-		gvMount{ociMount{Destination: "/run", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=755"}}, 0},
-	)
+		// through /proc/PID/mem. It is gVisor's own /proc: the host's
+		// kernel state (keyrings, kcore, sysrq) is not in it.
+		{ociMount{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"ro", "nosuid", "noexec", "nodev"}}, 0},
+		{ociMount{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "mode=755"}}, 0},
+		{ociMount{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=1777"}}, 0},
+		{ociMount{Destination: "/var/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=1777"}}, 0},
+		{ociMount{Destination: "/run", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=755"}}, 0},
+	}
 
 	// The airlock binary, read-only and never from a writable directory
 	// (CVE-2019-5736).
@@ -466,138 +457,32 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 	if err != nil {
 		return errs.Wrap(errs.Unavailable, err, "sandbox: airlock binary")
 	}
-	b.keep = append(b.keep, ex.f)
 	if w := withinAny(ex.real, p.writable); w != "" && spec.Writable {
+		ex.f.Close()
 		return p.refuse(exe, "the airlock binary lies inside the writable directory "+w+"; install it elsewhere")
 	}
-	if err := bind(ex, boxInitPath, false, 2); err != nil {
+	p.bindFD(ex, boxInitPath, false, 2)
+
+	if err := p.pinGrants(gr, home); err != nil {
 		return err
 	}
-	boxOnly := map[string]bool{boxInitPath: true}
-
-	var grants []scanRoot // walked for sockets and hard links (closeChannels)
-	for _, r := range spec.Read {
-		clean := filepath.Clean(r)
-		for _, bad := range []string{"/proc", "/sys", "/dev"} {
-			if within(clean, bad) {
-				return p.refuse(r, "the kernel's interfaces are never bound from the host")
-			}
-		}
-		if clean == "/" {
-			return p.refuse(r, "the whole file system cannot be granted; name the directories")
-		}
-		pn, err := pin(r, p.writable)
-		if err != nil {
-			return errs.Wrap(errs.Unavailable, err, "sandbox: read grant")
-		}
-		b.keep = append(b.keep, pn.f)
-		covered := within(pn.real, wd.real)
-		for _, r := range roots {
-			covered = covered || within(pn.real, r.pn.real)
-		}
-		if !covered {
-			if err := bind(pn, pn.real, false, 2); err != nil {
-				return err
-			}
-		}
-		grants = append(grants, scanRoot{path: pn.real})
-	}
-	for _, r := range roots {
-		if err := bind(r.pn, r.pn.real, r.rw, 2); err != nil {
-			return err
-		}
-		grants = append(grants, scanRoot{path: r.pn.real, rw: r.rw})
-	}
-	wdOwn := !p.has(wd.real)
-	if wdOwn {
-		if err := bind(wd, wd.real, wdRW, 2); err != nil {
-			return err
-		}
-		grants = append(grants, scanRoot{path: wd.real, rw: wdRW})
-	}
-	for _, bd := range spec.Binds {
-		dst := bd.Dst
-		if dst == "" {
-			dst = bd.Src
-		}
-		if !filepath.IsAbs(dst) {
-			return p.refuse(dst, "bind destination is not absolute")
-		}
-		pn, err := pin(bd.Src, p.writable)
-		if err != nil {
-			return errs.Wrap(errs.Unavailable, err, "sandbox: bind")
-		}
-		b.keep = append(b.keep, pn.f)
-		if w := withinAny(pn.real, p.writable); w != "" && filepath.Clean(dst) != pn.real {
-			return p.refuse(bd.Src, "lies inside the writable directory "+w+" and would be bound elsewhere")
-		}
-		if err := bind(pn, filepath.Clean(dst), false, 2); err != nil {
-			return err
-		}
-		if filepath.Clean(dst) != pn.real {
-			boxOnly[filepath.Clean(dst)] = true
-		}
-	}
-
-	if filepath.IsAbs(home) && home != "/" {
-		h := filepath.Clean(home)
-		switch {
-		case p.coveredByBind(h):
-			b.Notes = append(b.Notes, "HOME "+h+" lies inside a bound directory; it is that directory, not a private one")
-		case within(h, "/tmp") || within(h, "/var/tmp") || within(h, "/run"):
-			// The private tmpfs; the directory is made before the command.
-			g.mkhome = h
-		case p.isSystem(h):
-			b.Notes = append(b.Notes, "HOME "+h+" is a system path; it is not made private")
-		default:
-			mounts = append(mounts, gvMount{ociMount{Destination: h, Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=700"}}, 0})
-		}
-	}
-
-	// Protected paths: the tier-1 planner makes the binds and the
-	// placeholders (shared with tier-1 boxes in the same tree); each of its
-	// binds becomes a read-only (or, for an ancestor, writable) bind here.
-	if spec.Writable {
-		var prs []*pinned
-		for _, r := range roots {
-			prs = append(prs, r.pn)
-		}
-		if wdRW && wdOwn {
-			prs = append(prs, wd)
-		}
-		if err := p.protectRoots(prs); err != nil {
-			return err
-		}
-		if spec.PolicyFile != "" {
-			pf := filepath.Clean(spec.PolicyFile)
-			if withinAny(pf, p.writable) != "" {
-				pn, err := pin(pf, nil)
-				if err != nil {
-					return errs.Wrap(errs.Unavailable, err, "sandbox: policy file")
-				}
-				b.keep = append(b.keep, pn.f)
-				if pn.mode&unix.S_IFMT == unix.S_IFLNK {
-					return p.refuse(pf, "the policy file is a symbolic link inside a writable directory")
-				}
-				if err := bind(pn, pn.real, false, 3); err != nil {
-					return err
-				}
-			}
-		}
-		b.Protected = true
-	}
-	// The same covers as at tier 1: sockets in the granted trees, and the
-	// hard-linked files of the writable ones bound read-only, so their
-	// other names outside cannot be rewritten.
-	if err := p.closeChannels(grants); err != nil {
+	if err := g.planInit(p, wd.real); err != nil {
 		return err
 	}
+	if spec.Net != nil {
+		if err := g.planNet(p, ex); err != nil {
+			return err
+		}
+	}
+
+	// The operations in tier 1's order, parents first: a cover of a
+	// socket is made inside the tree it lies in (gvisorBox.mount).
+	sortOps(p.ops)
 	for _, o := range p.ops {
-		if err := g.protectOp(b, o, &mounts); err != nil {
+		if err := g.mount(b, o, &mounts); err != nil {
 			return err
 		}
 	}
-
 	sort.SliceStable(mounts, func(i, j int) bool {
 		di, dj := depth(mounts[i].m.Destination), depth(mounts[j].m.Destination)
 		if di != dj {
@@ -625,7 +510,10 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 	g.spec.Hostname = "airlock"
 	g.spec.Root = ociRoot{Path: filepath.Join(g.bundle, "root"), Readonly: true}
 	g.spec.Process.User = ociUser{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
-	g.spec.Process.Env = env
+	// The init's own environment: the command's comes through its
+	// configuration (planInit). One P is all the init needs, and fewer
+	// runtime threads start faster in gVisor's kernel.
+	g.spec.Process.Env = []string{"GOMAXPROCS=1"}
 	g.spec.Process.Cwd = wd.real
 	g.spec.Process.NoNewPrivileges = true
 	if n := spec.Limits.Pids; n > 0 {
@@ -640,9 +528,9 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 
 	// The command check (CheckCommand) is tier 1's: what the box sees at
 	// the same place as the host.
-	b.direct = true
+	b.direct = false // airlock's init starts the command (planInit)
 	b.visible = p.visible()
-	b.boxOnly = boxOnly
+	b.boxOnly = p.boxOnly
 	b.env = env
 	b.workdir = wd.real
 	b.Notes = append(b.Notes, "tier 2: gVisor ("+gvisorPlatform+"), the box's system calls went to gVisor's kernel, not the host's")
@@ -652,62 +540,41 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 	return nil
 }
 
-// etcContent is the generated part of /etc (see planner.etc).
-func etcContent(home string) map[string]string {
-	uid, gid := os.Getuid(), os.Getgid()
-	if home == "" {
-		home = "/"
-	}
-	name := "airlock"
-	if uid == 0 {
-		name = "root"
-	}
-	return map[string]string{
-		"/etc/passwd":        fmt.Sprintf("%s:x:%d:%d:%s:%s:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n", name, uid, gid, name, home),
-		"/etc/group":         fmt.Sprintf("%s:x:%d:\nnogroup:x:65534:\n", name, gid),
-		"/etc/hosts":         "127.0.0.1\tlocalhost airlock\n::1\tlocalhost ip6-localhost ip6-loopback\n",
-		"/etc/resolv.conf":   "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n",
-		"/etc/nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n",
-		"/etc/hostname":      "airlock\n",
-	}
-}
-
-// protectOp turns one bubblewrap operation of the protected-path planner
-// into a mount of the box: a bind of the pinned path (the planner's own
-// binds are always the path onto itself), or a generated file.
-func (g *gvisorBox) protectOp(b *Box, o op, mounts *[]gvMount) error {
+// mount turns one bubblewrap operation of the shared planner into a mount
+// of the box: a bind of a pinned descriptor, a generated file, a private
+// directory for HOME, or the cover of a socket.
+func (g *gvisorBox) mount(b *Box, o op, mounts *[]gvMount) error {
 	a := o.args
 	switch {
-	case len(a) == 3 && (a[0] == "--ro-bind-fd" || a[0] == "--bind-fd"):
+	case len(a) == 3 && (a[0] == "--ro-bind-fd" || a[0] == "--bind-fd") && o.pn != nil:
 		rw := a[0] == "--bind-fd"
-		n, err := strconv.Atoi(a[1])
-		if err != nil || n < 3 || n-3 >= len(b.ExtraFiles) {
-			return errs.New(errs.Internal, "sandbox tier 2: protected path %s: no descriptor %q", a[2], a[1])
-		}
-		var st unix.Stat_t
-		f := b.ExtraFiles[n-3]
-		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-			return errs.Wrap(errs.Unavailable, err, "sandbox tier 2: protected path %s", a[2])
-		}
-		src, err := g.source(&pinned{f: f, real: a[2], dev: uint64(st.Dev), ino: st.Ino, mode: st.Mode}, rw)
+		src, err := g.source(o.pn, rw)
 		if err != nil {
 			return err
 		}
 		*mounts = append(*mounts, gvMount{ociMount{Destination: a[2], Type: "bind", Source: src, Options: bindOpts(rw)}, o.order})
 	case len(a) == 3 && a[0] == "--ro-bind" && a[1] == "/dev/null":
-		// A socket tier 1 covers: gVisor never connects to a host socket
-		// (runsc runs without --host-uds), so there is nothing to cover,
-		// and gVisor cannot mount over a socket.
-	case len(a) == 5 && a[2] == "--ro-bind-data":
-		// A generated file (the .git/info/exclude naming the
+		// A socket tier 1 covers. Without network runsc never connects
+		// to a host socket (no --host-uds), so there is nothing to cover;
+		// with it, every socket but the proxy's is covered on the host.
+		if g.net {
+			return g.coverSocket(a[2], *mounts)
+		}
+	case len(a) == 5 && a[0] == "--perms" && a[2] == "--ro-bind-data":
+		// A generated file (/etc's, the .git/info/exclude naming the
 		// placeholders): read from its pipe into the bundle.
 		n, err := strconv.Atoi(a[3])
 		if err != nil {
 			return err
 		}
 		return g.dataMount(b, n, a[4], o.order, mounts)
+	case len(a) == 2 && a[0] == "--tmpfs":
+		*mounts = append(*mounts, gvMount{ociMount{Destination: a[1], Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=700"}}, o.order})
+	case len(a) == 2 && a[0] == "--dir" && (within(a[1], "/tmp") || within(a[1], "/var/tmp") || within(a[1], "/run")):
+		// HOME inside a private tmpfs: made before the command.
+		g.mkhome = a[1]
 	default:
-		return errs.New(errs.Internal, "sandbox tier 2: protected path operation %q has no gVisor form", a)
+		return errs.New(errs.Internal, "sandbox tier 2: operation %q has no gVisor form", a)
 	}
 	return nil
 }
@@ -767,12 +634,10 @@ func (b *Box) GVisorCommand(argv []string) ([]string, error) {
 	if g == nil || g.closed {
 		return nil, errs.New(errs.Internal, "sandbox: not a tier-2 box")
 	}
-	g.spec.Process.Args = append([]string(nil), argv...)
-	if g.mkhome != "" {
-		// HOME inside a private tmpfs: made by a shell before the
-		// command, with the command's own arguments passed through.
-		g.spec.Process.Args = append([]string{"/bin/sh", "-c", `mkdir -p -- "$1" && shift && exec "$@"`, "sh", g.mkhome}, argv...)
-	}
+	// airlock's init is the box's first process; the command comes with
+	// its configuration (Box.SendConfig).
+	g.spec.Process.Args = []string{boxInitPath, InitArg,
+		boxconf.FlagConfig, strconv.Itoa(gvisorInitFD), boxconf.FlagStatus, strconv.Itoa(gvisorInitFD + 1)}
 	data, err := json.Marshal(g.spec)
 	if err != nil {
 		return nil, err
@@ -797,7 +662,22 @@ func (b *Box) GVisorCommand(argv []string) ([]string, error) {
 	if os.Geteuid() != 0 {
 		args = append(args, "--rootless")
 	}
-	args = append(args, "run", "--bundle", g.bundle, g.id)
+	if g.net {
+		// The forwarder connects to the proxy's socket; every other
+		// socket the mounts hold is covered (coverSocket).
+		args = append(args, "--host-uds", "open")
+	}
+	args = append(args, "run", "--bundle", g.bundle)
+	// The init's pipes follow the launcher's descriptors (see
+	// GVisorFiles).
+	first := 3
+	if g.launch {
+		first = 4 + len(g.srcs)
+	}
+	for i := range g.initFiles {
+		args = append(args, "--pass-fd", fmt.Sprintf("%d:%d", first+i, gvisorInitFD+i))
+	}
+	args = append(args, g.id)
 	if !g.launch {
 		return args, nil
 	}
@@ -809,8 +689,11 @@ func (b *Box) GVisorCommand(argv []string) ([]string, error) {
 // configuration, then the pinned sources. Nil without the launcher.
 func (b *Box) GVisorFiles() ([]*os.File, error) {
 	g := b.gv
-	if g == nil || !g.launch {
+	if g == nil {
 		return nil, nil
+	}
+	if !g.launch {
+		return g.initFiles, nil
 	}
 	files := []*os.File{nil}
 	var list []boxconf.GVisorSource
@@ -835,7 +718,7 @@ func (b *Box) GVisorFiles() ([]*os.File, error) {
 	}()
 	b.keep = append(b.keep, r)
 	files[0] = r
-	return files, nil
+	return append(files, g.initFiles...), nil
 }
 
 // GVisorFailure is runsc's own account of a box that did not start, from
@@ -852,11 +735,25 @@ func (b *Box) GVisorFailure() string {
 	data, _ := io.ReadAll(io.LimitReader(f, 1<<20))
 	var last string
 	for _, l := range strings.Split(string(data), "\n") {
-		if strings.Contains(l, "FATAL") || strings.Contains(l, "running container") || strings.Contains(l, "creating container") || strings.Contains(l, "starting container") {
+		// runsc writes JSON lines ({"msg":…,"level":…}) or text ones.
+		var j struct{ Msg, Level string }
+		if json.Unmarshal([]byte(l), &j) == nil && j.Msg != "" {
+			if j.Level == "error" || j.Level == "fatal" || runscFailure(j.Msg) {
+				last = j.Msg
+			}
+			continue
+		}
+		if strings.Contains(l, "FATAL") || runscFailure(l) {
 			last = l
 		}
 	}
 	return strings.TrimSpace(last)
+}
+
+// runscFailure reports whether a line of runsc's log tells why a
+// container did not run.
+func runscFailure(l string) bool {
+	return strings.Contains(l, "running container") || strings.Contains(l, "creating container") || strings.Contains(l, "starting container")
 }
 
 // close ends every process of the box and removes its directory.
@@ -865,6 +762,9 @@ func (g *gvisorBox) close() {
 		return
 	}
 	g.closed = true
+	if g.cover != nil {
+		g.cover.f.Close()
+	}
 	killGVisor(g.dir)
 	os.RemoveAll(g.dir)
 	if g.lock != nil {
@@ -952,6 +852,11 @@ func reapGVisor() {
 			continue
 		}
 		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+			if r, err := ReadGVisorRecord(dir); err == nil {
+				for _, cg := range r.Cgroups {
+					reapCgroup(cg)
+				}
+			}
 			killGVisor(dir)
 			os.RemoveAll(dir)
 		}
@@ -959,7 +864,168 @@ func reapGVisor() {
 	}
 }
 
+// reapCgroup ends every process in the recorded cgroup directory dir of
+// a dead run (its sandbox, gofer and their helpers) and removes it, when
+// it is one of airlock's (named airlock-<pid>-… under /sys/fs/cgroup).
+func reapCgroup(dir string) {
+	if !filepath.IsAbs(dir) || !strings.HasPrefix(filepath.Base(dir), "airlock-") || !within(filepath.Clean(dir), "/sys/fs/cgroup") {
+		return
+	}
+	version := "v1"
+	if _, err := os.Stat(filepath.Join(dir, "cgroup.kill")); err == nil {
+		version = "v2"
+	}
+	killCgroup(version, dir)
+	unix.Rmdir(dir)
+}
+
 // ReapGVisor removes what tier-2 boxes of dead airlock processes left:
 // their processes and directories. A kernel calls it when it starts;
 // planning a tier-2 box does too.
 func ReapGVisor() { reapGVisor() }
+
+// boxEgressDir is where a tier-2 box sees the egress socket's directory.
+// gVisor binds no socket by itself, so the directory is bound: the
+// proxy's own for this run, holding that socket alone.
+const boxEgressDir = "/run/airlock/egress"
+
+// gvisorInitFD is the first descriptor the in-box init gets through
+// runsc's --pass-fd: its configuration, then its status.
+const gvisorInitFD = 3
+
+// planInit makes airlock's init the box's first process, as tier 1 does
+// for a box with network: it starts the command, and its status tells a
+// command's end from the end of gVisor's kernel (a Sentry killed
+// mid-call ends runsc as a SIGKILLed command would).
+func (g *gvisorBox) planInit(p *planner, wd string) error {
+	b := p.box
+	// The init's configuration in, its status out; the runner hands them
+	// over after runsc starts (Box.SendConfig, Box.ReadStatus).
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	stR, stW, err := os.Pipe()
+	if err != nil {
+		cfgR.Close()
+		cfgW.Close()
+		return err
+	}
+	b.configW, b.statusR = cfgW, stR
+	b.child = append(b.child, cfgR, stW)
+	g.initFiles = []*os.File{cfgR, stW}
+	b.config.Env = append([]string(nil), p.spec.Env...)
+	b.config.Dir = wd
+	// gVisor's kernel applies the box's filter (--oci-seccomp) to the
+	// init and the command alike, and its device numbers are its own:
+	// the launcher checked the binds on the host.
+	b.config.Seccomp, b.config.Pins = false, nil
+	return nil
+}
+
+// planNet gives the box the egress forwarder: airlock's init runs it, as
+// at tier 1, and reaches the proxy through the socket's directory.
+func (g *gvisorBox) planNet(p *planner, ex *pinned) error {
+	b := p.box
+	pn, err := p.pinProxy()
+	if err != nil {
+		return err
+	}
+	defer pn.f.Close() // its directory is bound, not the socket
+	dir, name := filepath.Split(pn.real)
+	dir = filepath.Clean(dir)
+	if !strings.HasPrefix(filepath.Base(dir), "airlock-egress-") {
+		return p.refuse(dir, "the egress socket is not in a directory of its own; a gVisor box reaches it through its directory")
+	}
+	dpn, err := pin(dir, p.writable)
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, err, "sandbox tier 2: egress socket directory")
+	}
+	if err := onlyEntry(dpn, name); err != nil {
+		dpn.f.Close()
+		return p.refuse(dir, err.Error())
+	}
+	p.bindFD(dpn, boxEgressDir, false, 2)
+	if err := p.bindConnect(ex); err != nil {
+		return err
+	}
+	if !g.launch {
+		b.Notes = append(b.Notes, "tier 2 without root: a socket in the granted trees cannot be covered, so a box with network is refused where the walk finds one")
+	}
+	b.config.Net = p.netConfig(boxEgressDir + "/" + name)
+	// A socket of gVisor's kernel cannot be handed to the host's proxy:
+	// the forwarder carries the bytes.
+	b.config.Net.Copy = true
+	g.net = true
+	return nil
+}
+
+// onlyEntry makes sure the pinned directory holds name and nothing else:
+// --host-uds=open lets the box connect to any socket its mounts hold.
+func onlyEntry(dir *pinned, name string) error {
+	fd, err := unix.Openat(int(dir.f.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("the egress socket's directory cannot be read: %v", err)
+	}
+	f := os.NewFile(uintptr(fd), dir.real)
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return fmt.Errorf("the egress socket's directory cannot be read: %v", err)
+	}
+	if len(names) != 1 || names[0] != name {
+		return fmt.Errorf("the egress socket's directory holds %d entries, not the socket alone", len(names))
+	}
+	return nil
+}
+
+// coverSocket hides the host socket at box path sock from a box whose
+// runsc may connect to host sockets: the launcher binds an empty
+// read-only file over it inside the tree that holds it, on the host side,
+// before runsc starts (as tier 1 binds /dev/null over it). mounts holds
+// the box's mounts so far, parents first.
+func (g *gvisorBox) coverSocket(sock string, mounts []gvMount) error {
+	var tree *ociMount
+	for i := range mounts {
+		m := &mounts[i].m
+		if m.Type == "bind" && within(sock, m.Destination) && (tree == nil || len(m.Destination) > len(tree.Destination)) {
+			tree = m
+		}
+	}
+	if tree == nil {
+		return nil // not in a host tree the box sees
+	}
+	if !g.launch {
+		return errs.Unavailablef("sandbox tier 2: %s: a Unix socket in a granted tree cannot be hidden from a gVisor box with network without root (use --sandbox 1, or remove the socket)", sock)
+	}
+	if !within(tree.Source, filepath.Join(g.dir, "src")) {
+		return errs.New(errs.Internal, "sandbox tier 2: socket %s lies in %s, which the launcher did not bind", sock, tree.Destination)
+	}
+	if g.cover == nil {
+		path := filepath.Join(g.dir, "cover")
+		if err := os.WriteFile(path, nil, 0o444); err != nil {
+			return errs.Wrap(errs.Unavailable, err, "sandbox tier 2: socket cover")
+		}
+		pn, err := pin(path, nil)
+		if err != nil {
+			return errs.Wrap(errs.Unavailable, err, "sandbox tier 2: socket cover")
+		}
+		g.cover = pn
+	}
+	target := tree.Source + strings.TrimPrefix(sock, tree.Destination)
+	if tree.Destination == "/" {
+		target = filepath.Join(tree.Source, sock)
+	}
+	g.srcs = append(g.srcs, gvSource{f: g.cover.f, GVisorSource: boxconf.GVisorSource{Target: target, Dev: g.cover.dev, Ino: g.cover.ino, ReadOnly: true}})
+	return nil
+}
+
+// argv is the command the box runs for argv: HOME inside a private tmpfs
+// is made by a shell first, with the command's own arguments passed
+// through.
+func (g *gvisorBox) argv(argv []string) []string {
+	if g.mkhome == "" {
+		return append([]string(nil), argv...)
+	}
+	return append([]string{"/bin/sh", "-c", `mkdir -p -- "$1" && shift && exec "$@"`, "sh", g.mkhome}, argv...)
+}

@@ -4,13 +4,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/testsupport"
+	"github.com/airlock-run/airlock/sandbox/cgroup"
 )
 
 // TestJudgeRunsc: only a static runsc no older than the floor may run
@@ -110,20 +114,108 @@ func TestReapGVisor(t *testing.T) {
 	}
 	defer live.close()
 
-	ReapGVisor()
-	select {
-	case <-exited:
-	case <-time.After(5 * time.Second):
-		t.Errorf("the dead box's process survived the reaping")
-	}
-	if _, err := os.Stat(dead); err == nil {
-		t.Errorf("the dead box's directory %s was not removed", dead)
-	}
+	reapAndCheck(t, dead, exited)
 	if _, err := os.Stat(live.dir); err != nil {
 		t.Errorf("a live box's directory was reaped: %v", err)
 	}
 	var st unix.Stat_t
 	if unix.Stat(base, &st) == nil && st.Mode&0o077 != 0 {
 		t.Errorf("the boxes' directory is open to others: %#o", st.Mode&0o777)
+	}
+}
+
+// TestPlanGrantedFIFO: a FIFO named in fs.read is planned at every box
+// tier without waiting for a writer (the walk of the granted trees once
+// opened it for reading, and planning hung there for good).
+func TestPlanGrantedFIFO(t *testing.T) {
+	testsupport.Require(t, testsupport.Root)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tier := range []Tier{Tier1, Tier2} {
+		t.Run("tier"+tier.String(), func(t *testing.T) {
+			if _, err := Resolve(tier, ProbeHost()); err != nil {
+				testsupport.Missing(t, "tier %s unavailable here: %v", tier, err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				b, err := Plan(Spec{Workdir: t.TempDir(), Read: []string{fifo}, Env: []string{"PATH=/usr/bin:/bin"}}, tier, exe)
+				if err == nil {
+					b.Close()
+				}
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("plan: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				// Unblock the planner's open so the test binary can end.
+				if f, err := os.OpenFile(fifo, os.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
+					f.Close()
+				}
+				t.Fatal("planning a box with a granted FIFO did not end within 10 s")
+			}
+		})
+	}
+}
+
+// TestReapGVisorCgroup: the record of a box whose airlock died names the
+// run's cgroup, and the reaper ends what is in it, even a process whose
+// command line carries nothing of the box (a helper gVisor started), and
+// removes the group.
+func TestReapGVisorCgroup(t *testing.T) {
+	testsupport.Require(t, testsupport.Root)
+	base := gvisorBoxesDir()
+	if err := privateDir(filepath.Dir(base)); err != nil {
+		t.Fatal(err)
+	}
+	if err := privateDir(base); err != nil {
+		t.Fatal(err)
+	}
+	g, err := cgroup.New("reaptest-"+strconv.Itoa(os.Getpid()), cgroup.Limits{MemoryBytes: 256 << 20})
+	if err != nil {
+		testsupport.Missing(t, "no cgroup here: %v", err)
+	}
+	defer g.Close()
+	orphan := exec.Command("sleep", "300")
+	orphan.SysProcAttr = &syscall.SysProcAttr{}
+	if err := g.Start(orphan.SysProcAttr, orphan.Start); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { orphan.Process.Kill() })
+	exited := make(chan struct{})
+	go func() { orphan.Wait(); close(exited) }()
+
+	dead := filepath.Join(base, "airlock-deadcgtest")
+	os.MkdirAll(dead, 0o700)
+	os.WriteFile(filepath.Join(dead, "lock"), nil, 0o600)
+	(&gvisorBox{dir: dead}).record(GVisorRecord{ID: "airlock-deadcgtest", Pid: 1 << 22, Cgroups: g.Dirs()})
+	reapAndCheck(t, dead, exited)
+	for _, d := range g.Dirs() {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("the dead run's cgroup %s was not removed", d)
+		}
+	}
+}
+
+// reapAndCheck reaps and checks that the dead box's process (exited
+// closes when it ends) and its directory dead are gone.
+func reapAndCheck(t *testing.T, dead string, exited <-chan struct{}) {
+	t.Helper()
+	ReapGVisor()
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Errorf("the dead box's process survived the reaping")
+	}
+	if _, err := os.Stat(dead); err == nil {
+		t.Errorf("the dead box's directory %s was not removed", dead)
 	}
 }

@@ -173,6 +173,9 @@ func (b *Box) SendConfig(argv []string) error {
 	}
 	c := b.config
 	c.Argv = argv
+	if b.gv != nil {
+		c.Argv = b.gv.argv(argv) // tier 2: HOME made first (gvisor_linux.go)
+	}
 	data, err := json.Marshal(c)
 	if err != nil {
 		return err
@@ -378,6 +381,19 @@ type op struct {
 	dest  string
 	order int // at equal depth: 0 tmpfs/dir/symlink, 1 data, 2 bind, 3 protection
 	args  []string
+	pn    *pinned // what a bind of a descriptor binds (tier 2 reads it)
+}
+
+// sortOps orders operations as they must be applied: a parent before what
+// is mounted inside it, and at equal depth by order.
+func sortOps(ops []op) {
+	sort.SliceStable(ops, func(i, j int) bool {
+		di, dj := depth(ops[i].dest), depth(ops[j].dest)
+		if di != dj {
+			return di < dj
+		}
+		return ops[i].order < ops[j].order
+	})
 }
 
 func depth(p string) int {
@@ -434,7 +450,7 @@ func (p *planner) bindFD(pn *pinned, dest string, rw bool, order int) {
 		}
 		src = "/proc/self/fd/" + src
 	}
-	p.ops = append(p.ops, op{dest: dest, order: order, args: []string{flag, src, dest}})
+	p.ops = append(p.ops, op{dest: dest, order: order, args: []string{flag, src, dest}, pn: pn})
 	p.bound = append(p.bound, dest)
 	p.pins = append(p.pins, boxconf.Pin{Path: dest, Dev: pn.dev, Ino: pn.ino})
 	if dest != pn.real {
@@ -586,72 +602,15 @@ func (p *planner) plan(exe string) error {
 	spec := p.spec
 	b := p.box
 
-	// Writable roots first: every other bind is checked against them, in
-	// both the spelling given and the resolved one.
-	type root struct {
-		pn *pinned
-		rw bool
-	}
-	var roots []root
-	var writeSpell []string
-	for _, w := range spec.Write {
-		writeSpell = append(writeSpell, filepath.Clean(w))
-	}
-	writeSpell = append(writeSpell, filepath.Clean(spec.Workdir))
-	for _, w := range spec.Write {
-		// A root reached through a link inside another writable root is
-		// refused like any other bind: what the box wrote before could
-		// have planted it.
-		var others []string
-		for _, o := range spec.Write {
-			if filepath.Clean(o) != filepath.Clean(w) {
-				others = append(others, filepath.Clean(o))
-			}
-		}
-		pn, err := pin(w, others)
-		if err != nil {
-			return errs.Wrap(errs.Unavailable, err, "sandbox: write grant")
-		}
-		for _, r := range refusedWrite {
-			if within(pn.real, r) || within(r, pn.real) {
-				pn.f.Close()
-				return p.refuse(w, fmt.Sprintf("a write grant may not reach %s (it resolves to %s)", r, pn.real))
-			}
-		}
-		if !pn.isDir() {
-			pn.f.Close()
-			return p.refuse(w, "a write grant must be a directory")
-		}
-		roots = append(roots, root{pn, spec.Writable})
-		writeSpell = append(writeSpell, pn.real)
-	}
-	p.writable = writeSpell
-
-	// Workdir: its own bind, writable only when a write grant covers it.
-	switch wdc := filepath.Clean(spec.Workdir); {
-	case wdc == "/":
-		return p.refuse(spec.Workdir, "the whole file system cannot be the working directory")
-	case within(wdc, "/proc") || within(wdc, "/sys") || within(wdc, "/dev"):
-		return p.refuse(spec.Workdir, "the kernel's interfaces are never bound from the host")
-	}
-	var wdOthers []string
-	for _, w := range writeSpell {
-		if w != filepath.Clean(spec.Workdir) {
-			wdOthers = append(wdOthers, w)
-		}
-	}
-	wd, err := pin(spec.Workdir, wdOthers)
+	// Write roots and the working directory: every other pin is checked
+	// against them (pin_linux.go, shared with tier 2).
+	gr, err := p.pinRoots()
 	if err != nil {
-		return errs.Wrap(errs.Unavailable, err, "sandbox: working directory")
+		return err
 	}
-	p.writable = append(p.writable, wd.real)
-	wdRW := false
-	for _, r := range roots {
-		if within(wd.real, r.pn.real) && r.rw {
-			wdRW = true
-		}
-	}
-	if err := p.chooseUser(wd, wdRW); err != nil {
+	wd := gr.wd
+	if err := p.chooseUser(wd, gr.wdRW); err != nil {
+		gr.close()
 		return err
 	}
 
@@ -756,158 +715,26 @@ func (p *planner) plan(exe string) error {
 	}
 	p.bindFD(ex, boxInitPath, false, 2)
 
-	// Reads, then writes, then the working directory.
-	var grants []scanRoot // walked for sockets and hard links (closeChannels)
-	for _, r := range spec.Read {
-		clean := filepath.Clean(r)
-		for _, bad := range []string{"/proc", "/sys", "/dev"} {
-			if within(clean, bad) {
-				return p.refuse(r, "the kernel's interfaces are never bound from the host")
-			}
-		}
-		if clean == "/" {
-			return p.refuse(r, "the whole file system cannot be granted; name the directories")
-		}
-		pn, err := pin(r, p.writable)
-		if err != nil {
-			return errs.Wrap(errs.Unavailable, err, "sandbox: read grant")
-		}
-		// Inside the working directory or a write grant it is already in
-		// the box; a read-only bind there would take away a write the
-		// policy granted.
-		covered := within(pn.real, wd.real)
-		for _, r := range roots {
-			covered = covered || within(pn.real, r.pn.real)
-		}
-		if covered {
-			pn.f.Close()
-			continue
-		}
-		p.bindFD(pn, pn.real, false, 2)
-		grants = append(grants, scanRoot{path: pn.real})
-	}
-	for _, r := range roots {
-		p.bindFD(r.pn, r.pn.real, r.rw, 2)
-		grants = append(grants, scanRoot{path: r.pn.real, rw: r.rw})
-	}
-	wdOwn := !p.has(wd.real)
-	if wdOwn {
-		p.bindFD(wd, wd.real, wdRW, 2)
-		grants = append(grants, scanRoot{path: wd.real, rw: wdRW})
-	} else {
-		wd.f.Close()
-	}
-	for _, bd := range spec.Binds {
-		dst := bd.Dst
-		if dst == "" {
-			dst = bd.Src
-		}
-		if !filepath.IsAbs(dst) {
-			return p.refuse(dst, "bind destination is not absolute")
-		}
-		pn, err := pin(bd.Src, p.writable)
-		if err != nil {
-			return errs.Wrap(errs.Unavailable, err, "sandbox: bind")
-		}
-		if w := withinAny(pn.real, p.writable); w != "" && filepath.Clean(dst) != pn.real {
-			pn.f.Close()
-			return p.refuse(bd.Src, "lies inside the writable directory "+w+" and would be bound elsewhere")
-		}
-		p.bindFD(pn, filepath.Clean(dst), false, 2)
-	}
-
-	// HOME is private unless a bind already provides it.
-	if filepath.IsAbs(home) && home != "/" {
-		h := filepath.Clean(home)
-		switch {
-		case spec.HomeDir != "":
-			if err := p.persistentHome(h); err != nil {
-				return err
-			}
-		case p.coveredByBind(h):
-			b.Notes = append(b.Notes, "HOME "+h+" lies inside a bound directory; it is that directory, not a private one")
-		case within(h, "/tmp") || within(h, "/var/tmp") || within(h, "/run"):
-			// Already a private tmpfs; only the directory is missing.
-			p.ops = append(p.ops, op{dest: h, order: 1, args: []string{"--dir", h}})
-		case p.isSystem(h):
-			b.Notes = append(b.Notes, "HOME "+h+" is a system path; it is not made private")
-		default:
-			p.ops = append(p.ops, op{dest: h, order: 0, args: []string{"--tmpfs", h}})
-		}
-	}
-
-	// Protected paths inside every writable root.
-	if spec.Writable {
-		var prs []*pinned
-		for _, r := range roots {
-			prs = append(prs, r.pn)
-		}
-		if wdRW && wdOwn {
-			prs = append(prs, wd)
-		}
-		if err := p.protectRoots(prs); err != nil {
-			return err
-		}
-		if spec.PolicyFile != "" {
-			pf := filepath.Clean(spec.PolicyFile)
-			if withinAny(pf, p.writable) != "" {
-				pn, err := pin(pf, nil)
-				if err != nil {
-					return errs.Wrap(errs.Unavailable, err, "sandbox: policy file")
-				}
-				if pn.mode&unix.S_IFMT == unix.S_IFLNK {
-					return p.refuse(pf, "the policy file is a symbolic link inside a writable directory")
-				}
-				if err := p.pinParents(pn.real); err != nil {
-					pn.f.Close()
-					return err
-				}
-				p.bindFD(pn, pn.real, false, 3)
-			}
-		}
-		b.Protected = true
-	}
-
-	if err := p.closeChannels(grants); err != nil {
+	// What the policy grants, with the covers of what it would expose
+	// (pin_linux.go, shared with tier 2).
+	if err := p.pinGrants(gr, home); err != nil {
 		return err
 	}
 
 	// The one way out.
 	if spec.Net != nil {
-		if spec.Net.ProxySocket == "" || spec.Net.Token == "" {
-			return errs.Invalidf("sandbox: network needs the proxy socket and a token")
-		}
-		pn, err := pin(spec.Net.ProxySocket, p.writable)
+		pn, err := p.pinProxy()
 		if err != nil {
-			return errs.Wrap(errs.Unavailable, err, "sandbox: egress proxy socket")
-		}
-		if pn.mode&unix.S_IFMT != unix.S_IFSOCK {
-			pn.f.Close()
-			return p.refuse(spec.Net.ProxySocket, "not a Unix socket")
-		}
-		if err := p.proxyForUser(pn); err != nil {
 			return err
 		}
 		p.bindFD(pn, boxProxyPath, false, 2)
-		// git runs its proxy command by name with only HOST PORT: the
-		// airlock binary again, under the name airlock-connect.
-		dup, err := unix.Dup(int(ex.f.Fd()))
-		if err != nil {
+		if err := p.bindConnect(ex); err != nil {
 			return err
 		}
-		unix.CloseOnExec(dup)
-		p.bindFD(&pinned{f: os.NewFile(uintptr(dup), exe), real: ex.real, dev: ex.dev, ino: ex.ino, mode: ex.mode}, boxConnPath, false, 2)
-		p.box.config.Net = &boxconf.Net{Socket: boxProxyPath, Token: spec.Net.Token, HTTPPort: boxHTTPPort, SOCKSPort: boxSOCKSPort,
-			Exe: boxInitPath, ConnectExe: boxConnPath}
+		p.box.config.Net = p.netConfig(boxProxyPath)
 	}
 
-	sort.SliceStable(p.ops, func(i, j int) bool {
-		di, dj := depth(p.ops[i].dest), depth(p.ops[j].dest)
-		if di != dj {
-			return di < dj
-		}
-		return p.ops[i].order < p.ops[j].order
-	})
+	sortOps(p.ops)
 	for _, o := range p.ops {
 		args = append(args, o.args...)
 	}

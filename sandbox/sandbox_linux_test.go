@@ -177,11 +177,11 @@ func TestPlanRefuses(t *testing.T) {
 		{"relative workdir", func() Spec { s := base(); s.Workdir = "work"; return s }, Tier1, errs.Invalid, "not absolute"},
 		{"bad env entry", func() Spec { s := base(); s.Env = []string{"NOEQUALS"}; return s }, Tier1, errs.Invalid, "KEY=VALUE"},
 		{"negative limit", func() Spec { s := base(); s.Limits.Pids = -1; return s }, Tier1, errs.Invalid, "negative"},
-		{"tier 2 with network", func() Spec {
+		{"tier 2 with network and no proxy socket", func() Spec {
 			s := base()
 			s.Net = &NetSpec{ProxySocket: "/nonexistent.sock", Token: "t"}
 			return s
-		}, Tier2, errs.Unavailable, "tier 2"},
+		}, Tier2, errs.Unavailable, "egress proxy socket"},
 		{"unknown tier", base, Tier(7), errs.Invalid, "want 0, 1 or 2"},
 	}
 	if probeRunsc(os.Getenv("PATH")).Usable {

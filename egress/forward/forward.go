@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -45,6 +46,11 @@ type Config struct {
 	// as GIT_PROXY_COMMAND with just HOST PORT. "" leaves GIT_PROXY_COMMAND
 	// unset: git:// then has no way out, like any tool that ignores proxies.
 	ConnectExe string
+	// Copy makes the forwarder carry the client's bytes over its own
+	// connection to the proxy instead of handing the proxy the client's
+	// socket: for a box whose sockets belong to a kernel of its own
+	// (gVisor), which cannot pass them to the host.
+	Copy bool
 	// Log receives diagnostics. nil discards them.
 	Log *slog.Logger
 }
@@ -108,8 +114,12 @@ func start(ctx context.Context, cfg Config) (*forwarder, error) {
 		f.env = append(f.env, ModelEnv(f.http.Addr().(*net.TCPAddr).Port)...)
 	}
 	f.wg.Add(3)
-	go f.serve(f.http, wire.ModeHTTPFD)
-	go f.serve(f.socks, wire.ModeSOCKSFD)
+	httpMode, socksMode := wire.ModeHTTPFD, wire.ModeSOCKSFD
+	if cfg.Copy {
+		httpMode, socksMode = wire.ModeHTTP, wire.ModeSOCKS
+	}
+	go f.serve(f.http, httpMode)
+	go f.serve(f.socks, socksMode)
 	go func() {
 		defer f.wg.Done()
 		<-ctx.Done()
@@ -175,6 +185,9 @@ func (f *forwarder) serve(ln net.Listener, mode string) {
 // of it: from then on the proxy talks to the client directly, so no byte of
 // the box's traffic is copied inside the box.
 func (f *forwarder) pass(c net.Conn, pre []byte) error {
+	if f.cfg.Copy {
+		return f.copy(c, pre)
+	}
 	defer c.Close() // the proxy holds its own reference once the message is sent
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
@@ -197,6 +210,34 @@ func (f *forwarder) pass(c net.Conn, pre []byte) error {
 		return err
 	}
 	return werr
+}
+
+// copy carries the client's bytes to the proxy and back over a connection
+// of the forwarder's own, opened with the preamble, until both sides are
+// done.
+func (f *forwarder) copy(c net.Conn, pre []byte) error {
+	defer c.Close()
+	up, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: f.cfg.Socket, Net: "unix"})
+	if err != nil {
+		return err
+	}
+	defer up.Close()
+	if _, err := up.Write(pre); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	go func() {
+		io.Copy(up, c)
+		up.CloseWrite() // the client is done sending
+		close(done)
+	}()
+	_, err = io.Copy(c, up)
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.CloseWrite()
+	}
+	c.SetReadDeadline(time.Now()) // unblock the other direction
+	<-done
+	return err
 }
 
 // ModelEnv points the usual model SDKs at the model proxy behind the HTTP

@@ -6,11 +6,15 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/airlock-run/airlock/internal/testsupport"
+	"github.com/airlock-run/airlock/sandbox"
 )
 
 // canary is an HTTP server on loopback that counts the connections it
@@ -77,11 +81,35 @@ func sshCanary(t *testing.T) (port int, conns *atomic.Int64) {
 // reaches the canary unconfined.
 func TestEgressThroughTheBox(t *testing.T) {
 	requireBwrap(t)
+	t.Run("tier1", func(t *testing.T) { egressThroughTheBox(t, "1", "") })
+	// Tier 2: the same forwarder in a gVisor box, reaching the proxy
+	// through the socket's directory (runsc --host-uds=open).
+	t.Run("tier2", func(t *testing.T) {
+		requireRoot(t)
+		if _, err := sandbox.Resolve(sandbox.Tier2, sandbox.ProbeHost()); err != nil {
+			testsupport.Missing(t, "tier 2 unavailable here: %v", err)
+		}
+		runsc, err := exec.LookPath("runsc")
+		if err != nil {
+			testsupport.Missing(t, "no runsc on PATH: %v", err)
+		}
+		egressThroughTheBox(t, "2", filepath.Dir(runsc))
+	})
+}
+
+// egressThroughTheBox is TestEgressThroughTheBox at one tier; bin is a
+// directory airlock's PATH needs for it ("" none).
+func egressThroughTheBox(t *testing.T, tier, bin string) {
 	allowed := newCanary(t, "allowed")
 	refused := newCanary(t, "refused")
 	sshPort, sshConns := sshCanary(t)
-	h := newHome(t)
-	h.write("airlock.yaml", fmt.Sprintf(`
+	h0 := newHome(t)
+	if bin != "" {
+		h0.environ[0] += ":" + bin // PATH
+	}
+	// Every boxed run asks for the tier under test.
+	h := boxedAt{h0, tier}
+	h0.write("airlock.yaml", fmt.Sprintf(`
 shell:
   allow: [curl, sh, ssh, git]
 net:
@@ -113,7 +141,7 @@ limits:
 
 	// The attack works unconfined: the same curl, ignoring proxies, reaches
 	// the canary from outside a box.
-	if r := h.run("run", "--sandbox", "off", "--", "curl", "-sS", "--max-time", "20", "--noproxy", "*", refused.url("127.0.0.1")); r.Code != 0 || refused.conns.Load() == 0 {
+	if r := h0.run("run", "--sandbox", "off", "--", "curl", "-sS", "--max-time", "20", "--noproxy", "*", refused.url("127.0.0.1")); r.Code != 0 || refused.conns.Load() == 0 {
 		t.Skipf("the unconfined baseline did not reach the canary (exit %d, %s); the refusals below would prove nothing", r.Code, r.Stderr)
 	}
 	refused.conns.Store(0)
@@ -161,7 +189,7 @@ limits:
 		t.Fatalf("refused canary accepted %d connections from the box, want 0", n)
 	}
 
-	data, err := os.ReadFile(filepath.Join(h.State, "state", "airlock", "audit.jsonl"))
+	data, err := os.ReadFile(filepath.Join(h0.State, "state", "airlock", "audit.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,4 +202,18 @@ limits:
 			t.Errorf("audit log does not mention port %s", want)
 		}
 	}
+}
+
+// boxedAt runs airlock's run at one sandbox tier.
+type boxedAt struct {
+	*home
+	tier string
+}
+
+// run is home.run with --sandbox TIER after "run".
+func (b boxedAt) run(args ...string) result {
+	if len(args) > 0 && args[0] == "run" {
+		args = append([]string{"run", "--sandbox", b.tier}, args[1:]...)
+	}
+	return b.home.run(args...)
 }

@@ -99,6 +99,9 @@ type Net struct {
 	// own name and as airlock-connect (git's proxy command).
 	Exe        string `json:"exe"`
 	ConnectExe string `json:"connect_exe"`
+	// Copy: the forwarder carries the bytes itself (tier 2, whose
+	// sockets cannot be passed to the host).
+	Copy bool `json:"copy,omitempty"`
 }
 
 // Pin is the device and inode a bind destination must have inside the box.

@@ -75,6 +75,8 @@ func gvisorLaunch(args []string) error {
 			}
 		}
 	}
-	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	// Its own descriptors go; those after them are runsc's (the in-box
+	// init's pipes, which runsc passes in with --pass-fd).
+	unix.CloseRange(3, uint(3+len(srcs)), unix.CLOSE_RANGE_CLOEXEC)
 	return unix.Exec(args[1], args[1:], []string{})
 }

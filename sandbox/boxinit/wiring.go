@@ -21,6 +21,6 @@ func installSeccomp(ptrace, setgid bool) error {
 func startNet(n *boxconf.Net) ([]string, error) {
 	return forward.Start(context.Background(), forward.Config{
 		Socket: n.Socket, Token: n.Token, HTTPPort: n.HTTPPort, SOCKSPort: n.SOCKSPort,
-		Exe: n.Exe, ConnectExe: n.ConnectExe,
+		Exe: n.Exe, ConnectExe: n.ConnectExe, Copy: n.Copy,
 	})
 }
