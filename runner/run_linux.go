@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/starttrace"
 	"github.com/airlock-run/airlock/sandbox"
 )
 
@@ -87,9 +88,11 @@ type run struct {
 	tr    tierRunner
 	exe   string
 	start time.Time
-	desc  Description
-	cg    *group
-	guard *guardProc
+	// execAt is when bubblewrap (or the command) was started.
+	execAt time.Time
+	desc   Description
+	cg     *group
+	guard  *guardProc
 	// stderrDone closes when the command's stderr pipe is drained.
 	stderrDone <-chan struct{}
 	// stream, when set, is the command's stdin and stdout (Start).
@@ -111,6 +114,7 @@ type streams struct{ stdin, stdout *os.File }
 // behind: processes first, then the box's descriptors and stubs, and only
 // then the guard that would have done both had airlock died.
 func (r *run) finish() {
+	defer starttrace.Begin("finish")()
 	for _, c := range r.closers {
 		c()
 	}
@@ -131,7 +135,9 @@ func (r *run) launch() (*exec.Cmd, error) {
 	if lim.MemoryBytes > 0 || lim.CPU > 0 || lim.Pids > 0 {
 		// A limit asked for and not enforceable is refused: the command
 		// never runs without it.
+		endCG := starttrace.Begin("cgroup")
 		cg, err := newGroup(hostLimits(r.box, lim))
+		endCG()
 		if err != nil {
 			return nil, err
 		}
@@ -180,7 +186,10 @@ func (r *run) launch() (*exec.Cmd, error) {
 	// the command: every descriptor above the standard three is marked, and
 	// the ones meant for bubblewrap are placed by the start itself.
 	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-	if err := r.startIn(cmd); err != nil {
+	r.execAt = time.Now()
+	err := r.startIn(cmd)
+	starttrace.Since("bwrap-start", r.execAt)
+	if err != nil {
 		// The box's descriptors close with it in finish.
 		return nil, errs.Wrap(errs.Unavailable, err, "run: start %s", filepath.Base(cmd.Path))
 	}
@@ -223,8 +232,11 @@ func (r *run) wait(ctx context.Context, cmd *exec.Cmd) (Result, error) {
 		r.cleanup(cmd)
 		return Result{}, errs.Wrap(errs.Unavailable, ctx.Err(), "run: cancelled")
 	}
+	starttrace.Since("box-run", r.execAt)
 	// Whatever the command left behind goes with it.
+	endClean := starttrace.Begin("box-teardown")
 	r.cleanup(cmd)
+	endClean()
 	if r.stderrDone != nil {
 		select {
 		case <-r.stderrDone:

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-run/airlock/internal/starttrace"
 )
 
 // pinned is a path opened one component at a time with O_PATH|O_NOFOLLOW.
@@ -70,6 +72,7 @@ func withinAny(p string, dirs []string) string {
 // target inside one (the bind would follow a link into agent-controlled
 // ground).
 func pin(path string, writable []string) (*pinned, error) {
+	defer starttrace.Begin("pin")()
 	if !filepath.IsAbs(path) {
 		return nil, &bindError{Path: path, What: "not an absolute path"}
 	}
