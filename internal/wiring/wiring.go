@@ -189,6 +189,10 @@ func Build(cfg Config) (*Kernel, error) {
 		}
 	}
 
+	// The probe's cache lies among the private paths just checked: no box
+	// of this policy may write it.
+	sandbox.UseProbeCache(paths.probe, thisRun)
+
 	grants, err := approvals.LoadGrants(paths.grants)
 	if err != nil {
 		return fail(err)
@@ -251,13 +255,15 @@ func Build(cfg Config) (*Kernel, error) {
 // kernel, absolute; "" for what this kernel does not write.
 type hostPaths struct {
 	grants, audit, socketDir, trace, report, store, pins string
+	// probe is the host probe's cache (sandbox.UseProbeCache).
+	probe string
 	// trusted is the person's trusted policies, written is the record of
 	// paths granted to boxes (trust.go).
 	trusted, written string
 }
 
 func (h hostPaths) list() []string {
-	return nonEmptyList(h.grants, h.audit, h.socketDir, h.trace, h.report, h.store, h.pins, h.trusted, h.written)
+	return nonEmptyList(h.grants, h.audit, h.socketDir, h.trace, h.report, h.store, h.pins, h.trusted, h.written, h.probe)
 }
 
 // privatePaths resolves cfg's paths and their defaults.
@@ -289,6 +295,9 @@ func privatePaths(cfg Config) (hostPaths, error) {
 			return h, err
 		}
 	}
+	if state, err := audit.DefaultPath(cfg.Getenv); err == nil {
+		h.probe = filepath.Join(filepath.Dir(state), ProbeCacheFile)
+	}
 	if h.trusted, err = TrustedPath(cfg.Getenv); err != nil {
 		return h, err
 	}
@@ -298,10 +307,15 @@ func privatePaths(cfg Config) (hostPaths, error) {
 	return h, nil
 }
 
+// ProbeCacheFile is the host probe's cache, in airlock's state directory
+// beside the default audit log.
+const ProbeCacheFile = "probe-cache.json"
+
 // Private is every file and directory airlock writes on the host for cfg:
 // the grants file, the audit log, the approvals socket's directory, the
 // trace file, the report file, the file store and the MCP pins, each when
-// cfg has one, the trusted policies and the record of box-writable paths.
+// cfg has one, the trusted policies, the record of box-writable paths and
+// the host probe's cache.
 // It is the one list the mediator checks a box's writable paths against,
 // whichever front end (run, mcp serve, mcp wrap) built the kernel.
 func Private(cfg Config) ([]string, error) {
