@@ -80,6 +80,13 @@ func BenchmarkStart(b *testing.B) {
 		// configuration (no descriptors named: it exits at once).
 		{name: "init-start", argv: []string{exe, boxinit.Arg}, env: []string{"GOMAXPROCS=1"}},
 	}
+	// Another build to compare with in the same run (the tree before a
+	// change): AIRLOCK_START_BASELINE names its binary.
+	if old := os.Getenv("AIRLOCK_START_BASELINE"); old != "" {
+		subjects = append(subjects,
+			&startSubject{name: "baseline", argv: []string{old, "run", "--", "/bin/true"}, dir: work, env: env, traced: true},
+			&startSubject{name: "baseline-net", argv: []string{old, "run", "--", "/bin/true"}, dir: netWork, env: env, traced: true})
+	}
 	for _, p := range peerSandboxes(b) {
 		subjects = append(subjects, p)
 	}
