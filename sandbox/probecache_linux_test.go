@@ -77,14 +77,15 @@ func TestProbeCacheNotTrustedUnlessOwn(t *testing.T) {
 	// The lie: an old bubblewrap claiming options it does not have.
 	lie, _ := json.Marshal(probeCacheFile{Bwrap: map[string]BwrapReport{key: {Path: p, Version: "0.99.0", BindFD: true, DisableUserns: true, ClearEnv: true}}})
 	cache := filepath.Join(state, "probe-cache.json")
+	// reload forgets the cache in memory, as a new process starts.
+	reload := func() { UseProbeCache("", nil); useCache(t, cache) }
 	plant := func(mode os.FileMode) {
 		os.Remove(cache)
 		if err := os.WriteFile(cache, lie, mode); err != nil {
 			t.Fatal(err)
 		}
 		os.Chmod(cache, mode)
-		UseProbeCache("", nil)
-		useCache(t, cache)
+		reload()
 	}
 	plant(0o600)
 	if got := findBwrap(bin); got.Version != "0.99.0" {
@@ -103,8 +104,7 @@ func TestProbeCacheNotTrustedUnlessOwn(t *testing.T) {
 			if err := os.Symlink(other, cache); err != nil {
 				t.Fatal(err)
 			}
-			UseProbeCache("", nil)
-			useCache(t, cache)
+			reload()
 		}},
 		{"a second name of another file", func() {
 			other := filepath.Join(state, "other.json")
@@ -114,8 +114,7 @@ func TestProbeCacheNotTrustedUnlessOwn(t *testing.T) {
 			if err := os.Link(other, cache); err != nil {
 				t.Fatal(err)
 			}
-			UseProbeCache("", nil)
-			useCache(t, cache)
+			reload()
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
