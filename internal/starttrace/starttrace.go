@@ -75,9 +75,15 @@ func Since(name string, t time.Time) {
 	}
 }
 
+// maxPhases bounds what a long-lived process (airlock mcp serve, run with
+// the variable set) keeps: the trace is of a start, not of a session.
+const maxPhases = 4096
+
 func add(name string, t time.Time, d time.Duration) {
 	mu.Lock()
-	phases = append(phases, Phase{Name: name, Start: ms(t.Sub(origin)), MS: ms(d), N: 1})
+	if len(phases) < maxPhases {
+		phases = append(phases, Phase{Name: name, Start: ms(t.Sub(origin)), MS: ms(d), N: 1})
+	}
 	mu.Unlock()
 }
 
