@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/internal/privfile"
+	"github.com/airlock-run/airlock/internal/starttrace"
 )
 
 // Options configure Open. The zero value is ready to use.
@@ -32,9 +33,9 @@ type Options struct {
 //
 // Every Append is written with one write(2) on an O_APPEND descriptor and
 // fsynced before it returns, so a record Append reported as written survives
-// a crash of the machine. (Batching would trade that for speed; airlock
-// writes a handful of records per call, far below what fsync allows; see
-// BenchmarkAppend.)
+// a crash of the machine. AppendDeferred writes at once and fsyncs in the
+// background, for a caller that reports nothing before its next Append,
+// Sync or Close (each of which waits for that fsync) returns.
 type Log struct {
 	mu   sync.Mutex
 	f    *os.File
@@ -45,6 +46,9 @@ type Log struct {
 	size int64
 	seq  int64
 	head string
+	// bg is the fsync AppendDeferred left running, nil when none; its
+	// result is taken by the next Append, Sync or Close.
+	bg chan error
 }
 
 var _ Sink = (*Log)(nil)
@@ -113,11 +117,48 @@ func (l *Log) Head() (seq int64, hash string) {
 // Append sets r's Seq, Prev, Hash (and Time when zero), writes it and
 // fsyncs the file.
 func (l *Log) Append(r Record) error {
-	_, err := l.append(r)
+	_, err := l.append(r, false)
 	return err
 }
 
-func (l *Log) append(r Record) (Record, error) {
+// AppendDeferred is Append with the fsync taken off the caller's path: the
+// record is written (one write(2), in the chain) before it returns, and its
+// fsync runs in the background at once. It is durable when the next
+// Append, Sync or Close returns without error: each waits for that fsync
+// and reports its failure. A caller may use it only where it reports
+// nothing of what the record covers before one of those returns (the
+// kernel's wiring does so for the allowed decision of a command, whose
+// result it reports after the run's own record and a Sync).
+func (l *Log) AppendDeferred(r Record) error {
+	_, err := l.append(r, true)
+	return err
+}
+
+// Sync returns once every record written is durable: it waits for the
+// fsync AppendDeferred started and reports its failure. An error means a
+// record may be lost; nothing it covers may be reported as recorded.
+func (l *Log) Sync() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.waitBackground()
+}
+
+// waitBackground takes the result of the background fsync, if one runs.
+// The caller holds l.mu.
+func (l *Log) waitBackground() error {
+	if l.bg == nil {
+		return nil
+	}
+	err := <-l.bg
+	l.bg = nil
+	if err != nil {
+		l.size = -1 // re-read the tail before chaining onto it
+		return errs.Wrap(errs.Unavailable, err, "audit: sync %s", l.path)
+	}
+	return nil
+}
+
+func (l *Log) append(r Record, deferred bool) (Record, error) {
 	if r.Kind == "" {
 		return r, errs.Invalidf("audit: a record needs a kind")
 	}
@@ -128,6 +169,11 @@ func (l *Log) append(r Record) (Record, error) {
 	defer l.mu.Unlock()
 	if l.f == nil {
 		return r, errs.Unavailablef("audit: %s: log is closed", l.path)
+	}
+	// A deferred record's fsync must have succeeded before anything is
+	// chained onto it (and before this record is reported as written).
+	if err := l.waitBackground(); err != nil {
+		return r, err
 	}
 	if err := l.lock(); err != nil {
 		return r, err
@@ -160,9 +206,25 @@ func (l *Log) append(r Record) (Record, error) {
 		l.size = -1
 		return r, errs.Wrap(errs.Unavailable, errOr(err, io.ErrShortWrite), "audit: write %s", l.path)
 	}
-	if err := l.f.Sync(); err != nil {
-		l.size = -1
-		return r, errs.Wrap(errs.Unavailable, err, "audit: sync %s", l.path)
+	if deferred {
+		// The fsync of one file flushes every record written to it, so
+		// the next Append's own fsync would cover this one; running it
+		// now lets it overlap the caller's work instead.
+		done := make(chan error, 1)
+		f := l.f
+		go func() {
+			defer starttrace.Begin("audit-fsync-background")()
+			done <- f.Sync()
+		}()
+		l.bg = done
+	} else {
+		endSync := starttrace.Begin("audit-fsync")
+		err = l.f.Sync()
+		endSync()
+		if err != nil {
+			l.size = -1
+			return r, errs.Wrap(errs.Unavailable, err, "audit: sync %s", l.path)
+		}
 	}
 	l.size = st.Size() + int64(n)
 	l.seq, l.head = r.Seq, hash
@@ -170,14 +232,16 @@ func (l *Log) append(r Record) (Record, error) {
 	return r, nil
 }
 
-// Close closes the file. Appending after Close fails.
+// Close waits for a deferred record's fsync and closes the file; an error
+// from either is returned. Appending after Close fails.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
 		return nil
 	}
-	err := l.f.Close()
+	err := l.waitBackground()
+	err = errors.Join(err, l.f.Close())
 	l.f = nil
 	return err
 }

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/airlock-run/airlock/errs"
@@ -164,11 +165,12 @@ func (j Job) runTimeout() time.Duration {
 // namePattern is what a pool, node or job id may be: it is part of a task
 // queue's name and of paths on the node, so nothing that could spell a
 // different queue (a dot) or a path (a slash) is accepted.
-var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+// It is compiled on first use, not at every airlock start.
+var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`) })
 
 // CheckName refuses a pool, node or job id that is not a plain name.
 func CheckName(what, name string) error {
-	if !namePattern.MatchString(name) {
+	if !namePattern().MatchString(name) {
 		return errs.Invalidf("%s %q: want lower-case letters, digits, '-' and '_', at most 63, starting with a letter or digit", what, name)
 	}
 	return nil

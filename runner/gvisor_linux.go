@@ -35,8 +35,8 @@ func (*gvisorRun) describe(d *Description) {
 // box's process limit is enforced inside gVisor (the plan sets
 // RLIMIT_NPROC): on the host, gVisor's own kernel and gofer threads would
 // count against it, and a box of a few dozen processes would not start.
-func hostLimits(box *sandbox.Box, l sandbox.Limits) sandbox.Limits {
-	if box.Tier == sandbox.Tier2 {
+func hostLimits(tier sandbox.Tier, l sandbox.Limits) sandbox.Limits {
+	if tier == sandbox.Tier2 {
 		l.Pids = 0
 	}
 	return l

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/starttrace"
 	"github.com/airlock-run/airlock/sandbox"
 )
 
@@ -56,21 +57,28 @@ func prepare(exe string, req Request) (*run, error) {
 	if req.Tier == sandbox.TierAuto {
 		return nil, sandbox.ErrAuto("runner")
 	}
+	// The cgroup is made while the box is planned: neither needs the
+	// other (Plan gives the tier asked for or fails), and on two cores
+	// the half millisecond of directory writes runs beside the plan.
+	cg := startGroup(req)
 	box, err := sandbox.Plan(req.Spec, req.Tier, exe)
 	if err != nil {
+		cg.discard()
 		return nil, err
 	}
 	tr, err := runnerFor(box)
 	if err != nil {
+		cg.discard()
 		box.Close()
 		return nil, err
 	}
-	return newRun(exe, req, box, tr), nil
+	return newRun(exe, req, box, tr, cg), nil
 }
 
-// newRun is the run of req in the planned box, started by tr.
-func newRun(exe string, req Request, box *sandbox.Box, tr tierRunner) *run {
-	r := &run{req: req, box: box, tr: tr, exe: exe, start: time.Now()}
+// newRun is the run of req in the planned box, started by tr, with cg the
+// cgroup being made for it (nil when it asks for no limit).
+func newRun(exe string, req Request, box *sandbox.Box, tr tierRunner, cg pendingGroup) *run {
+	r := &run{req: req, box: box, tr: tr, exe: exe, start: time.Now(), pendingCG: cg}
 	r.desc = Description{
 		Tier: int(box.Tier), Mechanism: box.Mechanism, Version: box.Version, Seccomp: box.Seccomp,
 		Namespaces: box.Namespaces, Protected: box.Protected, Workdir: req.Spec.Workdir,
@@ -92,9 +100,11 @@ type run struct {
 	tr    tierRunner
 	exe   string
 	start time.Time
-	desc  Description
-	cg    *group
-	guard *guardProc
+	// execAt is when bubblewrap (or the command) was started.
+	execAt time.Time
+	desc   Description
+	cg     *group
+	guard  *guardProc
 	// stderrDone closes when the command's stderr pipe is drained.
 	stderrDone <-chan struct{}
 	// stream, when set, is the command's stdin and stdout (Start).
@@ -107,6 +117,48 @@ type run struct {
 	// nsInit, when set, is a pidfd of the box's PID 1: the run is not over
 	// until it is gone, since its end is what empties the namespace.
 	nsInit int
+	// pendingCG is the cgroup being made beside the plan; launch takes it.
+	pendingCG pendingGroup
+}
+
+// pendingGroup is a cgroup being made (startGroup); nil when the run asks
+// for no limits.
+type pendingGroup chan groupMade
+
+type groupMade struct {
+	g   *group
+	err error
+}
+
+// startGroup starts making the cgroup of req's limits, when it has any.
+func startGroup(req Request) pendingGroup {
+	lim := req.Spec.Limits
+	if lim.MemoryBytes <= 0 && lim.CPU <= 0 && lim.Pids <= 0 {
+		return nil
+	}
+	ch := make(pendingGroup, 1)
+	go func() {
+		defer starttrace.Begin("cgroup")()
+		g, err := newGroup(hostLimits(req.Tier, lim))
+		ch <- groupMade{g, err}
+	}()
+	return ch
+}
+
+// wait returns the group once made.
+func (p pendingGroup) wait() (*group, error) {
+	if p == nil {
+		return nil, nil
+	}
+	m := <-p
+	return m.g, m.err
+}
+
+// discard removes the group of a run that never launched.
+func (p pendingGroup) discard() {
+	if g, _ := p.wait(); g != nil {
+		g.close()
+	}
 }
 
 // streams are the command's ends of Start's pipes.
@@ -116,6 +168,11 @@ type streams struct{ stdin, stdout *os.File }
 // behind: processes first, then the box's descriptors and stubs, and only
 // then the guard that would have done both had airlock died.
 func (r *run) finish() {
+	defer starttrace.Begin("finish")()
+	if r.pendingCG != nil { // never launched: the group was not taken
+		r.pendingCG.discard()
+		r.pendingCG = nil
+	}
 	for _, c := range r.closers {
 		c()
 	}
@@ -132,11 +189,14 @@ func (r *run) finish() {
 // starts (the command itself, or bubblewrap) and its configuration.
 func (r *run) launch() (*exec.Cmd, error) {
 	req := r.req
-	lim := req.Spec.Limits
-	if lim.MemoryBytes > 0 || lim.CPU > 0 || lim.Pids > 0 {
+	pending := r.pendingCG
+	r.pendingCG = nil
+	if pending != nil {
 		// A limit asked for and not enforceable is refused: the command
 		// never runs without it.
-		cg, err := newGroup(hostLimits(r.box, lim))
+		endCG := starttrace.Begin("cgroup-wait")
+		cg, err := pending.wait()
+		endCG()
 		if err != nil {
 			return nil, err
 		}
@@ -188,7 +248,10 @@ func (r *run) launch() (*exec.Cmd, error) {
 	// the command: every descriptor above the standard three is marked, and
 	// the ones meant for bubblewrap are placed by the start itself.
 	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-	if err := r.startIn(cmd); err != nil {
+	r.execAt = time.Now()
+	err := r.startIn(cmd)
+	starttrace.Since("bwrap-start", r.execAt)
+	if err != nil {
 		// The box's descriptors close with it in finish.
 		return nil, errs.Wrap(errs.Unavailable, err, "run: start %s", filepath.Base(cmd.Path))
 	}
@@ -231,8 +294,11 @@ func (r *run) wait(ctx context.Context, cmd *exec.Cmd) (Result, error) {
 		r.cleanup(cmd)
 		return Result{}, errs.Wrap(errs.Unavailable, ctx.Err(), "run: cancelled")
 	}
+	starttrace.Since("box-run", r.execAt)
 	// Whatever the command left behind goes with it.
+	endClean := starttrace.Begin("box-teardown")
 	r.cleanup(cmd)
+	endClean()
 	if r.stderrDone != nil {
 		select {
 		case <-r.stderrDone:

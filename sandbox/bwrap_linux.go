@@ -37,21 +37,28 @@ func findBwrap(pathEnv string) bwrapInfo {
 		if err != nil || !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
 			continue
 		}
-		info := bwrapInfo{Path: c, Setuid: st.Mode()&os.ModeSetuid != 0}
-		data, err := os.ReadFile(c)
-		if err != nil {
-			info.Err = err.Error()
-			return info
-		}
-		if m := bwrapVersionRE.FindSubmatch(data); m != nil {
-			info.Version = string(m[1])
-		}
-		info.BindFD = bytes.Contains(data, []byte("--ro-bind-fd"))
-		info.DisableUserns = bytes.Contains(data, []byte("--disable-userns"))
-		info.ClearEnv = bytes.Contains(data, []byte("--clearenv"))
-		return info
+		// Read once per file (probecache_linux.go): the probe and the
+		// plan of every run ask.
+		return cachedBwrap(c, st, func() bwrapInfo { return readBwrap(c, st) })
 	}
 	return bwrapInfo{Err: "bwrap not found on PATH nor in /usr/bin, /usr/local/bin, /bin"}
+}
+
+// readBwrap reads what the bubblewrap at c (st) was built with.
+func readBwrap(c string, st os.FileInfo) bwrapInfo {
+	info := bwrapInfo{Path: c, Setuid: st.Mode()&os.ModeSetuid != 0}
+	data, err := os.ReadFile(c)
+	if err != nil {
+		info.Err = err.Error()
+		return info
+	}
+	if m := bwrapVersionRE.FindSubmatch(data); m != nil {
+		info.Version = string(m[1])
+	}
+	info.BindFD = bytes.Contains(data, []byte("--ro-bind-fd"))
+	info.DisableUserns = bytes.Contains(data, []byte("--disable-userns"))
+	info.ClearEnv = bytes.Contains(data, []byte("--clearenv"))
+	return info
 }
 
 // versionLess reports whether dotted version a is older than b. An unknown

@@ -23,7 +23,7 @@ func probeRunsc(pathEnv string) RunscReport {
 		r.Why, r.Fix = "gVisor (runsc) is not installed on this host", gvisorInstall
 		return r
 	}
-	return checkRunsc(r)
+	return cachedRunsc(r) // checkRunsc, once per file (probecache_linux.go)
 }
 
 func checkRunsc(r RunscReport) RunscReport {

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/starttrace"
 	"github.com/airlock-run/airlock/sandbox/boxconf"
 )
 
@@ -73,6 +74,7 @@ func withinAny(p string, dirs []string) string {
 // target inside one (the bind would follow a link into agent-controlled
 // ground).
 func pin(path string, writable []string) (*pinned, error) {
+	defer starttrace.Begin("pin")()
 	if !filepath.IsAbs(path) {
 		return nil, &bindError{Path: path, What: "not an absolute path"}
 	}

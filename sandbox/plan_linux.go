@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/starttrace"
 	"github.com/airlock-run/airlock/sandbox/boxconf"
 	"github.com/airlock-run/airlock/sandbox/seccomp"
 )
@@ -505,6 +506,7 @@ func noMechanism(t Tier) error {
 // the host cannot give is errs.Unavailable. exe is the airlock binary
 // re-executed as the in-box init.
 func Plan(spec Spec, tier Tier, exe string) (*Box, error) {
+	defer starttrace.Begin("plan")()
 	if tier == TierAuto {
 		return nil, ErrAuto("sandbox")
 	}
@@ -767,7 +769,9 @@ func (p *planner) plan(exe string) error {
 	}
 	var cfgN, stN int
 	if p.direct && !p.sealed {
+		endSeccomp := starttrace.Begin("seccomp-compile")
 		prog, err := seccomp.Program(runtime.GOARCH, p.filterOptions())
+		endSeccomp()
 		if err != nil {
 			return errs.Wrap(errs.Unavailable, err, "sandbox: seccomp filter")
 		}

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/starttrace"
 
 	"github.com/airlock-run/airlock/sandbox/cgroup"
 	"github.com/airlock-run/airlock/sandbox/seccomp"
@@ -24,6 +25,7 @@ const fixedBwrap = "0.12.0"
 // reads the bubblewrap binary, /proc and /sys. The CLI adds the result of
 // actually starting a box (runner.Check) to it.
 func Probe() Report {
+	defer starttrace.Begin("probe")()
 	r := Report{OS: "linux", Protected: true}
 	var uts unix.Utsname
 	if unix.Uname(&uts) == nil {

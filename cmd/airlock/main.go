@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-run/airlock/egress/forward"
 	"github.com/airlock-run/airlock/escape"
 	"github.com/airlock-run/airlock/internal/cli"
+	"github.com/airlock-run/airlock/internal/starttrace"
 	"github.com/airlock-run/airlock/sandbox"
 	"github.com/airlock-run/airlock/sandbox/boxinit"
 )
@@ -34,9 +35,11 @@ func main() {
 	if forward.IsConnect(os.Args) { // git/ssh ProxyCommand inside the box
 		os.Exit(forward.ConnectMain(os.Args))
 	}
+	starttrace.Main()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	env := cli.DefaultEnv(term.IsTerminal(int(os.Stdin.Fd())) && term.IsTerminal(int(os.Stderr.Fd())), term.IsTerminal(int(os.Stdout.Fd())), term.IsTerminal(int(os.Stderr.Fd())))
 	code := cli.Main(ctx, os.Args[1:], env)
 	stop()
+	starttrace.Write(os.Stderr)
 	os.Exit(code)
 }

@@ -60,12 +60,14 @@ var table = map[string]row{
 	"policy/protected": {layer: leaves, pure: true},
 	"sandbox/boxconf":  {layer: leaves, pure: true},
 	"egress/wire":      {layer: leaves},
+	// starttrace: the phases of one start, timed when AIRLOCK_TRACE_START is set.
+	"internal/starttrace": {layer: leaves},
 
 	// parts
 	"policy":           {layer: parts, pure: true, may: []string{"netrule", "policy/protected", "policy/shellread"}},
 	"egress":           {layer: parts, may: []string{"egress/wire", "netrule"}},
 	"egress/forward":   {layer: parts, may: []string{"egress/wire"}},
-	"audit":            {layer: parts, may: []string{"internal/privfile"}},
+	"audit":            {layer: parts, may: []string{"internal/privfile", "internal/starttrace"}},
 	"files":            {layer: parts, may: []string{"internal/privfile"}},
 	"mcp":              {layer: parts, may: []string{"fit"}},
 	"sandbox/cgroup":   {layer: parts},
@@ -79,8 +81,8 @@ var table = map[string]row{
 	"jobs/pki": {layer: parts, may: []string{"internal/privfile"}},
 
 	// host
-	"sandbox":   {layer: host, may: []string{"policy/protected", "sandbox/boxconf", "sandbox/cgroup", "sandbox/landlock", "sandbox/lookpath", "sandbox/seccomp"}},
-	"runner":    {layer: host, may: []string{"sandbox", "sandbox/boxconf", "sandbox/cgroup"}, starts: "the only code that executes processes on the host (DESIGN.md)"},
+	"sandbox":   {layer: host, may: []string{"internal/privfile", "internal/starttrace", "policy/protected", "sandbox/boxconf", "sandbox/cgroup", "sandbox/landlock", "sandbox/lookpath", "sandbox/seccomp"}},
+	"runner":    {layer: host, may: []string{"internal/starttrace", "sandbox", "sandbox/boxconf", "sandbox/cgroup"}, starts: "the only code that executes processes on the host (DESIGN.md)"},
 	"approvals": {layer: host, may: []string{"audit", "internal/privfile", "policy"}},
 	"offload":   {layer: host, may: []string{"files", "fit"}},
 	"sandbox/boxinit": {layer: host, may: []string{"sandbox/boxconf", "sandbox/landlock", "sandbox/lookpath", "sandbox/seccomp", "egress/forward"},
@@ -111,13 +113,13 @@ var table = map[string]row{
 
 	// cli
 	"internal/wiring": {layer: cli, may: []string{"approvals", "audit", "egress", "egress/wire", "files", "fit",
-		"internal/privfile", "mcp", "mediator", "netrule", "offload", "policy", "sandbox"}},
+		"internal/privfile", "internal/starttrace", "mcp", "mediator", "netrule", "offload", "policy", "sandbox"}},
 	"internal/cli": {layer: cli, may: []string{"api", "approvals", "audit", "escape", "files", "fit", "internal/privfile", "jobs", "jobs/pki", "node", "termsafe",
 		"internal/wiring", "mcp", "mcp/gateway", "mcp/httpfront", "mcp/serve", "mediator", "offload", "policy",
 		"policy/shellread", "sandbox"}},
 
 	// mains
-	"cmd/airlock":        {layer: mains, may: []string{"egress/forward", "escape", "internal/cli", "sandbox", "sandbox/boxinit"}},
+	"cmd/airlock":        {layer: mains, may: []string{"egress/forward", "escape", "internal/cli", "internal/starttrace", "sandbox", "sandbox/boxinit"}},
 	"cmd/airlock-server": {layer: mains, may: []string{"internal/cli", "jobs/server"}},
 
 	// tests

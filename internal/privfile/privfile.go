@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -511,4 +512,51 @@ func readLink(dirfd int, name string) (string, error) {
 		return "", unix.ENAMETOOLONG
 	}
 	return string(buf[:n]), nil
+}
+
+// ReadFile reads the file at path, at most max bytes, only when airlock
+// could have written it itself: every directory on the way passes the
+// checks WriteFile makes, the name is no link, and the file is regular,
+// has one name, belongs to this user (or root) and no one else may write
+// it. Anything else is an error, so a caller that keeps state there (a
+// cache) trusts nothing a box or another user could have put in its place.
+func ReadFile(path string, max int64, o Options) ([]byte, error) {
+	d, name, err := openParent(path, o)
+	if err != nil {
+		return nil, err
+	}
+	defer d.close()
+	full := filepath.Join(d.path, name)
+	fd, err := openFile(d.fd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "privfile: open %s", full)
+	}
+	f := os.NewFile(uintptr(fd), full)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "privfile: stat %s", full)
+	}
+	euid := os.Geteuid()
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return nil, errs.Invalidf("privfile: %s is not a regular file", full)
+	case st.Nlink > 1:
+		return nil, errs.Invalidf("privfile: %s has %d names", full, st.Nlink)
+	case st.Uid != 0 && int(st.Uid) != euid:
+		return nil, errs.Invalidf("privfile: %s belongs to user %d", full, st.Uid)
+	case st.Mode&0o022 != 0:
+		return nil, errs.Invalidf("privfile: %s may be written by others (mode %o)", full, st.Mode&0o777)
+	case st.Size > max:
+		return nil, errs.Invalidf("privfile: %s is over %d bytes", full, max)
+	}
+	buf := make([]byte, st.Size+1)
+	n, err := io.ReadFull(f, buf)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, errs.Wrap(errs.Unavailable, err, "privfile: read %s", full)
+	}
+	if int64(n) > st.Size {
+		return nil, errs.Invalidf("privfile: %s grew while read", full)
+	}
+	return buf[:n], nil
 }

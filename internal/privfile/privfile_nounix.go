@@ -29,3 +29,6 @@ func OpenAppend(path string, _ int, _ fs.FileMode, _ Options) (*os.File, error) 
 
 // MkdirAll is not supported on this system.
 func MkdirAll(path string, _ Options) error { return unsupported(path) }
+
+// ReadFile is not supported on this system.
+func ReadFile(path string, _ int64, _ Options) ([]byte, error) { return nil, unsupported(path) }

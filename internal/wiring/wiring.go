@@ -24,6 +24,7 @@ import (
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/files"
 	"github.com/airlock-run/airlock/internal/privfile"
+	"github.com/airlock-run/airlock/internal/starttrace"
 	"github.com/airlock-run/airlock/mediator"
 	"github.com/airlock-run/airlock/offload"
 	"github.com/airlock-run/airlock/policy"
@@ -121,6 +122,7 @@ func (k *Kernel) Close() error {
 // Build loads the policy and wires the kernel. Any failure is an error and
 // nothing is decided: an invalid policy never falls back to a default.
 func Build(cfg Config) (*Kernel, error) {
+	defer starttrace.Begin("kernel-build")()
 	if cfg.Getenv == nil {
 		cfg.Getenv = func(string) string { return "" }
 	}
@@ -140,7 +142,9 @@ func Build(cfg Config) (*Kernel, error) {
 	default:
 		return nil, errs.Invalidf("--mode %q: want observe or fix", cfg.Mode)
 	}
+	endPolicy := starttrace.Begin("policy-load")
 	p, file, err := LoadPolicy(cfg.Dir, workdir, cfg.PolicyFile, cfg.Getenv)
+	endPolicy()
 	if err != nil {
 		return nil, err
 	}
@@ -188,6 +192,10 @@ func Build(cfg Config) (*Kernel, error) {
 		}
 	}
 
+	// The probe's cache lies among the private paths just checked: no box
+	// of this policy may write it.
+	sandbox.UseProbeCache(paths.probe, thisRun)
+
 	grants, err := approvals.LoadGrants(paths.grants)
 	if err != nil {
 		return fail(err)
@@ -197,7 +205,10 @@ func Build(cfg Config) (*Kernel, error) {
 		k.Policy = p
 	}
 
-	if k.Audit, err = audit.Open(paths.audit, audit.Options{BoxWritable: thisRun}); err != nil {
+	endAudit := starttrace.Begin("audit-open")
+	k.Audit, err = audit.Open(paths.audit, audit.Options{BoxWritable: thisRun})
+	endAudit()
+	if err != nil {
 		return fail(err)
 	}
 	k.closers = append(k.closers, k.Audit)
@@ -233,7 +244,7 @@ func Build(cfg Config) (*Kernel, error) {
 
 	if k.Kernel, err = mediator.New(p, k.World, mediator.Options{
 		Approver: brokerApprover{b: k.Broker, workdir: workdir},
-		Recorder: auditRecorder{l: sink},
+		Recorder: auditRecorder{l: sink, log: deferrable(sink, k.Audit)},
 		Private:  k.Private,
 		Tier:     cfg.Tier, Exe: cfg.Exe, Environ: cfg.Environ, Warn: cfg.Warn, OutputCap: cfg.OutputCap,
 		Offloader: cfg.Offloader, Scope: cfg.Scope, AfterDecide: cfg.AfterDecide,
@@ -248,13 +259,15 @@ func Build(cfg Config) (*Kernel, error) {
 // kernel, absolute; "" for what this kernel does not write.
 type hostPaths struct {
 	grants, audit, socketDir, trace, report, store, pins string
+	// probe is the host probe's cache (sandbox.UseProbeCache).
+	probe string
 	// trusted is the person's trusted policies, written is the record of
 	// paths granted to boxes (trust.go).
 	trusted, written string
 }
 
 func (h hostPaths) list() []string {
-	return nonEmptyList(h.grants, h.audit, h.socketDir, h.trace, h.report, h.store, h.pins, h.trusted, h.written)
+	return nonEmptyList(h.grants, h.audit, h.socketDir, h.trace, h.report, h.store, h.pins, h.trusted, h.written, h.probe)
 }
 
 // privatePaths resolves cfg's paths and their defaults.
@@ -286,6 +299,9 @@ func privatePaths(cfg Config) (hostPaths, error) {
 			return h, err
 		}
 	}
+	if state, err := audit.DefaultPath(cfg.Getenv); err == nil {
+		h.probe = filepath.Join(filepath.Dir(state), ProbeCacheFile)
+	}
 	if h.trusted, err = TrustedPath(cfg.Getenv); err != nil {
 		return h, err
 	}
@@ -295,10 +311,15 @@ func privatePaths(cfg Config) (hostPaths, error) {
 	return h, nil
 }
 
+// ProbeCacheFile is the host probe's cache, in airlock's state directory
+// beside the default audit log.
+const ProbeCacheFile = "probe-cache.json"
+
 // Private is every file and directory airlock writes on the host for cfg:
 // the grants file, the audit log, the approvals socket's directory, the
 // trace file, the report file, the file store and the MCP pins, each when
-// cfg has one, the trusted policies and the record of box-writable paths.
+// cfg has one, the trusted policies, the record of box-writable paths and
+// the host probe's cache.
 // It is the one list the mediator checks a box's writable paths against,
 // whichever front end (run, mcp serve, mcp wrap) built the kernel.
 func Private(cfg Config) ([]string, error) {
@@ -455,13 +476,46 @@ func (a brokerApprover) Ask(ctx context.Context, e mediator.Escalation) mediator
 }
 
 // auditRecorder keeps the kernel's records in the hash-chained log.
-type auditRecorder struct{ l audit.Sink }
+type auditRecorder struct {
+	l audit.Sink
+	// log, when set, is l itself: the log whose fsync of an allowed
+	// command's decision may run beside the box's start (Kernel.Exec).
+	log *audit.Log
+}
+
+// deferrable is log when the sink is the log itself; a sink that also
+// traces records every Append as it comes.
+func deferrable(sink audit.Sink, log *audit.Log) *audit.Log {
+	if l, ok := sink.(*audit.Log); ok && l == log {
+		return log
+	}
+	return nil
+}
+
+// syncAfter marks the context of a call whose records Kernel.Exec makes
+// durable (audit.Log.Sync) before it returns anything.
+type syncAfter struct{}
+
+// Exec is the kernel's Exec (mediator.Kernel.Exec) with the fsync of the
+// allowed decision's record taken off the start's path: that record is
+// written before anything runs and its fsync runs beside the box's
+// start; the run's own record is fsynced as always; and Exec returns
+// (so the front end reports the result) only once Sync says every record
+// of the call is durable. A failed fsync fails the call.
+func (k *Kernel) Exec(ctx context.Context, call mediator.Call, o mediator.ExecOptions) (mediator.ExecResult, error) {
+	res, err := k.Kernel.Exec(context.WithValue(ctx, syncAfter{}, true), call, o)
+	if serr := k.Audit.Sync(); serr != nil {
+		return res, errs.Wrap(errs.Unavailable, serr, "audit: the record could not be made durable")
+	}
+	return res, err
+}
 
 type closerFunc func() error
 
 func (f closerFunc) Close() error { return f() }
 
-func (a auditRecorder) Record(_ context.Context, r mediator.Record) error {
+func (a auditRecorder) Record(ctx context.Context, r mediator.Record) error {
+	defer starttrace.Begin("audit-append")()
 	fields := map[string]any{}
 	if r.Category != "" {
 		fields["category"] = r.Category
@@ -482,9 +536,16 @@ func (a auditRecorder) Record(_ context.Context, r mediator.Record) error {
 	if err := json.Unmarshal(b, &fields); err != nil {
 		return fmt.Errorf("audit fields: %w", err)
 	}
-	return a.l.Append(audit.Record{Kind: nonEmpty(r.Kind, "decision"), Time: r.Time,
+	rec := audit.Record{Kind: nonEmpty(r.Kind, "decision"), Time: r.Time,
 		CallDigest: strings.TrimPrefix(r.CallDigest, "sha256:"), Verdict: r.Verdict.String(),
-		Rule: r.Rule, Reason: r.Reason, Decider: r.Decider, Fields: fields})
+		Rule: r.Rule, Reason: r.Reason, Decider: r.Decider, Fields: fields}
+	// Only an allowed command's decision inside Kernel.Exec, which syncs
+	// before it returns: a refusal is reported at once, so it is durable
+	// first, like every other record.
+	if a.log != nil && ctx.Value(syncAfter{}) != nil && rec.Kind == "decision" && r.Verdict == policy.Allow {
+		return a.log.AppendDeferred(rec)
+	}
+	return a.l.Append(rec)
 }
 
 func nonEmpty(s, def string) string {

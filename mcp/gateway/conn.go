@@ -459,15 +459,21 @@ func startsAnswer(data []byte) bool {
 	}
 }
 
+// idAtStart and idAtEnd are compiled on first use: their bounded
+// repetitions cost about a millisecond and a half at every airlock start.
 var (
-	idAtStart = regexp.MustCompile(`^\s*\{(?:\s*"jsonrpc"\s*:\s*"2\.0"\s*,)?\s*"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?[0-9]{1,18})\s*,`)
-	idAtEnd   = regexp.MustCompile(`,\s*"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?[0-9]{1,18})\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*$`)
+	idAtStart = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\s*\{(?:\s*"jsonrpc"\s*:\s*"2\.0"\s*,)?\s*"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?[0-9]{1,18})\s*,`)
+	})
+	idAtEnd = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`,\s*"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?[0-9]{1,18})\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*$`)
+	})
 )
 
 // idFromEnds finds the id of a message too long to parse from its first
 // and last bytes, where JSON-RPC encoders put it.
 func idFromEnds(head, tail []byte) jsonrpc.ID {
-	for _, m := range [][][]byte{idAtStart.FindSubmatch(head), idAtEnd.FindSubmatch(tail)} {
+	for _, m := range [][][]byte{idAtStart().FindSubmatch(head), idAtEnd().FindSubmatch(tail)} {
 		if m == nil {
 			continue
 		}

@@ -15,7 +15,6 @@ package cgroup
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"time"
 
 	"github.com/airlock-run/airlock/errs"
@@ -123,11 +122,25 @@ type Stats struct {
 	CPUThrottled int64 `json:"cpu_throttled"`
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+// validName is ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$, by hand: the regular
+// expression's bounded repetition compiled at every airlock start.
+func validName(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		alnum := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // dirName is the directory a group named name gets.
 func dirName(name string) (string, error) {
-	if !nameRE.MatchString(name) {
+	if !validName(name) {
 		return "", errs.Invalidf("cgroup name %q: want 1 to 64 of A-Z a-z 0-9 . _ -, not starting with . _ or -", name)
 	}
 	return "airlock-" + name, nil

@@ -1,0 +1,274 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlock-run/airlock/internal/starttrace"
+	"github.com/airlock-run/airlock/internal/testsupport"
+	"github.com/airlock-run/airlock/sandbox"
+	"github.com/airlock-run/airlock/sandbox/boxinit"
+)
+
+// bareBwrap is the limit `airlock run -- /bin/true` is measured against:
+// bubblewrap with the namespaces airlock's box has (user, mount, pid, ipc,
+// uts, net, cgroup), no capabilities and an environment built from nothing,
+// the system read-only and private /dev, /proc and /tmp.
+var bareBwrap = []string{"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
+	"--unshare-cgroup-try", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv",
+	"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "/bin/true"}
+
+// startSubject is one way of running /bin/true the benchmark times.
+type startSubject struct {
+	name string
+	argv []string
+	dir  string
+	env  []string
+	// traced subjects are airlock runs that print their start trace.
+	traced bool
+	times  []time.Duration
+	traces []starttrace.Trace
+}
+
+// BenchmarkStart times `airlock run -- /bin/true` (the built binary,
+// AIRLOCK_BIN or one built from this checkout) against a bare bubblewrap
+// with comparable namespaces, alternating in one run so the host's load
+// weighs on all alike: with the default policy (limits, seccomp, egress
+// off; target at most 1.5× bubblewrap), with a policy that allows a
+// loopback host (the forwarder and proxy up; target at most 2×), the
+// airlock binary's own start (what the in-box init pays before it does
+// anything), and the peer sandboxes when installed (Codex's `codex
+// sandbox`, the native binary without its node wrapper, and Anthropic's
+// `srt`). It reports every median and each ratio to bubblewrap, and logs
+// the start trace of the airlock runs (AIRLOCK_TRACE_START): the median of
+// each phase.
+func BenchmarkStart(b *testing.B) {
+	if r := sandbox.Probe(); r.Tier() < sandbox.Tier1 {
+		testsupport.Missing(b, "tier 1 unavailable here: %s", r.Why)
+	}
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		testsupport.Missing(b, "bubblewrap is not installed: %v", err)
+	}
+	exe := testsupport.AirlockBin(b)
+	home, work, netWork := b.TempDir(), b.TempDir(), b.TempDir()
+	// The loopback host is never connected to: /bin/true only needs the
+	// forwarder and the proxy up.
+	if err := os.WriteFile(filepath.Join(netWork, "airlock.yaml"), []byte("net: {allow: [\"127.0.0.1:9\"]}\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	// airlock's state (audit log, caches) goes to a home of its own, so
+	// the runs neither read nor grow the caller's.
+	env := append(withoutEnv(os.Environ(), "HOME", starttrace.Env, "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR"), "HOME="+home)
+	subjects := []*startSubject{
+		{name: "bwrap", argv: append([]string{bwrap}, bareBwrap...)},
+		{name: "airlock", argv: []string{exe, "run", "--", "/bin/true"}, dir: work, env: env, traced: true},
+		{name: "airlock-net", argv: []string{exe, "run", "--", "/bin/true"}, dir: netWork, env: env, traced: true},
+		// The in-box init's start: the whole binary, its runtime and every
+		// package's initialisation, before it reads a byte of its
+		// configuration (no descriptors named: it exits at once).
+		{name: "init-start", argv: []string{exe, boxinit.Arg}, env: []string{"GOMAXPROCS=1"}},
+	}
+	// Another build to compare with in the same run (the tree before a
+	// change): AIRLOCK_START_BASELINE names its binary.
+	if old := os.Getenv("AIRLOCK_START_BASELINE"); old != "" {
+		subjects = append(subjects,
+			&startSubject{name: "baseline", argv: []string{old, "run", "--", "/bin/true"}, dir: work, env: env, traced: true},
+			&startSubject{name: "baseline-net", argv: []string{old, "run", "--", "/bin/true"}, dir: netWork, env: env, traced: true})
+	}
+	for _, p := range peerSandboxes(b) {
+		subjects = append(subjects, p)
+	}
+	for _, s := range subjects {
+		s.run(b) // once outside the timing: caches warm, every subject works
+		s.times, s.traces = nil, nil
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, s := range subjects {
+			s.run(b)
+		}
+	}
+	b.StopTimer()
+	base := median(subjects[0].times)
+	for _, s := range subjects {
+		m := median(s.times)
+		b.ReportMetric(msOf(m), s.name+"-ms")
+		if s.name != "bwrap" && s.name != "init-start" {
+			b.ReportMetric(float64(m)/float64(base), s.name+"/bwrap")
+		}
+	}
+	if b.N == 1 {
+		return // the probe run of the benchmark: its numbers are not kept
+	}
+	// Printed, not logged: the testing package cuts a benchmark's log to
+	// ten lines. The first newline ends the line the benchmark's name is
+	// on; its numbers follow on a line of their own.
+	fmt.Println()
+	for _, s := range subjects {
+		if s.traced {
+			fmt.Printf("start trace: %s in %s (median of %d runs; wall %.2f ms, bubblewrap %.2f ms):\n%s",
+				strings.Join(s.argv[1:], " "), s.name, len(s.traces), msOf(median(s.times)), msOf(base), breakdown(s.traces))
+		}
+	}
+}
+
+// run runs the subject once and records its time (and trace).
+func (s *startSubject) run(b *testing.B) {
+	cmd := exec.Command(s.argv[0], s.argv[1:]...)
+	cmd.Dir, cmd.Env = s.dir, s.env
+	if cmd.Env == nil {
+		cmd.Env = []string{}
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if s.traced {
+		cmd.Env = append(append([]string(nil), cmd.Env...), starttrace.Env+"="+strconv.FormatInt(start.UnixNano(), 10))
+	}
+	err := cmd.Run()
+	d := time.Since(start)
+	if s.name == "init-start" {
+		// It exits 125 having found no configuration; anything else
+		// means it did not start as the init.
+		if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 125 {
+			b.Fatalf("%s: %v (want exit 125): %s", s.name, err, stderr.Bytes())
+		}
+	} else if err != nil {
+		b.Fatalf("%s: %v: %s", s.name, err, stderr.Bytes())
+	}
+	s.times = append(s.times, d)
+	if s.traced {
+		t, ok := traceOf(stderr.Bytes())
+		if !ok {
+			b.Fatalf("%s printed no start trace: %s", s.name, stderr.Bytes())
+		}
+		s.traces = append(s.traces, t)
+	}
+}
+
+// peerSandboxes are the other sandboxes /bin/true is timed in, each only
+// when installed (scripts/setup.sh installs them under .airlock-ci/npm);
+// a missing one is logged with the reason, never skipped silently.
+func peerSandboxes(b *testing.B) []*startSubject {
+	dir := os.Getenv("AIRLOCK_PEERS")
+	if dir == "" {
+		dir = filepath.Join("..", ".airlock-ci", "npm", "node_modules")
+	}
+	var out []*startSubject
+	codex := filepath.Join(dir, "@openai", "codex-linux-"+map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH],
+		"vendor", map[string]string{"amd64": "x86_64", "arm64": "aarch64"}[runtime.GOARCH]+"-unknown-linux-musl", "bin", "codex")
+	if st, err := os.Stat(codex); err == nil && st.Mode()&0o111 != 0 {
+		// codex-cli 0.171: `codex sandbox [COMMAND]...` runs COMMAND under
+		// the Linux sandbox (bubblewrap-based, seccomp, no network).
+		out = append(out, &startSubject{name: "codex", argv: []string{codex, "sandbox", "--", "/bin/true"}, env: peerEnv()})
+	} else {
+		b.Logf("codex: skipped: the native codex binary is not installed (%v); bash scripts/setup.sh installs @openai/codex", err)
+	}
+	srt := filepath.Join(dir, ".bin", "srt")
+	_, errSocat := exec.LookPath("socat")
+	_, errRg := exec.LookPath("rg")
+	switch _, err := os.Stat(srt); {
+	case err != nil:
+		b.Logf("srt: skipped: sandbox-runtime is not installed (%v); bash scripts/setup.sh installs @anthropic-ai/sandbox-runtime", err)
+	case errSocat != nil || errRg != nil:
+		b.Logf("srt: skipped: it needs socat and ripgrep (%v; %v); apt install socat ripgrep", errSocat, errRg)
+	default:
+		out = append(out, &startSubject{name: "srt", argv: []string{srt, "/bin/true"}, env: peerEnv()})
+	}
+	return out
+}
+
+// peerEnv is what the peers need to find their own parts: node on PATH and
+// a home for their settings.
+func peerEnv() []string {
+	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+}
+
+// traceOf finds the start trace airlock printed on stderr.
+func traceOf(stderr []byte) (starttrace.Trace, bool) {
+	sc := bufio.NewScanner(bytes.NewReader(stderr))
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), starttrace.Prefix); ok {
+			var t starttrace.Trace
+			return t, json.Unmarshal([]byte(rest), &t) == nil
+		}
+	}
+	return starttrace.Trace{}, false
+}
+
+// nested are the phases timed inside another one: shown, not summed.
+var nested = map[string]string{"policy-load": "kernel-build", "audit-open": "kernel-build",
+	"audit-fsync": "audit-append", "pin": "plan", "seccomp-compile": "plan", "bwrap-start": "box-run",
+	// the allowed decision's fsync, beside the start (audit.Log.AppendDeferred)
+	"audit-fsync-background": "audit-append"}
+
+// breakdown is the median of each phase over the traces, in the order the
+// phases ran, and what no phase covers ("other": the mediator's decision,
+// the egress proxy's start, the CLI's own work).
+func breakdown(ts []starttrace.Trace) string {
+	byName := map[string][]float64{}
+	var order []string
+	first := map[string]float64{}
+	var other []float64
+	for _, t := range ts {
+		covered := 0.0
+		for _, p := range t.Phases {
+			if _, ok := byName[p.Name]; !ok {
+				order = append(order, p.Name)
+				first[p.Name] = p.Start
+			}
+			byName[p.Name] = append(byName[p.Name], p.MS)
+			if nested[p.Name] == "" {
+				covered += p.MS
+			}
+		}
+		other = append(other, t.Total-covered)
+	}
+	sort.SliceStable(order, func(i, j int) bool { return first[order[i]] < first[order[j]] })
+	var sb strings.Builder
+	for _, n := range order {
+		indent := ""
+		if nested[n] != "" {
+			indent = "  "
+		}
+		fmt.Fprintf(&sb, "start trace:   %-26s %6.2f\n", indent+n, medianF(byName[n]))
+	}
+	fmt.Fprintf(&sb, "start trace:   %-26s %6.2f\n", "other", medianF(other))
+	return sb.String()
+}
+
+func medianF(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// withoutEnv is env without the variables named.
+func withoutEnv(env []string, names ...string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		drop := false
+		for _, n := range names {
+			drop = drop || k == n
+		}
+		if !drop {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
