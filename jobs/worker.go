@@ -75,6 +75,11 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		w := worker.New(c.c, q, worker.Options{
 			MaxConcurrentActivityExecutionSize: cfg.Concurrency,
 			DisableWorkflowWorker:              true,
+			// A kill arrives in a heartbeat's answer: the SDK's throttle
+			// (by default 80% of the heartbeat timeout, 16 s) would hold
+			// it back that long.
+			MaxHeartbeatThrottleInterval:     HeartbeatEvery,
+			DefaultHeartbeatThrottleInterval: HeartbeatEvery,
 		})
 		if q == NodeQueue(cfg.ID) {
 			w.RegisterActivityWithOptions(run, activity.RegisterOptions{Name: RunActivity})
@@ -105,7 +110,8 @@ func (n *Node) claim(cfg NodeConfig, req ClaimRequest) (Claim, error) {
 
 // runWithHeartbeat runs the job and heartbeats while it runs, so a lost
 // node fails the job within HeartbeatTimeout and a kill reaches the run
-// (the heartbeat's answer carries the cancellation into ctx).
+// within HeartbeatEvery (the heartbeat's answer carries the cancellation
+// into ctx, and the runner kills the box's whole tree and its cgroup).
 func runWithHeartbeat(ctx context.Context, cfg NodeConfig, req RunRequest) (Result, error) {
 	if req.Node != cfg.ID {
 		return Result{}, temporal.NewNonRetryableApplicationError(
@@ -114,7 +120,7 @@ func runWithHeartbeat(ctx context.Context, cfg NodeConfig, req RunRequest) (Resu
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
-		t := time.NewTicker(HeartbeatTimeout / 4)
+		t := time.NewTicker(HeartbeatEvery)
 		defer t.Stop()
 		for {
 			select {
