@@ -5,9 +5,10 @@
 // node that claimed it. Only internal/cli imports it.
 //
 //	POST /v1/jobs            start a job            → 201 {"id": ...}
-//	GET  /v1/jobs            the jobs this server started
+//	GET  /v1/jobs            every job, from Temporal's visibility (?running=1: those still running)
 //	GET  /v1/jobs/{id}       a job's state and result (?wait=1 blocks until it ends)
 //	POST /v1/jobs/{id}/kill  cancel a job: its node tears the box down
+//	POST /v1/agents/{name}/kill  cancel every running job of an agent
 //	POST /v1/hooks/{name}    an outside event: starts the hook's job, tainted, tier 1 only
 //	POST /v1/nodes           a node registers (and heartbeats)
 //	GET  /v1/nodes           the nodes, their tiers and findings
@@ -47,6 +48,10 @@ type Jobs interface {
 	Get(ctx context.Context, id string) (jobs.Status, error)
 	Wait(ctx context.Context, id string) (jobs.Status, error)
 	Kill(ctx context.Context, id string) error
+	// List is every job, oldest first; running only those still running.
+	List(ctx context.Context, running bool) ([]jobs.Status, error)
+	// KillAgent cancels every running job of agent and names them.
+	KillAgent(ctx context.Context, agent string) ([]string, error)
 }
 
 // Config configures the API.
@@ -72,14 +77,10 @@ type Config struct {
 type Server struct {
 	cfg Config
 
+	// The jobs are not kept here: each job's summary rides in its
+	// workflow's memo, and the list is Temporal's, so a restart loses none.
 	mu    sync.Mutex
-	jobs  map[string]jobEntry
 	nodes map[string]NodeEntry
-}
-
-type jobEntry struct {
-	job     jobs.Job
-	started time.Time
 }
 
 // NodeEntry is a registered node as GET /v1/nodes lists it.
@@ -107,7 +108,7 @@ func New(cfg Config) *Server {
 	if cfg.NodeTTL <= 0 {
 		cfg.NodeTTL = 30 * time.Second
 	}
-	return &Server{cfg: cfg, jobs: map[string]jobEntry{}, nodes: map[string]NodeEntry{}}
+	return &Server{cfg: cfg, nodes: map[string]NodeEntry{}}
 }
 
 // Handler is the API's HTTP handler, every route behind the token.
@@ -117,6 +118,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/jobs", s.listJobs)
 	mux.HandleFunc("GET /v1/jobs/{id}", s.getJob)
 	mux.HandleFunc("POST /v1/jobs/{id}/kill", s.killJob)
+	mux.HandleFunc("POST /v1/agents/{name}/kill", s.killAgent)
 	mux.HandleFunc("POST /v1/hooks/{name}", s.hook)
 	mux.HandleFunc("POST /v1/nodes", s.registerNode)
 	mux.HandleFunc("GET /v1/nodes", s.listNodes)
@@ -150,6 +152,13 @@ type StartRequest struct {
 	// server's default.
 	ClaimTimeout string `json:"claim_timeout,omitempty"`
 	RunTimeout   string `json:"run_timeout,omitempty"`
+	// Agent names the agent the job acts for (POST /v1/agents/NAME/kill
+	// stops all of its jobs).
+	Agent string `json:"agent,omitempty"`
+	// Idempotent says running the job twice does no harm; Retries (only
+	// for such a job) is how often it runs again when its node is lost.
+	Idempotent bool `json:"idempotent,omitempty"`
+	Retries    int  `json:"retries,omitempty"`
 }
 
 // Started is the answer to POST /v1/jobs.
@@ -172,16 +181,14 @@ func (s *Server) startJob(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	s.mu.Lock()
-	s.jobs[j.ID] = jobEntry{job: j, started: s.cfg.Now()}
-	s.mu.Unlock()
 	writeJSON(w, http.StatusCreated, Started{ID: j.ID, Queue: j.Queue(), Floor: j.Floor()})
 }
 
 // job turns a request into a job with a fresh id and the server's bounds.
 func (s *Server) job(req StartRequest, source string) (jobs.Job, error) {
 	j := jobs.Job{ID: newID(), Pool: req.Pool, Argv: req.Argv, Command: req.Command, Policy: req.Policy,
-		Mode: req.Mode, Tier0: req.Tier0, Source: source, ClaimTimeout: s.cfg.ClaimTimeout}
+		Mode: req.Mode, Tier0: req.Tier0, Source: source, ClaimTimeout: s.cfg.ClaimTimeout,
+		Agent: req.Agent, Idempotent: req.Idempotent, Retries: req.Retries}
 	if j.Pool == "" {
 		j.Pool = jobs.DefaultPool
 	}
@@ -211,17 +218,17 @@ type JobView struct {
 	Tainted bool   `json:"tainted,omitempty"`
 	Source  string `json:"source,omitempty"`
 	Command string `json:"command,omitempty"`
+	Agent   string `json:"agent,omitempty"`
+	// Idempotent and Retries are what the job allows when its node is lost.
+	Idempotent bool `json:"idempotent,omitempty"`
+	Retries    int  `json:"retries,omitempty"`
 }
 
-func (s *Server) view(st jobs.Status) JobView {
-	s.mu.Lock()
-	e, ok := s.jobs[st.ID]
-	s.mu.Unlock()
-	v := JobView{Status: st}
-	if ok {
-		v.Pool, v.Queue, v.Floor, v.Tainted, v.Source, v.Command = e.job.Pool, e.job.Queue(), e.job.Floor(), e.job.Tainted, e.job.Source, e.job.Describe()
-	}
-	return v
+// view is the job with the summary its start recorded in Temporal.
+func view(st jobs.Status) JobView {
+	m := st.Summary
+	return JobView{Status: st, Pool: m.Pool, Queue: m.Queue, Floor: m.Floor, Tainted: m.Tainted, Source: m.Source,
+		Command: m.Command, Agent: m.Agent, Idempotent: m.Idempotent, Retries: m.Retries}
 }
 
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
@@ -243,26 +250,55 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.view(st))
+	writeJSON(w, http.StatusOK, view(st))
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	ids := make([]string, 0, len(s.jobs))
-	for id := range s.jobs {
-		ids = append(ids, id)
+	var running bool
+	switch r.URL.Query().Get("running") {
+	case "", "0":
+	case "1":
+		running = true
+	default:
+		writeErr(w, errs.Invalidf("running %q: want 1 or 0", r.URL.Query().Get("running")))
+		return
 	}
-	s.mu.Unlock()
-	sort.Slice(ids, func(a, b int) bool { return s.jobs[ids[a]].started.Before(s.jobs[ids[b]].started) })
-	out := []JobView{}
-	for _, id := range ids {
-		st, err := s.cfg.Jobs.Get(r.Context(), id)
-		if err != nil {
-			st = jobs.Status{ID: id, State: "unknown", Error: errs.AgentMessage(err)}
-		}
-		out = append(out, s.view(st))
+	list, err := s.cfg.Jobs.List(r.Context(), running)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	out := make([]JobView, 0, len(list))
+	for _, st := range list {
+		out = append(out, view(st))
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// Killed is the answer to POST /v1/agents/{name}/kill.
+type Killed struct {
+	Agent string   `json:"agent"`
+	Jobs  []string `json:"jobs"`
+}
+
+// killAgent is the kill switch for an agent: every running job it acts
+// for is cancelled, whichever node runs it.
+func (s *Server) killAgent(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if err := jobs.CheckName("agent", name); err != nil {
+		writeErr(w, err)
+		return
+	}
+	killed, err := s.cfg.Jobs.KillAgent(r.Context(), name)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if killed == nil {
+		killed = []string{}
+	}
+	s.cfg.Log.Info("agent killed", "agent", name, "jobs", strings.Join(killed, " "))
+	writeJSON(w, http.StatusAccepted, Killed{Agent: name, Jobs: killed})
 }
 
 func (s *Server) killJob(w http.ResponseWriter, r *http.Request) {
@@ -313,9 +349,6 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	s.mu.Lock()
-	s.jobs[j.ID] = jobEntry{job: j, started: s.cfg.Now()}
-	s.mu.Unlock()
 	writeJSON(w, http.StatusCreated, Started{ID: j.ID, Queue: j.Queue(), Floor: j.Floor()})
 }
 

@@ -33,6 +33,30 @@ func (f *fakeJobs) Get(_ context.Context, id string) (jobs.Status, error) {
 func (f *fakeJobs) Wait(ctx context.Context, id string) (jobs.Status, error) { return f.Get(ctx, id) }
 func (f *fakeJobs) Kill(_ context.Context, id string) error                  { return nil }
 
+// List lists what was started, running, with the summary a start records.
+func (f *fakeJobs) List(_ context.Context, running bool) ([]jobs.Status, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []jobs.Status
+	for _, j := range f.started {
+		out = append(out, jobs.Status{ID: j.ID, State: "running", Summary: j.Summary()})
+	}
+	return out, nil
+}
+
+// KillAgent names the started jobs of agent.
+func (f *fakeJobs) KillAgent(_ context.Context, agent string) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, j := range f.started {
+		if j.Agent == agent {
+			out = append(out, j.ID)
+		}
+	}
+	return out, nil
+}
+
 const token = "0123456789abcdef0123456789abcdef"
 
 func serve(t *testing.T, cfg Config) (*httptest.Server, *fakeJobs) {
@@ -121,6 +145,15 @@ func TestStartJob(t *testing.T) {
 		{name: "no command", body: `{}`, wantCode: 400},
 		{name: "two values", body: `{"argv":["a"]}{"argv":["b"]}`, wantCode: 400},
 		{name: "a bad duration", body: `{"argv":["a"],"claim_timeout":"soon"}`, wantCode: 400},
+		{name: "an agent and retries of an idempotent job", body: `{"argv":["make"],"agent":"bot-1","idempotent":true,"retries":2}`, wantCode: 201,
+			wantQueue: "floor.default", check: func(t *testing.T, j jobs.Job) {
+				if j.Agent != "bot-1" || !j.Idempotent || j.Retries != 2 {
+					t.Errorf("started %+v, want agent bot-1, idempotent, 2 retries", j)
+				}
+			}},
+		{name: "retries of a job not marked idempotent", body: `{"argv":["make"],"retries":1}`, wantCode: 400},
+		{name: "an agent that is not a name", body: `{"argv":["make"],"agent":"../x"}`, wantCode: 400},
+		{name: "retries that are not a number", body: `{"argv":["make"],"idempotent":true,"retries":"2"}`, wantCode: 400},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -195,5 +228,43 @@ func TestNodes(t *testing.T) {
 	now.Add(11)
 	if l := list(); len(l) != 1 || l[0].Live {
 		t.Errorf("a node silent past its TTL: %+v, want it listed as not live", l)
+	}
+}
+
+// TestAgentKillAndList: the list is the fleet's (each job's summary as its
+// start recorded it), and the kill switch cancels the agent's jobs only.
+func TestAgentKillAndList(t *testing.T) {
+	s, _ := serve(t, Config{})
+	for _, body := range []string{`{"argv":["a"],"agent":"bot-1"}`, `{"argv":["b"],"agent":"bot-2"}`, `{"argv":["c"],"agent":"bot-1"}`} {
+		if code, out := do(t, s, http.MethodPost, "/v1/jobs", "Bearer "+token, body); code != 201 {
+			t.Fatalf("start %s: %d %v", body, code, out)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, s.URL+"/v1/jobs", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := s.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list []JobView
+	json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if len(list) != 3 || list[0].Agent != "bot-1" || list[0].Command != "a" || list[0].Queue != "floor.default" || list[0].Floor != 1 {
+		t.Fatalf("list: %+v", list)
+	}
+	code, out := do(t, s, http.MethodPost, "/v1/agents/bot-1/kill", "Bearer "+token, "")
+	if code != http.StatusAccepted || out["agent"] != "bot-1" {
+		t.Fatalf("kill: %d %v", code, out)
+	}
+	if got, _ := out["jobs"].([]any); len(got) != 2 || got[0] != list[0].ID || got[1] != list[2].ID {
+		t.Errorf("killed %v, want bot-1's two jobs %s %s", out["jobs"], list[0].ID, list[2].ID)
+	}
+	for _, bad := range []string{"/v1/agents/Bot/kill", "/v1/agents/a.b/kill"} {
+		if code, _ := do(t, s, http.MethodPost, bad, "Bearer "+token, ""); code != 400 {
+			t.Errorf("POST %s: got %d, want 400", bad, code)
+		}
+	}
+	if code, _ := do(t, s, http.MethodGet, "/v1/jobs?running=yes", "Bearer "+token, ""); code != 400 {
+		t.Errorf("GET /v1/jobs?running=yes: got %d, want 400", code)
 	}
 }
