@@ -297,7 +297,7 @@ func TestValidateRetries(t *testing.T) {
 		wantErr string
 	}{
 		{"retries need an idempotent job", func(j *Job) { j.Retries = 2 }, "not marked idempotent"},
-		{"too many retries", func(j *Job) { j.Idempotent, j.Retries = true, MaxRetries + 1 }, "want 0 to 10"},
+		{"too many retries", func(j *Job) { j.Idempotent, j.Retries = true, MaxRetries+1 }, "want 0 to 10"},
 		{"negative retries", func(j *Job) { j.Idempotent, j.Retries = true, -1 }, "want 0 to 10"},
 		{"an agent that is not a name", func(j *Job) { j.Agent = "a.b" }, `agent "a.b"`},
 		{"an idempotent job with retries", func(j *Job) { j.Idempotent, j.Retries, j.Agent = true, 3, "bot-1" }, ""},
