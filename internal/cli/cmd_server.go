@@ -8,11 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,7 +28,7 @@ import (
 const DefaultServerAddr = "127.0.0.1:8420"
 
 func serverCmd() *Command {
-	const usage = "[--listen ADDR] [--state DIR] [--token-file FILE] [--claim-timeout D] [--hooks FILE]"
+	const usage = "[--listen ADDR [--insecure-listen]] [--state DIR] [--token-file FILE] [--claim-timeout D] [--hooks FILE]"
 	const long = `Runs the fleet's server: an embedded Temporal dev server (persisted to a
 SQLite file under the state directory, listening on loopback only) and the
 HTTP JSON API on loopback behind a bearer token (read from --token-file,
@@ -47,6 +49,14 @@ job can run a shell, so it waits on its pool's floor queue for a node with
 sandbox tier 1 unless it was started with --tier0; one that no eligible node
 claims within --claim-timeout fails with the reason and the fix.
 
+Nodes reach Temporal at the API's host on a port kept in STATE/temporal.port
+(chosen on first start), so a restarted server is found where it was and
+its running jobs resume. --listen takes a loopback address only, unless
+--insecure-listen is given: that serves the API and Temporal to anyone who
+reaches the address, with no authentication of nodes (any client may poll
+any queue), for a network of the operator's own such as a test's network
+namespaces.
+
 The Temporal server is linked only into the airlock-server binary, which is
 this command; the airlock binary stays small and only says where it is.`
 	return &Command{Name: "server", Usage: usage, Short: "run the fleet's server (embedded Temporal, HTTP API)", Long: long,
@@ -57,6 +67,7 @@ this command; the airlock binary stays small and only says where it is.`
 			tokenFile := fs.String("token-file", "", "bearer token `file` (default: STATE/token)")
 			claim := fs.Duration("claim-timeout", jobs.DefaultClaimTimeout, "how long a job waits for an eligible node")
 			hooksFile := fs.String("hooks", "", "the hooks `file` (JSON; see above)")
+			insecure := fs.Bool("insecure-listen", false, "allow a non-loopback --listen address with no node authentication (see above)")
 			if err := ParseFlags(fs, args); err != nil {
 				return err
 			}
@@ -80,18 +91,19 @@ this command; the airlock binary stays small and only says where it is.`
 			if err != nil {
 				return err
 			}
-			return runServer(ctx, env, serverOptions{listen: *listen, dir: dir, tokenFile: absFrom(env, *tokenFile), claim: *claim, hooks: hooks})
+			return runServer(ctx, env, serverOptions{listen: *listen, insecure: *insecure, dir: dir, tokenFile: absFrom(env, *tokenFile), claim: *claim, hooks: hooks})
 		}}
 }
 
 type serverOptions struct {
 	listen, dir, tokenFile string
+	insecure               bool
 	claim                  time.Duration
 	hooks                  map[string]api.Hook
 }
 
 func runServer(ctx context.Context, env *Env, o serverOptions) error {
-	if err := checkLoopback(o.listen); err != nil {
+	if err := checkListen(o.listen, o.insecure); err != nil {
 		return err
 	}
 	token, err := serverToken(o.tokenFile)
@@ -117,10 +129,20 @@ func runServer(ctx context.Context, env *Env, o serverOptions) error {
 	if err != nil {
 		return errs.Wrap(errs.Unavailable, err, "listen on %s", o.listen)
 	}
-	a := api.New(api.Config{Token: token, Jobs: c, Temporal: dev.HostPort(), Namespace: dev.Namespace(),
+	host, _, _ := net.SplitHostPort(o.listen)
+	front, err := serveTemporal(ctx, o.dir, host, dev.HostPort())
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer front.Close()
+	if o.insecure {
+		fmt.Fprintf(env.Stderr, "airlock server: WARNING: --insecure-listen: the API and Temporal on %s authenticate no node: anything that reaches it can poll any queue\n", host)
+	}
+	a := api.New(api.Config{Token: token, Jobs: c, Temporal: front.Addr().String(), Namespace: dev.Namespace(),
 		ClaimTimeout: o.claim, Hooks: o.hooks, Log: env.Log})
 	hs := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(env.Stderr, "airlock server: listening on http://%s (token in %s; Temporal on %s)\n", ln.Addr(), o.tokenFile, dev.HostPort())
+	fmt.Fprintf(env.Stderr, "airlock server: listening on http://%s (token in %s; Temporal on %s)\n", ln.Addr(), o.tokenFile, front.Addr())
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
 	select {
@@ -185,18 +207,85 @@ func readHooks(env *Env, file string) (map[string]api.Hook, error) {
 	return hooks, nil
 }
 
-// checkLoopback refuses an address that is not a loopback IP: the API and
-// the Temporal frontend behind it are for this machine only.
-func checkLoopback(addr string) error {
+// checkListen refuses an address that is not a loopback IP: the API and
+// the Temporal frontend behind it are for this machine only, unless
+// insecure, when it must still be one IP of this host's (never every
+// address, which would serve them on networks nobody chose).
+func checkListen(addr string, insecure bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return usagef("--listen %q: want HOST:PORT", addr)
 	}
 	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
-		return usagef("--listen %q: the server listens on a loopback address only (127.0.0.1 or ::1)", addr)
+	switch {
+	case ip == nil:
+		return usagef("--listen %q: want an IP address, not a name", addr)
+	case ip.IsLoopback():
+		return nil
+	case !insecure:
+		return usagef("--listen %q: the server listens on a loopback address only (127.0.0.1 or ::1); --insecure-listen serves a network of your own with no node authentication", addr)
+	case ip.IsUnspecified():
+		return usagef("--listen %q: name the one address to serve, not every address", addr)
 	}
 	return nil
+}
+
+// temporalPortFile keeps the port nodes reach Temporal at, so a restarted
+// server is found where it was.
+const temporalPortFile = "temporal.port"
+
+// serveTemporal forwards host:PORT to the embedded frontend, PORT the one
+// the state directory keeps (a free one on first start, then kept). The
+// dev server picks fresh loopback ports each start; nodes dialled the
+// forwarder's, which stays.
+func serveTemporal(ctx context.Context, dir, host, backend string) (net.Listener, error) {
+	file := filepath.Join(dir, temporalPortFile)
+	port := "0"
+	if b, err := os.ReadFile(file); err == nil {
+		port = strings.TrimSpace(string(b))
+		if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
+			return nil, errs.Invalidf("%s: %q is not a port (remove the file to pick a new one)", file, port)
+		}
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "Temporal for nodes on %s port %s (kept in %s)", host, port, file)
+	}
+	if port == "0" {
+		p := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+		if err := privfile.WriteFile(file, []byte(p+"\n"), 0o600, privfile.Options{}); err != nil {
+			ln.Close()
+			return nil, errs.Wrap(errs.Unavailable, err, "keep the Temporal port")
+		}
+	}
+	go forward(ctx, ln, backend)
+	return ln, nil
+}
+
+// forward copies each connection ln accepts to and from backend until ln
+// closes.
+func forward(ctx context.Context, ln net.Listener, backend string) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			b, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", backend)
+			if err != nil {
+				return
+			}
+			defer b.Close()
+			done := make(chan struct{}, 2)
+			go func() { io.Copy(b, c); done <- struct{}{} }()
+			go func() { io.Copy(c, b); done <- struct{}{} }()
+			select {
+			case <-done:
+			case <-ctx.Done():
+			}
+		}()
+	}
 }
 
 // serverToken reads the token file, creating it with a random token when
