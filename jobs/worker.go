@@ -2,11 +2,13 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
@@ -69,17 +71,12 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	}
 	n := &Node{client: c.c}
 	claim := func(ctx context.Context, req ClaimRequest) (Claim, error) { return n.claim(cfg, req) }
-	run := func(ctx context.Context, req RunRequest) (Result, error) { return runWithHeartbeat(ctx, cfg, req) }
+	run := func(ctx context.Context, req RunRequest) (Result, error) { return runWithHeartbeat(ctx, c.c, cfg, req) }
 
 	for _, q := range cfg.Queues() {
 		w := worker.New(c.c, q, worker.Options{
 			MaxConcurrentActivityExecutionSize: cfg.Concurrency,
 			DisableWorkflowWorker:              true,
-			// A kill arrives in a heartbeat's answer: the SDK's throttle
-			// (by default 80% of the heartbeat timeout, 16 s) would hold
-			// it back that long.
-			MaxHeartbeatThrottleInterval:     HeartbeatEvery,
-			DefaultHeartbeatThrottleInterval: HeartbeatEvery,
 		})
 		if q == NodeQueue(cfg.ID) {
 			w.RegisterActivityWithOptions(run, activity.RegisterOptions{Name: RunActivity})
@@ -110,30 +107,28 @@ func (n *Node) claim(cfg NodeConfig, req ClaimRequest) (Claim, error) {
 
 // runWithHeartbeat runs the job and heartbeats while it runs, so a lost
 // node fails the job within HeartbeatTimeout and a kill reaches the run
-// within HeartbeatEvery (the heartbeat's answer carries the cancellation
-// into ctx, and the runner kills the box's whole tree and its cgroup).
-func runWithHeartbeat(ctx context.Context, cfg NodeConfig, req RunRequest) (Result, error) {
+// within HeartbeatEvery (the heartbeat's answer says a kill was asked; the
+// runner then kills the box's whole tree and its cgroup).
+//
+// The heartbeats are the node's own, not the SDK's: the SDK cancels an
+// activity whose heartbeat failed to reach the server at all, so a server
+// restart would kill every running job. Here only a kill, or the server
+// saying the run no longer exists (it timed out, the job was ended),
+// cancels the run; a server away for a while is waited for, and a result
+// reached meanwhile is reported once it is back.
+func runWithHeartbeat(ctx context.Context, c client.Client, cfg NodeConfig, req RunRequest) (Result, error) {
 	if req.Node != cfg.ID {
 		return Result{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("node %s was handed a run for node %s", cfg.ID, req.Node), "WrongNode", nil)
 	}
+	runCtx, cancelRun := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancelRun(nil)
 	done := make(chan struct{})
 	defer close(done)
-	go func() {
-		t := time.NewTicker(HeartbeatEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				activity.RecordHeartbeat(ctx)
-			}
-		}
-	}()
-	r, err := cfg.Runner.Run(ctx, req)
-	if ctx.Err() != nil {
-		return r, ctx.Err() // killed: reported as cancelled, not failed
+	go heartbeat(ctx, c, activity.GetInfo(ctx).TaskToken, cancelRun, done, cfg.Log)
+	r, err := cfg.Runner.Run(runCtx, req)
+	if runCtx.Err() != nil {
+		return r, temporal.NewCanceledError("killed") // reported as cancelled, not failed
 	}
 	if err != nil {
 		// Only the message crosses: the cause may name the node's paths.
@@ -143,6 +138,47 @@ func runWithHeartbeat(ctx context.Context, cfg NodeConfig, req RunRequest) (Resu
 	// node's: a policy may have taken the run out of the box.
 	r.Node = cfg.ID
 	return r, nil
+}
+
+// heartbeat records the run's heartbeat every HeartbeatEvery until done,
+// and cancels the run when the server answers that it was killed or no
+// longer exists, or the SDK ended the activity for a reason of its own (the
+// worker stopping).
+func heartbeat(ctx context.Context, c client.Client, token []byte, cancelRun context.CancelCauseFunc, done <-chan struct{}, log *slog.Logger) {
+	t := time.NewTicker(HeartbeatEvery)
+	defer t.Stop()
+	sdkDone := ctx.Done()
+	for {
+		select {
+		case <-done:
+			return
+		case <-sdkDone:
+			sdkDone = nil // once: a done context stays done
+			cancelRun(context.Cause(ctx))
+			return
+		case <-t.C:
+			hctx, cancel := context.WithTimeout(context.Background(), HeartbeatEvery*3)
+			err := c.RecordActivityHeartbeat(hctx, token)
+			cancel()
+			if endsRun(err) {
+				cancelRun(err)
+				return
+			}
+			if err != nil && log != nil {
+				log.Warn("heartbeat did not reach the server; the run goes on", "err", err)
+			}
+		}
+	}
+}
+
+// endsRun reports whether a heartbeat's error ends the run: a kill, or
+// the server no longer knowing the run. Anything else (the server away,
+// a timeout) is waited out: the heartbeat timeout decides.
+func endsRun(err error) bool {
+	var canceled *temporal.CanceledError
+	var nf *serviceerror.NotFound
+	var nsnf *serviceerror.NamespaceNotFound
+	return errors.As(err, &canceled) || errors.As(err, &nf) || errors.As(err, &nsnf)
 }
 
 // Stop declines new claims and stops polling; runs in progress end first.
