@@ -86,6 +86,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Kernel == nil {
 		return errs.Invalidf("node %s: no kernel", cfg.ID)
 	}
+	// Before taking work: what a previous node process on this state
+	// directory left running when it died goes first.
+	if _, err := reapLost(cfg.StateDir, cfg.Log); err != nil {
+		return err
+	}
 	nc := jobs.NodeConfig{ID: cfg.ID, Pool: cfg.Pool, Tier: cfg.Tier, Log: cfg.Log}
 	reg := Registration{ID: cfg.ID, Pool: cfg.Pool, Tier: cfg.Tier, Findings: cfg.Findings, Queues: nc.Queues()}
 	at, err := register(ctx, cfg, reg)
@@ -155,6 +160,13 @@ func (r *runner) Run(ctx context.Context, req jobs.RunRequest) (jobs.Result, err
 	if err != nil {
 		return jobs.Result{}, err
 	}
+	// Marked before any box starts and cleared once the kernel closed
+	// (every box gone): a node that dies between leaves the mark, and
+	// its next start reaps the run.
+	if err := markRunning(dir); err != nil {
+		return jobs.Result{}, err
+	}
+	defer unmarkRunning(dir)
 	k, err := r.cfg.Kernel(ctx, j, dir)
 	if err != nil {
 		return jobs.Result{}, err
