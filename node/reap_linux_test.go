@@ -7,11 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/airlock-run/airlock/internal/testsupport"
 )
 
 // TestReapLost: a run a dead node process marked is reaped at the next
@@ -113,4 +116,71 @@ func TestIdleTwin(t *testing.T) {
 		t.Skip("the idle twin of TestReapRefusesALiveNode")
 	}
 	io.ReadAll(os.Stdin)
+}
+
+// TestReapThawsAFrozenBox: a node killed while its box's group was frozen
+// (the v1 freezer holds a box while it starts or is killed) leaves a
+// process no signal reaches until the group thaws. The reap thaws it,
+// kills the process and removes the group.
+func TestReapThawsAFrozenBox(t *testing.T) {
+	testsupport.Require(t, testsupport.Root, testsupport.CgroupV1orV2)
+	var freezer string
+	for _, m := range cgroupMounts() {
+		if slices.Contains(m.controllers, "freezer") || (m.v2 && freezer == "") {
+			freezer = m.point
+		}
+	}
+	if freezer == "" {
+		testsupport.Missing(t, "a cgroup hierarchy with a freezer")
+	}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	group := filepath.Join(freezer, "airlock-"+strconv.Itoa(gone.Process.Pid)+"-reaptest")
+	if err := os.Mkdir(group, 0o755); err != nil {
+		testsupport.Missing(t, "a cgroup of our own under %s: %v", freezer, err)
+	}
+	t.Cleanup(func() { thaw(group); os.Remove(group) })
+	state := t.TempDir()
+	dir := filepath.Join(state, "jobs", "j-frozen")
+	os.MkdirAll(dir, 0o700)
+	cmd := exec.Command("sleep", "3600")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); thaw(group); cmd.Wait() })
+	if err := os.WriteFile(filepath.Join(group, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0); err != nil {
+		t.Fatal(err)
+	}
+	freeze := func() error {
+		if _, err := os.Stat(filepath.Join(group, "freezer.state")); err == nil {
+			return os.WriteFile(filepath.Join(group, "freezer.state"), []byte("FROZEN"), 0)
+		}
+		return os.WriteFile(filepath.Join(group, "cgroup.freeze"), []byte("1"), 0)
+	}
+	if err := freeze(); err != nil {
+		t.Fatal(err)
+	}
+	// The attack's mechanics: frozen, the process outlives a SIGKILL.
+	cmd.Process.Signal(syscall.SIGKILL)
+	time.Sleep(200 * time.Millisecond)
+	if !processAlive(cmd.Process.Pid) {
+		t.Fatal("a process in a frozen group died of SIGKILL: the freezer does not hold it here")
+	}
+	b, _ := json.Marshal(runMark{Pid: gone.Process.Pid})
+	os.WriteFile(filepath.Join(dir, runningFile), b, 0o600)
+	if reaped, err := reapLost(state, slog.New(slog.DiscardHandler)); err != nil || len(reaped) != 1 {
+		t.Fatalf("reapLost: %v, %v", reaped, err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the frozen box's process still runs after the reap")
+	}
+	if _, err := os.Stat(group); err == nil {
+		t.Errorf("the lost box's group %s is still there", group)
+	}
 }
