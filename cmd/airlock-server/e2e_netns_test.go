@@ -465,10 +465,14 @@ func TestFleetNetNS(t *testing.T) {
 		t.Run("a server restart mid-job ("+sig.String()+")", func(t *testing.T) {
 			id := f.start(api.StartRequest{Command: "sleep 3; echo done"})
 			waitFor(t, "the job to start on a node", func() bool { return f.runsOn(id) != "" })
+			t0 := time.Now()
 			f.server.signal(sig)
 			f.server.wait(t, 30*time.Second)
+			stopped := time.Now()
 			f.startServer(time.Minute)
+			up := time.Now()
 			v := f.wait(id)
+			t.Logf("server stopped in %s, up again in %s, the job ended %s later", stopped.Sub(t0), up.Sub(stopped), time.Since(up))
 			if v.State != "completed" || v.Result == nil || v.Result.Stdout != "done\n" || v.Command != "sleep 3; echo done" {
 				t.Fatalf("after the restart: %+v %+v, want completed with done", v, v.Result)
 			}
