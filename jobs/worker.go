@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,7 +29,9 @@ type NodeConfig struct {
 	Tier int
 	// Runner runs what the node claimed.
 	Runner Runner
-	// Concurrency bounds the jobs the node runs at once; 0 is 4.
+	// Concurrency bounds the jobs (boxes) the node runs at once; 0 is 4.
+	// A node at its bound declines claims, so a job over it waits in its
+	// queue for a node with room instead of failing on this one.
 	Concurrency int
 	Log         *slog.Logger
 }
@@ -38,6 +41,52 @@ type Node struct {
 	client   client.Client
 	workers  []worker.Worker
 	stopping atomic.Bool
+	slots    *slots
+}
+
+// slots counts a node's boxes against its bound: runs in progress, and
+// claims answered whose run has not arrived yet (held for as long as the
+// workflow waits for the run to start, then given up).
+type slots struct {
+	mu       sync.Mutex
+	max      int
+	running  int
+	reserved map[string]time.Time
+	now      func() time.Time
+}
+
+// reserveFor is how long an answered claim holds a slot for its run.
+const reserveFor = nodeStartTimeout + claimStartToClose
+
+// reserve holds a slot for job, or reports the node full.
+func (s *slots) reserve(job string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for j, at := range s.reserved {
+		if now.Sub(at) > reserveFor {
+			delete(s.reserved, j)
+		}
+	}
+	if _, ok := s.reserved[job]; !ok && s.running+len(s.reserved) >= s.max {
+		return false
+	}
+	s.reserved[job] = now
+	return true
+}
+
+// start turns job's reservation (if any) into a running box; release
+// ends it.
+func (s *slots) start(job string) (release func()) {
+	s.mu.Lock()
+	delete(s.reserved, job)
+	s.running++
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.running--
+		s.mu.Unlock()
+	}
 }
 
 // Queues is every task queue a node of cfg polls.
@@ -69,9 +118,12 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{client: c.c}
+	n := &Node{client: c.c, slots: &slots{max: cfg.Concurrency, reserved: map[string]time.Time{}, now: time.Now}}
 	claim := func(ctx context.Context, req ClaimRequest) (Claim, error) { return n.claim(cfg, req) }
-	run := func(ctx context.Context, req RunRequest) (Result, error) { return runWithHeartbeat(ctx, c.c, cfg, req) }
+	run := func(ctx context.Context, req RunRequest) (Result, error) {
+		defer n.slots.start(req.Job.ID)()
+		return runWithHeartbeat(ctx, c.c, cfg, req)
+	}
 
 	for _, q := range cfg.Queues() {
 		w := worker.New(c.c, q, worker.Options{
@@ -101,6 +153,11 @@ func (n *Node) claim(cfg NodeConfig, req ClaimRequest) (Claim, error) {
 	if cfg.Tier < req.Floor {
 		return Claim{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("node %s runs at sandbox tier %d, below job %s's floor %d", cfg.ID, cfg.Tier, req.Job, req.Floor), ErrBelowFloor, nil)
+	}
+	// Checked before any box starts: a full node declines, and the job
+	// is claimed again (by this node once it has room, or another).
+	if !n.slots.reserve(req.Job) {
+		return Claim{}, temporal.NewApplicationError(fmt.Sprintf("node %s runs its %d boxes at once (--max-boxes)", cfg.ID, cfg.Concurrency), "Declined")
 	}
 	return Claim{Node: cfg.ID, Tier: cfg.Tier}, nil
 }

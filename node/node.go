@@ -51,6 +51,9 @@ type Config struct {
 	// StateDir holds the node's job directories.
 	StateDir string
 	Kernel   KernelFunc
+	// MaxBoxes bounds the boxes the node runs at once (0 is the jobs
+	// package's default); a job over it waits in its queue.
+	MaxBoxes int
 	// Beat is the interval of registration heartbeats; 0 is 5 s.
 	Beat time.Duration
 	Log  *slog.Logger
@@ -91,7 +94,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if _, err := reapLost(cfg.StateDir, cfg.Log); err != nil {
 		return err
 	}
-	nc := jobs.NodeConfig{ID: cfg.ID, Pool: cfg.Pool, Tier: cfg.Tier, Log: cfg.Log}
+	nc := jobs.NodeConfig{ID: cfg.ID, Pool: cfg.Pool, Tier: cfg.Tier, Log: cfg.Log, Concurrency: cfg.MaxBoxes}
 	reg := Registration{ID: cfg.ID, Pool: cfg.Pool, Tier: cfg.Tier, Findings: cfg.Findings, Queues: nc.Queues()}
 	at, err := register(ctx, cfg, reg)
 	if err != nil {

@@ -118,9 +118,9 @@ func startFleet(t testing.TB, claimTimeout time.Duration) *fleet {
 	return f
 }
 
-func (f *fleet) node(id, sandboxFlag string) {
-	f.start("node "+id, "node", "--server", f.url, "--token-file", f.tokenF, "--pool", "ci", "--id", id,
-		"--sandbox", sandboxFlag, "--state", filepath.Join(f.dir, "nodes", id))
+func (f *fleet) node(id, sandboxFlag string, extra ...string) {
+	f.start("node "+id, append([]string{"node", "--server", f.url, "--token-file", f.tokenF, "--pool", "ci", "--id", id,
+		"--sandbox", sandboxFlag, "--state", filepath.Join(f.dir, "nodes", id)}, extra...)...)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var nodes []api.NodeEntry
