@@ -404,7 +404,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		writeError(w, http.StatusBadRequest, "the body is not the JSON this route takes: "+err.Error())
+		writeError(w, http.StatusBadRequest, decodeError(err))
 		return false
 	}
 	if dec.More() {
@@ -412,6 +412,44 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	return true
+}
+
+// decodeError says which field of a body was wrong, and how, in the
+// API's own words rather than Go's (no Go type names).
+func decodeError(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te) && te.Field != "":
+		return fmt.Sprintf("field %q: got a JSON %s, want %s", te.Field, te.Value, jsonKind(te.Type.Kind().String()))
+	case errors.As(err, &te):
+		return fmt.Sprintf("the body: got a JSON %s, want an object", te.Value)
+	case errors.As(err, &se):
+		return fmt.Sprintf("the body is not JSON (at byte %d): %v", se.Offset, err)
+	case errors.Is(err, io.EOF):
+		return "the body is empty: want a JSON object"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the body is not JSON: it ends inside a value"
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return fmt.Sprintf("field %s: not a field of this route", name)
+	}
+	return "the body is not the JSON this route takes: " + err.Error()
+}
+
+// jsonKind names a Go kind as the JSON it is decoded from.
+func jsonKind(kind string) string {
+	switch kind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "slice", "array":
+		return "an array"
+	case "struct", "map":
+		return "an object"
+	}
+	return "a number"
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -268,3 +268,35 @@ func TestAgentKillAndList(t *testing.T) {
 		t.Errorf("GET /v1/jobs?running=yes: got %d, want 400", code)
 	}
 }
+
+// TestMalformedRequest: a malformed body is a 400 naming the field that
+// is wrong, never a 500 or Go's own words.
+func TestMalformedRequest(t *testing.T) {
+	tests := []struct {
+		name, path, body, want string
+	}{
+		{"a number as a string", "/v1/jobs", `{"argv":["make"],"idempotent":true,"retries":"2"}`, `field "retries": got a JSON string, want a number`},
+		{"a string as an array", "/v1/jobs", `{"argv":"make"}`, `field "argv": got a JSON string, want an array`},
+		{"a bool as a number", "/v1/jobs", `{"argv":["make"],"tier0":1}`, `field "tier0": got a JSON number, want true or false`},
+		{"an unknown field", "/v1/jobs", `{"argv":["make"],"tenant":"x"}`, `field "tenant": not a field of this route`},
+		{"not JSON", "/v1/jobs", `{"argv":`, "the body is not JSON"},
+		{"no body", "/v1/jobs", ``, "the body is empty"},
+		{"an array, not an object", "/v1/jobs", `[1]`, "the body: got a JSON array, want an object"},
+		{"a bad duration", "/v1/jobs", `{"argv":["a"],"run_timeout":"-1s"}`, `run_timeout "-1s"`},
+		{"a bad mode", "/v1/jobs", `{"argv":["a"],"mode":"yolo"}`, `mode "yolo"`},
+		{"a bad tier", "/v1/nodes", `{"id":"n1","pool":"ci","tier":"1"}`, `field "tier": got a JSON string, want a number`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, f := serve(t, Config{})
+			code, out := do(t, s, http.MethodPost, tt.path, "Bearer "+token, tt.body)
+			msg, _ := out["error"].(string)
+			if code != http.StatusBadRequest || !strings.Contains(msg, tt.want) || strings.Contains(msg, "Go struct") {
+				t.Errorf("got %d %q, want 400 naming %q", code, msg, tt.want)
+			}
+			if len(f.started) != 0 {
+				t.Errorf("a malformed request started %d jobs", len(f.started))
+			}
+		})
+	}
+}
