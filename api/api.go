@@ -66,6 +66,10 @@ type Config struct {
 	ClaimTimeout time.Duration
 	// Hooks are the jobs outside events start, by name.
 	Hooks map[string]Hook
+	// MaxWall and MaxMemory are the ceilings every job gets, which its
+	// policy cannot raise (0: none).
+	MaxWall   time.Duration
+	MaxMemory int64
 	// NodeTTL is how long a node counts as live after its last
 	// heartbeat; 0 is 30 s.
 	NodeTTL time.Duration
@@ -188,7 +192,8 @@ func (s *Server) startJob(w http.ResponseWriter, r *http.Request) {
 func (s *Server) job(req StartRequest, source string) (jobs.Job, error) {
 	j := jobs.Job{ID: newID(), Pool: req.Pool, Argv: req.Argv, Command: req.Command, Policy: req.Policy,
 		Mode: req.Mode, Tier0: req.Tier0, Source: source, ClaimTimeout: s.cfg.ClaimTimeout,
-		Agent: req.Agent, Idempotent: req.Idempotent, Retries: req.Retries}
+		Agent: req.Agent, Idempotent: req.Idempotent, Retries: req.Retries,
+		MaxWall: s.cfg.MaxWall, MaxMemory: s.cfg.MaxMemory}
 	if j.Pool == "" {
 		j.Pool = jobs.DefaultPool
 	}

@@ -110,6 +110,12 @@ type Job struct {
 	// its node is lost mid-run; any other runs at most once.
 	Idempotent bool `json:"idempotent,omitempty"`
 	Retries    int  `json:"retries,omitempty"`
+	// MaxWall and MaxMemory are the server's ceilings on the job's wall
+	// time and memory (0: none): the node narrows the job's policy to
+	// them, so no policy a job carries raises them. Only the server sets
+	// them; a start request cannot.
+	MaxWall   time.Duration `json:"max_wall,omitempty"`
+	MaxMemory int64         `json:"max_memory,omitempty"`
 }
 
 // MaxRetries bounds a job's retries after lost nodes.
@@ -189,8 +195,8 @@ func (j Job) Validate() error {
 	default:
 		return errs.Invalidf("job %s: mode %q: want observe or fix", j.ID, j.Mode)
 	}
-	if j.ClaimTimeout < 0 || j.RunTimeout < 0 {
-		return errs.Invalidf("job %s: a negative timeout", j.ID)
+	if j.ClaimTimeout < 0 || j.RunTimeout < 0 || j.MaxWall < 0 || j.MaxMemory < 0 {
+		return errs.Invalidf("job %s: a negative timeout or ceiling", j.ID)
 	}
 	if j.Agent != "" {
 		if err := CheckName("agent", j.Agent); err != nil {

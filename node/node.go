@@ -185,6 +185,16 @@ func (r *runner) Run(ctx context.Context, req jobs.RunRequest) (jobs.Result, err
 	if j.Command != "" {
 		call = mediator.Call{Kind: mediator.KindShell, Command: j.Command, Tool: "job"}
 	}
+	if j.MaxWall > 0 || j.MaxMemory > 0 {
+		// The job's own policy with its limits held to the server's
+		// ceilings, as the call's narrowing: the kernel decides and boxes
+		// the call under the intersection, which only ever restricts, so
+		// no policy a job carries raises them.
+		n := *k.Policy() // a copy: the kernel's own stays as it is
+		holdTo(&n.Limits.Wall, j.MaxWall)
+		holdTo(&n.Limits.Memory, j.MaxMemory)
+		call.Narrow = &n
+	}
 	var stdout, stderr capped
 	stdout.n, stderr.n = jobs.OutputCap, jobs.OutputCap
 	res, err := k.Exec(ctx, call, mediator.ExecOptions{Stdin: strings.NewReader(j.Input), Stdout: &stdout, Stderr: &stderr})
@@ -201,6 +211,14 @@ func (r *runner) Run(ctx context.Context, req jobs.RunRequest) (jobs.Result, err
 	}
 	out.ExitCode = res.ExitCode
 	return out, nil
+}
+
+// holdTo lowers a limit to the server's ceiling (0: none); a limit of 0
+// (none) under a ceiling becomes the ceiling.
+func holdTo[T ~int64](limit *T, ceiling T) {
+	if ceiling > 0 && (*limit <= 0 || *limit > ceiling) {
+		*limit = ceiling
+	}
 }
 
 // jobDir creates the job's directory and its empty working directory; a

@@ -87,7 +87,7 @@ func (f *fleet) run(args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
-func startFleet(t testing.TB, claimTimeout time.Duration) *fleet {
+func startFleet(t testing.TB, claimTimeout time.Duration, serverArgs ...string) *fleet {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &fleet{t: t, ctx: ctx, bin: testsupport.AirlockBin(t), dir: t.TempDir()}
 	t.Cleanup(func() { cancel(); f.wg.Wait() })
@@ -96,8 +96,8 @@ func startFleet(t testing.TB, claimTimeout time.Duration) *fleet {
 	if err := os.WriteFile(hooks, []byte(`{"echo-in": {"pool": "ci", "argv": ["cat"]}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stderr := f.start("server", "server", "--listen", "127.0.0.1:0", "--state", filepath.Join(f.dir, "server"),
-		"--claim-timeout", claimTimeout.String(), "--hooks", hooks)
+	stderr := f.start("server", append([]string{"server", "--listen", "127.0.0.1:0", "--state", filepath.Join(f.dir, "server"),
+		"--claim-timeout", claimTimeout.String(), "--hooks", hooks}, serverArgs...)...)
 	re := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
 	deadline := time.Now().Add(60 * time.Second)
 	for f.url == "" {

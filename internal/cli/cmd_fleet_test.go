@@ -82,3 +82,20 @@ func TestJobStartNeedsACommand(t *testing.T) {
 		t.Errorf("got exit %d, %q, want 2", code, stderr.String())
 	}
 }
+
+func TestParseBytes(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"", 0, true}, {"512", 512, true}, {"64M", 64 << 20, true}, {"2g", 2 << 30, true}, {"8K", 8 << 10, true},
+		{"0", 0, false}, {"-1M", 0, false}, {"M", 0, false}, {"1.5G", 0, false}, {"2T", 0, false}, {"9999999999G", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := parseBytes(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("parseBytes(%q) = %d, %v; want %d, ok=%v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+}

@@ -28,7 +28,7 @@ import (
 const DefaultServerAddr = "127.0.0.1:8420"
 
 func serverCmd() *Command {
-	const usage = "[--listen ADDR [--insecure-listen]] [--state DIR] [--token-file FILE] [--claim-timeout D] [--hooks FILE]"
+	const usage = "[--listen ADDR [--insecure-listen]] [--state DIR] [--token-file FILE] [--claim-timeout D] [--max-wall D] [--max-memory SIZE] [--hooks FILE]"
 	const long = `Runs the fleet's server: an embedded Temporal dev server (persisted to a
 SQLite file under the state directory, listening on loopback only) and the
 HTTP JSON API on loopback behind a bearer token (read from --token-file,
@@ -49,6 +49,10 @@ job can run a shell, so it waits on its pool's floor queue for a node with
 sandbox tier 1 unless it was started with --tier0; one that no eligible node
 claims within --claim-timeout fails with the reason and the fix.
 
+--max-wall D and --max-memory SIZE (bytes, or with K, M or G) are ceilings
+every job gets: the node narrows the job's policy to them, so a job's own
+policy cannot raise them.
+
 Nodes reach Temporal at the API's host on a port kept in STATE/temporal.port
 (chosen on first start), so a restarted server is found where it was and
 its running jobs resume. --listen takes a loopback address only, unless
@@ -67,6 +71,8 @@ this command; the airlock binary stays small and only says where it is.`
 			tokenFile := fs.String("token-file", "", "bearer token `file` (default: STATE/token)")
 			claim := fs.Duration("claim-timeout", jobs.DefaultClaimTimeout, "how long a job waits for an eligible node")
 			hooksFile := fs.String("hooks", "", "the hooks `file` (JSON; see above)")
+			maxWall := fs.Duration("max-wall", 0, "the most wall-clock time any job's box may run (0: the policy's)")
+			maxMem := fs.String("max-memory", "", "the most memory any job's box may use, as `SIZE` (512M, 2G; default: the policy's)")
 			insecure := fs.Bool("insecure-listen", false, "allow a non-loopback --listen address with no node authentication (see above)")
 			if err := ParseFlags(fs, args); err != nil {
 				return err
@@ -76,6 +82,13 @@ this command; the airlock binary stays small and only says where it is.`
 			}
 			if *claim <= 0 {
 				return usagef("--claim-timeout %s: want a positive duration", *claim)
+			}
+			if *maxWall < 0 {
+				return usagef("--max-wall %s: want a positive duration", *maxWall)
+			}
+			mem, err := parseBytes(*maxMem)
+			if err != nil {
+				return usagef("--max-memory %q: %v", *maxMem, err)
 			}
 			if env.DevServer == nil {
 				return errs.Unavailablef("the Temporal server is linked only into airlock-server: run `airlock-server %s` instead", strings.Join(args, " "))
@@ -91,7 +104,7 @@ this command; the airlock binary stays small and only says where it is.`
 			if err != nil {
 				return err
 			}
-			return runServer(ctx, env, serverOptions{listen: *listen, insecure: *insecure, dir: dir, tokenFile: absFrom(env, *tokenFile), claim: *claim, hooks: hooks})
+			return runServer(ctx, env, serverOptions{listen: *listen, insecure: *insecure, dir: dir, tokenFile: absFrom(env, *tokenFile), claim: *claim, hooks: hooks, maxWall: *maxWall, maxMemory: mem})
 		}}
 }
 
@@ -99,6 +112,8 @@ type serverOptions struct {
 	listen, dir, tokenFile string
 	insecure               bool
 	claim                  time.Duration
+	maxWall                time.Duration
+	maxMemory              int64
 	hooks                  map[string]api.Hook
 }
 
@@ -140,7 +155,7 @@ func runServer(ctx context.Context, env *Env, o serverOptions) error {
 		fmt.Fprintf(env.Stderr, "airlock server: WARNING: --insecure-listen: the API and Temporal on %s authenticate no node: anything that reaches it can poll any queue\n", host)
 	}
 	a := api.New(api.Config{Token: token, Jobs: c, Temporal: front.Addr().String(), Namespace: dev.Namespace(),
-		ClaimTimeout: o.claim, Hooks: o.hooks, Log: env.Log})
+		ClaimTimeout: o.claim, Hooks: o.hooks, Log: env.Log, MaxWall: o.maxWall, MaxMemory: o.maxMemory})
 	hs := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(env.Stderr, "airlock server: listening on http://%s (token in %s; Temporal on %s)\n", ln.Addr(), o.tokenFile, front.Addr())
 	done := make(chan error, 1)
@@ -228,6 +243,32 @@ func checkListen(addr string, insecure bool) error {
 		return usagef("--listen %q: name the one address to serve, not every address", addr)
 	}
 	return nil
+}
+
+// parseBytes reads a size: bytes, or a number with K, M or G (powers of
+// 1024); "" is 0, no ceiling.
+func parseBytes(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	mult := int64(1)
+	switch s[len(s)-1] {
+	case 'K', 'k':
+		mult = 1 << 10
+	case 'M', 'm':
+		mult = 1 << 20
+	case 'G', 'g':
+		mult = 1 << 30
+	}
+	num := s
+	if mult > 1 {
+		num = s[:len(s)-1]
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 || n > (1<<50)/mult {
+		return 0, errs.Invalidf("want a positive size such as 512M or 2G")
+	}
+	return n * mult, nil
 }
 
 // temporalPortFile keeps the port nodes reach Temporal at, so a restarted
