@@ -215,26 +215,15 @@ func (s *Server) job(req StartRequest, source string) (jobs.Job, error) {
 }
 
 // JobView is a job as GET /v1/jobs and /v1/jobs/{id} show it.
+// Its summary (pool, queue, floor, taint, source, command, agent, retries)
+// is what its start recorded in Temporal.
 type JobView struct {
 	jobs.Status
-	Pool    string `json:"pool,omitempty"`
-	Queue   string `json:"queue,omitempty"`
-	Floor   int    `json:"floor"`
-	Tainted bool   `json:"tainted,omitempty"`
-	Source  string `json:"source,omitempty"`
-	Command string `json:"command,omitempty"`
-	Agent   string `json:"agent,omitempty"`
-	// Idempotent and Retries are what the job allows when its node is lost.
-	Idempotent bool `json:"idempotent,omitempty"`
-	Retries    int  `json:"retries,omitempty"`
+	jobs.Summary
 }
 
 // view is the job with the summary its start recorded in Temporal.
-func view(st jobs.Status) JobView {
-	m := st.Summary
-	return JobView{Status: st, Pool: m.Pool, Queue: m.Queue, Floor: m.Floor, Tainted: m.Tainted, Source: m.Source,
-		Command: m.Command, Agent: m.Agent, Idempotent: m.Idempotent, Retries: m.Retries}
-}
+func view(st jobs.Status) JobView { return JobView{Status: st, Summary: st.Summary} }
 
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")

@@ -489,13 +489,7 @@ func TestFleetNetNS(t *testing.T) {
 // claim after it.
 func waitLong(t testing.TB, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitUntil(t, what, 2*time.Minute, ok)
 }
 
 func debugSleep(t testing.TB, arg string) {

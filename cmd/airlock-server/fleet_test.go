@@ -405,7 +405,13 @@ func sleeping(arg string) bool {
 
 func waitFor(t testing.TB, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	waitUntil(t, what, 20*time.Second, ok)
+}
+
+// waitUntil waits at most d for ok.
+func waitUntil(t testing.TB, what string, d time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for !ok() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
