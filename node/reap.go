@@ -61,7 +61,7 @@ func reapLost(stateDir string, log *slog.Logger) ([]string, error) {
 			err = json.Unmarshal(b, &mark)
 		}
 		if err != nil || mark.Pid <= 0 {
-			failed = append(failed, errs.Invalidf("node: job %s: run mark %s unreadable: %v", id, m, err))
+			failed = append(failed, errs.Invalidf("node: job %s: run mark %s unreadable (%v): end the job's processes by hand, then remove the mark", id, m, err))
 			continue
 		}
 		if mark.Pid != os.Getpid() && processAlive(mark.Pid) && sameProgram(mark.Pid) {
