@@ -7,9 +7,10 @@
 // node that claimed it. Only internal/cli imports it.
 //
 //	POST /v1/jobs            start a job            → 201 {"id": ...}
-//	GET  /v1/jobs            the jobs this server started
+//	GET  /v1/jobs            every job, from Temporal's visibility (?running=1: those still running)
 //	GET  /v1/jobs/{id}       a job's state and result (?wait=1 blocks until it ends)
 //	POST /v1/jobs/{id}/kill  cancel a job: its node tears the box down
+//	POST /v1/agents/{name}/kill  cancel every running job of an agent
 //	POST /v1/hooks/{name}    an outside event: starts the hook's job, tainted, tier 1 only
 //	POST /v1/nodes/enroll    a node enrols: a certificate for its CSR (behind the enrolment token)
 //	POST /v1/nodes           a node registers (and heartbeats) with its signed attestation
@@ -34,6 +35,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -59,6 +61,10 @@ type Jobs interface {
 	Ask(ctx context.Context, id string, q jobs.Question) error
 	Answer(ctx context.Context, id string, a jobs.Answer) error
 	Questions(ctx context.Context, id string) ([]jobs.Question, error)
+	// List is every job, oldest first; running only those still running.
+	List(ctx context.Context, running bool) ([]jobs.Status, error)
+	// KillAgent cancels every running job of agent and names them.
+	KillAgent(ctx context.Context, agent string) ([]string, error)
 }
 
 // Config configures the API.
@@ -89,6 +95,10 @@ type Config struct {
 	ClaimTimeout time.Duration
 	// Hooks are the jobs outside events start, by name.
 	Hooks map[string]Hook
+	// MaxWall and MaxMemory are the ceilings every job gets, which its
+	// policy cannot raise (0: none).
+	MaxWall   time.Duration
+	MaxMemory int64
 	// NodeTTL is how long a node counts as live after its last
 	// heartbeat; 0 is 30 s.
 	NodeTTL time.Duration
@@ -113,6 +123,9 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// jobs are the jobs started since this server started, for a child's
+	// parent; the list and every view come from Temporal (each job's
+	// summary rides in its workflow's memo), so a restart loses none.
 	mu        sync.Mutex
 	jobs      map[string]jobEntry
 	nodes     map[string]NodeEntry
@@ -177,6 +190,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/jobs", OperatorOnly(s.listJobs))
 	mux.HandleFunc("GET /v1/jobs/{id}", OperatorOnly(s.getJob))
 	mux.HandleFunc("POST /v1/jobs/{id}/kill", OperatorOnly(s.killJob))
+	mux.HandleFunc("POST /v1/agents/{name}/kill", OperatorOnly(s.killAgent))
 	mux.HandleFunc("POST /v1/jobs/{id}/questions", OperatorOnly(s.raise))
 	mux.HandleFunc("POST /v1/hooks/{name}", OperatorOnly(s.hook))
 	mux.HandleFunc("POST /v1/nodes", OperatorOnly(s.registerNode))
@@ -208,6 +222,13 @@ type StartRequest struct {
 	// server's default.
 	ClaimTimeout string `json:"claim_timeout,omitempty"`
 	RunTimeout   string `json:"run_timeout,omitempty"`
+	// Agent names the agent the job acts for (POST /v1/agents/NAME/kill
+	// stops all of its jobs).
+	Agent string `json:"agent,omitempty"`
+	// Idempotent says running the job twice does no harm; Retries (only
+	// for such a job) is how often it runs again when its node is lost.
+	Idempotent bool `json:"idempotent,omitempty"`
+	Retries    int  `json:"retries,omitempty"`
 }
 
 // Started is the answer to POST /v1/jobs.
@@ -285,7 +306,9 @@ func (s *Server) watch(j jobs.Job) {
 func (s *Server) job(req StartRequest, source string) (jobs.Job, error) {
 	j := jobs.Job{ID: newID(), Pool: req.Pool, Argv: req.Argv, Command: req.Command, Policy: req.Policy,
 		Mode: req.Mode, Tier0: req.Tier0, Source: source, ClaimTimeout: s.cfg.ClaimTimeout,
-		Model: req.Model, Parent: req.Parent, Dev: s.cfg.Dev}
+		Model: req.Model, Parent: req.Parent, Dev: s.cfg.Dev,
+		Agent: req.Agent, Idempotent: req.Idempotent, Retries: req.Retries,
+		MaxWall: s.cfg.MaxWall, MaxMemory: s.cfg.MaxMemory}
 	if j.Pool == "" {
 		j.Pool = jobs.DefaultPool
 	}
@@ -309,38 +332,21 @@ func (s *Server) job(req StartRequest, source string) (jobs.Job, error) {
 	return j, j.Validate()
 }
 
-// JobView is a job as GET /v1/jobs and /v1/jobs/{id} show it.
+// JobView is a job as GET /v1/jobs and /v1/jobs/{id} show it. Its
+// summary (pool, queue, floor, taint, source, command, agent, retries) is
+// what its start recorded in Temporal.
 type JobView struct {
 	jobs.Status
-	Pool  string `json:"pool,omitempty"`
-	Queue string `json:"queue,omitempty"`
-	Floor int    `json:"floor"`
-	// OutsideEvent says an outside event started the job; Tainted and
-	// Taint whether and why it is tainted.
-	OutsideEvent bool   `json:"outside_event"`
-	Tainted      bool   `json:"tainted"`
-	Taint        string `json:"taint,omitempty"`
-	Model        string `json:"model,omitempty"`
-	Parent       string `json:"parent,omitempty"`
-	Source       string `json:"source,omitempty"`
-	Command      string `json:"command,omitempty"`
+	jobs.Summary
 	// Notes are what a person must know of where it ran: the server's
 	// --dev, a run under a node's sandbox opt-out.
 	Notes []string `json:"notes,omitempty"`
 }
 
 func (s *Server) view(st jobs.Status) JobView {
-	s.mu.Lock()
-	e, ok := s.jobs[st.ID]
-	s.mu.Unlock()
-	v := JobView{Status: st}
-	if ok {
-		j := e.job
-		v.Pool, v.Queue, v.Floor, v.Source, v.Command = j.Pool, j.Queue(), j.Floor(), j.Source, j.Describe()
-		v.OutsideEvent, v.Tainted, v.Taint, v.Model, v.Parent = j.FromOutside(), j.Tainted, j.Taint, j.Model, j.Parent
-		if j.Dev {
-			v.Notes = append(v.Notes, "the server runs --dev: any node may take this job's floor work, unconfined on a node without a sandbox")
-		}
+	v := JobView{Status: st, Summary: st.Summary}
+	if st.Summary.Dev {
+		v.Notes = append(v.Notes, "the server runs --dev: any node may take this job's floor work, unconfined on a node without a sandbox")
 	}
 	if r := st.Result; r != nil && r.OptedOut {
 		v.Notes = append(v.Notes, fmt.Sprintf("ran on node %s under a sandbox opt-out: every call of it counts as tier 0", r.Node))
@@ -371,22 +377,51 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	ids := make([]string, 0, len(s.jobs))
-	for id := range s.jobs {
-		ids = append(ids, id)
+	var running bool
+	switch r.URL.Query().Get("running") {
+	case "", "0":
+	case "1":
+		running = true
+	default:
+		writeErr(w, errs.Invalidf("running %q: want 1 or 0", r.URL.Query().Get("running")))
+		return
 	}
-	s.mu.Unlock()
-	sort.Slice(ids, func(a, b int) bool { return s.jobs[ids[a]].started.Before(s.jobs[ids[b]].started) })
-	out := []JobView{}
-	for _, id := range ids {
-		st, err := s.cfg.Jobs.Get(r.Context(), id)
-		if err != nil {
-			st = jobs.Status{ID: id, State: "unknown", Error: errs.AgentMessage(err)}
-		}
+	list, err := s.cfg.Jobs.List(r.Context(), running)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	out := make([]JobView, 0, len(list))
+	for _, st := range list {
 		out = append(out, s.view(st))
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// Killed is the answer to POST /v1/agents/{name}/kill.
+type Killed struct {
+	Agent string   `json:"agent"`
+	Jobs  []string `json:"jobs"`
+}
+
+// killAgent is the kill switch for an agent: every running job it acts
+// for is cancelled, whichever node runs it.
+func (s *Server) killAgent(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if err := jobs.CheckName("agent", name); err != nil {
+		writeErr(w, err)
+		return
+	}
+	killed, err := s.cfg.Jobs.KillAgent(r.Context(), name)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if killed == nil {
+		killed = []string{}
+	}
+	s.cfg.Log.Info("agent killed", "agent", name, "jobs", strings.Join(killed, " "))
+	writeJSON(w, http.StatusAccepted, Killed{Agent: name, Jobs: killed})
 }
 
 func (s *Server) killJob(w http.ResponseWriter, r *http.Request) {
@@ -462,19 +497,33 @@ func (s *Server) taint(j *jobs.Job) error {
 	if err := jobs.CheckName("parent", j.Parent); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	p, ok := s.jobs[j.Parent]
-	s.mu.Unlock()
-	if !ok {
-		return errs.NotFoundf("parent: job %s is not one of this server's", j.Parent)
+	p, err := s.parent(j.Parent)
+	if err != nil {
+		return err
 	}
-	if p.job.Floor() >= 1 {
+	if p.Floor >= 1 {
 		j.Tier0 = false
 	}
-	if p.job.Tainted {
-		j.Tainted, j.Taint = true, joinTaint(j.Taint, "started by tainted job "+p.job.ID+" ("+p.job.Taint+")")
+	if p.Tainted {
+		j.Tainted, j.Taint = true, joinTaint(j.Taint, "started by tainted job "+j.Parent+" ("+p.Taint+")")
 	}
 	return nil
+}
+
+// parent is the summary of a child's parent job: from this server's own
+// starts, else from Temporal (a job started before a restart).
+func (s *Server) parent(id string) (jobs.Summary, error) {
+	s.mu.Lock()
+	p, ok := s.jobs[id]
+	s.mu.Unlock()
+	if ok {
+		return p.job.Summary(), nil
+	}
+	st, err := s.cfg.Jobs.Get(s.ctx, id)
+	if err != nil || st.Summary.Pool == "" {
+		return jobs.Summary{}, errs.NotFoundf("parent: job %s is not one of this server's", id)
+	}
+	return st.Summary, nil
 }
 
 func joinTaint(a, b string) string {
@@ -571,7 +620,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		writeError(w, http.StatusBadRequest, "the body is not the JSON this route takes: "+err.Error())
+		writeError(w, http.StatusBadRequest, decodeError(err))
 		return false
 	}
 	if dec.More() {
@@ -579,6 +628,44 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	return true
+}
+
+// decodeError says which field of a body was wrong, and how, in the
+// API's own words rather than Go's (no Go type names).
+func decodeError(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te) && te.Field != "":
+		return fmt.Sprintf("field %q: got a JSON %s, want %s", te.Field, te.Value, jsonKind(te.Type.Kind().String()))
+	case errors.As(err, &te):
+		return fmt.Sprintf("the body: got a JSON %s, want an object", te.Value)
+	case errors.As(err, &se):
+		return fmt.Sprintf("the body is not JSON (at byte %d): %v", se.Offset, err)
+	case errors.Is(err, io.EOF):
+		return "the body is empty: want a JSON object"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the body is not JSON: it ends inside a value"
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return fmt.Sprintf("field %s: not a field of this route", name)
+	}
+	return "the body is not the JSON this route takes: " + err.Error()
+}
+
+// jsonKind names a Go kind as the JSON it is decoded from.
+func jsonKind(kind string) string {
+	switch kind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "slice", "array":
+		return "an array"
+	case "struct", "map":
+		return "an object"
+	}
+	return "a number"
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

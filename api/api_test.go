@@ -78,6 +78,30 @@ func (f *fakeJobs) Wait(ctx context.Context, id string) (jobs.Status, error) {
 }
 func (f *fakeJobs) Kill(_ context.Context, id string) error { return nil }
 
+// List lists what was started, running, with the summary a start records.
+func (f *fakeJobs) List(_ context.Context, running bool) ([]jobs.Status, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []jobs.Status
+	for _, j := range f.started {
+		out = append(out, jobs.Status{ID: j.ID, State: "running", Summary: j.Summary()})
+	}
+	return out, nil
+}
+
+// KillAgent names the started jobs of agent.
+func (f *fakeJobs) KillAgent(_ context.Context, agent string) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, j := range f.started {
+		if j.Agent == agent {
+			out = append(out, j.ID)
+		}
+	}
+	return out, nil
+}
+
 const token = "0123456789abcdef0123456789abcdef"
 
 func serve(t *testing.T, cfg Config) (*httptest.Server, *fakeJobs) {
@@ -168,6 +192,15 @@ func TestStartJob(t *testing.T) {
 		{name: "no command", body: `{}`, wantCode: 400},
 		{name: "two values", body: `{"argv":["a"]}{"argv":["b"]}`, wantCode: 400},
 		{name: "a bad duration", body: `{"argv":["a"],"claim_timeout":"soon"}`, wantCode: 400},
+		{name: "an agent and retries of an idempotent job", body: `{"argv":["make"],"agent":"bot-1","idempotent":true,"retries":2}`, wantCode: 201,
+			wantQueue: "floor.default", check: func(t *testing.T, j jobs.Job) {
+				if j.Agent != "bot-1" || !j.Idempotent || j.Retries != 2 {
+					t.Errorf("started %+v, want agent bot-1, idempotent, 2 retries", j)
+				}
+			}},
+		{name: "retries of a job not marked idempotent", body: `{"argv":["make"],"retries":1}`, wantCode: 400},
+		{name: "an agent that is not a name", body: `{"argv":["make"],"agent":"../x"}`, wantCode: 400},
+		{name: "retries that are not a number", body: `{"argv":["make"],"idempotent":true,"retries":"2"}`, wantCode: 400},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -243,5 +276,75 @@ func TestNodes(t *testing.T) {
 	now.Add(11)
 	if l := list(); len(l) != 1 || l[0].Live {
 		t.Errorf("a node silent past its TTL: %+v, want it listed as not live", l)
+	}
+}
+
+// TestAgentKillAndList: the list is the fleet's (each job's summary as its
+// start recorded it), and the kill switch cancels the agent's jobs only.
+func TestAgentKillAndList(t *testing.T) {
+	s, _ := serve(t, Config{})
+	for _, body := range []string{`{"argv":["a"],"agent":"bot-1"}`, `{"argv":["b"],"agent":"bot-2"}`, `{"argv":["c"],"agent":"bot-1"}`} {
+		if code, out := do(t, s, http.MethodPost, "/v1/jobs", "Bearer "+token, body); code != 201 {
+			t.Fatalf("start %s: %d %v", body, code, out)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, s.URL+"/v1/jobs", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := s.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list []JobView
+	json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if len(list) != 3 || list[0].Agent != "bot-1" || list[0].Command != "a" || list[0].Queue != "floor.default" || list[0].Floor != 1 {
+		t.Fatalf("list: %+v", list)
+	}
+	code, out := do(t, s, http.MethodPost, "/v1/agents/bot-1/kill", "Bearer "+token, "")
+	if code != http.StatusAccepted || out["agent"] != "bot-1" {
+		t.Fatalf("kill: %d %v", code, out)
+	}
+	if got, _ := out["jobs"].([]any); len(got) != 2 || got[0] != list[0].ID || got[1] != list[2].ID {
+		t.Errorf("killed %v, want bot-1's two jobs %s %s", out["jobs"], list[0].ID, list[2].ID)
+	}
+	for _, bad := range []string{"/v1/agents/Bot/kill", "/v1/agents/a.b/kill"} {
+		if code, _ := do(t, s, http.MethodPost, bad, "Bearer "+token, ""); code != 400 {
+			t.Errorf("POST %s: got %d, want 400", bad, code)
+		}
+	}
+	if code, _ := do(t, s, http.MethodGet, "/v1/jobs?running=yes", "Bearer "+token, ""); code != 400 {
+		t.Errorf("GET /v1/jobs?running=yes: got %d, want 400", code)
+	}
+}
+
+// TestMalformedRequest: a malformed body is a 400 naming the field that
+// is wrong, never a 500 or Go's own words.
+func TestMalformedRequest(t *testing.T) {
+	tests := []struct {
+		name, path, body, want string
+	}{
+		{"a number as a string", "/v1/jobs", `{"argv":["make"],"idempotent":true,"retries":"2"}`, `field "retries": got a JSON string, want a number`},
+		{"a string as an array", "/v1/jobs", `{"argv":"make"}`, `field "argv": got a JSON string, want an array`},
+		{"a bool as a number", "/v1/jobs", `{"argv":["make"],"tier0":1}`, `field "tier0": got a JSON number, want true or false`},
+		{"an unknown field", "/v1/jobs", `{"argv":["make"],"tenant":"x"}`, `field "tenant": not a field of this route`},
+		{"not JSON", "/v1/jobs", `{"argv":`, "the body is not JSON"},
+		{"no body", "/v1/jobs", ``, "the body is empty"},
+		{"an array, not an object", "/v1/jobs", `[1]`, "the body: got a JSON array, want an object"},
+		{"a bad duration", "/v1/jobs", `{"argv":["a"],"run_timeout":"-1s"}`, `run_timeout "-1s"`},
+		{"a bad mode", "/v1/jobs", `{"argv":["a"],"mode":"yolo"}`, `mode "yolo"`},
+		{"a bad tier", "/v1/nodes", `{"id":"n1","pool":"ci","tier":"1"}`, `field "tier": got a JSON string, want a number`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, f := serve(t, Config{})
+			code, out := do(t, s, http.MethodPost, tt.path, "Bearer "+token, tt.body)
+			msg, _ := out["error"].(string)
+			if code != http.StatusBadRequest || !strings.Contains(msg, tt.want) || strings.Contains(msg, "Go struct") {
+				t.Errorf("got %d %q, want 400 naming %q", code, msg, tt.want)
+			}
+			if len(f.started) != 0 {
+				t.Errorf("a malformed request started %d jobs", len(f.started))
+			}
+		})
 	}
 }

@@ -10,7 +10,10 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -62,8 +65,11 @@ func (c *Client) Start(ctx context.Context, j Job) error {
 	if err := j.Validate(); err != nil {
 		return err
 	}
+	// The summary rides in the memo, which Temporal's visibility returns
+	// with every list entry: the server keeps no list of its own to lose.
 	_, err := c.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: j.ID, TaskQueue: WorkflowQueue,
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE}, WorkflowName, j)
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		Memo:                  map[string]any{memoKey: j.Summary()}}, WorkflowName, j)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &already) {
 		return errs.Invalidf("job %s: an id already used", j.ID)
@@ -87,7 +93,12 @@ type Status struct {
 	// it runs).
 	Started time.Time `json:"started"`
 	Closed  time.Time `json:"closed,omitzero"`
+	// Summary is the job as its start recorded it (the workflow's memo).
+	Summary Summary `json:"-"`
 }
+
+// memoKey is the memo field that holds a job's Summary.
+const memoKey = "airlock.job"
 
 var states = map[enumspb.WorkflowExecutionStatus]string{
 	enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:          "running",
@@ -109,22 +120,70 @@ func (c *Client) Get(ctx context.Context, id string) (Status, error) {
 	if err != nil {
 		return Status{}, errs.Wrap(errs.Unavailable, err, "job %s", id)
 	}
-	info := d.GetWorkflowExecutionInfo()
+	return c.status(ctx, d.GetWorkflowExecutionInfo()), nil
+}
+
+// status reads a workflow's state, summary and, once it ended, its result
+// or failure.
+func (c *Client) status(ctx context.Context, info *workflowpb.WorkflowExecutionInfo) Status {
+	id := info.GetExecution().GetWorkflowId()
 	s := Status{ID: id, State: states[info.GetStatus()], Started: info.GetStartTime().AsTime()}
 	if info.GetCloseTime() != nil {
 		s.Closed = info.GetCloseTime().AsTime()
 	}
+	if p, ok := info.GetMemo().GetFields()[memoKey]; ok {
+		// A memo that does not decode leaves the summary empty: the job's
+		// state still shows.
+		_ = converter.GetDefaultDataConverter().FromPayload(p, &s.Summary)
+	}
 	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		return s, nil
+		return s
 	}
 	var r Result
-	err = c.c.GetWorkflow(ctx, id, "").Get(ctx, &r)
-	if err != nil {
+	if err := c.c.GetWorkflow(ctx, id, info.GetExecution().GetRunId()).Get(ctx, &r); err != nil {
 		s.Error = failureMessage(err)
-		return s, nil
+		return s
 	}
 	s.Result = &r
-	return s, nil
+	return s
+}
+
+// listPage bounds one page of a list from Temporal's visibility.
+const listPage = 500
+
+// List is every job Temporal's visibility holds (running or ended, until
+// the namespace's retention removes it), oldest first; running only
+// lists those still running.
+func (c *Client) List(ctx context.Context, running bool) ([]Status, error) {
+	infos, err := c.list(ctx, running)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Status, 0, len(infos))
+	for i := len(infos) - 1; i >= 0; i-- { // visibility lists the newest first
+		out = append(out, c.status(ctx, infos[i]))
+	}
+	return out, nil
+}
+
+// list pages through the job workflows visibility holds.
+func (c *Client) list(ctx context.Context, running bool) ([]*workflowpb.WorkflowExecutionInfo, error) {
+	q := "WorkflowType = '" + WorkflowName + "'"
+	if running {
+		q += " AND ExecutionStatus = 'Running'"
+	}
+	var out []*workflowpb.WorkflowExecutionInfo
+	var token []byte
+	for {
+		resp, err := c.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{PageSize: listPage, NextPageToken: token, Query: q})
+		if err != nil {
+			return nil, errs.Wrap(errs.Unavailable, err, "list jobs")
+		}
+		out = append(out, resp.GetExecutions()...)
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			return out, nil
+		}
+	}
 }
 
 // Wait blocks until job id ends and returns its status.
@@ -138,7 +197,7 @@ func (c *Client) Wait(ctx context.Context, id string) (Status, error) {
 }
 
 // Kill cancels job id: the run's node sees the cancellation on its next
-// heartbeat and tears the box down.
+// heartbeat (within HeartbeatEvery) and tears the box down.
 func (c *Client) Kill(ctx context.Context, id string) error {
 	err := c.c.CancelWorkflow(ctx, id, "")
 	var nf *serviceerror.NotFound
@@ -149,6 +208,37 @@ func (c *Client) Kill(ctx context.Context, id string) error {
 		return errs.Wrap(errs.Unavailable, err, "kill job %s", id)
 	}
 	return nil
+}
+
+// KillAgent cancels every running job of agent, on whichever node runs
+// it, and returns their ids. A job that ended between the list and its
+// cancel is no error; any other failure is returned after the rest were
+// cancelled, so one refusal never shields the agent's other jobs.
+func (c *Client) KillAgent(ctx context.Context, agent string) ([]string, error) {
+	if err := CheckName("agent", agent); err != nil {
+		return nil, err
+	}
+	infos, err := c.list(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	var killed []string
+	var failed []error
+	for _, info := range infos {
+		var s Summary
+		if p, ok := info.GetMemo().GetFields()[memoKey]; !ok || converter.GetDefaultDataConverter().FromPayload(p, &s) != nil || s.Agent != agent {
+			continue
+		}
+		id := info.GetExecution().GetWorkflowId()
+		err := c.Kill(ctx, id)
+		switch {
+		case err == nil:
+			killed = append(killed, id)
+		case errs.ClassOf(err) != errs.NotFound:
+			failed = append(failed, err)
+		}
+	}
+	return killed, errors.Join(failed...)
 }
 
 // failureMessage is the innermost application failure's message: the

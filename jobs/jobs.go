@@ -60,6 +60,11 @@ const DefaultRunTimeout = time.Hour
 // the job is failed as lost.
 const HeartbeatTimeout = 20 * time.Second
 
+// HeartbeatEvery is how often a running job's node heartbeats. A kill
+// reaches the node in the answer to a heartbeat, so this bounds the kill
+// switch's latency; the SDK's throttle is held to it too.
+const HeartbeatEvery = time.Second
+
 // claimStartToClose bounds a claim once a poll took it: a live node answers
 // at once, so a claim not answered in this time was taken by a poll whose
 // worker is gone, and is put to the queue again.
@@ -112,7 +117,24 @@ type Job struct {
 	ClaimTimeout time.Duration `json:"claim_timeout,omitempty"`
 	// RunTimeout bounds the run on the node; 0 is DefaultRunTimeout.
 	RunTimeout time.Duration `json:"run_timeout,omitempty"`
+	// Agent names the agent the job acts for, so `airlock kill --agent`
+	// stops every job of it at once; "" is none.
+	Agent string `json:"agent,omitempty"`
+	// Idempotent is the starter's word that running the job twice does no
+	// harm. Only such a job is ever run again (Retries times at most) when
+	// its node is lost mid-run; any other runs at most once.
+	Idempotent bool `json:"idempotent,omitempty"`
+	Retries    int  `json:"retries,omitempty"`
+	// MaxWall and MaxMemory are the server's ceilings on the job's wall
+	// time and memory (0: none): the node narrows the job's policy to
+	// them, so no policy a job carries raises them. Only the server sets
+	// them; a start request cannot.
+	MaxWall   time.Duration `json:"max_wall,omitempty"`
+	MaxMemory int64         `json:"max_memory,omitempty"`
 }
+
+// MaxRetries bounds a job's retries after lost nodes.
+const MaxRetries = 10
 
 // Floor is the lowest sandbox tier that may run the job. Every command can
 // start a shell (a program may exec one whatever its name), so every job
@@ -195,10 +217,50 @@ func (j Job) Validate() error {
 	default:
 		return errs.Invalidf("job %s: mode %q: want observe or fix", j.ID, j.Mode)
 	}
-	if j.ClaimTimeout < 0 || j.RunTimeout < 0 {
-		return errs.Invalidf("job %s: a negative timeout", j.ID)
+	if j.ClaimTimeout < 0 || j.RunTimeout < 0 || j.MaxWall < 0 || j.MaxMemory < 0 {
+		return errs.Invalidf("job %s: a negative timeout or ceiling", j.ID)
+	}
+	if j.Agent != "" {
+		if err := CheckName("agent", j.Agent); err != nil {
+			return err
+		}
+	}
+	switch {
+	case j.Retries < 0 || j.Retries > MaxRetries:
+		return errs.Invalidf("job %s: retries %d: want 0 to %d", j.ID, j.Retries, MaxRetries)
+	case j.Retries > 0 && !j.Idempotent:
+		return errs.Invalidf("job %s: retries %d on a job not marked idempotent: a lost node's job runs again only when running it twice does no harm (mark it idempotent, or drop the retries)", j.ID, j.Retries)
 	}
 	return nil
+}
+
+// Summary is what a job's list entry shows of it, kept in its workflow's
+// memo so the list is read back from Temporal after a server restart.
+type Summary struct {
+	Pool  string `json:"pool,omitempty"`
+	Queue string `json:"queue,omitempty"`
+	Floor int    `json:"floor"`
+	// OutsideEvent says an outside event started the job; Tainted and
+	// Taint whether and why it is tainted.
+	OutsideEvent bool   `json:"outside_event"`
+	Tainted      bool   `json:"tainted"`
+	Taint        string `json:"taint,omitempty"`
+	Model        string `json:"model,omitempty"`
+	Parent       string `json:"parent,omitempty"`
+	// Dev says the server ran --dev when the job started.
+	Dev        bool   `json:"dev,omitempty"`
+	Source     string `json:"source,omitempty"`
+	Command    string `json:"command,omitempty"`
+	Agent      string `json:"agent,omitempty"`
+	Idempotent bool   `json:"idempotent,omitempty"`
+	Retries    int    `json:"retries,omitempty"`
+}
+
+// Summary is the job's list entry.
+func (j Job) Summary() Summary {
+	return Summary{Pool: j.Pool, Queue: j.Queue(), Floor: j.Floor(), OutsideEvent: j.FromOutside(), Tainted: j.Tainted,
+		Taint: j.Taint, Model: j.Model, Parent: j.Parent, Dev: j.Dev, Source: j.Source,
+		Command: j.Describe(), Agent: j.Agent, Idempotent: j.Idempotent, Retries: j.Retries}
 }
 
 // Claim is a node's answer to a claim: who it is and the tier it runs at.

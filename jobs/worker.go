@@ -15,7 +15,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
+	"errors"
+
 	"github.com/airlock-run/airlock/errs"
+	"go.temporal.io/api/serviceerror"
 )
 
 // NodeConfig is a node's place in the fleet.
@@ -30,7 +33,9 @@ type NodeConfig struct {
 	Tier int
 	// Runner runs what the node claimed.
 	Runner Runner
-	// Concurrency bounds the jobs the node runs at once; 0 is 4.
+	// Concurrency bounds the jobs (boxes) the node runs at once; 0 is 4.
+	// A node at its bound declines claims, so a job over it waits in its
+	// queue for a node with room instead of failing on this one.
 	Concurrency int
 	// Waiters are the node's calls waiting for a person's answer, which
 	// the job's workflow delivers on the node's own queue.
@@ -50,6 +55,52 @@ type Node struct {
 	// opt-out or the server's --dev lets it take floor work.
 	mu    sync.Mutex
 	floor worker.Worker
+	slots *slots
+}
+
+// slots counts a node's boxes against its bound: runs in progress, and
+// claims answered whose run has not arrived yet (held for as long as the
+// workflow waits for the run to start, then given up).
+type slots struct {
+	mu       sync.Mutex
+	max      int
+	running  int
+	reserved map[string]time.Time
+	now      func() time.Time
+}
+
+// reserveFor is how long an answered claim holds a slot for its run.
+const reserveFor = nodeStartTimeout + claimStartToClose
+
+// reserve holds a slot for job, or reports the node full.
+func (s *slots) reserve(job string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for j, at := range s.reserved {
+		if now.Sub(at) > reserveFor {
+			delete(s.reserved, j)
+		}
+	}
+	if _, ok := s.reserved[job]; !ok && s.running+len(s.reserved) >= s.max {
+		return false
+	}
+	s.reserved[job] = now
+	return true
+}
+
+// start turns job's reservation (if any) into a running box; release
+// ends it.
+func (s *slots) start(job string) (release func()) {
+	s.mu.Lock()
+	delete(s.reserved, job)
+	s.running++
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.running--
+		s.mu.Unlock()
+	}
 }
 
 // Queues is every task queue a node of cfg polls.
@@ -84,7 +135,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	if cfg.Waiters == nil {
 		cfg.Waiters = &Waiters{}
 	}
-	n := &Node{client: c.c, cfg: cfg}
+	n := &Node{client: c.c, cfg: cfg, slots: &slots{max: cfg.Concurrency, reserved: map[string]time.Time{}, now: time.Now}}
 	for _, q := range cfg.Queues() {
 		w := n.newWorker(q)
 		if err := w.Start(); err != nil {
@@ -105,7 +156,10 @@ func (n *Node) newWorker(q string) worker.Worker {
 		DisableWorkflowWorker:              true,
 	})
 	if q == NodeQueue(cfg.ID) {
-		run := func(ctx context.Context, req RunRequest) (Result, error) { return runWithHeartbeat(ctx, cfg, req) }
+		run := func(ctx context.Context, req RunRequest) (Result, error) {
+			defer n.slots.start(req.Job.ID)()
+			return runWithHeartbeat(ctx, n.client, cfg, req)
+		}
 		w.RegisterActivityWithOptions(run, activity.RegisterOptions{Name: RunActivity})
 		w.RegisterActivityWithOptions(deliverActivity(cfg.Waiters), activity.RegisterOptions{Name: AnswerActivity})
 	} else {
@@ -156,34 +210,38 @@ func (n *Node) claim(cfg NodeConfig, req ClaimRequest) (Claim, error) {
 		return Claim{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("node %s runs at sandbox tier %d, below job %s's floor %d", cfg.ID, cfg.Tier, req.Job, req.Floor), ErrBelowFloor, nil)
 	}
+	// Checked before any box starts: a full node declines, and the job
+	// is claimed again (by this node once it has room, or another).
+	if !n.slots.reserve(req.Job) {
+		return Claim{}, temporal.NewApplicationError(fmt.Sprintf("node %s runs its %d boxes at once (--max-boxes)", cfg.ID, cfg.Concurrency), "Declined")
+	}
 	return Claim{Node: cfg.ID, Tier: cfg.Tier, OptedOut: optedOut}, nil
 }
 
 // runWithHeartbeat runs the job and heartbeats while it runs, so a lost
 // node fails the job within HeartbeatTimeout and a kill reaches the run
-// (the heartbeat's answer carries the cancellation into ctx).
-func runWithHeartbeat(ctx context.Context, cfg NodeConfig, req RunRequest) (Result, error) {
+// within HeartbeatEvery (the heartbeat's answer says a kill was asked; the
+// runner then kills the box's whole tree and its cgroup).
+//
+// The heartbeats are the node's own, not the SDK's: the SDK cancels an
+// activity whose heartbeat failed to reach the server at all, so a server
+// restart would kill every running job. Here only a kill, or the server
+// saying the run no longer exists (it timed out, the job was ended),
+// cancels the run; a server away for a while is waited for, and a result
+// reached meanwhile is reported once it is back.
+func runWithHeartbeat(ctx context.Context, c client.Client, cfg NodeConfig, req RunRequest) (Result, error) {
 	if req.Node != cfg.ID {
 		return Result{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("node %s was handed a run for node %s", cfg.ID, req.Node), "WrongNode", nil)
 	}
+	runCtx, cancelRun := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancelRun(nil)
 	done := make(chan struct{})
 	defer close(done)
-	go func() {
-		t := time.NewTicker(HeartbeatTimeout / 4)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				activity.RecordHeartbeat(ctx)
-			}
-		}
-	}()
-	r, err := cfg.Runner.Run(ctx, req)
-	if ctx.Err() != nil {
-		return r, ctx.Err() // killed: reported as cancelled, not failed
+	go heartbeat(ctx, c, activity.GetInfo(ctx).TaskToken, cancelRun, done, cfg.Log)
+	r, err := cfg.Runner.Run(runCtx, req)
+	if runCtx.Err() != nil {
+		return r, temporal.NewCanceledError("killed") // reported as cancelled, not failed
 	}
 	if err != nil {
 		// Only the message crosses: the cause may name the node's paths.
@@ -193,6 +251,47 @@ func runWithHeartbeat(ctx context.Context, cfg NodeConfig, req RunRequest) (Resu
 	// node's: a policy may have taken the run out of the box.
 	r.Node = cfg.ID
 	return r, nil
+}
+
+// heartbeat records the run's heartbeat every HeartbeatEvery until done,
+// and cancels the run when the server answers that it was killed or no
+// longer exists, or the SDK ended the activity for a reason of its own (the
+// worker stopping).
+func heartbeat(ctx context.Context, c client.Client, token []byte, cancelRun context.CancelCauseFunc, done <-chan struct{}, log *slog.Logger) {
+	t := time.NewTicker(HeartbeatEvery)
+	defer t.Stop()
+	sdkDone := ctx.Done()
+	for {
+		select {
+		case <-done:
+			return
+		case <-sdkDone:
+			sdkDone = nil // once: a done context stays done
+			cancelRun(context.Cause(ctx))
+			return
+		case <-t.C:
+			hctx, cancel := context.WithTimeout(context.Background(), HeartbeatEvery*3)
+			err := c.RecordActivityHeartbeat(hctx, token)
+			cancel()
+			if endsRun(err) {
+				cancelRun(err)
+				return
+			}
+			if err != nil && log != nil {
+				log.Warn("heartbeat did not reach the server; the run goes on", "err", err)
+			}
+		}
+	}
+}
+
+// endsRun reports whether a heartbeat's error ends the run: a kill, or
+// the server no longer knowing the run. Anything else (the server away,
+// a timeout) is waited out: the heartbeat timeout decides.
+func endsRun(err error) bool {
+	var canceled *temporal.CanceledError
+	var nf *serviceerror.NotFound
+	var nsnf *serviceerror.NamespaceNotFound
+	return errors.As(err, &canceled) || errors.As(err, &nf) || errors.As(err, &nsnf)
 }
 
 // Stop declines new claims and stops polling; runs in progress end first.

@@ -17,6 +17,7 @@ const (
 	ErrBelowFloor  = "BelowFloor"
 	ErrInvalidJob  = "InvalidJob"
 	ErrNodeStopped = "NodeDidNotStart"
+	ErrNodeLost    = "NodeLost"
 )
 
 // once is the retry policy of everything the workflow schedules: a claim
@@ -25,6 +26,12 @@ var once = &temporal.RetryPolicy{MaximumAttempts: 1}
 
 // Workflow routes a job by its floor and runs it on the node that claimed
 // it. It is deterministic: replay tests hold it to recorded histories.
+//
+// A run whose node stops heartbeating (the node died mid-call) is never
+// run again unless the job is marked idempotent: a command may have
+// written files or sent data before the node died, and running it twice
+// could do that twice. An idempotent job is claimed again, by any eligible
+// node, at most Retries times.
 func Workflow(ctx workflow.Context, j Job) (Result, error) {
 	if err := j.Validate(); err != nil {
 		return Result{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrInvalidJob, nil)
@@ -33,13 +40,30 @@ func Workflow(ctx workflow.Context, j Job) (Result, error) {
 	if err := workflow.SetQueryHandler(ctx, QueryQuestions, q.list(ctx)); err != nil {
 		return Result{}, err
 	}
-	c, err := claim(ctx, j)
-	if err != nil {
-		return Result{}, err
+	for attempt := 0; ; attempt++ {
+		c, err := claim(ctx, j)
+		if err != nil {
+			return Result{}, err
+		}
+		// Jobs recorded before approvals ran through the workflow wait on
+		// the run alone; every new one also takes questions and answers.
+		// (The marker is recorded once, after the first claim; later
+		// attempts read it back.)
+		version := workflow.GetVersion(ctx, versionApprovals, workflow.DefaultVersion, 1)
+		r, err := runOn(ctx, j, c, q, version)
+		if !nodeLost(err) || ctx.Err() != nil {
+			return r, err
+		}
+		if !j.Idempotent || attempt >= j.Retries {
+			return Result{}, temporal.NewNonRetryableApplicationError(lostMessage(j, c.Node, attempt), ErrNodeLost, nil)
+		}
+		workflow.GetLogger(ctx).Warn("node lost mid-run; the idempotent job is claimed again", "node", c.Node, "job", j.ID, "attempt", attempt+1)
 	}
-	// Jobs recorded before approvals ran through the workflow wait on the
-	// run alone; every new one also takes questions and answers.
-	version := workflow.GetVersion(ctx, versionApprovals, workflow.DefaultVersion, 1)
+}
+
+// runOn runs the job on the node that claimed it, under heartbeats, taking
+// the job's questions and answers while it runs (version 1 and later).
+func runOn(ctx workflow.Context, j Job, c Claim, q *questions, version workflow.Version) (Result, error) {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:              NodeQueue(c.Node),
 		ScheduleToStartTimeout: nodeStartTimeout,
@@ -49,6 +73,7 @@ func Workflow(ctx workflow.Context, j Job) (Result, error) {
 		RetryPolicy:            once,
 	})
 	var r Result
+	var err error
 	run := workflow.ExecuteActivity(actx, RunActivity, RunRequest{Job: j, Node: c.Node})
 	if version == workflow.DefaultVersion {
 		err = run.Get(actx, &r)
@@ -78,6 +103,25 @@ func Workflow(ctx workflow.Context, j Job) (Result, error) {
 			ErrBelowFloor, nil)
 	}
 	return r, err
+}
+
+// nodeLost reports whether a run failed because its node went silent.
+func nodeLost(err error) bool {
+	var te *temporal.TimeoutError
+	return errors.As(err, &te) && te.TimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT
+}
+
+// lostMessage is the failure of a job whose node was lost mid-run, naming
+// why it was not run again.
+func lostMessage(j Job, node string, attempt int) string {
+	why := "the job is not marked idempotent"
+	if j.Idempotent {
+		why = fmt.Sprintf("its %d retries are used up", j.Retries)
+		if attempt == 0 {
+			why = "the job allows no retry"
+		}
+	}
+	return fmt.Sprintf("node %s was lost while running job %s (not retried: %s)", node, j.ID, why)
 }
 
 // claim waits on the job's queue until a node eligible for its floor

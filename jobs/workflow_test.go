@@ -24,7 +24,10 @@ type fleet struct {
 	runs   []RunRequest
 	// runTier is the tier the run reports; block makes it wait for a kill.
 	runTier int
-	block   bool
+	// lost is how many runs (the first ones) end as a node that went
+	// silent: a heartbeat timeout.
+	lost  int
+	block bool
 }
 
 func (f *fleet) claim(ctx context.Context, req ClaimRequest) (Claim, error) {
@@ -43,6 +46,9 @@ func (f *fleet) run(ctx context.Context, req RunRequest) (Result, error) {
 	defer f.mu.Unlock()
 	f.queues = append(f.queues, "run@"+activity.GetInfo(ctx).TaskQueue)
 	f.runs = append(f.runs, req)
+	if len(f.runs) <= f.lost {
+		return Result{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
+	}
 	if f.block {
 		f.mu.Unlock()
 		<-ctx.Done()
@@ -468,6 +474,85 @@ func TestQuestionsListed(t *testing.T) {
 			}
 			if !r.Refused || len(f.delivered) != 0 {
 				t.Fatalf("got %+v with %d delivered, want the unanswered call refused at its timeout", r, len(f.delivered))
+			}
+		})
+	}
+}
+
+// TestLostNode: a run whose node went silent is run again only for a job
+// marked idempotent, and only as often as it allows; any other job fails
+// naming the node and why it was not retried.
+func TestLostNode(t *testing.T) {
+	tests := []struct {
+		name    string
+		job     Job
+		lost    int
+		wantQ   string
+		wantErr string
+	}{
+		{name: "a job not marked idempotent runs once and fails", job: job(nil), lost: 1,
+			wantQ:   "claim@floor.build run@node.n1",
+			wantErr: "node n1 was lost while running job j-1 (not retried: the job is not marked idempotent)"},
+		{name: "an idempotent job without retries fails", job: job(func(j *Job) { j.Idempotent = true }), lost: 1,
+			wantQ:   "claim@floor.build run@node.n1",
+			wantErr: "node n1 was lost while running job j-1 (not retried: the job allows no retry)"},
+		{name: "an idempotent job with a retry runs again on the next claiming node",
+			job: job(func(j *Job) { j.Idempotent, j.Retries = true, 1 }), lost: 1,
+			wantQ: "claim@floor.build run@node.n1 claim@floor.build run@node.n2"},
+		{name: "its retries used up, an idempotent job fails",
+			job: job(func(j *Job) { j.Idempotent, j.Retries = true, 1 }), lost: 2,
+			wantQ:   "claim@floor.build run@node.n1 claim@floor.build run@node.n2",
+			wantErr: "node n2 was lost while running job j-1 (not retried: its 1 retries are used up)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestWorkflowEnvironment()
+			f := &fleet{claims: []func() (Claim, error){node("n1", 1), node("n2", 1)}, runTier: 1, lost: tt.lost}
+			env.RegisterActivityWithOptions(f.claim, activity.RegisterOptions{Name: ClaimActivity})
+			env.RegisterActivityWithOptions(f.run, activity.RegisterOptions{Name: RunActivity})
+			env.ExecuteWorkflow(Workflow, tt.job)
+			if got := strings.Join(f.queues, " "); got != tt.wantQ {
+				t.Errorf("queues: got %q, want %q", got, tt.wantQ)
+			}
+			err := env.GetWorkflowError()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("error: %v", err)
+				}
+				return
+			}
+			var app *temporal.ApplicationError
+			if !errors.As(err, &app) || app.Type() != ErrNodeLost || app.Message() != tt.wantErr {
+				t.Fatalf("error: got %v, want %s %q", err, ErrNodeLost, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestValidateRetries(t *testing.T) {
+	tests := []struct {
+		name    string
+		mod     func(*Job)
+		wantErr string
+	}{
+		{"retries need an idempotent job", func(j *Job) { j.Retries = 2 }, "not marked idempotent"},
+		{"too many retries", func(j *Job) { j.Idempotent, j.Retries = true, MaxRetries+1 }, "want 0 to 10"},
+		{"negative retries", func(j *Job) { j.Idempotent, j.Retries = true, -1 }, "want 0 to 10"},
+		{"an agent that is not a name", func(j *Job) { j.Agent = "a.b" }, `agent "a.b"`},
+		{"an idempotent job with retries", func(j *Job) { j.Idempotent, j.Retries, j.Agent = true, 3, "bot-1" }, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := job(tt.mod).Validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("got %v, want %q", err, tt.wantErr)
 			}
 		})
 	}

@@ -51,6 +51,9 @@ type Config struct {
 	// StateDir holds the node's job directories.
 	StateDir string
 	Kernel   KernelFunc
+	// MaxBoxes bounds the boxes the node runs at once (0 is the jobs
+	// package's default); a job over it waits in its queue.
+	MaxBoxes int
 	// Beat is the interval of registration heartbeats; 0 is 5 s.
 	Beat time.Duration
 	Log  *slog.Logger
@@ -103,7 +106,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Kernel == nil {
 		return errs.Invalidf("node %s: no kernel", cfg.ID)
 	}
-	nc := jobs.NodeConfig{ID: cfg.ID, Pool: cfg.Pool, Tier: cfg.Tier, Log: cfg.Log}
+	// Before taking work: what a previous node process on this state
+	// directory left running when it died goes first.
+	if _, err := reapLost(cfg.StateDir, cfg.Log); err != nil {
+		return err
+	}
+	nc := jobs.NodeConfig{ID: cfg.ID, Pool: cfg.Pool, Tier: cfg.Tier, Log: cfg.Log, Concurrency: cfg.MaxBoxes}
 	reg := Registration{ID: cfg.ID, Pool: cfg.Pool, Tier: cfg.Tier, Findings: cfg.Findings, Queues: nc.Queues()}
 	att, err := startAttesting(ctx, cfg)
 	if err != nil {
@@ -234,6 +242,13 @@ func (r *runner) Run(ctx context.Context, req jobs.RunRequest) (jobs.Result, err
 	if err != nil {
 		return jobs.Result{}, err
 	}
+	// Marked before any box starts and cleared once the kernel closed
+	// (every box gone): a node that dies between leaves the mark, and
+	// its next start reaps the run.
+	if err := markRunning(dir); err != nil {
+		return jobs.Result{}, err
+	}
+	defer unmarkRunning(dir)
 	k, err := r.cfg.Kernel(ctx, j, dir)
 	if err != nil {
 		return jobs.Result{}, err
@@ -248,6 +263,16 @@ func (r *runner) Run(ctx context.Context, req jobs.RunRequest) (jobs.Result, err
 	call := mediator.Call{Kind: mediator.KindExec, Argv: j.Argv, Tool: "job"}
 	if j.Command != "" {
 		call = mediator.Call{Kind: mediator.KindShell, Command: j.Command, Tool: "job"}
+	}
+	if j.MaxWall > 0 || j.MaxMemory > 0 {
+		// The job's own policy with its limits held to the server's
+		// ceilings, as the call's narrowing: the kernel decides and boxes
+		// the call under the intersection, which only ever restricts, so
+		// no policy a job carries raises them.
+		n := *k.Policy() // a copy: the kernel's own stays as it is
+		holdTo(&n.Limits.Wall, j.MaxWall)
+		holdTo(&n.Limits.Memory, j.MaxMemory)
+		call.Narrow = &n
 	}
 	var stdout, stderr capped
 	stdout.n, stderr.n = jobs.OutputCap, jobs.OutputCap
@@ -269,6 +294,14 @@ func (r *runner) Run(ctx context.Context, req jobs.RunRequest) (jobs.Result, err
 	}
 	out.ExitCode = res.ExitCode
 	return out, nil
+}
+
+// holdTo lowers a limit to the server's ceiling (0: none); a limit of 0
+// (none) under a ceiling becomes the ceiling.
+func holdTo[T ~int64](limit *T, ceiling T) {
+	if ceiling > 0 && (*limit <= 0 || *limit > ceiling) {
+		*limit = ceiling
+	}
 }
 
 // jobDir creates the job's directory and its empty working directory; a

@@ -90,8 +90,8 @@ func (f *fleet) run(args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
-func startFleet(t testing.TB, claimTimeout time.Duration) *fleet {
-	return startFleetWith(t, claimTimeout, nil)
+func startFleet(t testing.TB, claimTimeout time.Duration, serverArgs ...string) *fleet {
+	return startFleetWith(t, claimTimeout, nil, serverArgs...)
 }
 
 // startFleetWith starts a server with extra flags; before runs first, on
@@ -131,10 +131,10 @@ func startFleetWith(t testing.TB, claimTimeout time.Duration, before func(f *fle
 	return f
 }
 
-func (f *fleet) node(id, sandboxFlag string) {
-	f.start("node "+id, "node", "--server", f.url, "--token-file", f.tokenF, "--pool", "ci", "--id", id,
+func (f *fleet) node(id, sandboxFlag string, extra ...string) {
+	f.start("node "+id, append([]string{"node", "--server", f.url, "--token-file", f.tokenF, "--pool", "ci", "--id", id,
 		"--enroll-token-file", filepath.Join(f.dir, "server", "enroll-token"),
-		"--sandbox", sandboxFlag, "--state", filepath.Join(f.dir, "nodes", id))
+		"--sandbox", sandboxFlag, "--state", filepath.Join(f.dir, "nodes", id)}, extra...)...)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var nodes []api.NodeEntry
@@ -418,7 +418,13 @@ func sleeping(arg string) bool {
 
 func waitFor(t testing.TB, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	waitUntil(t, what, 20*time.Second, ok)
+}
+
+// waitUntil waits at most d for ok.
+func waitUntil(t testing.TB, what string, d time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for !ok() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

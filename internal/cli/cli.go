@@ -101,7 +101,7 @@ func commands() []*Command {
 		filesCmd(),
 		readResultCmd(),
 		mcpCmd(),
-		serverCmd(), nodeCmd(), jobCmd(),
+		serverCmd(), nodeCmd(), jobCmd(), killCmd(),
 		completionCmd(),
 	}
 }

@@ -25,13 +25,59 @@ tier 1; --tier0 lets a job started from inside run on any node of its pool.`,
 		Sub: []*Command{jobStartCmd(), jobGetCmd(), jobListCmd(), jobKillCmd()}}
 }
 
+// killCmd is the kill switch for an agent: every running job it acts for,
+// on whichever node runs it.
+func killCmd() *Command {
+	const usage = "--agent NAME [--json]"
+	const long = `Kills every running job of agent NAME (started with --agent NAME): each
+job's node sees the kill on its next heartbeat (within a second) and tears
+the box down, its whole process tree and cgroup. Prints the jobs killed.`
+	return &Command{Name: "kill", Usage: usage, Short: "kill every running job of an agent", Long: long,
+		Run: func(ctx context.Context, env *Env, args []string) error {
+			fs := NewFlags(env, "airlock kill", usage, long)
+			cf := addClientFlags(fs)
+			agent := fs.String("agent", "", "the `name` of the agent to stop")
+			asJSON := fs.Bool("json", false, "print JSON")
+			if err := ParseFlags(fs, args); err != nil {
+				return err
+			}
+			if fs.NArg() > 0 || *agent == "" {
+				return usagef("airlock kill --agent NAME (see airlock kill --help)")
+			}
+			if err := jobs.CheckName("--agent", *agent); err != nil {
+				return usagef("%v", err)
+			}
+			c, err := newAPIClient(env, cf)
+			if err != nil {
+				return err
+			}
+			var k api.Killed
+			if err := c.do(ctx, http.MethodPost, "/v1/agents/"+*agent+"/kill", nil, &k); err != nil {
+				return err
+			}
+			if *asJSON {
+				return json.NewEncoder(env.Stdout).Encode(k)
+			}
+			fmt.Fprintf(env.Stderr, "airlock kill: agent %s: %d running job(s) killed\n", k.Agent, len(k.Jobs))
+			for _, id := range k.Jobs {
+				fmt.Fprintln(env.Stdout, id)
+			}
+			return nil
+		}}
+}
+
 func jobStartCmd() *Command {
-	const usage = "[--pool P] [--policy FILE] [--mode observe|fix] [--tier0] [--model NAME] [--parent JOB] [--claim-timeout D] [--wait] [--json] -- CMD [ARG...]"
+	const usage = "[--pool P] [--policy FILE] [--mode observe|fix] [--tier0] [--model NAME] [--parent JOB] [--agent NAME] [--idempotent [--retry N]] [--claim-timeout D] [--wait] [--json] -- CMD [ARG...]"
 	const long = `Starts a job that runs CMD on a node of pool P, decided against the policy
 FILE (default: the built-in workspace profile), which travels with the job:
 the node decides against it, never against its own. --shell runs CMD as one
 shell string. Prints the job's id, or with --wait its result; the exit
-status with --wait is the command's own, 126 when it was refused.`
+status with --wait is the command's own, 126 when it was refused.
+
+--agent NAME names the agent the job acts for: airlock kill --agent NAME
+stops every running job of it. A job runs at most once: when its node is
+lost mid-run it fails naming the node, unless it is marked --idempotent
+(running it twice does no harm) and allows --retry N more runs.`
 	return &Command{Name: "start", Usage: usage, Short: "start a job", Long: long,
 		Run: func(ctx context.Context, env *Env, args []string) error {
 			fs := NewFlags(env, "airlock job start", usage, long)
@@ -44,6 +90,9 @@ status with --wait is the command's own, 126 when it was refused.`
 			parent := fs.String("parent", "", "the `job` starting this one (its taint and floor carry over)")
 			shell := fs.Bool("shell", false, "run CMD as one shell string")
 			claim := fs.Duration("claim-timeout", 0, "how long to wait for an eligible node (default: the server's)")
+			agent := fs.String("agent", "", "the `name` of the agent the job acts for")
+			idem := fs.Bool("idempotent", false, "running the job twice does no harm")
+			retry := fs.Int("retry", 0, "with --idempotent: run the job again up to `N` times when its node is lost")
 			wait := fs.Bool("wait", false, "wait for the job to end and print its result")
 			asJSON := fs.Bool("json", false, "print JSON")
 			if err := ParseFlags(fs, args); err != nil {
@@ -52,7 +101,10 @@ status with --wait is the command's own, 126 when it was refused.`
 			if fs.NArg() == 0 {
 				return usagef("no command (airlock job start [FLAGS] -- CMD [ARG...])")
 			}
-			req := api.StartRequest{Pool: *pool, Mode: *mode, Tier0: *tier0, Model: *model, Parent: *parent}
+			if *retry != 0 && !*idem {
+				return usagef("--retry %d: only a job marked --idempotent runs again (a command may have written or sent before its node died)", *retry)
+			}
+			req := api.StartRequest{Pool: *pool, Mode: *mode, Tier0: *tier0, Model: *model, Parent: *parent, Agent: *agent, Idempotent: *idem, Retries: *retry}
 			if *shell {
 				req.Command = strings.Join(fs.Args(), " ")
 			} else {
@@ -110,12 +162,13 @@ func jobGetCmd() *Command {
 }
 
 func jobListCmd() *Command {
-	const usage = "[--json]"
-	return &Command{Name: "list", Usage: usage, Short: "list the jobs the server started",
+	const usage = "[--running] [--json]"
+	return &Command{Name: "list", Usage: usage, Short: "list the fleet's jobs (from Temporal, so a server restart loses none)",
 		Run: func(ctx context.Context, env *Env, args []string) error {
 			fs := NewFlags(env, "airlock job list", usage, "")
 			cf := addClientFlags(fs)
 			asJSON := fs.Bool("json", false, "print JSON")
+			running := fs.Bool("running", false, "only the jobs still running")
 			if err := ParseFlags(fs, args); err != nil {
 				return err
 			}
@@ -123,8 +176,12 @@ func jobListCmd() *Command {
 			if err != nil {
 				return err
 			}
+			path := "/v1/jobs"
+			if *running {
+				path += "?running=1"
+			}
 			var list []api.JobView
-			if err := c.do(ctx, http.MethodGet, "/v1/jobs", nil, &list); err != nil {
+			if err := c.do(ctx, http.MethodGet, path, nil, &list); err != nil {
 				return err
 			}
 			if *asJSON {
@@ -152,6 +209,9 @@ func jobKillCmd() *Command {
 			}
 			if fs.NArg() != 1 {
 				return usagef("one job ID (see airlock job kill --help)")
+			}
+			if err := jobs.CheckName("job id", fs.Arg(0)); err != nil {
+				return usagef("%v", err)
 			}
 			c, err := newAPIClient(env, cf)
 			if err != nil {

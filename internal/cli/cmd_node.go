@@ -19,7 +19,7 @@ import (
 )
 
 func nodeCmd() *Command {
-	const usage = "[--server URL] [--token-file FILE] [--enroll-token-file FILE] [--pool NAME] [--id ID] [--sandbox auto|off|1] [--state DIR]"
+	const usage = "[--server URL] [--token-file FILE] [--enroll-token-file FILE] [--pool NAME] [--id ID] [--sandbox auto|off|1] [--max-boxes N] [--state DIR]"
 	const long = `Runs a node of the fleet: it probes this host's sandbox tier, registers
 with the server (its tier and the probe's findings), and takes jobs of its
 pool: from the pool's queue always, from the pool's floor queue (work that
@@ -42,7 +42,11 @@ tier the rows prove, and only at an attested tier 1 may the node poll the
 floor queue.
 
 --sandbox off runs tier 0 (no sandbox): such a node takes only jobs started
-with --tier0, and says so when it registers.`
+with --tier0, and says so when it registers.
+
+--max-boxes N bounds the boxes this node runs at once (default 4): a node at
+its bound declines further claims before any box starts, so the job waits in
+its queue for a node with room.`
 	return &Command{Name: "node", Usage: usage, Short: "run a node that takes jobs from the server", Long: long,
 		Sub: nodeAdminCmds(),
 		Run: func(ctx context.Context, env *Env, args []string) error {
@@ -53,6 +57,7 @@ with --tier0, and says so when it registers.`
 			id := fs.String("id", "", "this node's `id` (default: the host name)")
 			sb := fs.String("sandbox", "auto", "sandbox tier: auto (the best the host gives, refused at tier 0), off (tier 0) or 1")
 			state := fs.String("state", "", "state `directory` (default: $XDG_STATE_HOME/airlock/node/ID)")
+			maxBoxes := fs.Int("max-boxes", 4, "the most boxes this node runs at once (`N`)")
 			if err := ParseFlags(fs, args); err != nil {
 				return err
 			}
@@ -67,6 +72,9 @@ with --tier0, and says so when it registers.`
 			}
 			if err := jobs.CheckName("--pool", *pool); err != nil {
 				return usagef("%v", err)
+			}
+			if *maxBoxes < 1 || *maxBoxes > 1024 {
+				return usagef("--max-boxes %d: want 1 to 1024", *maxBoxes)
 			}
 			tier, findings, err := nodeTier(*sb)
 			if err != nil {
@@ -91,7 +99,7 @@ with --tier0, and says so when it registers.`
 				fmt.Fprintf(env.Stderr, "airlock node: WARNING: node %s runs at sandbox tier 0 (--sandbox off): it takes only jobs started with --tier0, which run UNCONFINED\n", *id)
 			}
 			return node.Run(ctx, node.Config{Server: server, Token: token, ID: *id, Pool: *pool,
-				Tier: int(tier), Findings: findings, StateDir: dir, Log: env.Log,
+				Tier: int(tier), Findings: findings, StateDir: dir, Log: env.Log, MaxBoxes: *maxBoxes,
 				Kernel: jobKernel(env, tier), EnrollToken: enrollToken, Attest: attestRows(env)})
 		}}
 }

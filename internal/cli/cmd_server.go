@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -32,7 +33,7 @@ import (
 const DefaultServerAddr = "127.0.0.1:8420"
 
 func serverCmd() *Command {
-	const usage = "[--listen ADDR] [--state DIR] [--token-file FILE] [--admin-token-file FILE] [--enroll-token-file FILE] [--node-cert-lifetime D] [--temporal-listen IP] [--claim-timeout D] [--hooks FILE] [--four-eyes] [--vetted-models A,B | --vetted-models-file FILE] [--dev]"
+	const usage = "[--listen ADDR [--insecure-listen]] [--state DIR] [--token-file FILE] [--admin-token-file FILE] [--enroll-token-file FILE] [--node-cert-lifetime D] [--temporal-listen IP] [--claim-timeout D] [--max-wall D] [--max-memory SIZE] [--hooks FILE] [--four-eyes] [--vetted-models A,B | --vetted-models-file FILE] [--dev]"
 	const long = `Runs the fleet's server: an embedded Temporal dev server (persisted to a
 SQLite file under the state directory, listening on loopback only) and the
 HTTP JSON API on loopback behind bearer tokens of two roles, each created
@@ -75,6 +76,17 @@ only and is tainted, and so is every job it starts. --dev lets every node
 take floor work, unconfined on a node without a sandbox, and says so in
 every job: for a developer's own machine only.
 
+--max-wall D and --max-memory SIZE (bytes, or with K, M or G) are ceilings
+every job gets: the node narrows the job's policy to them, so a job's own
+policy cannot raise them.
+
+--listen takes a loopback address only, unless --insecure-listen is given:
+the API's bearer tokens then cross that network unencrypted, so use it on a
+network of the operator's own (a test's network namespaces, a private
+link). Temporal then listens on that address too, for the nodes (mutual TLS
+only, as always). The services keep their ports across restarts, so a
+restarted server is found where it was and its running jobs resume.
+
 The Temporal server is linked only into the airlock-server binary, which is
 this command; the airlock binary stays small and only says where it is.`
 	return &Command{Name: "server", Usage: usage, Short: "run the fleet's server (embedded Temporal, HTTP API)", Long: long,
@@ -93,6 +105,9 @@ this command; the airlock binary stays small and only says where it is.`
 			vetted := fs.String("vetted-models", "", "the vetted `models`, comma-separated")
 			vettedFile := fs.String("vetted-models-file", "", "a `file` of vetted models, one a line")
 			dev := fs.Bool("dev", false, "let every node take floor work (a developer's machine only)")
+			maxWall := fs.Duration("max-wall", 0, "the most wall-clock time any job's box may run (0: the policy's)")
+			maxMem := fs.String("max-memory", "", "the most memory any job's box may use, as `SIZE` (512M, 2G; default: the policy's)")
+			insecure := fs.Bool("insecure-listen", false, "allow a non-loopback --listen address: the API's tokens cross it unencrypted (see above)")
 			if err := ParseFlags(fs, args); err != nil {
 				return err
 			}
@@ -104,6 +119,13 @@ this command; the airlock binary stays small and only says where it is.`
 			}
 			if *claim <= 0 {
 				return usagef("--claim-timeout %s: want a positive duration", *claim)
+			}
+			if *maxWall < 0 {
+				return usagef("--max-wall %s: want a positive duration", *maxWall)
+			}
+			mem, err := parseBytes(*maxMem)
+			if err != nil {
+				return usagef("--max-memory %q: %v", *maxMem, err)
 			}
 			if env.DevServer == nil {
 				return errs.Unavailablef("the Temporal server is linked only into airlock-server: run `airlock-server %s` instead", strings.Join(args, " "))
@@ -130,14 +152,17 @@ this command; the airlock binary stays small and only says where it is.`
 				return err
 			}
 			return runServer(ctx, env, serverOptions{listen: *listen, dir: dir, tokenFile: absFrom(env, *tokenFile), claim: *claim, hooks: hooks,
-				adminFile: absFrom(env, *adminFile), fourEyes: *fourEyes, models: models, dev: *dev,
+				adminFile: absFrom(env, *adminFile), fourEyes: *fourEyes, models: models, dev: *dev, maxWall: *maxWall, maxMemory: mem, insecure: *insecure,
 				enrollFile: absFrom(env, *enrollFile), certLife: *certLife, temporalIP: *temporalIP})
 		}}
 }
 
 type serverOptions struct {
 	listen, dir, tokenFile string
+	insecure               bool
 	claim                  time.Duration
+	maxWall                time.Duration
+	maxMemory              int64
 	hooks                  map[string]api.Hook
 	adminFile              string
 	fourEyes, dev          bool
@@ -149,7 +174,7 @@ type serverOptions struct {
 }
 
 func runServer(ctx context.Context, env *Env, o serverOptions) error {
-	if err := checkLoopback(o.listen); err != nil {
+	if err := checkListen(o.listen, o.insecure); err != nil {
 		return err
 	}
 	token, err := serverToken(o.tokenFile)
@@ -181,6 +206,11 @@ func runServer(ctx context.Context, env *Env, o serverOptions) error {
 		if a.Token == enrollToken {
 			return errs.Invalidf("admin token file %s: admin %s has the enrolment token; give each its own", o.adminFile, a.Name)
 		}
+	}
+	if host, _, err := net.SplitHostPort(o.listen); err == nil && o.insecure && o.temporalIP == "127.0.0.1" {
+		// The API on another address than loopback: its nodes reach
+		// Temporal there too, with their certificates.
+		o.temporalIP = host
 	}
 	if ip := net.ParseIP(o.temporalIP); ip == nil || ip.IsUnspecified() {
 		return usagef("--temporal-listen %q: want one IP address", o.temporalIP)
@@ -220,10 +250,13 @@ func runServer(ctx context.Context, env *Env, o serverOptions) error {
 	a := api.New(api.Config{Token: token, Admins: admins, Audit: log, FourEyes: o.fourEyes, Dev: o.dev, VettedModels: o.models,
 		OptOuts: optouts, SaveOptOuts: save,
 		Jobs: c, Temporal: dev.HostPort(), Namespace: dev.Namespace(),
-		ClaimTimeout: o.claim, Hooks: o.hooks, Log: env.Log,
+		ClaimTimeout: o.claim, Hooks: o.hooks, Log: env.Log, MaxWall: o.maxWall, MaxMemory: o.maxMemory,
 		CA: fleet.ca, EnrollToken: enrollToken, NodeCertLifetime: o.certLife})
 	registry.Store(a)
 	defer a.Close()
+	if o.insecure {
+		fmt.Fprintf(env.Stderr, "airlock server: WARNING: --insecure-listen: the API's bearer tokens cross %s unencrypted\n", o.listen)
+	}
 	if o.dev {
 		fmt.Fprintln(env.Stderr, "airlock server: --dev: every node may take floor work, UNCONFINED on a node without a sandbox; every job says so. Not for a fleet.")
 	}
@@ -336,18 +369,53 @@ func readHooks(env *Env, file string) (map[string]api.Hook, error) {
 	return hooks, nil
 }
 
-// checkLoopback refuses an address that is not a loopback IP: the API and
-// the Temporal frontend behind it are for this machine only.
-func checkLoopback(addr string) error {
+// checkListen refuses an address that is not a loopback IP: the API and
+// the Temporal frontend behind it are for this machine only, unless
+// insecure, when it must still be one IP of this host's (never every
+// address, which would serve them on networks nobody chose).
+func checkListen(addr string, insecure bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return usagef("--listen %q: want HOST:PORT", addr)
 	}
 	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
-		return usagef("--listen %q: the server listens on a loopback address only (127.0.0.1 or ::1)", addr)
+	switch {
+	case ip == nil:
+		return usagef("--listen %q: want an IP address, not a name", addr)
+	case ip.IsLoopback():
+		return nil
+	case !insecure:
+		return usagef("--listen %q: the server listens on a loopback address only (127.0.0.1 or ::1); --insecure-listen serves a network of your own with no node authentication", addr)
+	case ip.IsUnspecified():
+		return usagef("--listen %q: name the one address to serve, not every address", addr)
 	}
 	return nil
+}
+
+// parseBytes reads a size: bytes, or a number with K, M or G (powers of
+// 1024); "" is 0, no ceiling.
+func parseBytes(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	mult := int64(1)
+	switch s[len(s)-1] {
+	case 'K', 'k':
+		mult = 1 << 10
+	case 'M', 'm':
+		mult = 1 << 20
+	case 'G', 'g':
+		mult = 1 << 30
+	}
+	num := s
+	if mult > 1 {
+		num = s[:len(s)-1]
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 || n > (1<<50)/mult {
+		return 0, errs.Invalidf("want a positive size such as 512M or 2G")
+	}
+	return n * mult, nil
 }
 
 // serverToken reads the token file, creating it with a random token when

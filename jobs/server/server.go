@@ -7,6 +7,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -49,7 +50,7 @@ func Start(ctx context.Context, cfg jobs.DevConfig) (jobs.DevServer, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "temporal dev server state directory")
 	}
-	ports, err := freePorts(8)
+	ports, err := keptPorts(filepath.Join(cfg.Dir, "ports.json"), 8)
 	if err != nil {
 		return nil, err
 	}
@@ -218,6 +219,48 @@ func freePorts(n int) ([]int, error) {
 		ports[i] = l.Addr().(*net.TCPAddr).Port
 	}
 	return ports, nil
+}
+
+// keptPorts are the services' ports of the last start, kept in file, when
+// all are free again; else fresh ones, kept for the next start. A restart
+// on the ports it had takes the place of the services it replaces in the
+// cluster membership the SQLite file keeps, instead of joining beside the
+// dead ones and waiting until they are found gone.
+func keptPorts(file string, n int) ([]int, error) {
+	var kept []int
+	if b, err := os.ReadFile(file); err == nil && json.Unmarshal(b, &kept) == nil && len(kept) == n && portsFree(kept) {
+		return kept, nil
+	}
+	ports, err := freePorts(n)
+	if err != nil {
+		return nil, err
+	}
+	b, _ := json.Marshal(ports)
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "temporal dev server: keep its ports")
+	}
+	return ports, nil
+}
+
+// portsFree reports whether every port can be bound on loopback now.
+func portsFree(ports []int) bool {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for _, p := range ports {
+		if p <= 0 || p > 65535 {
+			return false
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(loopback, fmt.Sprint(p)))
+		if err != nil {
+			return false
+		}
+		ls = append(ls, l)
+	}
+	return true
 }
 
 // waitListening waits until addr accepts a connection.
