@@ -114,23 +114,21 @@ func newWorld(parent string) (_ *world, err error) {
 	if w.udp6, err = w.serveUDP("udp6", "[::1]:0", func([]byte) []byte { return []byte(w.token) }); err != nil {
 		w.udp6 = ""
 	}
-	if w.dns, err = w.serveUDP("udp4", "127.0.0.1:0", w.dnsAnswer); err != nil {
-		return nil, err
-	}
-	// DNS over TCP on the same port number.
-	if _, err = w.serveTCP("tcp4", w.dns, func(c net.Conn) {
-		var n uint16
-		if binary.Read(c, binary.BigEndian, &n) != nil {
-			return
+	// DNS over UDP and TCP on one port number. The TCP port is taken
+	// first and UDP then asked for the same number; another process may
+	// hold that UDP port, so a few numbers are tried (a TCP listener of a
+	// number given up stays open until the world closes: harmless).
+	for try := 0; ; try++ {
+		var addr string
+		if addr, err = w.serveTCP("tcp4", "127.0.0.1:0", w.dnsOverTCP); err != nil {
+			return nil, err
 		}
-		q := make([]byte, n)
-		if _, err := io.ReadFull(c, q); err != nil {
-			return
+		if w.dns, err = w.serveUDP("udp4", addr, w.dnsAnswer); err == nil {
+			break
 		}
-		a := w.dnsAnswer(q)
-		c.Write(append(binary.BigEndian.AppendUint16(nil, uint16(len(a))), a...))
-	}); err != nil {
-		return nil, err
+		if try == 9 {
+			return nil, err
+		}
 	}
 	w.unixPath = filepath.Join(w.base, "canary.sock")
 	if _, err = w.serveTCP("unix", w.unixPath, greet); err != nil {
@@ -669,4 +667,18 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// dnsOverTCP answers one length-prefixed DNS query on c.
+func (w *world) dnsOverTCP(c net.Conn) {
+	var n uint16
+	if binary.Read(c, binary.BigEndian, &n) != nil {
+		return
+	}
+	q := make([]byte, n)
+	if _, err := io.ReadFull(c, q); err != nil {
+		return
+	}
+	a := w.dnsAnswer(q)
+	c.Write(append(binary.BigEndian.AppendUint16(nil, uint16(len(a))), a...))
 }
