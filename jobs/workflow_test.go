@@ -319,7 +319,7 @@ func TestNodeClaimRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			n := &Node{cfg: NodeConfig{ID: "n", Pool: "p", Tier: tt.tier}}
+			n := &Node{cfg: NodeConfig{ID: "n", Pool: "p", Tier: tt.tier, Concurrency: 1}, slots: &slots{max: 1, reserved: map[string]time.Time{}, now: time.Now}}
 			n.optedOut.Store(tt.optedOut)
 			c, err := n.claim(n.cfg, tt.req)
 			if tt.wantErr == "" {
