@@ -84,22 +84,25 @@ func (p *Proxy) serveModel(w io.Writer, br *bufio.Reader, h *head, u *url.URL) b
 	if !ok || prov.Key == "" {
 		return refuse(http.StatusForbidden, "no model provider "+strconv.Quote(truncate(name, 40))+" is configured for this box")
 	}
-	if _, err := cleanPath(upPath); err != nil {
+	clean, err := cleanPath(upPath)
+	if err != nil {
 		return refuse(http.StatusBadRequest, err.Error())
+	}
+	if !modelEndpoint(name, h.method, clean) {
+		return refuse(http.StatusForbidden, h.method+" "+truncate(clean, 80)+" is not a model endpoint the proxy serves (only inference: "+
+			strings.Join(modelEndpoints[providerFormat(name)], ", ")+")")
 	}
 	body, why, code := readModelBody(w, br, h, p.o.MaxHeaderBytes)
 	if why != "" {
 		return refuse(code, why)
 	}
 	if h.method != http.MethodGet && h.method != http.MethodHead {
-		var req struct {
-			Model *string `json:"model"`
+		model, why := modelOf(body)
+		if why != "" {
+			return refuse(http.StatusBadRequest, "a model request is a JSON object naming its model once: "+why)
 		}
-		if err := json.Unmarshal(body, &req); err != nil || req.Model == nil {
-			return refuse(http.StatusBadRequest, "a model request is a JSON object naming its model")
-		}
-		ev.Model = truncate(*req.Model, 128)
-		if p.o.Models.Allow == nil || !p.o.Models.Allow(*req.Model) {
+		ev.Model = truncate(model, 128)
+		if p.o.Models.Allow == nil || !p.o.Models.Allow(model) {
 			return refuse(http.StatusForbidden, "the model "+strconv.Quote(ev.Model)+" is not in this policy's models.allow")
 		}
 	}
@@ -155,11 +158,21 @@ func (p *Proxy) serveModel(w io.Writer, br *bufio.Reader, h *head, u *url.URL) b
 	dw := &countWriter{w: w}
 	if err := resp.Write(dw); err != nil {
 		ev.Error, keep = err.Error(), false
+		// The box hung up (or the stream broke): the provider bills the
+		// whole answer, so its usage is still read to the end.
+		drainUsage(meter, resp.Body)
 	}
 	ev.BytesUp, ev.BytesDown, ev.Duration = int64(len(body)), dw.n, p.o.Now().Sub(start)
 	ev.Usage = meter.usage()
 	if b := p.o.Models.Budget; b != nil {
-		b.Add(spentTokens(ev.Usage))
+		n := spentTokens(ev.Usage)
+		if ev.Usage == nil && body != nil && resp.StatusCode/100 == 2 {
+			// An answer to a model request whose usage is not seen (a
+			// stream asked without it) is charged its bytes, more than
+			// its tokens: the budget fails closed.
+			n = ev.BytesUp + meter.n
+		}
+		b.Add(n)
 	}
 	ev.Reason = resp.Status
 	if waited > 0 {
@@ -389,10 +402,12 @@ type usageMeter struct {
 	line []byte
 	all  []byte // a non-streamed body, up to 1 MiB
 	got  map[string]int64
+	n    int64 // bytes read
 }
 
 func (m *usageMeter) Read(b []byte) (int, error) {
 	n, err := m.r.Read(b)
+	m.n += int64(n)
 	for _, c := range b[:n] {
 		if c == '\n' {
 			m.take(m.line)
@@ -444,4 +459,97 @@ func (m *usageMeter) usage() map[string]int64 {
 		m.take(m.line)
 	}
 	return m.got
+}
+
+// maxDrain bounds reading an answer the box stopped reading, for its usage.
+const (
+	maxDrainBytes = 64 << 20
+	maxDrainTime  = 5 * time.Minute
+)
+
+// drainUsage reads the rest of an answer through its meter, within
+// maxDrainBytes and maxDrainTime (then the connection is closed).
+func drainUsage(meter *usageMeter, body io.Closer) {
+	t := time.AfterFunc(maxDrainTime, func() { body.Close() })
+	defer t.Stop()
+	io.Copy(io.Discard, io.LimitReader(meter, maxDrainBytes))
+}
+
+// modelOf reads the model a request body names: the body must be one JSON
+// object with exactly one top-level key spelled "model", holding a string.
+// Any other spelling of the key (another case, as Go's decoder would
+// match; a duplicate, which parsers resolve differently) is refused, so
+// the model decided is the model every reader of the body sees.
+func modelOf(body []byte) (model, why string) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", "the body is not a JSON object"
+	}
+	seen := false
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "", "the body is not valid JSON"
+		}
+		key, _ := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return "", "the body is not valid JSON"
+		}
+		if !strings.EqualFold(key, "model") {
+			continue
+		}
+		if key != "model" || seen {
+			return "", "the key \"model\" is given more than once or in another spelling"
+		}
+		if err := json.Unmarshal(v, &model); err != nil {
+			return "", "the model is not a string"
+		}
+		seen = true
+	}
+	if _, err := dec.Token(); err != nil {
+		return "", "the body is not valid JSON"
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return "", "the body holds more than one JSON value"
+	}
+	if !seen {
+		return "", "no \"model\""
+	}
+	return model, ""
+}
+
+// modelEndpoints are the paths the model proxy serves, per wire format:
+// inference only, whose model is the body's top-level "model" and whose
+// usage comes back in the answer, and the model list. Everything else the
+// key opens (batches, files, fine-tuning, stored responses, admin) would
+// spend or read outside models.allow and limits.model_tokens.
+var modelEndpoints = map[string][]string{
+	"openai": {"POST /v1/responses", "POST /v1/responses/compact", "POST /v1/responses/input_tokens",
+		"POST /v1/chat/completions", "POST /v1/completions", "POST /v1/embeddings", "GET /v1/models", "GET /v1/models/*"},
+	"anthropic": {"POST /v1/messages", "POST /v1/messages/count_tokens", "GET /v1/models", "GET /v1/models/*"},
+}
+
+// providerFormat is the wire format a provider name speaks: the custom
+// endpoint stands in for "openai".
+func providerFormat(name string) string {
+	if name == "anthropic" {
+		return name
+	}
+	return "openai"
+}
+
+// modelEndpoint reports whether method and the clean path are served.
+func modelEndpoint(name, method, clean string) bool {
+	if method == http.MethodHead {
+		method = http.MethodGet
+	}
+	for _, e := range modelEndpoints[providerFormat(name)] {
+		m, glob, _ := strings.Cut(e, " ")
+		if m == method && len(clean) > 1 && matchPath(glob, strings.TrimSuffix(clean, "/")) {
+			return true
+		}
+	}
+	return false
 }
