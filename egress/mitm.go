@@ -273,10 +273,12 @@ func (p *Proxy) relayOne(w io.Writer, br *bufio.Reader, h *head, up net.Conn, ub
 	if signed {
 		hdr.Del("Authorization")
 	}
+	boxHdr := hdr.Clone()
 	query, used, l := bindSecrets(p.o.Secrets, d.host, true, rawPath, rawQuery, hdr)
 	if l != nil {
 		return refuse(http.StatusForbidden, l.reason())
 	}
+	masks := append(slices.Clone(p.o.Secrets), echoMasks(boxHdr, hdr, rawQuery, query)...)
 	ev.Secrets = used
 	var inUse []Secret
 	for _, s := range p.o.Secrets {
@@ -351,9 +353,9 @@ func (p *Proxy) relayOne(w io.Writer, br *bufio.Reader, h *head, up net.Conn, ub
 	}
 	defer resp.Body.Close()
 	stripHop(resp.Header)
-	unbindHeader(resp.Header, p.o.Secrets)
-	if len(p.o.Secrets) > 0 {
-		resp.Body = io.NopCloser(newUnbindReader(resp.Body, p.o.Secrets))
+	unbindHeader(resp.Header, masks)
+	if len(masks) > 0 {
+		resp.Body = io.NopCloser(newUnbindReader(resp.Body, masks))
 	}
 	framed := resp.ContentLength >= 0 || len(resp.TransferEncoding) > 0 || h.method == http.MethodHead ||
 		resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified

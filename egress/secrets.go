@@ -372,6 +372,40 @@ func (u *unbindReader) Read(b []byte) (int, error) {
 	}
 }
 
+// echoMasks are the masks of exactly what the proxy wrote into one
+// request: for each header value and the query it changed, the span that
+// differs, written over by the box's own span. The real value written
+// inside an encoding (a Basic credential's base64, an escaped query value)
+// is not the value as such, and a host that echoes the header back would
+// show it to the box in that encoding; the mask restores what the box
+// sent. Spans keep their lengths: placeholders and values have the same
+// shape.
+func echoMasks(before, after http.Header, rawQuery, query string) []Secret {
+	var out []Secret
+	add := func(was, now string) {
+		if was == now || len(was) != len(now) {
+			return
+		}
+		i, j := 0, len(now)
+		for i < j && was[i] == now[i] {
+			i++
+		}
+		for j > i && was[j-1] == now[j-1] {
+			j--
+		}
+		out = append(out, Secret{Name: "echo", Value: now[i:j], Placeholder: was[i:j]})
+	}
+	for name, vs := range after {
+		for j, v := range vs {
+			if old := before[name]; j < len(old) {
+				add(old[j], v)
+			}
+		}
+	}
+	add(rawQuery, query)
+	return out
+}
+
 // unbindHeader does the same for response header values.
 func unbindHeader(h http.Header, secrets []Secret) {
 	for _, vs := range h {
