@@ -1,0 +1,207 @@
+package egress_test
+
+import (
+	"bufio"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/airlock-run/airlock/egress"
+)
+
+// TestEchoedBasicCredential is the attack: a bound host that echoes the
+// request's Authorization header (a debugging endpoint, an error page)
+// returns the Basic credential the proxy wrote, base64 of user:REAL. A
+// search for the real value in the answer misses it in that encoding, and
+// the box decodes the real token. The proxy masks exactly what it wrote:
+// the credential it encoded, in the encoding it used.
+func TestEchoedBasicCredential(t *testing.T) {
+	s := newSecretStack(t)
+	c := s.client()
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+s.placeholder))
+	code, body := do(t, c, "GET", s.url("api.github.test", "/repo.git/info/refs"), basic, "")
+	if code != 200 || !strings.Contains(s.bound.all(), base64.StdEncoding.EncodeToString([]byte("x-access-token:"+realToken))) {
+		t.Fatalf("basic auth: %d %q; upstream saw %q", code, body, s.bound.all())
+	}
+	_, echoed, _ := strings.Cut(body, "echo=")
+	if raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(strings.TrimSpace(echoed), "Basic ")); err == nil &&
+		strings.Contains(string(raw), realToken) {
+		t.Fatalf("the box decoded the real token from the echoed Basic credential %q", echoed)
+	}
+	if echoed != basic {
+		t.Fatalf("the echo reached the box as %q, want the box's own credential %q", echoed, basic)
+	}
+}
+
+// TestModelNameSpelling is the attack: a request body whose "model" the
+// proxy and the provider read differently. Go's JSON decoder matches
+// object keys without regard to case and keeps the last of duplicates; a
+// provider matches "model" exactly, and some parsers keep the first. So
+// {"model":"unvetted","MODEL":"allowed"} was decided as the allowed model
+// and answered by the unvetted one. The proxy reads the top-level keys
+// itself: exactly one key spelled "model" (no other spelling of it) whose
+// value is a string, or the request is refused before any provider.
+func TestModelNameSpelling(t *testing.T) {
+	allow := func(m string) bool { return m == "gpt-5" }
+	s := newModelStackAllow(t, nil, allow, func(n int, w http.ResponseWriter, r *http.Request) {
+		responsesStream(w, 1, 1)
+	})
+	refused := []struct{ name, body string }{
+		{"another case after", `{"model":"gpt-unvetted","MODEL":"gpt-5"}`},
+		{"title case after", `{"model":"gpt-unvetted","Model":"gpt-5"}`},
+		{"a duplicate key", `{"model":"gpt-unvetted","model":"gpt-5"}`},
+		{"an escaped duplicate", `{"model":"gpt-unvetted","mod\u0065l":"gpt-5"}`},
+		{"a non-string model", `{"model":["gpt-5"]}`},
+		{"no exact spelling", `{"MODEL":"gpt-5"}`},
+		{"trailing data", `{"model":"gpt-5"} {"model":"gpt-unvetted"}`},
+		{"not an object", `["model","gpt-5"]`},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, body := s.ask(t, s.openai+"/responses", tc.body)
+			if code != 400 && code != 403 {
+				t.Fatalf("got %d %q, want a refusal", code, body)
+			}
+		})
+	}
+	if n := s.prov.count(); n != 0 {
+		t.Fatalf("the provider saw %d refused requests: %q", n, s.prov.bodies)
+	}
+	if code, _, body := s.ask(t, s.openai+"/responses", `{"model":"gpt-5","input":"hi","stream":true}`); code != 200 {
+		t.Fatalf("the allowed model: %d %q", code, body)
+	}
+}
+
+// TestModelEndpointsOnly is the attack: the provider's key opens far more
+// than inference. A batch, a fine-tuning job or an uploaded file spends
+// tokens whose usage never passes through the proxy (so the budget never
+// sees it), a batch names its models inside its requests (so models.allow
+// never sees them), and the account's stored files and batches can be
+// read. Only the inference endpoints of the two wire formats are served.
+func TestModelEndpointsOnly(t *testing.T) {
+	s := newModelStack(t, nil, func(n int, w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"id":"x","usage":{"input_tokens":1,"output_tokens":1}}`)
+	})
+	refused := []struct{ name, method, url, body string }{
+		{"openai fine-tuning", "POST", s.openai + "/fine_tuning/jobs", `{"model":"gpt-5","training_file":"file-x"}`},
+		{"openai batch", "POST", s.openai + "/batches", `{"model":"gpt-5","input_file_id":"file-x","endpoint":"/v1/responses"}`},
+		{"anthropic batch", "POST", s.anthro + "/v1/messages/batches", `{"model":"claude-x","requests":[{"custom_id":"a","params":{"model":"claude-unvetted"}}]}`},
+		{"openai files read", "GET", s.openai + "/files", ""},
+		{"openai file content", "GET", s.openai + "/files/file-x/content", ""},
+		{"openai model deletion", "DELETE", s.openai + "/models/ft-x", `{"model":"gpt-5"}`},
+		{"the provider's root", "GET", strings.TrimSuffix(s.openai, "/v1"), ""},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tc.method, tc.url, strings.NewReader(tc.body))
+			if tc.body == "" {
+				req.Body = nil
+			}
+			resp, err := s.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 403 {
+				t.Fatalf("got %d %q, want a 403", resp.StatusCode, b)
+			}
+		})
+	}
+	if n := s.prov.count(); n != 0 {
+		t.Fatalf("the provider saw %d refused requests: %q", n, s.prov.bodies)
+	}
+	for _, ok := range []struct{ method, url, body string }{
+		{"POST", s.openai + "/responses", `{"model":"gpt-5"}`},
+		{"POST", s.openai + "/chat/completions", `{"model":"gpt-5"}`},
+		{"POST", s.openai + "/embeddings", `{"model":"gpt-5"}`},
+		{"GET", s.openai + "/models", ""},
+		{"POST", s.anthro + "/v1/messages", `{"model":"claude-x"}`},
+		{"POST", s.anthro + "/v1/messages/count_tokens", `{"model":"claude-x"}`},
+	} {
+		req, _ := http.NewRequest(ok.method, ok.url, strings.NewReader(ok.body))
+		if ok.body == "" {
+			req.Body = nil
+		}
+		resp, err := s.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s %s: %d, want it served", ok.method, ok.url, resp.StatusCode)
+		}
+	}
+}
+
+// TestBudgetUnreportedUsage is the attack on limits.model_tokens: a
+// streamed chat completion reports usage only when the request asks for
+// it (stream_options.include_usage), which the box decides; without it the
+// answer carried no usage and the budget was never charged. An answer to a
+// model request whose usage is not seen is charged its bytes moved both
+// ways, more than its tokens.
+func TestBudgetUnreportedUsage(t *testing.T) {
+	b := &egress.TokenBudget{Limit: 1000, Used: new(atomic.Int64)}
+	s := newModelStack(t, b, func(n int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := 0; i < 20; i++ {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"delta\":{\"content\":\"%s\"}}]}\n\n", strings.Repeat("x", 60))
+		}
+		io.WriteString(w, "data: [DONE]\n\n")
+	})
+	code, _, _ := s.ask(t, s.openai+"/chat/completions", `{"model":"gpt-5","stream":true}`)
+	if code != 200 {
+		t.Fatalf("first request: %d", code)
+	}
+	waitUsed(b, 1000)
+	code, _, body := s.ask(t, s.openai+"/chat/completions", `{"model":"gpt-5","stream":true}`)
+	if code != 429 || !strings.Contains(body, "limits.model_tokens") {
+		t.Fatalf("after an answer without usage (budget used %d): %d %q, want the budget spent", b.Used.Load(), code, body)
+	}
+}
+
+// TestBudgetStreamCut is the attack: the box reads a streamed answer's
+// first events and hangs up before the event that reports its output
+// tokens. The provider bills the whole answer; the proxy stopped reading
+// and charged only the input. The proxy reads the rest of the answer for
+// its usage after the box has gone.
+func TestBudgetStreamCut(t *testing.T) {
+	b := &egress.TokenBudget{Limit: 1000, Used: new(atomic.Int64)}
+	s := newModelStack(t, b, func(n int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":10}}}\n\n")
+		w.(http.Flusher).Flush()
+		time.Sleep(300 * time.Millisecond) // the box hangs up meanwhile
+		for i := 0; i < 200; i++ {
+			fmt.Fprintf(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"text\":\"%s\"}}\n\n", strings.Repeat("y", 500))
+		}
+		io.WriteString(w, "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":5000}}\n\n")
+	})
+	req, _ := http.NewRequest("POST", s.anthro+"/v1/messages", strings.NewReader(`{"model":"claude-x","stream":true}`))
+	resp, err := s.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || !strings.Contains(line, "message_start") {
+		t.Fatalf("first event: %q %v", line, err)
+	}
+	resp.Body.Close() // the box hangs up
+	s.client.CloseIdleConnections()
+	waitUsed(b, 5010)
+	if got := b.Used.Load(); got < 5010 {
+		t.Fatalf("budget charged %d for an answer of 10 input and 5000 output tokens the box cut short", got)
+	}
+}
+
+// waitUsed waits a moment for the budget to reach n: an answer is charged
+// once relayed.
+func waitUsed(b *egress.TokenBudget, n int64) {
+	for i := 0; i < 300 && b.Used.Load() < n; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
