@@ -247,8 +247,10 @@ func (p *Proxy) relayOne(w io.Writer, br *bufio.Reader, h *head, up net.Conn, ub
 		writeStatus(w, code, "blocked by airlock egress policy: "+h.method+" https://"+d.hostPort()+ev.Path+" "+why)
 		return false
 	}
-	if !strings.HasPrefix(h.target, "/") {
-		return refuse(http.StatusBadRequest, "only origin-form requests (a path) are accepted inside an intercepted connection")
+	if !strings.HasPrefix(h.target, "/") || strings.HasPrefix(h.target, "//") {
+		// A path that begins with "//" is written upstream in absolute
+		// form ("https://other/..."), which names another host.
+		return refuse(http.StatusBadRequest, "only origin-form requests (a path not beginning with //) are accepted inside an intercepted connection")
 	}
 	rawPath, rawQuery, _ := strings.Cut(h.target, "?")
 	ev.Path = truncate(rawPath, 256)
