@@ -2,9 +2,12 @@ package egress_test
 
 import (
 	"bufio"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -203,5 +206,59 @@ func TestBudgetStreamCut(t *testing.T) {
 func waitUsed(b *egress.TokenBudget, n int64) {
 	for i := 0; i < 300 && b.Used.Load() < n; i++ {
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// rawIntercepted opens a CONNECT to host through the proxy, speaks TLS
+// trusting the box's CA, writes req as is and returns the answer's status
+// line and body.
+func (s *secretStack) rawIntercepted(t *testing.T, host, req string) (int, string) {
+	t.Helper()
+	conn, err := net.Dial("tcp", s.httpAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	fmt.Fprintf(conn, "CONNECT %s:%d HTTP/1.1\r\nHost: x\r\n\r\n", host, ports[host])
+	br := bufio.NewReader(conn)
+	if r, err := http.ReadResponse(br, &http.Request{Method: "CONNECT"}); err != nil || r.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v %v", r, err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(s.ca.CertPEM())
+	tc := tls.Client(&readConn{conn, br}, &tls.Config{ServerName: host, RootCAs: pool})
+	if _, err := io.WriteString(tc, req); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, string(b)
+}
+
+// TestAbsoluteFormUpstream is the attack: inside a connection to the bound
+// host the box asks for the path "//other.test/x". Go writes a request
+// whose path begins with "//" in absolute form, so the bound host received
+// "GET https://other.test/x" with the real credential, and a server
+// (or a shared front end) that routes by the request URI, as RFC 9112
+// says it must, takes it to other.test. A path must not begin with "//".
+func TestAbsoluteFormUpstream(t *testing.T) {
+	s := newSecretStack(t)
+	for _, target := range []string{"//other.test/x", "//other.test:443/x?y=1", "//@other.test/x"} {
+		t.Run(target, func(t *testing.T) {
+			code, body := s.rawIntercepted(t, "api.github.test", fmt.Sprintf(
+				"GET %s HTTP/1.1\r\nHost: api.github.test:%d\r\nAuthorization: Bearer %s\r\nConnection: close\r\n\r\n",
+				target, ports["api.github.test"], s.placeholder))
+			if code != 400 && code != 403 {
+				t.Fatalf("got %d %q, want a refusal; the bound host saw %q", code, body, s.bound.all())
+			}
+		})
+	}
+	if got := s.bound.all(); got != "" {
+		t.Fatalf("the bound host saw %q", got)
 	}
 }
