@@ -354,6 +354,15 @@ func (p *Proxy) relayOne(w io.Writer, br *bufio.Reader, h *head, up net.Conn, ub
 		return false
 	}
 	defer resp.Body.Close()
+	if ce := resp.Header.Get("Content-Encoding"); len(used) > 0 && hdr.Get("Accept-Encoding") == "identity" &&
+		ce != "" && !strings.EqualFold(ce, "identity") && h.method != http.MethodHead {
+		// Asked for none, the host encoded its answer anyway: an echoed
+		// credential inside it could not be masked.
+		ev.Error = "the host answered with Content-Encoding " + truncate(ce, 40) + " after being asked for none"
+		p.audit(ev)
+		writeStatus(w, http.StatusBadGateway, "airlock egress: "+d.hostPort()+" answered a request carrying a credential with an encoded body, which the proxy cannot search; it was asked for none")
+		return false
+	}
 	stripHop(resp.Header)
 	unbindHeader(resp.Header, masks)
 	if len(masks) > 0 {
