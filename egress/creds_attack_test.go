@@ -2,6 +2,7 @@ package egress_test
 
 import (
 	"bufio"
+	"compress/gzip"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -260,5 +261,37 @@ func TestAbsoluteFormUpstream(t *testing.T) {
 	}
 	if got := s.bound.all(); got != "" {
 		t.Fatalf("the bound host saw %q", got)
+	}
+}
+
+// TestEchoCompressed is the attack: a bound host that compresses its
+// answer although the proxy asked for none (Accept-Encoding: identity)
+// echoes the credential inside gzip, where the search for the real value
+// cannot see it, and the box decompresses the real token. An encoded
+// answer to a request the proxy wrote a secret into, which the proxy asked
+// to be unencoded, is refused.
+func TestEchoCompressed(t *testing.T) {
+	s := newSecretStack(t)
+	gz := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		fmt.Fprintf(zw, "echo=%s", r.Header.Get("Authorization"))
+		zw.Close()
+	}
+	s.bound.handler.Store(&gz)
+	c := s.client()
+	req, _ := http.NewRequest("GET", s.url("api.github.test", "/user"), nil)
+	req.Header.Set("Authorization", "Bearer "+s.placeholder)
+	resp, err := c.Do(req) // the transport decompresses gzip itself
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Contains(string(b), realToken) {
+		t.Fatalf("the box read the real token from a compressed echo: %q", b)
+	}
+	if resp.StatusCode != 502 {
+		t.Fatalf("got %d %q, want a 502", resp.StatusCode, b)
 	}
 }
