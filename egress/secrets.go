@@ -157,7 +157,7 @@ func bindSecrets(secrets []Secret, host string, bound bool, target, rawQuery str
 			}
 			for j, v := range vs {
 				switch {
-				case mine && s.Header != "" && name == s.Header && strings.Contains(v, ph):
+				case mine && s.Header != "" && name == http.CanonicalHeaderKey(s.Header) && strings.Contains(v, ph):
 					vs[j] = strings.ReplaceAll(v, ph, s.Value)
 					used = append(used, s.Name)
 				case name == "Authorization" && isBasic(v):
