@@ -295,3 +295,25 @@ func TestEchoCompressed(t *testing.T) {
 		t.Fatalf("got %d %q, want a 502", resp.StatusCode, b)
 	}
 }
+
+// TestHeaderBindingAnyCase: a binding's header is named as the policy
+// writes it ("x-api-key: {}", "PRIVATE-TOKEN: {}"), while the proxy reads
+// request headers in canonical form; the binding must still be written
+// (it was refused as a placeholder in another header).
+func TestHeaderBindingAnyCase(t *testing.T) {
+	root := newTestRoot(t)
+	ap, bound := tlsUpstream(t, root, "api.github.test")
+	ph, _ := egress.Phantom(realToken)
+	ca, _ := egress.NewCA("test-box", time.Now())
+	o := policyOpts(t, []string{"api.github.test:*", "127.0.0.1:*"}, nil)
+	o.Resolver = newResolver(map[string][]string{"api.github.test": {"127.0.0.1"}})
+	o.CA, o.UpstreamRoots = ca, root.pool
+	o.Secrets = []egress.Secret{{Name: "GITLAB_TOKEN", Value: realToken, Placeholder: ph,
+		Hosts: []string{"api.github.test"}, Header: "authorization"}}
+	s := &secretStack{stack: newStack(t, o), root: root, ca: ca, placeholder: ph, bound: bound}
+	ports["api.github.test"] = int(ap.Port())
+	code, body := do(t, s.client(), "GET", s.url("api.github.test", "/user"), "Bearer "+ph, "")
+	if code != 200 || !strings.Contains(bound.all(), "auth=Bearer "+realToken) {
+		t.Fatalf("a binding named in lower case: %d %q; upstream saw %q", code, body, bound.all())
+	}
+}
