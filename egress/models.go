@@ -114,7 +114,10 @@ func (p *Proxy) serveModel(w io.Writer, br *bufio.Reader, h *head, u *url.URL) b
 	}
 	hdr := h.header.Clone()
 	stripHop(hdr)
-	for _, k := range []string{"Expect", "Content-Length", "Host", "Authorization", "X-Api-Key", "Cookie"} {
+	// The key's headers, and those naming whom it bills (an organization
+	// or project the key also belongs to), are the operator's.
+	for _, k := range []string{"Expect", "Content-Length", "Host", "Authorization", "X-Api-Key", "Cookie",
+		"Openai-Organization", "Openai-Project"} {
 		hdr.Del(k)
 	}
 	hdr.Set(prov.Header, prov.Prefix+prov.Key)
