@@ -317,3 +317,30 @@ func TestHeaderBindingAnyCase(t *testing.T) {
 		t.Fatalf("a binding named in lower case: %d %q; upstream saw %q", code, body, bound.all())
 	}
 }
+
+// TestModelAccountHeaders is the attack: the operator's key may belong to
+// several organizations and projects, and the provider bills the one the
+// request's OpenAI-Organization / OpenAI-Project header names. The box
+// chose whom the operator's key charged. Those headers are the
+// operator's, never the box's.
+func TestModelAccountHeaders(t *testing.T) {
+	var got atomic.Value
+	s := newModelStack(t, nil, func(n int, w http.ResponseWriter, r *http.Request) {
+		got.Store(r.Header.Get("Openai-Organization") + "|" + r.Header.Get("Openai-Project"))
+		io.WriteString(w, `{"usage":{"input_tokens":1,"output_tokens":1}}`)
+	})
+	req, _ := http.NewRequest("POST", s.openai+"/responses", strings.NewReader(`{"model":"gpt-5"}`))
+	req.Header.Set("OpenAI-Organization", "org-someone-else")
+	req.Header.Set("OpenAI-Project", "proj-someone-else")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("got %d", resp.StatusCode)
+	}
+	if v, _ := got.Load().(string); v != "|" {
+		t.Fatalf("the provider was told the account %q by the box", v)
+	}
+}
