@@ -364,6 +364,9 @@ func (p *Proxy) relayOne(w io.Writer, br *bufio.Reader, h *head, up net.Conn, ub
 		return false
 	}
 	stripHop(resp.Header)
+	// Trailers are not relayed: a second header block, filled in after
+	// the body, that the masks would not see.
+	resp.Trailer = nil
 	unbindHeader(resp.Header, masks)
 	if len(masks) > 0 {
 		resp.Body = io.NopCloser(newUnbindReader(resp.Body, masks))

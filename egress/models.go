@@ -147,6 +147,7 @@ func (p *Proxy) serveModel(w io.Writer, br *bufio.Reader, h *head, u *url.URL) b
 	}
 	defer resp.Body.Close()
 	stripHop(resp.Header)
+	resp.Trailer = nil // not relayed, as on intercepted connections
 	unbindHeader(resp.Header, redact)
 	meter := &usageMeter{r: newUnbindReader(resp.Body, redact)}
 	resp.Body = io.NopCloser(meter)
