@@ -344,3 +344,31 @@ func TestModelAccountHeaders(t *testing.T) {
 		t.Fatalf("the provider was told the account %q by the box", v)
 	}
 }
+
+// TestEchoInTrailer is the attack: a bound host echoes the credential in
+// a chunked answer's trailer, which the proxy relayed without searching
+// it. Trailers are not relayed (as on the request side).
+func TestEchoInTrailer(t *testing.T) {
+	s := newSecretStack(t)
+	tr := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Trailer", "X-Echo")
+		io.WriteString(w, "ok")
+		w.(http.Flusher).Flush()
+		w.Header().Set("X-Echo", r.Header.Get("Authorization"))
+	}
+	s.bound.handler.Store(&tr)
+	req, _ := http.NewRequest("GET", s.url("api.github.test", "/user"), nil)
+	req.Header.Set("Authorization", "Bearer "+s.placeholder)
+	resp, err := s.client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "ok" {
+		t.Fatalf("got %d %q", resp.StatusCode, b)
+	}
+	if strings.Contains(fmt.Sprint(resp.Trailer), realToken) {
+		t.Fatalf("the box read the real token in a trailer: %v", resp.Trailer)
+	}
+}
