@@ -96,6 +96,13 @@ func (p *Proxy) serveModel(w io.Writer, br *bufio.Reader, h *head, u *url.URL) b
 	if why != "" {
 		return refuse(code, why)
 	}
+	// A request the proxy reads carries no placeholder, here as anywhere.
+	if _, _, l := bindSecrets(p.o.Secrets, "", false, upPath, u.RawQuery, h.header.Clone()); l != nil {
+		return refuse(http.StatusForbidden, l.reason())
+	}
+	if _, err := io.Copy(io.Discard, newScanReader(bytes.NewReader(body), p.o.Secrets)); err != nil {
+		return refuse(http.StatusForbidden, bodyWhy(err))
+	}
 	if h.method != http.MethodGet && h.method != http.MethodHead {
 		model, why := modelOf(body)
 		if why != "" {
