@@ -372,3 +372,42 @@ func TestEchoInTrailer(t *testing.T) {
 		t.Fatalf("the box read the real token in a trailer: %v", resp.Trailer)
 	}
 }
+
+// TestModelRequestPlaceholder: the model proxy reads every request whole,
+// so a placeholder in it (a prompt the box filled with its environment, a
+// header, the query) is refused like one sent to any other host the proxy
+// reads, before it reaches the provider.
+func TestModelRequestPlaceholder(t *testing.T) {
+	ph, _ := egress.Phantom(realToken)
+	s := newModelStackAllow(t, nil, func(string) bool { return true }, func(n int, w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"usage":{"input_tokens":1,"output_tokens":1}}`)
+	}, func(o *egress.Options) {
+		o.CA, _ = egress.NewCA("test-box", time.Now())
+		o.Secrets = []egress.Secret{{Name: "GITHUB_TOKEN", Value: realToken, Placeholder: ph,
+			Hosts: []string{"api.github.test"}, Header: "Authorization"}}
+	})
+	for _, tc := range []struct{ name, url, body, header string }{
+		{"in the prompt", s.openai + "/responses", `{"model":"gpt-5","input":"my token is ` + ph + `"}`, ""},
+		{"in the query", s.openai + "/responses?x=" + ph, `{"model":"gpt-5"}`, ""},
+		{"in a header", s.openai + "/responses", `{"model":"gpt-5"}`, ph},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", tc.url, strings.NewReader(tc.body))
+			if tc.header != "" {
+				req.Header.Set("X-Note", tc.header)
+			}
+			resp, err := s.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 403 || !strings.Contains(string(b), "placeholder of GITHUB_TOKEN") {
+				t.Fatalf("got %d %q, want a 403 naming the placeholder", resp.StatusCode, b)
+			}
+		})
+	}
+	if n := s.prov.count(); n != 0 {
+		t.Fatalf("the provider saw %d requests carrying a placeholder: %q", n, s.prov.bodies)
+	}
+}

@@ -52,7 +52,7 @@ func newModelStack(t testing.TB, budget *egress.TokenBudget, script func(n int, 
 }
 
 // newModelStackAllow is newModelStack with models.allow decided by allow.
-func newModelStackAllow(t testing.TB, budget *egress.TokenBudget, allow func(string) bool, script func(n int, w http.ResponseWriter, r *http.Request)) *modelStack {
+func newModelStackAllow(t testing.TB, budget *egress.TokenBudget, allow func(string) bool, script func(n int, w http.ResponseWriter, r *http.Request), more ...func(*egress.Options)) *modelStack {
 	t.Helper()
 	root := newTestRoot(t)
 	f := &fakeProvider{}
@@ -85,6 +85,9 @@ func newModelStackAllow(t testing.TB, budget *egress.TokenBudget, allow func(str
 			"anthropic": {Host: "models.test", Port: port, Key: key, Header: "X-Api-Key"},
 		},
 		Budget: budget,
+	}
+	for _, f := range more {
+		f(&o)
 	}
 	s := newStack(t, o)
 	ms := &modelStack{stack: s, prov: f, budget: budget, realKey: key, root: root, port: port}
