@@ -437,6 +437,9 @@ func (p *Proxy) scannedBody(w io.Writer, br *bufio.Reader, h *head) (io.Reader, 
 	if len(p.o.Secrets) == 0 {
 		return r, nil
 	}
+	if ce := h.header.Values("Content-Encoding"); len(ce) > 0 {
+		return scanEncoded(r, ce, p.o.Secrets)
+	}
 	sr := newScanReader(r, p.o.Secrets)
 	pre, err := io.ReadAll(io.LimitReader(sr, MaxBodyScan))
 	if err != nil {
@@ -487,6 +490,10 @@ func bodyWhy(err error) string {
 	var r signRefusal
 	if errors.As(err, &r) {
 		return string(r)
+	}
+	var e encodedRefusal
+	if errors.As(err, &e) {
+		return string(e)
 	}
 	return "the request body could not be read"
 }

@@ -2,6 +2,8 @@ package egress
 
 import (
 	"bytes"
+	"compress/gzip"
+	"compress/zlib"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -11,6 +13,7 @@ import (
 	"net/http"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -299,7 +302,7 @@ func newScanReader(r io.Reader, secrets []Secret) *scanReader {
 	sr := &scanReader{r: r}
 	for i := range secrets {
 		sr.phs = append(sr.phs, &secrets[i])
-		sr.keep = max(sr.keep, len(secrets[i].Placeholder)-1)
+		sr.keep = max(sr.keep, 3*len(secrets[i].Placeholder)-1) // escaped, it is up to 3 times as long
 	}
 	return sr
 }
@@ -311,8 +314,14 @@ func (s *scanReader) Read(b []byte) (int, error) {
 	n, err := s.r.Read(b)
 	if n > 0 {
 		win := append(s.tail, b[:n]...)
+		// Percent-escapes (a form body) are undone by the server: the
+		// placeholder is searched for decoded too.
+		var dec []byte
+		if bytes.IndexByte(win, '%') >= 0 {
+			dec = []byte(percentDecode(string(win)))
+		}
 		for _, sec := range s.phs {
-			if bytes.Contains(win, []byte(sec.Placeholder)) {
+			if bytes.Contains(win, []byte(sec.Placeholder)) || bytes.Contains(dec, []byte(sec.Placeholder)) {
 				s.found = &errPlaceholderInBody{leak{sec, "the request body"}}
 				return 0, s.found
 			}
@@ -323,6 +332,67 @@ func (s *scanReader) Read(b []byte) (int, error) {
 		s.tail = bytes.Clone(win)
 	}
 	return n, err
+}
+
+// maxDecodedScan bounds the decoded size of an encoded request body the
+// proxy searches; a larger one (a decompression bomb) is refused.
+const maxDecodedScan = 64 << 20
+
+// encodedRefusal is why an encoded body is refused unread.
+type encodedRefusal string
+
+func (e encodedRefusal) Error() string { return string(e) }
+
+// scanEncoded reads a request body sent with Content-Encoding codings (at
+// most MaxBodyScan of it, encoded), undoes the codings it knows (gzip,
+// deflate) in reverse order of their listing and searches the result for
+// placeholders. A body it cannot read — another coding, too large encoded
+// or decoded, malformed — is refused: a server would read what the proxy
+// could not. It returns the body as sent.
+func scanEncoded(r io.Reader, codings []string, secrets []Secret) (io.Reader, error) {
+	raw, err := io.ReadAll(io.LimitReader(r, MaxBodyScan+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > MaxBodyScan {
+		return nil, encodedRefusal("an encoded request body (Content-Encoding) over 1 MiB cannot be searched for placeholders; send it unencoded")
+	}
+	var list []string
+	for _, v := range codings {
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.ToLower(strings.TrimSpace(c)); c != "" && c != "identity" {
+				list = append(list, c)
+			}
+		}
+	}
+	var dec io.Reader = bytes.NewReader(raw)
+	for i := len(list) - 1; i >= 0; i-- {
+		var zr io.Reader
+		var err error
+		switch list[i] {
+		case "gzip", "x-gzip":
+			zr, err = gzip.NewReader(dec)
+		case "deflate":
+			zr, err = zlib.NewReader(dec)
+		default:
+			return nil, encodedRefusal("a request body in Content-Encoding " + strconv.Quote(truncate(list[i], 20)) + " cannot be searched for placeholders; send it unencoded, gzip or deflate")
+		}
+		if err != nil {
+			return nil, encodedRefusal("the request body is not valid " + list[i])
+		}
+		dec = zr
+	}
+	n, err := io.Copy(io.Discard, newScanReader(io.LimitReader(dec, maxDecodedScan+1), secrets))
+	var pe *errPlaceholderInBody
+	switch {
+	case errors.As(err, &pe):
+		return nil, err
+	case err != nil:
+		return nil, encodedRefusal("the request body does not decode as its Content-Encoding says")
+	case n > maxDecodedScan:
+		return nil, encodedRefusal("the request body decodes to more than 64 MiB; it cannot be searched for placeholders")
+	}
+	return bytes.NewReader(raw), nil
 }
 
 // unbindReader writes each secret's placeholder over its real value in a
