@@ -3,6 +3,7 @@ package egress_test
 import (
 	"bufio"
 	"compress/gzip"
+	"compress/zlib"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -409,5 +410,62 @@ func TestModelRequestPlaceholder(t *testing.T) {
 	}
 	if n := s.prov.count(); n != 0 {
 		t.Fatalf("the provider saw %d requests carrying a placeholder: %q", n, s.prov.bodies)
+	}
+}
+
+// TestEncodedBodyPlaceholder is the attack on the tripwire: a placeholder
+// in a request body the proxy reads, hidden by an encoding the server
+// undoes: Content-Encoding gzip or deflate, or percent-escapes (a form
+// body). The proxy searched bodies only as sent. It now decodes what it
+// can (gzip, deflate, percent-escapes), and refuses an encoded body it
+// cannot read (another coding, or over 1 MiB encoded).
+func TestEncodedBodyPlaceholder(t *testing.T) {
+	s := newSecretStack(t)
+	c := s.client()
+	ph := s.placeholder
+	gz := func(b string) string {
+		var buf strings.Builder
+		zw := gzip.NewWriter(&buf)
+		io.WriteString(zw, b)
+		zw.Close()
+		return buf.String()
+	}
+	zl := func(b string) string {
+		var buf strings.Builder
+		zw := zlib.NewWriter(&buf)
+		io.WriteString(zw, b)
+		zw.Close()
+		return buf.String()
+	}
+	pct := "%" + fmt.Sprintf("%02X", ph[0]) + ph[1:5] + "%" + fmt.Sprintf("%02x", ph[5]) + ph[6:]
+	for _, tc := range []struct{ name, coding, body string }{
+		{"gzip", "gzip", gz(`{"t":"` + ph + `"}`)},
+		{"deflate", "deflate", zl(`{"t":"` + ph + `"}`)},
+		{"gzip twice", "gzip, gzip", gz(gz(`{"t":"` + ph + `"}`))},
+		{"percent-escaped form", "", "t=" + pct},
+		{"an unreadable coding", "br", "\x0b\x02\x80hello\x03"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", s.url("api.github.test", "/gists"), strings.NewReader(tc.body))
+			if tc.coding != "" {
+				req.Header.Set("Content-Encoding", tc.coding)
+			}
+			code, body := send(t, c, req)
+			if code != 403 {
+				t.Fatalf("got %d %q, want a 403", code, body)
+			}
+		})
+	}
+	if got := s.bound.all(); got != "" {
+		t.Fatalf("the bound host saw %q", got)
+	}
+	before := s.bound.all()
+	req, _ := http.NewRequest("POST", s.url("api.github.test", "/gists"), strings.NewReader(gz(`{"t":"fine"}`)))
+	req.Header.Set("Content-Encoding", "gzip")
+	if code, body := send(t, c, req); code != 200 {
+		t.Fatalf("a clean gzip body: %d %q", code, body)
+	}
+	if got := strings.TrimPrefix(s.bound.all(), before); strings.Contains(got, ph) {
+		t.Fatalf("the bound host saw %q", got)
 	}
 }
