@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -103,8 +104,10 @@ func (p *Proxy) serveModel(w io.Writer, br *bufio.Reader, h *head, u *url.URL) b
 	if _, err := io.Copy(io.Discard, newScanReader(bytes.NewReader(body), p.o.Secrets)); err != nil {
 		return refuse(http.StatusForbidden, bodyWhy(err))
 	}
+	var outCap int64 = -1
 	if h.method != http.MethodGet && h.method != http.MethodHead {
-		model, why := modelOf(body)
+		model, cap, why := modelOf(body)
+		outCap = cap
 		if why != "" {
 			return refuse(http.StatusBadRequest, "a model request is a JSON object naming its model once: "+why)
 		}
@@ -113,11 +116,15 @@ func (p *Proxy) serveModel(w io.Writer, br *bufio.Reader, h *head, u *url.URL) b
 			return refuse(http.StatusForbidden, "the model "+strconv.Quote(ev.Model)+" is not in this policy's models.allow")
 		}
 	}
-	if b := p.o.Models.Budget; b != nil && b.Spent() {
-		ev.Reason = "the run's model token budget (limits.model_tokens: " + strconv.FormatInt(b.Limit, 10) + ") is spent"
-		p.audit(ev)
-		writeProviderError(w, name, ev.Reason)
-		return false
+	if b := p.o.Models.Budget; b != nil {
+		release, spent := b.reserve(p.ctx, reservation(b, body, outCap))
+		if spent {
+			ev.Reason = "the run's model token budget (limits.model_tokens: " + strconv.FormatInt(b.Limit, 10) + ") is spent"
+			p.audit(ev)
+			writeProviderError(w, name, ev.Reason)
+			return false
+		}
+		defer release() // after the answer is charged, below
 	}
 	hdr := h.header.Clone()
 	stripHop(hdr)
@@ -363,11 +370,75 @@ func statedReset(h http.Header, now time.Time) (wait time.Duration, ok bool) {
 // TokenBudget is a run's model token budget (limits.model_tokens). Used
 // is shared by every box of the run (each box's Limit is its policy's,
 // which a narrowed call may lower). A request is refused once Used reaches
-// Limit; the answer that crosses it is relayed whole, and requests
-// already in flight may cross it further.
+// Limit; the answer that crosses it is relayed whole.
+//
+// Held, shared like Used, keeps concurrent requests from spending the
+// same unspent budget: each request in flight holds a reservation (its
+// declared output cap and an estimate of its input, or the whole budget
+// when it declares no cap), and a request whose reservation does not fit
+// beside the others waits until they end. nil holds none: requests in
+// flight may then cross the budget further.
 type TokenBudget struct {
 	Limit int64
 	Used  *atomic.Int64
+	Held  *Reservations
+}
+
+// Reservations are the tokens the model requests in flight may spend.
+type Reservations struct {
+	mu   sync.Mutex
+	held int64
+	wake chan struct{} // closed when a reservation is released
+}
+
+// reservation is what a request holds while in flight: its declared
+// output cap and its input (about 4 bytes a token), or the whole budget.
+func reservation(b *TokenBudget, body []byte, outCap int64) int64 {
+	if outCap < 0 {
+		return b.Limit
+	}
+	return outCap + int64(len(body))/4
+}
+
+// reserve waits until want fits beside the reservations held (a request
+// alone is always admitted, as before), then holds it. spent is true when
+// the budget is used up or ctx ended; release is called once the answer
+// has been charged.
+func (b *TokenBudget) reserve(ctx context.Context, want int64) (release func(), spent bool) {
+	r := b.Held
+	if r == nil {
+		return func() {}, b.Spent()
+	}
+	for {
+		r.mu.Lock()
+		if b.Spent() {
+			r.mu.Unlock()
+			return nil, true
+		}
+		if r.held == 0 || b.Used.Load()+r.held+want <= b.Limit {
+			r.held += want
+			r.mu.Unlock()
+			return func() {
+				r.mu.Lock()
+				r.held -= want
+				if r.wake != nil {
+					close(r.wake)
+					r.wake = nil
+				}
+				r.mu.Unlock()
+			}, false
+		}
+		if r.wake == nil {
+			r.wake = make(chan struct{})
+		}
+		wake := r.wake
+		r.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return nil, true
+		}
+	}
 }
 
 // Spent reports whether the budget is used up.
@@ -491,44 +562,57 @@ func drainUsage(meter *usageMeter, body io.Closer) {
 // Any other spelling of the key (another case, as Go's decoder would
 // match; a duplicate, which parsers resolve differently) is refused, so
 // the model decided is the model every reader of the body sees.
-func modelOf(body []byte) (model, why string) {
+//
+// outCap is the largest output cap the body declares (max_tokens,
+// max_output_tokens, max_completion_tokens), -1 for none; each of those
+// keys, too, may be given only once.
+func modelOf(body []byte) (model string, outCap int64, why string) {
+	outCap = -1
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return "", "the body is not a JSON object"
+		return "", -1, "the body is not a JSON object"
 	}
-	seen := false
+	seen := map[string]bool{}
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
-			return "", "the body is not valid JSON"
+			return "", -1, "the body is not valid JSON"
 		}
 		key, _ := t.(string)
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return "", "the body is not valid JSON"
+			return "", -1, "the body is not valid JSON"
 		}
-		if !strings.EqualFold(key, "model") {
-			continue
+		switch {
+		case key == "max_tokens" || key == "max_output_tokens" || key == "max_completion_tokens":
+			if seen[key] {
+				return "", -1, "the key " + strconv.Quote(key) + " is given more than once"
+			}
+			seen[key] = true
+			if n, err := strconv.ParseInt(string(v), 10, 64); err == nil && n >= 0 {
+				outCap = max(outCap, n)
+			}
+		case strings.EqualFold(key, "model"):
+			if key != "model" || seen["model"] {
+				return "", -1, "the key \"model\" is given more than once or in another spelling"
+			}
+			if err := json.Unmarshal(v, &model); err != nil {
+				return "", -1, "the model is not a string"
+			}
+			seen["model"] = true
 		}
-		if key != "model" || seen {
-			return "", "the key \"model\" is given more than once or in another spelling"
-		}
-		if err := json.Unmarshal(v, &model); err != nil {
-			return "", "the model is not a string"
-		}
-		seen = true
 	}
 	if _, err := dec.Token(); err != nil {
-		return "", "the body is not valid JSON"
+		return "", -1, "the body is not valid JSON"
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return "", "the body holds more than one JSON value"
+		return "", -1, "the body holds more than one JSON value"
 	}
-	if !seen {
-		return "", "no \"model\""
+	if !seen["model"] {
+		return "", -1, "no \"model\""
 	}
-	return model, ""
+	return model, outCap, ""
 }
 
 // modelEndpoints are the paths the model proxy serves, per wire format:
