@@ -469,3 +469,65 @@ func TestEncodedBodyPlaceholder(t *testing.T) {
 		t.Fatalf("the bound host saw %q", got)
 	}
 }
+
+// TestBudgetConcurrent is the attack on limits.model_tokens: the budget
+// was checked when a request arrived, so a box that sends many requests at
+// once had every one of them admitted against the same unspent budget and
+// spent it many times over. A request now waits while the requests in
+// flight could spend what is left: it reserves its declared output cap
+// (max_tokens, max_output_tokens, max_completion_tokens) and an estimate of
+// its input, or the whole budget when it declares no cap.
+func TestBudgetConcurrent(t *testing.T) {
+	b := &egress.TokenBudget{Limit: 1000, Used: new(atomic.Int64), Held: new(egress.Reservations)}
+	s := newModelStack(t, b, func(n int, w http.ResponseWriter, r *http.Request) {
+		time.Sleep(200 * time.Millisecond)
+		io.WriteString(w, `{"usage":{"input_tokens":100,"output_tokens":800}}`)
+	})
+	const n = 6
+	codes := make(chan int, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			resp, err := s.client.Post(s.openai+"/responses", "application/json", strings.NewReader(`{"model":"gpt-5"}`))
+			if err != nil {
+				codes <- 0
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	ok := 0
+	for i := 0; i < n; i++ {
+		if <-codes == 200 {
+			ok++
+		}
+	}
+	waitUsed(b, 1800)
+	if ok > 2 || b.Used.Load() > 1800 {
+		t.Fatalf("%d of %d concurrent requests answered, %d tokens spent of a 1000 budget; want at most 2 (the one that crosses it)", ok, n, b.Used.Load())
+	}
+	// Declared caps that fit run side by side.
+	b2 := &egress.TokenBudget{Limit: 10000, Used: new(atomic.Int64), Held: new(egress.Reservations)}
+	s2 := newModelStack(t, b2, func(n int, w http.ResponseWriter, r *http.Request) {
+		time.Sleep(300 * time.Millisecond)
+		io.WriteString(w, `{"usage":{"input_tokens":10,"output_tokens":100}}`)
+	})
+	start := time.Now()
+	for i := 0; i < 3; i++ {
+		go func() {
+			resp, err := s2.client.Post(s2.openai+"/responses", "application/json", strings.NewReader(`{"model":"gpt-5","max_output_tokens":200}`))
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			codes <- 0
+		}()
+	}
+	for i := 0; i < 3; i++ {
+		<-codes
+	}
+	if d := time.Since(start); d > 800*time.Millisecond {
+		t.Fatalf("three requests whose caps fit took %v: they were not run side by side", d)
+	}
+}
