@@ -103,18 +103,8 @@ func TestModelEndpointsOnly(t *testing.T) {
 	}
 	for _, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {
-			req, _ := http.NewRequest(tc.method, tc.url, strings.NewReader(tc.body))
-			if tc.body == "" {
-				req.Body = nil
-			}
-			resp, err := s.client.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 403 {
-				t.Fatalf("got %d %q, want a 403", resp.StatusCode, b)
+			if code, b := s.send(t, tc.method, tc.url, tc.body); code != 403 {
+				t.Fatalf("got %d %q, want a 403", code, b)
 			}
 		})
 	}
@@ -129,19 +119,26 @@ func TestModelEndpointsOnly(t *testing.T) {
 		{"POST", s.anthro + "/v1/messages", `{"model":"claude-x"}`},
 		{"POST", s.anthro + "/v1/messages/count_tokens", `{"model":"claude-x"}`},
 	} {
-		req, _ := http.NewRequest(ok.method, ok.url, strings.NewReader(ok.body))
-		if ok.body == "" {
-			req.Body = nil
-		}
-		resp, err := s.client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("%s %s: %d, want it served", ok.method, ok.url, resp.StatusCode)
+		if code, b := s.send(t, ok.method, ok.url, ok.body); code != 200 {
+			t.Fatalf("%s %s: %d %q, want it served", ok.method, ok.url, code, b)
 		}
 	}
+}
+
+// send makes one request through the proxy; an empty body is none.
+func (m *modelStack) send(t *testing.T, method, u, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, u, strings.NewReader(body))
+	if body == "" {
+		req.Body = nil
+	}
+	resp, err := m.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, string(b)
 }
 
 // TestBudgetUnreportedUsage is the attack on limits.model_tokens: a

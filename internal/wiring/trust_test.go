@@ -208,13 +208,7 @@ mkdir("policies") and open(my $f, ">", "policies/agent.yaml") and print $f "isol
 func TestWiderThan(t *testing.T) {
 	const base = "fs: {read: [.], write: [out]}\nnet: {allow: [\"a.example:443\"], dns: none}\nshell: {allow: [ls, git], raw: false, args: {git: {deny: [push*]}}}\nenv: {allow: [TERM]}\nlimits: {memory: 1073741824}\n"
 	w := World("/w", "/h", policy.Fix)
-	parse := func(s string) *policy.Policy {
-		p, err := policy.Parse("p.yaml", []byte(s))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	parse := func(s string) *policy.Policy { return parsePolicy(t, s) }
 	b := parse(base)
 	tests := []struct{ name, policy, want string }{
 		{"same", base, ""},
@@ -252,13 +246,7 @@ func TestWiderThan(t *testing.T) {
 // wider.
 func TestWiderThanClearSecret(t *testing.T) {
 	w := World("/w", "/h", policy.Fix)
-	parse := func(s string) *policy.Policy {
-		p, err := policy.Parse("p.yaml", []byte(s))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	parse := func(s string) *policy.Policy { return parsePolicy(t, s) }
 	const sec = "secrets: {GITHUB_TOKEN: {hosts: [api.github.com], header: \"Authorization: Bearer {}\"}}\n"
 	const mod = "models: {allow: [gpt-x]}\n"
 	tests := []struct{ name, base, policy, want string }{
@@ -276,4 +264,14 @@ func TestWiderThanClearSecret(t *testing.T) {
 			}
 		})
 	}
+}
+
+// parsePolicy parses a policy written in a test.
+func parsePolicy(t *testing.T, s string) *policy.Policy {
+	t.Helper()
+	p, err := policy.Parse("p.yaml", []byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
