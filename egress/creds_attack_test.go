@@ -528,3 +528,25 @@ func TestBudgetConcurrent(t *testing.T) {
 		t.Fatalf("three requests whose caps fit took %v: they were not run side by side", d)
 	}
 }
+
+// TestBudgetLongAnswer: an answer too long to keep whole (a large
+// embeddings list) still has its usage read, from its end, and is charged
+// its tokens, not its bytes.
+func TestBudgetLongAnswer(t *testing.T) {
+	b := &egress.TokenBudget{Limit: 1 << 30, Used: new(atomic.Int64)}
+	s := newModelStack(t, b, func(n int, w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"object":"list","data":[{"embedding":[`)
+		for i := 0; i < 300000; i++ {
+			io.WriteString(w, "0.0123456,")
+		}
+		io.WriteString(w, `0]}],"model":"x","usage":{"prompt_tokens":50,"total_tokens":50}}`)
+	})
+	if code, _, _ := s.ask(t, s.openai+"/embeddings", `{"model":"gpt-5","input":"x"}`); code != 200 {
+		t.Fatalf("got %d", code)
+	}
+	waitUsed(b, 50)
+	time.Sleep(50 * time.Millisecond)
+	if got := b.Used.Load(); got != 50 {
+		t.Fatalf("a 3 MB answer reporting 50 tokens was charged %d", got)
+	}
+}

@@ -484,8 +484,11 @@ type usageMeter struct {
 	line []byte
 	all  []byte // a non-streamed body, up to 1 MiB
 	got  map[string]int64
-	n    int64 // bytes read
+	n    int64  // bytes read
+	tail []byte // the last 64 KiB, where a long JSON answer's usage is
 }
+
+const meterTail = 64 << 10
 
 func (m *usageMeter) Read(b []byte) (int, error) {
 	n, err := m.r.Read(b)
@@ -502,6 +505,10 @@ func (m *usageMeter) Read(b []byte) (int, error) {
 	}
 	if len(m.all) < 1<<20 {
 		m.all = append(m.all, b[:n]...)
+	}
+	m.tail = append(m.tail, b[:n]...)
+	if len(m.tail) > 2*meterTail {
+		m.tail = append(m.tail[:0], m.tail[len(m.tail)-meterTail:]...)
 	}
 	return n, err
 }
@@ -540,7 +547,30 @@ func (m *usageMeter) usage() map[string]int64 {
 		m.take(m.all)
 		m.take(m.line)
 	}
+	if m.got == nil {
+		m.takeTail()
+	}
 	return m.got
+}
+
+// takeTail reads the last "usage" object of an answer too long to be
+// kept whole (a large embeddings answer): providers put it at the end, and
+// a key in quotes cannot come from inside a JSON string, where quotes are
+// escaped.
+func (m *usageMeter) takeTail() {
+	i := bytes.LastIndex(m.tail, []byte(`"usage"`))
+	if i < 0 {
+		return
+	}
+	rest := bytes.TrimLeft(m.tail[i+len(`"usage"`):], " \t\r\n")
+	if len(rest) == 0 || rest[0] != ':' {
+		return
+	}
+	var obj json.RawMessage
+	if json.NewDecoder(bytes.NewReader(rest[1:])).Decode(&obj) != nil {
+		return
+	}
+	m.take(append([]byte(`{"usage":`), append(obj, '}')...))
 }
 
 // maxDrain bounds reading an answer the box stopped reading, for its usage.
