@@ -257,6 +257,9 @@ func (p *Proxy) relayOne(w io.Writer, br *bufio.Reader, h *head, up net.Conn, ub
 	if why := p.checkHost(h, d); why != "" {
 		return refuse(http.StatusForbidden, why)
 	}
+	if why := overrideHeader(h.header); why != "" {
+		return refuse(http.StatusForbidden, why)
+	}
 	if ok, rule, why := checkRules(p.rulesFor(d.host, d.port), h.method, rawPath); !ok {
 		ev.Rule = rule
 		return refuse(http.StatusForbidden, why)

@@ -583,6 +583,26 @@ func cleanPath(raw string) (string, error) {
 	return p, nil
 }
 
+// overrideHeaders are headers many servers, frameworks and front ends
+// read in place of the request line's method or path or of the Host
+// header: a request decided as "GET /repos/acme/x" for one host could be
+// run as another method, on another path or host.
+var overrideHeaders = []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override",
+	"X-Original-Url", "X-Rewrite-Url", "X-Override-Url", "X-Forwarded-Host", "X-Forwarded-Server",
+	"X-Host", "X-Original-Host", "X-Forwarded-Prefix", "Forwarded"}
+
+// overrideHeader says why a request the proxy decides by its method, path
+// and host is refused for carrying one of overrideHeaders; "" when it
+// carries none.
+func overrideHeader(h http.Header) string {
+	for _, name := range overrideHeaders {
+		if _, ok := h[name]; ok {
+			return "the request carries " + name + ", which servers read as another method, path or host than the one decided; send the request itself"
+		}
+	}
+	return ""
+}
+
 // rulesFor returns the rules that apply to host:port.
 func (p *Proxy) rulesFor(host string, port int) []*RequestRule {
 	var out []*RequestRule
