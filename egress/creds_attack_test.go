@@ -550,3 +550,46 @@ func TestBudgetLongAnswer(t *testing.T) {
 		t.Fatalf("a 3 MB answer reporting 50 tokens was charged %d", got)
 	}
 }
+
+// TestOverrideHeaders is the attack on request rules and the Host check:
+// many servers and frameworks take the method, path or host from a header
+// instead of the request line (X-HTTP-Method-Override, X-Original-URL,
+// X-Forwarded-Host, …). A read-only rule admitted "GET /repos/acme/x"
+// that the server ran as a DELETE of /admin, and the bound host's front
+// end could route the credential by X-Forwarded-Host. Such headers are
+// refused on every request the proxy decides.
+func TestOverrideHeaders(t *testing.T) {
+	s := newSecretStack(t)
+	c := s.client()
+	for _, tc := range []struct{ host, name, value string }{
+		{"rules.test", "X-HTTP-Method-Override", "DELETE"},
+		{"rules.test", "X-Http-Method", "DELETE"},
+		{"rules.test", "X-Method-Override", "DELETE"},
+		{"rules.test", "X-Original-URL", "/admin/delete"},
+		{"rules.test", "X-Rewrite-URL", "/admin/delete"},
+		{"api.github.test", "X-Forwarded-Host", "other.test"},
+		{"api.github.test", "X-Host", "other.test"},
+		{"api.github.test", "Forwarded", "host=other.test"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest("GET", s.url(tc.host, "/repos/acme/x"), nil)
+			req.Header.Set(tc.name, tc.value)
+			req.Header.Set("Authorization", "Bearer "+s.placeholder)
+			if tc.host == "rules.test" {
+				req.Header.Del("Authorization")
+			}
+			if code, body := send(t, c, req); code != 403 {
+				t.Fatalf("got %d %q, want a 403", code, body)
+			}
+		})
+	}
+	// Plain HTTP to a host with rules.
+	out := s.raw(t, fmt.Sprintf("GET http://rules.test:%d/repos/acme/x HTTP/1.1\r\nHost: rules.test:%d\r\nX-HTTP-Method-Override: DELETE\r\n\r\n",
+		ports["rules.test"], ports["rules.test"]))
+	if !strings.HasPrefix(out, "HTTP/1.1 403") || !strings.Contains(out, "X-Http-Method-Override") {
+		t.Fatalf("plain http: %q", out)
+	}
+	if got := s.ruled.all() + s.bound.all(); got != "" {
+		t.Fatalf("the upstreams saw %q", got)
+	}
+}
