@@ -109,7 +109,7 @@ func (p *Proxy) serveModel(w io.Writer, br *bufio.Reader, h *head, u *url.URL) b
 		model, cap, why := modelOf(body)
 		outCap = cap
 		if why != "" {
-			return refuse(http.StatusBadRequest, "a model request is a JSON object naming its model once: "+why)
+			return refuse(http.StatusBadRequest, "a model request must be one JSON object naming its model once, under \"model\": "+why)
 		}
 		ev.Model = truncate(model, 128)
 		if p.o.Models.Allow == nil || !p.o.Models.Allow(model) {
@@ -615,6 +615,12 @@ func modelOf(body []byte) (model string, outCap int64, why string) {
 			return "", -1, "the body is not valid JSON"
 		}
 		switch {
+		case strings.EqualFold(key, "background"):
+			// Answered at once without usage while the provider goes on
+			// generating and billing out of the proxy's sight.
+			if string(v) != "false" && string(v) != "null" {
+				return "", -1, "a background request runs out of the proxy's sight (its usage and budget); send it in the foreground"
+			}
 		case key == "max_tokens" || key == "max_output_tokens" || key == "max_completion_tokens":
 			if seen[key] {
 				return "", -1, "the key " + strconv.Quote(key) + " is given more than once"
