@@ -593,3 +593,25 @@ func TestOverrideHeaders(t *testing.T) {
 		t.Fatalf("the upstreams saw %q", got)
 	}
 }
+
+// TestModelBackground is the attack on the budget: a Responses API
+// request with "background": true is answered at once, without usage,
+// while the provider goes on generating and billing out of the proxy's
+// sight. A background request is refused.
+func TestModelBackground(t *testing.T) {
+	b := &egress.TokenBudget{Limit: 1000, Used: new(atomic.Int64)}
+	s := newModelStack(t, b, func(n int, w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"id":"resp_1","status":"queued","usage":null}`)
+	})
+	for _, body := range []string{`{"model":"gpt-5","background":true}`, `{"model":"gpt-5","background":"yes"}`} {
+		if code, b := s.send(t, "POST", s.openai+"/responses", body); code != 400 && code != 403 {
+			t.Fatalf("%s: got %d %q, want a refusal", body, code, b)
+		}
+	}
+	if n := s.prov.count(); n != 0 {
+		t.Fatalf("the provider saw %d background requests", n)
+	}
+	if code, b := s.send(t, "POST", s.openai+"/responses", `{"model":"gpt-5","background":false}`); code != 200 {
+		t.Fatalf("a foreground request: %d %q", code, b)
+	}
+}
