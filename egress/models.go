@@ -621,6 +621,16 @@ func modelOf(body []byte) (model string, outCap int64, why string) {
 			if string(v) != "false" && string(v) != "null" {
 				return "", -1, "a background request runs out of the proxy's sight (its usage and budget); send it in the foreground"
 			}
+		case strings.EqualFold(key, "tools"):
+			if key != "tools" {
+				return "", -1, "the key \"tools\" is given in another spelling"
+			}
+			if why := clientTools(v); why != "" {
+				return "", -1, why
+			}
+		case strings.EqualFold(key, "mcp_servers") || strings.EqualFold(key, "web_search_options"):
+			// The provider would reach hosts the box names.
+			return "", -1, "the provider-side " + strconv.Quote(key) + " reaches the network outside the box's policy"
 		case key == "max_tokens" || key == "max_output_tokens" || key == "max_completion_tokens":
 			if seen[key] {
 				return "", -1, "the key " + strconv.Quote(key) + " is given more than once"
@@ -683,4 +693,85 @@ func modelEndpoint(name, method, clean string) bool {
 		}
 	}
 	return false
+}
+
+// clientTools refuses a tools list naming a tool the provider runs itself
+// (a remote MCP server, web search or fetch, code execution, file search):
+// the provider would reach hosts, or read stores, the box's policy never
+// decided, and spend outside the usage it reports. Tools the client runs
+// are allowed: functions and custom tools (both wire formats, untyped in
+// Anthropic's), and the client-run typed tools (OpenAI's local_shell,
+// Anthropic's bash, text editor and computer use). Each tool object's
+// keys are read exactly: a "type" given twice or in another case is
+// refused.
+func clientTools(raw json.RawMessage) string {
+	var tools []json.RawMessage
+	if json.Unmarshal(raw, &tools) != nil {
+		return "\"tools\" is not a list"
+	}
+	for _, tl := range tools {
+		typ, why := exactString(tl, "type")
+		if why != "" {
+			return "a tool " + why
+		}
+		switch {
+		case typ == "" || typ == "function" || typ == "custom" || typ == "local_shell",
+			strings.HasPrefix(typ, "bash_") || strings.HasPrefix(typ, "text_editor_") || strings.HasPrefix(typ, "computer_"):
+		case typ == "namespace":
+			// A group of the client's tools: its members are checked.
+			if inner, why := exactRaw(tl, "tools"); why != "" {
+				return "a tool namespace " + why
+			} else if inner != nil {
+				if why := clientTools(inner); why != "" {
+					return why
+				}
+			}
+		default:
+			return "the tool type " + strconv.Quote(truncate(typ, 40)) + " runs at the provider, outside the box's policy; give the box's own tools as functions"
+		}
+	}
+	return ""
+}
+
+// exactString reads the string under key in a JSON object, "" when
+// absent; a key given twice or in another case is refused.
+func exactString(raw json.RawMessage, key string) (string, string) {
+	v, why := exactRaw(raw, key)
+	if why != "" {
+		return "", why
+	}
+	var val string
+	if v != nil && json.Unmarshal(v, &val) != nil {
+		return "", "gives " + strconv.Quote(key) + " not as a string"
+	}
+	return val, ""
+}
+
+// exactRaw reads the value under key in a JSON object, nil when absent;
+// a key given twice or in another case is refused.
+func exactRaw(raw json.RawMessage, key string) (json.RawMessage, string) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, "is not a JSON object"
+	}
+	var val json.RawMessage
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, "is not valid JSON"
+		}
+		k, _ := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, "is not valid JSON"
+		}
+		if !strings.EqualFold(k, key) {
+			continue
+		}
+		if k != key || val != nil {
+			return nil, "gives " + strconv.Quote(key) + " more than once or in another case"
+		}
+		val = v
+	}
+	return val, ""
 }
