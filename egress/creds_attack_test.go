@@ -420,20 +420,17 @@ func TestEncodedBodyPlaceholder(t *testing.T) {
 	s := newSecretStack(t)
 	c := s.client()
 	ph := s.placeholder
-	gz := func(b string) string {
-		var buf strings.Builder
-		zw := gzip.NewWriter(&buf)
-		io.WriteString(zw, b)
-		zw.Close()
-		return buf.String()
+	compress := func(zip func(io.Writer) io.WriteCloser) func(string) string {
+		return func(b string) string {
+			var buf strings.Builder
+			zw := zip(&buf)
+			io.WriteString(zw, b)
+			zw.Close()
+			return buf.String()
+		}
 	}
-	zl := func(b string) string {
-		var buf strings.Builder
-		zw := zlib.NewWriter(&buf)
-		io.WriteString(zw, b)
-		zw.Close()
-		return buf.String()
-	}
+	gz := compress(func(w io.Writer) io.WriteCloser { return gzip.NewWriter(w) })
+	zl := compress(func(w io.Writer) io.WriteCloser { return zlib.NewWriter(w) })
 	pct := "%" + fmt.Sprintf("%02X", ph[0]) + ph[1:5] + "%" + fmt.Sprintf("%02x", ph[5]) + ph[6:]
 	for _, tc := range []struct{ name, coding, body string }{
 		{"gzip", "gzip", gz(`{"t":"` + ph + `"}`)},
