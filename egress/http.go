@@ -384,8 +384,11 @@ func (p *Proxy) httpForward(c net.Conn, br *bufio.Reader, h *head) (keep bool) {
 	var body io.Reader
 	if host, err := netrule.Canonical(u.Hostname()); err == nil {
 		why, rule := "", ""
-		if ok, r, w := checkRules(p.rulesFor(host, port), h.method, rawPath); !ok {
+		rules := p.rulesFor(host, port)
+		if ok, r, w := checkRules(rules, h.method, rawPath); !ok {
 			why, rule = w, r
+		} else if o := overrideHeader(h.header); o != "" && len(rules) > 0 {
+			why, rule = o, rules[0].Rule
 		} else if _, _, l := bindSecrets(p.o.Secrets, host, false, rawPath, u.RawQuery, h.header.Clone()); l != nil {
 			why = l.reason()
 		} else if body, err = p.scannedBody(c, br, h); err != nil {

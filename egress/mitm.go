@@ -247,12 +247,17 @@ func (p *Proxy) relayOne(w io.Writer, br *bufio.Reader, h *head, up net.Conn, ub
 		writeStatus(w, code, "blocked by airlock egress policy: "+h.method+" https://"+d.hostPort()+ev.Path+" "+why)
 		return false
 	}
-	if !strings.HasPrefix(h.target, "/") {
-		return refuse(http.StatusBadRequest, "only origin-form requests (a path) are accepted inside an intercepted connection")
+	if !strings.HasPrefix(h.target, "/") || strings.HasPrefix(h.target, "//") {
+		// A path that begins with "//" is written upstream in absolute
+		// form ("https://other/..."), which names another host.
+		return refuse(http.StatusBadRequest, "only origin-form requests (a path not beginning with //) are accepted inside an intercepted connection")
 	}
 	rawPath, rawQuery, _ := strings.Cut(h.target, "?")
 	ev.Path = truncate(rawPath, 256)
 	if why := p.checkHost(h, d); why != "" {
+		return refuse(http.StatusForbidden, why)
+	}
+	if why := overrideHeader(h.header); why != "" {
 		return refuse(http.StatusForbidden, why)
 	}
 	if ok, rule, why := checkRules(p.rulesFor(d.host, d.port), h.method, rawPath); !ok {
@@ -273,10 +278,12 @@ func (p *Proxy) relayOne(w io.Writer, br *bufio.Reader, h *head, up net.Conn, ub
 	if signed {
 		hdr.Del("Authorization")
 	}
+	boxHdr := hdr.Clone()
 	query, used, l := bindSecrets(p.o.Secrets, d.host, true, rawPath, rawQuery, hdr)
 	if l != nil {
 		return refuse(http.StatusForbidden, l.reason())
 	}
+	masks := append(slices.Clone(p.o.Secrets), echoMasks(boxHdr, hdr, rawQuery, query)...)
 	ev.Secrets = used
 	var inUse []Secret
 	for _, s := range p.o.Secrets {
@@ -350,10 +357,22 @@ func (p *Proxy) relayOne(w io.Writer, br *bufio.Reader, h *head, up net.Conn, ub
 		return false
 	}
 	defer resp.Body.Close()
+	if ce := resp.Header.Get("Content-Encoding"); len(used) > 0 && hdr.Get("Accept-Encoding") == "identity" &&
+		ce != "" && !strings.EqualFold(ce, "identity") && h.method != http.MethodHead {
+		// Asked for none, the host encoded its answer anyway: an echoed
+		// credential inside it could not be masked.
+		ev.Error = "the host answered with Content-Encoding " + truncate(ce, 40) + " after being asked for none"
+		p.audit(ev)
+		writeStatus(w, http.StatusBadGateway, "airlock egress: "+d.hostPort()+" answered a request carrying a credential with an encoded body, which the proxy cannot search; it was asked for none")
+		return false
+	}
 	stripHop(resp.Header)
-	unbindHeader(resp.Header, p.o.Secrets)
-	if len(p.o.Secrets) > 0 {
-		resp.Body = io.NopCloser(newUnbindReader(resp.Body, p.o.Secrets))
+	// Trailers are not relayed: a second header block, filled in after
+	// the body, that the masks would not see.
+	resp.Trailer = nil
+	unbindHeader(resp.Header, masks)
+	if len(masks) > 0 {
+		resp.Body = io.NopCloser(newUnbindReader(resp.Body, masks))
 	}
 	framed := resp.ContentLength >= 0 || len(resp.TransferEncoding) > 0 || h.method == http.MethodHead ||
 		resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified
@@ -421,6 +440,9 @@ func (p *Proxy) scannedBody(w io.Writer, br *bufio.Reader, h *head) (io.Reader, 
 	if len(p.o.Secrets) == 0 {
 		return r, nil
 	}
+	if ce := h.header.Values("Content-Encoding"); len(ce) > 0 {
+		return scanEncoded(r, ce, p.o.Secrets)
+	}
 	sr := newScanReader(r, p.o.Secrets)
 	pre, err := io.ReadAll(io.LimitReader(sr, MaxBodyScan))
 	if err != nil {
@@ -471,6 +493,10 @@ func bodyWhy(err error) string {
 	var r signRefusal
 	if errors.As(err, &r) {
 		return string(r)
+	}
+	var e encodedRefusal
+	if errors.As(err, &e) {
+		return string(e)
 	}
 	return "the request body could not be read"
 }

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -84,34 +85,53 @@ func (p *Proxy) serveModel(w io.Writer, br *bufio.Reader, h *head, u *url.URL) b
 	if !ok || prov.Key == "" {
 		return refuse(http.StatusForbidden, "no model provider "+strconv.Quote(truncate(name, 40))+" is configured for this box")
 	}
-	if _, err := cleanPath(upPath); err != nil {
+	clean, err := cleanPath(upPath)
+	if err != nil {
 		return refuse(http.StatusBadRequest, err.Error())
+	}
+	if !modelEndpoint(name, h.method, clean) {
+		return refuse(http.StatusForbidden, h.method+" "+truncate(clean, 80)+" is not a model endpoint the proxy serves (only inference: "+
+			strings.Join(modelEndpoints[providerFormat(name)], ", ")+")")
 	}
 	body, why, code := readModelBody(w, br, h, p.o.MaxHeaderBytes)
 	if why != "" {
 		return refuse(code, why)
 	}
+	// A request the proxy reads carries no placeholder, here as anywhere.
+	if _, _, l := bindSecrets(p.o.Secrets, "", false, upPath, u.RawQuery, h.header.Clone()); l != nil {
+		return refuse(http.StatusForbidden, l.reason())
+	}
+	if _, err := io.Copy(io.Discard, newScanReader(bytes.NewReader(body), p.o.Secrets)); err != nil {
+		return refuse(http.StatusForbidden, bodyWhy(err))
+	}
+	var outCap int64 = -1
 	if h.method != http.MethodGet && h.method != http.MethodHead {
-		var req struct {
-			Model *string `json:"model"`
+		model, cap, why := modelOf(body)
+		outCap = cap
+		if why != "" {
+			return refuse(http.StatusBadRequest, "a model request must be one JSON object naming its model once, under \"model\": "+why)
 		}
-		if err := json.Unmarshal(body, &req); err != nil || req.Model == nil {
-			return refuse(http.StatusBadRequest, "a model request is a JSON object naming its model")
-		}
-		ev.Model = truncate(*req.Model, 128)
-		if p.o.Models.Allow == nil || !p.o.Models.Allow(*req.Model) {
+		ev.Model = truncate(model, 128)
+		if p.o.Models.Allow == nil || !p.o.Models.Allow(model) {
 			return refuse(http.StatusForbidden, "the model "+strconv.Quote(ev.Model)+" is not in this policy's models.allow")
 		}
 	}
-	if b := p.o.Models.Budget; b != nil && b.Spent() {
-		ev.Reason = "the run's model token budget (limits.model_tokens: " + strconv.FormatInt(b.Limit, 10) + ") is spent"
-		p.audit(ev)
-		writeProviderError(w, name, ev.Reason)
-		return false
+	if b := p.o.Models.Budget; b != nil {
+		release, spent := b.reserve(p.ctx, reservation(b, body, outCap))
+		if spent {
+			ev.Reason = "the run's model token budget (limits.model_tokens: " + strconv.FormatInt(b.Limit, 10) + ") is spent"
+			p.audit(ev)
+			writeProviderError(w, name, ev.Reason)
+			return false
+		}
+		defer release() // after the answer is charged, below
 	}
 	hdr := h.header.Clone()
 	stripHop(hdr)
-	for _, k := range []string{"Expect", "Content-Length", "Host", "Authorization", "X-Api-Key", "Cookie"} {
+	// The key's headers, and those naming whom it bills (an organization
+	// or project the key also belongs to), are the operator's.
+	for _, k := range []string{"Expect", "Content-Length", "Host", "Authorization", "X-Api-Key", "Cookie",
+		"Openai-Organization", "Openai-Project"} {
 		hdr.Del(k)
 	}
 	hdr.Set(prov.Header, prov.Prefix+prov.Key)
@@ -141,6 +161,7 @@ func (p *Proxy) serveModel(w io.Writer, br *bufio.Reader, h *head, u *url.URL) b
 	}
 	defer resp.Body.Close()
 	stripHop(resp.Header)
+	resp.Trailer = nil // not relayed, as on intercepted connections
 	unbindHeader(resp.Header, redact)
 	meter := &usageMeter{r: newUnbindReader(resp.Body, redact)}
 	resp.Body = io.NopCloser(meter)
@@ -155,11 +176,21 @@ func (p *Proxy) serveModel(w io.Writer, br *bufio.Reader, h *head, u *url.URL) b
 	dw := &countWriter{w: w}
 	if err := resp.Write(dw); err != nil {
 		ev.Error, keep = err.Error(), false
+		// The box hung up (or the stream broke): the provider bills the
+		// whole answer, so its usage is still read to the end.
+		drainUsage(meter, resp.Body)
 	}
 	ev.BytesUp, ev.BytesDown, ev.Duration = int64(len(body)), dw.n, p.o.Now().Sub(start)
 	ev.Usage = meter.usage()
 	if b := p.o.Models.Budget; b != nil {
-		b.Add(spentTokens(ev.Usage))
+		n := spentTokens(ev.Usage)
+		if ev.Usage == nil && body != nil && resp.StatusCode/100 == 2 {
+			// An answer to a model request whose usage is not seen (a
+			// stream asked without it) is charged its bytes, more than
+			// its tokens: the budget fails closed.
+			n = ev.BytesUp + meter.n
+		}
+		b.Add(n)
 	}
 	ev.Reason = resp.Status
 	if waited > 0 {
@@ -339,11 +370,75 @@ func statedReset(h http.Header, now time.Time) (wait time.Duration, ok bool) {
 // TokenBudget is a run's model token budget (limits.model_tokens). Used
 // is shared by every box of the run (each box's Limit is its policy's,
 // which a narrowed call may lower). A request is refused once Used reaches
-// Limit; the answer that crosses it is relayed whole, and requests
-// already in flight may cross it further.
+// Limit; the answer that crosses it is relayed whole.
+//
+// Held, shared like Used, keeps concurrent requests from spending the
+// same unspent budget: each request in flight holds a reservation (its
+// declared output cap and an estimate of its input, or the whole budget
+// when it declares no cap), and a request whose reservation does not fit
+// beside the others waits until they end. nil holds none: requests in
+// flight may then cross the budget further.
 type TokenBudget struct {
 	Limit int64
 	Used  *atomic.Int64
+	Held  *Reservations
+}
+
+// Reservations are the tokens the model requests in flight may spend.
+type Reservations struct {
+	mu   sync.Mutex
+	held int64
+	wake chan struct{} // closed when a reservation is released
+}
+
+// reservation is what a request holds while in flight: its declared
+// output cap and its input (about 4 bytes a token), or the whole budget.
+func reservation(b *TokenBudget, body []byte, outCap int64) int64 {
+	if outCap < 0 {
+		return b.Limit
+	}
+	return outCap + int64(len(body))/4
+}
+
+// reserve waits until want fits beside the reservations held (a request
+// alone is always admitted, as before), then holds it. spent is true when
+// the budget is used up or ctx ended; release is called once the answer
+// has been charged.
+func (b *TokenBudget) reserve(ctx context.Context, want int64) (release func(), spent bool) {
+	r := b.Held
+	if r == nil {
+		return func() {}, b.Spent()
+	}
+	for {
+		r.mu.Lock()
+		if b.Spent() {
+			r.mu.Unlock()
+			return nil, true
+		}
+		if r.held == 0 || b.Used.Load()+r.held+want <= b.Limit {
+			r.held += want
+			r.mu.Unlock()
+			return func() {
+				r.mu.Lock()
+				r.held -= want
+				if r.wake != nil {
+					close(r.wake)
+					r.wake = nil
+				}
+				r.mu.Unlock()
+			}, false
+		}
+		if r.wake == nil {
+			r.wake = make(chan struct{})
+		}
+		wake := r.wake
+		r.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return nil, true
+		}
+	}
 }
 
 // Spent reports whether the budget is used up.
@@ -389,10 +484,15 @@ type usageMeter struct {
 	line []byte
 	all  []byte // a non-streamed body, up to 1 MiB
 	got  map[string]int64
+	n    int64  // bytes read
+	tail []byte // the last 64 KiB, where a long JSON answer's usage is
 }
+
+const meterTail = 64 << 10
 
 func (m *usageMeter) Read(b []byte) (int, error) {
 	n, err := m.r.Read(b)
+	m.n += int64(n)
 	for _, c := range b[:n] {
 		if c == '\n' {
 			m.take(m.line)
@@ -405,6 +505,10 @@ func (m *usageMeter) Read(b []byte) (int, error) {
 	}
 	if len(m.all) < 1<<20 {
 		m.all = append(m.all, b[:n]...)
+	}
+	m.tail = append(m.tail, b[:n]...)
+	if len(m.tail) > 2*meterTail {
+		m.tail = append(m.tail[:0], m.tail[len(m.tail)-meterTail:]...)
 	}
 	return n, err
 }
@@ -443,5 +547,231 @@ func (m *usageMeter) usage() map[string]int64 {
 		m.take(m.all)
 		m.take(m.line)
 	}
+	if m.got == nil {
+		m.takeTail()
+	}
 	return m.got
+}
+
+// takeTail reads the last "usage" object of an answer too long to be
+// kept whole (a large embeddings answer): providers put it at the end, and
+// a key in quotes cannot come from inside a JSON string, where quotes are
+// escaped.
+func (m *usageMeter) takeTail() {
+	i := bytes.LastIndex(m.tail, []byte(`"usage"`))
+	if i < 0 {
+		return
+	}
+	rest := bytes.TrimLeft(m.tail[i+len(`"usage"`):], " \t\r\n")
+	if len(rest) == 0 || rest[0] != ':' {
+		return
+	}
+	var obj json.RawMessage
+	if json.NewDecoder(bytes.NewReader(rest[1:])).Decode(&obj) != nil {
+		return
+	}
+	m.take(append([]byte(`{"usage":`), append(obj, '}')...))
+}
+
+// maxDrain bounds reading an answer the box stopped reading, for its usage.
+const (
+	maxDrainBytes = 64 << 20
+	maxDrainTime  = 5 * time.Minute
+)
+
+// drainUsage reads the rest of an answer through its meter, within
+// maxDrainBytes and maxDrainTime (then the connection is closed).
+func drainUsage(meter *usageMeter, body io.Closer) {
+	t := time.AfterFunc(maxDrainTime, func() { body.Close() })
+	defer t.Stop()
+	io.Copy(io.Discard, io.LimitReader(meter, maxDrainBytes))
+}
+
+// modelOf reads the model a request body names: the body must be one JSON
+// object with exactly one top-level key spelled "model", holding a string.
+// Any other spelling of the key (another case, as Go's decoder would
+// match; a duplicate, which parsers resolve differently) is refused, so
+// the model decided is the model every reader of the body sees.
+//
+// outCap is the largest output cap the body declares (max_tokens,
+// max_output_tokens, max_completion_tokens), -1 for none; each of those
+// keys, too, may be given only once.
+func modelOf(body []byte) (model string, outCap int64, why string) {
+	outCap = -1
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", -1, "the body is not a JSON object"
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "", -1, "the body is not valid JSON"
+		}
+		key, _ := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return "", -1, "the body is not valid JSON"
+		}
+		switch {
+		case strings.EqualFold(key, "background"):
+			// Answered at once without usage while the provider goes on
+			// generating and billing out of the proxy's sight.
+			if string(v) != "false" && string(v) != "null" {
+				return "", -1, "a background request runs out of the proxy's sight (its usage and budget); send it in the foreground"
+			}
+		case strings.EqualFold(key, "tools"):
+			if key != "tools" {
+				return "", -1, "the key \"tools\" is given in another spelling"
+			}
+			if why := clientTools(v); why != "" {
+				return "", -1, why
+			}
+		case strings.EqualFold(key, "mcp_servers") || strings.EqualFold(key, "web_search_options"):
+			// The provider would reach hosts the box names.
+			return "", -1, "the provider-side " + strconv.Quote(key) + " reaches the network outside the box's policy"
+		case key == "max_tokens" || key == "max_output_tokens" || key == "max_completion_tokens":
+			if seen[key] {
+				return "", -1, "the key " + strconv.Quote(key) + " is given more than once"
+			}
+			seen[key] = true
+			if n, err := strconv.ParseInt(string(v), 10, 64); err == nil && n >= 0 {
+				outCap = max(outCap, n)
+			}
+		case strings.EqualFold(key, "model"):
+			if key != "model" || seen["model"] {
+				return "", -1, "the key \"model\" is given more than once or in another spelling"
+			}
+			if err := json.Unmarshal(v, &model); err != nil {
+				return "", -1, "the model is not a string"
+			}
+			seen["model"] = true
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return "", -1, "the body is not valid JSON"
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return "", -1, "the body holds more than one JSON value"
+	}
+	if !seen["model"] {
+		return "", -1, "no \"model\""
+	}
+	return model, outCap, ""
+}
+
+// modelEndpoints are the paths the model proxy serves, per wire format:
+// inference only, whose model is the body's top-level "model" and whose
+// usage comes back in the answer, and the model list. Everything else the
+// key opens (batches, files, fine-tuning, stored responses, admin) would
+// spend or read outside models.allow and limits.model_tokens.
+var modelEndpoints = map[string][]string{
+	"openai": {"POST /v1/responses", "POST /v1/responses/compact", "POST /v1/responses/input_tokens",
+		"POST /v1/chat/completions", "POST /v1/completions", "POST /v1/embeddings", "GET /v1/models", "GET /v1/models/*"},
+	"anthropic": {"POST /v1/messages", "POST /v1/messages/count_tokens", "GET /v1/models", "GET /v1/models/*"},
+}
+
+// providerFormat is the wire format a provider name speaks: the custom
+// endpoint stands in for "openai".
+func providerFormat(name string) string {
+	if name == "anthropic" {
+		return name
+	}
+	return "openai"
+}
+
+// modelEndpoint reports whether method and the clean path are served.
+func modelEndpoint(name, method, clean string) bool {
+	if method == http.MethodHead {
+		method = http.MethodGet
+	}
+	for _, e := range modelEndpoints[providerFormat(name)] {
+		m, glob, _ := strings.Cut(e, " ")
+		if m == method && len(clean) > 1 && matchPath(glob, strings.TrimSuffix(clean, "/")) {
+			return true
+		}
+	}
+	return false
+}
+
+// clientTools refuses a tools list naming a tool the provider runs itself
+// (a remote MCP server, web search or fetch, code execution, file search):
+// the provider would reach hosts, or read stores, the box's policy never
+// decided, and spend outside the usage it reports. Tools the client runs
+// are allowed: functions and custom tools (both wire formats, untyped in
+// Anthropic's), and the client-run typed tools (OpenAI's local_shell,
+// Anthropic's bash, text editor and computer use). Each tool object's
+// keys are read exactly: a "type" given twice or in another case is
+// refused.
+func clientTools(raw json.RawMessage) string {
+	var tools []json.RawMessage
+	if json.Unmarshal(raw, &tools) != nil {
+		return "\"tools\" is not a list"
+	}
+	for _, tl := range tools {
+		typ, why := exactString(tl, "type")
+		if why != "" {
+			return "a tool " + why
+		}
+		switch {
+		case typ == "" || typ == "function" || typ == "custom" || typ == "local_shell",
+			strings.HasPrefix(typ, "bash_") || strings.HasPrefix(typ, "text_editor_") || strings.HasPrefix(typ, "computer_"):
+		case typ == "namespace":
+			// A group of the client's tools: its members are checked.
+			if inner, why := exactRaw(tl, "tools"); why != "" {
+				return "a tool namespace " + why
+			} else if inner != nil {
+				if why := clientTools(inner); why != "" {
+					return why
+				}
+			}
+		default:
+			return "the tool type " + strconv.Quote(truncate(typ, 40)) + " runs at the provider, outside the box's policy; give the box's own tools as functions"
+		}
+	}
+	return ""
+}
+
+// exactString reads the string under key in a JSON object, "" when
+// absent; a key given twice or in another case is refused.
+func exactString(raw json.RawMessage, key string) (string, string) {
+	v, why := exactRaw(raw, key)
+	if why != "" {
+		return "", why
+	}
+	var val string
+	if v != nil && json.Unmarshal(v, &val) != nil {
+		return "", "gives " + strconv.Quote(key) + " not as a string"
+	}
+	return val, ""
+}
+
+// exactRaw reads the value under key in a JSON object, nil when absent;
+// a key given twice or in another case is refused.
+func exactRaw(raw json.RawMessage, key string) (json.RawMessage, string) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, "is not a JSON object"
+	}
+	var val json.RawMessage
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, "is not valid JSON"
+		}
+		k, _ := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, "is not valid JSON"
+		}
+		if !strings.EqualFold(k, key) {
+			continue
+		}
+		if k != key || val != nil {
+			return nil, "gives " + strconv.Quote(key) + " more than once or in another case"
+		}
+		val = v
+	}
+	return val, ""
 }

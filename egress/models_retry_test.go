@@ -20,9 +20,10 @@ import (
 // fakeProvider is a model provider on loopback TLS whose answers a test
 // scripts: answer n (from 0) is script(n, w, r); requests are counted.
 type fakeProvider struct {
-	mu   sync.Mutex
-	n    int
-	keys []string
+	mu     sync.Mutex
+	n      int
+	keys   []string
+	bodies []string
 }
 
 func (f *fakeProvider) count() int {
@@ -47,6 +48,11 @@ type modelStack struct {
 }
 
 func newModelStack(t testing.TB, budget *egress.TokenBudget, script func(n int, w http.ResponseWriter, r *http.Request)) *modelStack {
+	return newModelStackAllow(t, budget, func(string) bool { return true }, script)
+}
+
+// newModelStackAllow is newModelStack with models.allow decided by allow.
+func newModelStackAllow(t testing.TB, budget *egress.TokenBudget, allow func(string) bool, script func(n int, w http.ResponseWriter, r *http.Request), more ...func(*egress.Options)) *modelStack {
 	t.Helper()
 	root := newTestRoot(t)
 	f := &fakeProvider{}
@@ -55,11 +61,12 @@ func newModelStack(t testing.TB, budget *egress.TokenBudget, script func(n int, 
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		body, _ := io.ReadAll(r.Body)
 		f.mu.Lock()
 		n := f.n
 		f.n++
 		f.keys = append(f.keys, r.Header.Get("Authorization")+r.Header.Get("X-Api-Key"))
+		f.bodies = append(f.bodies, r.Method+" "+r.URL.Path+" "+string(body))
 		f.mu.Unlock()
 		script(n, w, r)
 	})}
@@ -72,12 +79,15 @@ func newModelStack(t testing.TB, budget *egress.TokenBudget, script func(n int, 
 	o.AllowAddr = func(a netip.Addr, p int) (bool, string) { return a.IsLoopback() && p == port, "test" }
 	o.UpstreamRoots = root.pool
 	o.Models = &egress.Models{
-		Allow: func(string) bool { return true },
+		Allow: allow,
 		Providers: map[string]egress.Provider{
 			"openai":    {Host: "models.test", Port: port, Key: key, Header: "Authorization", Prefix: "Bearer "},
 			"anthropic": {Host: "models.test", Port: port, Key: key, Header: "X-Api-Key"},
 		},
 		Budget: budget,
+	}
+	for _, f := range more {
+		f(&o)
 	}
 	s := newStack(t, o)
 	ms := &modelStack{stack: s, prov: f, budget: budget, realKey: key, root: root, port: port}

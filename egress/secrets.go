@@ -2,6 +2,8 @@ package egress
 
 import (
 	"bytes"
+	"compress/gzip"
+	"compress/zlib"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -11,6 +13,7 @@ import (
 	"net/http"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -157,7 +160,7 @@ func bindSecrets(secrets []Secret, host string, bound bool, target, rawQuery str
 			}
 			for j, v := range vs {
 				switch {
-				case mine && s.Header != "" && name == s.Header && strings.Contains(v, ph):
+				case mine && s.Header != "" && name == http.CanonicalHeaderKey(s.Header) && strings.Contains(v, ph):
 					vs[j] = strings.ReplaceAll(v, ph, s.Value)
 					used = append(used, s.Name)
 				case name == "Authorization" && isBasic(v):
@@ -299,7 +302,7 @@ func newScanReader(r io.Reader, secrets []Secret) *scanReader {
 	sr := &scanReader{r: r}
 	for i := range secrets {
 		sr.phs = append(sr.phs, &secrets[i])
-		sr.keep = max(sr.keep, len(secrets[i].Placeholder)-1)
+		sr.keep = max(sr.keep, 3*len(secrets[i].Placeholder)-1) // escaped, it is up to 3 times as long
 	}
 	return sr
 }
@@ -311,8 +314,14 @@ func (s *scanReader) Read(b []byte) (int, error) {
 	n, err := s.r.Read(b)
 	if n > 0 {
 		win := append(s.tail, b[:n]...)
+		// Percent-escapes (a form body) are undone by the server: the
+		// placeholder is searched for decoded too.
+		var dec []byte
+		if bytes.IndexByte(win, '%') >= 0 {
+			dec = []byte(percentDecode(string(win)))
+		}
 		for _, sec := range s.phs {
-			if bytes.Contains(win, []byte(sec.Placeholder)) {
+			if bytes.Contains(win, []byte(sec.Placeholder)) || bytes.Contains(dec, []byte(sec.Placeholder)) {
 				s.found = &errPlaceholderInBody{leak{sec, "the request body"}}
 				return 0, s.found
 			}
@@ -323,6 +332,67 @@ func (s *scanReader) Read(b []byte) (int, error) {
 		s.tail = bytes.Clone(win)
 	}
 	return n, err
+}
+
+// maxDecodedScan bounds the decoded size of an encoded request body the
+// proxy searches; a larger one (a decompression bomb) is refused.
+const maxDecodedScan = 64 << 20
+
+// encodedRefusal is why an encoded body is refused unread.
+type encodedRefusal string
+
+func (e encodedRefusal) Error() string { return string(e) }
+
+// scanEncoded reads a request body sent with Content-Encoding codings (at
+// most MaxBodyScan of it, encoded), undoes the codings it knows (gzip,
+// deflate) in reverse order of their listing and searches the result for
+// placeholders. A body it cannot read — another coding, too large encoded
+// or decoded, malformed — is refused: a server would read what the proxy
+// could not. It returns the body as sent.
+func scanEncoded(r io.Reader, codings []string, secrets []Secret) (io.Reader, error) {
+	raw, err := io.ReadAll(io.LimitReader(r, MaxBodyScan+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > MaxBodyScan {
+		return nil, encodedRefusal("an encoded request body (Content-Encoding) over 1 MiB cannot be searched for placeholders; send it unencoded")
+	}
+	var list []string
+	for _, v := range codings {
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.ToLower(strings.TrimSpace(c)); c != "" && c != "identity" {
+				list = append(list, c)
+			}
+		}
+	}
+	var dec io.Reader = bytes.NewReader(raw)
+	for i := len(list) - 1; i >= 0; i-- {
+		var zr io.Reader
+		var err error
+		switch list[i] {
+		case "gzip", "x-gzip":
+			zr, err = gzip.NewReader(dec)
+		case "deflate":
+			zr, err = zlib.NewReader(dec)
+		default:
+			return nil, encodedRefusal("a request body in Content-Encoding " + strconv.Quote(truncate(list[i], 20)) + " cannot be searched for placeholders; send it unencoded, gzip or deflate")
+		}
+		if err != nil {
+			return nil, encodedRefusal("the request body is not valid " + list[i])
+		}
+		dec = zr
+	}
+	n, err := io.Copy(io.Discard, newScanReader(io.LimitReader(dec, maxDecodedScan+1), secrets))
+	var pe *errPlaceholderInBody
+	switch {
+	case errors.As(err, &pe):
+		return nil, err
+	case err != nil:
+		return nil, encodedRefusal("the request body does not decode as its Content-Encoding says")
+	case n > maxDecodedScan:
+		return nil, encodedRefusal("the request body decodes to more than 64 MiB; it cannot be searched for placeholders")
+	}
+	return bytes.NewReader(raw), nil
 }
 
 // unbindReader writes each secret's placeholder over its real value in a
@@ -370,6 +440,40 @@ func (u *unbindReader) Read(b []byte) (int, error) {
 			u.eof = err
 		}
 	}
+}
+
+// echoMasks are the masks of exactly what the proxy wrote into one
+// request: for each header value and the query it changed, the span that
+// differs, written over by the box's own span. The real value written
+// inside an encoding (a Basic credential's base64, an escaped query value)
+// is not the value as such, and a host that echoes the header back would
+// show it to the box in that encoding; the mask restores what the box
+// sent. Spans keep their lengths: placeholders and values have the same
+// shape.
+func echoMasks(before, after http.Header, rawQuery, query string) []Secret {
+	var out []Secret
+	add := func(was, now string) {
+		if was == now || len(was) != len(now) {
+			return
+		}
+		i, j := 0, len(now)
+		for i < j && was[i] == now[i] {
+			i++
+		}
+		for j > i && was[j-1] == now[j-1] {
+			j--
+		}
+		out = append(out, Secret{Name: "echo", Value: now[i:j], Placeholder: was[i:j]})
+	}
+	for name, vs := range after {
+		for j, v := range vs {
+			if old := before[name]; j < len(old) {
+				add(old[j], v)
+			}
+		}
+	}
+	add(rawQuery, query)
+	return out
 }
 
 // unbindHeader does the same for response header values.
@@ -477,6 +581,26 @@ func cleanPath(raw string) (string, error) {
 		}
 	}
 	return p, nil
+}
+
+// overrideHeaders are headers many servers, frameworks and front ends
+// read in place of the request line's method or path or of the Host
+// header: a request decided as "GET /repos/acme/x" for one host could be
+// run as another method, on another path or host.
+var overrideHeaders = []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override",
+	"X-Original-Url", "X-Rewrite-Url", "X-Override-Url", "X-Forwarded-Host", "X-Forwarded-Server",
+	"X-Host", "X-Original-Host", "X-Forwarded-Prefix", "Forwarded"}
+
+// overrideHeader says why a request the proxy decides by its method, path
+// and host is refused for carrying one of overrideHeaders; "" when it
+// carries none.
+func overrideHeader(h http.Header) string {
+	for _, name := range overrideHeaders {
+		if _, ok := h[name]; ok {
+			return "the request carries " + name + ", which servers read as another method, path or host than the one decided; send the request itself"
+		}
+	}
+	return ""
 }
 
 // rulesFor returns the rules that apply to host:port.

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,6 +69,8 @@ func (r *testRoot) leaf(t testing.TB, names ...string) tls.Certificate {
 type seen struct {
 	mu   sync.Mutex
 	reqs []string // "METHOD PATH?QUERY auth=... body=..."
+	// handler, when set, answers instead of the echo.
+	handler atomic.Pointer[func(http.ResponseWriter, *http.Request)]
 }
 
 func (s *seen) all() string {
@@ -90,6 +93,10 @@ func tlsUpstream(t testing.TB, root *testRoot, names ...string) (netip.AddrPort,
 		s.mu.Lock()
 		s.reqs = append(s.reqs, fmt.Sprintf("%s %s auth=%s body=%s host=%s", r.Method, r.URL.RequestURI(), r.Header.Get("Authorization"), b, r.Host))
 		s.mu.Unlock()
+		if h := s.handler.Load(); h != nil {
+			(*h)(w, r)
+			return
+		}
 		fmt.Fprintf(w, "ok %s %s echo=%s", r.Method, r.URL.Path, r.Header.Get("Authorization"))
 	})}
 	go srv.Serve(ln)

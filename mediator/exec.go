@@ -379,7 +379,7 @@ func (k *Kernel) startEgress(ctx context.Context, p *policy.Policy, call Call, s
 		}
 		opts.Models = &egress.Models{Allow: p.ModelAllowed, Providers: provs}
 		if n := p.Limits.ModelTokens; n > 0 {
-			opts.Models.Budget = &egress.TokenBudget{Limit: n, Used: &k.modelTokens}
+			opts.Models.Budget = &egress.TokenBudget{Limit: n, Used: &k.modelTokens, Held: &k.modelHeld}
 		}
 		for name, prov := range opts.Models.Providers {
 			if t, ok := k.egressModels[name]; ok {

@@ -239,6 +239,9 @@ type Kernel struct {
 	// modelTokens counts the model tokens this kernel's boxes spent: the
 	// run's (a node job's, a session's) limits.model_tokens budget.
 	modelTokens atomic.Int64
+	// modelHeld is what the model requests in flight may still spend,
+	// shared like modelTokens.
+	modelHeld egress.Reservations
 
 	mu      sync.RWMutex
 	policy  *policy.Policy

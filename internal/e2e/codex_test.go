@@ -207,7 +207,7 @@ limits: {wall: 120s}
 	environ := append(append([]string(nil), h.environ...), "OPENAI_API_KEY="+key,
 		fmt.Sprintf("AIRLOCK_MODEL_BASE_URL=https://127.0.0.1:%d/v1", prov.port), "SSL_CERT_FILE="+roots)
 	script := codex + ` exec --skip-git-repo-check --ephemeral --color never \
-  -s danger-full-access -c approval_policy='"never"' -m gpt-5-codex \
+  -s danger-full-access -c approval_policy='"never"' -c web_search='"disabled"' -m gpt-5-codex \
   -c model_provider='"airlock"' -c model_providers.airlock.name='"airlock"' \
   -c model_providers.airlock.base_url="\"$OPENAI_BASE_URL\"" -c model_providers.airlock.wire_api='"responses"' \
   "run the commands you are given" </dev/null`

@@ -335,7 +335,7 @@ func widerThan(p, base *policy.Policy, w policy.World) []string {
 		limitWider(float64(p.Limits.ModelTokens), float64(base.Limits.ModelTokens)))
 	// A secret bound to one more host sends the real value there; a model
 	// allowed spends the operator's key on it.
-	add("secrets", secretsWider(p.Secrets, base.Secrets))
+	add("secrets", secretsWider(p.Secrets, base.Secrets) || passesWithheld(p, base, w))
 	add("models.allow", p.Models != nil && (base.Models == nil || !subset(p.Models.Allow, base.Models.Allow)))
 	add("sandbox.ptrace", p.Sandbox.Ptrace && !base.Sandbox.Ptrace)
 	return out
@@ -430,6 +430,37 @@ func toolsWider(p, base map[string]policy.ToolRule) bool {
 func secretsWider(p, base map[string]policy.SecretBinding) bool {
 	for name, b := range p {
 		if have, ok := base[name]; !ok || !reflect.DeepEqual(b, have) {
+			return true
+		}
+	}
+	return false
+}
+
+// passesWithheld reports whether p would pass in clear a variable base
+// withholds from the box: a bound secret's (the box held only its
+// placeholder) or a provider key the model proxy holds. Dropping the
+// binding while env.allow names the variable hands the box the value.
+func passesWithheld(p, base *policy.Policy, w policy.World) bool {
+	modelKeys := []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY"} // the mediator's
+	var names []string
+	for name, b := range base.Secrets {
+		names = append(names, name, b.SigV4)
+	}
+	if base.HasModels() {
+		names = append(names, modelKeys...)
+	}
+	var c *policy.Checker
+	for _, name := range names {
+		if name == "" || p.Withheld(name) || (p.HasModels() && slices.Contains(modelKeys, name)) {
+			continue
+		}
+		if c == nil {
+			var err error
+			if c, err = p.Compile(w); err != nil {
+				return true // cannot tell: wider
+			}
+		}
+		if c.Env(name).Verdict == policy.Allow {
 			return true
 		}
 	}

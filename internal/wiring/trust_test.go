@@ -208,13 +208,7 @@ mkdir("policies") and open(my $f, ">", "policies/agent.yaml") and print $f "isol
 func TestWiderThan(t *testing.T) {
 	const base = "fs: {read: [.], write: [out]}\nnet: {allow: [\"a.example:443\"], dns: none}\nshell: {allow: [ls, git], raw: false, args: {git: {deny: [push*]}}}\nenv: {allow: [TERM]}\nlimits: {memory: 1073741824}\n"
 	w := World("/w", "/h", policy.Fix)
-	parse := func(s string) *policy.Policy {
-		p, err := policy.Parse("p.yaml", []byte(s))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	parse := func(s string) *policy.Policy { return parsePolicy(t, s) }
 	b := parse(base)
 	tests := []struct{ name, policy, want string }{
 		{"same", base, ""},
@@ -241,4 +235,43 @@ func TestWiderThan(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWiderThanClearSecret is the attack: the trusted policy passes
+// GITHUB_TOKEN in (env.allow) but binds it as a secret, so the box holds
+// only a placeholder; a box-written policy that only drops the binding
+// (or the models section, which withholds the provider keys) looked
+// narrower, and the next run's box held the real value in clear. A
+// variable the trusted policy withholds that the policy would pass in is
+// wider.
+func TestWiderThanClearSecret(t *testing.T) {
+	w := World("/w", "/h", policy.Fix)
+	parse := func(s string) *policy.Policy { return parsePolicy(t, s) }
+	const sec = "secrets: {GITHUB_TOKEN: {hosts: [api.github.com], header: \"Authorization: Bearer {}\"}}\n"
+	const mod = "models: {allow: [gpt-x]}\n"
+	tests := []struct{ name, base, policy, want string }{
+		{"a binding dropped, the variable passed", "env: {allow: [TERM, GITHUB_TOKEN]}\n" + sec, "env: {allow: [TERM, GITHUB_TOKEN]}\n", "secrets"},
+		{"a binding dropped with the variable", "env: {allow: [TERM, GITHUB_TOKEN]}\n" + sec, "env: {allow: [TERM]}\n", ""},
+		{"the models dropped, the key passed", "env: {allow: [OPENAI_API_KEY]}\n" + mod, "env: {allow: [OPENAI_API_KEY]}\n", "secrets"},
+		{"the models dropped with the key", "env: {allow: [OPENAI_API_KEY]}\n" + mod, "env: {allow: []}\n", ""},
+		{"the binding kept", "env: {allow: [GITHUB_TOKEN]}\n" + sec, "env: {allow: [GITHUB_TOKEN]}\n" + sec, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := strings.Join(widerThan(parse(tt.policy), parse(tt.base), w), ", ")
+			if got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// parsePolicy parses a policy written in a test.
+func parsePolicy(t *testing.T, s string) *policy.Policy {
+	t.Helper()
+	p, err := policy.Parse("p.yaml", []byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
