@@ -126,6 +126,9 @@ func (k *Kernel) box(ctx context.Context, call Call, what string, network bool) 
 	if err != nil {
 		return box{}, err
 	}
+	if err := phantomNeedsBox(p, tier); err != nil {
+		return box{}, err
+	}
 	b := box{spec: spec, tier: tier, stop: func() {}}
 	// A bound secret's variable holds its placeholder in every box, with
 	// or without a network: its real value never enters one.
@@ -144,6 +147,17 @@ func (k *Kernel) box(ctx context.Context, call Call, what string, network bool) 
 		b.spec.Env = withVars(b.spec.Env, eg.env)
 	}
 	return b, nil
+}
+
+// phantomNeedsBox refuses a run at tier 0 under a policy that binds
+// secrets or allows models: unconfined, the command runs as airlock's
+// caller and can read the real values from airlock's own environment
+// (/proc/PID/environ), so a placeholder would promise what does not hold.
+func phantomNeedsBox(p *policy.Policy, tier sandbox.Tier) error {
+	if tier != sandbox.Tier0 || (len(p.Secrets) == 0 && !p.HasModels()) {
+		return nil
+	}
+	return errs.Unavailablef("this policy binds secrets or allows models, whose real values stay out of the box; at sandbox tier 0 there is no box and the command could read them from airlock's own environment: run it at tier 1 (drop --sandbox off / isolation: none), or remove the secrets and models sections")
 }
 
 // phantoms makes the placeholders of p's secrets whose values the
