@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -148,7 +149,9 @@ func jsonNumbers(v any) any {
 	return v
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
+// yamlLine reads yaml.v3's messages; compiled on first use, when a grants
+// file fails to parse.
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`) })
 
 func grantsErr(file string, line int, format string, a ...any) error {
 	msg := fmt.Sprintf(format, a...)
@@ -165,7 +168,7 @@ func parseYAMLGrants(file string, data []byte) ([]policy.Grant, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		first, _, _ := strings.Cut(err.Error(), "\n")
-		if m := yamlLine.FindStringSubmatch(first); m != nil {
+		if m := yamlLine().FindStringSubmatch(first); m != nil {
 			n, _ := strconv.Atoi(m[1])
 			return nil, grantsErr(file, n, "%s", m[2])
 		}

@@ -375,6 +375,7 @@ func TestCalibrate(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("wrote %d words to words_list.go", len(ws))
+		t.Log(regenerateTables)
 	}
 }
 
@@ -838,6 +839,7 @@ func writeWordsFromPool(t *testing.T, count func(string) int) {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %d words from %d files of the pool to words_list.go", len(keep), files)
+	t.Log(regenerateTables)
 }
 
 // poolMinFiles is how many files of the pool a word must stand in.
@@ -929,4 +931,5 @@ func writeUpperFromPool(t *testing.T, count func(string) int) {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %d words in capitals to words_upper.go", len(keep))
+	t.Log(regenerateTables)
 }

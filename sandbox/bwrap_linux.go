@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // bwrapInfo is what airlock knows of the host's bubblewrap without running
@@ -17,7 +18,9 @@ import (
 // 0.8.0; --clearenv in 0.5.0.
 type bwrapInfo = BwrapReport
 
-var bwrapVersionRE = regexp.MustCompile(`bubblewrap ([0-9]+\.[0-9]+\.[0-9]+)`)
+// bwrapVersionRE is compiled on first use: the probe's result is cached
+// between runs, so most starts never read a version.
+var bwrapVersionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`bubblewrap ([0-9]+\.[0-9]+\.[0-9]+)`) })
 
 // bwrapCandidates are the places bubblewrap is looked for: the PATH, then
 // the usual system locations.
@@ -52,7 +55,7 @@ func readBwrap(c string, st os.FileInfo) bwrapInfo {
 		info.Err = err.Error()
 		return info
 	}
-	if m := bwrapVersionRE.FindSubmatch(data); m != nil {
+	if m := bwrapVersionRE().FindSubmatch(data); m != nil {
 		info.Version = string(m[1])
 	}
 	info.BindFD = bytes.Contains(data, []byte("--ro-bind-fd"))

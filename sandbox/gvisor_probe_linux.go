@@ -7,11 +7,15 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"sync"
 )
 
+// The version patterns are compiled on first use, by the probe only.
 var (
-	pseudoDateRE = regexp.MustCompile(`^v0\.0\.0-(20[0-9]{6})[0-9]{6}-[0-9a-f]+$`)
-	releaseRE    = regexp.MustCompile(`release-(20[0-9]{6})\.[0-9]+`)
+	pseudoDateRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^v0\.0\.0-(20[0-9]{6})[0-9]{6}-[0-9a-f]+$`)
+	})
+	releaseRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`release-(20[0-9]{6})\.[0-9]+`) })
 )
 
 // probeRunsc finds runsc (PATH, then the system directories) and checks
@@ -56,7 +60,7 @@ func runscVersion(path string) (version, date string) {
 				}
 			}
 		}
-		if m := pseudoDateRE.FindStringSubmatch(v); m != nil {
+		if m := pseudoDateRE().FindStringSubmatch(v); m != nil {
 			return v, m[1]
 		}
 		if v != "" && v != "(devel)" {
@@ -74,7 +78,7 @@ func runscVersion(path string) (version, date string) {
 	}
 	if i := bytes.Index(data, []byte("release-20")); i >= 0 {
 		end := min(i+40, len(data))
-		if m := releaseRE.FindSubmatch(data[i:end]); m != nil {
+		if m := releaseRE().FindSubmatch(data[i:end]); m != nil {
 			return string(m[0]), string(m[1])
 		}
 	}

@@ -40,6 +40,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -113,10 +114,12 @@ func (id Identity) String() string {
 
 // namePattern is jobs' name rule (a task queue's part, a path's part): a
 // node id or pool that is not a plain name is never put in a certificate.
-var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+// Compiled on first use: its bounded repeat makes a large program, which
+// every start of airlock would otherwise build.
+var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`) })
 
 func checkName(what, name string) error {
-	if !namePattern.MatchString(name) {
+	if !namePattern().MatchString(name) {
 		return errs.Invalidf("%s %q: want lower-case letters, digits, '-' and '_', at most 63, starting with a letter or digit", what, name)
 	}
 	return nil

@@ -393,7 +393,7 @@ func (r *reader) program(idx int, s scope) {
 	if _, ok := execOpts[base]; ok {
 		r.execOptions(idx, base, s)
 	}
-	if g, ok := grammars[base]; ok {
+	if g, ok := grammars()[base]; ok {
 		r.runGrammar(idx, 1, g, base, s)
 	}
 	r.optionWords(idx, base)

@@ -2,6 +2,7 @@ package shellread
 
 import (
 	"strings"
+	"sync"
 )
 
 // Canonical arguments
@@ -78,88 +79,92 @@ func spec(flags, valued, optional, aliases, longs string) *canonSpec {
 	return s
 }
 
-var canonSpecs = map[string]*canonSpec{
-	"rm": spec("dfiIrRv", "", "", "Rr", "force:f recursive:r dir:d verbose:v interactive? one-file-system preserve-root? no-preserve-root"),
-	"cp": spec("abdfiHlLnPprRsTuvxZ", "St", "", "Rr", "archive:a backup?:b force:f interactive:i link:l dereference:L "+
-		"no-clobber:n no-dereference:P recursive:r symbolic-link:s suffix=:S target-directory=:t no-target-directory:T "+
-		"update?:u verbose:v one-file-system:x preserve? no-preserve= parents reflink? remove-destination sparse= "+
-		"strip-trailing-slashes attributes-only copy-contents debug context?:Z keep-directory-symlink"),
-	"mv": spec("bfinTuvZ", "St", "", "", "backup?:b force:f interactive:i no-clobber:n suffix=:S target-directory=:t "+
-		"no-target-directory:T update?:u verbose:v strip-trailing-slashes exchange no-copy context:Z debug"),
-	"chmod": withModes(spec("cfvR", "", "", "", "changes:c silent:f quiet:f verbose:v recursive:R reference= preserve-root no-preserve-root")),
-	"chown": spec("cfvhRHLP", "", "", "", "changes:c silent:f quiet:f verbose:v no-dereference:h recursive:R "+
-		"dereference from= reference= preserve-root no-preserve-root"),
-	"curl": spec("0123456aBfgGhiIjJklLMnNOpqRsSvVZ#", "AbcCdDeEFHKmoPQrtTuUwxXyYz", "", "", "output=:o remote-name:O "+
-		"silent:s show-error:S location:L fail:f insecure:k data=:d header=:H request=:X user=:u user-agent=:A include:i "+
-		"head:I verbose:v upload-file=:T proxy=:x cookie=:b cookie-jar=:c form=:F referer=:e max-time=:m config=:K "+
-		"write-out=:w continue-at=:C range=:r cert=:E dump-header=:D get:G globoff:g netrc:n append:a remote-time:R "+
-		"junk-session-cookies:j remote-header-name:J list-only:l manual:M no-buffer:N proxytunnel:p disable:q "+
-		"ipv4:4 ipv6:6 http1.0:0 tlsv1:1 sslv2:2 sslv3:3 quote=:Q progress-bar:# proxy-user=:U telnet-option=:t "+
-		"time-cond=:z speed-time=:y speed-limit=:Y ftp-port=:P use-ascii:B version:V help:h compressed "+
-		"data-binary= data-raw= data-urlencode= url= output-dir= create-dirs retry= connect-timeout= "+
-		"no-progress-meter fail-with-body location-trusted max-redirs= json= unix-socket= resolve= connect-to= "+
-		"cacert= key= oauth2-bearer= remote-name-all http2 http1.1 tlsv1.2 tlsv1.3 proto= proto-redir="),
-	"wget": spec("qvdbcNSrmkKpExFhV46", "OoaiBtTwPUelARDIXQ", "", "", "output-document=:O output-file=:o "+
-		"append-output=:a quiet:q verbose:v debug:d background:b continue:c timestamping:N server-response:S "+
-		"recursive:r mirror:m convert-links:k backup-converted:K page-requisites:p adjust-extension:E "+
-		"force-directories:x force-html:F help:h version:V input-file=:i base=:B tries=:t timeout=:T wait=:w "+
-		"directory-prefix=:P user-agent=:U execute=:e level=:l accept=:A reject=:R domains=:D "+
-		"include-directories=:I exclude-directories=:X quota=:Q inet4-only:4 inet6-only:6 header= post-data= "+
-		"post-file= user= password= no-check-certificate use-askpass= spider no-verbose no-clobber "+
-		"no-directories no-host-directories no-parent https-only"),
-	"tar": spec("AcdrtuxzjJZavkmOopPSUWhlMwBGiRns", "fCbFgHIKLNTVX", "", "", "extract:x get:x create:c list:t "+
-		"append:r update:u catenate:A concatenate:A diff:d compare:d delete file=:f directory=:C gzip:z gunzip:z "+
-		"bzip2:j xz:J compress:Z auto-compress:a verbose:v keep-old-files:k touch:m to-stdout:O "+
-		"preserve-permissions:p same-permissions:p absolute-names:P sparse:S unlink-first:U verify:W "+
-		"dereference:h check-links:l multi-volume:M interactive:w read-full-records:B incremental:G "+
-		"ignore-zeros:i block-number:R seek:n same-order:s blocking-factor=:b info-script=:F new-volume-script=:F "+
-		"listed-incremental=:g format=:H use-compress-program=:I starting-file=:K tape-length=:L newer=:N "+
-		"after-date=:N files-from=:T label=:V exclude-from=:X exclude= to-command= checkpoint-action= checkpoint? "+
-		"overwrite remove-files zstd lzma lzip no-same-owner same-owner strip-components= transform= owner= "+
-		"group= mode= wildcards no-recursion recursion one-file-system warning= totals? null"),
-	"sed": spec("nErsuz", "efl", "i", "rE", "expression=:e file=:f in-place?:i quiet:n silent:n regexp-extended:E "+
-		"separate:s unbuffered:u null-data:z line-length=:l posix debug sandbox follow-symlinks help version"),
-	"dd":   {operands: "dd"},
-	"find": {operands: "find"},
-	"git": withSubs(spec("pPhv", "Cc", "", "", "paginate:p no-pager:P git-dir= work-tree= namespace= exec-path? "+
-		"bare no-replace-objects literal-pathspecs glob-pathspecs noglob-pathspecs icase-pathspecs "+
-		"no-optional-locks config-env= super-prefix= list-cmds= attr-source= no-advice help:h version:v"),
-		map[string]*canonSpec{
-			"push": spec("fnqvdu46", "o", "", "", "force:f force-with-lease? force-if-includes dry-run:n delete:d "+
-				"set-upstream:u quiet:q verbose:v push-option=:o all branches mirror tags follow-tags atomic no-verify "+
-				"verify prune porcelain repo= receive-pack= exec= ipv4:4 ipv6:6 signed? recurse-submodules= thin no-thin"),
-			"clean": spec("dfinqxX", "e", "", "", "force:f dry-run:n interactive:i quiet:q exclude=:e"),
-			"commit": spec("apsvqnezio", "mFcCt", "Su", "", "all:a patch:p signoff:s verbose:v quiet:q no-verify:n "+
-				"edit:e null:z include:i only:o message=:m file=:F reedit-message=:c reuse-message=:C template=:t "+
-				"amend no-edit allow-empty allow-empty-message fixup= squash= author= date= gpg-sign?:S "+
-				"untracked-files?:u no-gpg-sign dry-run"),
-			"checkout": spec("fqmpdl", "bB", "t", "", "force:f quiet:q merge:m patch:p track?:t orphan= detach:d "+
-				"ours theirs conflict= ignore-other-worktrees overwrite-ignore no-track"),
-			"switch": spec("fqmd", "cC", "t", "", "create=:c force-create=:C force:f discard-changes quiet:q merge:m "+
-				"detach:d track?:t orphan= no-track guess no-guess"),
-			"branch": spec("dDfmMcCrailqv", "u", "t", "", "delete:d force:f move:m copy:c remotes:r all:a list:l "+
-				"quiet:q verbose:v set-upstream-to=:u unset-upstream contains= merged? no-merged? track?:t "+
-				"show-current sort= format= no-track"),
-			"reset": spec("qpN", "", "", "", "hard soft mixed merge keep quiet:q patch:p intent-to-add:N "+
-				"recurse-submodules? pathspec-from-file="),
-			"rm": spec("rfnq", "", "", "", "force:f dry-run:n quiet:q cached ignore-unmatch sparse pathspec-from-file="),
-			"add": spec("nvfipeuAN", "", "", "", "dry-run:n verbose:v force:f interactive:i patch:p edit:e update:u "+
-				"all:A no-all intent-to-add:N refresh ignore-errors ignore-missing chmod= pathspec-from-file= sparse"),
-			"fetch": spec("afmnpPqtuv46", "j", "", "", "all append:a force:f multiple:m dry-run:n prune:p prune-tags:P "+
-				"quiet:q tags:t update-head-ok:u verbose:v jobs=:j depth= upload-pack= ipv4:4 ipv6:6 unshallow "+
-				"recurse-submodules? no-tags"),
-			"pull": spec("qvfne", "sX", "r", "", "quiet:q verbose:v rebase?:r no-rebase ff no-ff ff-only force:f all "+
-				"squash commit no-commit edit:e no-edit autostash no-autostash strategy=:s strategy-option=:X "+
-				"depth= upload-pack= dry-run:n"),
-			"tag": spec("adfslnv", "mFu", "", "", "annotate:a delete:d force:f sign:s list:l verify:v message=:m "+
-				"file=:F local-user=:u contains= points-at= sort= format="),
-			"rebase": spec("iqvfmnkp", "xsX", "r", "", "exec=:x interactive:i force-rebase:f onto= root autosquash "+
-				"continue abort skip quiet:q verbose:v strategy=:s strategy-option=:X autostash keep-base "+
-				"update-refs no-verify merge:m rebase-merges?:r"),
-			"config": spec("lez", "f", "", "", "global system local worktree file=:f list:l edit:e unset unset-all "+
-				"add get get-all replace-all null:z show-origin type= blob= bool int"),
-		}),
-}
+// canonSpecs is built on first use: a process that never reads a shell
+// string (most runs of airlock) does not pay for it at start.
+var canonSpecs = sync.OnceValue(func() map[string]*canonSpec {
+	return map[string]*canonSpec{
+		"rm": spec("dfiIrRv", "", "", "Rr", "force:f recursive:r dir:d verbose:v interactive? one-file-system preserve-root? no-preserve-root"),
+		"cp": spec("abdfiHlLnPprRsTuvxZ", "St", "", "Rr", "archive:a backup?:b force:f interactive:i link:l dereference:L "+
+			"no-clobber:n no-dereference:P recursive:r symbolic-link:s suffix=:S target-directory=:t no-target-directory:T "+
+			"update?:u verbose:v one-file-system:x preserve? no-preserve= parents reflink? remove-destination sparse= "+
+			"strip-trailing-slashes attributes-only copy-contents debug context?:Z keep-directory-symlink"),
+		"mv": spec("bfinTuvZ", "St", "", "", "backup?:b force:f interactive:i no-clobber:n suffix=:S target-directory=:t "+
+			"no-target-directory:T update?:u verbose:v strip-trailing-slashes exchange no-copy context:Z debug"),
+		"chmod": withModes(spec("cfvR", "", "", "", "changes:c silent:f quiet:f verbose:v recursive:R reference= preserve-root no-preserve-root")),
+		"chown": spec("cfvhRHLP", "", "", "", "changes:c silent:f quiet:f verbose:v no-dereference:h recursive:R "+
+			"dereference from= reference= preserve-root no-preserve-root"),
+		"curl": spec("0123456aBfgGhiIjJklLMnNOpqRsSvVZ#", "AbcCdDeEFHKmoPQrtTuUwxXyYz", "", "", "output=:o remote-name:O "+
+			"silent:s show-error:S location:L fail:f insecure:k data=:d header=:H request=:X user=:u user-agent=:A include:i "+
+			"head:I verbose:v upload-file=:T proxy=:x cookie=:b cookie-jar=:c form=:F referer=:e max-time=:m config=:K "+
+			"write-out=:w continue-at=:C range=:r cert=:E dump-header=:D get:G globoff:g netrc:n append:a remote-time:R "+
+			"junk-session-cookies:j remote-header-name:J list-only:l manual:M no-buffer:N proxytunnel:p disable:q "+
+			"ipv4:4 ipv6:6 http1.0:0 tlsv1:1 sslv2:2 sslv3:3 quote=:Q progress-bar:# proxy-user=:U telnet-option=:t "+
+			"time-cond=:z speed-time=:y speed-limit=:Y ftp-port=:P use-ascii:B version:V help:h compressed "+
+			"data-binary= data-raw= data-urlencode= url= output-dir= create-dirs retry= connect-timeout= "+
+			"no-progress-meter fail-with-body location-trusted max-redirs= json= unix-socket= resolve= connect-to= "+
+			"cacert= key= oauth2-bearer= remote-name-all http2 http1.1 tlsv1.2 tlsv1.3 proto= proto-redir="),
+		"wget": spec("qvdbcNSrmkKpExFhV46", "OoaiBtTwPUelARDIXQ", "", "", "output-document=:O output-file=:o "+
+			"append-output=:a quiet:q verbose:v debug:d background:b continue:c timestamping:N server-response:S "+
+			"recursive:r mirror:m convert-links:k backup-converted:K page-requisites:p adjust-extension:E "+
+			"force-directories:x force-html:F help:h version:V input-file=:i base=:B tries=:t timeout=:T wait=:w "+
+			"directory-prefix=:P user-agent=:U execute=:e level=:l accept=:A reject=:R domains=:D "+
+			"include-directories=:I exclude-directories=:X quota=:Q inet4-only:4 inet6-only:6 header= post-data= "+
+			"post-file= user= password= no-check-certificate use-askpass= spider no-verbose no-clobber "+
+			"no-directories no-host-directories no-parent https-only"),
+		"tar": spec("AcdrtuxzjJZavkmOopPSUWhlMwBGiRns", "fCbFgHIKLNTVX", "", "", "extract:x get:x create:c list:t "+
+			"append:r update:u catenate:A concatenate:A diff:d compare:d delete file=:f directory=:C gzip:z gunzip:z "+
+			"bzip2:j xz:J compress:Z auto-compress:a verbose:v keep-old-files:k touch:m to-stdout:O "+
+			"preserve-permissions:p same-permissions:p absolute-names:P sparse:S unlink-first:U verify:W "+
+			"dereference:h check-links:l multi-volume:M interactive:w read-full-records:B incremental:G "+
+			"ignore-zeros:i block-number:R seek:n same-order:s blocking-factor=:b info-script=:F new-volume-script=:F "+
+			"listed-incremental=:g format=:H use-compress-program=:I starting-file=:K tape-length=:L newer=:N "+
+			"after-date=:N files-from=:T label=:V exclude-from=:X exclude= to-command= checkpoint-action= checkpoint? "+
+			"overwrite remove-files zstd lzma lzip no-same-owner same-owner strip-components= transform= owner= "+
+			"group= mode= wildcards no-recursion recursion one-file-system warning= totals? null"),
+		"sed": spec("nErsuz", "efl", "i", "rE", "expression=:e file=:f in-place?:i quiet:n silent:n regexp-extended:E "+
+			"separate:s unbuffered:u null-data:z line-length=:l posix debug sandbox follow-symlinks help version"),
+		"dd":   {operands: "dd"},
+		"find": {operands: "find"},
+		"git": withSubs(spec("pPhv", "Cc", "", "", "paginate:p no-pager:P git-dir= work-tree= namespace= exec-path? "+
+			"bare no-replace-objects literal-pathspecs glob-pathspecs noglob-pathspecs icase-pathspecs "+
+			"no-optional-locks config-env= super-prefix= list-cmds= attr-source= no-advice help:h version:v"),
+			map[string]*canonSpec{
+				"push": spec("fnqvdu46", "o", "", "", "force:f force-with-lease? force-if-includes dry-run:n delete:d "+
+					"set-upstream:u quiet:q verbose:v push-option=:o all branches mirror tags follow-tags atomic no-verify "+
+					"verify prune porcelain repo= receive-pack= exec= ipv4:4 ipv6:6 signed? recurse-submodules= thin no-thin"),
+				"clean": spec("dfinqxX", "e", "", "", "force:f dry-run:n interactive:i quiet:q exclude=:e"),
+				"commit": spec("apsvqnezio", "mFcCt", "Su", "", "all:a patch:p signoff:s verbose:v quiet:q no-verify:n "+
+					"edit:e null:z include:i only:o message=:m file=:F reedit-message=:c reuse-message=:C template=:t "+
+					"amend no-edit allow-empty allow-empty-message fixup= squash= author= date= gpg-sign?:S "+
+					"untracked-files?:u no-gpg-sign dry-run"),
+				"checkout": spec("fqmpdl", "bB", "t", "", "force:f quiet:q merge:m patch:p track?:t orphan= detach:d "+
+					"ours theirs conflict= ignore-other-worktrees overwrite-ignore no-track"),
+				"switch": spec("fqmd", "cC", "t", "", "create=:c force-create=:C force:f discard-changes quiet:q merge:m "+
+					"detach:d track?:t orphan= no-track guess no-guess"),
+				"branch": spec("dDfmMcCrailqv", "u", "t", "", "delete:d force:f move:m copy:c remotes:r all:a list:l "+
+					"quiet:q verbose:v set-upstream-to=:u unset-upstream contains= merged? no-merged? track?:t "+
+					"show-current sort= format= no-track"),
+				"reset": spec("qpN", "", "", "", "hard soft mixed merge keep quiet:q patch:p intent-to-add:N "+
+					"recurse-submodules? pathspec-from-file="),
+				"rm": spec("rfnq", "", "", "", "force:f dry-run:n quiet:q cached ignore-unmatch sparse pathspec-from-file="),
+				"add": spec("nvfipeuAN", "", "", "", "dry-run:n verbose:v force:f interactive:i patch:p edit:e update:u "+
+					"all:A no-all intent-to-add:N refresh ignore-errors ignore-missing chmod= pathspec-from-file= sparse"),
+				"fetch": spec("afmnpPqtuv46", "j", "", "", "all append:a force:f multiple:m dry-run:n prune:p prune-tags:P "+
+					"quiet:q tags:t update-head-ok:u verbose:v jobs=:j depth= upload-pack= ipv4:4 ipv6:6 unshallow "+
+					"recurse-submodules? no-tags"),
+				"pull": spec("qvfne", "sX", "r", "", "quiet:q verbose:v rebase?:r no-rebase ff no-ff ff-only force:f all "+
+					"squash commit no-commit edit:e no-edit autostash no-autostash strategy=:s strategy-option=:X "+
+					"depth= upload-pack= dry-run:n"),
+				"tag": spec("adfslnv", "mFu", "", "", "annotate:a delete:d force:f sign:s list:l verify:v message=:m "+
+					"file=:F local-user=:u contains= points-at= sort= format="),
+				"rebase": spec("iqvfmnkp", "xsX", "r", "", "exec=:x interactive:i force-rebase:f onto= root autosquash "+
+					"continue abort skip quiet:q verbose:v strategy=:s strategy-option=:X autostash keep-base "+
+					"update-refs no-verify merge:m rebase-merges?:r"),
+				"config": spec("lez", "f", "", "", "global system local worktree file=:f list:l edit:e unset unset-all "+
+					"add get get-all replace-all null:z show-origin type= blob= bool int"),
+			}),
+	}
+})
 
 func withModes(s *canonSpec) *canonSpec {
 	s.modes = true
@@ -181,7 +186,7 @@ func Canon(prog string, args []string) []string {
 // allocates only for options whose value is joined to them ("-o=FILE") and
 // when dst is too small.
 func AppendCanon(dst []string, prog string, args []string) []string {
-	sp := canonSpecs[baseName(prog)]
+	sp := canonSpecs()[baseName(prog)]
 	if sp == nil {
 		return appendGeneric(dst, args)
 	}
@@ -515,8 +520,8 @@ func appendOldTar(dst []string, sp *canonSpec, args []string) []string {
 
 // shortNames holds "-x" for every byte, so single options need no
 // allocation.
-var shortNames = func() [256]string {
-	var t [256]string
+var shortNames = sync.OnceValue(func() *[256]string {
+	t := new([256]string)
 	for i := range t {
 		t[i] = "-" + string(rune(i))
 		if i >= 0x80 {
@@ -524,9 +529,9 @@ var shortNames = func() [256]string {
 		}
 	}
 	return t
-}()
+})
 
-func shortOpt(c byte) string { return shortNames[c] }
+func shortOpt(c byte) string { return shortNames()[c] }
 
 // sortStrings sorts in place without allocating (insertion sort; option
 // lists are short).
@@ -572,7 +577,7 @@ func Spellings(prog, sub, opt string) []string {
 		}
 		val, hasVal = opt[3:], true
 	}
-	sp := canonSpecs[baseName(prog)]
+	sp := canonSpecs()[baseName(prog)]
 	if sp == nil {
 		return out
 	}

@@ -237,7 +237,7 @@ func (r *reader) gitSub(idx, i int, s scope) {
 	sub := argv[i]
 	rest := argv[i+1:]
 	at := func(k int) bool { return isDynamic(c, i+1+k) }
-	if g, ok := gitGrammars[sub]; ok {
+	if g, ok := gitGrammars()[sub]; ok {
 		r.runGrammar(idx, i+1, g, "git "+sub, s)
 		c = &r.out[idx]
 	}

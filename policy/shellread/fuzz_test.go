@@ -100,7 +100,7 @@ func FuzzRead(f *testing.F) {
 // FuzzCanon checks that Canon never panics, keeps every operand, and is
 // stable when applied to its own output.
 func FuzzCanon(f *testing.F) {
-	for prog := range canonSpecs {
+	for prog := range canonSpecs() {
 		f.Add(prog, "-rf --force x -- -y")
 		f.Add(prog, "-o file --output=f -ofile -- a")
 	}

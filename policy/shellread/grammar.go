@@ -1,6 +1,9 @@
 package shellread
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
 // One option grammar for the programs whose options run code. A program's
 // options are declared once, as getopt and git's option parser read them —
@@ -189,107 +192,110 @@ var sshCmdKeys = []string{"proxycommand", "localcommand", "knownhostscommand", "
 // grammars holds the programs whose options run code. Options that take a
 // value are listed even when harmless, so that their value is never read
 // as a cluster of options (and the other way round).
-var grammars = map[string]*grammar{
-	"tar": {oldStyle: true, opts: []optDef{
-		{short: 'I', long: "use-compress-program", value: 'r', does: optScript},
-		{long: "to-command", value: 'r', does: optScript},
-		{long: "checkpoint-action", value: 'r', does: optScript, prefix: []string{"exec="}},
-		{short: 'F', long: "info-script", value: 'r', does: optScript},
-		{long: "new-volume-script", value: 'r', does: optScript},
-		{long: "rmt-command", value: 'r', does: optProgram},
-		{long: "rsh-command", value: 'r', does: optProgram},
-		{short: 'f', long: "file", value: 'r'}, {short: 'C', long: "directory", value: 'r'},
-		{short: 'T', long: "files-from", value: 'r'}, {short: 'X', long: "exclude-from", value: 'r'},
-		{short: 'b', long: "blocking-factor", value: 'r'}, {short: 'H', long: "format", value: 'r'},
-		{short: 'K', long: "starting-file", value: 'r'}, {short: 'L', long: "tape-length", value: 'r'},
-		{short: 'N', long: "newer", value: 'r'}, {short: 'V', long: "label", value: 'r'},
-		{short: 'g', long: "listed-incremental", value: 'r'}, {short: 'c', long: "create"}, {short: 'x', long: "extract"},
-		{short: 't', long: "list"}, {short: 'v', long: "verbose"}, {short: 'z', long: "gzip"}, {short: 'j', long: "bzip2"},
-		{short: 'J', long: "xz"}, {short: 'r', long: "append"}, {short: 'u', long: "update"},
-		{long: "checkpoint", value: 'o'}, {long: "remove-files"}, {long: "exclude", value: 'r'},
-		{long: "owner", value: 'r'}, {long: "group", value: 'r'}, {long: "mode", value: 'r'}, {long: "transform", value: 'r'},
-	}},
-	"zip": {dash: []optDef{{long: "TT", value: 'r', does: optScript}}, opts: []optDef{
-		{short: 0, long: "unzip-command", value: 'r', does: optScript},
-		{short: 'b', long: "temp-path", value: 'r'}, {short: 'n', long: "suffixes", value: 'r'},
-		{short: 't', long: "from-date", value: 'r'}, {short: 'x', long: "exclude", value: 'r'},
-		{short: 'i', long: "include", value: 'r'}, {short: 'P', long: "password", value: 'r'},
-		{short: 'Z', long: "compression-method", value: 'r'}, {short: 's', long: "split-size", value: 'r'},
-		{short: 'O', long: "output-file", value: 'r'}, {short: 'm', long: "move"}, {short: 'T', long: "test"},
-		{short: 'q', long: "quiet"}, {short: 'r', long: "recurse-paths"},
-	}},
-	"ssh": {opts: []optDef{
-		{short: 'o', value: 'r', does: optScript, prefix: sshCmdKeys},
-		{short: 'F', value: 'r', does: optUnknown, why: "ssh -F reads a configuration file whose commands are only known at run time"},
-		{short: 'b', value: 'r'}, {short: 'c', value: 'r'}, {short: 'D', value: 'r'}, {short: 'E', value: 'r'},
-		{short: 'e', value: 'r'}, {short: 'I', value: 'r'}, {short: 'i', value: 'r'}, {short: 'J', value: 'r'},
-		{short: 'L', value: 'r'}, {short: 'l', value: 'r'}, {short: 'm', value: 'r'}, {short: 'O', value: 'r'},
-		{short: 'p', value: 'r'}, {short: 'Q', value: 'r'}, {short: 'R', value: 'r'}, {short: 'S', value: 'r'},
-		{short: 'W', value: 'r'}, {short: 'w', value: 'r'}, {short: 'B', value: 'r'},
-	}},
-	"scp": {opts: []optDef{
-		{short: 'S', value: 'r', does: optProgram},
-		{short: 'o', value: 'r', does: optScript, prefix: sshCmdKeys},
-		{short: 'F', value: 'r', does: optUnknown, why: "scp -F reads a configuration file whose commands are only known at run time"},
-		{short: 'c', value: 'r'}, {short: 'D', value: 'r'}, {short: 'i', value: 'r'}, {short: 'J', value: 'r'},
-		{short: 'l', value: 'r'}, {short: 'P', value: 'r'}, {short: 'X', value: 'r'},
-	}},
-	"rsync": {opts: []optDef{
-		{short: 'e', long: "rsh", value: 'r', does: optScript},
-		{long: "rsync-path", value: 'r'}, {short: 'f', long: "filter", value: 'r'}, {short: 'T', long: "temp-dir", value: 'r'},
-		{long: "exclude", value: 'r'}, {long: "include", value: 'r'}, {short: 'B', long: "block-size", value: 'r'},
-		{short: 'M', long: "remote-option", value: 'r'}, {long: "password-file", value: 'r'},
-	}},
-	"man": {opts: []optDef{
-		{short: 'P', long: "pager", value: 'r', does: optScript},
-		{short: 'H', long: "html", value: 'o', does: optScript},
-		{short: 'C', long: "config-file", value: 'r', does: optUnknown, why: "man -C reads a configuration file that names programs"},
-		{short: 'M', long: "manpath", value: 'r'}, {short: 'L', long: "locale", value: 'r'}, {short: 'S', long: "sections", value: 'r'},
-		{short: 'm', long: "systems", value: 'r'}, {short: 'E', long: "encoding", value: 'r'}, {short: 'p', long: "preprocessor", value: 'r'},
-		{short: 'R', long: "recode", value: 'r'}, {short: 'T', long: "troff-device", value: 'o'}, {short: 'X', long: "gxditview", value: 'o'},
-		{short: 'r', long: "prompt", value: 'r'}, {short: 'e', long: "extension", value: 'r'},
-	}},
-	"fd": {opts: []optDef{
-		{short: 'x', long: "exec", does: optArgv}, {short: 'X', long: "exec-batch", does: optArgv},
-		{short: 'e', long: "extension", value: 'r'}, {short: 't', long: "type", value: 'r'}, {short: 'E', long: "exclude", value: 'r'},
-		{short: 'd', long: "max-depth", value: 'r'}, {short: 'c', long: "color", value: 'r'}, {short: 'j', long: "threads", value: 'r'},
-		{short: 'S', long: "size", value: 'r'}, {short: 'o', long: "owner", value: 'r'}, {long: "base-directory", value: 'r'},
-		{long: "search-path", value: 'r'}, {long: "changed-within", value: 'r'}, {long: "changed-before", value: 'r'},
-		{long: "ignore-file", value: 'r'}, {long: "batch-size", value: 'r'}, {long: "max-results", value: 'r'},
-	}},
-}
-
-func init() {
-	grammars["gtar"], grammars["bsdtar"] = grammars["tar"], grammars["tar"]
-	grammars["sftp"] = grammars["scp"]
-	grammars["fdfind"] = grammars["fd"]
-}
+// grammars is built on first use (see canonSpecs).
+var grammars = sync.OnceValue(func() map[string]*grammar {
+	g := map[string]*grammar{
+		"tar": {oldStyle: true, opts: []optDef{
+			{short: 'I', long: "use-compress-program", value: 'r', does: optScript},
+			{long: "to-command", value: 'r', does: optScript},
+			{long: "checkpoint-action", value: 'r', does: optScript, prefix: []string{"exec="}},
+			{short: 'F', long: "info-script", value: 'r', does: optScript},
+			{long: "new-volume-script", value: 'r', does: optScript},
+			{long: "rmt-command", value: 'r', does: optProgram},
+			{long: "rsh-command", value: 'r', does: optProgram},
+			{short: 'f', long: "file", value: 'r'}, {short: 'C', long: "directory", value: 'r'},
+			{short: 'T', long: "files-from", value: 'r'}, {short: 'X', long: "exclude-from", value: 'r'},
+			{short: 'b', long: "blocking-factor", value: 'r'}, {short: 'H', long: "format", value: 'r'},
+			{short: 'K', long: "starting-file", value: 'r'}, {short: 'L', long: "tape-length", value: 'r'},
+			{short: 'N', long: "newer", value: 'r'}, {short: 'V', long: "label", value: 'r'},
+			{short: 'g', long: "listed-incremental", value: 'r'}, {short: 'c', long: "create"}, {short: 'x', long: "extract"},
+			{short: 't', long: "list"}, {short: 'v', long: "verbose"}, {short: 'z', long: "gzip"}, {short: 'j', long: "bzip2"},
+			{short: 'J', long: "xz"}, {short: 'r', long: "append"}, {short: 'u', long: "update"},
+			{long: "checkpoint", value: 'o'}, {long: "remove-files"}, {long: "exclude", value: 'r'},
+			{long: "owner", value: 'r'}, {long: "group", value: 'r'}, {long: "mode", value: 'r'}, {long: "transform", value: 'r'},
+		}},
+		"zip": {dash: []optDef{{long: "TT", value: 'r', does: optScript}}, opts: []optDef{
+			{short: 0, long: "unzip-command", value: 'r', does: optScript},
+			{short: 'b', long: "temp-path", value: 'r'}, {short: 'n', long: "suffixes", value: 'r'},
+			{short: 't', long: "from-date", value: 'r'}, {short: 'x', long: "exclude", value: 'r'},
+			{short: 'i', long: "include", value: 'r'}, {short: 'P', long: "password", value: 'r'},
+			{short: 'Z', long: "compression-method", value: 'r'}, {short: 's', long: "split-size", value: 'r'},
+			{short: 'O', long: "output-file", value: 'r'}, {short: 'm', long: "move"}, {short: 'T', long: "test"},
+			{short: 'q', long: "quiet"}, {short: 'r', long: "recurse-paths"},
+		}},
+		"ssh": {opts: []optDef{
+			{short: 'o', value: 'r', does: optScript, prefix: sshCmdKeys},
+			{short: 'F', value: 'r', does: optUnknown, why: "ssh -F reads a configuration file whose commands are only known at run time"},
+			{short: 'b', value: 'r'}, {short: 'c', value: 'r'}, {short: 'D', value: 'r'}, {short: 'E', value: 'r'},
+			{short: 'e', value: 'r'}, {short: 'I', value: 'r'}, {short: 'i', value: 'r'}, {short: 'J', value: 'r'},
+			{short: 'L', value: 'r'}, {short: 'l', value: 'r'}, {short: 'm', value: 'r'}, {short: 'O', value: 'r'},
+			{short: 'p', value: 'r'}, {short: 'Q', value: 'r'}, {short: 'R', value: 'r'}, {short: 'S', value: 'r'},
+			{short: 'W', value: 'r'}, {short: 'w', value: 'r'}, {short: 'B', value: 'r'},
+		}},
+		"scp": {opts: []optDef{
+			{short: 'S', value: 'r', does: optProgram},
+			{short: 'o', value: 'r', does: optScript, prefix: sshCmdKeys},
+			{short: 'F', value: 'r', does: optUnknown, why: "scp -F reads a configuration file whose commands are only known at run time"},
+			{short: 'c', value: 'r'}, {short: 'D', value: 'r'}, {short: 'i', value: 'r'}, {short: 'J', value: 'r'},
+			{short: 'l', value: 'r'}, {short: 'P', value: 'r'}, {short: 'X', value: 'r'},
+		}},
+		"rsync": {opts: []optDef{
+			{short: 'e', long: "rsh", value: 'r', does: optScript},
+			{long: "rsync-path", value: 'r'}, {short: 'f', long: "filter", value: 'r'}, {short: 'T', long: "temp-dir", value: 'r'},
+			{long: "exclude", value: 'r'}, {long: "include", value: 'r'}, {short: 'B', long: "block-size", value: 'r'},
+			{short: 'M', long: "remote-option", value: 'r'}, {long: "password-file", value: 'r'},
+		}},
+		"man": {opts: []optDef{
+			{short: 'P', long: "pager", value: 'r', does: optScript},
+			{short: 'H', long: "html", value: 'o', does: optScript},
+			{short: 'C', long: "config-file", value: 'r', does: optUnknown, why: "man -C reads a configuration file that names programs"},
+			{short: 'M', long: "manpath", value: 'r'}, {short: 'L', long: "locale", value: 'r'}, {short: 'S', long: "sections", value: 'r'},
+			{short: 'm', long: "systems", value: 'r'}, {short: 'E', long: "encoding", value: 'r'}, {short: 'p', long: "preprocessor", value: 'r'},
+			{short: 'R', long: "recode", value: 'r'}, {short: 'T', long: "troff-device", value: 'o'}, {short: 'X', long: "gxditview", value: 'o'},
+			{short: 'r', long: "prompt", value: 'r'}, {short: 'e', long: "extension", value: 'r'},
+		}},
+		"fd": {opts: []optDef{
+			{short: 'x', long: "exec", does: optArgv}, {short: 'X', long: "exec-batch", does: optArgv},
+			{short: 'e', long: "extension", value: 'r'}, {short: 't', long: "type", value: 'r'}, {short: 'E', long: "exclude", value: 'r'},
+			{short: 'd', long: "max-depth", value: 'r'}, {short: 'c', long: "color", value: 'r'}, {short: 'j', long: "threads", value: 'r'},
+			{short: 'S', long: "size", value: 'r'}, {short: 'o', long: "owner", value: 'r'}, {long: "base-directory", value: 'r'},
+			{long: "search-path", value: 'r'}, {long: "changed-within", value: 'r'}, {long: "changed-before", value: 'r'},
+			{long: "ignore-file", value: 'r'}, {long: "batch-size", value: 'r'}, {long: "max-results", value: 'r'},
+		}},
+	}
+	g["gtar"], g["bsdtar"] = g["tar"], g["tar"]
+	g["sftp"] = g["scp"]
+	g["fdfind"] = g["fd"]
+	return g
+})
 
 // gitGrammars are the options of git subcommands that run code.
-var gitGrammars = map[string]*grammar{
-	"rebase": {opts: []optDef{{short: 'x', long: "exec", value: 'r', does: optScript},
-		{short: 's', long: "strategy", value: 'r'}, {short: 'X', long: "strategy-option", value: 'r'},
-		{short: 'C', value: 'r'}, {long: "onto", value: 'r'}, {short: 'S', long: "gpg-sign", value: 'o'},
-		{long: "whitespace", value: 'r'}, {long: "empty", value: 'r'}}},
-	"difftool":  {opts: []optDef{{short: 'x', long: "extcmd", value: 'r', does: optScript}, {short: 't', long: "tool", value: 'r'}}},
-	"mergetool": {opts: []optDef{{short: 'x', long: "extcmd", value: 'r', does: optScript}, {short: 't', long: "tool", value: 'r'}}},
-	"clone": {opts: []optDef{{short: 'u', long: "upload-pack", value: 'r', does: optScript},
-		{long: "template", value: 'r', does: optUnknown, why: "git clone --template copies hooks that run during the checkout"},
-		{short: 'o', long: "origin", value: 'r'}, {short: 'b', long: "branch", value: 'r'}, {long: "reference", value: 'r'},
-		{long: "depth", value: 'r'}, {short: 'j', long: "jobs", value: 'r'}, {long: "separate-git-dir", value: 'r'},
-		{long: "filter", value: 'r'}, {long: "shallow-since", value: 'r'}, {long: "shallow-exclude", value: 'r'}}},
-	"fetch": {opts: []optDef{{long: "upload-pack", value: 'r', does: optScript}, {long: "depth", value: 'r'},
-		{short: 'j', long: "jobs", value: 'r'}, {short: 'o', long: "server-option", value: 'r'}}},
-	"pull": {opts: []optDef{{long: "upload-pack", value: 'r', does: optScript}, {long: "depth", value: 'r'},
-		{short: 's', long: "strategy", value: 'r'}, {short: 'X', long: "strategy-option", value: 'r'}}},
-	"ls-remote": {opts: []optDef{{short: 'u', long: "upload-pack", value: 'r', does: optScript}, {short: 'o', long: "server-option", value: 'r'}}},
-	"push": {opts: []optDef{{long: "receive-pack", value: 'r', does: optScript}, {long: "exec", value: 'r', does: optScript},
-		{long: "repo", value: 'r'}, {short: 'o', long: "push-option", value: 'r'}, {long: "force-with-lease", value: 'o'},
-		{long: "recurse-submodules", value: 'r'}, {long: "signed", value: 'o'}}},
-	"send-pack": {opts: []optDef{{long: "receive-pack", value: 'r', does: optScript}, {long: "exec", value: 'r', does: optScript}}},
-	"archive": {opts: []optDef{{long: "exec", value: 'r', does: optScript}, {short: 'o', long: "output", value: 'r'},
-		{long: "remote", value: 'r'}, {long: "prefix", value: 'r'}, {long: "format", value: 'r'}}},
-}
+var gitGrammars = sync.OnceValue(func() map[string]*grammar {
+	return map[string]*grammar{
+		"rebase": {opts: []optDef{{short: 'x', long: "exec", value: 'r', does: optScript},
+			{short: 's', long: "strategy", value: 'r'}, {short: 'X', long: "strategy-option", value: 'r'},
+			{short: 'C', value: 'r'}, {long: "onto", value: 'r'}, {short: 'S', long: "gpg-sign", value: 'o'},
+			{long: "whitespace", value: 'r'}, {long: "empty", value: 'r'}}},
+		"difftool":  {opts: []optDef{{short: 'x', long: "extcmd", value: 'r', does: optScript}, {short: 't', long: "tool", value: 'r'}}},
+		"mergetool": {opts: []optDef{{short: 'x', long: "extcmd", value: 'r', does: optScript}, {short: 't', long: "tool", value: 'r'}}},
+		"clone": {opts: []optDef{{short: 'u', long: "upload-pack", value: 'r', does: optScript},
+			{long: "template", value: 'r', does: optUnknown, why: "git clone --template copies hooks that run during the checkout"},
+			{short: 'o', long: "origin", value: 'r'}, {short: 'b', long: "branch", value: 'r'}, {long: "reference", value: 'r'},
+			{long: "depth", value: 'r'}, {short: 'j', long: "jobs", value: 'r'}, {long: "separate-git-dir", value: 'r'},
+			{long: "filter", value: 'r'}, {long: "shallow-since", value: 'r'}, {long: "shallow-exclude", value: 'r'}}},
+		"fetch": {opts: []optDef{{long: "upload-pack", value: 'r', does: optScript}, {long: "depth", value: 'r'},
+			{short: 'j', long: "jobs", value: 'r'}, {short: 'o', long: "server-option", value: 'r'}}},
+		"pull": {opts: []optDef{{long: "upload-pack", value: 'r', does: optScript}, {long: "depth", value: 'r'},
+			{short: 's', long: "strategy", value: 'r'}, {short: 'X', long: "strategy-option", value: 'r'}}},
+		"ls-remote": {opts: []optDef{{short: 'u', long: "upload-pack", value: 'r', does: optScript}, {short: 'o', long: "server-option", value: 'r'}}},
+		"push": {opts: []optDef{{long: "receive-pack", value: 'r', does: optScript}, {long: "exec", value: 'r', does: optScript},
+			{long: "repo", value: 'r'}, {short: 'o', long: "push-option", value: 'r'}, {long: "force-with-lease", value: 'o'},
+			{long: "recurse-submodules", value: 'r'}, {long: "signed", value: 'o'}}},
+		"send-pack": {opts: []optDef{{long: "receive-pack", value: 'r', does: optScript}, {long: "exec", value: 'r', does: optScript}}},
+		"archive": {opts: []optDef{{long: "exec", value: 'r', does: optScript}, {short: 'o', long: "output", value: 'r'},
+			{long: "remote", value: 'r'}, {long: "prefix", value: 'r'}, {long: "format", value: 'r'}}},
+	}
+})
 
 // runGrammar reads the commands that the options of the command at idx run
 // by g, with argv[from:] its options and operands.
@@ -391,7 +397,7 @@ func grammarRuns(g *grammar, argv []string, from int) bool {
 // makes the program run code that cannot be seen; known is false for any
 // other program. It does not allocate.
 func OptionsRun(prog string, args []string) (runs, known bool) {
-	g, ok := grammars[prog]
+	g, ok := grammars()[prog]
 	if !ok {
 		return false, false
 	}

@@ -102,7 +102,7 @@ func (r *reader) optionWords(idx int, base string) {
 	var sp *canonSpec
 	from := 1
 	if base == "git" {
-		sp = canonSpecs["git"]
+		sp = canonSpecs()["git"]
 		// Before the subcommand every word matters; after it only for
 		// subcommands that can run something.
 		sub := gitSubIndex(c)
@@ -118,7 +118,7 @@ func (r *reader) optionWords(idx int, base string) {
 			}
 		}
 	} else {
-		sp = canonSpecs[base]
+		sp = canonSpecs()[base]
 	}
 	r.checkOptionWords(idx, from, len(argv), sp)
 }

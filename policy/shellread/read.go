@@ -600,7 +600,7 @@ func Starts(prog string) bool {
 	if _, ok := execOpts[base]; ok {
 		return true
 	}
-	if _, ok := grammars[base]; ok {
+	if _, ok := grammars()[base]; ok {
 		return true
 	}
 	if Writes(base) {

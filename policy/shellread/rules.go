@@ -591,9 +591,9 @@ func chmodRule(c *Command, where Where) string {
 	if !hasOpt(canon, "-R") {
 		return ""
 	}
-	sp := canonSpecs["chmod"]
+	sp := canonSpecs()["chmod"]
 	if baseName(c.Argv[0]) != "chmod" {
-		sp = canonSpecs["chown"]
+		sp = canonSpecs()["chown"]
 	}
 	skip := 1
 	if hasPrefixOpt(canon, "--reference=") {

@@ -3,6 +3,7 @@ package shellread
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // awk and go look like a text tool and a compiler, yet both run programs
@@ -16,7 +17,9 @@ const awkValued = "fvFeEilL"
 // awkRuns matches awk program text that runs a command or writes a file:
 // system(), a pipe to or from a command, print/printf redirected with > or
 // >>, and gawk's @load of a shared library.
-var awkRuns = regexp.MustCompile(`system|\||\bprintf?\b[^;{}\n]*>|@load|@include`)
+var awkRuns = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`system|\||\bprintf?\b[^;{}\n]*>|@load|@include`)
+})
 
 // awkProgram reads the program of the awk at idx. The program text itself
 // is not followed: a program that could run a command or write a file is
@@ -90,7 +93,7 @@ func (r *reader) awkProgram(idx int) {
 			r.undecidable(idx, "awk runs a program only known at run time")
 			return
 		}
-		if awkRuns.MatchString(argv[t]) {
+		if awkRuns().MatchString(argv[t]) {
 			r.undecidable(idx, "the awk program may run commands or write files (system, a pipe or a print redirection)")
 			return
 		}

@@ -42,7 +42,7 @@ func StartsArgv(argv []string) bool {
 	if _, ok := writeSpecs[base]; ok && len(args) > 0 {
 		return true
 	}
-	if g, ok := grammars[base]; ok {
+	if g, ok := grammars()[base]; ok {
 		return grammarRuns(g, argv, 1)
 	}
 	if opts, ok := execOpts[base]; ok {
@@ -116,7 +116,7 @@ func gitStarts(args []string) bool {
 					}
 				}
 			}
-			if g, ok := gitGrammars[a]; ok && grammarRuns(g, args, i+1) {
+			if g, ok := gitGrammars()[a]; ok && grammarRuns(g, args, i+1) {
 				return true
 			}
 			return false
