@@ -65,9 +65,12 @@ func (s *Server) enroll(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	certPEM, err := s.cfg.CA.IssueNode([]byte(req.CSR), req.ID, req.Pool, s.cfg.NodeCertLifetime)
+	// Enrol, not IssueNode: an id enrolled already renews only with its
+	// own key and pool, so the enrolment token does not take it over.
+	certPEM, err := s.cfg.CA.Enrol([]byte(req.CSR), req.ID, req.Pool, s.cfg.NodeCertLifetime)
 	if err != nil {
-		writeErr(w, errs.Wrap(errs.Invalid, err, "csr"))
+		s.cfg.Log.Warn("enrolment refused", "node", req.ID, "pool", req.Pool, "err", err)
+		writeErr(w, err)
 		return
 	}
 	cert, _ := pki.ParseCert(certPEM)

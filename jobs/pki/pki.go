@@ -40,6 +40,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -175,6 +176,10 @@ type CA struct {
 	PEM  []byte
 	key  *ecdsa.PrivateKey
 	now  func() time.Time
+	// dir is the CA's directory; nodes/<id> there binds each enrolled
+	// node id to its pool and key (see Enrol). mu serialises enrolments.
+	dir string
+	mu  sync.Mutex
 }
 
 // LoadOrCreateCA reads the CA from dir (ca.pem, ca.key), creating both on
@@ -187,7 +192,7 @@ func LoadOrCreateCA(dir string) (*CA, error) {
 	keyPath, certPath := filepath.Join(dir, "ca.key"), filepath.Join(dir, "ca.pem")
 	key, err := ReadKey(keyPath)
 	if errors.Is(err, fs.ErrNotExist) {
-		return createCA(keyPath, certPath)
+		return createCA(dir, keyPath, certPath)
 	}
 	if err != nil {
 		return nil, err
@@ -203,10 +208,10 @@ func LoadOrCreateCA(dir string) (*CA, error) {
 	if !cert.IsCA || !publicKeyMatches(cert, key) {
 		return nil, errs.Invalidf("fleet CA %s: the certificate is not a CA of the key in %s (remove both to make a new CA, then enrol every node again)", certPath, keyPath)
 	}
-	return &CA{Cert: cert, PEM: b, key: key, now: time.Now}, nil
+	return &CA{Cert: cert, PEM: b, key: key, now: time.Now, dir: dir}, nil
 }
 
-func createCA(keyPath, certPath string) (*CA, error) {
+func createCA(dir, keyPath, certPath string) (*CA, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "fleet CA key")
@@ -232,7 +237,7 @@ func createCA(keyPath, certPath string) (*CA, error) {
 	if err := privfile.WriteFile(certPath, p, 0o644, privfile.Options{}); err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "fleet CA certificate")
 	}
-	return &CA{Cert: cert, PEM: p, key: key, now: time.Now}, nil
+	return &CA{Cert: cert, PEM: p, key: key, now: time.Now, dir: dir}, nil
 }
 
 // Pool is a pool holding the CA alone, for verifying peers.

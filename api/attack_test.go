@@ -1,0 +1,46 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/airlock-run/airlock/jobs/pki"
+)
+
+// An enrolment token holder must not enrol as a node that is enrolled
+// already: the id names the node's queue (node.<id>), its runs and its
+// attested tier. Only the node's own key renews it.
+func TestAttackReEnrolExistingNode(t *testing.T) {
+	s, a, _ := serveEnrol(t)
+	key, cert := enrolNode(t, s, "n1")
+	if code, out := register(t, s, Registration{ID: "n1", Pool: "ci", Tier: 1, Attestation: signed(t, key, cert, "n1", 1, heldRows())}); code != http.StatusOK {
+		t.Fatalf("register n1: %d %v", code, out)
+	}
+	attacker, _ := pki.NewKey()
+	for _, tc := range []struct{ name, id, pool string }{
+		{"the same id and pool", "n1", "ci"},
+		{"the same id in another pool", "n1", "other"},
+	} {
+		t.Run(tc.name+" with another key is refused", func(t *testing.T) {
+			csr, _ := pki.CSR(attacker, tc.id)
+			body, _ := json.Marshal(EnrollRequest{ID: tc.id, Pool: tc.pool, CSR: string(csr)})
+			code, out := do(t, s, "POST", "/v1/nodes/enroll", "Bearer "+enrollToken, string(body))
+			if code != http.StatusForbidden {
+				t.Fatalf("enrol as %s/%s with the attacker's key: got %d %v, want 403", tc.id, tc.pool, code, out)
+			}
+		})
+	}
+	t.Run("the hijacked id keeps its tier and key", func(t *testing.T) {
+		if !a.Eligible("n1", "floor.ci") {
+			t.Errorf("n1 lost its floor eligibility")
+		}
+	})
+	t.Run("the node's own key renews", func(t *testing.T) {
+		csr, _ := pki.CSR(key, "n1")
+		body, _ := json.Marshal(EnrollRequest{ID: "n1", Pool: "ci", CSR: string(csr)})
+		if code, out := do(t, s, "POST", "/v1/nodes/enroll", "Bearer "+enrollToken, string(body)); code != http.StatusOK {
+			t.Fatalf("renewal: got %d %v", code, out)
+		}
+	})
+}
