@@ -44,3 +44,31 @@ func TestAttackReEnrolExistingNode(t *testing.T) {
 		}
 	})
 }
+
+// A body that gives a key twice must not be read as whichever spelling
+// came last: encoding/json matches keys ignoring case, so "Tier0" after
+// "tier0" silently won.
+func TestAttackDuplicateKeys(t *testing.T) {
+	s, f := serve(t, Config{})
+	for _, tc := range []struct{ name, body string }{
+		{"the same key twice", `{"argv":["true"],"tier0":false,"tier0":true}`},
+		{"a key twice under case folding", `{"argv":["true"],"tier0":false,"TIER0":true}`},
+		{"a pool twice", `{"pool":"ci","argv":["true"],"Pool":"other"}`},
+		{"a key twice, once escaped", `{"argv":["true"],"tier0":false,"tier\u0030":true}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out := do(t, s, "POST", "/v1/jobs", "Bearer "+token, tc.body)
+			if code != http.StatusBadRequest {
+				t.Fatalf("got %d %v, want 400", code, out)
+			}
+		})
+	}
+	if len(f.started) != 0 {
+		t.Errorf("%d jobs started from bodies with a key given twice", len(f.started))
+	}
+	t.Run("one of each key is taken", func(t *testing.T) {
+		if code, out := do(t, s, "POST", "/v1/jobs", "Bearer "+token, `{"argv":["true"],"tier0":true}`); code != http.StatusCreated {
+			t.Fatalf("got %d %v", code, out)
+		}
+	})
+}
