@@ -32,13 +32,24 @@ func (s *Server) raise(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	// The id is taken before the signal, so a second raise of it (another
+	// call line under the same digest) cannot change what a person is
+	// shown; the workflow keeps the first as well.
+	s.mu.Lock()
+	if _, dup := s.questions[q.ID]; dup {
+		s.mu.Unlock()
+		writeError(w, http.StatusConflict, "id: question "+q.ID+" was raised already; a question is never raised twice (raise a new one with a new id)")
+		return
+	}
+	s.questions[q.ID] = questionEntry{q: q, deadline: s.cfg.Now().Add(q.Timeout)}
+	s.mu.Unlock()
 	if err := s.cfg.Jobs.Ask(r.Context(), id, q); err != nil {
+		s.mu.Lock()
+		delete(s.questions, q.ID)
+		s.mu.Unlock()
 		writeErr(w, err)
 		return
 	}
-	s.mu.Lock()
-	s.questions[q.ID] = questionEntry{q: q, deadline: s.cfg.Now().Add(q.Timeout)}
-	s.mu.Unlock()
 	s.record(AuditAsked, map[string]any{"job": id, "question": q.ID, "node": q.Node, "digest": q.Digest,
 		"kind": q.Kind, "rule": q.Rule, "reason": q.Reason, "timeout": q.Timeout.String()})
 	writeJSON(w, http.StatusAccepted, map[string]string{"id": q.ID})

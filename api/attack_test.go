@@ -2,9 +2,12 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
+	"github.com/airlock-run/airlock/jobs"
 	"github.com/airlock-run/airlock/jobs/pki"
 )
 
@@ -71,4 +74,31 @@ func TestAttackDuplicateKeys(t *testing.T) {
 			t.Fatalf("got %d %v", code, out)
 		}
 	})
+}
+
+// A question, once raised, is the one a person answers: raising its id
+// again (with the same digest and another call line) must not change what
+// the list shows, or a person would approve "ls" and let the real call run.
+func TestAttackReRaiseQuestion(t *testing.T) {
+	s, f := serve(t, Config{})
+	digest := "sha256:" + strings.Repeat("d", 64)
+	raise := func(call string) int {
+		q := fmt.Sprintf(`{"id":"q-1","job":"j-1","node":"n1","digest":%q,"call":%q,"kind":"exec","verdict":"escalate","timeout":30000000000}`, digest, call)
+		code, _ := do(t, s, "POST", "/v1/jobs/j-1/questions", "Bearer "+token, q)
+		return code
+	}
+	if code := raise("rm -rf /srv/data"); code != http.StatusAccepted {
+		t.Fatalf("raise: %d", code)
+	}
+	if code := raise("ls"); code != http.StatusConflict {
+		t.Errorf("raising q-1 again: got %d, want 409", code)
+	}
+	var listed []jobs.Question
+	getJSON(t, s, "/v1/approvals", &listed)
+	if len(listed) != 1 || listed[0].Call != "rm -rf /srv/data" {
+		t.Fatalf("listed %+v, want the first question's call", listed)
+	}
+	if len(f.asked) != 1 {
+		t.Errorf("signalled %d questions, want the first only", len(f.asked))
+	}
 }
