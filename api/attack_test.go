@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airlock-run/airlock/jobs"
 	"github.com/airlock-run/airlock/jobs/pki"
@@ -100,5 +102,29 @@ func TestAttackReRaiseQuestion(t *testing.T) {
 	}
 	if len(f.asked) != 1 {
 		t.Errorf("signalled %d questions, want the first only", len(f.asked))
+	}
+}
+
+// A registration's findings are the node's signed word: someone replaying
+// a node's fresh attestation must not register it without the advisory
+// findings it reported.
+func TestAttackReplayWithoutFindings(t *testing.T) {
+	s, _, _ := serveEnrol(t)
+	key, cert := enrolNode(t, s, "n1")
+	findings := []string{"advisory: bubblewrap is setuid on this host"}
+	a, err := pki.Sign(key, cert, pki.Report{Node: "n1", Pool: "ci", Tier: 1, Rows: heldRows(), Findings: findings}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, out := register(t, s, Registration{ID: "n1", Pool: "ci", Tier: 1, Findings: findings, Attestation: &a}); code != http.StatusOK {
+		t.Fatalf("register: %d %v", code, out)
+	}
+	if code, out := register(t, s, Registration{ID: "n1", Pool: "ci", Tier: 1, Attestation: &a}); code != http.StatusForbidden {
+		t.Fatalf("the same attestation without its findings: got %d %v, want 403", code, out)
+	}
+	var list []NodeEntry
+	getJSON(t, s, "/v1/nodes", &list)
+	if len(list) != 1 || !slices.Equal(list[0].Findings, findings) {
+		t.Fatalf("listed %+v, want n1 with its findings", list)
 	}
 }

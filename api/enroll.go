@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -102,8 +103,8 @@ func (s *Server) attest(reg Registration) (tier int, findings []string, err erro
 	if err != nil {
 		return 0, nil, errs.Wrap(errs.Denied, err, "node %s", reg.ID)
 	}
-	if rep.Node != reg.ID || rep.Pool != reg.Pool || rep.Tier != reg.Tier {
-		return 0, nil, errs.New(errs.Denied, "node %s: the registration and its signed report disagree on node, pool or tier", reg.ID)
+	if rep.Node != reg.ID || rep.Pool != reg.Pool || rep.Tier != reg.Tier || !slices.Equal(rep.Findings, reg.Findings) {
+		return 0, nil, errs.New(errs.Denied, "node %s: the registration and its signed report disagree on node, pool, tier or findings", reg.ID)
 	}
 	proven, why := rep.Proven()
 	findings = reg.Findings
