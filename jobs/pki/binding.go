@@ -2,6 +2,7 @@ package pki
 
 import (
 	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
@@ -87,7 +88,7 @@ func csrKey(csrPEM []byte) (*ecdsa.PublicKey, error) {
 		return nil, errs.Invalidf("csr: its signature does not verify with its key: %v", err)
 	}
 	pub, ok := csr.PublicKey.(*ecdsa.PublicKey)
-	if !ok || pub.Curve.Params().Name != "P-256" {
+	if !ok || pub.Curve != elliptic.P256() {
 		return nil, errs.Invalidf("csr: want an ECDSA P-256 key")
 	}
 	return pub, nil
