@@ -17,6 +17,10 @@ const maxQuestionTimeout = 24 * time.Hour
 type questionEntry struct {
 	q        jobs.Question
 	deadline time.Time
+	// answered is set, under s.mu, by the one answer that is signalled;
+	// the entry stays until its deadline so its id is not raised again
+	// and a second answer finds it taken.
+	answered bool
 }
 
 // raise answers POST /v1/jobs/{id}/questions: a node's question about a
@@ -96,6 +100,9 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 			delete(s.questions, id)
 			continue
 		}
+		if e.answered {
+			continue
+		}
 		q := e.q
 		q.Deadline = e.deadline
 		out = append(out, q)
@@ -149,6 +156,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		ok = false
 	}
 	s.mu.Unlock()
+	if ok && e.answered {
+		writeErr(w, errs.NotFoundf("question %s: it was answered already; an answer is given once", id))
+		return
+	}
 	if !ok && req.Job != "" {
 		qs, err := s.workflowQuestions(r, req.Job)
 		if err != nil {
@@ -170,13 +181,25 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, "digest: not the digest of question "+id+"; an answer is for the call it was given for (list it again)")
 		return
 	}
+	// Taken under the lock before the signal, so of two answers at once
+	// one is signalled and recorded, the other refused.
+	s.mu.Lock()
+	if cur, held := s.questions[id]; held && cur.answered {
+		s.mu.Unlock()
+		writeErr(w, errs.NotFoundf("question %s: it was answered already; an answer is given once", id))
+		return
+	}
+	e.answered = true
+	s.questions[id] = e
+	s.mu.Unlock()
 	if err := s.cfg.Jobs.Answer(r.Context(), e.q.Job, a); err != nil {
+		s.mu.Lock()
+		e.answered = false
+		s.questions[id] = e
+		s.mu.Unlock()
 		writeErr(w, err)
 		return
 	}
-	s.mu.Lock()
-	delete(s.questions, id)
-	s.mu.Unlock()
 	s.record(AuditAnswered, map[string]any{"job": e.q.Job, "question": id, "digest": e.q.Digest, "answer": a.Answer, "by": by})
 	writeJSON(w, http.StatusAccepted, map[string]string{"id": id, "answer": a.Answer})
 }

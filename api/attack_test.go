@@ -1,11 +1,14 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -103,6 +106,56 @@ func TestAttackReRaiseQuestion(t *testing.T) {
 	if len(f.asked) != 1 {
 		t.Errorf("signalled %d questions, want the first only", len(f.asked))
 	}
+	t.Run("nor once it is answered", func(t *testing.T) {
+		if code, out := do(t, s, "POST", "/v1/approvals/q-1", "Bearer "+token, `{"answer":"deny","digest":"`+digest+`"}`); code != http.StatusAccepted {
+			t.Fatalf("answer: %d %v", code, out)
+		}
+		if code := raise("ls"); code != http.StatusConflict {
+			t.Errorf("raising answered q-1 again: got %d, want 409", code)
+		}
+		getJSON(t, s, "/v1/approvals", &listed)
+		if len(listed) != 0 {
+			t.Errorf("listed %+v after the answer, want none", listed)
+		}
+	})
+}
+
+// Two answers to one question at once: one is signalled and recorded,
+// the other refused, so the audit never shows an answer that did not
+// take effect.
+func TestAttackAnswerTwiceAtOnce(t *testing.T) {
+	f := &slowAnswers{fakeJobs: &fakeJobs{}}
+	a := New(Config{Token: token, Jobs: f})
+	s := httptest.NewServer(a.Handler())
+	t.Cleanup(s.Close)
+	t.Cleanup(a.Close)
+	digest := "sha256:" + strings.Repeat("d", 64)
+	q := fmt.Sprintf(`{"id":"q-1","job":"j-1","node":"n1","digest":%q,"call":"x","kind":"exec","verdict":"escalate","timeout":30000000000}`, digest)
+	if code, _ := do(t, s, "POST", "/v1/jobs/j-1/questions", "Bearer "+token, q); code != http.StatusAccepted {
+		t.Fatal("raise")
+	}
+	codes := make(chan int, 8)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		answer := []string{"allow-once", "deny"}[i%2]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, _ := do(t, s, "POST", "/v1/approvals/q-1", "Bearer "+token, `{"answer":"`+answer+`","digest":"`+digest+`"}`)
+			codes <- code
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	accepted := 0
+	for c := range codes {
+		if c == http.StatusAccepted {
+			accepted++
+		}
+	}
+	if accepted != 1 || len(f.answers) != 1 {
+		t.Fatalf("%d answers accepted, %d signalled; want one of each", accepted, len(f.answers))
+	}
 }
 
 // A registration's findings are the node's signed word: someone replaying
@@ -127,4 +180,13 @@ func TestAttackReplayWithoutFindings(t *testing.T) {
 	if len(list) != 1 || !slices.Equal(list[0].Findings, findings) {
 		t.Fatalf("listed %+v, want n1 with its findings", list)
 	}
+}
+
+// slowAnswers signals answers slowly, as Temporal may, so answers given
+// at once overlap.
+type slowAnswers struct{ *fakeJobs }
+
+func (f *slowAnswers) Answer(ctx context.Context, id string, a jobs.Answer) error {
+	time.Sleep(50 * time.Millisecond)
+	return f.fakeJobs.Answer(ctx, id, a)
 }
