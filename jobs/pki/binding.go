@@ -26,17 +26,7 @@ import (
 // Enrol issues node's certificate like IssueNode, after binding node to
 // csrPEM's key and pool, or checking that it is bound to them already.
 func (ca *CA) Enrol(csrPEM []byte, node, pool string, lifetime time.Duration) ([]byte, error) {
-	if err := errors.Join(checkName("node id", node), checkName("pool", pool)); err != nil {
-		return nil, err
-	}
-	pub, err := csrKey(csrPEM)
-	if err != nil {
-		return nil, err
-	}
-	if err := ca.bind(node, pool, pub); err != nil {
-		return nil, err
-	}
-	return ca.IssueNode(csrPEM, node, pool, lifetime)
+	return ca.issueNode(csrPEM, node, pool, lifetime, ca.bind)
 }
 
 // bind records node's pool and key on first use and refuses any other

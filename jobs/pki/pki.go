@@ -276,12 +276,22 @@ func (ca *CA) IssueServerClient() (tls.Certificate, error) {
 // client (no server, no CA use) and lives for lifetime (0 is
 // DefaultNodeLifetime).
 func (ca *CA) IssueNode(csrPEM []byte, node, pool string, lifetime time.Duration) ([]byte, error) {
+	return ca.issueNode(csrPEM, node, pool, lifetime, nil)
+}
+
+// issueNode is IssueNode; before, when set, may refuse the key first.
+func (ca *CA) issueNode(csrPEM []byte, node, pool string, lifetime time.Duration, before func(node, pool string, pub *ecdsa.PublicKey) error) ([]byte, error) {
 	if err := errors.Join(checkName("node id", node), checkName("pool", pool)); err != nil {
 		return nil, err
 	}
 	pub, err := csrKey(csrPEM)
 	if err != nil {
 		return nil, err
+	}
+	if before != nil {
+		if err := before(node, pool, pub); err != nil {
+			return nil, err
+		}
 	}
 	if lifetime <= 0 {
 		lifetime = DefaultNodeLifetime
