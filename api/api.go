@@ -617,6 +617,12 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is over %d bytes", maxBody))
 		return false
 	}
+	// A key given twice (or under two spellings the decoder folds to one)
+	// is refused, not read as its last spelling.
+	if err := jobs.CheckJSON(b); err != nil {
+		writeError(w, http.StatusBadRequest, errs.AgentMessage(err))
+		return false
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

@@ -17,6 +17,10 @@ const maxQuestionTimeout = 24 * time.Hour
 type questionEntry struct {
 	q        jobs.Question
 	deadline time.Time
+	// answered is set, under s.mu, by the one answer that is signalled;
+	// the entry stays until its deadline so its id is not raised again
+	// and a second answer finds it taken.
+	answered bool
 }
 
 // raise answers POST /v1/jobs/{id}/questions: a node's question about a
@@ -32,13 +36,24 @@ func (s *Server) raise(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	// The id is taken before the signal, so a second raise of it (another
+	// call line under the same digest) cannot change what a person is
+	// shown; the workflow keeps the first as well.
+	s.mu.Lock()
+	if _, dup := s.questions[q.ID]; dup {
+		s.mu.Unlock()
+		writeError(w, http.StatusConflict, "id: question "+q.ID+" was raised already; a question is never raised twice (raise a new one with a new id)")
+		return
+	}
+	s.questions[q.ID] = questionEntry{q: q, deadline: s.cfg.Now().Add(q.Timeout)}
+	s.mu.Unlock()
 	if err := s.cfg.Jobs.Ask(r.Context(), id, q); err != nil {
+		s.mu.Lock()
+		delete(s.questions, q.ID)
+		s.mu.Unlock()
 		writeErr(w, err)
 		return
 	}
-	s.mu.Lock()
-	s.questions[q.ID] = questionEntry{q: q, deadline: s.cfg.Now().Add(q.Timeout)}
-	s.mu.Unlock()
 	s.record(AuditAsked, map[string]any{"job": id, "question": q.ID, "node": q.Node, "digest": q.Digest,
 		"kind": q.Kind, "rule": q.Rule, "reason": q.Reason, "timeout": q.Timeout.String()})
 	writeJSON(w, http.StatusAccepted, map[string]string{"id": q.ID})
@@ -83,6 +98,9 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	for id, e := range s.questions {
 		if !now.Before(e.deadline) {
 			delete(s.questions, id)
+			continue
+		}
+		if e.answered {
 			continue
 		}
 		q := e.q
@@ -138,6 +156,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		ok = false
 	}
 	s.mu.Unlock()
+	if ok && e.answered {
+		writeErr(w, errs.NotFoundf("question %s: it was answered already; an answer is given once", id))
+		return
+	}
 	if !ok && req.Job != "" {
 		qs, err := s.workflowQuestions(r, req.Job)
 		if err != nil {
@@ -159,13 +181,25 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, "digest: not the digest of question "+id+"; an answer is for the call it was given for (list it again)")
 		return
 	}
+	// Taken under the lock before the signal, so of two answers at once
+	// one is signalled and recorded, the other refused.
+	s.mu.Lock()
+	if cur, held := s.questions[id]; held && cur.answered {
+		s.mu.Unlock()
+		writeErr(w, errs.NotFoundf("question %s: it was answered already; an answer is given once", id))
+		return
+	}
+	e.answered = true
+	s.questions[id] = e
+	s.mu.Unlock()
 	if err := s.cfg.Jobs.Answer(r.Context(), e.q.Job, a); err != nil {
+		s.mu.Lock()
+		e.answered = false
+		s.questions[id] = e
+		s.mu.Unlock()
 		writeErr(w, err)
 		return
 	}
-	s.mu.Lock()
-	delete(s.questions, id)
-	s.mu.Unlock()
 	s.record(AuditAnswered, map[string]any{"job": e.q.Job, "question": id, "digest": e.q.Digest, "answer": a.Answer, "by": by})
 	writeJSON(w, http.StatusAccepted, map[string]string{"id": id, "answer": a.Answer})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -65,9 +66,12 @@ func (s *Server) enroll(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	certPEM, err := s.cfg.CA.IssueNode([]byte(req.CSR), req.ID, req.Pool, s.cfg.NodeCertLifetime)
+	// Enrol, not IssueNode: an id enrolled already renews only with its
+	// own key and pool, so the enrolment token does not take it over.
+	certPEM, err := s.cfg.CA.Enrol([]byte(req.CSR), req.ID, req.Pool, s.cfg.NodeCertLifetime)
 	if err != nil {
-		writeErr(w, errs.Wrap(errs.Invalid, err, "csr"))
+		s.cfg.Log.Warn("enrolment refused", "node", req.ID, "pool", req.Pool, "err", err)
+		writeErr(w, err)
 		return
 	}
 	cert, _ := pki.ParseCert(certPEM)
@@ -99,8 +103,8 @@ func (s *Server) attest(reg Registration) (tier int, findings []string, err erro
 	if err != nil {
 		return 0, nil, errs.Wrap(errs.Denied, err, "node %s", reg.ID)
 	}
-	if rep.Node != reg.ID || rep.Pool != reg.Pool || rep.Tier != reg.Tier {
-		return 0, nil, errs.New(errs.Denied, "node %s: the registration and its signed report disagree on node, pool or tier", reg.ID)
+	if rep.Node != reg.ID || rep.Pool != reg.Pool || rep.Tier != reg.Tier || !slices.Equal(rep.Findings, reg.Findings) {
+		return 0, nil, errs.New(errs.Denied, "node %s: the registration and its signed report disagree on node, pool, tier or findings", reg.ID)
 	}
 	proven, why := rep.Proven()
 	findings = reg.Findings

@@ -174,6 +174,17 @@ func (s *Server) Eligible(node, queue string) bool {
 	return false
 }
 
+// Standing is node's attested tier and whether an admin's opt-out holds
+// for it (not one still pending); known is false for a node that never
+// registered. The Temporal frontend holds each claim and result of the
+// node to it.
+func (s *Server) Standing(node string) (tier int, optedOut, known bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.nodes[node]
+	return n.Tier, s.optedOutLocked(node), ok
+}
+
 // floorLocked says whether node may take floor work below tier 1: an
 // opt-out holds for it (not one still pending), or the server runs --dev.
 // s.mu is held.

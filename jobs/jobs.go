@@ -365,6 +365,13 @@ type DevAuth struct {
 	// node's attested tier (and the pool's opt-outs and --dev). nil
 	// lets no node poll one.
 	Eligible func(node, queue string) bool
+	// Standing is what the registry holds of node: its attested tier and
+	// whether an admin's opt-out holds for it (known is false for a node
+	// that never registered). A node's claims and results are held to it,
+	// so an opt-out or --dev that lets a node poll the floor queue never
+	// lets it claim a tier it did not prove or hide its opt-out. nil
+	// holds them to Eligible alone.
+	Standing func(node string) (tier int, optedOut, known bool)
 }
 
 // DevServer is a running embedded Temporal server.

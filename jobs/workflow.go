@@ -36,7 +36,7 @@ func Workflow(ctx workflow.Context, j Job) (Result, error) {
 	if err := j.Validate(); err != nil {
 		return Result{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrInvalidJob, nil)
 	}
-	q := &questions{pending: map[string]Question{}}
+	q := &questions{pending: map[string]Question{}, seen: map[string]bool{}}
 	if err := workflow.SetQueryHandler(ctx, QueryQuestions, q.list(ctx)); err != nil {
 		return Result{}, err
 	}
@@ -176,6 +176,8 @@ const deliverTimeout = 10 * time.Second
 // questions are the job's escalations waiting for a person.
 type questions struct {
 	pending map[string]Question
+	// seen are the ids of every question raised, answered or not.
+	seen map[string]bool
 }
 
 // list is the query handler: the questions whose deadline has not passed.
@@ -211,6 +213,14 @@ func (q *questions) await(ctx workflow.Context, j Job, node string, run workflow
 			workflow.GetLogger(ctx).Warn("question refused", "job", j.ID, "question", x.ID, "node", x.Node)
 			return
 		}
+		if q.seen[x.ID] {
+			// A question is the one first raised under its id: asking it
+			// again (another call line, the same digest) would change
+			// what a person approves, not the call that runs.
+			workflow.GetLogger(ctx).Warn("question raised again, refused", "job", j.ID, "question", x.ID)
+			return
+		}
+		q.seen[x.ID] = true
 		x.Deadline = workflow.Now(ctx).Add(x.Timeout)
 		q.pending[x.ID] = x
 	})

@@ -140,12 +140,12 @@ func (id *identity) tlsConfig() (*tls.Config, error) {
 	})
 }
 
-// sign signs the node's report of its tier and rows, now.
+// sign signs the node's report of its tier, rows and findings, now.
 func (id *identity) sign(cfg Config, rows []pki.Row) (*pki.Attestation, error) {
 	id.mu.Lock()
 	certPEM := id.certPEM
 	id.mu.Unlock()
-	a, err := pki.Sign(id.key, certPEM, pki.Report{Node: cfg.ID, Pool: cfg.Pool, Tier: cfg.Tier, Rows: rows}, time.Now())
+	a, err := pki.Sign(id.key, certPEM, pki.Report{Node: cfg.ID, Pool: cfg.Pool, Tier: cfg.Tier, Rows: rows, Findings: cfg.Findings}, time.Now())
 	if err != nil {
 		return nil, err
 	}

@@ -223,8 +223,14 @@ func runServer(ctx context.Context, env *Env, o serverOptions) error {
 	// node's attested tier lets it poll a floor queue; none may before.
 	var registry atomic.Pointer[api.Server]
 	eligible := func(node, queue string) bool { a := registry.Load(); return a != nil && a.Eligible(node, queue) }
+	standing := func(node string) (int, bool, bool) {
+		if a := registry.Load(); a != nil {
+			return a.Standing(node)
+		}
+		return 0, false, false
+	}
 	dev, err := env.DevServer(ctx, jobs.DevConfig{Dir: filepath.Join(o.dir, "temporal"), FrontendIP: o.temporalIP,
-		Auth: &jobs.DevAuth{CA: fleet.ca.PEM, Services: fleet.services, Client: fleet.client, Eligible: eligible}})
+		Auth: &jobs.DevAuth{CA: fleet.ca.PEM, Services: fleet.services, Client: fleet.client, Eligible: eligible, Standing: standing}})
 	if err != nil {
 		return err
 	}

@@ -55,6 +55,10 @@ type Report struct {
 	Tier   int       `json:"tier"`
 	Rows   []Row     `json:"rows"`
 	Signed time.Time `json:"signed"`
+	// Findings are the node's probe findings (an advisory, a missing
+	// profile), signed so that whoever replays a report cannot register
+	// the node without them.
+	Findings []string `json:"findings,omitempty"`
 }
 
 // Attestation is a signed report and the certificate whose key signed it.

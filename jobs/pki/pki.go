@@ -178,6 +178,10 @@ type CA struct {
 	PEM  []byte
 	key  *ecdsa.PrivateKey
 	now  func() time.Time
+	// dir is the CA's directory; nodes/<id> there binds each enrolled
+	// node id to its pool and key (see Enrol). mu serialises enrolments.
+	dir string
+	mu  sync.Mutex
 }
 
 // LoadOrCreateCA reads the CA from dir (ca.pem, ca.key), creating both on
@@ -190,7 +194,7 @@ func LoadOrCreateCA(dir string) (*CA, error) {
 	keyPath, certPath := filepath.Join(dir, "ca.key"), filepath.Join(dir, "ca.pem")
 	key, err := ReadKey(keyPath)
 	if errors.Is(err, fs.ErrNotExist) {
-		return createCA(keyPath, certPath)
+		return createCA(dir, keyPath, certPath)
 	}
 	if err != nil {
 		return nil, err
@@ -206,10 +210,10 @@ func LoadOrCreateCA(dir string) (*CA, error) {
 	if !cert.IsCA || !publicKeyMatches(cert, key) {
 		return nil, errs.Invalidf("fleet CA %s: the certificate is not a CA of the key in %s (remove both to make a new CA, then enrol every node again)", certPath, keyPath)
 	}
-	return &CA{Cert: cert, PEM: b, key: key, now: time.Now}, nil
+	return &CA{Cert: cert, PEM: b, key: key, now: time.Now, dir: dir}, nil
 }
 
-func createCA(keyPath, certPath string) (*CA, error) {
+func createCA(dir, keyPath, certPath string) (*CA, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "fleet CA key")
@@ -235,7 +239,7 @@ func createCA(keyPath, certPath string) (*CA, error) {
 	if err := privfile.WriteFile(certPath, p, 0o644, privfile.Options{}); err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "fleet CA certificate")
 	}
-	return &CA{Cert: cert, PEM: p, key: key, now: time.Now}, nil
+	return &CA{Cert: cert, PEM: p, key: key, now: time.Now, dir: dir}, nil
 }
 
 // Pool is a pool holding the CA alone, for verifying peers.
@@ -274,23 +278,22 @@ func (ca *CA) IssueServerClient() (tls.Certificate, error) {
 // client (no server, no CA use) and lives for lifetime (0 is
 // DefaultNodeLifetime).
 func (ca *CA) IssueNode(csrPEM []byte, node, pool string, lifetime time.Duration) ([]byte, error) {
+	return ca.issueNode(csrPEM, node, pool, lifetime, nil)
+}
+
+// issueNode is IssueNode; before, when set, may refuse the key first.
+func (ca *CA) issueNode(csrPEM []byte, node, pool string, lifetime time.Duration, before func(node, pool string, pub *ecdsa.PublicKey) error) ([]byte, error) {
 	if err := errors.Join(checkName("node id", node), checkName("pool", pool)); err != nil {
 		return nil, err
 	}
-	der, err := pemBlock(csrPEM, "CERTIFICATE REQUEST")
+	pub, err := csrKey(csrPEM)
 	if err != nil {
-		return nil, errs.Wrap(errs.Invalid, err, "csr")
+		return nil, err
 	}
-	csr, err := x509.ParseCertificateRequest(der)
-	if err != nil {
-		return nil, errs.Invalidf("csr: %v", err)
-	}
-	if err := csr.CheckSignature(); err != nil {
-		return nil, errs.Invalidf("csr: its signature does not verify with its key: %v", err)
-	}
-	pub, ok := csr.PublicKey.(*ecdsa.PublicKey)
-	if !ok || pub.Curve != elliptic.P256() {
-		return nil, errs.Invalidf("csr: want an ECDSA P-256 key")
+	if before != nil {
+		if err := before(node, pool, pub); err != nil {
+			return nil, err
+		}
 	}
 	if lifetime <= 0 {
 		lifetime = DefaultNodeLifetime
@@ -299,7 +302,7 @@ func (ca *CA) IssueNode(csrPEM []byte, node, pool string, lifetime time.Duration
 	tmpl.URIs = append(tmpl.URIs, mustURL(poolPrefix+pool))
 	tmpl.Subject = pkix.Name{CommonName: "airlock node " + node}
 	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	der, err = x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, pub, ca.key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, pub, ca.key)
 	if err != nil {
 		return nil, errs.Wrap(errs.Internal, err, "issue node %s's certificate", node)
 	}

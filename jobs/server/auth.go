@@ -198,8 +198,10 @@ func (a *authorizer) mayPoll(id pki.Identity, q string) bool {
 // tokens binds each activity task token to the node whose poll received
 // it, and lets a node answer or heartbeat only a token it holds.
 type tokens struct {
-	// eligible is the registry's answer (see jobs.DevAuth.Eligible).
+	// eligible and standing are the registry's answers (see
+	// jobs.DevAuth).
 	eligible func(node, queue string) bool
+	standing func(node string) (tier int, optedOut, known bool)
 	mu       sync.Mutex
 	held     map[string]held // by token
 	now      func() time.Time
@@ -216,8 +218,8 @@ type held struct {
 // any run (runs heartbeat, and a heartbeat refreshes it).
 const tokenTTL = 48 * time.Hour
 
-func newTokens(eligible func(node, queue string) bool) *tokens {
-	return &tokens{eligible: eligible, held: map[string]held{}, now: time.Now}
+func newTokens(eligible func(node, queue string) bool, standing func(string) (int, bool, bool)) *tokens {
+	return &tokens{eligible: eligible, standing: standing, held: map[string]held{}, now: time.Now}
 }
 
 // answer is the token of a node's answer or heartbeat, and whether the
@@ -307,19 +309,43 @@ func (tk *tokens) checkAnswer(id pki.Identity, activity string, result *commonpb
 		return id.String() + " answered " + activity + " with a result that is not one JSON value"
 	}
 	var r struct {
-		Node string `json:"node"`
-		Tier int    `json:"tier"`
+		Node     string `json:"node"`
+		Tier     int    `json:"tier"`
+		OptedOut bool   `json:"opted_out"`
 	}
-	if err := json.Unmarshal(ps[0].GetData(), &r); err != nil {
-		return id.String() + " answered " + activity + " with a result that is not JSON"
+	// A key given twice would be read by the workflow as its last
+	// spelling; refused rather than guessed at.
+	if jobs.CheckJSON(ps[0].GetData()) != nil || json.Unmarshal(ps[0].GetData(), &r) != nil {
+		return id.String() + " answered " + activity + " with a result that is not one JSON object"
 	}
 	if r.Node != id.Node && (activity == jobs.ClaimActivity || r.Node != "") {
 		return id.String() + " answered " + activity + " in the name of node " + r.Node
+	}
+	if tk.standing != nil {
+		return tk.checkStanding(id, activity, r.Tier, r.OptedOut)
 	}
 	for tier, q := range map[int]string{1: jobs.FloorQueue(id.Pool), 2: jobs.Tier2Queue(id.Pool)} {
 		if r.Tier >= tier && (tk.eligible == nil || !tk.eligible(id.Node, q)) {
 			return fmt.Sprintf("%s answered %s at sandbox tier %d, above its attested tier", id, activity, r.Tier)
 		}
+	}
+	return ""
+}
+
+// checkStanding holds an answer to the registry's standing of the node:
+// the tier is at most the attested one (an opt-out or --dev lets a node
+// poll the floor queue, never claim tier 1), and a claim says the opt-out
+// exactly as it holds, since the workflow refuses tainted work and marks
+// runs tier 0 by it. "" allows the answer.
+func (tk *tokens) checkStanding(id pki.Identity, activity string, tier int, optedOut bool) string {
+	attested, held, known := tk.standing(id.Node)
+	switch {
+	case !known:
+		return id.String() + " answered " + activity + " but is not registered with the server"
+	case tier > attested:
+		return fmt.Sprintf("%s answered %s at sandbox tier %d, above its attested tier %d", id, activity, tier, attested)
+	case activity == jobs.ClaimActivity && optedOut != held:
+		return fmt.Sprintf("%s claimed with opted_out=%v, but the server holds %v (the node learns it at its next heartbeat; the claim is put again)", id, optedOut, held)
 	}
 	return ""
 }

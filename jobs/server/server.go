@@ -121,7 +121,7 @@ func authOptions(a *jobs.DevAuth, namespace string) ([]temporal.ServerOption, er
 		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{dynamicconfig.EnableRingpopTLS.Key(): true}),
 	}
 	if !unboundAnswers {
-		opts = append(opts, temporal.WithChainedFrontendGrpcInterceptors(newTokens(a.Eligible).intercept))
+		opts = append(opts, temporal.WithChainedFrontendGrpcInterceptors(newTokens(a.Eligible, a.Standing).intercept))
 	}
 	return opts, nil
 }
