@@ -70,6 +70,8 @@ type gvisorBox struct {
 	// initFiles are the in-box init's configuration and status pipes,
 	// passed in with runsc's --pass-fd (planInit).
 	initFiles []*os.File
+	// serve is the init's serving flags in a warm box (gvisor_warm_linux.go).
+	serve []string
 	// net is set for a box with network: runsc may connect to the host
 	// sockets its mounts hold (--host-uds=open): the egress socket's
 	// directory, every other socket covered (coverSocket).
@@ -638,6 +640,7 @@ func (b *Box) GVisorCommand(argv []string) ([]string, error) {
 	// its configuration (Box.SendConfig).
 	g.spec.Process.Args = []string{boxInitPath, InitArg,
 		boxconf.FlagConfig, strconv.Itoa(gvisorInitFD), boxconf.FlagStatus, strconv.Itoa(gvisorInitFD + 1)}
+	g.spec.Process.Args = append(g.spec.Process.Args, g.serve...)
 	data, err := json.Marshal(g.spec)
 	if err != nil {
 		return nil, err

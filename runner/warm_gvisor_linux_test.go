@@ -1,0 +1,211 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/sandbox"
+)
+
+// warmRun2 runs argv through p in a tier-2 box of spec.
+func warmRun2(t *testing.T, p *Pool, spec sandbox.Spec, argv ...string) outcome {
+	t.Helper()
+	var o, e bytes.Buffer
+	res, err := p.Run(context.Background(), Request{Argv: argv, Spec: spec, Tier: sandbox.Tier2, Stdout: &o, Stderr: &e})
+	return outcome{res, err, o.String(), e.String()}
+}
+
+func mustWarm2(t *testing.T, p *Pool, spec sandbox.Spec, argv ...string) outcome {
+	t.Helper()
+	o := warmRun2(t, p, spec, argv...)
+	if o.err != nil || o.res.ExitCode != 0 {
+		t.Fatalf("%q: exit %d, err %v, stderr %q", argv, o.res.ExitCode, o.err, o.stderr)
+	}
+	return o
+}
+
+// lastNote is the last of a result's notes ("warm box: call N…").
+func lastNote(o outcome) string {
+	n := o.res.Description.Notes
+	if len(n) == 0 {
+		return ""
+	}
+	return n[len(n)-1]
+}
+
+// TestWarmGVisorIsolation: at tier 2 too, nothing one call leaves is
+// there for the next in the same box: files in the scratch directories,
+// processes that left the call's session, exported variables, System V
+// shared memory. The processes live in gVisor's kernel, not the host's,
+// so the second call looks for them from inside.
+func TestWarmGVisorIsolation(t *testing.T) {
+	requireTier2(t)
+	p := warmPool(t)
+	spec := baseSpec(t)
+	marker := "765432.1" + strconv.Itoa(os.Getpid())
+	first := spec
+	first.Env = append(append([]string(nil), spec.Env...), "LEFT_BY_FIRST=1")
+	o := mustWarm2(t, p, first, "sh", "-c", `
+		echo x >/tmp/left; mkdir -p /tmp/d/e && echo y >/tmp/d/e/f && chmod 0 /tmp/d
+		echo x >/var/tmp/left; echo x >$HOME/left; echo x 2>/dev/null >/run/left
+		export LEFT_EXPORTED=1
+		setsid sleep `+marker+` >/dev/null 2>&1 &
+		nohup sleep `+marker+` >/dev/null 2>&1 &
+		( ( sleep `+marker+` & ) & ) >/dev/null 2>&1
+		SHM=$(ipcmk -M 4096 | tr -dc 0-9); export SHM; echo id=$SHM; `+shmCheck+`
+		sleep 0.2; echo procs=$(pgrep -c -f "^sleep `+marker+`")
+		ls /tmp/left && env | grep -c LEFT_`)
+	shm := regexp.MustCompile(`id=([0-9]+)`).FindStringSubmatch(o.stdout)
+	if !strings.Contains(o.stdout, "/tmp/left") || !strings.Contains(o.stdout, "procs=3") || !strings.Contains(o.stdout, "shm=present") || shm == nil {
+		t.Fatalf("the first call did not leave its file, processes and segment (stdout %q), so this test shows nothing", o.stdout)
+	}
+	o = mustWarm2(t, p, spec, "sh", "-c", `export SHM=`+shm[1]+`
+		ls -A /tmp /var/tmp $HOME /run
+		env | grep LEFT_; `+shmCheck+`
+		echo procs=$(pgrep -c -f "^sleep `+marker+`")`)
+	lines := strings.Fields(o.stdout)
+	for _, bad := range []string{"left", "d", "LEFT_BY_FIRST=1", "LEFT_EXPORTED=1"} {
+		for _, l := range lines {
+			if l == bad {
+				t.Errorf("the second call saw %q left by the first:\n%s", bad, o.stdout)
+			}
+		}
+	}
+	if !strings.Contains(o.stdout, "procs=0") {
+		t.Errorf("processes of the first call outlived it:\n%s", o.stdout)
+	}
+	if !strings.Contains(o.stdout, "shm=absent") {
+		t.Errorf("the first call's shared memory segment was left:\n%s", o.stdout)
+	}
+	if !strings.Contains(lastNote(o), "call 2") || p.Boxes() != 1 || o.res.Description.Tier != 2 {
+		t.Errorf("the second call did not run in the first call's tier-2 box (%d boxes, tier %d, notes %q), so this test shows nothing",
+			p.Boxes(), o.res.Description.Tier, o.res.Description.Notes)
+	}
+}
+
+// shmCheck says whether the shared memory segment $SHM exists: gVisor has
+// no /proc/sysvipc for ipcs to list.
+const shmCheck = `perl -MIPC::SysV=IPC_STAT -e 'print defined(shmctl($ENV{SHM},IPC_STAT,$b)) ? "shm=present\n" : "shm=absent\n"'`
+
+// killSentries kills the runsc sandbox processes (gVisor's kernel) of this
+// process's tier-2 boxes and says how many it killed.
+func killSentries(t *testing.T) int {
+	killed := 0
+	for d := range gvisorBoxes(t, os.Getpid()) {
+		for _, p := range hostProcsOf(d) {
+			if b, _ := os.ReadFile("/proc/" + itoa(p) + "/cmdline"); strings.Contains(string(b), "\x00boot\x00") {
+				syscall.Kill(p, syscall.SIGKILL)
+				killed++
+			}
+		}
+	}
+	return killed
+}
+
+// TestWarmGVisorSentryDies: a warm box's Sentry killed between calls
+// gives the next call a new box; killed during a call, that call fails as
+// unavailable (exit 125) and the box is replaced.
+func TestWarmGVisorSentryDies(t *testing.T) {
+	requireTier2(t)
+	p := warmPool(t)
+	sig := t.TempDir()
+	spec := fixSpec(t, t.TempDir())
+	spec.Write = append(spec.Write, sig)
+	mustWarm2(t, p, spec, "true")
+	if o := mustWarm2(t, p, spec, "true"); !strings.Contains(lastNote(o), "call 2") {
+		t.Fatalf("the second call did not reuse the box (%q), so this test shows nothing", lastNote(o))
+	}
+	if killSentries(t) == 0 {
+		t.Fatal("found no runsc sandbox process to kill, so this test shows nothing")
+	}
+	for end := time.Now().Add(30 * time.Second); p.Boxes() > 0 && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+	}
+	if o := mustWarm2(t, p, spec, "echo", "again"); o.stdout != "again\n" || !strings.Contains(lastNote(o), "call 1") {
+		t.Fatalf("after its Sentry died, got %q in %q; want a new box", o.stdout, lastNote(o))
+	}
+
+	done := make(chan outcome, 1)
+	go func() { done <- warmRun2(t, p, spec, "sh", "-c", "touch "+sig+"/started; sleep 60") }()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(sig + "/started"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the call never started")
+		}
+	}
+	if killSentries(t) == 0 {
+		t.Fatal("found no runsc sandbox process to kill, so this test shows nothing")
+	}
+	select {
+	case o := <-done:
+		if !errs.Is(o.err, errs.Unavailable) || errs.ExitCode(o.err) != 125 {
+			t.Fatalf("got err %v, exit %d; want the call failed as unavailable (125)", o.err, o.res.ExitCode)
+		}
+		t.Logf("failed: %v", o.err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call did not end within 30 s of its Sentry's death")
+	}
+	if o := mustWarm2(t, p, spec, "echo", "replaced"); o.stdout != "replaced\n" || !strings.Contains(lastNote(o), "call 1") {
+		t.Fatalf("after a Sentry died mid-call, got %q in %q; want a new box", o.stdout, lastNote(o))
+	}
+}
+
+// TestWarmGVisorKillAirlock: SIGKILL of airlock (a stand-in running a
+// warm pool) while a call runs in a tier-2 warm box leaves no process of
+// the box on the host.
+func TestWarmGVisorKillAirlock(t *testing.T) {
+	requireTier2(t)
+	sig := t.TempDir()
+	spec := fixSpec(t, t.TempDir())
+	spec.Write = append(spec.Write, sig)
+	spec.Limits.MemoryBytes = 1 << 30 // a cgroup the box's record names
+	req, _ := json.Marshal(helperReq{Spec: spec, Tier: sandbox.Tier2, Warm: true,
+		Argv: []string{"sh", "-c", "setsid sleep 300 & touch " + sig + "/started; sleep 300"}})
+	cmd := exec.Command(testExe(t), helperArg, string(req))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(sig + "/started"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the warm call never started")
+		}
+	}
+	var dir string
+	for d := range gvisorBoxes(t, cmd.Process.Pid) {
+		dir = d
+	}
+	if dir == "" || len(hostProcsOf(dir)) < 3 {
+		t.Fatalf("no running warm box found (directory %q, processes %v), so this test shows nothing", dir, hostProcsOf(dir))
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	var left []int
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if left = liveOnly(hostProcsOf(dir)); len(left) == 0 {
+			break
+		}
+	}
+	if len(left) > 0 {
+		t.Fatalf("processes of the warm box survived airlock's death: %v", left)
+	}
+	// The next tier-2 box reaps the dead airlock's directory.
+	mustWarm2(t, warmPool(t), baseSpec(t), "true")
+	if _, err := os.Stat(dir); err == nil {
+		t.Errorf("the dead airlock's box directory %s was not reaped", dir)
+	}
+}
