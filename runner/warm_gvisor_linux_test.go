@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/sandbox"
+	"github.com/airlock-run/airlock/sandbox/boxconf"
 )
 
 // warmRun2 runs argv through p in a tier-2 box of spec.
@@ -118,9 +120,7 @@ func killSentries(t *testing.T) int {
 func TestWarmGVisorSentryDies(t *testing.T) {
 	requireTier2(t)
 	p := warmPool(t)
-	sig := t.TempDir()
-	spec := fixSpec(t, t.TempDir())
-	spec.Write = append(spec.Write, sig)
+	spec := baseSpec(t)
 	mustWarm2(t, p, spec, "true")
 	if o := mustWarm2(t, p, spec, "true"); !strings.Contains(lastNote(o), "call 2") {
 		t.Fatalf("the second call did not reuse the box (%q), so this test shows nothing", lastNote(o))
@@ -134,15 +134,20 @@ func TestWarmGVisorSentryDies(t *testing.T) {
 		t.Fatalf("after its Sentry died, got %q in %q; want a new box", o.stdout, lastNote(o))
 	}
 
+	// The call says it started on its stdout, read through a pipe.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
 	done := make(chan outcome, 1)
-	go func() { done <- warmRun2(t, p, spec, "sh", "-c", "touch "+sig+"/started; sleep 60") }()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(sig + "/started"); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the call never started")
-		}
+	go func() {
+		res, err := p.Run(context.Background(), Request{Argv: []string{"sh", "-c", "echo started; sleep 60"}, Spec: spec, Tier: sandbox.Tier2, Stdout: pw})
+		pw.Close()
+		done <- outcome{res: res, err: err}
+	}()
+	if line, _ := bufio.NewReader(pr).ReadString('\n'); line != "started\n" {
+		t.Fatalf("the call did not start (%q)", line)
 	}
 	if killSentries(t) == 0 {
 		t.Fatal("found no runsc sandbox process to kill, so this test shows nothing")
@@ -166,31 +171,31 @@ func TestWarmGVisorSentryDies(t *testing.T) {
 // the box on the host.
 func TestWarmGVisorKillAirlock(t *testing.T) {
 	requireTier2(t)
-	sig := t.TempDir()
-	spec := fixSpec(t, t.TempDir())
-	spec.Write = append(spec.Write, sig)
+	spec := baseSpec(t)
 	spec.Limits.MemoryBytes = 1 << 30 // a cgroup the box's record names
 	req, _ := json.Marshal(helperReq{Spec: spec, Tier: sandbox.Tier2, Warm: true,
-		Argv: []string{"sh", "-c", "setsid sleep 300 & touch " + sig + "/started; sleep 300"}})
+		Argv: []string{"sh", "-c", "setsid sleep 300 & echo started; sleep 300"}})
 	cmd := exec.Command(testExe(t), helperArg, string(req))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(sig + "/started"); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the warm call never started")
-		}
+	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "started\n" {
+		t.Fatalf("the warm call never started (%q)", line)
 	}
 	var dir string
 	for d := range gvisorBoxes(t, cmd.Process.Pid) {
 		dir = d
 	}
 	if dir == "" || len(hostProcsOf(dir)) < 3 {
-		t.Fatalf("no running warm box found (directory %q, processes %v), so this test shows nothing", dir, hostProcsOf(dir))
+		t.Fatalf("no running box found (directory %q, processes %v), so this test shows nothing", dir, hostProcsOf(dir))
+	}
+	if !serving(hostProcsOf(dir)) {
+		t.Fatalf("the box of directory %s is not a warm one (no --serve-fd), so this test shows nothing", dir)
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
@@ -208,4 +213,22 @@ func TestWarmGVisorKillAirlock(t *testing.T) {
 	if _, err := os.Stat(dir); err == nil {
 		t.Errorf("the dead airlock's box directory %s was not reaped", dir)
 	}
+}
+
+// serving reports whether one of pids is a warm box's runsc: the box's
+// config.json names the serving init's flag.
+func serving(pids []int) bool {
+	for _, p := range pids {
+		b, _ := os.ReadFile("/proc/" + itoa(p) + "/cmdline")
+		args := strings.Split(string(b), "\x00")
+		for i, a := range args {
+			if a == "--bundle" && i+1 < len(args) {
+				cfg, _ := os.ReadFile(args[i+1] + "/config.json")
+				if strings.Contains(string(cfg), boxconf.FlagServe) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

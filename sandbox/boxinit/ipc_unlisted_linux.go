@@ -38,7 +38,9 @@ var unlistedKinds = []*ipcKind{
 	{name: "sem", make: func() (int, error) {
 		id, _, e := unix.Syscall(unix.SYS_SEMGET, unix.IPC_PRIVATE, 1, unix.IPC_CREAT|0o600)
 		return int(id), ipcErr(0, 0, e)
-	}, rm: func(id int) error { return ipcErr(unix.Syscall6(unix.SYS_SEMCTL, uintptr(id), 0, unix.IPC_RMID, 0, 0, 0)) }},
+	}, rm: func(id int) error {
+		return ipcErr(unix.Syscall6(unix.SYS_SEMCTL, uintptr(id), 0, unix.IPC_RMID, 0, 0, 0))
+	}},
 }
 
 // clearUnlistedIPC removes every System V object a call made in a box
