@@ -93,7 +93,8 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, errs.Invalidf("run: no command")
 	}
 	start := time.Now()
-	plan, err := sandbox.PlanWarm(req.Spec, req.Tier, p.exe)
+	// A key plan: at tier 2 it makes no box directory (PlanWarmKey).
+	plan, err := sandbox.PlanWarmKey(req.Spec, req.Tier, p.exe)
 	if err != nil {
 		return Result{}, err
 	}
@@ -110,6 +111,15 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 	lim.Wall = 0
 	fp := plan.Fingerprint() + fmt.Sprintf("/%+v", lim)
 	wb := p.take(fp)
+	if wb == nil && !plan.Startable() {
+		// No box of this fingerprint: the box itself is planned now,
+		// and known by its own plan's fingerprint.
+		plan.Close()
+		if plan, err = sandbox.PlanWarm(req.Spec, req.Tier, p.exe); err != nil {
+			return Result{}, err
+		}
+		fp = plan.Fingerprint() + fmt.Sprintf("/%+v", lim)
+	}
 	if wb == nil {
 		if wb, err = p.startBox(req, plan, fp); err != nil {
 			return Result{}, err

@@ -80,7 +80,8 @@ func (b *Box) CallArgv(argv []string) []string {
 
 // fingerprint names what a tier-2 box is beyond the common fields: its
 // OCI spec with the box's own directory taken out of every path, each
-// pinned source's inode, the content of each generated file, and runsc's
+// pinned source's inode, the digest of each generated file, the root's
+// links, and runsc's
 // flags that depend on the plan. "" for any other box.
 func (g *gvisorBox) fingerprint() string {
 	if g == nil {
@@ -89,13 +90,7 @@ func (g *gvisorBox) fingerprint() string {
 	spec := g.spec
 	spec.Process.Args = nil
 	spec.Mounts = append([]ociMount(nil), g.spec.Mounts...)
-	gen := map[string]string{}
 	for i, m := range spec.Mounts {
-		if within(m.Source, filepath.Join(g.bundle, "etc")) {
-			data, _ := os.ReadFile(m.Source)
-			sum := sha256.Sum256(data)
-			gen[m.Destination] = hex.EncodeToString(sum[:])
-		}
 		spec.Mounts[i].Source = strings.Replace(m.Source, g.dir, "$BOX", 1)
 	}
 	srcs := make([]boxconf.GVisorSource, len(g.srcs))
@@ -111,7 +106,46 @@ func (g *gvisorBox) fingerprint() string {
 		Spec        ociSpec
 		Sources     []boxconf.GVisorSource
 		Generated   map[string]string
-	}{g.runsc, g.mkhome, g.launch, g.net, spec, srcs, gen})
+		Links       [][2]string
+	}{g.runsc, g.mkhome, g.launch, g.net, spec, srcs, g.gen, g.links})
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
 }
+
+// digest keeps the digest of the generated file bound at dest.
+func (g *gvisorBox) digest(dest string, data []byte) {
+	if g.gen == nil {
+		g.gen = map[string]string{}
+	}
+	sum := sha256.Sum256(data)
+	g.gen[dest] = hex.EncodeToString(sum[:])
+}
+
+// dryGVisorBox is the gvisorBox of a plan made for its fingerprint only:
+// its directory is named, never made, locked or recorded.
+func dryGVisorBox(runsc string) *gvisorBox {
+	dir := filepath.Join(gvisorBoxesDir(), "airlock-dry")
+	return &gvisorBox{runsc: runsc, dir: dir, bundle: filepath.Join(dir, "bundle"), id: "airlock-dry", dry: true}
+}
+
+// PlanWarmKey plans spec for a warm box's fingerprint: at tier 1 the box
+// itself (PlanWarm); at tier 2 the same plan without its box directory,
+// bundle or control socket, which cost a hundred file system operations
+// and are needed only when no running box has the fingerprint. A key plan
+// that is not Startable is closed, and PlanWarm makes the box.
+func PlanWarmKey(spec Spec, tier Tier, exe string) (*Box, error) {
+	if tier != Tier2 {
+		return PlanWarm(spec, tier, exe)
+	}
+	if spec.Net != nil {
+		return nil, errs.Unavailablef("sandbox: a warm box has no network (a box with the egress proxy is made per call)")
+	}
+	if err := validate(spec); err != nil {
+		return nil, err
+	}
+	return gvisor{}.planBox(spec, exe, true)
+}
+
+// Startable reports whether the plan can start a box (a key plan of tier
+// 2 cannot).
+func (b *Box) Startable() bool { return b.gv == nil || !b.gv.dry }
