@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -259,4 +260,57 @@ func TestWarmGVisorConformance(t *testing.T) {
 		t.Fatal("no tier-2 call went through the warm pool, so this test shows nothing")
 	}
 	t.Logf("%d tier-2 calls ran in warm boxes, %d boxes left", warm, p.Boxes())
+}
+
+// TestWarmGVisorNewBox: a tier-2 call runs in a box of its own
+// confinement: another grant, directory, limit, or a granted directory
+// replaced on the host since the box was made gives another box; the same
+// confinement (a wall-clock limit is each call's own) reuses it.
+func TestWarmGVisorNewBox(t *testing.T) {
+	requireTier2(t)
+	p := warmPool(t)
+	observe := sandbox.Spec{Workdir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin", "HOME=/home/box"}}
+	granted := filepath.Join(t.TempDir(), "granted")
+	if err := os.Mkdir(granted, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	grant := observe
+	grant.Read = []string{granted}
+	limited := observe
+	limited.Limits.MemoryBytes = 256 << 20
+	limitedWall := limited
+	limitedWall.Limits.Wall = time.Minute
+	replace := func() {
+		if err := os.Rename(granted, granted+".old"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(granted, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		name   string
+		spec   sandbox.Spec
+		before func()
+		boxes  int
+	}{
+		{"first", observe, nil, 1},
+		{"same again", observe, nil, 1},
+		{"another grant", grant, nil, 2},
+		{"another directory", baseSpec(t), nil, 3},
+		{"observe once more", observe, nil, 3},
+		{"another memory limit", limited, nil, 4},
+		{"another wall-clock limit", limitedWall, nil, 4},
+		{"the grant again", grant, nil, 4},
+		{"the granted directory replaced", grant, replace, 5},
+	}
+	for _, s := range steps {
+		if s.before != nil {
+			s.before()
+		}
+		mustWarm2(t, p, s.spec, "true")
+		if got := p.Boxes(); got != s.boxes {
+			t.Errorf("%s: got %d boxes, want %d", s.name, got, s.boxes)
+		}
+	}
 }
