@@ -314,3 +314,32 @@ func TestWarmGVisorNewBox(t *testing.T) {
 		}
 	}
 }
+
+// TestWarmGVisorControlUnreachable: in gVisor's kernel too, a call cannot
+// reach its init's control socket: it holds no descriptor above the
+// standard three, and the init's descriptors and memory are refused to it
+// (the init is not dumpable). A call that wrote to the socket could hand
+// the runner a forged report and outlive its own end.
+func TestWarmGVisorControlUnreachable(t *testing.T) {
+	requireTier2(t)
+	p := warmPool(t)
+	spec := baseSpec(t)
+	mustWarm2(t, p, spec, "true")
+	o := warmRun2(t, p, spec, "sh", "-c", `ls /proc/self/fd/; echo ---; ls -l /proc/1/fd/ 2>&1; cat /proc/1/environ 2>&1 | head -c 100; echo; echo forged >/proc/1/fd/5 && echo wrote`)
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	self, init, _ := strings.Cut(o.stdout, "---")
+	for _, f := range strings.Fields(self) {
+		if n, _ := strconv.Atoi(f); n > 3 {
+			t.Errorf("a call holds descriptor %d:\n%s", n, self)
+		}
+	}
+	if strings.Contains(init, "socket:") || strings.Contains(init, "wrote") || strings.Contains(init, "GOMAXPROCS") {
+		t.Errorf("the init's descriptors or environment were open to the call:\n%s", init)
+	}
+	if !strings.Contains(lastNote(o), "call 2") {
+		t.Errorf("the call did not run in a warm box (%q), so this test shows nothing", lastNote(o))
+	}
+	t.Logf("the call saw:\n%s%s", o.stdout, o.stderr)
+}
