@@ -30,12 +30,12 @@ func BenchmarkWarmGVisorTrue(b *testing.B) {
 	ctx := context.Background()
 	p := NewPool(exe, 0)
 	defer p.Close()
-	before := sandboxDirs(b)
+	before := gvisorBoxes(b, os.Getpid())
 	if res, err := p.Run(ctx, req); err != nil || res.ExitCode != 0 { // makes the box
 		b.Fatalf("warm: exit %d, %v", res.ExitCode, err)
 	}
 	var dir string
-	for d := range sandboxDirs(b) {
+	for d := range gvisorBoxes(b, os.Getpid()) {
 		if !before[d] {
 			dir = d
 		}
@@ -104,19 +104,4 @@ func BenchmarkWarmGVisorTrue(b *testing.B) {
 	b.ReportMetric(ms(median(plan)), "keyplan-ms")
 	b.ReportMetric(ms(median(spawn)), "inbox-spawn-ms")
 	b.ReportMetric(float64(mw)/float64(median(spawn)), "warm/inbox-spawn")
-}
-
-// sandboxDirs are the tier-2 box directories this process started.
-func sandboxDirs(b *testing.B) map[string]bool {
-	b.Helper()
-	base := sandbox.GVisorBoxesDir()
-	ents, _ := os.ReadDir(base)
-	out := map[string]bool{}
-	for _, e := range ents {
-		dir := filepath.Join(base, e.Name())
-		if r, err := sandbox.ReadGVisorRecord(dir); err == nil && r.Pid == os.Getpid() {
-			out[dir] = true
-		}
-	}
-	return out
 }

@@ -24,17 +24,8 @@ var _ tierRunner = (*serveGVisor)(nil)
 func (t *serveGVisor) describe(d *Description) { t.cold.describe(d) }
 
 func (t *serveGVisor) command(r *run, cmd *exec.Cmd, _ io.Writer) error {
-	argv, err := r.box.GVisorCommand(nil)
-	if err != nil {
-		return err
-	}
-	files, err := r.box.GVisorFiles()
-	if err != nil {
-		return err
-	}
-	cmd.Path, cmd.Args, cmd.ExtraFiles = argv[0], argv, files
 	cmd.Stderr = &limitedBuffer{b: &t.diag, n: 64 << 10}
-	return nil
+	return runscCommand(r, cmd, nil)
 }
 
 // started closes the descriptors only runsc needed (the init's ends).

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -23,18 +22,12 @@ import (
 // warmRun2 runs argv through p in a tier-2 box of spec.
 func warmRun2(t *testing.T, p *Pool, spec sandbox.Spec, argv ...string) outcome {
 	t.Helper()
-	var o, e bytes.Buffer
-	res, err := p.Run(context.Background(), Request{Argv: argv, Spec: spec, Tier: sandbox.Tier2, Stdout: &o, Stderr: &e})
-	return outcome{res, err, o.String(), e.String()}
+	return warmRunAt(t, p, sandbox.Tier2, spec, argv...)
 }
 
 func mustWarm2(t *testing.T, p *Pool, spec sandbox.Spec, argv ...string) outcome {
 	t.Helper()
-	o := warmRun2(t, p, spec, argv...)
-	if o.err != nil || o.res.ExitCode != 0 {
-		t.Fatalf("%q: exit %d, err %v, stderr %q", argv, o.res.ExitCode, o.err, o.stderr)
-	}
-	return o
+	return mustWarmAt(t, p, sandbox.Tier2, spec, argv...)
 }
 
 // lastNote is the last of a result's notes ("warm box: call N…").
@@ -240,26 +233,7 @@ func serving(pids []int) bool {
 // Every other call runs as Run runs it.
 func TestWarmGVisorConformance(t *testing.T) {
 	requireTier2(t)
-	p := warmPool(t)
-	warm := 0
-	runVia = func(ctx context.Context, exe string, req Request) (Result, error) {
-		if req.Tier != sandbox.Tier2 {
-			return Run(ctx, exe, req)
-		}
-		res, err := p.Run(ctx, req)
-		if n := res.Description.Notes; len(n) > 0 && strings.HasPrefix(n[len(n)-1], "warm box: call") {
-			warm++
-		}
-		return res, err
-	}
-	t.Cleanup(func() { runVia = Run })
-	t.Run("conformance", TestConformance)
-	t.Run("containment", TestContainment)
-	t.Run("output cap", TestOutputCap)
-	if warm == 0 {
-		t.Fatal("no tier-2 call went through the warm pool, so this test shows nothing")
-	}
-	t.Logf("%d tier-2 calls ran in warm boxes, %d boxes left", warm, p.Boxes())
+	warmConformance(t, func(req Request) bool { return req.Tier == sandbox.Tier2 })
 }
 
 // TestWarmGVisorNewBox: a tier-2 call runs in a box of its own
