@@ -317,3 +317,20 @@ func TestWarmGVisorControlUnreachable(t *testing.T) {
 	}
 	t.Logf("the call saw:\n%s%s", o.stdout, o.stderr)
 }
+
+// TestWarmGVisorHomeInTmp: a HOME inside the box's private /tmp is made
+// for every call of a tier-2 warm box, as a cold box makes it, and what
+// one call wrote there is gone for the next.
+func TestWarmGVisorHomeInTmp(t *testing.T) {
+	requireTier2(t)
+	p := warmPool(t)
+	spec := sandbox.Spec{Workdir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin", "HOME=/tmp/home/box"}}
+	o := mustWarm2(t, p, spec, "sh", "-c", `echo x >"$HOME/left" && ls -A "$HOME"`)
+	if o.stdout != "left\n" {
+		t.Fatalf("the first call could not write in its HOME (%q), so this test shows nothing", o.stdout)
+	}
+	o = mustWarm2(t, p, spec, "sh", "-c", `test -d "$HOME" && ls -A "$HOME" && echo home`)
+	if o.stdout != "home\n" || !strings.Contains(lastNote(o), "call 2") {
+		t.Errorf("the second call's HOME: %q in %q; want it there, empty, in the first call's box", o.stdout, lastNote(o))
+	}
+}
