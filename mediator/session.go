@@ -9,7 +9,7 @@ import (
 
 // Session is the warm boxes of one front-end session (an `mcp serve`
 // session): calls made with its context (Bind) that the runner can run
-// warm (tier 1, no network, no placeholders on the host) run in a box made
+// warm (tier 1 or 2, no network, no placeholders on the host) run in a box made
 // once for their confinement instead of a fresh one. Every call is still
 // decided, planned, recorded and fitted exactly as without a session; only
 // the start of the box changes. Close it when the session ends; its boxes

@@ -43,7 +43,14 @@ func hostLimits(tier sandbox.Tier, l sandbox.Limits) sandbox.Limits {
 }
 
 func (t *gvisorRun) command(r *run, cmd *exec.Cmd, stderr io.Writer) error {
-	argv, err := r.box.GVisorCommand(r.req.Argv)
+	cmd.Stderr = io.MultiWriter(&limitedBuffer{b: &t.diag, n: 4 << 10}, stderr)
+	return runscCommand(r, cmd, r.req.Argv)
+}
+
+// runscCommand makes cmd runsc's launch of the box with argv (none for a
+// warm box) and its descriptors.
+func runscCommand(r *run, cmd *exec.Cmd, argv []string) error {
+	argv, err := r.box.GVisorCommand(argv)
 	if err != nil {
 		return err
 	}
@@ -52,7 +59,6 @@ func (t *gvisorRun) command(r *run, cmd *exec.Cmd, stderr io.Writer) error {
 		return err
 	}
 	cmd.Path, cmd.Args, cmd.ExtraFiles = argv[0], argv, files
-	cmd.Stderr = io.MultiWriter(&limitedBuffer{b: &t.diag, n: 4 << 10}, stderr)
 	return nil
 }
 

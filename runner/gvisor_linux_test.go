@@ -29,7 +29,7 @@ func requireTier2(t *testing.T) {
 // gvisorBoxes lists the tier-2 box directories now present that the
 // airlock process pid started (by each box's record): other processes'
 // boxes (another test binary on the same host) are not this test's.
-func gvisorBoxes(t *testing.T, pid int) map[string]bool {
+func gvisorBoxes(t testing.TB, pid int) map[string]bool {
 	t.Helper()
 	base := sandbox.GVisorBoxesDir()
 	ents, _ := os.ReadDir(base)

@@ -34,7 +34,7 @@ import (
 //	                                    ├─ yes: run the call in it, then close the plan
 //	                                    └─ no:  start a box from this plan
 //
-// A call the warm path cannot take (tier 0 or 2, network, a box that needs
+// A call the warm path cannot take (tier 0, network, a box that needs
 // placeholders on the host for missing protected paths) runs cold, as Run
 // would run it.
 
@@ -74,8 +74,11 @@ func NewPool(exe string, idle time.Duration) *Pool {
 	return &Pool{exe: exe, idle: idle, free: map[string][]*warmBox{}, all: map[*warmBox]bool{}}
 }
 
-// Warm reports whether req would run in a warm box (tier 1, no network).
-func Warm(req Request) bool { return req.Tier == sandbox.Tier1 && req.Spec.Net == nil }
+// Warm reports whether req would run in a warm box (tier 1 or 2, no
+// network).
+func Warm(req Request) bool {
+	return (req.Tier == sandbox.Tier1 || req.Tier == sandbox.Tier2) && req.Spec.Net == nil
+}
 
 // Run runs req as Run does, in a warm box when it can (see Warm), and
 // reports how it ended.
@@ -90,7 +93,8 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, errs.Invalidf("run: no command")
 	}
 	start := time.Now()
-	plan, err := sandbox.PlanWarm(req.Spec, req.Tier, p.exe)
+	// A key plan: at tier 2 it makes no box directory (PlanWarmKey).
+	plan, err := sandbox.PlanWarmKey(req.Spec, req.Tier, p.exe)
 	if err != nil {
 		return Result{}, err
 	}
@@ -107,6 +111,15 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 	lim.Wall = 0
 	fp := plan.Fingerprint() + fmt.Sprintf("/%+v", lim)
 	wb := p.take(fp)
+	if wb == nil && !plan.Startable() {
+		// No box of this fingerprint: the box itself is planned now,
+		// and known by its own plan's fingerprint.
+		plan.Close()
+		if plan, err = sandbox.PlanWarm(req.Spec, req.Tier, p.exe); err != nil {
+			return Result{}, err
+		}
+		fp = plan.Fingerprint() + fmt.Sprintf("/%+v", lim)
+	}
 	if wb == nil {
 		if wb, err = p.startBox(req, plan, fp); err != nil {
 			return Result{}, err
@@ -230,7 +243,7 @@ func (p *Pool) startBox(req Request, plan *sandbox.Box, fp string) (*warmBox, er
 	}
 	boxReq := Request{Argv: []string{"(warm box)"}, Spec: req.Spec, Tier: req.Tier}
 	boxReq.Spec.Limits.Wall = 0 // each call's own, enforced by the init
-	tr := &serveInit{}
+	tr := warmRunner(plan)      // tier 1's or tier 2's start (warm_gvisor_linux.go)
 	r := newRun(p.exe, boxReq, plan, tr, startGroup(boxReq))
 	r.desc.Notes = append(r.desc.Notes, "warm box: the box was made once for calls of this confinement; each call ran in a session of its own, every process in the box was ended after it and /tmp, /var/tmp, /run, /dev and HOME were brought back to their first state")
 	cmd, err := r.launch()
@@ -239,18 +252,19 @@ func (p *Pool) startBox(req Request, plan *sandbox.Box, fp string) (*warmBox, er
 		return nil, err
 	}
 	wb := &warmBox{r: r, cmd: cmd, fp: fp, ctlFile: plan.Control(), ctl: bufio.NewReaderSize(plan.Control(), 64<<10),
-		dir: plan.Dir(), dead: make(chan struct{}), seccomp: tr.ready.Seccomp, desc: r.desc}
+		dir: plan.Dir(), dead: make(chan struct{}), seccomp: tr.readyReport(), desc: r.desc}
 	wb.desc.Notes = append([]string(nil), r.desc.Notes...)
 	wb.idleTimer = time.AfterFunc(time.Hour, func() { p.retire(wb) })
 	wb.idleTimer.Stop()
+	p.mu.Lock()
+	p.all[wb] = true
+	p.mu.Unlock()
 	go func() {
 		r.wait(context.Background(), cmd)
 		r.finish()
 		close(wb.dead)
+		p.retire(wb) // a box that ended by itself (its Sentry died) is forgotten at once
 	}()
-	p.mu.Lock()
-	p.all[wb] = true
-	p.mu.Unlock()
 	return wb, nil
 }
 
@@ -322,7 +336,7 @@ func (wb *warmBox) call(ctx context.Context, req Request, start time.Time) (res 
 		return res, false, errs.Wrap(errs.Unavailable, err, "run: warm box pipes")
 	}
 	defer ends.close()
-	c := boxconf.Call{Argv: req.Argv, Env: req.Spec.Env, Dir: wb.dir, WallMS: req.Spec.Limits.Wall.Milliseconds()}
+	c := boxconf.Call{Argv: wb.r.box.CallArgv(req.Argv), Env: req.Spec.Env, Dir: wb.dir, WallMS: req.Spec.Limits.Wall.Milliseconds()}
 	if req.Spec.Limits.Wall > 0 && c.WallMS == 0 {
 		c.WallMS = 1
 	}

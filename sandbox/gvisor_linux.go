@@ -70,6 +70,15 @@ type gvisorBox struct {
 	// initFiles are the in-box init's configuration and status pipes,
 	// passed in with runsc's --pass-fd (planInit).
 	initFiles []*os.File
+	// serve is the init's serving flags in a warm box (gvisor_warm_linux.go).
+	serve []string
+	// dry is set for a plan made only for its fingerprint: nothing of it
+	// is written to disk (gvisor_warm_linux.go).
+	dry bool
+	// gen holds each generated file's digest by destination, links the
+	// root's merged-/usr links: what the box is, for its fingerprint.
+	gen   map[string]string
+	links [][2]string
 	// net is set for a box with network: runsc may connect to the host
 	// sockets its mounts hold (--host-uds=open): the egress socket's
 	// directory, every other socket covered (coverSocket).
@@ -98,7 +107,9 @@ func (g *gvisorBox) source(pn *pinned, rw bool) (string, error) {
 	}
 	target := filepath.Join(g.dir, "src", strconv.Itoa(len(g.srcs)))
 	var err error
-	if pn.isDir() {
+	if g.dry {
+		// Nothing is made: the path is what the box would be given.
+	} else if pn.isDir() {
 		err = os.Mkdir(target, 0o700)
 	} else {
 		var f *os.File
@@ -120,7 +131,11 @@ func bindOpts(rw bool) []string {
 	return []string{"rbind", "ro"}
 }
 
-func (m gvisor) plan(spec Spec, exe string) (*Box, error) {
+func (m gvisor) plan(spec Spec, exe string) (*Box, error) { return m.planBox(spec, exe, false) }
+
+// planBox plans the box; dry plans it for its fingerprint only, with no
+// box directory (gvisor_warm_linux.go).
+func (m gvisor) planBox(spec Spec, exe string, dry bool) (*Box, error) {
 	if spec.Ptrace {
 		return nil, errs.Unavailablef("sandbox tier 2: sandbox.ptrace is not offered in a gVisor box (use --sandbox 1)")
 	}
@@ -131,8 +146,14 @@ func (m gvisor) plan(spec Spec, exe string) (*Box, error) {
 	if exe == "" || !filepath.IsAbs(exe) {
 		return nil, errs.Invalidf("sandbox: the airlock binary path %q is not absolute", exe)
 	}
-	reapGVisor()
-	g, err := newGVisorBox(gv.Path)
+	var g *gvisorBox
+	var err error
+	if dry {
+		g = dryGVisorBox(gv.Path)
+	} else {
+		reapGVisor()
+		g, err = newGVisorBox(gv.Path)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -496,7 +517,11 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 			return err
 		}
 	}
+	g.links = links
 	for _, l := range links {
+		if g.dry {
+			break
+		}
 		if err := os.Symlink(l[0], filepath.Join(g.bundle, "root", l[1])); err != nil {
 			return errs.Wrap(errs.Unavailable, err, "sandbox tier 2: root")
 		}
@@ -591,6 +616,11 @@ func (g *gvisorBox) dataMount(b *Box, n int, dest string, order int, mounts *[]g
 	}
 	g.files++
 	src := filepath.Join(g.bundle, "etc", "data-"+strconv.Itoa(g.files))
+	g.digest(dest, data)
+	if g.dry {
+		*mounts = append(*mounts, gvMount{ociMount{Destination: dest, Type: "bind", Source: src, Options: []string{"rbind", "ro"}}, order})
+		return nil
+	}
 	if err := os.WriteFile(src, data, 0o444); err != nil {
 		return errs.Wrap(errs.Unavailable, err, "sandbox tier 2: generated file %s", dest)
 	}
@@ -601,6 +631,9 @@ func (g *gvisorBox) dataMount(b *Box, n int, dest string, order int, mounts *[]g
 // mountPoint makes what m is mounted on inside the root, which is
 // read-only and otherwise empty: a directory, or an empty file for a file.
 func (g *gvisorBox) mountPoint(m ociMount) error {
+	if g.dry {
+		return nil
+	}
 	dst := filepath.Join(g.bundle, "root", m.Destination)
 	isDir := true
 	if m.Type == "bind" {
@@ -638,6 +671,7 @@ func (b *Box) GVisorCommand(argv []string) ([]string, error) {
 	// its configuration (Box.SendConfig).
 	g.spec.Process.Args = []string{boxInitPath, InitArg,
 		boxconf.FlagConfig, strconv.Itoa(gvisorInitFD), boxconf.FlagStatus, strconv.Itoa(gvisorInitFD + 1)}
+	g.spec.Process.Args = append(g.spec.Process.Args, g.serve...)
 	data, err := json.Marshal(g.spec)
 	if err != nil {
 		return nil, err
@@ -764,6 +798,9 @@ func (g *gvisorBox) close() {
 	g.closed = true
 	if g.cover != nil {
 		g.cover.f.Close()
+	}
+	if g.dry {
+		return // no process, no directory
 	}
 	killGVisor(g.dir)
 	os.RemoveAll(g.dir)

@@ -26,17 +26,20 @@ var warmScratch = []string{"/tmp", "/var/tmp", "/run", "/dev"}
 // is in its Fingerprint.
 //
 // A warm box has no network (the egress proxy's token belongs to one
-// call) and is tier 1 in this build; either is errs.Unavailable, and the
-// caller runs the call in a box of its own.
+// call) and is tier 1 or 2 (gvisor_warm_linux.go); anything else is
+// errs.Unavailable, and the caller runs the call in a box of its own.
 func PlanWarm(spec Spec, tier Tier, exe string) (*Box, error) {
-	if tier != Tier1 {
-		return nil, errs.Unavailablef("sandbox: a warm box is tier 1 in this build (tier %s runs a box per call)", tier)
+	if tier != Tier1 && tier != Tier2 {
+		return nil, errs.Unavailablef("sandbox: a warm box is tier 1 or 2 (tier %s runs a box per call)", tier)
 	}
 	if spec.Net != nil {
 		return nil, errs.Unavailablef("sandbox: a warm box has no network (a box with the egress proxy is made per call)")
 	}
 	if err := validate(spec); err != nil {
 		return nil, err
+	}
+	if tier == Tier2 {
+		return planWarmGVisor(spec, exe)
 	}
 	b, err := bubblewrap{}.planShape(spec, exe, true)
 	if err != nil {
@@ -106,7 +109,8 @@ func (b *Box) Fingerprint() string {
 		Stubs     []Stub
 		RunAs     *RunAs
 		Protected bool
-	}{b.Tier, b.Version, b.options, b.Argv, c, b.Stubs, b.RunAs, b.Protected})
+		GVisor    string
+	}{b.Tier, b.Version, b.options, b.Argv, c, b.Stubs, b.RunAs, b.Protected, b.gv.fingerprint()})
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
 }
