@@ -1,0 +1,83 @@
+package runner
+
+import (
+	"strings"
+	"testing"
+)
+
+// aclOthersRWX is a default ACL (system.posix_acl_default, version 2)
+// giving its owner, group and others rwx: set on /tmp, it replaces the
+// umask of every file made in /tmp after it.
+const aclOthersRWX = `b"\x02\x00\x00\x00" + b"\x01\x00\x07\x00\xff\xff\xff\xff" + b"\x04\x00\x07\x00\xff\xff\xff\xff" + b"\x20\x00\x07\x00\xff\xff\xff\xff"`
+
+// TestWarmStandingAttacks: what a call can change outside the scratch
+// directories that the next call in the same box would inherit or find.
+// The init is not dumpable, but prlimit, setpriority, sched_setaffinity,
+// sched_setscheduler and ioprio_set ask only for the same user, and every
+// call is forked from the init: a call that lowers the init's limits or
+// priorities shapes every later call. Extended attributes of the scratch
+// directories themselves (a default ACL on /tmp) survive emptying them.
+// Each row plants in one call and looks in the next; the second call must
+// not see the change, in the same box (put back) or in a new one (the box
+// was retired).
+func TestWarmStandingAttacks(t *testing.T) {
+	requireTier1(t)
+	// Every thread of the init: the one calls are forked from is among
+	// them, whichever it is.
+	const initThreads = `for t in /proc/1/task/*; do `
+	rows := []struct {
+		name, plant, probe string
+		clean              func(probe string) bool
+	}{
+		{"hard file limit of the init",
+			`prlimit --pid 1 --nofile=64:64 && echo PLANTED`,
+			`ulimit -Hn`, func(p string) bool { return p != "64" }},
+		{"soft file limit of the init",
+			`prlimit --pid 1 --nofile=64: && echo PLANTED`,
+			`ulimit -Sn`, func(p string) bool { return p != "64" }},
+		{"core size limit of the init",
+			`prlimit --pid 1 --core=4096: 2>/dev/null || prlimit --pid 1 --core=0:0; echo PLANTED; prlimit --pid 1 --core -o SOFT,HARD --noheadings >&2`,
+			`ulimit -c; ulimit -Hc`, func(p string) bool { return p == "0\n0" || p == "0\nunlimited" }},
+		{"nice value of the init",
+			initThreads + `renice -n 10 -p ${t##*/} >/dev/null; done; echo PLANTED`,
+			`nice`, func(p string) bool { return p == "0" }},
+		{"scheduling policy of the init",
+			initThreads + `chrt -i -p 0 ${t##*/}; done; echo PLANTED`,
+			`chrt -p $$ | grep -c SCHED_IDLE || true`, func(p string) bool { return p == "0" }},
+		{"I/O priority of the init",
+			initThreads + `ionice -c 3 -p ${t##*/}; done; echo PLANTED`,
+			`ionice -p $$`, func(p string) bool { return p != "idle" }},
+		{"CPU affinity of the init",
+			`[ "$(nproc)" -gt 1 ] || { echo ONE_CPU; exit 0; }; ` + initThreads + `taskset -p 1 ${t##*/} >/dev/null; done; echo PLANTED`,
+			`taskset -p $$ | sed 's/.*: //'`, func(p string) bool { return p != "1" }},
+		{"user xattr on /tmp",
+			`python3 -c 'import os; os.setxattr("/tmp", "user.left", b"1")' && echo PLANTED`,
+			`python3 -c 'import os; print(len(os.listxattr("/tmp")))'`, func(p string) bool { return p == "0" }},
+		{"user xattr on HOME",
+			`python3 -c 'import os; os.setxattr(os.environ["HOME"], "user.left", b"1")' && echo PLANTED`,
+			`python3 -c 'import os; print(len(os.listxattr(os.environ["HOME"])))'`, func(p string) bool { return p == "0" }},
+		{"default ACL on /tmp",
+			`python3 -c 'import os; os.setxattr("/tmp", "system.posix_acl_default", ` + aclOthersRWX + `)' && echo PLANTED`,
+			`umask 022; echo x >/tmp/f; stat -c %a /tmp/f`, func(p string) bool { return p == "644" }},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			p := warmPool(t)
+			spec := baseSpec(t)
+			o := mustWarm(t, p, spec, "sh", "-c", row.plant)
+			if strings.Contains(o.stdout, "ONE_CPU") {
+				t.Skip("one CPU: no other affinity to set")
+			}
+			if !strings.Contains(o.stdout, "PLANTED") {
+				t.Fatalf("the first call could not plant (stdout %q, stderr %q), so this row shows nothing", o.stdout, o.stderr)
+			}
+			first := o.res.Description.Notes
+			o = mustWarm(t, p, spec, "sh", "-c", row.probe)
+			t.Logf("after the first call: %s; the second: %s", first[len(first)-1], o.res.Description.Notes[len(o.res.Description.Notes)-1])
+			got := strings.TrimSpace(o.stdout)
+			if !row.clean(got) {
+				t.Errorf("the next call found what the first left: %q (notes %q)", got, o.res.Description.Notes)
+			}
+		})
+	}
+}
