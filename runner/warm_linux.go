@@ -232,7 +232,7 @@ func (p *Pool) startBox(req Request, plan *sandbox.Box, fp string) (*warmBox, er
 	boxReq.Spec.Limits.Wall = 0 // each call's own, enforced by the init
 	tr := &serveInit{}
 	r := newRun(p.exe, boxReq, plan, tr, startGroup(boxReq))
-	r.desc.Notes = append(r.desc.Notes, "warm box: the box was made once for calls of this confinement; each call ran in a session of its own, every process in the box was ended after it and /tmp, /var/tmp, /run, /dev and HOME were brought back to their first state")
+	r.desc.Notes = append(r.desc.Notes, "warm box: the box was made once for calls of this confinement; each call ran in a session of its own, every process in the box was ended after it and /tmp, /var/tmp, /run, /dev, HOME and the POSIX message queues were brought back to their first state")
 	cmd, err := r.launch()
 	if err != nil {
 		r.finish()

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -79,5 +80,51 @@ func TestWarmStandingAttacks(t *testing.T) {
 				t.Errorf("the next call found what the first left: %q (notes %q)", got, o.res.Description.Notes)
 			}
 		})
+	}
+}
+
+// mqOpen is a Python program opening the POSIX message queue named by its
+// first argument with the flags of its second ("create" or "open"), and
+// printing the descriptor or the errno.
+const mqOpen = `
+import ctypes, os, sys
+rt = ctypes.CDLL("libc.so.6", use_errno=True)
+flags = os.O_RDONLY | (os.O_CREAT if sys.argv[2] == "create" else 0)
+q = rt.mq_open(sys.argv[1].encode(), flags, 0o600, None)
+print("fd" if q >= 0 else "errno=%d" % ctypes.get_errno())
+`
+
+// TestWarmMessageQueues: a POSIX message queue lives in the box's IPC
+// namespace until it is unlinked, whoever made it has ended: its name (and
+// its attributes, and with the right to write, its messages) would carry
+// one call's data to the next. Landlock refuses opening a queue for
+// writing, not making one read-only. Unconfined first: in a plain
+// bubblewrap box with an IPC namespace of its own, a queue made by one
+// process is opened by the next.
+func TestWarmMessageQueues(t *testing.T) {
+	requireTier1(t)
+	bw, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Skip("no bwrap on PATH")
+	}
+	plain := exec.Command(bw, "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev", "sh", "-c",
+		`python3 -c "$0" /left create && python3 -c "$0" /left open`, mqOpen)
+	out, err := plain.CombinedOutput()
+	if err != nil || strings.Count(string(out), "fd") != 2 {
+		t.Fatalf("unconfined, a queue did not outlive its maker (%v, %q), so this test shows nothing", err, out)
+	}
+
+	p := warmPool(t)
+	spec := baseSpec(t)
+	o := mustWarm(t, p, spec, "python3", "-c", mqOpen, "/left-by-first", "create")
+	if strings.TrimSpace(o.stdout) != "fd" {
+		t.Fatalf("the first call could not make a queue (%q, %q), so this test shows nothing", o.stdout, o.stderr)
+	}
+	o = mustWarm(t, p, spec, "python3", "-c", mqOpen, "/left-by-first", "open")
+	if got := strings.TrimSpace(o.stdout); got != "errno=2" {
+		t.Errorf("the next call opened the first call's queue: %q (notes %q)", got, o.res.Description.Notes)
+	}
+	if !strings.Contains(o.res.Description.Notes[len(o.res.Description.Notes)-1], "call 2") {
+		t.Errorf("the second call did not run in the first call's box (notes %q), so this test shows nothing", o.res.Description.Notes)
 	}
 }

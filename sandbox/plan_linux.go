@@ -423,6 +423,9 @@ type planner struct {
 	// runAs is the user the box runs as when not airlock's own (see
 	// chooseUser); nil is airlock's.
 	runAs *RunAs
+	// mqueue mounts the box's POSIX message queues at /dev/mqueue, for a
+	// warm box's init to empty after every call (warm_linux.go).
+	mqueue bool
 }
 
 func (p *planner) file(f *os.File, child bool) int {
@@ -555,7 +558,7 @@ func (m bubblewrap) planShape(spec Spec, exe string, serve bool) (*Box, error) {
 	p := &planner{spec: spec, bw: bw, box: &Box{Tier: Tier1, Path: bw.Path, Mechanism: m.Name(), Version: bw.Version},
 		// The init is needed to run the egress forwarder, and to check
 		// the binds from inside where bubblewrap cannot bind a descriptor.
-		direct: spec.Net == nil && bw.BindFD && !serve}
+		direct: spec.Net == nil && bw.BindFD && !serve, mqueue: serve}
 	if err := p.plan(exe); err != nil {
 		p.box.Close()
 		return nil, err
@@ -703,6 +706,9 @@ func (p *planner) plan(exe string) error {
 		op{dest: "/var/tmp", args: []string{"--tmpfs", "/var/tmp"}},
 		op{dest: "/run", args: []string{"--tmpfs", "/run"}},
 	)
+	if p.mqueue {
+		p.ops = append(p.ops, op{dest: "/dev/mqueue", args: []string{"--mqueue", "/dev/mqueue"}})
+	}
 
 	// The airlock binary, read-only, never from a writable directory
 	// (CVE-2019-5736: a box that can write the runtime's binary owns the
