@@ -1,7 +1,9 @@
 package runner
 
 import (
+	"net"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -126,5 +128,84 @@ func TestWarmMessageQueues(t *testing.T) {
 	}
 	if !strings.Contains(o.res.Description.Notes[len(o.res.Description.Notes)-1], "call 2") {
 		t.Errorf("the second call did not run in the first call's box (notes %q), so this test shows nothing", o.res.Description.Notes)
+	}
+}
+
+// TestWarmRootReadOnly: nothing of the box's root (bubblewrap's tmpfs,
+// holding the mount points) is brought back between calls, so a call must
+// not be able to write it whatever the kernel: read-only as a mount, not
+// only behind Landlock's write wall (which a kernel before 5.13 lacks, and
+// with it a call's `mkdir /left` would be there for the next call).
+func TestWarmRootReadOnly(t *testing.T) {
+	requireTier1(t)
+	p := warmPool(t)
+	spec := baseSpec(t)
+	o := mustWarm(t, p, spec, "sh", "-c", `awk '$2 == "/" { split($4, o, ","); print o[1] }' /proc/self/mounts | tail -1`)
+	if got := strings.TrimSpace(o.stdout); got != "ro" {
+		t.Errorf("a warm box's root is mounted %q, not read-only", got)
+	}
+	o = mustWarm(t, p, spec, "sh", "-c", `echo x >/tmp/f && cat /tmp/f && echo x >$HOME/f && ls -d /dev/mqueue`)
+	if !strings.Contains(o.stdout, "/dev/mqueue") {
+		t.Errorf("a warm box's scratch directories are not all there and writable: %q %q", o.stdout, o.stderr)
+	}
+}
+
+// connectProbe is a Python program connecting to the Unix socket named by
+// its argument and printing what it reads, or the error.
+const connectProbe = `
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1]); print("read:" + s.recv(64).decode().strip())
+except OSError as e:
+    print("refused:%s" % e.strerror)
+`
+
+// serveSocket listens on path and answers every connection with word.
+func serveSocket(t *testing.T, path, word string) net.Listener {
+	t.Helper()
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte(word + "\n"))
+			c.Close()
+		}
+	}()
+	return l
+}
+
+// TestWarmSocketCoverReplaced: a host socket in a granted tree is covered
+// in the box with a bind of /dev/null onto its path. When the host
+// process that owns it restarts (unlinks it and binds the same path
+// again), the kernel detaches the cover in every mount namespace; a fresh
+// box covers the new socket, but the next call's plan names the same path
+// and so the same options: unless the socket itself is in the
+// fingerprint, the call runs in the old box, whose cover is gone, and
+// reaches the host process.
+func TestWarmSocketCoverReplaced(t *testing.T) {
+	requireTier1(t)
+	wd := t.TempDir()
+	sock := filepath.Join(wd, "agent.sock")
+	l := serveSocket(t, sock, "host-secret")
+	p := warmPool(t)
+	spec := baseSpec(t)
+	spec.Workdir = wd
+	o := mustWarm(t, p, spec, "python3", "-c", connectProbe, sock)
+	if !strings.HasPrefix(strings.TrimSpace(o.stdout), "refused:") {
+		t.Fatalf("the first call reached the host socket (%q): it is not covered, so this test shows nothing", o.stdout)
+	}
+	l.Close() // unlinks the socket, as a restarting daemon does
+	l = serveSocket(t, sock, "host-secret")
+	defer l.Close()
+	o = mustWarm(t, p, spec, "python3", "-c", connectProbe, sock)
+	if got := strings.TrimSpace(o.stdout); !strings.HasPrefix(got, "refused:") {
+		t.Errorf("the next call reached the host socket a restart put at the covered path: %q (notes %q)", got, o.res.Description.Notes)
 	}
 }
