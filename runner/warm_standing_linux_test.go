@@ -209,3 +209,40 @@ func TestWarmSocketCoverReplaced(t *testing.T) {
 		t.Errorf("the next call reached the host socket a restart put at the covered path: %q (notes %q)", got, o.res.Description.Notes)
 	}
 }
+
+// timeWait is a Python program that, with "plant", leaves a loopback TCP
+// port in TIME_WAIT (the side that closes first keeps it for a minute,
+// whoever made it has ended), and with "probe" says whether that port can
+// be bound: one call's ports would signal to the next.
+const timeWait = `
+import socket, sys
+port = 47321
+if sys.argv[1] == "plant":
+    l = socket.socket(); l.bind(("127.0.0.1", port)); l.listen(1)
+    c = socket.create_connection(("127.0.0.1", port)); a, _ = l.accept()
+    a.close(); c.recv(1); c.close(); l.close(); print("PLANTED")
+else:
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port)); print("free")
+    except OSError as e:
+        print("taken:%s" % e.strerror)
+`
+
+// TestWarmTCPTimeWait: the box's network namespace lives as long as the
+// box, and a TCP connection's TIME_WAIT outlives every process: the next
+// call would find the port taken. A box with TCP state left after a call
+// is retired.
+func TestWarmTCPTimeWait(t *testing.T) {
+	requireTier1(t)
+	p := warmPool(t)
+	spec := baseSpec(t)
+	o := mustWarm(t, p, spec, "python3", "-c", timeWait, "plant")
+	if !strings.Contains(o.stdout, "PLANTED") {
+		t.Fatalf("the first call could not leave a TIME_WAIT (%q, %q), so this test shows nothing", o.stdout, o.stderr)
+	}
+	o = mustWarm(t, p, spec, "python3", "-c", timeWait, "probe")
+	if got := strings.TrimSpace(o.stdout); got != "free" {
+		t.Errorf("the next call found the first call's port: %q (notes %q)", got, o.res.Description.Notes)
+	}
+}

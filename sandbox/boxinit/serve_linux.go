@@ -289,7 +289,7 @@ func serveCall(call boxconf.Call, files []*os.File, walls *boxconf.Walls, roots 
 	done.WallTimeout = timedOut.Load()
 	// On this thread, the one the next call is forked from: what a call
 	// changed of it from outside (limits, priorities, affinity).
-	standingErr := restoreStanding(first)
+	standingErr := errors.Join(restoreStanding(first), netLeft())
 	// Off this thread: the walls on it would refuse writes to what the
 	// call may not write but its scratch must still be emptied of.
 	clean := make(chan string, 1)
@@ -333,6 +333,35 @@ func endAll() {
 			return
 		}
 	}
+}
+
+// netFiles list the sockets of the box's network namespace that outlive
+// their processes: TCP connections closing (TIME_WAIT holds a port for a
+// minute) and Unix sockets still in flight.
+var netFiles = []string{"/proc/net/tcp", "/proc/net/tcp6", "/proc/net/unix"}
+
+// netLeft fails when, with every process of the call ended, the box's
+// network namespace still holds a socket: a port a call left taken would
+// tell the next call something, and nothing but time clears it, so the
+// box is retired.
+func netLeft() error {
+	var left []string
+	for _, f := range netFiles {
+		data, err := os.ReadFile(f)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // no IPv6, say
+		}
+		if err != nil {
+			return fmt.Errorf("network: %v", err)
+		}
+		if n := strings.Count(strings.TrimSpace(string(data)), "\n"); n > 0 {
+			left = append(left, fmt.Sprintf("%d in %s", n, f))
+		}
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("network: sockets outlived the call (%s)", strings.Join(left, ", "))
+	}
+	return nil
 }
 
 // clearIPC removes every System V shared memory segment, message queue and
