@@ -76,7 +76,10 @@ func restoreStanding(first standing) error {
 	}
 	for r := range first.rlim {
 		if now.rlim[r] != first.rlim[r] {
-			unix.Setrlimit(r, &first.rlim[r])
+			// prlimit, not Setrlimit: Go's Setrlimit of RLIMIT_NOFILE
+			// would also drop the soft limit the runtime gives back to
+			// every process it starts.
+			unix.Prlimit(0, r, &first.rlim[r], nil)
 		}
 	}
 	if now.sched != first.sched {
