@@ -10,6 +10,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -185,7 +188,7 @@ func (p *Pool) take(fp string) *warmBox {
 		if !wb.idleTimer.Stop() {
 			continue // its idle time ran out: the timer retires it
 		}
-		if wb.alive() {
+		if wb.alive() && wb.intact() {
 			return wb
 		}
 		dead = append(dead, wb)
@@ -245,7 +248,7 @@ func (p *Pool) startBox(req Request, plan *sandbox.Box, fp string) (*warmBox, er
 	boxReq.Spec.Limits.Wall = 0 // each call's own, enforced by the init
 	tr := warmRunner(plan)      // tier 1's or tier 2's start (warm_gvisor_linux.go)
 	r := newRun(p.exe, boxReq, plan, tr, startGroup(boxReq))
-	r.desc.Notes = append(r.desc.Notes, "warm box: the box was made once for calls of this confinement; each call ran in a session of its own, every process in the box was ended after it and /tmp, /var/tmp, /run, /dev and HOME were brought back to their first state")
+	r.desc.Notes = append(r.desc.Notes, "warm box: the box was made once for calls of this confinement; each call ran in a session of its own, every process in the box was ended after it and /tmp, /var/tmp, /run, /dev, HOME and the POSIX message queues were brought back to their first state")
 	cmd, err := r.launch()
 	if err != nil {
 		r.finish()
@@ -254,6 +257,8 @@ func (p *Pool) startBox(req Request, plan *sandbox.Box, fp string) (*warmBox, er
 	wb := &warmBox{r: r, cmd: cmd, fp: fp, ctlFile: plan.Control(), ctl: bufio.NewReaderSize(plan.Control(), 64<<10),
 		dir: plan.Dir(), dead: make(chan struct{}), seccomp: tr.readyReport(), desc: r.desc}
 	wb.desc.Notes = append([]string(nil), r.desc.Notes...)
+	// Unreadable, the box serves this call and no other (intact).
+	wb.mounts, _ = boxMounts(r.nsInit)
 	wb.idleTimer = time.AfterFunc(time.Hour, func() { p.retire(wb) })
 	wb.idleTimer.Stop()
 	p.mu.Lock()
@@ -279,7 +284,10 @@ type warmBox struct {
 	dead    chan struct{} // closed once nothing of the box is left
 	seccomp bool
 	desc    Description // as the box started; the run's own changes when it ends
-	calls   int
+	// mounts are the box's mounts as it began (boxMounts); "" when they
+	// could not be read.
+	mounts string
+	calls  int
 	// idleTimer ends the box when it has waited too long for a call;
 	// stopped while a call runs.
 	idleTimer *time.Timer
@@ -293,6 +301,54 @@ func (wb *warmBox) alive() bool {
 	default:
 		return true
 	}
+}
+
+// intact reports whether the box's mounts are still those it began with.
+// The host removing or replacing a path the box has a mount on (a socket
+// covered with /dev/null, a protected file held read-only) detaches that
+// mount in every namespace; the next call's plan may name the same path
+// and so the same fingerprint, and a fresh box would cover it again: this
+// one must not serve it.
+func (wb *warmBox) intact() bool {
+	now, err := boxMounts(wb.r.nsInit)
+	return err == nil && wb.mounts != "" && now == wb.mounts
+}
+
+// boxMounts lists the ids of the mounts of the box whose PID 1 the pidfd
+// names, read from its mountinfo, sorted; the pidfd tells that the
+// process read was that one.
+func boxMounts(pidfd int) (string, error) {
+	if pidfd <= 0 {
+		return "", errs.Unavailablef("run: no pidfd of the box's init")
+	}
+	info, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(pidfd))
+	if err != nil {
+		return "", err
+	}
+	pid := 0
+	for _, l := range strings.Split(string(info), "\n") {
+		if v, ok := strings.CutPrefix(l, "Pid:"); ok {
+			pid, _ = strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	if pid <= 0 {
+		return "", errs.Unavailablef("run: the box's init has ended")
+	}
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/mountinfo")
+	if err != nil {
+		return "", err
+	}
+	if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); err != nil {
+		return "", err // ended while read: the pid may name another process
+	}
+	var ids []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if id, _, ok := strings.Cut(l, " "); ok {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return strings.Join(ids, " "), nil
 }
 
 // end closes the control socket, which ends the init and so the box, and

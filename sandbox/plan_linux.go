@@ -423,6 +423,10 @@ type planner struct {
 	// runAs is the user the box runs as when not airlock's own (see
 	// chooseUser); nil is airlock's.
 	runAs *RunAs
+	// warm is a warm box's plan (warm_linux.go): its POSIX message queues
+	// mounted at /dev/mqueue for the init to empty after every call, and
+	// its root read-only, as nothing of it is brought back between calls.
+	warm bool
 }
 
 func (p *planner) file(f *os.File, child bool) int {
@@ -555,7 +559,7 @@ func (m bubblewrap) planShape(spec Spec, exe string, serve bool) (*Box, error) {
 	p := &planner{spec: spec, bw: bw, box: &Box{Tier: Tier1, Path: bw.Path, Mechanism: m.Name(), Version: bw.Version},
 		// The init is needed to run the egress forwarder, and to check
 		// the binds from inside where bubblewrap cannot bind a descriptor.
-		direct: spec.Net == nil && bw.BindFD && !serve}
+		direct: spec.Net == nil && bw.BindFD && !serve, warm: serve}
 	if err := p.plan(exe); err != nil {
 		p.box.Close()
 		return nil, err
@@ -703,6 +707,9 @@ func (p *planner) plan(exe string) error {
 		op{dest: "/var/tmp", args: []string{"--tmpfs", "/var/tmp"}},
 		op{dest: "/run", args: []string{"--tmpfs", "/run"}},
 	)
+	if p.warm {
+		p.ops = append(p.ops, op{dest: "/dev/mqueue", args: []string{"--mqueue", "/dev/mqueue"}})
+	}
 
 	// The airlock binary, read-only, never from a writable directory
 	// (CVE-2019-5736: a box that can write the runtime's binary owns the
@@ -739,6 +746,12 @@ func (p *planner) plan(exe string) error {
 	sortOps(p.ops)
 	for _, o := range p.ops {
 		args = append(args, o.args...)
+	}
+	if p.warm {
+		// Last: every mount point on the root is made by now. Without
+		// it only Landlock's write wall, which an older kernel lacks,
+		// keeps a call from leaving files on the root for the next.
+		args = append(args, "--remount-ro", "/")
 	}
 	{
 		// bubblewrap tells the host pid of the box's PID 1 here. The

@@ -15,8 +15,12 @@ import (
 
 // warmScratch are the box's own tmpfs directories a warm box's init brings
 // back to their first state after every call (boxinit's scratch_linux.go);
-// a private HOME is added when the plan made one.
-var warmScratch = []string{"/tmp", "/var/tmp", "/run", "/dev"}
+// a private HOME is added when the plan made one. /dev/mqueue is the box's
+// POSIX message queues, mounted for a warm box only: a queue outlives
+// every process (in the box's IPC namespace, as long as the box), and its
+// name and attributes would carry one call's data to the next; the kernel
+// lists them nowhere else.
+var warmScratch = []string{"/tmp", "/var/tmp", "/run", "/dev", "/dev/mqueue"}
 
 // PlanWarm plans a warm box for spec: the box Plan would make, with
 // airlock's init as its PID 1 serving calls over a control socket (Control)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -23,11 +24,16 @@ import (
 // box dirty.
 const maxScratchDepth = 256
 
-// entryState is what is kept of one entry of the first state.
+// entryState is what is kept of one entry of the first state. The change
+// time, which no call can set, gives away any other change to a file that
+// is not a directory (its content or extended attributes with the size
+// and modification time put back); a directory's extended attributes
+// (a default ACL, user.*) are kept apart and put back.
 type entryState struct {
-	ino, size uint64
-	mode      uint32
-	mtime     unix.Timespec
+	ino, size    uint64
+	mode         uint32
+	mtime, ctime unix.Timespec
+	xattrs       string // a directory's, as xattrsOf lists them
 }
 
 // scratchRoot is one scratch directory and its first state, keyed by the
@@ -52,7 +58,10 @@ func snapshotScratch(dirs []string) ([]*scratchRoot, error) {
 		}
 		var st unix.Stat_t
 		err = unix.Fstat(fd, &st)
-		r := &scratchRoot{dir: d, dev: uint64(st.Dev), first: map[string]entryState{"": stateOf(&st)}}
+		r := &scratchRoot{dir: d, dev: uint64(st.Dev), first: map[string]entryState{}}
+		if err == nil {
+			r.first[""], err = dirState(fd, &st)
+		}
 		if err == nil {
 			err = r.record(fd, "", 0)
 		}
@@ -66,7 +75,16 @@ func snapshotScratch(dirs []string) ([]*scratchRoot, error) {
 }
 
 func stateOf(st *unix.Stat_t) entryState {
-	return entryState{ino: st.Ino, size: uint64(st.Size), mode: st.Mode, mtime: st.Mtim}
+	return entryState{ino: st.Ino, size: uint64(st.Size), mode: st.Mode, mtime: st.Mtim, ctime: st.Ctim}
+}
+
+// dirState is stateOf for the directory open at fd, with its extended
+// attributes.
+func dirState(fd int, st *unix.Stat_t) (entryState, error) {
+	s := stateOf(st)
+	x, err := xattrsOf(fd)
+	s.xattrs = x
+	return s, err
 }
 
 func (r *scratchRoot) record(fd int, rel string, depth int) error {
@@ -92,7 +110,10 @@ func (r *scratchRoot) record(fd int, rel string, depth int) error {
 			if err != nil {
 				return err
 			}
-			err = r.record(sub, p, depth+1)
+			r.first[p], err = dirState(sub, &st)
+			if err == nil {
+				err = r.record(sub, p, depth+1)
+			}
 			unix.Close(sub)
 			if err != nil {
 				return err
@@ -150,6 +171,9 @@ func (r *scratchRoot) restoreAt(fd int, rel string, depth int) error {
 		if err := unix.Fchmod(fd, first.mode&0o7777); err != nil {
 			return fmt.Errorf("%s: %v", rel, err)
 		}
+		if err := restoreXattrs(fd, first.xattrs); err != nil {
+			return fmt.Errorf("%s: %v", rel, err)
+		}
 	} else {
 		// A call's directory: its own user's, readable again.
 		unix.Fchmod(fd, 0o700)
@@ -205,6 +229,91 @@ func (r *scratchRoot) restoreAt(fd int, rel string, depth int) error {
 		}
 	}
 	return nil
+}
+
+// xattrsOf lists the extended attributes of fd with their values, sorted,
+// as one string to compare.
+func xattrsOf(fd int) (string, error) {
+	names, err := xattrNames(fd)
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		v, err := xattrValue(fd, n)
+		if err != nil {
+			return "", fmt.Errorf("xattr %s: %v", n, err)
+		}
+		fmt.Fprintf(&b, "%q=%q\n", n, v)
+	}
+	return b.String(), nil
+}
+
+// restoreXattrs removes every extended attribute of fd that the first
+// state did not have (a call's default ACL on /tmp would shape the next
+// call's files), and fails when what is left is not the first state's.
+func restoreXattrs(fd int, first string) error {
+	now, err := xattrsOf(fd)
+	if err != nil || now == first {
+		return err
+	}
+	names, err := xattrNames(fd)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if !strings.Contains(first, strconv.Quote(n)+"=") {
+			if err := unix.Fremovexattr(fd, n); err != nil {
+				return fmt.Errorf("remove xattr %s: %v", n, err)
+			}
+		}
+	}
+	if now, err = xattrsOf(fd); err != nil || now == first {
+		return err
+	}
+	return errors.New("extended attributes were changed")
+}
+
+// xattrNames lists the names of fd's extended attributes.
+func xattrNames(fd int) ([]string, error) {
+	for size := 256; size <= 1<<20; size *= 4 {
+		buf := make([]byte, size)
+		n, err := unix.Flistxattr(fd, buf)
+		if errors.Is(err, unix.ERANGE) {
+			continue
+		}
+		if errors.Is(err, unix.ENOTSUP) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var names []string
+		for _, n := range strings.Split(string(buf[:n]), "\x00") {
+			if n != "" {
+				names = append(names, n)
+			}
+		}
+		return names, nil
+	}
+	return nil, errors.New("too many extended attributes")
+}
+
+// xattrValue reads one extended attribute of fd.
+func xattrValue(fd int, name string) ([]byte, error) {
+	for size := 256; size <= 1<<20; size *= 4 {
+		buf := make([]byte, size)
+		n, err := unix.Fgetxattr(fd, name, buf)
+		if errors.Is(err, unix.ERANGE) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return buf[:n], nil
+	}
+	return nil, errors.New("an extended attribute too large")
 }
 
 // dirNames lists the directory open at fd (without . and ..).

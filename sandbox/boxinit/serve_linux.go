@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -65,7 +66,7 @@ func serveMain(a serveArgs) int {
 		defer st.Close()
 	}
 	sock := os.NewFile(uintptr(a.sock), "control")
-	ready, walls, roots, err := serveSetup(a.cfg, a.scratch)
+	ready, walls, roots, first, err := serveSetup(a.cfg, a.scratch)
 	if err != nil {
 		ready.Error = err.Error()
 	}
@@ -93,7 +94,7 @@ func serveMain(a serveArgs) int {
 			fmt.Fprintf(os.Stderr, "airlock: box: serve: %v\n", err)
 			return 125
 		}
-		done := serveCall(call, files, walls, roots)
+		done := serveCall(call, files, walls, roots, first)
 		if err := writeLine(sock, done); err != nil || done.Dirty != "" {
 			return 125
 		}
@@ -104,35 +105,41 @@ func serveMain(a serveArgs) int {
 // thread, which stays locked to the calling goroutine for the init's life:
 // every call is forked from it and inherits no_new_privs, the walls and the
 // filter; the filter (TSYNC) covers every other thread of the init too.
-func serveSetup(cfgFD int, scratch []string) (boxconf.Ready, *boxconf.Walls, []*scratchRoot, error) {
+func serveSetup(cfgFD int, scratch []string) (boxconf.Ready, *boxconf.Walls, []*scratchRoot, standing, error) {
 	var ready boxconf.Ready
+	var first standing
 	// Not dumpable: a call, running as the same user, cannot open
 	// /proc/1/fd (the control socket), /proc/1/mem or /proc/1/environ.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		return ready, nil, nil, fmt.Errorf("prctl(PR_SET_DUMPABLE): %v", err)
+		return ready, nil, nil, first, fmt.Errorf("prctl(PR_SET_DUMPABLE): %v", err)
 	}
 	cfg, err := readConfig(cfgFD)
 	if err != nil {
-		return ready, nil, nil, err
+		return ready, nil, nil, first, err
 	}
 	if cfg.Net != nil {
 		// The forwarder's token and placeholders belong to one call's
 		// egress proxy; such boxes are made per call.
-		return ready, nil, nil, errors.New("a warm box has no network")
+		return ready, nil, nil, first, errors.New("a warm box has no network")
 	}
 	if err := closeRangeExec(); err != nil {
-		return ready, nil, nil, fmt.Errorf("close inherited descriptors: %v", err)
+		return ready, nil, nil, first, fmt.Errorf("close inherited descriptors: %v", err)
 	}
 	// The first state of the scratch, before any call ran.
 	roots, err := snapshotScratch(scratch)
 	if err != nil {
-		return ready, nil, nil, err
+		return ready, nil, nil, first, err
 	}
 	if ready.Seccomp, err = takeStanding(cfg); err != nil {
-		return ready, nil, nil, err
+		return ready, nil, nil, first, err
+	}
+	// What calls inherit from this thread, as the box began
+	// (inherit_linux.go): put back after every call.
+	if first, err = readStanding(); err != nil {
+		return ready, nil, nil, first, err
 	}
 	ready.Ready = true
-	return ready, cfg.Walls, roots, nil
+	return ready, cfg.Walls, roots, first, nil
 }
 
 func writeLine(w io.Writer, v any) error {
@@ -213,7 +220,7 @@ func takeFiles(oob []byte) ([]*os.File, error) {
 // session of its own, reaped with every orphan until it exits, then every
 // other process in the box killed (kill(-1) from PID 1 reaches all of them,
 // whatever session, group or parent they moved to) and the scratch emptied.
-func serveCall(call boxconf.Call, files []*os.File, walls *boxconf.Walls, roots []*scratchRoot) boxconf.CallDone {
+func serveCall(call boxconf.Call, files []*os.File, walls *boxconf.Walls, roots []*scratchRoot, first standing) boxconf.CallDone {
 	var done boxconf.CallDone
 	defer func() {
 		for _, f := range files {
@@ -250,9 +257,19 @@ func serveCall(call boxconf.Call, files []*os.File, walls *boxconf.Walls, roots 
 	}
 	files = nil
 
+	// The wall-clock timer may fire late (Stop does not wait for it):
+	// once the call is over it must not kill the next call's processes.
 	var timedOut atomic.Bool
+	var timerMu sync.Mutex
+	over := false
+	defer func() { timerMu.Lock(); over = true; timerMu.Unlock() }()
 	if call.WallMS > 0 {
 		t := time.AfterFunc(time.Duration(call.WallMS)*time.Millisecond, func() {
+			timerMu.Lock()
+			defer timerMu.Unlock()
+			if over {
+				return
+			}
 			timedOut.Store(true)
 			unix.Kill(-1, unix.SIGKILL)
 		})
@@ -270,11 +287,17 @@ func serveCall(call boxconf.Call, files []*os.File, walls *boxconf.Walls, roots 
 	}
 	endAll()
 	done.WallTimeout = timedOut.Load()
+	// On this thread, the one the next call is forked from: what a call
+	// changed of it from outside (limits, priorities, affinity).
+	standingErr := errors.Join(restoreStanding(first), netLeft())
 	// Off this thread: the walls on it would refuse writes to what the
 	// call may not write but its scratch must still be emptied of.
 	clean := make(chan string, 1)
 	go func() { clean <- clearBox(roots) }()
 	done.Dirty = <-clean
+	if standingErr != nil {
+		done.Dirty = strings.TrimPrefix(done.Dirty+"; "+standingErr.Error(), "; ")
+	}
 	return done
 }
 
@@ -310,6 +333,35 @@ func endAll() {
 			return
 		}
 	}
+}
+
+// netFiles list the sockets of the box's network namespace that outlive
+// their processes: TCP connections closing (TIME_WAIT holds a port for a
+// minute) and Unix sockets still in flight.
+var netFiles = []string{"/proc/net/tcp", "/proc/net/tcp6", "/proc/net/unix"}
+
+// netLeft fails when, with every process of the call ended, the box's
+// network namespace still holds a socket: a port a call left taken would
+// tell the next call something, and nothing but time clears it, so the
+// box is retired.
+func netLeft() error {
+	var left []string
+	for _, f := range netFiles {
+		data, err := os.ReadFile(f)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // no IPv6, say
+		}
+		if err != nil {
+			return fmt.Errorf("network: %v", err)
+		}
+		if n := strings.Count(strings.TrimSpace(string(data)), "\n"); n > 0 {
+			left = append(left, fmt.Sprintf("%d in %s", n, f))
+		}
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("network: sockets outlived the call (%s)", strings.Join(left, ", "))
+	}
+	return nil
 }
 
 // clearIPC removes every System V shared memory segment, message queue and
