@@ -229,11 +229,11 @@ sleep 0.3
 	}
 }
 
-// TestGitOverPhantomBasic runs `git ls-remote https://…` in a real tier-1
-// box against git's own smart-HTTP server: git sends the placeholder from
-// the URL's user information as a Basic credential, the proxy writes the real token into the
-// Basic credential, and the server, which accepts only the real token,
-// lists the repository's refs.
+// TestGitOverPhantomBasic clones, commits, pushes and fetches over
+// `https://…` in a real tier-1 box against git's own smart-HTTP server: git
+// sends the placeholder from the URL's user information as a Basic
+// credential, the proxy writes the real token into it, and the server,
+// which accepts only the real token, takes the push.
 func TestGitOverPhantomBasic(t *testing.T) {
 	testsupport.Require(t, testsupport.Root, testsupport.Program("git"))
 	if r := sandbox.Probe(); r.Tier() < sandbox.Tier1 {
@@ -259,6 +259,7 @@ func TestGitOverPhantomBasic(t *testing.T) {
 	git(work, "init", "-q", "-b", "main")
 	git(work, "commit", "-q", "--allow-empty", "-m", "one")
 	git(repos, "clone", "-q", "--bare", work, "widget.git")
+	git(filepath.Join(repos, "widget.git"), "config", "http.receivepack", "true")
 
 	rootCert, rootKey := newTestRoot()
 	srv := startUpstream(t, rootCert, rootKey, "127.0.0.1")
@@ -293,14 +294,25 @@ secrets:
 	pool := x509.NewCertPool()
 	pool.AddCert(rootCert)
 	k.egressRoots = pool
-	script := fmt.Sprintf(`git ls-remote "https://x-access-token:$GH_GIT_TOKEN@127.0.0.1:%d/widget.git"`, srv.port)
+	script := fmt.Sprintf(`set -e; cd /tmp
+git clone -q "https://x-access-token:$GH_GIT_TOKEN@127.0.0.1:%d/widget.git" w; cd w
+export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@a GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@a
+git commit -q --allow-empty -m two
+git push -q origin main
+git fetch -q origin
+git ls-remote origin`, srv.port)
 	var out strings.Builder
 	res, err := k.Exec(context.Background(), Call{Kind: KindShell, Command: script}, ExecOptions{Stdout: &out, Stderr: &out})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	if res.Result.ExitCode != 0 || !strings.Contains(out.String(), "refs/heads/main") || strings.Contains(out.String(), token) {
-		t.Fatalf("git ls-remote: exit %d\n%s\nserver saw %q", res.Result.ExitCode, out.String(), srv.all())
+		t.Fatalf("git clone, push, fetch: exit %d\n%s\nserver saw %q", res.Result.ExitCode, out.String(), srv.all())
+	}
+	// The push landed on the server with the real token: main is at "two".
+	cmd := exec.Command("git", "--git-dir", filepath.Join(repos, "widget.git"), "log", "-1", "--format=%s", "main")
+	if b, err := cmd.Output(); err != nil || strings.TrimSpace(string(b)) != "two" {
+		t.Fatalf("the server's main after the push: %q, %v; want the box's commit \"two\"", b, err)
 	}
 }
 
