@@ -51,3 +51,32 @@ func TestAttackOptedOutNodeClaimsTier1(t *testing.T) {
 		}
 	})
 }
+
+// A server restart keeps which node holds which task token: the node
+// running a job meanwhile can still heartbeat and answer, and no other can.
+func TestTaskBindingsSurviveRestart(t *testing.T) {
+	file := t.TempDir() + "/task-bindings.json"
+	before, err := keptTokens(file, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before.give("n1", jobs.RunActivity, []byte("token-1"))
+	after, err := keptTokens(file, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if activity, ok := after.owns("n1", []byte("token-1")); !ok || activity != jobs.RunActivity {
+		t.Fatalf("after the restart n1 owns token-1: %v (%q), want true", ok, activity)
+	}
+	if _, ok := after.owns("n2", []byte("token-1")); ok {
+		t.Fatal("after the restart n2 owns n1's token")
+	}
+	after.release([]byte("token-1"))
+	again, err := keptTokens(file, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := again.owns("n1", []byte("token-1")); ok {
+		t.Fatal("a released token came back after a restart")
+	}
+}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -205,13 +208,16 @@ type tokens struct {
 	mu       sync.Mutex
 	held     map[string]held // by token
 	now      func() time.Time
+	// file keeps held across a restart of the server, so a run that
+	// goes on meanwhile can still heartbeat and answer; "" keeps none.
+	file string
 }
 
 type held struct {
-	node string
-	// activity is the task's activity type, whose answer is checked.
-	activity string
-	at       time.Time
+	Node string `json:"node"`
+	// Activity is the task's activity type, whose answer is checked.
+	Activity string    `json:"activity"`
+	At       time.Time `json:"at"`
 }
 
 // tokenTTL bounds how long a token is kept without an answer; longer than
@@ -220,6 +226,49 @@ const tokenTTL = 48 * time.Hour
 
 func newTokens(eligible func(node, queue string) bool, standing func(string) (int, bool, bool)) *tokens {
 	return &tokens{eligible: eligible, standing: standing, held: map[string]held{}, now: time.Now}
+}
+
+// keptTokens is newTokens whose bindings are kept in file (in the
+// server's own state directory, which no box reaches), read back at start.
+func keptTokens(file string, eligible func(node, queue string) bool, standing func(string) (int, bool, bool)) (*tokens, error) {
+	tk := newTokens(eligible, standing)
+	tk.file = file
+	b, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return tk, nil
+	}
+	var kept map[string]held
+	if err != nil || json.Unmarshal(b, &kept) != nil {
+		return nil, errs.Invalidf("%s: the kept task bindings do not read (remove the file: running jobs then fail as lost)", file)
+	}
+	for k, h := range kept {
+		token, err := base64.StdEncoding.DecodeString(k)
+		if err == nil {
+			tk.held[string(token)] = h
+		}
+	}
+	return tk, nil
+}
+
+// save writes the bindings to tk.file, whole, through a new file renamed
+// into place; tk.mu is held. A failed save keeps the bindings in memory:
+// only a restart then loses them.
+func (tk *tokens) save() {
+	if tk.file == "" {
+		return
+	}
+	out := make(map[string]held, len(tk.held))
+	for k, h := range tk.held {
+		out[base64.StdEncoding.EncodeToString([]byte(k))] = h
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return
+	}
+	tmp := tk.file + ".new"
+	if err := os.WriteFile(tmp, b, 0o600); err == nil {
+		os.Rename(tmp, tk.file)
+	}
 }
 
 // answer is the token of a node's answer or heartbeat, and whether the
@@ -274,11 +323,12 @@ func (tk *tokens) give(node, activity string, token []byte) {
 	defer tk.mu.Unlock()
 	now := tk.now()
 	for k, h := range tk.held {
-		if now.Sub(h.at) > tokenTTL {
+		if now.Sub(h.At) > tokenTTL {
 			delete(tk.held, k)
 		}
 	}
-	tk.held[string(token)] = held{node: node, activity: activity, at: now}
+	tk.held[string(token)] = held{Node: node, Activity: activity, At: now}
+	tk.save()
 }
 
 // owns reports whether node holds token, and keeps it fresh; activity is
@@ -287,12 +337,12 @@ func (tk *tokens) owns(node string, token []byte) (activity string, ok bool) {
 	tk.mu.Lock()
 	defer tk.mu.Unlock()
 	h, ok := tk.held[string(token)]
-	if !ok || h.node != node {
+	if !ok || h.Node != node {
 		return "", false
 	}
-	h.at = tk.now()
+	h.At = tk.now()
 	tk.held[string(token)] = h
-	return h.activity, true
+	return h.Activity, true
 }
 
 // checkAnswer holds a node's claim or run result to what the server
@@ -340,6 +390,11 @@ func (tk *tokens) checkAnswer(id pki.Identity, activity string, result *commonpb
 func (tk *tokens) checkStanding(id pki.Identity, activity string, tier int, optedOut bool) string {
 	attested, held, known := tk.standing(id.Node)
 	switch {
+	case !known && activity == jobs.RunActivity:
+		// Just after a server restart, before the node registers again:
+		// its claim was held to its standing when it was made, and the
+		// token binds this answer to that claim's node.
+		return ""
 	case !known:
 		return id.String() + " answered " + activity + " but is not registered with the server"
 	case tier > attested:
@@ -355,6 +410,7 @@ func (tk *tokens) release(token []byte) {
 	tk.mu.Lock()
 	defer tk.mu.Unlock()
 	delete(tk.held, string(token))
+	tk.save()
 }
 
 var (

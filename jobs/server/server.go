@@ -85,7 +85,7 @@ func Start(ctx context.Context, cfg jobs.DevConfig) (jobs.DevServer, error) {
 	if cfg.Auth == nil {
 		opts = append(opts, temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{}))
 	} else {
-		authOpts, err := authOptions(cfg.Auth, cfg.Namespace)
+		authOpts, err := authOptions(cfg.Auth, cfg.Namespace, filepath.Join(cfg.Dir, "task-bindings.json"))
 		if err != nil {
 			return nil, err
 		}
@@ -109,7 +109,7 @@ func Start(ctx context.Context, cfg jobs.DevConfig) (jobs.DevServer, error) {
 // (the frontend, the services behind it and their membership ring alike,
 // so no local process reaches matching around the frontend) and authorize
 // each frontend call by the identity its certificate names.
-func authOptions(a *jobs.DevAuth, namespace string) ([]temporal.ServerOption, error) {
+func authOptions(a *jobs.DevAuth, namespace, bindings string) ([]temporal.ServerOption, error) {
 	tp, err := tlsProvider(a)
 	if err != nil {
 		return nil, err
@@ -121,7 +121,11 @@ func authOptions(a *jobs.DevAuth, namespace string) ([]temporal.ServerOption, er
 		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{dynamicconfig.EnableRingpopTLS.Key(): true}),
 	}
 	if !unboundAnswers {
-		opts = append(opts, temporal.WithChainedFrontendGrpcInterceptors(newTokens(a.Eligible, a.Standing).intercept))
+		tk, err := keptTokens(bindings, a.Eligible, a.Standing)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, temporal.WithChainedFrontendGrpcInterceptors(tk.intercept))
 	}
 	return opts, nil
 }
