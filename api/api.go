@@ -617,6 +617,10 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is over %d bytes", maxBody))
 		return false
 	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		writeError(w, http.StatusBadRequest, "the body is empty: want a JSON object")
+		return false
+	}
 	// A key given twice (or under two spellings the decoder folds to one)
 	// is refused, not read as its last spelling.
 	if err := jobs.CheckJSON(b); err != nil {
