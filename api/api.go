@@ -1,6 +1,7 @@
 // Package api is the airlock server's HTTP JSON API, on loopback behind
-// bearer tokens of two roles (operator: jobs and approvals; admin: also
-// opt-outs and nodes): it starts and reads jobs (through jobs, over
+// bearer tokens of three roles (node: its own registration and its runs'
+// questions only; operator: jobs and approvals; admin: also opt-outs and
+// nodes): it starts and reads jobs (through jobs, over
 // Temporal), keeps the list of nodes that registered, and holds the
 // server's audit log. It is a front end that never
 // executes a call itself: every call of a job is decided and run on the
@@ -191,9 +192,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/jobs/{id}", OperatorOnly(s.getJob))
 	mux.HandleFunc("POST /v1/jobs/{id}/kill", OperatorOnly(s.killJob))
 	mux.HandleFunc("POST /v1/agents/{name}/kill", OperatorOnly(s.killAgent))
-	mux.HandleFunc("POST /v1/jobs/{id}/questions", OperatorOnly(s.raise))
+	mux.HandleFunc("POST /v1/jobs/{id}/questions", NodeOrOperator(s.raise))
 	mux.HandleFunc("POST /v1/hooks/{name}", OperatorOnly(s.hook))
-	mux.HandleFunc("POST /v1/nodes", OperatorOnly(s.registerNode))
+	mux.HandleFunc("POST /v1/nodes", NodeOrOperator(s.registerNode))
 	mux.HandleFunc("GET /v1/nodes", OperatorOnly(s.listNodes))
 	mux.HandleFunc("POST /v1/nodes/{id}/sandbox-optout", AdminOnly(s.optOut))
 	mux.HandleFunc("GET /v1/approvals", OperatorOnly(s.listApprovals))
@@ -558,6 +559,9 @@ func (s *Server) registerNode(w http.ResponseWriter, r *http.Request) {
 	}
 	if reg.Tier < 0 || reg.Tier > 2 {
 		writeErr(w, errs.Invalidf("node %s: tier %d: want 0, 1 or 2", reg.ID, reg.Tier))
+		return
+	}
+	if !actsAs(w, r, reg.ID) {
 		return
 	}
 	tier, findings, err := s.attest(reg)
