@@ -2,10 +2,10 @@ package pki
 
 import (
 	"crypto/ecdsa"
-	"crypto/rand"
-	"crypto/subtle"
 	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"crypto/x509"
 	"encoding/hex"
 	"errors"
@@ -51,6 +51,12 @@ func NewNodeToken(node string) string {
 	var b [32]byte
 	rand.Read(b[:])
 	return nodeTokenPrefix + node + "." + hex.EncodeToString(b[:])
+}
+
+// TokenOf reports whether token has the shape of node's API token (it says
+// nothing of whether the server still knows it).
+func TokenOf(token, node string) bool {
+	return strings.HasPrefix(token, nodeTokenPrefix+node+".") && len(token) > len(nodeTokenPrefix+node+".")
 }
 
 // NodeOfToken is the node whose current API token is token: the one its
