@@ -14,10 +14,10 @@
 //	POST /v1/agents/{name}/kill  cancel every running job of an agent
 //	POST /v1/hooks/{name}    an outside event: starts the hook's job, tainted, tier 1 only
 //	POST /v1/nodes/enroll    a node enrols: a certificate for its CSR (behind the enrolment token)
-//	POST /v1/nodes           a node registers (and heartbeats) with its signed attestation
+//	POST /v1/nodes           a node registers (and heartbeats) with its signed attestation (node token: its own id only)
 //	GET  /v1/nodes           the nodes, their tiers, findings and health
 //	POST /v1/nodes/{id}/sandbox-optout  (admin) start, approve or end a node's opt-out
-//	POST /v1/jobs/{id}/questions        a node raises a job's escalation
+//	POST /v1/jobs/{id}/questions        a node raises a job's escalation (node token: in its own name only)
 //	GET  /v1/approvals       the escalations waiting for a person
 //	POST /v1/approvals/{id}  answer one, bound to its digest
 //	GET  /v1/audit?job=ID    the server's audit records of a job
