@@ -59,7 +59,7 @@ func TestNodeTokenIsANodesOnly(t *testing.T) {
 	regN2, _ := json.Marshal(Registration{ID: "n2", Pool: "ci", Tier: 0, Queues: []string{"node.n2"}})
 	for _, tc := range []struct {
 		name, method, path, body, want string
-		code                            int
+		code                           int
 	}{
 		{"list approvals", "GET", "/v1/approvals", "", "operator role", 403},
 		{"answer its own question", "POST", "/v1/approvals/q-1", answer, "operator role", 403},
