@@ -1,6 +1,7 @@
 // Package api is the airlock server's HTTP JSON API, on loopback behind
-// bearer tokens of two roles (operator: jobs and approvals; admin: also
-// opt-outs and nodes): it starts and reads jobs (through jobs, over
+// bearer tokens of three roles (node: its own registration and its runs'
+// questions only; operator: jobs and approvals; admin: also opt-outs and
+// nodes): it starts and reads jobs (through jobs, over
 // Temporal), keeps the list of nodes that registered, and holds the
 // server's audit log. It is a front end that never
 // executes a call itself: every call of a job is decided and run on the
@@ -13,10 +14,10 @@
 //	POST /v1/agents/{name}/kill  cancel every running job of an agent
 //	POST /v1/hooks/{name}    an outside event: starts the hook's job, tainted, tier 1 only
 //	POST /v1/nodes/enroll    a node enrols: a certificate for its CSR (behind the enrolment token)
-//	POST /v1/nodes           a node registers (and heartbeats) with its signed attestation
+//	POST /v1/nodes           a node registers (and heartbeats) with its signed attestation (node token: its own id only)
 //	GET  /v1/nodes           the nodes, their tiers, findings and health
 //	POST /v1/nodes/{id}/sandbox-optout  (admin) start, approve or end a node's opt-out
-//	POST /v1/jobs/{id}/questions        a node raises a job's escalation
+//	POST /v1/jobs/{id}/questions        a node raises a job's escalation (node token: in its own name only)
 //	GET  /v1/approvals       the escalations waiting for a person
 //	POST /v1/approvals/{id}  answer one, bound to its digest
 //	GET  /v1/audit?job=ID    the server's audit records of a job
@@ -191,9 +192,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/jobs/{id}", OperatorOnly(s.getJob))
 	mux.HandleFunc("POST /v1/jobs/{id}/kill", OperatorOnly(s.killJob))
 	mux.HandleFunc("POST /v1/agents/{name}/kill", OperatorOnly(s.killAgent))
-	mux.HandleFunc("POST /v1/jobs/{id}/questions", OperatorOnly(s.raise))
+	mux.HandleFunc("POST /v1/jobs/{id}/questions", NodeOrOperator(s.raise))
 	mux.HandleFunc("POST /v1/hooks/{name}", OperatorOnly(s.hook))
-	mux.HandleFunc("POST /v1/nodes", OperatorOnly(s.registerNode))
+	mux.HandleFunc("POST /v1/nodes", NodeOrOperator(s.registerNode))
 	mux.HandleFunc("GET /v1/nodes", OperatorOnly(s.listNodes))
 	mux.HandleFunc("POST /v1/nodes/{id}/sandbox-optout", AdminOnly(s.optOut))
 	mux.HandleFunc("GET /v1/approvals", OperatorOnly(s.listApprovals))
@@ -558,6 +559,9 @@ func (s *Server) registerNode(w http.ResponseWriter, r *http.Request) {
 	}
 	if reg.Tier < 0 || reg.Tier > 2 {
 		writeErr(w, errs.Invalidf("node %s: tier %d: want 0, 1 or 2", reg.ID, reg.Tier))
+		return
+	}
+	if !actsAs(w, r, reg.ID) {
 		return
 	}
 	tier, findings, err := s.attest(reg)

@@ -36,6 +36,11 @@ func (s *Server) raise(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	// A node raises questions in its own name only; the workflow keeps
+	// one only from the node its run is on.
+	if !actsAs(w, r, q.Node) {
+		return
+	}
 	// The id is taken before the signal, so a second raise of it (another
 	// call line under the same digest) cannot change what a person is
 	// shown; the workflow keeps the first as well.

@@ -43,6 +43,10 @@ type Enrolled struct {
 	Temporal  string    `json:"temporal"`
 	Namespace string    `json:"namespace"`
 	Expires   time.Time `json:"expires"`
+	// Token is the node's own API token, new at every enrolment (the one
+	// before stops working): it registers the node and raises its runs'
+	// questions, nothing else. The server keeps only its SHA-256.
+	Token string `json:"token"`
 }
 
 // enroll issues a node's certificate. It is behind the enrolment token,
@@ -68,7 +72,7 @@ func (s *Server) enroll(w http.ResponseWriter, r *http.Request) {
 	}
 	// Enrol, not IssueNode: an id enrolled already renews only with its
 	// own key and pool, so the enrolment token does not take it over.
-	certPEM, err := s.cfg.CA.Enrol([]byte(req.CSR), req.ID, req.Pool, s.cfg.NodeCertLifetime)
+	certPEM, token, err := s.cfg.CA.Enrol([]byte(req.CSR), req.ID, req.Pool, s.cfg.NodeCertLifetime)
 	if err != nil {
 		s.cfg.Log.Warn("enrolment refused", "node", req.ID, "pool", req.Pool, "err", err)
 		writeErr(w, err)
@@ -77,7 +81,7 @@ func (s *Server) enroll(w http.ResponseWriter, r *http.Request) {
 	cert, _ := pki.ParseCert(certPEM)
 	s.cfg.Log.Info("node enrolled", "node", req.ID, "pool", req.Pool, "expires", cert.NotAfter)
 	writeJSON(w, http.StatusOK, Enrolled{Cert: string(certPEM), CA: string(s.cfg.CA.PEM),
-		Temporal: s.cfg.Temporal, Namespace: s.cfg.Namespace, Expires: cert.NotAfter})
+		Temporal: s.cfg.Temporal, Namespace: s.cfg.Namespace, Expires: cert.NotAfter, Token: token})
 }
 
 // bearerIs reports, in constant time, whether r carries the bearer token

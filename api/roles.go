@@ -11,10 +11,15 @@ import (
 // Role is what a bearer token may do.
 type Role int
 
-// Roles, each allowed what the one before it may do.
+// Roles, each from RoleOperator on allowed what the one before it may do.
 const (
 	// RoleNone is a request without a known token.
 	RoleNone Role = iota
+	// RoleNode is an enrolled node's own token: it registers that node
+	// and raises questions of the runs that node holds, and nothing else
+	// (NodeOrOperator). It sits below the operator, so every route that
+	// needs the operator refuses it.
+	RoleNode
 	// RoleOperator starts and reads jobs and answers approvals.
 	RoleOperator
 	// RoleAdmin also opts nodes out of the sandbox, enrols and manages
@@ -24,6 +29,8 @@ const (
 
 func (r Role) String() string {
 	switch r {
+	case RoleNode:
+		return "node"
 	case RoleOperator:
 		return "operator"
 	case RoleAdmin:
@@ -40,7 +47,7 @@ type Admin struct {
 }
 
 // Principal is who made a request: the role its token carries and, for an
-// admin, their name.
+// admin, their name; for a node, its id.
 type Principal struct {
 	Role Role
 	Name string
@@ -71,6 +78,13 @@ func (s *Server) principal(got string) Principal {
 			p = Principal{Role: RoleAdmin, Name: a.Name}
 		}
 	}
+	// A node's token names its node: its hash is kept in the node's
+	// binding, and only the current one matches (see pki.NodeOfToken).
+	if p.Role == RoleNone && s.cfg.CA != nil {
+		if node, ok := s.cfg.CA.NodeOfToken(got); ok {
+			p = Principal{Role: RoleNode, Name: node}
+		}
+	}
 	return p
 }
 
@@ -82,7 +96,7 @@ func (s *Server) authorized(next http.Handler) http.Handler {
 		p := s.principal(got)
 		if !ok || p.Role == RoleNone {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="airlock"`)
-			writeError(w, http.StatusUnauthorized, "a bearer token is required (the server's token file, or its admin-token file)")
+			writeError(w, http.StatusUnauthorized, "a bearer token is required (the server's token file, its admin-token file, or a node's STATE/pki/node.token)")
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
@@ -110,9 +124,28 @@ func AdminOnly(h http.HandlerFunc) http.HandlerFunc { return need(RoleAdmin, h) 
 // OperatorOnly serves h to operators and admins.
 func OperatorOnly(h http.HandlerFunc) http.HandlerFunc { return need(RoleOperator, h) }
 
+// NodeOrOperator serves h to a node's token as well as to operators and
+// admins: only for what a node does itself (registering, raising its runs'
+// questions), where h checks that a node acts in its own name.
+func NodeOrOperator(h http.HandlerFunc) http.HandlerFunc { return need(RoleNode, h) }
+
+// actsAs refuses a node's request made in another node's name (403); any
+// other principal may name any node.
+func actsAs(w http.ResponseWriter, r *http.Request, node string) bool {
+	p := PrincipalOf(r.Context())
+	if p.Role == RoleNode && p.Name != node {
+		writeError(w, http.StatusForbidden, fmt.Sprintf("%s %s: the token is node %s's; a node acts only in its own name, not node %q's", r.Method, r.URL.Path, p.Name, node))
+		return false
+	}
+	return true
+}
+
 func tokenFileOf(r Role) string {
-	if r == RoleAdmin {
+	switch r {
+	case RoleAdmin:
 		return "admin-token"
+	case RoleNode:
+		return "node's pki/node.token"
 	}
 	return "token"
 }

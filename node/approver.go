@@ -22,7 +22,10 @@ import (
 // on the job's workflow, and the call waits for the answer the workflow
 // delivers on this node's queue, or denies at the kernel's timeout.
 type serverApprover struct {
-	cfg     Config
+	cfg Config
+	// token is the node's own API token: the server takes a question
+	// from it only in this node's name.
+	token   func() string
 	job     string
 	waiters *jobs.Waiters
 }
@@ -60,7 +63,7 @@ func (a *serverApprover) raise(ctx context.Context, q jobs.Question) error {
 	if err != nil {
 		return errs.Invalidf("node: question: %v", err)
 	}
-	req.Header.Set("Authorization", "Bearer "+a.cfg.Token)
+	req.Header.Set("Authorization", "Bearer "+a.token())
 	req.Header.Set("Content-Type", "application/json")
 	c := a.cfg.HTTP
 	if c == nil {

@@ -40,7 +40,7 @@ func TestServerApprover(t *testing.T) {
 			raised := make(chan jobs.Question, 1)
 			srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 				var q jobs.Question
-				if r.URL.Path != "/v1/jobs/j-1/questions" || json.NewDecoder(r.Body).Decode(&q) != nil {
+				if r.URL.Path != "/v1/jobs/j-1/questions" || r.Header.Get("Authorization") != "Bearer node.n1.t" || json.NewDecoder(r.Body).Decode(&q) != nil {
 					rw.WriteHeader(400)
 					return
 				}
@@ -48,7 +48,7 @@ func TestServerApprover(t *testing.T) {
 				raised <- q
 			}))
 			defer srv.Close()
-			a := &serverApprover{cfg: Config{Server: srv.URL, Token: "t", ID: "n1"}, job: "j-1", waiters: w}
+			a := &serverApprover{cfg: Config{Server: srv.URL, ID: "n1"}, token: func() string { return "node.n1.t" }, job: "j-1", waiters: w}
 			go func() {
 				q := <-raised
 				if q.Digest != e.Digest() || q.Node != "n1" || q.Call != "connect api.example.com:443" {

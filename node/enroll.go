@@ -20,10 +20,13 @@ import (
 	"github.com/airlock-run/airlock/jobs/pki"
 )
 
-// identity is the node's enrolled key and certificate, kept under
-// STATE/pki (node.key 0600, node.pem, ca.pem). The key is made here and
-// never leaves the node; the certificate is renewed when a third of its
-// life is left.
+// identity is the node's enrolled key, certificate and API token, kept
+// under STATE/pki (node.key, node.pem, ca.pem, node.token, each 0600). The
+// key is made here and never leaves the node; the certificate is renewed
+// when a third of its life is left, and every enrolment brings a new token
+// (the server's answer is the only place it is ever seen: the server keeps
+// its SHA-256). The token registers this node and raises its runs'
+// questions, nothing else: a node holds no operator's token.
 type identity struct {
 	dir string
 	key *ecdsa.PrivateKey
@@ -32,6 +35,7 @@ type identity struct {
 	cert    tls.Certificate
 	certPEM []byte
 	caPEM   []byte
+	token   string
 }
 
 // enrolledAnswer is the server's answer to an enrolment.
@@ -41,11 +45,12 @@ type enrolledAnswer struct {
 	Temporal  string    `json:"temporal"`
 	Namespace string    `json:"namespace"`
 	Expires   time.Time `json:"expires"`
+	Token     string    `json:"token"`
 }
 
-// loadIdentity reads the node's key (making it on first start) and the
-// certificate it holds, and enrols when there is none, it names another
-// node or pool, or it is due for renewal.
+// loadIdentity reads the node's key (making it on first start), the
+// certificate and the token it holds, and enrols when either is missing,
+// names another node (or pool), or the certificate is due for renewal.
 func loadIdentity(ctx context.Context, cfg Config) (*identity, error) {
 	id := &identity{dir: filepath.Join(cfg.StateDir, "pki")}
 	keyPath := filepath.Join(id.dir, "node.key")
@@ -66,7 +71,14 @@ func loadIdentity(ctx context.Context, cfg Config) (*identity, error) {
 			id.set(cert.Raw, certPEM, caPEM)
 		}
 	}
-	if id.due(time.Now()) {
+	// A token file others may read is not used: the node enrols again,
+	// which makes the server forget that token.
+	if tok, err := pki.ReadToken(filepath.Join(id.dir, "node.token")); err == nil && pki.TokenOf(tok, cfg.ID) {
+		id.token = tok
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		cfg.Log.Warn("node: its token is not used; enrolling again", "err", err)
+	}
+	if id.due(time.Now()) || id.apiToken() == "" {
 		if err := id.enrol(ctx, cfg); err != nil {
 			return nil, err
 		}
@@ -81,6 +93,13 @@ func (id *identity) set(der, certPEM, caPEM []byte) {
 	leaf, _ := pki.ParseCert(certPEM)
 	id.cert = tls.Certificate{Certificate: [][]byte{der}, PrivateKey: id.key, Leaf: leaf}
 	id.certPEM, id.caPEM = certPEM, caPEM
+}
+
+// apiToken is the node's own API token ("" before it enrolled).
+func (id *identity) apiToken() string {
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	return id.token
 }
 
 // due reports whether the certificate is missing or has a third of its
@@ -114,6 +133,13 @@ func (id *identity) enrol(ctx context.Context, cfg Config) error {
 	if _, err := pki.CAPool([]byte(ans.CA)); err != nil {
 		return errs.Wrap(errs.Unavailable, err, "node %s: enrol with %s: the fleet CA", cfg.ID, cfg.Server)
 	}
+	if !pki.TokenOf(ans.Token, cfg.ID) {
+		return errs.Unavailablef("node %s: enrol with %s: the answer carries no token of this node (a server older than the node role? upgrade it)", cfg.ID, cfg.Server)
+	}
+	// The token first: the server forgot the one before it already.
+	if err := pki.WriteToken(filepath.Join(id.dir, "node.token"), ans.Token); err != nil {
+		return err
+	}
 	if err := pki.WriteCert(filepath.Join(id.dir, "node.pem"), []byte(ans.Cert)); err != nil {
 		return err
 	}
@@ -121,6 +147,9 @@ func (id *identity) enrol(ctx context.Context, cfg Config) error {
 		return err
 	}
 	id.set(cert.Raw, []byte(ans.Cert), []byte(ans.CA))
+	id.mu.Lock()
+	id.token = ans.Token
+	id.mu.Unlock()
 	cfg.Log.Info("node enrolled", "id", cfg.ID, "expires", cert.NotAfter)
 	return nil
 }
@@ -158,6 +187,9 @@ func sameKey(cert *x509.Certificate, key *ecdsa.PrivateKey) bool {
 	return ok && pub.Equal(&key.PublicKey)
 }
 
+// errUnknownToken is a 401: the server does not know the token sent.
+var errUnknownToken = errors.New("the server does not know this token")
+
 // post sends body to path with the bearer token and decodes a 200 answer.
 func post(ctx context.Context, cfg Config, path, token string, body []byte, out any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(cfg.Server, "/")+path, bytes.NewReader(body))
@@ -172,6 +204,9 @@ func post(ctx context.Context, cfg Config, path, token string, body []byte, out 
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode == http.StatusUnauthorized {
+		return errs.Wrap(errs.Unavailable, errUnknownToken, "node: %s at %s: %s: %s", path, cfg.Server, resp.Status, bytes.TrimSpace(b))
+	}
 	if resp.StatusCode != http.StatusOK {
 		return errs.Unavailablef("node: %s at %s: %s: %s", path, cfg.Server, resp.Status, bytes.TrimSpace(b))
 	}

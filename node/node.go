@@ -40,9 +40,11 @@ type KernelFunc func(ctx context.Context, j jobs.Job, dir string) (Kernel, error
 
 // Config is a node's configuration.
 type Config struct {
-	// Server is the server's base URL; Token its bearer token.
-	Server, Token string
-	ID, Pool      string
+	// Server is the server's base URL. The node holds no operator's
+	// token: it registers and raises its runs' questions with its own,
+	// which its enrolment brings (see identity).
+	Server   string
+	ID, Pool string
 	// Tier is the sandbox tier the node runs at (the CLI resolved it
 	// against the host probe); Findings are the probe's findings, as
 	// lines, for the server's list of nodes.
@@ -117,7 +119,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	at, err := register(ctx, cfg, att.signed(ctx, cfg, reg))
+	at, err := att.register(ctx, cfg, reg)
 	if err != nil {
 		return err
 	}
@@ -128,7 +130,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	nc.Waiters = &jobs.Waiters{}
-	nc.Runner = &runner{cfg: cfg, waiters: nc.Waiters}
+	nc.Runner = &runner{cfg: cfg, waiters: nc.Waiters, token: att.token}
 	n, err := jobs.StartNode(nc)
 	if err != nil {
 		return err
@@ -143,7 +145,7 @@ func Run(ctx context.Context, cfg Config) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			at, err := register(ctx, cfg, att.signed(ctx, cfg, reg))
+			at, err := att.register(ctx, cfg, reg)
 			if err != nil {
 				if ctx.Err() == nil {
 					cfg.Log.Warn("node heartbeat", "err", err)
@@ -204,6 +206,28 @@ func (a *attesting) signed(ctx context.Context, cfg Config, reg Registration) Re
 	return reg
 }
 
+// token is the node's own API token ("" on a server without enrolment).
+func (a *attesting) token() string {
+	if a.id == nil {
+		return ""
+	}
+	return a.id.apiToken()
+}
+
+// register posts reg, signed, with the node's own token. A token the
+// server does not know (it was rotated by an enrolment whose answer this
+// node did not keep) is replaced by enrolling again, once.
+func (a *attesting) register(ctx context.Context, cfg Config, reg Registration) (Registered, error) {
+	at, err := register(ctx, cfg, a.token(), a.signed(ctx, cfg, reg))
+	if a.id == nil || !errors.Is(err, errUnknownToken) {
+		return at, err
+	}
+	if eerr := a.id.enrol(ctx, cfg); eerr != nil {
+		return Registered{}, errors.Join(err, eerr)
+	}
+	return register(ctx, cfg, a.token(), a.signed(ctx, cfg, reg))
+}
+
 // setFloor applies what the server said the node may take: an opt-out
 // (the node then declines tainted work) and floor work below tier 1.
 func setFloor(cfg Config, n *jobs.Node, at Registered) {
@@ -213,10 +237,10 @@ func setFloor(cfg Config, n *jobs.Node, at Registered) {
 }
 
 // register posts the registration (also the heartbeat) to the server.
-func register(ctx context.Context, cfg Config, reg Registration) (Registered, error) {
+func register(ctx context.Context, cfg Config, token string, reg Registration) (Registered, error) {
 	body, _ := json.Marshal(reg)
 	var at Registered
-	if err := post(ctx, cfg, "/v1/nodes", cfg.Token, body, &at); err != nil {
+	if err := post(ctx, cfg, "/v1/nodes", token, body, &at); err != nil {
 		return Registered{}, err
 	}
 	if at.Temporal == "" {
@@ -229,7 +253,9 @@ func register(ctx context.Context, cfg Config, reg Registration) (Registered, er
 type runner struct {
 	cfg     Config
 	waiters *jobs.Waiters
-	mu      sync.Mutex // serialises creating job directories
+	// token is the node's own API token, for its runs' questions.
+	token func() string
+	mu    sync.Mutex // serialises creating job directories
 }
 
 // Run decides and runs the job's command in the job's kernel.
@@ -279,7 +305,7 @@ func (r *runner) Run(ctx context.Context, req jobs.RunRequest) (jobs.Result, err
 	// A person answers the job's escalations through the server: the
 	// question goes to the job's workflow, the answer comes back on this
 	// node's queue.
-	ctx = mediator.WithApprover(ctx, &serverApprover{cfg: r.cfg, job: j.ID, waiters: r.waiters})
+	ctx = mediator.WithApprover(ctx, &serverApprover{cfg: r.cfg, token: r.token, job: j.ID, waiters: r.waiters})
 	res, err := k.Exec(ctx, call, mediator.ExecOptions{Stdin: strings.NewReader(j.Input), Stdout: &stdout, Stderr: &stderr})
 	out := jobs.Result{Tier: res.Description.Tier, Stdout: stdout.String(), Stderr: stderr.String(),
 		Truncated: stdout.cut || stderr.cut || res.Truncated,

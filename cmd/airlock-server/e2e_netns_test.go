@@ -170,7 +170,7 @@ func (f *netFleet) startServer(claimTimeout time.Duration) {
 // startNode starts node id in its namespace and waits until it is live.
 func (f *netFleet) startNode(id, sandboxFlag string) {
 	f.t.Helper()
-	f.nodes[id] = f.spawn("node "+id, f.nodeNS[id], f.bin, "node", "--server", f.url, "--token-file", f.tokenF,
+	f.nodes[id] = f.spawn("node "+id, f.nodeNS[id], f.bin, "node", "--server", f.url,
 		"--pool", "ci", "--id", id, "--sandbox", sandboxFlag, "--state", f.nodeDir(id),
 		"--enroll-token-file", filepath.Join(f.dir, "server", "enroll-token"))
 	deadline := time.Now().Add(60 * time.Second)

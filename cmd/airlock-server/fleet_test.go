@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -132,7 +133,7 @@ func startFleetWith(t testing.TB, claimTimeout time.Duration, before func(f *fle
 }
 
 func (f *fleet) node(id, sandboxFlag string, extra ...string) {
-	f.start("node "+id, append([]string{"node", "--server", f.url, "--token-file", f.tokenF, "--pool", "ci", "--id", id,
+	f.start("node "+id, append([]string{"node", "--server", f.url, "--pool", "ci", "--id", id,
 		"--enroll-token-file", filepath.Join(f.dir, "server", "enroll-token"),
 		"--sandbox", sandboxFlag, "--state", filepath.Join(f.dir, "nodes", id)}, extra...)...)
 	deadline := time.Now().Add(30 * time.Second)
@@ -150,6 +151,51 @@ func (f *fleet) node(id, sandboxFlag string, extra ...string) {
 			f.t.Fatalf("node %s did not register", id)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkNodeToken checks what node id holds: its state directory and the
+// environment it was started with hold no operator's token, and its own
+// token (pki/node.token) does nothing an operator does.
+func (f *fleet) checkNodeToken(id string) {
+	f.t.Helper()
+	dir := filepath.Join(f.dir, "nodes", id)
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if b, _ := os.ReadFile(p); strings.Contains(string(b), f.token) {
+				f.t.Errorf("node %s: %s holds the operator's token", id, p)
+			}
+		}
+		return nil
+	})
+	for _, kv := range f.env(&syncBuffer{}).Environ {
+		if strings.Contains(kv, f.token) || strings.Contains(kv, f.tokenF) {
+			f.t.Errorf("node %s: its environment names the operator's token: %s", id, kv)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "pki", "node.token"))
+	if err != nil {
+		f.t.Fatalf("node %s: %v", id, err)
+	}
+	nodeToken := strings.TrimSpace(string(b))
+	for _, r := range []struct{ method, path, body string }{
+		{"GET", "/v1/approvals", ""},
+		{"POST", "/v1/approvals/q-1", `{"answer":"allow-once","digest":"sha256:` + strings.Repeat("a", 64) + `"}`},
+		{"POST", "/v1/jobs", `{"pool":"ci","argv":["true"],"tier0":true}`},
+		{"POST", "/v1/agents/a1/kill", ""},
+		{"GET", "/v1/audit?job=j-1", ""},
+	} {
+		req, _ := http.NewRequestWithContext(f.ctx, r.method, f.url+r.path, strings.NewReader(r.body))
+		req.Header.Set("Authorization", "Bearer "+nodeToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(msg), "this token is node's") {
+			f.t.Errorf("node %s's token: %s %s: %s %s; want 403 naming the node role", id, r.method, r.path, resp.Status, msg)
+		}
 	}
 }
 
@@ -244,6 +290,11 @@ func TestFleet(t *testing.T) {
 	})
 
 	f.node("n1", "1")
+	t.Run("a node holds its own token, never the operator's", func(t *testing.T) {
+		for _, id := range []string{"n0", "n1"} {
+			f.checkNodeToken(id)
+		}
+	})
 	t.Run("floor work lands only on the tier-1 node", func(t *testing.T) {
 		var ids []string
 		for i := range 4 {

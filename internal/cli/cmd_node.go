@@ -19,7 +19,7 @@ import (
 )
 
 func nodeCmd() *Command {
-	const usage = "[--server URL] [--token-file FILE] [--enroll-token-file FILE] [--pool NAME] [--id ID] [--sandbox auto|off|1] [--max-boxes N] [--state DIR]"
+	const usage = "[--server URL] [--enroll-token-file FILE] [--pool NAME] [--id ID] [--sandbox auto|off|1] [--max-boxes N] [--state DIR]"
 	const long = `Runs a node of the fleet: it probes this host's sandbox tier, registers
 with the server (its tier and the probe's findings), and takes jobs of its
 pool: from the pool's queue always, from the pool's floor queue (work that
@@ -41,6 +41,12 @@ tier 1 it runs the selftest's attest rows (airlock sandbox selftest
 tier the rows prove, and only at an attested tier 1 may the node poll the
 floor queue.
 
+The node holds no operator's token. Its enrolment brings a token of its
+own (STATE/pki/node.token, 0600; a new one at every enrolment), which only
+registers this node and raises its own runs' questions: it cannot list or
+answer approvals, start or kill jobs. --token-file is accepted, unused, for
+one release.
+
 --sandbox off runs tier 0 (no sandbox): such a node takes only jobs started
 with --tier0, and says so when it registers.
 
@@ -51,7 +57,7 @@ its queue for a node with room.`
 		Sub: nodeAdminCmds(),
 		Run: func(ctx context.Context, env *Env, args []string) error {
 			fs := NewFlags(env, "airlock node", usage, long)
-			cf := addClientFlags(fs)
+			cf := addNodeFlags(fs)
 			enrollFile := fs.String("enroll-token-file", "", "the server's enrolment token `file` (default: $AIRLOCK_ENROLL_TOKEN_FILE, else the local server's)")
 			pool := fs.String("pool", jobs.DefaultPool, "the `pool` whose jobs this node takes")
 			id := fs.String("id", "", "this node's `id` (default: the host name)")
@@ -87,9 +93,9 @@ its queue for a node with room.`
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				return errs.Wrap(errs.Unavailable, err, "node state directory")
 			}
-			server, token, err := cf.resolve(env)
-			if err != nil {
-				return err
+			server := cf.serverURL(env)
+			if *cf.tokenFile != "" {
+				fmt.Fprintf(env.Stderr, "airlock node: WARNING: --token-file is unused and not read: a node registers with its own token, from its enrolment (STATE/pki/node.token); drop the flag, it goes in the next release\n")
 			}
 			enrollToken, err := readTokenFile(env, *enrollFile, "AIRLOCK_ENROLL_TOKEN_FILE", "enroll-token", "the server's enrolment token (set --enroll-token-file)")
 			if err != nil {
@@ -98,7 +104,7 @@ its queue for a node with room.`
 			if tier == sandbox.Tier0 {
 				fmt.Fprintf(env.Stderr, "airlock node: WARNING: node %s runs at sandbox tier 0 (--sandbox off): it takes only jobs started with --tier0, which run UNCONFINED\n", *id)
 			}
-			return node.Run(ctx, node.Config{Server: server, Token: token, ID: *id, Pool: *pool,
+			return node.Run(ctx, node.Config{Server: server, ID: *id, Pool: *pool,
 				Tier: int(tier), Findings: findings, StateDir: dir, Log: env.Log, MaxBoxes: *maxBoxes,
 				Kernel: jobKernel(env, tier), EnrollToken: enrollToken, Attest: attestRows(env)})
 		}}
@@ -240,8 +246,22 @@ func addClientFlags(fs *flag.FlagSet) *clientFlags {
 	}
 }
 
+// addNodeFlags are airlock node's: --server, and --token-file accepted for
+// one release but never read (a node has a token of its own).
+func addNodeFlags(fs *flag.FlagSet) *clientFlags {
+	return &clientFlags{
+		server:    fs.String("server", "", "the server's `URL` (default: $AIRLOCK_SERVER, else http://"+DefaultServerAddr+")"),
+		tokenFile: fs.String("token-file", "", "unused: a node registers with its own token, from its enrolment (accepted for one release)"),
+	}
+}
+
+// serverURL is --server, else $AIRLOCK_SERVER, else the local server.
+func (c *clientFlags) serverURL(env *Env) string {
+	return firstNonEmpty(*c.server, env.Getenv("AIRLOCK_SERVER"), "http://"+DefaultServerAddr)
+}
+
 func (c *clientFlags) resolve(env *Env) (server, token string, err error) {
-	server = firstNonEmpty(*c.server, env.Getenv("AIRLOCK_SERVER"), "http://"+DefaultServerAddr)
+	server = c.serverURL(env)
 	token, err = readTokenFile(env, *c.tokenFile, "AIRLOCK_TOKEN_FILE", "token", "the server's token (set --token-file)")
 	return server, token, err
 }

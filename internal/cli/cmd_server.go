@@ -40,7 +40,9 @@ HTTP JSON API on loopback behind bearer tokens of two roles, each created
 with a random token when missing: the operator's (--token-file, default
 STATE/token: jobs and approvals) and the admins' (--admin-token-file,
 default STATE/admin-token, one "NAME TOKEN" a line: also sandbox opt-outs
-and nodes). The server keeps its audit log in STATE/audit.jsonl.
+and nodes). A node has a token of its own, issued at its enrolment, that
+only registers it and raises its runs' questions. The server keeps its
+audit log in STATE/audit.jsonl.
 
   POST /v1/jobs, GET /v1/jobs, GET /v1/jobs/{id}, POST /v1/jobs/{id}/kill
   POST /v1/nodes, GET /v1/nodes, POST /v1/nodes/{id}/sandbox-optout (admin)

@@ -3,7 +3,9 @@ package pki
 import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"crypto/x509"
 	"encoding/hex"
 	"errors"
@@ -24,44 +26,113 @@ import (
 // queue, its runs and its attested tier.
 
 // Enrol issues node's certificate like IssueNode, after binding node to
-// csrPEM's key and pool, or checking that it is bound to them already.
-func (ca *CA) Enrol(csrPEM []byte, node, pool string, lifetime time.Duration) ([]byte, error) {
-	return ca.issueNode(csrPEM, node, pool, lifetime, ca.bind)
+// csrPEM's key and pool, or checking that it is bound to them already. It
+// also issues the node's API token (see NodeOfToken): a fresh one at every
+// enrolment, so a renewal rotates it, and only its SHA-256 is kept, in the
+// binding.
+func (ca *CA) Enrol(csrPEM []byte, node, pool string, lifetime time.Duration) (certPEM []byte, token string, err error) {
+	certPEM, err = ca.issueNode(csrPEM, node, pool, lifetime, func(node, pool string, pub *ecdsa.PublicKey) error {
+		var berr error
+		token, berr = ca.bind(node, pool, pub)
+		return berr
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return certPEM, token, nil
+}
+
+// nodeTokenPrefix begins every node's API token: node.<id>.<secret>. The
+// id (which has no '.') says which binding holds the token's hash.
+const nodeTokenPrefix = "node."
+
+// NewNodeToken is a fresh API token for node: its id and 32 random bytes.
+func NewNodeToken(node string) string {
+	var b [32]byte
+	rand.Read(b[:])
+	return nodeTokenPrefix + node + "." + hex.EncodeToString(b[:])
+}
+
+// TokenOf reports whether token has the shape of node's API token (it says
+// nothing of whether the server still knows it).
+func TokenOf(token, node string) bool {
+	return strings.HasPrefix(token, nodeTokenPrefix+node+".") && len(token) > len(nodeTokenPrefix+node+".")
+}
+
+// NodeOfToken is the node whose current API token is token: the one its
+// binding (nodes/<id>) holds the SHA-256 of, compared in constant time.
+// Anything else, a token of a node enrolled again since, or a node whose
+// binding was removed, is no node.
+func (ca *CA) NodeOfToken(token string) (string, bool) {
+	rest, ok := strings.CutPrefix(token, nodeTokenPrefix)
+	node, secret, ok2 := strings.Cut(rest, ".")
+	if !ok || !ok2 || secret == "" || checkName("node id", node) != nil || ca.dir == "" {
+		return "", false
+	}
+	ca.mu.Lock()
+	got, err := privfile.ReadFile(filepath.Join(ca.dir, "nodes", node), 4096, privfile.Options{})
+	ca.mu.Unlock()
+	if err != nil {
+		return "", false
+	}
+	want := parseBinding(string(got))["token"]
+	sum := sha256.Sum256([]byte(token))
+	have := "sha256:" + hex.EncodeToString(sum[:])
+	if want == "" || subtle.ConstantTimeCompare([]byte(have), []byte(want)) != 1 {
+		return "", false
+	}
+	return node, true
+}
+
+// parseBinding reads a binding's "NAME VALUE" lines.
+func parseBinding(s string) map[string]string {
+	out := map[string]string{}
+	for line := range strings.Lines(s) {
+		if k, v, ok := strings.Cut(strings.TrimSuffix(line, "\n"), " "); ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // bind records node's pool and key on first use and refuses any other
-// pool or key later.
-func (ca *CA) bind(node, pool string, pub *ecdsa.PublicKey) error {
+// pool or key later; either way it records the hash of a new API token
+// for the node and returns the token.
+func (ca *CA) bind(node, pool string, pub *ecdsa.PublicKey) (string, error) {
 	if ca.dir == "" {
-		return errs.Unavailablef("enrol node %s: the CA has no directory to keep enrolled nodes in", node)
+		return "", errs.Unavailablef("enrol node %s: the CA has no directory to keep enrolled nodes in", node)
 	}
 	spki, err := x509.MarshalPKIXPublicKey(pub)
 	if err != nil {
-		return errs.Wrap(errs.Internal, err, "enrol node %s: key", node)
+		return "", errs.Wrap(errs.Internal, err, "enrol node %s: key", node)
 	}
 	sum := sha256.Sum256(spki)
-	want := "pool " + pool + "\nkey sha256:" + hex.EncodeToString(sum[:]) + "\n"
+	key := "sha256:" + hex.EncodeToString(sum[:])
 	path := filepath.Join(ca.dir, "nodes", node)
 	ca.mu.Lock()
 	defer ca.mu.Unlock()
 	got, err := privfile.ReadFile(path, 4096, privfile.Options{})
 	switch {
-	case err == nil && string(got) == want:
-		return nil
 	case err == nil:
-		what := "key"
-		if !strings.HasPrefix(string(got), "pool "+pool+"\n") {
-			what = "pool"
+		b := parseBinding(string(got))
+		if b["pool"] != pool || b["key"] != key {
+			what := "key"
+			if b["pool"] != pool {
+				what = "pool"
+			}
+			return "", errs.New(errs.Denied, "enrol node %s: the id is enrolled already with another %s: a node renews with its own key (STATE/pki/node.key); "+
+				"to enrol a new machine under this id, remove the server's STATE/pki/nodes/%s first, or pick another --id", node, what, node)
 		}
-		return errs.New(errs.Denied, "enrol node %s: the id is enrolled already with another %s: a node renews with its own key (STATE/pki/node.key); "+
-			"to enrol a new machine under this id, remove the server's STATE/pki/nodes/%s first, or pick another --id", node, what, node)
 	case !errors.Is(err, fs.ErrNotExist):
-		return errs.Wrap(errs.Unavailable, err, "enrol node %s: its binding", node)
+		return "", errs.Wrap(errs.Unavailable, err, "enrol node %s: its binding", node)
 	}
-	if err := privfile.WriteFile(path, []byte(want), 0o600, privfile.Options{MakeDirs: true}); err != nil {
-		return errs.Wrap(errs.Unavailable, err, "enrol node %s: record its binding", node)
+	token := NewNodeToken(node)
+	tsum := sha256.Sum256([]byte(token))
+	rec := "pool " + pool + "\nkey " + key + "\ntoken sha256:" + hex.EncodeToString(tsum[:]) + "\n"
+	if err := privfile.WriteFile(path, []byte(rec), 0o600, privfile.Options{MakeDirs: true}); err != nil {
+		return "", errs.Wrap(errs.Unavailable, err, "enrol node %s: record its binding", node)
 	}
-	return nil
+	return token, nil
 }
 
 // csrKey is the P-256 key of a CSR whose signature verifies.

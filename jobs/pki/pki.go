@@ -389,24 +389,9 @@ func WriteCert(path string, certPEM []byte) error {
 // and refuses a file that others than its owner may read. A missing file
 // is an error wrapping fs.ErrNotExist.
 func ReadKey(path string) (*ecdsa.PrivateKey, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if errors.Is(err, fs.ErrNotExist) {
+	b, err := readSecret(path, "key")
+	if err != nil {
 		return nil, err
-	}
-	if err != nil {
-		return nil, errs.Wrap(errs.Unavailable, err, "key %s (a link is refused)", path)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return nil, errs.Invalidf("key %s: not a regular file", path)
-	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return nil, errs.Invalidf("key %s: mode %v lets others read it (fix: chmod 600 %s)", path, st.Mode().Perm(), path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, 1<<16))
-	if err != nil {
-		return nil, errs.Wrap(errs.Unavailable, err, "key %s", path)
 	}
 	der, err := pemBlock(b, "EC PRIVATE KEY")
 	if err != nil {
@@ -417,6 +402,49 @@ func ReadKey(path string) (*ecdsa.PrivateKey, error) {
 		return nil, errs.Invalidf("key %s: want an ECDSA P-256 key", path)
 	}
 	return k, nil
+}
+
+// readSecret reads the file at path (what names it in errors) without
+// following a link, refusing one that is not regular or that others than
+// its owner may read. A missing file is an error wrapping fs.ErrNotExist.
+func readSecret(path, what string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "%s %s (a link is refused)", what, path)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return nil, errs.Invalidf("%s %s: not a regular file", what, path)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return nil, errs.Invalidf("%s %s: mode %v lets others read it (fix: chmod 600 %s)", what, path, st.Mode().Perm(), path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 1<<16))
+	if err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "%s %s", what, path)
+	}
+	return b, nil
+}
+
+// WriteToken writes a node's API token to path, 0600, through privfile.
+func WriteToken(path, token string) error {
+	if err := privfile.WriteFile(path, []byte(token+"\n"), 0o600, privfile.Options{MakeDirs: true}); err != nil {
+		return errs.Wrap(errs.Unavailable, err, "node token %s", path)
+	}
+	return nil
+}
+
+// ReadToken reads a node's API token from path as readSecret does.
+func ReadToken(path string) (string, error) {
+	b, err := readSecret(path, "node token")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
 }
 
 // ReadCert reads a certificate (PEM) from path without following a link.
