@@ -30,8 +30,8 @@ grep "listening on" "$dir/server.log" || { cat "$dir/server.log"; exit 1; }
 client=(--server http://127.0.0.1:8420 --token-file "$server/token")
 node() {
 	local id=$1; shift
-	say "airlock node ${client[*]} --enroll-token-file $server/enroll-token --pool demo --id $id $* &"
-	bin/airlock node "${client[@]}" --enroll-token-file "$server/enroll-token" --pool demo --id "$id" \
+	say "airlock node --server http://127.0.0.1:8420 --enroll-token-file $server/enroll-token --pool demo --id $id $* &"
+	bin/airlock node --server http://127.0.0.1:8420 --enroll-token-file "$server/enroll-token" --pool demo --id "$id" \
 		--state "$dir/nodes/$id" "$@" 2>"$dir/$id.log" &
 	pids+=($!)
 }
