@@ -251,7 +251,7 @@ func TestGitInTheBox(t *testing.T) {
 	})
 	t.Run("mkdir under .config as the checkout's owner", func(t *testing.T) {
 		if os.Geteuid() != 0 {
-			t.Skip("needs root, to run the box as another user")
+			testsupport.Missing(t, "needs root, to run the box as another user")
 		}
 		parent := sharedDir(t)
 		exe := filepath.Join(parent, "airlock")

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlock-run/airlock/internal/testsupport"
 )
 
 // aclOthersRWX is a default ACL (system.posix_acl_default, version 2)
@@ -107,7 +109,7 @@ func TestWarmMessageQueues(t *testing.T) {
 	requireTier1(t)
 	bw, err := exec.LookPath("bwrap")
 	if err != nil {
-		t.Skip("no bwrap on PATH")
+		testsupport.Missing(t, "no bwrap on PATH")
 	}
 	plain := exec.Command(bw, "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev", "sh", "-c",
 		`python3 -c "$0" /left create && python3 -c "$0" /left open`, mqOpen)

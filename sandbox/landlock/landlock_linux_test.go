@@ -252,6 +252,9 @@ func TestRestrictWrite(t *testing.T) {
 // outside its ruleset; without the scope it can.
 func TestRestrictScope(t *testing.T) {
 	if abi := requireLandlock(t); abi < scopeABI {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and Landlock ABI %d has no scopes (needs %d)", abi, scopeABI)
+		}
 		t.Skipf("Landlock ABI %d has no scopes", abi)
 	}
 	if got := runChild(t, childReq{Signal: true}); got.Signal != "ok" {
