@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -15,31 +14,6 @@ import (
 
 	"github.com/airlock-run/airlock/internal/testsupport"
 )
-
-// openPty returns the two ends of a new pseudo-terminal.
-func openPty(t *testing.T) (master, slave *os.File) {
-	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		testsupport.Missing(t, "no pseudo-terminals here: %v", err)
-	}
-	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		m.Close()
-		testsupport.Missing(t, "unlockpt: %v", err)
-	}
-	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		m.Close()
-		testsupport.Missing(t, "ptsname: %v", err)
-	}
-	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		m.Close()
-		testsupport.Missing(t, "open pts: %v", err)
-	}
-	t.Cleanup(func() { s.Close(); m.Close() })
-	return m, s
-}
 
 // runTo runs the airlock binary with its standard output and error on out
 // (and err) and returns what came out of the other end of the terminal (or
@@ -58,7 +32,7 @@ func runTo(t *testing.T, pty bool, args ...string) []byte {
 		cmd.Run()
 		return out.Bytes()
 	}
-	master, slave := openPty(t)
+	master, slave := testsupport.OpenPTY(t)
 	// Raw, so the terminal passes the bytes as they were written.
 	tio, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
 	if err != nil {
