@@ -172,12 +172,7 @@ func TestToolNamesExact(t *testing.T) {
 	peer := &jsPeer{loose: true, tools: []map[string]any{peerTool("echo"), peerTool("delete_file"),
 		peerTool("café"), peerTool("cafe\u0301"), peerTool("Report"), peerTool("report"),
 		peerTool("ｓｅｃｒｅｔ"), peerTool("ｍixed_case"), peerTool("note"), peerTool("ｎote")}}
-	f := peerFixture(t, peer)
-	g, err := New(f.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newRawClient(t, g)
+	c := rawPeerClient(t, peer)
 	c.init(`{}`)
 	names := c.listNames(1)
 	for _, hidden := range []string{"delete_file", "café", "cafe\u0301", "Report", "report", "ｓｅｃｒｅｔ", "ｍixed_case", "note", "ｎote"} {
@@ -384,12 +379,7 @@ func TestServerRequestsToClient(t *testing.T) {
 		p.send(`{"jsonrpc":"2.0","id":"x1","method":"made/up","params":{}}`)
 		return false
 	}
-	f := peerFixture(t, peer)
-	g, err := New(f.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newRawClient(t, g)
+	c := rawPeerClient(t, peer)
 	c.init(`{"elicitation":{}}`)
 	c.listNames(1)
 	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)

@@ -24,12 +24,7 @@ func TestOversizedNotification(t *testing.T) {
 		}
 		return false
 	}
-	f := peerFixture(t, peer)
-	g, err := New(f.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newRawClient(t, g)
+	c := rawPeerClient(t, peer)
 	c.init(`{}`)
 	c.listNames(1)
 	if got := c.call(2, `{"name":"echo","arguments":{}}`); !strings.Contains(got, "ran echo") {
@@ -53,12 +48,7 @@ func TestReusedID(t *testing.T) {
 		}()
 		return true
 	}
-	f := peerFixture(t, peer)
-	g, err := New(f.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newRawClient(t, g)
+	c := rawPeerClient(t, peer)
 	c.init(`{}`)
 	c.listNames(1)
 
@@ -263,12 +253,7 @@ func TestServerBadRequestLeavesCalls(t *testing.T) {
 		p.send(`{"jsonrpc":"2.0","id":2,"method":"ping","params":{"pad":"` + strings.Repeat("x", MaxFrame+10) + `"}}`)
 		return false
 	}
-	f := peerFixture(t, peer)
-	g, err := New(f.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newRawClient(t, g)
+	c := rawPeerClient(t, peer)
 	c.init(`{}`)
 	c.listNames(1)
 	if got := c.call(2, `{"name":"echo","arguments":{}}`); !strings.Contains(got, "ran echo") {

@@ -38,12 +38,7 @@ func TestRequestMethodsAsNotifications(t *testing.T) {
 		}
 		return true
 	}
-	f := peerFixture(t, peer)
-	g, err := New(f.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newRawClient(t, g)
+	c := rawPeerClient(t, peer)
 	c.init(`{}`)
 	c.listNames(1)
 	for i, line := range []string{

@@ -195,6 +195,17 @@ type rawClient struct {
 	lines chan string
 }
 
+// rawPeerClient is a raw client of a gateway in front of peer, with the
+// fixture's options.
+func rawPeerClient(t *testing.T, peer *jsPeer) *rawClient {
+	t.Helper()
+	g, err := New(peerFixture(t, peer).opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newRawClient(t, g)
+}
+
 func newRawClient(t *testing.T, g *Gateway) *rawClient {
 	t.Helper()
 	c2gR, c2gW := io.Pipe()

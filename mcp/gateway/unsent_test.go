@@ -26,12 +26,7 @@ func TestServerAnswersUnsentRequest(t *testing.T) {
 		mu.Unlock()
 		return false
 	}
-	f := peerFixture(t, peer)
-	g, err := New(f.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newRawClient(t, g)
+	c := rawPeerClient(t, peer)
 	c.init(`{}`)
 	c.listNames(1)
 	c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ask","arguments":{}}}`)
