@@ -656,8 +656,6 @@ func decodeError(err error) string {
 		return fmt.Sprintf("the body: got a JSON %s, want an object", te.Value)
 	case errors.As(err, &se):
 		return fmt.Sprintf("the body is not JSON (at byte %d): %v", se.Offset, err)
-	case errors.Is(err, io.EOF):
-		return "the body is empty: want a JSON object"
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return "the body is not JSON: it ends inside a value"
 	}
