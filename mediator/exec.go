@@ -107,6 +107,10 @@ type box struct {
 
 func (k *Kernel) box(ctx context.Context, call Call, what string, network bool) (box, error) {
 	p := k.Policy()
+	// The tier-0 refusal reads the policy in force, not the narrowed
+	// one: a narrowing that drops a binding leaves its real value in
+	// airlock's environment all the same.
+	base := p
 	if call.Narrow != nil {
 		p = p.Narrow(call.Narrow)
 	}
@@ -126,7 +130,7 @@ func (k *Kernel) box(ctx context.Context, call Call, what string, network bool) 
 	if err != nil {
 		return box{}, err
 	}
-	if err := phantomNeedsBox(p, tier); err != nil {
+	if err := phantomNeedsBox(base, tier); err != nil {
 		return box{}, err
 	}
 	b := box{spec: spec, tier: tier, stop: func() {}}

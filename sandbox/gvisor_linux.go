@@ -37,7 +37,11 @@ import (
 // the cgroup its record names, and those with that directory's path on
 // their command line (runsc hands its --root to the sandbox and the gofer
 // it starts).
-type gvisor struct{}
+type gvisor struct {
+	// warm plans a warm box (gvisor_warm_linux.go), whose filter also
+	// refuses what its init cannot clear between calls.
+	warm bool
+}
 
 var _ Mechanism = gvisor{}
 
@@ -51,6 +55,8 @@ const gvisorPlatform = "systrap"
 
 // gvisorBox is what a tier-2 Box holds beyond the common fields.
 type gvisorBox struct {
+	// warm is set for a warm box's plan (gvisor.warm).
+	warm  bool
 	runsc string
 	// dir is the box's private directory; bundle is dir/bundle, whose
 	// config.json CommandLine writes.
@@ -157,7 +163,7 @@ func (m gvisor) planBox(spec Spec, exe string, dry bool) (*Box, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.exe, g.launch = exe, os.Geteuid() == 0
+	g.exe, g.launch, g.warm = exe, os.Geteuid() == 0, m.warm
 	b := &Box{Tier: Tier2, Path: gv.Path, Mechanism: m.Name(), Version: gv.Version, gv: g,
 		Namespaces: []string{"gvisor", "pid", "mount", "ipc", "uts", "net"}}
 	if err := planGVisor(b, spec, exe); err != nil {
@@ -353,8 +359,9 @@ type ociArg struct {
 	Op       string `json:"op"`
 }
 
-// gvisorSeccomp is the box's filter in gVisor's kernel.
-func gvisorSeccomp() *ociSeccomp {
+// gvisorSeccomp is the box's filter in gVisor's kernel; warm is a warm
+// box's.
+func gvisorSeccomp(warm bool) *ociSeccomp {
 	eperm := uint(unix.EPERM)
 	f := &ociSeccomp{DefaultAction: "SCMP_ACT_ALLOW"}
 	refuse := func(names []string, errno *uint, args ...ociArg) {
@@ -387,6 +394,14 @@ func gvisorSeccomp() *ociSeccomp {
 		{[]string{"openat"}, 3},
 	} {
 		anyBit(m.names, m.arg, setid)
+	}
+	if warm {
+		// A POSIX message queue outlives every process, in the box's IPC
+		// namespace, as long as the box; runsc mounts no mqueue file
+		// system to list and empty, so a queue one call made would carry
+		// its name and messages to the next. Without mq_open none is
+		// made (a cold box's queues end with it).
+		refuse([]string{"mq_open"}, &eperm)
 	}
 	return f
 }
@@ -548,7 +563,7 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 	}
 	g.spec.Process.Capabilities = ociCaps{Bounding: []string{}, Effective: []string{}, Inheritable: []string{}, Permitted: []string{}, Ambient: []string{}}
 	g.spec.Linux.Namespaces = []ociNamespace{{"pid"}, {"network"}, {"ipc"}, {"uts"}, {"mount"}}
-	g.spec.Linux.Seccomp = gvisorSeccomp()
+	g.spec.Linux.Seccomp = gvisorSeccomp(g.warm)
 	b.Seccomp = true
 
 	// The command check (CheckCommand) is tier 1's: what the box sees at

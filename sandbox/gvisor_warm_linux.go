@@ -27,7 +27,7 @@ import (
 
 // planWarmGVisor plans the tier-2 warm box for spec.
 func planWarmGVisor(spec Spec, exe string) (*Box, error) {
-	b, err := gvisor{}.plan(spec, exe)
+	b, err := gvisor{warm: true}.plan(spec, exe)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func PlanWarmKey(spec Spec, tier Tier, exe string) (*Box, error) {
 	if err := validate(spec); err != nil {
 		return nil, err
 	}
-	return gvisor{}.planBox(spec, exe, true)
+	return gvisor{warm: true}.planBox(spec, exe, true)
 }
 
 // Startable reports whether the plan can start a box (a key plan of tier
