@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-		"time"
+	"time"
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/jobs"
