@@ -44,22 +44,20 @@ type CallAccepted struct {
 	State string `json:"state"`
 }
 
-func (s *Server) callJobs(w http.ResponseWriter) (CallJobs, bool) {
+// callRoute is the fleet's calls and the route's job id, checked; false
+// when it answered already (501: a fleet without calls; 400: a bad id).
+func (s *Server) callRoute(w http.ResponseWriter, r *http.Request) (CallJobs, string, bool) {
 	cj, ok := s.cfg.Jobs.(CallJobs)
 	if !ok {
 		writeError(w, http.StatusNotImplemented, "this server's fleet takes no calls")
+		return nil, "", false
 	}
-	return cj, ok
-}
-
-// jobID reads and checks the route's job id.
-func jobID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.PathValue("id")
 	if err := jobs.CheckName("job id", id); err != nil {
 		writeErr(w, err)
-		return "", false
+		return nil, "", false
 	}
-	return id, true
+	return cj, id, true
 }
 
 // openJob refuses a job that is not running or not open: a call signalled
@@ -82,11 +80,7 @@ func (s *Server) openJob(ctx context.Context, id string) error {
 // it (bounded): the call runs through the job's kernel on its node, after
 // the calls before it, decided by the job's policy.
 func (s *Server) addCall(w http.ResponseWriter, r *http.Request) {
-	cj, ok := s.callJobs(w)
-	if !ok {
-		return
-	}
-	id, ok := jobID(w, r)
+	cj, id, ok := s.callRoute(w, r)
 	if !ok {
 		return
 	}
@@ -161,11 +155,7 @@ func (s *Server) awaitCall(ctx context.Context, cj CallJobs, id, call string, wa
 
 // release ends an open job once its calls are done.
 func (s *Server) release(w http.ResponseWriter, r *http.Request) {
-	cj, ok := s.callJobs(w)
-	if !ok {
-		return
-	}
-	id, ok := jobID(w, r)
+	cj, id, ok := s.callRoute(w, r)
 	if !ok {
 		return
 	}
@@ -182,11 +172,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 
 // trace answers a job's trace: each call, its node, tier and decision.
 func (s *Server) trace(w http.ResponseWriter, r *http.Request) {
-	cj, ok := s.callJobs(w)
-	if !ok {
-		return
-	}
-	id, ok := jobID(w, r)
+	cj, id, ok := s.callRoute(w, r)
 	if !ok {
 		return
 	}

@@ -21,11 +21,8 @@ import (
 func registerRun(env *testsuite.TestWorkflowEnvironment, run func(context.Context, RunRequest) (Result, error)) *leaseLog {
 	env.RegisterActivityWithOptions(run, activity.RegisterOptions{Name: RunActivity})
 	return registerLease(env, func(ctx context.Context, req CallRequest) (CallResult, error) {
-		j := req.Job
-		j.Argv, j.Command, j.Calls = req.Call.Argv, req.Call.Command, nil
-		r, err := run(ctx, RunRequest{Job: j, Node: req.Node})
-		return CallResult{Node: r.Node, Tier: r.Tier, ExitCode: r.ExitCode, Stdout: r.Stdout, Stderr: r.Stderr,
-			Refused: r.Refused, Verdict: r.Verdict, Decider: r.Decider, Reason: r.Reason, OptedOut: r.OptedOut}, err
+		r, err := run(ctx, RunRequest{Job: req.Job.asCommand(req.Call), Node: req.Node})
+		return r.asCall(), err
 	})
 }
 
@@ -33,7 +30,6 @@ func registerRun(env *testsuite.TestWorkflowEnvironment, run func(context.Contex
 type leaseLog struct {
 	mu     sync.Mutex
 	events []string
-	holds  int
 	// holdErr, when set, ends the lease's with it (a node gone
 	// silent) after holdFor.
 	holdErr error
@@ -61,9 +57,7 @@ func registerLease(env *testsuite.TestWorkflowEnvironment, call func(context.Con
 		return Lease{Job: req.Job.ID, Node: req.Node}, nil
 	}, activity.RegisterOptions{Name: OpenActivity})
 	env.RegisterActivityWithOptions(func(ctx context.Context, req LeaseRequest) error {
-		l.mu.Lock()
-		l.holds++ // in parallel with the calls: not in the ordered log
-		l.mu.Unlock()
+		// In parallel with the calls: not in the ordered log.
 		t := time.NewTicker(200 * time.Millisecond)
 		defer t.Stop()
 		var lost <-chan time.Time
@@ -165,6 +159,12 @@ func TestCallsRunInOrderThroughOneLease(t *testing.T) {
 		mu.Unlock()
 		return tiered(nil)(ctx, req)
 	})
+	letGo := 0
+	env.SetOnActivityCanceledListener(func(info *activity.Info) {
+		if info.ActivityType.Name == LeaseActivity {
+			letGo++
+		}
+	})
 	env.ExecuteWorkflow(Workflow, callsJob(nil))
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
@@ -176,8 +176,8 @@ func TestCallsRunInOrderThroughOneLease(t *testing.T) {
 	if got, want := log.String(), "open@node.n1 call:c1 call:c2 call:c3 close"; got != want {
 		t.Errorf("lease: got %q, want %q", got, want)
 	}
-	if log.holds != 1 {
-		t.Errorf("holds: got %d, want the one lease held while the calls ran", log.holds)
+	if letGo != 1 {
+		t.Errorf("leases let go: got %d, want the one lease held while the calls ran, let go at the end", letGo)
 	}
 	if got := strings.Join(queues, " "); got != "node.n1 node.n1 node.n1" {
 		t.Errorf("call queues: got %q", got)
@@ -508,16 +508,7 @@ func TestCallValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.call.Validate()
-			if tt.wantErr == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("got %v, want %q", err, tt.wantErr)
-			}
+			checkErr(t, tt.call.Validate(), tt.wantErr)
 		})
 	}
 }
@@ -539,16 +530,7 @@ func TestJobCallsValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := callsJob(tt.mod).Validate()
-			if tt.wantErr == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("got %v, want %q", err, tt.wantErr)
-			}
+			checkErr(t, callsJob(tt.mod).Validate(), tt.wantErr)
 		})
 	}
 }
@@ -563,5 +545,16 @@ func TestOldJobIsOneCall(t *testing.T) {
 	}
 	if d := cs[0].Describe(); strings.Contains(d, "body") {
 		t.Errorf("the description shows the input: %q", d)
+	}
+}
+
+// checkErr fails unless err is nil (want "") or holds want.
+func checkErr(t *testing.T, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatal(err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Fatalf("got %v, want %q", err, want)
 	}
 }

@@ -151,8 +151,16 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 // on its own queue, claims on the others.
 func (n *Node) newWorker(q string) worker.Worker {
 	cfg := n.cfg
+	size := cfg.Concurrency
+	if q == NodeQueue(cfg.ID) {
+		// Each job running here holds its lease's activity while its call
+		// runs in another, and answers arrive in a third: the claims bound
+		// the boxes, so the node's own queue must never be what a call
+		// waits for.
+		size = 2*cfg.Concurrency + 4
+	}
 	w := worker.New(n.client, q, worker.Options{
-		MaxConcurrentActivityExecutionSize: cfg.Concurrency,
+		MaxConcurrentActivityExecutionSize: size,
 		DisableWorkflowWorker:              true,
 	})
 	if q == NodeQueue(cfg.ID) {
@@ -161,9 +169,11 @@ func (n *Node) newWorker(q string) worker.Worker {
 			return runWithHeartbeat(ctx, n.client, cfg, req)
 		}
 		w.RegisterActivityWithOptions(run, activity.RegisterOptions{Name: RunActivity})
-		if cr, ok := cfg.Runner.(CallRunner); ok {
-			n.registerCalls(w, cr)
+		cr, ok := cfg.Runner.(CallRunner)
+		if !ok {
+			cr = commandCalls{cfg.Runner}
 		}
+		n.registerCalls(w, cr)
 		w.RegisterActivityWithOptions(deliverActivity(cfg.Waiters), activity.RegisterOptions{Name: AnswerActivity})
 	} else {
 		claim := func(ctx context.Context, req ClaimRequest) (Claim, error) { return n.claim(cfg, req) }
@@ -388,3 +398,34 @@ func (a slogAdapter) Warn(msg string, kv ...any)  { a.l.Warn(msg, kv...) }
 func (a slogAdapter) Error(msg string, kv ...any) { a.l.Error(msg, kv...) }
 
 var _ sdklog.Logger = slogAdapter{}
+
+// commandCalls runs the calls of a lease through a Runner that runs one
+// command a job (and keeps nothing between them): each exec or shell call
+// is a run of its own; a call of another kind is refused.
+type commandCalls struct{ Runner }
+
+func (c commandCalls) Open(ctx context.Context, req LeaseRequest) (Lease, error) {
+	return Lease{Job: req.Job.ID, Node: req.Node}, nil
+}
+
+func (c commandCalls) Call(ctx context.Context, req CallRequest) (CallResult, error) {
+	if req.Call.Kind != CallExec && req.Call.Kind != CallShell {
+		return CallResult{}, errs.Invalidf("call %s: this node runs commands only, not %s", req.Call.ID, req.Call.Kind)
+	}
+	r, err := c.Run(ctx, RunRequest{Job: req.Job.asCommand(req.Call), Node: req.Node})
+	return r.asCall(), err
+}
+
+func (c commandCalls) Close(ctx context.Context, job string) error { return nil }
+
+// asCommand is j with call c as its one command.
+func (j Job) asCommand(c Call) Job {
+	j.Argv, j.Command, j.Input, j.Calls, j.Open = c.Argv, c.Command, c.Stdin, nil, false
+	return j
+}
+
+// asCall is a run's result as a call's.
+func (r Result) asCall() CallResult {
+	return CallResult{Node: r.Node, Tier: r.Tier, ExitCode: r.ExitCode, Stdout: r.Stdout, Stderr: r.Stderr, Truncated: r.Truncated,
+		Refused: r.Refused, Verdict: r.Verdict, Decider: r.Decider, Reason: r.Reason, OptedOut: r.OptedOut}
+}

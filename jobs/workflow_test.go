@@ -544,16 +544,7 @@ func TestValidateRetries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := job(tt.mod).Validate()
-			if tt.wantErr == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("got %v, want %q", err, tt.wantErr)
-			}
+			checkErr(t, job(tt.mod).Validate(), tt.wantErr)
 		})
 	}
 }

@@ -225,16 +225,21 @@ func jobListCmd() *Command {
 }
 
 func jobKillCmd() *Command {
+	return jobActionCmd("kill", "kill a job: its node tears the box down")
+}
+
+// jobActionCmd is `airlock job NAME ID`: POST /v1/jobs/ID/NAME.
+func jobActionCmd(name, short string) *Command {
 	const usage = "ID"
-	return &Command{Name: "kill", Usage: usage, Short: "kill a job: its node tears the box down",
+	return &Command{Name: name, Usage: usage, Short: short,
 		Run: func(ctx context.Context, env *Env, args []string) error {
-			fs := NewFlags(env, "airlock job kill", usage, "")
+			fs := NewFlags(env, "airlock job "+name, usage, "")
 			cf := addClientFlags(fs)
 			if err := ParseFlags(fs, args); err != nil {
 				return err
 			}
 			if fs.NArg() != 1 {
-				return usagef("one job ID (see airlock job kill --help)")
+				return usagef("one job ID (see airlock job %s --help)", name)
 			}
 			if err := jobs.CheckName("job id", fs.Arg(0)); err != nil {
 				return usagef("%v", err)
@@ -243,7 +248,7 @@ func jobKillCmd() *Command {
 			if err != nil {
 				return err
 			}
-			return c.do(ctx, http.MethodPost, "/v1/jobs/"+fs.Arg(0)+"/kill", nil, nil)
+			return c.do(ctx, http.MethodPost, "/v1/jobs/"+fs.Arg(0)+"/"+name, nil, nil)
 		}}
 }
 

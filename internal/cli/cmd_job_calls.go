@@ -234,24 +234,5 @@ func callFrom(env *Env, cmd []string, shell bool, read, write string, list bool)
 }
 
 func jobReleaseCmd() *Command {
-	const usage = "ID"
-	return &Command{Name: "release", Usage: usage, Short: "end an open job once its calls are done",
-		Run: func(ctx context.Context, env *Env, args []string) error {
-			fs := NewFlags(env, "airlock job release", usage, "")
-			cf := addClientFlags(fs)
-			if err := ParseFlags(fs, args); err != nil {
-				return err
-			}
-			if fs.NArg() != 1 {
-				return usagef("one job ID (see airlock job release --help)")
-			}
-			if err := jobs.CheckName("job id", fs.Arg(0)); err != nil {
-				return usagef("%v", err)
-			}
-			c, err := newAPIClient(env, cf)
-			if err != nil {
-				return err
-			}
-			return c.do(ctx, http.MethodPost, "/v1/jobs/"+fs.Arg(0)+"/release", nil, nil)
-		}}
+	return jobActionCmd("release", "end an open job once its calls are done")
 }
