@@ -11,12 +11,16 @@
 //	workflow ──claim──▶ <pool>          (any node of the pool)
 //	         ──claim──▶ floor.<pool>    (tier-1 nodes only: every command job)
 //	         ◀─ node id, tier ──
-//	         ──run────▶ node.<id>       (the node that claimed; heartbeats)
+//	         ──open───▶ node.<id>       (the node that claimed: the job's kernel)
+//	         ──lease──▶ node.<id>       (held, heartbeating, for the job's life)
+//	         ──call───▶ node.<id>       (each call of the job, one activity each)
+//	         ──close──▶ node.<id>
 //
 // The claim is short (claimStartToClose): a claim taken by a stale poll is
 // never answered and is put to the queue again until the claim timeout
 // (10 minutes by default) ends, when the job fails with the reason and the
-// fix. Nothing falls back to a lower tier.
+// fix. Nothing falls back to a lower tier. Jobs recorded before calls ran
+// as one activity (RunActivity) after the claim, and still replay so.
 package jobs
 
 import (
