@@ -163,16 +163,6 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// Writes says whether the call can run a program or change files: such a
-// call is never run twice without its starter's word (Job.Idempotent).
-func (c Call) Writes() bool {
-	switch c.Kind {
-	case CallReadFile, CallList, CallReadResult:
-		return false
-	}
-	return true
-}
-
 // Describe is the call as one line for a trace: what it runs or names,
 // never a body (a write's content or a command's input is shown by its
 // size only). Whoever shows it escapes it for a terminal.
