@@ -50,7 +50,7 @@ func Workflow(ctx workflow.Context, j Job) (Result, error) {
 		// (The marker is recorded once, after the first claim; later
 		// attempts read it back.)
 		version := workflow.GetVersion(ctx, versionApprovals, workflow.DefaultVersion, 1)
-		r, err := runOn(ctx, j, c, q, version)
+		r, err := placed(ctx, c.Node, func() (Result, error) { return runOn(ctx, j, c, q, version) })
 		if !nodeLost(err) || ctx.Err() != nil {
 			return r, err
 		}
