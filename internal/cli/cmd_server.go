@@ -255,8 +255,14 @@ func runServer(ctx context.Context, env *Env, o serverOptions) error {
 	if err != nil {
 		return err
 	}
+	store, prov, err := openServerFiles(o.dir)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	defer prov.Close()
 	a := api.New(api.Config{Token: token, Admins: admins, Audit: log, FourEyes: o.fourEyes, Dev: o.dev, VettedModels: o.models,
-		OptOuts: optouts, SaveOptOuts: save,
+		OptOuts: optouts, SaveOptOuts: save, Files: serverFiles{store}, Provenance: prov,
 		Jobs: c, Temporal: dev.HostPort(), Namespace: dev.Namespace(),
 		ClaimTimeout: o.claim, Hooks: o.hooks, Log: env.Log, MaxWall: o.maxWall, MaxMemory: o.maxMemory,
 		CA: fleet.ca, EnrollToken: enrollToken, NodeCertLifetime: o.certLife})
