@@ -34,13 +34,12 @@ import (
 // job that reads a file a tainted job kept is tainted from then on, and so
 // is every job it starts later (see Provenance).
 
-// MaxFile is the most a kept file may be: offload.MaxResult, the most a
-// call's result may come to (internal/cli's test holds the two equal).
-const MaxFile = 31 << 20
+// MaxFile is the most a kept file may be (jobs.MaxFile).
+const MaxFile = jobs.MaxFile
 
-// TaintHeader carries, on a file read, why the file is tainted: the job
-// that kept it was tainted. The reading job is tainted from then on.
-const TaintHeader = "Airlock-Taint"
+// TaintHeader carries, on a file read, why the file is tainted
+// (jobs.TaintHeader).
+const TaintHeader = jobs.TaintHeader
 
 // defaultTenant is the tenant of every job while tokens carry none.
 const defaultTenant = "default"

@@ -70,6 +70,9 @@ type Config struct {
 	// host, once at start, for a node that claims tier 1 or more; nil
 	// reports none, which proves tier 0 only.
 	Attest func(ctx context.Context) ([]pki.Row, error)
+	// Tree moves the job's results and files between the node's store and
+	// the server's (see Tree); nil keeps them on the node.
+	Tree Tree
 }
 
 // Registration is what a node tells the server about itself.

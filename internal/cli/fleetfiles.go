@@ -7,6 +7,7 @@ import (
 
 	"github.com/airlock-run/airlock/api"
 	"github.com/airlock-run/airlock/files"
+	"github.com/airlock-run/airlock/node"
 )
 
 // serverFiles is the server's file store (STATE/files) as the API uses
@@ -71,4 +72,35 @@ func openServerFiles(dir string) (*files.Store, *api.Provenance, error) {
 		return nil, nil, err
 	}
 	return st, prov, nil
+}
+
+// nodeTenant is the one tenant of a node's own store: the server divides
+// its store by tenant, the node holds only the files of the jobs it runs.
+const nodeTenant = "node"
+
+// jobScope is job id's scope in the node's store: a tree of its own, so a
+// job's kernel reads what it kept and what the server handed it (through
+// node.Tree), never another job's on the same node.
+func jobScope(id string) files.Scope { return files.Scope{Tenant: nodeTenant, Tree: id} }
+
+// nodeFiles is the node's store (STATE/files) as node.Tree moves files
+// in and out of it.
+type nodeFiles struct{ st *files.Store }
+
+var _ node.LocalFiles = nodeFiles{}
+
+func (f nodeFiles) Put(ctx context.Context, job string, data []byte) (string, error) {
+	r, err := f.st.Put(ctx, jobScope(job), data)
+	if err != nil {
+		return "", err
+	}
+	return r.String(), nil
+}
+
+func (f nodeFiles) Get(ctx context.Context, job, ref string) ([]byte, error) {
+	r, err := files.ParseRef(ref)
+	if err != nil {
+		return nil, err
+	}
+	return f.st.Get(ctx, jobScope(job), r)
 }
