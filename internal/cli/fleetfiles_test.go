@@ -223,4 +223,29 @@ func TestNodeTreeReadResult(t *testing.T) {
 	if err != nil || !strings.Contains(taint, "tainted job "+jobT.ID) {
 		t.Fatalf("fetch of T's result for B: %q %v, want the taint", taint, err)
 	}
+
+	// The operator's view: airlock job files.
+	tokFile := filepath.Join(dir, "token")
+	os.WriteFile(tokFile, []byte(operator+"\n"), 0o600)
+	cli := func(stdin string, args ...string) (int, string, string) {
+		var out, errb strings.Builder
+		env := &Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Dir: dir, Log: slog.New(slog.DiscardHandler)}
+		code := Main(ctx, append([]string{"job", "files", "--server", srv.URL, "--token-file", tokFile}, args...), env)
+		return code, out.String(), errb.String()
+	}
+	if code, out, errOut := cli("", jobB.ID); code != 0 || !strings.Contains(out, ref) || !strings.Contains(out, jobA.ID) || !strings.Contains(out, "tainted job "+jobT.ID) {
+		t.Errorf("job files B: %d\n%s%s", code, out, errOut)
+	}
+	if code, out, _ := cli("", "--get", ref, jobB.ID); code != 0 || out != big.String() {
+		t.Errorf("job files --get for B: %d, %d bytes", code, len(out))
+	}
+	if code, _, errOut := cli("", "--get", ref, jobC.ID); code == 0 || !strings.Contains(errOut, "not found") {
+		t.Errorf("job files --get for C: %d %s, want not found", code, errOut)
+	}
+	if code, _, errOut := cli("", "--get", tfit.Offloaded.Ref, jobA.ID); code != 0 || !strings.Contains(errOut, "tainted from now on") {
+		t.Errorf("job files --get of T's result for A: %d %s, want the taint said", code, errOut)
+	}
+	if code, out, errOut := cli("C's note", "--put", "-", jobC.ID); code != 0 || strings.TrimSpace(out) != files.RefOf([]byte("C's note")).String() {
+		t.Errorf("job files --put for C: %d %q %s", code, out, errOut)
+	}
 }
