@@ -306,17 +306,19 @@ func NewTrace(j Job) Trace {
 		Open: j.Open, Calls: []CallRecord{}}
 }
 
-// Add records a call's end: its record replaces the started one of the
-// same id, the node joins the trace's nodes, the tier lowers its lowest.
-// A call that never reached a node (refused by the workflow) sets no tier.
+// Add records a call's start or end: an end replaces the started record
+// of the same id (a call run again after its node was lost keeps the
+// first run's record), the node joins the trace's nodes, the tier lowers
+// its lowest. A call that never reached a node sets no tier.
 func (t *Trace) Add(rec CallRecord) {
 	replaced := false
 	for i := range t.Calls {
-		if t.Calls[i].ID == rec.ID {
+		if t.Calls[i].ID == rec.ID && t.Calls[i].Ended.IsZero() {
 			if rec.Started.IsZero() {
 				rec.Started = t.Calls[i].Started
 			}
 			t.Calls[i], replaced = rec, true
+			break
 		}
 	}
 	if !replaced {
@@ -342,6 +344,8 @@ func (t *Trace) Add(rec CallRecord) {
 type Lease struct {
 	Job  string `json:"job"`
 	Node string `json:"node"`
+	// Tier is the tier the job's kernel runs its boxes at.
+	Tier int `json:"tier"`
 }
 
 // LeaseRequest opens (or holds, or closes) job's kernel on Node.
@@ -405,10 +409,14 @@ func (j Job) validateCalls() error {
 		if err := c.Validate(); err != nil {
 			return errs.Invalidf("job %s: calls[%d]: %s", j.ID, i, errs.AgentMessage(err))
 		}
-		if c.ID != "" && seen[c.ID] {
-			return errs.Invalidf("job %s: calls[%d]: id %q: given twice", j.ID, i, c.ID)
+		id := c.ID
+		if id == "" {
+			id = "c" + strconv.Itoa(i+1) // the workflow's name for it
 		}
-		seen[c.ID] = true
+		if seen[id] {
+			return errs.Invalidf("job %s: calls[%d]: id %q: given twice", j.ID, i, id)
+		}
+		seen[id] = true
 	}
 	if j.Open && j.Retries > 0 {
 		return errs.Invalidf("job %s: retries on an open job: its calls came one by one from a caller who read their results, so it is never run again on another node", j.ID)

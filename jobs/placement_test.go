@@ -17,7 +17,7 @@ func TestPlacement(t *testing.T) {
 	env := s.NewTestWorkflowEnvironment()
 	f := &fleet{claims: []func() (Claim, error){node("n1", 1)}, block: true}
 	env.RegisterActivityWithOptions(f.claim, activity.RegisterOptions{Name: ClaimActivity})
-	env.RegisterActivityWithOptions(f.run, activity.RegisterOptions{Name: RunActivity})
+	registerRun(env, f.run)
 	query := func() (Placement, error) {
 		v, err := env.QueryWorkflow(QueryPlacement)
 		if err != nil {

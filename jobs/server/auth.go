@@ -351,7 +351,7 @@ func (tk *tokens) owns(node string, token []byte) (activity string, ok bool) {
 // floor checks read the attested tier, never only the node's word. ""
 // allows the answer.
 func (tk *tokens) checkAnswer(id pki.Identity, activity string, result *commonpb.Payloads) string {
-	if activity != jobs.ClaimActivity && activity != jobs.RunActivity {
+	if activity != jobs.ClaimActivity && activity != jobs.RunActivity && activity != jobs.CallActivity {
 		return ""
 	}
 	ps := result.GetPayloads()
@@ -390,7 +390,7 @@ func (tk *tokens) checkAnswer(id pki.Identity, activity string, result *commonpb
 func (tk *tokens) checkStanding(id pki.Identity, activity string, tier int, optedOut bool) string {
 	attested, held, known := tk.standing(id.Node)
 	switch {
-	case !known && activity == jobs.RunActivity:
+	case !known && (activity == jobs.RunActivity || activity == jobs.CallActivity):
 		// Just after a server restart, before the node registers again:
 		// its claim was held to its standing when it was made, and the
 		// token binds this answer to that claim's node.
