@@ -47,6 +47,9 @@ audit log in STATE/audit.jsonl.
   POST /v1/jobs, GET /v1/jobs, GET /v1/jobs/{id}, POST /v1/jobs/{id}/kill
   POST /v1/nodes, GET /v1/nodes, POST /v1/nodes/{id}/sandbox-optout (admin)
   GET /v1/approvals, POST /v1/approvals/{id}, GET /v1/audit?job=ID
+  POST /v1/files?job=ID, GET /v1/files/REF?job=ID, GET /v1/files?job=ID
+                        the files of a job's tree (STATE/files); a node
+                        only for a job it runs now
   POST /v1/hooks/NAME   an outside event: starts hook NAME's job with the
                         body as its input, tainted, on a tier-1 node only
 
