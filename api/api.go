@@ -11,6 +11,9 @@
 //	GET  /v1/jobs            every job, from Temporal's visibility (?running=1: those still running)
 //	GET  /v1/jobs/{id}       a job's state and result (?wait=1 blocks until it ends)
 //	POST /v1/jobs/{id}/kill  cancel a job: its node tears the box down
+//	POST /v1/jobs/{id}/calls    add a call to an open job → its result (200), or 202 while it runs
+//	POST /v1/jobs/{id}/release  end an open job once its calls are done
+//	GET  /v1/jobs/{id}/trace    the job's calls: node, tier, verdict, reason of each
 //	POST /v1/agents/{name}/kill  cancel every running job of an agent
 //	POST /v1/hooks/{name}    an outside event: starts the hook's job, tainted, tier 1 only
 //	POST /v1/nodes/enroll    a node enrols: a certificate for its CSR (behind the enrolment token)
@@ -202,6 +205,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/jobs/{id}", OperatorOnly(s.getJob))
 	mux.HandleFunc("POST /v1/jobs/{id}/kill", OperatorOnly(s.killJob))
 	mux.HandleFunc("POST /v1/agents/{name}/kill", OperatorOnly(s.killAgent))
+	mux.HandleFunc("POST /v1/jobs/{id}/calls", OperatorOnly(s.addCall))
+	mux.HandleFunc("POST /v1/jobs/{id}/release", OperatorOnly(s.release))
+	mux.HandleFunc("GET /v1/jobs/{id}/trace", OperatorOnly(s.trace))
 	mux.HandleFunc("POST /v1/jobs/{id}/questions", NodeOrOperator(s.raise))
 	mux.HandleFunc("POST /v1/hooks/{name}", OperatorOnly(s.hook))
 	mux.HandleFunc("POST /v1/nodes", NodeOrOperator(s.registerNode))
@@ -243,6 +249,12 @@ type StartRequest struct {
 	// for such a job) is how often it runs again when its node is lost.
 	Idempotent bool `json:"idempotent,omitempty"`
 	Retries    int  `json:"retries,omitempty"`
+	// Calls are the job's calls, instead of argv or command; Open makes
+	// it take more (POST /v1/jobs/{id}/calls) until released or idle for
+	// IdleTimeout (a Go duration; "" is 10m).
+	Calls       []jobs.Call `json:"calls,omitempty"`
+	Open        bool        `json:"open,omitempty"`
+	IdleTimeout string      `json:"idle_timeout,omitempty"`
 }
 
 // Started is the answer to POST /v1/jobs.
@@ -329,6 +341,9 @@ func (s *Server) job(req StartRequest, source string) (jobs.Job, error) {
 	if j.Pool == "" {
 		j.Pool = jobs.DefaultPool
 	}
+	if err := startCalls(req, &j); err != nil {
+		return j, err
+	}
 	if err := s.taint(&j); err != nil {
 		return j, err
 	}
@@ -355,13 +370,16 @@ func (s *Server) job(req StartRequest, source string) (jobs.Job, error) {
 type JobView struct {
 	jobs.Status
 	jobs.Summary
+	// LowestTier is the lowest sandbox tier any of its calls ran at (a
+	// call under an opt-out counts as 0), once it ended.
+	LowestTier *int `json:"lowest_tier,omitempty"`
 	// Notes are what a person must know of where it ran: the server's
 	// --dev, a run under a node's sandbox opt-out.
 	Notes []string `json:"notes,omitempty"`
 }
 
 func (s *Server) view(st jobs.Status) JobView {
-	v := JobView{Status: st, Summary: st.Summary}
+	v := JobView{Status: st, Summary: st.Summary, LowestTier: lowestTier(st)}
 	if why := s.readTaint(st.ID); why != "" {
 		v.Tainted, v.Taint = true, joinTaint(v.Taint, why)
 	}

@@ -267,13 +267,18 @@ type Summary struct {
 	Agent      string `json:"agent,omitempty"`
 	Idempotent bool   `json:"idempotent,omitempty"`
 	Retries    int    `json:"retries,omitempty"`
+	// Calls counts the calls the job was started with; Open says it takes
+	// more (a lease).
+	Calls int  `json:"calls,omitempty"`
+	Open  bool `json:"open,omitempty"`
 }
 
 // Summary is the job's list entry.
 func (j Job) Summary() Summary {
 	return Summary{Pool: j.Pool, Queue: j.Queue(), Floor: j.Floor(), OutsideEvent: j.FromOutside(), Tainted: j.Tainted,
 		Taint: j.Taint, Model: j.Model, Parent: j.Parent, Dev: j.Dev, Source: j.Source,
-		Command: j.Describe(), Agent: j.Agent, Idempotent: j.Idempotent, Retries: j.Retries}
+		Command: j.Describe(), Agent: j.Agent, Idempotent: j.Idempotent, Retries: j.Retries,
+		Calls: len(j.JobCalls()), Open: j.Open}
 }
 
 // Claim is a node's answer to a claim: who it is and the tier it runs at.

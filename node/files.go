@@ -19,20 +19,6 @@ import (
 	"github.com/airlock-run/airlock/jobs/pki"
 )
 
-// Tree moves a job's results and files between the node's local store and
-// the server's, which scopes them to the job's tree. nil: no server store
-// (results stay in the job's directory).
-type Tree interface {
-	// Fetch makes ref (a files.Ref string) readable by job j's kernel
-	// before a call names it (read_result, a file handed to a tool);
-	// taint is non-empty when the ref came from a tainted job: the kernel
-	// is then marked tainted (k.ReadOutside(taint)).
-	Fetch(ctx context.Context, j jobs.Job, ref string) (taint string, err error)
-	// Keep hands the refs a call of job j produced (offloaded results) to
-	// the server.
-	Keep(ctx context.Context, j jobs.Job, refs []string) error
-}
-
 // LocalFiles is the node's own file store as the jobs' kernels read it:
 // each job's files are a tree of their own there, named by the job's id,
 // so a job's kernel reads what it kept and what Fetch brought it, and
