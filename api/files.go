@@ -156,9 +156,6 @@ func fileParams(r *http.Request, names ...string) (map[string]string, error) {
 // operator's for any job, a node's only for a job it runs now. A node
 // asking for any other job, known or not, gets the one 403.
 func (s *Server) fileScope(ctx context.Context, job string) (tenant, tree string, err error) {
-	if s.cfg.Files == nil {
-		return "", "", errs.NotFoundf("this server keeps no files")
-	}
 	if p := PrincipalOf(ctx); p.Role == RoleNode {
 		if err := s.runsNow(ctx, p.Name, job); err != nil {
 			return "", "", err
@@ -170,6 +167,15 @@ func (s *Server) fileScope(ctx context.Context, job string) (tenant, tree string
 		return "", "", errs.NotFoundf("parameter \"job\": job %s has no file tree on this server", job)
 	}
 	return tenant, tree, err
+}
+
+// keepsFiles answers 404 for a server without a file store.
+func (s *Server) keepsFiles(w http.ResponseWriter) bool {
+	if s.cfg.Files == nil {
+		writeErr(w, errs.NotFoundf("this server keeps no files (it runs without a file store)"))
+		return false
+	}
+	return true
 }
 
 // runsNow refuses unless the job's workflow says node runs job now.
@@ -195,6 +201,9 @@ func (s *Server) runsNow(ctx context.Context, node, job string) error {
 // job's taint before it is kept.
 func (s *Server) putFile(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	if !s.keepsFiles(w) {
+		return
+	}
 	q, err := fileParams(r, "job", "ref")
 	if err != nil {
 		writeErr(w, err)
@@ -269,6 +278,9 @@ func (s *Server) jobTaint(ctx context.Context, job string) (string, error) {
 // sent) and the answer says why in TaintHeader.
 func (s *Server) getFile(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	if !s.keepsFiles(w) {
+		return
+	}
 	ref := r.PathValue("ref")
 	if err := s.cfg.Files.CheckRef(ref); err != nil {
 		writeErr(w, errs.Invalidf("ref: %s", errs.AgentMessage(err)))
@@ -332,6 +344,9 @@ func (s *Server) readBy(tenant, tree, ref, job string) (string, error) {
 // and whether reading it taints.
 func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	if !s.keepsFiles(w) {
+		return
+	}
 	q, err := fileParams(r, "job")
 	if err != nil {
 		writeErr(w, err)

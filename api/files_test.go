@@ -75,12 +75,18 @@ func (p *placedJobs) Get(_ context.Context, id string) (jobs.Status, error) {
 }
 
 func (p *placedJobs) Placement(ctx context.Context, id string) (jobs.Placement, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.believeNode {
 		return jobs.Placement{Node: PrincipalOf(ctx).Name, Running: true}, nil
 	}
+	return p.placed[id], nil
+}
+
+func (p *placedJobs) believe(b bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.placed[id], nil
+	p.believeNode = b
 }
 
 func (p *placedJobs) place(id, node string, running bool) {
@@ -251,11 +257,11 @@ func TestFilesNodeRunsTheJob(t *testing.T) {
 		return code, body
 	}
 
-	f.jobs.believeNode = true
+	f.jobs.believe(true)
 	if code, body := get(n2); code != http.StatusOK {
 		t.Fatalf("the naive shape: n2 reads job A's file on its own word: %d %s", code, body)
 	}
-	f.jobs.believeNode = false
+	f.jobs.believe(false)
 
 	f.jobs.place(a.ID, "n1", true)
 	if code, body := get(n1); code != http.StatusOK || body != "A's secret output" {
@@ -516,4 +522,16 @@ func countKind(recs []map[string]any, kind string) int {
 		}
 	}
 	return n
+}
+
+// TestFilesWithoutStore: a server with no file store says so, for every
+// files route.
+func TestFilesWithoutStore(t *testing.T) {
+	s, _ := serve(t, Config{})
+	ref := files.RefOf([]byte("x")).String()
+	for _, r := range []struct{ method, path string }{{"GET", "/v1/files/" + ref + "?job=j-1"}, {"POST", "/v1/files?job=j-1"}, {"GET", "/v1/files?job=j-1"}} {
+		if code, body, _ := raw(t, s, r.method, r.path, token, "x"); code != http.StatusNotFound || !strings.Contains(body, "keeps no files") {
+			t.Errorf("%s %s: %d %s, want 404 saying so", r.method, r.path, code, body)
+		}
+	}
 }

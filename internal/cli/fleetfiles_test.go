@@ -68,6 +68,12 @@ func (p *placingJobs) KillAgent(context.Context, string) ([]string, error) { ret
 func (p *placingJobs) Questions(context.Context, string) ([]jobs.Question, error) {
 	return nil, nil
 }
+func (p *placingJobs) place(id, node string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.on[id] = node
+}
+
 func (p *placingJobs) Placement(_ context.Context, id string) (jobs.Placement, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -161,7 +167,7 @@ func TestNodeTreeReadResult(t *testing.T) {
 
 	// Job A's big output is offloaded in its kernel and kept on the server.
 	jobA := start(`{"argv":["make"],"tier0":true}`)
-	fleet.on[jobA.ID] = "n1"
+	fleet.place(jobA.ID, "n1")
 	ka := kernel(jobA)
 	var big strings.Builder
 	for i := range 4000 {
@@ -179,7 +185,7 @@ func TestNodeTreeReadResult(t *testing.T) {
 	// Its child B on the same node: its own kernel does not have it until
 	// the server hands it over, then reads it.
 	jobB := start(`{"argv":["make"],"tier0":true,"parent":"` + jobA.ID + `"}`)
-	fleet.on[jobB.ID] = "n1"
+	fleet.place(jobB.ID, "n1")
 	kb := kernel(jobB)
 	if _, err := readResult(kb, ref); errs.ClassOf(err) != errs.NotFound {
 		t.Fatalf("B reads A's result before the fetch: %v, want not found (a job's local tree is its own)", err)
@@ -195,7 +201,7 @@ func TestNodeTreeReadResult(t *testing.T) {
 	// An unrelated job C on the same node gets "not found", as for a ref
 	// never kept; another node gets nothing for B.
 	jobC := start(`{"argv":["make"],"tier0":true}`)
-	fleet.on[jobC.ID] = "n1"
+	fleet.place(jobC.ID, "n1")
 	kc := kernel(jobC)
 	if _, err := tree.Fetch(ctx, jobC, ref); errs.ClassOf(err) != errs.NotFound {
 		t.Errorf("fetch for C: %v, want not found", err)
@@ -210,7 +216,7 @@ func TestNodeTreeReadResult(t *testing.T) {
 
 	// A tainted child T keeps a result: B's fetch of it says so.
 	jobT := start(`{"argv":["fetch-page"],"parent":"` + jobA.ID + `","model":"unvetted"}`)
-	fleet.on[jobT.ID] = "n1"
+	fleet.place(jobT.ID, "n1")
 	kt := kernel(jobT)
 	tfit, err := kt.Fit(ctx, mediator.FitRequest{Tool: "job", Text: strings.Repeat("an outside page\n", 4000)})
 	if err != nil || tfit.Offloaded == nil {
