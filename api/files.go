@@ -44,9 +44,11 @@ const TaintHeader = jobs.TaintHeader
 // defaultTenant is the tenant of every job while tokens carry none.
 const defaultTenant = "default"
 
-// tenantOf is the tenant a request acts for. Every principal acts for the
-// one tenant until tokens name theirs; a node acts for the tenant of the
-// job it runs.
+// tenantOf is the tenant a request acts for: every principal acts for the
+// one tenant until tokens name theirs ("" would be none). A job's files are
+// its starting tenant's (recorded at its start): a node, which has no
+// tenant, reaches them only for a job it runs, and an operator only for a
+// job of its own tenant.
 func tenantOf(ctx context.Context) string { return defaultTenant }
 
 // Files is the server's file store as the API uses it: internal/cli adapts
@@ -122,7 +124,11 @@ func (s *Server) startTree(ctx context.Context, j jobs.Job) error {
 	if s.cfg.Files == nil {
 		return nil
 	}
-	if _, err := s.cfg.Files.StartJob(ctx, tenantOf(ctx), j.ID, j.Parent); err != nil {
+	tenant := firstOf(tenantOf(ctx), defaultTenant)
+	if err := s.prov.started(j.ID, tenant); err != nil {
+		return fmt.Errorf("job %s: its file tree: %w", j.ID, err)
+	}
+	if _, err := s.cfg.Files.StartJob(ctx, tenant, j.ID, j.Parent); err != nil {
 		return fmt.Errorf("job %s: its file tree: %w", j.ID, err)
 	}
 	return nil
@@ -153,18 +159,25 @@ func fileParams(r *http.Request, names ...string) (map[string]string, error) {
 }
 
 // fileScope is the tenant and tree of job for the request's principal: an
-// operator's for any job, a node's only for a job it runs now. A node
-// asking for any other job, known or not, gets the one 403.
+// operator's for any job of its tenant, a node's only for a job it runs
+// now. A node asking for any other job, known or not, gets the one 403; an
+// operator asking for a job of another tenant is told it has no tree, as
+// for a job never started.
 func (s *Server) fileScope(ctx context.Context, job string) (tenant, tree string, err error) {
-	if p := PrincipalOf(ctx); p.Role == RoleNode {
+	p := PrincipalOf(ctx)
+	if p.Role == RoleNode {
 		if err := s.runsNow(ctx, p.Name, job); err != nil {
 			return "", "", err
 		}
 	}
-	tenant = tenantOf(ctx)
+	none := errs.NotFoundf("parameter \"job\": job %s has no file tree on this server", job)
+	tenant, ok := s.prov.tenantOfJob(job)
+	if !ok || (p.Role != RoleNode && firstOf(tenantOf(ctx), defaultTenant) != tenant) {
+		return "", "", none
+	}
 	tree, err = s.cfg.Files.TreeOf(ctx, tenant, job)
 	if errs.ClassOf(err) == errs.NotFound {
-		return "", "", errs.NotFoundf("parameter \"job\": job %s has no file tree on this server", job)
+		return "", "", none
 	}
 	return tenant, tree, err
 }
@@ -383,24 +396,27 @@ func firstOf(s ...string) string {
 	return ""
 }
 
-// Provenance is the server's record of who kept each file of a tree, with
-// that job's taint then, and of the taint jobs took from reading files. It
+// Provenance is the server's record of each job's tenant, of who kept each
+// file of a tree, with that job's taint then, and of the taint jobs took
+// from reading files. It
 // is a JSON-lines file appended (and flushed) before the act it records,
 // read back whole at start: a job tainted by a read stays tainted after a
 // restart, and so do the jobs it starts.
 type Provenance struct {
-	mu    sync.Mutex
-	f     *os.File // nil: kept in memory only
-	puts  map[string][]keeper
-	reads map[string][]string
+	mu      sync.Mutex
+	f       *os.File // nil: kept in memory only
+	puts    map[string][]keeper
+	reads   map[string][]string
+	tenants map[string]string
 }
 
 type keeper struct{ job, taint string }
 
 // provRecord is one line of the provenance file.
 type provRecord struct {
-	// Kind is "keep" (Job kept Ref in Tree, tainted by Taint) or "read"
-	// (Job read a tainted file: Taint is why it is tainted now).
+	// Kind is "start" (Job, of Tenant, started), "keep" (Job kept Ref in
+	// Tree, tainted by Taint) or "read" (Job read a tainted file: Taint is
+	// why it is tainted now).
 	Kind   string `json:"kind"`
 	Tenant string `json:"tenant,omitempty"`
 	Tree   string `json:"tree,omitempty"`
@@ -414,7 +430,7 @@ type provRecord struct {
 // end (a crash mid-write, before the act it recorded) is dropped; any
 // other damage is an error naming the line.
 func OpenProvenance(path string) (*Provenance, error) {
-	p := &Provenance{puts: map[string][]keeper{}, reads: map[string][]string{}}
+	p := &Provenance{puts: map[string][]keeper{}, reads: map[string][]string{}, tenants: map[string]string{}}
 	if path == "" {
 		return p, nil
 	}
@@ -434,7 +450,7 @@ func OpenProvenance(path string) (*Provenance, error) {
 		var rec provRecord
 		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
 		dec.DisallowUnknownFields()
-		if err := errors.Join(jobs.CheckJSON(sc.Bytes()), dec.Decode(&rec)); err != nil || (rec.Kind != "keep" && rec.Kind != "read") {
+		if err := errors.Join(jobs.CheckJSON(sc.Bytes()), dec.Decode(&rec)); err != nil || !slices.Contains([]string{"start", "keep", "read"}, rec.Kind) {
 			f.Close()
 			return nil, errs.Invalidf("%s line %d: not a provenance record (restore the file from a backup; removing it forgets every taint a read brought)", path, n)
 		}
@@ -468,6 +484,8 @@ func fileKey(tenant, tree, ref string) string { return tenant + "\x00" + tree + 
 
 func (p *Provenance) apply(rec provRecord) {
 	switch rec.Kind {
+	case "start":
+		p.tenants[rec.Job] = rec.Tenant
 	case "keep":
 		k := fileKey(rec.Tenant, rec.Tree, rec.Ref)
 		kp := keeper{rec.Job, rec.Taint}
@@ -497,6 +515,25 @@ func (p *Provenance) append(rec provRecord) error {
 	}
 	p.apply(rec)
 	return nil
+}
+
+// started records job's tenant, before the job starts.
+func (p *Provenance) started(job, tenant string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if have, ok := p.tenants[job]; ok && have == tenant {
+		return nil
+	}
+	return p.append(provRecord{Kind: "start", Tenant: tenant, Job: job})
+}
+
+// tenantOfJob is the tenant job started in; ok is false for a job this
+// server never started.
+func (p *Provenance) tenantOfJob(job string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t, ok := p.tenants[job]
+	return t, ok
 }
 
 // keep records that job, tainted by taint ("" for none), keeps ref in tree.

@@ -418,6 +418,9 @@ func TestFilesTaintChain(t *testing.T) {
 	if !after.Tainted || after.Floor != 1 || !strings.Contains(after.Taint, want) {
 		t.Errorf("A's child after a restart: %+v, want tainted, floor 1", after)
 	}
+	if code, body, hdr := raw(t, g.srv, "GET", "/v1/files/"+ref+"?job="+after.ID, token, ""); code != http.StatusOK || body != "T's summary of an outside page" || hdr.Get(TaintHeader) == "" {
+		t.Errorf("the new child reads T's result after the restart: %d %q taint %q", code, body, hdr.Get(TaintHeader))
+	}
 }
 
 // TestFilesHookResult: an outside event's job is tainted; its result is
