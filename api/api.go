@@ -24,6 +24,7 @@
 //	GET  /v1/approvals       the escalations waiting for a person
 //	POST /v1/approvals/{id}  answer one, bound to its digest
 //	GET  /v1/audit?job=ID    the server's audit records of a job
+//	POST /v1/files?job=ID, GET /v1/files/{ref}?job=ID, GET /v1/files?job=ID  files of a job's tree (files.go)
 package api
 
 import (
@@ -117,6 +118,11 @@ type Config struct {
 	// NodeCertLifetime is how long a node's certificate lasts; 0 is
 	// pki.DefaultNodeLifetime.
 	NodeCertLifetime time.Duration
+	// Files is the fleet's file store (/v1/files), scoped to job trees;
+	// nil keeps none. Provenance records who kept each file and the
+	// taint reads brought; nil (with Files) keeps it in memory only.
+	Files      Files
+	Provenance *Provenance
 }
 
 // Server serves the API.
@@ -135,6 +141,7 @@ type Server struct {
 	nodes     map[string]NodeEntry
 	optouts   map[string]OptOut
 	questions map[string]questionEntry
+	prov      *Provenance
 }
 
 type jobEntry struct {
@@ -180,6 +187,9 @@ func New(cfg Config) *Server {
 	for _, o := range cfg.OptOuts {
 		s.optouts[o.Node] = o
 	}
+	if s.prov = cfg.Provenance; s.prov == nil {
+		s.prov, _ = OpenProvenance("") // in memory: cannot fail
+	}
 	return s
 }
 
@@ -206,6 +216,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/approvals", OperatorOnly(s.listApprovals))
 	mux.HandleFunc("POST /v1/approvals/{id}", OperatorOnly(s.answer))
 	mux.HandleFunc("GET /v1/audit", OperatorOnly(s.getAudit))
+	mux.HandleFunc("POST /v1/files", NodeOrOperator(s.putFile))
+	mux.HandleFunc("GET /v1/files/{ref}", NodeOrOperator(s.getFile))
+	mux.HandleFunc("GET /v1/files", OperatorOnly(s.listFiles))
 	outer := http.NewServeMux()
 	outer.HandleFunc("POST /v1/nodes/enroll", s.enroll) // behind the enrolment token instead
 	outer.Handle("/", s.authorized(mux))
@@ -278,6 +291,9 @@ func (s *Server) startJob(w http.ResponseWriter, r *http.Request) {
 // start starts j, keeps it in the list, records its start (and taint) and
 // watches for its end.
 func (s *Server) start(ctx context.Context, j jobs.Job) error {
+	if err := s.startTree(ctx, j); err != nil {
+		return err
+	}
 	if err := s.cfg.Jobs.Start(ctx, j); err != nil {
 		return err
 	}
@@ -364,6 +380,9 @@ type JobView struct {
 
 func (s *Server) view(st jobs.Status) JobView {
 	v := JobView{Status: st, Summary: st.Summary, LowestTier: lowestTier(st)}
+	if why := s.readTaint(st.ID); why != "" {
+		v.Tainted, v.Taint = true, joinTaint(v.Taint, why)
+	}
 	if st.Summary.Dev {
 		v.Notes = append(v.Notes, "the server runs --dev: any node may take this job's floor work, unconfined on a node without a sandbox")
 	}
@@ -525,6 +544,9 @@ func (s *Server) taint(j *jobs.Job) error {
 	}
 	if p.Tainted {
 		j.Tainted, j.Taint = true, joinTaint(j.Taint, "started by tainted job "+j.Parent+" ("+p.Taint+")")
+	}
+	if why := s.readTaint(j.Parent); why != "" {
+		j.Tainted, j.Taint = true, joinTaint(j.Taint, "started by job "+j.Parent+", which "+why)
 	}
 	return nil
 }

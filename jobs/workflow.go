@@ -57,12 +57,13 @@ func Workflow(ctx workflow.Context, j Job) (Result, error) {
 		version := workflow.GetVersion(ctx, versionApprovals, workflow.DefaultVersion, 1)
 		// Jobs recorded before calls ran as one run activity; every new
 		// one is a lease on the claiming node and its calls through it.
-		var r Result
-		if workflow.GetVersion(ctx, versionCalls, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-			r, err = runOn(ctx, j, c, q, version)
-		} else {
-			r, err = runCalls(ctx, j, c, q, tr)
-		}
+		// While either goes on, the node runs the job (QueryPlacement).
+		r, err := placed(ctx, c.Node, func() (Result, error) {
+			if workflow.GetVersion(ctx, versionCalls, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+				return runOn(ctx, j, c, q, version)
+			}
+			return runCalls(ctx, j, c, q, tr)
+		})
 		if !nodeLost(err) || ctx.Err() != nil {
 			return r, err
 		}

@@ -22,7 +22,7 @@ func jobCmd() *Command {
 		Long: `Jobs run on the fleet's nodes, routed by sandbox tier. A job's command may
 run a shell, so it waits on its pool's floor queue for a node with sandbox
 tier 1; --tier0 lets a job started from inside run on any node of its pool.`,
-		Sub: []*Command{jobStartCmd(), jobGetCmd(), jobListCmd(), jobKillCmd(), jobTraceCmd(), jobCallCmd(), jobReleaseCmd()}}
+		Sub: []*Command{jobStartCmd(), jobGetCmd(), jobListCmd(), jobKillCmd(), jobTraceCmd(), jobCallCmd(), jobReleaseCmd(), jobFilesCmd()}}
 }
 
 // killCmd is the kill switch for an agent: every running job it acts for,
