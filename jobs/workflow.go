@@ -67,7 +67,7 @@ func runOn(ctx workflow.Context, j Job, c Claim, q *questions, version workflow.
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:              NodeQueue(c.Node),
 		ScheduleToStartTimeout: nodeStartTimeout,
-		StartToCloseTimeout:    j.runTimeout() + time.Minute,
+		StartToCloseTimeout:    runTimeout(j) + time.Minute,
 		HeartbeatTimeout:       HeartbeatTimeout,
 		WaitForCancellation:    true,
 		RetryPolicy:            once,
@@ -131,11 +131,11 @@ func lostMessage(j Job, node string, attempt int) string {
 // (it never polls the floor queue, so only a fault would let it) is
 // refused, never used.
 func claim(ctx workflow.Context, j Job) (Claim, error) {
-	deadline := workflow.Now(ctx).Add(j.claimTimeout())
+	deadline := workflow.Now(ctx).Add(claimTimeout(j))
 	for {
 		left := deadline.Sub(workflow.Now(ctx))
 		if left <= 0 {
-			return Claim{}, temporal.NewNonRetryableApplicationError(noNodeMessage(j, j.claimTimeout()), ErrNoNode, nil)
+			return Claim{}, temporal.NewNonRetryableApplicationError(noNodeMessage(j, claimTimeout(j)), ErrNoNode, nil)
 		}
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			TaskQueue:              j.Queue(),
@@ -153,7 +153,7 @@ func claim(ctx workflow.Context, j Job) (Claim, error) {
 		}
 		var te *temporal.TimeoutError
 		if errors.As(err, &te) && te.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
-			return Claim{}, temporal.NewNonRetryableApplicationError(noNodeMessage(j, j.claimTimeout()), ErrNoNode, nil)
+			return Claim{}, temporal.NewNonRetryableApplicationError(noNodeMessage(j, claimTimeout(j)), ErrNoNode, nil)
 		}
 		if temporal.IsCanceledError(err) || ctx.Err() != nil {
 			return Claim{}, err
