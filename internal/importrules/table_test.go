@@ -60,6 +60,10 @@ var table = map[string]row{
 	"policy/protected": {layer: leaves, pure: true},
 	"sandbox/boxconf":  {layer: leaves, pure: true},
 	"egress/wire":      {layer: leaves},
+	// the fleet's plain wire types and the API's bodies, with no Temporal
+	// package, so the airlock binary's HTTP clients link them without the SDK
+	"jobs/wire": {layer: leaves, pure: true},
+	"api/wire":  {layer: leaves, pure: true, may: []string{"jobs/wire"}},
 	// starttrace: the phases of one start, timed when AIRLOCK_TRACE_START is set.
 	"internal/starttrace": {layer: leaves},
 
@@ -96,7 +100,7 @@ var table = map[string]row{
 		starts: "the escape matrix runs each attack unconfined first, to show it works outside any box"},
 
 	// jobs
-	"jobs":        {layer: jobs},
+	"jobs":        {layer: jobs, may: []string{"jobs/wire"}},
 	"jobs/server": {layer: jobs, may: []string{"jobs", "jobs/pki"}}, // the embedded Temporal server, linked only into airlock-server
 
 	// front ends
@@ -109,7 +113,7 @@ var table = map[string]row{
 	// node runs a job's calls through a kernel the CLI builds for it; the
 	// CLI, not node, probes the tier (a front end builds no box).
 	"node": {layer: frontEnds, may: []string{"jobs", "jobs/pki", "mediator"}},
-	"api":  {layer: frontEnds, may: []string{"audit", "jobs", "jobs/pki"}}, // the server's HTTP API: routes jobs, runs none, keeps the server's audit log
+	"api":  {layer: frontEnds, may: []string{"api/wire", "audit", "jobs", "jobs/pki"}}, // the server's HTTP API: routes jobs, runs none, keeps the server's audit log
 
 	// cli
 	"internal/wiring": {layer: cli, may: []string{"approvals", "audit", "egress", "egress/wire", "files", "fit",
