@@ -118,13 +118,19 @@ var table = map[string]row{
 	// cli
 	"internal/wiring": {layer: cli, may: []string{"approvals", "audit", "egress", "egress/wire", "files", "fit",
 		"internal/privfile", "internal/starttrace", "mcp", "mediator", "netrule", "offload", "policy", "sandbox"}},
-	"internal/cli": {layer: cli, may: []string{"api", "approvals", "audit", "escape", "files", "fit", "internal/privfile", "jobs", "jobs/pki", "node", "termsafe",
+	"internal/cli": {layer: cli, may: []string{"api/wire", "approvals", "audit", "escape", "files", "fit", "internal/privfile", "jobs/pki", "jobs/wire", "termsafe",
 		"internal/wiring", "mcp", "mcp/gateway", "mcp/httpfront", "mcp/serve", "mediator", "offload", "policy",
-		"policy/shellread", "sandbox"}},
+		"policy/shellread", "sandbox", "sandbox/lookpath"},
+		starts: "`airlock node` hands its arguments to the airlock-node binary (syscall.Exec), which alone links the Temporal SDK"},
+	// fleetcli: `airlock node` and `airlock server`, which link Temporal;
+	// only the airlock-node and airlock-server binaries import it.
+	"internal/fleetcli": {layer: cli, may: []string{"api", "audit", "escape", "internal/cli", "internal/privfile", "internal/wiring",
+		"jobs", "jobs/pki", "node", "sandbox"}},
 
 	// mains
 	"cmd/airlock":        {layer: mains, may: []string{"egress/forward", "escape", "internal/cli", "internal/starttrace", "sandbox", "sandbox/boxinit"}},
-	"cmd/airlock-server": {layer: mains, may: []string{"internal/cli", "jobs/server"}},
+	"cmd/airlock-node":   {layer: mains, may: []string{"egress/forward", "escape", "internal/cli", "internal/fleetcli", "sandbox", "sandbox/boxinit"}},
+	"cmd/airlock-server": {layer: mains, may: []string{"internal/cli", "internal/fleetcli", "jobs/server"}},
 
 	// tests
 	"internal/e2e":         {layer: tests},
