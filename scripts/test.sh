@@ -9,10 +9,10 @@ export PATH="$PATH:/usr/local/go/bin:$PWD/.airlock-ci/bin"
 export AIRLOCK_BIN="$PWD/bin/airlock" AIRLOCK_NODE_BIN="$PWD/bin/airlock-node"
 go vet ./...
 # airlock ships for linux/amd64 and linux/arm64, and the mediator alone
-# (tier 0) elsewhere: every platform must at least build; the node for
-# Linux only.
+# (tier 0) elsewhere: every platform must at least build, the node too.
 for target in linux/arm64 darwin/arm64; do
-	GOOS=${target%/*} GOARCH=${target#*/} go build -o /dev/null ./cmd/airlock || { echo "build for $target failed" >&2; exit 1; }
+	for cmd in airlock airlock-node; do
+		GOOS=${target%/*} GOARCH=${target#*/} go build -o /dev/null ./cmd/$cmd || { echo "build of $cmd for $target failed" >&2; exit 1; }
+	done
 done
-GOOS=linux GOARCH=arm64 go build -o /dev/null ./cmd/airlock-node || { echo "build of airlock-node for linux/arm64 failed" >&2; exit 1; }
 go test -count=1 -timeout 60m ./... "$@"
