@@ -5,7 +5,8 @@
 // Temporal), keeps the list of nodes that registered, and holds the
 // server's audit log. It is a front end that never
 // executes a call itself: every call of a job is decided and run on the
-// node that claimed it. Only internal/cli imports it.
+// node that claimed it. Only internal/fleetcli imports it (its clients read
+// the bodies from api/wire).
 //
 //	POST /v1/jobs            start a job            → 201 {"id": ...}
 //	GET  /v1/jobs            every job, from Temporal's visibility (?running=1: those still running)

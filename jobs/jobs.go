@@ -2,8 +2,9 @@
 // workflow that routes it by sandbox tier, the node side that claims and
 // runs it, and the client a server starts and reads jobs with. It is the
 // only importer of the Temporal SDK (go.temporal.io/sdk); the Temporal
-// server itself is jobs/server's. Front ends (node, api) and internal/cli
-// import it; nothing below them does.
+// server itself is jobs/server's, and the plain wire types are jobs/wire's
+// (re-exported here). Front ends (node, api) and internal/fleetcli import
+// it; nothing below them does.
 //
 // A job is routed in two steps, because a worker that stopped can still
 // hold a poll that takes a task:
