@@ -28,10 +28,7 @@ var (
 // fails the test: a test that needs the binary proves nothing without it.
 func AirlockBin(t testing.TB) string {
 	t.Helper()
-	if b := os.Getenv("AIRLOCK_BIN"); b != "" {
-		if st, err := os.Stat(b); err != nil || st.IsDir() {
-			t.Fatalf("AIRLOCK_BIN=%s is not the airlock binary (build it with go build -o bin/airlock ./cmd/airlock): %v", b, err)
-		}
+	if b := binFromEnv(t, "AIRLOCK_BIN", "airlock"); b != "" {
 		return b
 	}
 	bin, err := built()
@@ -48,10 +45,7 @@ func AirlockBin(t testing.TB) string {
 // binary.
 func NodeBin(t testing.TB) string {
 	t.Helper()
-	if b := os.Getenv("AIRLOCK_NODE_BIN"); b != "" {
-		if st, err := os.Stat(b); err != nil || st.IsDir() {
-			t.Fatalf("AIRLOCK_NODE_BIN=%s is not the airlock-node binary (build it with go build -o bin/airlock-node ./cmd/airlock-node): %v", b, err)
-		}
+	if b := binFromEnv(t, "AIRLOCK_NODE_BIN", "airlock-node"); b != "" {
 		return b
 	}
 	beside := filepath.Join(filepath.Dir(AirlockBin(t)), "airlock-node")
@@ -63,6 +57,20 @@ func NodeBin(t testing.TB) string {
 		t.Fatalf("build airlock-node: %v", err)
 	}
 	return bin
+}
+
+// binFromEnv is the binary $key names, "" when it is unset; one that is not
+// a file fails the test, naming how to build name.
+func binFromEnv(t testing.TB, key, name string) string {
+	t.Helper()
+	b := os.Getenv(key)
+	if b == "" {
+		return ""
+	}
+	if st, err := os.Stat(b); err != nil || st.IsDir() {
+		t.Fatalf("%s=%s is not the %s binary (build it with go build -o bin/%s ./cmd/%s): %v", key, b, name, name, name, err)
+	}
+	return b
 }
 
 // build compiles pkg (./cmd/airlock, ./cmd/airlock-node) as name into a
