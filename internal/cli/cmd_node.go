@@ -47,7 +47,12 @@ with --tier0, and says so when it registers.
 
 --max-boxes N bounds the boxes this node runs at once (default 4): a node at
 its bound declines further claims before any box starts, so the job waits in
-its queue for a node with room.`
+its queue for a node with room.
+
+A node is the airlock-node binary, which links the Temporal SDK that the
+airlock binary leaves out: here, airlock node runs the airlock-node beside
+this binary (else the first on PATH) with the same arguments. node list and
+node sandbox-optout are this binary's own.`
 
 // nodeBinary is the binary that runs `airlock node`: it links the Temporal
 // SDK, which the airlock binary does not.
