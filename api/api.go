@@ -5,7 +5,8 @@
 // Temporal), keeps the list of nodes that registered, and holds the
 // server's audit log. It is a front end that never
 // executes a call itself: every call of a job is decided and run on the
-// node that claimed it. Only internal/cli imports it.
+// node that claimed it. Only internal/fleetcli imports it (its clients read
+// the bodies from api/wire).
 //
 //	POST /v1/jobs            start a job            → 201 {"id": ...}
 //	GET  /v1/jobs            every job, from Temporal's visibility (?running=1: those still running)
@@ -149,24 +150,6 @@ type jobEntry struct {
 	started time.Time
 }
 
-// NodeEntry is a registered node as GET /v1/nodes lists it.
-type NodeEntry struct {
-	ID   string `json:"id"`
-	Pool string `json:"pool"`
-	// Tier is the attested tier, which routes work; ClaimedTier what the
-	// node said.
-	Tier        int       `json:"tier"`
-	ClaimedTier int       `json:"claimed_tier"`
-	Findings    []string  `json:"findings,omitempty"`
-	Queues      []string  `json:"queues"`
-	LastSeen    time.Time `json:"last_seen"`
-	Live        bool      `json:"live"`
-	// OptOut is the node's sandbox opt-out, held or pending.
-	OptOut *OptOut `json:"opt_out,omitempty"`
-	// Health is what a person should act on, each with its fix.
-	Health []string `json:"health,omitempty"`
-}
-
 // New returns the API's server.
 func New(cfg Config) *Server {
 	if cfg.Now == nil {
@@ -223,49 +206,6 @@ func (s *Server) Handler() http.Handler {
 	outer.HandleFunc("POST /v1/nodes/enroll", s.enroll) // behind the enrolment token instead
 	outer.Handle("/", s.authorized(mux))
 	return outer
-}
-
-// StartRequest is the body of POST /v1/jobs.
-type StartRequest struct {
-	Pool    string   `json:"pool,omitempty"`
-	Argv    []string `json:"argv,omitempty"`
-	Command string   `json:"command,omitempty"`
-	Policy  string   `json:"policy,omitempty"`
-	Mode    string   `json:"mode,omitempty"`
-	Tier0   bool     `json:"tier0,omitempty"`
-	// Model is the model the job's agent may use: one outside the
-	// server's vetted list makes the job tier 1 only and tainted.
-	Model string `json:"model,omitempty"`
-	// Parent is the job starting this one: its taint and floor carry over.
-	Parent string `json:"parent,omitempty"`
-	// ClaimTimeout and RunTimeout are Go durations ("90s"); "" is the
-	// server's default.
-	ClaimTimeout string `json:"claim_timeout,omitempty"`
-	RunTimeout   string `json:"run_timeout,omitempty"`
-	// Agent names the agent the job acts for (POST /v1/agents/NAME/kill
-	// stops all of its jobs).
-	Agent string `json:"agent,omitempty"`
-	// Idempotent says running the job twice does no harm; Retries (only
-	// for such a job) is how often it runs again when its node is lost.
-	Idempotent bool `json:"idempotent,omitempty"`
-	Retries    int  `json:"retries,omitempty"`
-	// Calls are the job's calls, instead of argv or command; Open makes
-	// it take more (POST /v1/jobs/{id}/calls) until released or idle for
-	// IdleTimeout (a Go duration; "" is 10m).
-	Calls       []jobs.Call `json:"calls,omitempty"`
-	Open        bool        `json:"open,omitempty"`
-	IdleTimeout string      `json:"idle_timeout,omitempty"`
-}
-
-// Started is the answer to POST /v1/jobs.
-type Started struct {
-	ID    string `json:"id"`
-	Queue string `json:"queue"`
-	Floor int    `json:"floor"`
-	// Tainted and Taint say whether and why the job is tainted.
-	Tainted bool   `json:"tainted"`
-	Taint   string `json:"taint,omitempty"`
-	Dev     bool   `json:"dev,omitempty"`
 }
 
 func started(j jobs.Job) Started {
@@ -364,20 +304,6 @@ func (s *Server) job(req StartRequest, source string) (jobs.Job, error) {
 	return j, j.Validate()
 }
 
-// JobView is a job as GET /v1/jobs and /v1/jobs/{id} show it. Its
-// summary (pool, queue, floor, taint, source, command, agent, retries) is
-// what its start recorded in Temporal.
-type JobView struct {
-	jobs.Status
-	jobs.Summary
-	// LowestTier is the lowest sandbox tier any of its calls ran at (a
-	// call under an opt-out counts as 0), once it ended.
-	LowestTier *int `json:"lowest_tier,omitempty"`
-	// Notes are what a person must know of where it ran: the server's
-	// --dev, a run under a node's sandbox opt-out.
-	Notes []string `json:"notes,omitempty"`
-}
-
 func (s *Server) view(st jobs.Status) JobView {
 	v := JobView{Status: st, Summary: st.Summary, LowestTier: lowestTier(st)}
 	if why := s.readTaint(st.ID); why != "" {
@@ -434,12 +360,6 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		out = append(out, s.view(st))
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-// Killed is the answer to POST /v1/agents/{name}/kill.
-type Killed struct {
-	Agent string   `json:"agent"`
-	Jobs  []string `json:"jobs"`
 }
 
 // killAgent is the kill switch for an agent: every running job it acts

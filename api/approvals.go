@@ -117,19 +117,6 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// AnswerRequest is the body of POST /v1/approvals/{id}.
-type AnswerRequest struct {
-	// Answer is "allow-once" or "deny".
-	Answer string `json:"answer"`
-	// Digest is the question's digest as GET /v1/approvals listed it: the
-	// answer is for that call and no other.
-	Digest string `json:"digest"`
-	// Job names the question's job; needed only for a question this
-	// server did not see raised (it restarted since), which is then read
-	// from the job's workflow.
-	Job string `json:"job,omitempty"`
-}
-
 // workflowQuestions are job's waiting questions as its workflow holds
 // them, with their deadlines.
 func (s *Server) workflowQuestions(r *http.Request, job string) ([]jobs.Question, error) {

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/jobs"
@@ -73,32 +72,6 @@ type Files interface {
 	// List is what tree stored or was handed, newest first (Ref, Size,
 	// Via, Stored).
 	List(ctx context.Context, tenant, tree string) ([]FileInfo, error)
-}
-
-// FileInfo is a file of a tree as GET /v1/files lists it.
-type FileInfo struct {
-	Ref  string `json:"ref"`
-	Size int64  `json:"size"`
-	// Via is "stored" for a file the tree kept, "handed" for one a
-	// person handed it.
-	Via    string    `json:"via"`
-	Stored time.Time `json:"stored"`
-	// Jobs are the jobs of the tree that kept it.
-	Jobs []string `json:"jobs"`
-	// Tainted and Taint say whether and why reading it taints the reader.
-	Tainted bool   `json:"tainted"`
-	Taint   string `json:"taint,omitempty"`
-}
-
-// Kept is the answer to POST /v1/files.
-type Kept struct {
-	Ref  string `json:"ref"`
-	Size int    `json:"size"`
-	Job  string `json:"job"`
-	// Tainted and Taint are the keeping job's: a reader of the file is
-	// tainted by them.
-	Tainted bool   `json:"tainted"`
-	Taint   string `json:"taint,omitempty"`
 }
 
 // bodyLimit is how much of a request's body the API reads: a file to keep

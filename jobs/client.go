@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"log/slog"
-	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -78,23 +77,6 @@ func (c *Client) Start(ctx context.Context, j Job) error {
 		return errs.Wrap(errs.Unavailable, err, "start job %s", j.ID)
 	}
 	return nil
-}
-
-// Status is a job as a client reads it.
-type Status struct {
-	ID string `json:"id"`
-	// State is "running", "completed", "failed", "canceled",
-	// "terminated" or "timed out".
-	State  string  `json:"state"`
-	Result *Result `json:"result,omitempty"`
-	// Error is why a failed job failed, as a person may read it.
-	Error string `json:"error,omitempty"`
-	// Started and Closed are when it began and ended (Closed zero while
-	// it runs).
-	Started time.Time `json:"started"`
-	Closed  time.Time `json:"closed,omitzero"`
-	// Summary is the job as its start recorded it (the workflow's memo).
-	Summary Summary `json:"-"`
 }
 
 // memoKey is the memo field that holds a job's Summary.

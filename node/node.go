@@ -3,7 +3,7 @@
 // kernel built for each job from the job's own policy, and their outcomes
 // back into job results. It registers with the server (its tier and the
 // probe's findings), polls its pool's queues through jobs, and heartbeats.
-// It never builds a box or runs a process itself. Only internal/cli
+// It never builds a box or runs a process itself. Only internal/fleetcli
 // imports it: the CLI probes the tier and supplies the kernel factory.
 package node
 
