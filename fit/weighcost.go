@@ -56,8 +56,17 @@ func digitCost(runes int) int64 { return int64((runes+2)/3) * 1000 }
 // all, tabs of them tabs) as the tokenizer does.
 func spaceCost(runes, tabs int) int64 {
 	spaces := runes - tabs
+	if tabs > 0 && spaces > 0 && tabs < len(mixedSpaces) && spaces <= int(mixedSpaces[tabs]) {
+		return 1000
+	}
 	return int64(max(1, (spaces+spaceRun-1)/spaceRun+(tabs+tabRun-1)/tabRun)) * 1000
 }
+
+// mixedSpaces[tabs] is how many spaces after tabs tabs cl100k still takes
+// with them as one token: indentation by tabs then spaces to align (C, C++,
+// Perl, assembly) is one token a line, not one for the tabs and one for the
+// spaces.
+var mixedSpaces = [...]uint8{0, 17, 9, 8, 7, 7, 4, 3, 2, 2, 1}
 
 // lengthCost is what Weigh charges for a long run of white space of n
 // bytes.
