@@ -431,6 +431,7 @@ func (c cell) mean(min float64) (float64, bool) {
 // samples and returns the file.
 func fitRates(obs []pieceObs) string {
 	var common [numPrefix][4]cell
+	var merge [3][3]cell
 	var words [numPrefix][3][2][maxTabLen + 1]cell
 	var pooled [3][2][maxTabLen + 1]cell
 	var rate [3][2]cell // tokens per letter past maxTabLen (sum of extra tokens / extra letters)
@@ -480,6 +481,8 @@ func fitRates(obs []pieceObs) string {
 				foreign = append(foreign, x)
 				foreignY = append(foreignY, y)
 				foreignW = append(foreignW, o.w)
+			case p.common && p.merge != mcUnknown:
+				merge[p.merge][p.shape].add(y, o.w)
 			case p.common:
 				common[p.prefix][p.shape].add(y, o.w)
 			case p.shape == shapeMixed:
@@ -510,6 +513,21 @@ func fitRates(obs []pieceObs) string {
 				v = 1
 			}
 			commonCost[pf][sh] = int64(1000 * v)
+			fmt.Fprintf(&b, "%.0f, ", 1000*v)
+		}
+		b.WriteString("},\n")
+	}
+	b.WriteString("}\n\n// mergeCost[class][shape]: a common word in lower case, title case or\n// capitals by its merge class with its prefix (mcMerged, mcBare, mcSplit).\nvar mergeCost = [3][3]int64{\n")
+	for c := 0; c < 3; c++ {
+		b.WriteString("\t{")
+		for sh := 0; sh < 3; sh++ {
+			v, ok := merge[c][sh].mean(10)
+			if !ok {
+				v, ok = merge[c][0].mean(10)
+			}
+			if !ok {
+				v = float64(c + 1)
+			}
 			fmt.Fprintf(&b, "%.0f, ", 1000*v)
 		}
 		b.WriteString("},\n")

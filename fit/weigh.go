@@ -154,6 +154,7 @@ type piece struct {
 	prefix uint8 // words: prefix kind (pfNone...); punct: 1 with a leading space
 	shape  uint8 // words: shapeLower...
 	common bool  // words: in the common-word table
+	merge  uint8 // common words: merge class with the prefix (mcMerged...)
 	rough  bool  // words: too few vowels to be a word of a language (base64, hex, ids)
 	cost   int64 // the estimate, in thousandths of a token
 }
@@ -423,10 +424,42 @@ func shortWord(s string, at int, pf uint8) (end int, cost int64, ok bool) {
 	default:
 		shape = shapeTitle
 	}
-	if commonWord(hashTail(h, tail&word|lowerMask[k])) {
-		return at + n, commonCost[pf][shape], true
+	if flags, common := commonEntry(hashTail(h, tail&word|lowerMask[k])); common {
+		return at + n, commonPrice(flags, shape, pf, prefixBit(s, at, pf), n), true
 	}
 	return at + n, wordCost(n, shape, pf, isRough(s[at:at+n])), true
+}
+
+// prefixBit is the merge flag (mergeBit) of the prefix of a word whose
+// letters begin at at, with prefix kind pf: mergeBare for none, and 0 for a
+// prefix the flags do not track (one outside ASCII among them).
+func prefixBit(s string, at int, pf uint8) uint16 {
+	if pf == pfNone {
+		return mergeBare
+	}
+	return mergeBit[s[at-1]]
+}
+
+// commonPrice prices a common word of n letters, shape shape and flags
+// flags after a prefix of kind pf and merge flag bit: by whether the
+// tokenizer has the prefix and the word as one token, where the flags know
+// (lower and title case, capitals of upperWords), else by the rates of its
+// prefix kind.
+func commonPrice(flags uint32, shape, pf uint8, bit uint16, n int) int64 {
+	if c := mergeOf(flags, shape, bit, n); c != mcUnknown {
+		return mergeCost[c][shape]
+	}
+	return commonCost[pf][shape]
+}
+
+// mergeOf is mergeClass for the shapes the flags know: mcUnknown for
+// camelCase and for capitals of three letters or fewer (held in the table
+// by their lower-case form).
+func mergeOf(flags uint32, shape uint8, bit uint16, n int) uint8 {
+	if shape <= shapeTitle || shape == shapeUpper && n > 3 {
+		return mergeClass(flags, shape, bit)
+	}
+	return mcUnknown
 }
 
 // letterBits sets the high bit of each byte of v (eight ASCII bytes) that
@@ -695,9 +728,14 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 	w := s[at:j]
 	if letters <= maxCommonLen {
 		h := wordHashAt(s, at, j-at)
-		if (p.shape != shapeUpper || letters <= 3) && commonWord(h) || p.shape == shapeUpper && letters > 3 && commonUpper(h) {
+		if p.shape == shapeUpper && letters > 3 {
+			h = upperHash(h)
+		}
+		if flags, common := commonEntry(h); common {
 			p.common = true
-			p.cost = commonCost[prefix][p.shape]
+			bit := prefixBit(s, at, prefix)
+			p.merge = mergeOf(flags, p.shape, bit, letters)
+			p.cost = commonPrice(flags, p.shape, prefix, bit, letters)
 			return p
 		}
 	}

@@ -2,17 +2,26 @@
 //
 // The rows of wordLen for rough words and wordRate's column for them come
 // from a later run of the same fit, over testdata/corpus and the wide
-// corpus's fitted kinds (which then held base32); the other tables keep
-// the fit to testdata/corpus, which that run made worse on code.
+// corpus's fitted kinds (which then held base32), and so do commonCost and
+// mergeCost (fitted once the word table held merge flags); the other
+// tables keep the fit to testdata/corpus, which that run made worse on code.
 
 package fit
 
 // commonCost[prefix][shape]: a word of the common-word table.
 var commonCost = [numPrefix][4]int64{
-	{1033, 1113, 1049, 1195},
-	{1000, 1034, 1032, 1185},
-	{1167, 1403, 1209, 1173},
-	{2044, 2025, 2044, 2044},
+	{1000, 1000, 1082, 1276},
+	{1000, 1000, 1016, 1082},
+	{1281, 1281, 1139, 1248},
+	{1608, 2046, 2103, 1608},
+}
+
+// mergeCost[class][shape]: a common word in lower case, title case or
+// capitals by its merge class with its prefix (mcMerged, mcBare, mcSplit).
+var mergeCost = [3][3]int64{
+	{1000, 1000, 1000},
+	{2005, 2002, 2000},
+	{2204, 2092, 2165},
 }
 
 // wordLen[prefix][shape][rough][letters]: other words of ASCII letters.
