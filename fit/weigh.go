@@ -155,7 +155,7 @@ type piece struct {
 	shape  uint8 // words: shapeLower...
 	common bool  // words: in the common-word table
 	merge  uint8 // common words: merge class with the prefix (mcMerged...)
-	rough  bool  // words: too few vowels to be a word of a language (base64, hex, ids)
+	rough  bool  // words but camelCase: too few vowels to be a word of a language (base64, hex, ids)
 	cost   int64 // the estimate, in thousandths of a token
 }
 
@@ -424,6 +424,9 @@ func shortWord(s string, at int, pf uint8) (end int, cost int64, ok bool) {
 	default:
 		shape = shapeTitle
 	}
+	if n < minCommonLen {
+		return at + n, wordCost(n, shape, pf, isRough(s[at:at+n])), true
+	}
 	if flags, common := commonEntry(hashTail(h, tail&word|lowerMask[k])); common {
 		return at + n, commonPrice(flags, shape, pf, prefixBit(s, at, pf), n), true
 	}
@@ -446,11 +449,32 @@ func prefixBit(s string, at int, pf uint8) uint16 {
 // (lower and title case, capitals of upperWords), else by the rates of its
 // prefix kind.
 func commonPrice(flags uint32, shape, pf uint8, bit uint16, n int) int64 {
-	if c := mergeOf(flags, shape, bit, n); c != mcUnknown {
-		return mergeCost[c][shape]
+	if bit == 0 || shape > shapeUpper || shape == shapeUpper && n <= 3 {
+		return commonCost[pf][shape]
 	}
-	return commonCost[pf][shape]
+	// Without branches on the flags, which no predictor guesses: the
+	// flags of the word's form, then its class as an index of byMerge.
+	f := uint16(flags >> (16 * uint(shape&1)))
+	k := b2i(f&bit != 0)<<1 | b2i(f&mergeBare != 0)
+	return byMerge[shape][k]
 }
+
+// b2i is 1 for true and 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// byMerge[shape][merged<<1|bare] is mergeCost laid out for commonPrice:
+// merged or not with the prefix, and whether the word alone is one token.
+var byMerge = func() (t [3][4]int64) {
+	for sh := range t {
+		t[sh] = [4]int64{mergeCost[mcSplit][sh], mergeCost[mcBare][sh], mergeCost[mcMerged][sh], mergeCost[mcMerged][sh]}
+	}
+	return t
+}()
 
 // mergeOf is mergeClass for the shapes the flags know: mcUnknown for
 // camelCase and for capitals of three letters or fewer (held in the table
@@ -629,7 +653,11 @@ func scanPunct(s string, from, at int) piece {
 		sym += breakTab[min(breaks, maxBreakLen)]
 	}
 	if !wide && count > 0 && j-from <= maxGreedy {
-		return piece{kind: pkPunct, start: from, end: j, prefix: lead, cost: punctTokens(s[from:j]) * 1000}
+		cost := int64(1000) // one byte is one token
+		if j-from > 1 {
+			cost = punctTokens(s, from, j) * 1000
+		}
+		return piece{kind: pkPunct, start: from, end: j, prefix: lead, cost: cost}
 	}
 	return piece{kind: pkPunct, start: from, end: j, prefix: lead, cost: punctCost(count, breaks, lead == 1) + sym}
 }
@@ -638,19 +666,26 @@ func scanPunct(s string, from, at int) piece {
 // ones (rules of dashes, runs of closing brackets) go by punctCost's rates.
 const maxGreedy = 24
 
-// punctTokens counts the tokens of a piece of ASCII punctuation (with its
+// punctTokens counts the tokens of s[i:end], a piece of ASCII punctuation (with its
 // leading space and trailing line breaks, as the pre-split gives it) by
 // taking, from the left, the longest run of up to eight bytes that is one
 // token of cl100k_base (punctTable): the tokenizer's merges on punctuation
 // come out as the longest match nearly always ("->{", "();\n", " */\n"
 // are one token, "<__" two).
-func punctTokens(p string) int64 {
+func punctTokens(s string, i, end int) int64 {
 	var n int64
-	for i := 0; i < len(p); n++ {
-		l := min(8, len(p)-i)
+	for ; i < end; n++ {
+		l := min(8, end-i)
 		var v uint64
-		for k := l - 1; k >= 0; k-- {
-			v = v<<8 | uint64(p[i+k])
+		if i+8 <= len(s) {
+			v = load64(s, i)
+			if l < 8 {
+				v &= 1<<(8*l) - 1
+			}
+		} else {
+			for k := l - 1; k >= 0; k-- {
+				v = v<<8 | uint64(s[i+k])
+			}
 		}
 		for l > 1 && !punctToken(v) {
 			l--
@@ -780,7 +815,7 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 		return p
 	}
 	w := s[at:j]
-	if letters <= maxCommonLen {
+	if letters <= maxCommonLen && letters >= minCommonLen {
 		h := wordHashAt(s, at, j-at)
 		if p.shape == shapeUpper && letters > 3 {
 			h = upperHash(h)
@@ -793,11 +828,11 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 			return p
 		}
 	}
-	p.rough = isRough(w)
 	if p.shape == shapeMixed {
-		p.cost = mixedWordCost(s[at:j], prefix)
+		p.cost = mixedWordCost(w, prefix)
 		return p
 	}
+	p.rough = isRough(w)
 	p.cost = wordCost(letters, p.shape, prefix, p.rough)
 	return p
 }
@@ -810,7 +845,11 @@ func mixedParts(w string, prefix uint8) (common, normal, rough int64) {
 	n := len(w)
 	pf := prefix
 	for i := 0; i < n; {
+		// The segment w[i:j] and its shape, which the cut tells: a run of
+		// capitals (but its last, when lower case follows), one capital
+		// and the lower case after it, or lower case.
 		j := i + 1
+		shape := shapeLower
 		if w[i] <= 'Z' {
 			for j < n && w[j] <= 'Z' {
 				j++
@@ -820,8 +859,15 @@ func mixedParts(w string, prefix uint8) (common, normal, rough int64) {
 				for j < n && w[j] > 'Z' {
 					j++
 				}
+				shape = shapeTitle
 			case j < n:
 				j-- // the last capital begins the next segment
+			}
+			if shape == shapeLower {
+				shape = shapeUpper
+				if j-i == 1 {
+					shape = shapeTitle // a lone capital
+				}
 			}
 		} else {
 			for j < n && w[j] > 'Z' {
@@ -829,21 +875,8 @@ func mixedParts(w string, prefix uint8) (common, normal, rough int64) {
 			}
 		}
 		seg := w[i:j]
-		upper := 0
-		for k := 0; k < len(seg); k++ {
-			if seg[k] <= 'Z' {
-				upper++
-			}
-		}
-		shape := shapeLower
 		switch {
-		case upper == len(seg) && len(seg) > 1:
-			shape = shapeUpper
-		case upper > 0:
-			shape = shapeTitle
-		}
-		switch {
-		case len(seg) <= maxCommonLen && ((shape != shapeUpper || len(seg) <= 3) && commonWord(wordHash(seg)) ||
+		case len(seg) >= minCommonLen && len(seg) <= maxCommonLen && ((shape != shapeUpper || len(seg) <= 3) && commonWord(wordHash(seg)) ||
 			shape == shapeUpper && len(seg) > 3 && commonUpper(wordHash(seg))):
 			common += commonCost[pf][shape]
 		case isRough(seg):

@@ -38,8 +38,11 @@ const (
 	// words are priced per letter.
 	maxTabLen = 16
 
-	// maxCommonLen is the longest word the common-word table may hold.
+	// maxCommonLen is the longest word the common-word table may hold, and
+	// minCommonLen the shortest (TestWordTables holds the lists to it):
+	// shorter words are priced without a look-up.
 	maxCommonLen = 20
+	minCommonLen = 3
 
 	// maxPunct is the longest run of punctuation priced by the table.
 	maxPunct = 12

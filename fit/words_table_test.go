@@ -41,6 +41,11 @@ func TestWordTables(t *testing.T) {
 			}
 		})
 	}
+	for _, w := range strings.Fields(commonWords + upperWords) {
+		if len(w) < minCommonLen || len(w) > maxCommonLen {
+			t.Errorf("word list holds %q, of %d letters: Count looks up only words of %d to %d", w, len(w), minCommonLen, maxCommonLen)
+		}
+	}
 	if n := occupied(wordTable[:]); n < len(strings.Fields(commonWords)) {
 		t.Fatalf("wordTable holds %d words, fewer than the %d of commonWords", n, len(strings.Fields(commonWords)))
 	}
