@@ -262,36 +262,40 @@ func weighMilli(s string, rec func(piece)) int64 {
 func scanMilli(s string, rec func(piece)) (total, extra int64) {
 	n := len(s)
 	i := 0
-	var p piece // every branch below sets all of it
+	fast := rec == nil // no piece is recorded: the short paths may price
+	var p piece        // every branch below sets all of it
 	for i < n {
 		b := s[i]
-		// The commonest piece of prose first: a space and a short word.
-		if b == ' ' && rec == nil {
-			if end, cost, ok := shortWord(s, i+1, pfSpace); ok {
-				total += cost
-				i = end
+		// The commonest pieces first: a word after a space (or after the
+		// last tab of an indentation), punctuation after a space (" = ",
+		// " {"), which take the space or tab as scanSpace would give it.
+		if (b == ' ' || b == '\t') && i+1 < n {
+			next := s[i+1]
+			if letterInfo[next]&liLetter != 0 {
+				if fast {
+					if end, cost, ok := shortWord(s, i+1, prefixKind(b)); ok {
+						total += cost
+						i = end
+						continue
+					}
+				}
+				p = scanWord(s, i, i+1, prefixKind(b))
+				total += p.cost
+				if rec != nil {
+					rec(p)
+				}
+				i = p.end
 				continue
 			}
-		}
-		// Then: a word after a space, a word; punctuation after a space
-		// (" = ", " {"), which takes the space as scanSpace would give it.
-		if b == ' ' && i+1 < n && letterInfo[s[i+1]]&liLetter != 0 {
-			p = scanWord(s, i, i+1, pfSpace)
-			total += p.cost
-			if rec != nil {
-				rec(p)
+			if b == ' ' && byteClass[next] == cOther {
+				p = scanPunct(s, i, i+1)
+				total += p.cost
+				if rec != nil {
+					rec(p)
+				}
+				i = p.end
+				continue
 			}
-			i = p.end
-			continue
-		}
-		if b == ' ' && i+1 < n && byteClass[s[i+1]] == cOther {
-			p = scanPunct(s, i, i+1)
-			total += p.cost
-			if rec != nil {
-				rec(p)
-			}
-			i = p.end
-			continue
 		}
 		c, w := byteClass[b], 1
 		if c == cHigh {
@@ -301,7 +305,7 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 		case cLetter:
 			// A word with no prefix (at the start, or after a digit or a
 			// line break).
-			if rec == nil {
+			if fast {
 				if end, cost, ok := shortWord(s, i, pfNone); ok {
 					total += cost
 					i = end
@@ -311,11 +315,15 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 			p = scanWord(s, i, i, 0)
 		case cDigit:
 			j, runes := i+w, 1
-			for j < n && s[j]-'0' < 10 { // ASCII digits, the common case
-				j++
-				runes++
-			}
 			for j < n {
+				if d := s[j]; d < 0x80 { // ASCII, the common case
+					if d-'0' >= 10 {
+						break
+					}
+					j++
+					runes++
+					continue
+				}
 				c2, w2 := classAt(s, j)
 				if c2 != cDigit {
 					break
@@ -325,7 +333,7 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 			}
 			p = piece{kind: pkDigits, start: i, end: j, cost: digitCost(runes)}
 		case cOther:
-			if s[i] == '\'' && i+1 < n {
+			if b == '\'' && i+1 < n {
 				if l := contraction(s, i); l > 0 {
 					p = piece{kind: pkContraction, start: i, end: i + l, cost: 1000}
 					break
@@ -334,21 +342,28 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 			// One punctuation character directly before a letter joins
 			// the word; otherwise a run of punctuation is one piece.
 			if i+w < n {
-				if c2, _ := classAt(s, i+w); c2 == cLetter {
-					if rec == nil {
-						if end, cost, ok := shortWord(s, i+w, prefixKind(s[i])); ok {
+				next := s[i+w]
+				if letterInfo[next]&liLetter != 0 || next >= 0x80 && letterAt(s, i+w) {
+					if fast {
+						if end, cost, ok := shortWord(s, i+w, prefixKind(b)); ok {
 							total += cost
 							i = end
 							continue
 						}
 					}
-					p = scanWord(s, i, i+w, prefixKind(s[i]))
+					p = scanWord(s, i, i+w, prefixKind(b))
+					break
+				}
+				if w == 1 && byteClass[next] > cOther && next != '\n' && next != '\r' && next < 0x80 {
+					// One ASCII character alone: one token, as scanPunct
+					// prices it.
+					p = piece{kind: pkPunct, start: i, end: i + 1, cost: 1000}
 					break
 				}
 			}
 			p = scanPunct(s, i, i)
 		case cSpace, cBreak:
-			if b == '\n' && rec == nil {
+			if b == '\n' && fast {
 				if end, cost, ok := lineStart(s, i); ok {
 					total += cost
 					i = end
@@ -367,6 +382,12 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 		i = p.end
 	}
 	return total, extra
+}
+
+// letterAt reports whether the rune at i is a letter.
+func letterAt(s string, i int) bool {
+	c, _ := classAt(s, i)
+	return c == cLetter
 }
 
 // shortWord prices the word that begins at at with prefix pf (of its
@@ -402,7 +423,7 @@ func shortWord(s string, at int, pf uint8) (end int, cost int64, ok bool) {
 		}
 		letter2 := letterBits(v2)
 		k = bits.TrailingZeros64(^letter2&hiBits) >> 3
-		if k == 8 || letter2&^(v2<<2)&(uint64(1)<<(8*k)-1) != 0 {
+		if k == 8 || letter2&^(v2<<2)&wordMask[k] != 0 {
 			return 0, 0, false
 		}
 		n = 8 + k
@@ -410,7 +431,7 @@ func shortWord(s string, at int, pf uint8) (end int, cost int64, ok bool) {
 		h ^= h >> 29
 		tail = v2
 	}
-	word := uint64(1)<<(8*k) - 1
+	word := wordMask[k]
 	if n < 8 {
 		caps &= word
 	}
@@ -501,6 +522,9 @@ func letterBits(v uint64) uint64 {
 // its offset. ok is false for any other white space, which scanSpace prices.
 func lineStart(s string, i int) (end int, cost int64, ok bool) {
 	j := i + 1
+	if j < len(s) && s[j] == '\t' {
+		return tabStart(s, i)
+	}
 	for j < len(s) && s[j] == ' ' {
 		j++
 	}
@@ -513,6 +537,25 @@ func lineStart(s string, i int) (end int, cost int64, ok bool) {
 		return j - 1, cost, true
 	}
 	return i + 1, cost, true
+}
+
+// tabStart is lineStart for an indentation of tabs: a line break at i,
+// tabs, then a printable ASCII byte. The break is a piece; all but the last
+// tab are a piece; the last tab belongs to what follows, so end is its
+// offset. ok is false for any other white space.
+func tabStart(s string, i int) (end int, cost int64, ok bool) {
+	j := i + 1
+	for j < len(s) && s[j] == '\t' {
+		j++
+	}
+	if j == len(s) || s[j] <= ' ' || s[j] >= 0x7f || j-i-2 > longRun {
+		return 0, 0, false
+	}
+	cost = breakTab[1]
+	if k := j - i - 1; k > 1 {
+		cost += spaceCost(k-1, k-1)
+	}
+	return j - 1, cost, true
 }
 
 // contraction returns the length of the English contraction at s[i] ('s 't
@@ -915,6 +958,10 @@ func isRough(w string) bool {
 
 // vowelBits marks the places in the alphabet (a = 1) of the vowels and y.
 const vowelBits = 1<<1 | 1<<5 | 1<<9 | 1<<15 | 1<<21 | 1<<25
+
+// wordMask[n] selects the first n bytes of eight: a table, as a shift by a
+// variable count costs more than a load.
+var wordMask = [9]uint64{0, 0xff, 0xffff, 0xffffff, 0xffffffff, 0xffffffffff, 0xffffffffffff, 0xffffffffffffff, 0xffffffffffffffff}
 
 // lowerMask[n] sets the case bit of the first n bytes of a word.
 var lowerMask = [8]uint64{0, 0x20, 0x2020, 0x202020, 0x20202020, 0x2020202020, 0x202020202020, 0x20202020202020}
