@@ -237,26 +237,26 @@ func TestCalibrate(t *testing.T) {
 			a.est += float64(p.cost) / 1000
 			a.n++
 			pieces = append(pieces, pieceObs{p: p, txt: txt, exact: n, w: weight})
-			if p.kind == pkWord && p.shape == shapeForeign {
+			if p.kind() == pkWord && p.shape() == shapeForeign {
 				for _, r := range txt {
 					if r >= cjkLo && r < cjkHi {
 						runeFreq[r]++
 					}
 				}
 			}
-			if p.kind == pkWord {
+			if p.kind() == pkWord {
 				letters := txt
-				if p.prefix != 0 {
+				if p.prefix() != 0 {
 					_, w := utf8.DecodeRuneInString(txt)
 					letters = txt[w:]
 				}
-				if p.shape == shapeLower && len(letters) >= 3 {
+				if p.shape() == shapeLower && len(letters) >= 3 {
 					if wordFreq[letters] == nil {
 						wordFreq[letters] = map[string]bool{}
 					}
 					wordFreq[letters][s.name] = true
 				}
-				if p.shape == shapeMixed && len(letters) <= maxCommonLen {
+				if p.shape() == shapeMixed && len(letters) <= maxCommonLen {
 					if mixedFreq[letters] == nil {
 						mixedFreq[letters] = map[string]bool{}
 					}
@@ -444,15 +444,15 @@ func fitRates(obs []pieceObs) string {
 	for _, o := range obs {
 		p := o.p
 		y := float64(o.exact)
-		switch p.kind {
+		switch p.kind() {
 		case pkPunct:
 			n := utf8.RuneCountInString(strings.TrimRight(o.txt, "\r\n"))
 			br := min(len(o.txt)-len(strings.TrimRight(o.txt, "\r\n")), 2)
-			if p.prefix == 1 {
+			if p.prefix() == 1 {
 				n--
 			}
 			if n <= maxPunct {
-				punct[p.prefix][br][n].add(y, o.w)
+				punct[p.prefix()][br][n].add(y, o.w)
 			} else {
 				punctLong.add(y/float64(n), o.w)
 			}
@@ -462,34 +462,34 @@ func fitRates(obs []pieceObs) string {
 			}
 		case pkWord:
 			letters := o.txt
-			if p.prefix != 0 {
+			if p.prefix() != 0 {
 				_, w := utf8.DecodeRuneInString(o.txt)
 				letters = o.txt[w:]
 			}
 			L := len(letters)
 			rough := 0
-			if p.rough {
+			if p.rough() {
 				rough = 1
 			}
 			switch {
-			case p.shape == shapeForeign:
+			case p.shape() == shapeForeign:
 				x := make([]float64, 12)
 				for _, r := range letters {
 					x[scriptOf(r)]++
 				}
-				x[10+min(int(p.prefix), 1)] = 1
+				x[10+min(int(p.prefix()), 1)] = 1
 				foreign = append(foreign, x)
 				foreignY = append(foreignY, y)
 				foreignW = append(foreignW, o.w)
-			case p.common && p.merge != mcUnknown:
-				merge[p.merge][p.shape].add(y, o.w)
-			case p.common:
-				common[p.prefix][p.shape].add(y, o.w)
-			case p.shape == shapeMixed:
+			case p.common() && p.merge() != mcUnknown:
+				merge[p.merge()][p.shape()].add(y, o.w)
+			case p.common():
+				common[p.prefix()][p.shape()].add(y, o.w)
+			case p.shape() == shapeMixed:
 				mixedWords = append(mixedWords, o)
 			case L <= maxTabLen:
-				words[p.prefix][p.shape][rough][L].add(y, o.w)
-				pooled[p.shape][rough][L].add(y, o.w)
+				words[p.prefix()][p.shape()][rough][L].add(y, o.w)
+				pooled[p.shape()][rough][L].add(y, o.w)
 			default:
 				long = append(long, o)
 			}
@@ -564,15 +564,15 @@ func fitRates(obs []pieceObs) string {
 	}
 	for _, o := range long {
 		letters := len(o.txt)
-		if o.p.prefix != 0 {
+		if o.p.prefix() != 0 {
 			_, w := utf8.DecodeRuneInString(o.txt)
 			letters -= w
 		}
 		r := 0
-		if o.p.rough {
+		if o.p.rough() {
 			r = 1
 		}
-		rate[o.p.shape][r].add((float64(o.exact)-float64(wordLen[o.p.prefix][o.p.shape][r][maxTabLen])/1000)/float64(letters-maxTabLen), o.w)
+		rate[o.p.shape()][r].add((float64(o.exact)-float64(wordLen[o.p.prefix()][o.p.shape()][r][maxTabLen])/1000)/float64(letters-maxTabLen), o.w)
 	}
 	b.WriteString("}\n\n// wordRate[shape][rough]: per letter of a word longer than maxTabLen.\nvar wordRate = [3][2]int64{")
 	for sh := 0; sh < 3; sh++ {
@@ -590,11 +590,11 @@ func fitRates(obs []pieceObs) string {
 	b.WriteString("}\n")
 	for _, o := range mixedWords {
 		letters := o.txt
-		if o.p.prefix != 0 {
+		if o.p.prefix() != 0 {
 			_, w := utf8.DecodeRuneInString(o.txt)
 			letters = o.txt[w:]
 		}
-		c, n, r := mixedParts(letters, o.p.prefix)
+		c, n, r := mixedParts(letters, o.p.prefix())
 		mixed = append(mixed, []float64{float64(c) / 1000, float64(n) / 1000, float64(r) / 1000, 1})
 		mixedY = append(mixedY, float64(o.exact))
 		mixedW = append(mixedW, o.w)
@@ -695,14 +695,14 @@ func leastSquares(x [][]float64, y, w []float64) []float64 {
 }
 
 func coarseKey(p piece) string {
-	switch p.kind {
+	switch p.kind() {
 	case pkWord:
 		shapes := [...]string{"lower", "title", "upper", "mixed", "foreign"}
 		r := ""
-		if p.rough {
+		if p.rough() {
 			r = "-rough"
 		}
-		return fmt.Sprintf("word-%s-p%d-c%v%s", shapes[p.shape], p.prefix, p.common, r)
+		return fmt.Sprintf("word-%s-p%d-c%v%s", shapes[p.shape()], p.prefix(), p.common(), r)
 	case pkPunct:
 		return "punct"
 	case pkNewline:
@@ -716,26 +716,26 @@ func coarseKey(p piece) string {
 }
 
 func pieceKey(p piece, txt string) string {
-	switch p.kind {
+	switch p.kind() {
 	case pkWord:
 		shapes := [...]string{"lower", "title", "upper", "mixed", "foreign"}
 		l := len(strings.TrimLeft(txt, " \t"))
-		if p.prefix == 2 {
+		if p.prefix() == 2 {
 			l = len(txt) - 1
 		}
 		if l > 12 {
 			l = 12
 		}
-		return fmt.Sprintf("word/p%d/%s/common=%v/len%02d", p.prefix, shapes[p.shape], p.common, l)
+		return fmt.Sprintf("word/p%d/%s/common=%v/len%02d", p.prefix(), shapes[p.shape()], p.common(), l)
 	case pkDigits:
 		return fmt.Sprintf("digits/len%d", min(len(txt), 9))
 	case pkPunct:
 		n := len(strings.TrimRight(txt, "\r\n"))
-		if p.prefix == 1 {
+		if p.prefix() == 1 {
 			n--
 		}
 		br := len(txt) - len(strings.TrimRight(txt, "\r\n"))
-		return fmt.Sprintf("punct/lead%d/len%02d/br%d", p.prefix, min(n, 12), min(br, 2))
+		return fmt.Sprintf("punct/lead%d/len%02d/br%d", p.prefix(), min(n, 12), min(br, 2))
 	case pkNewline:
 		return fmt.Sprintf("newline/len%02d", min(len(txt), 20))
 	case pkSpace:

@@ -146,18 +146,36 @@ const (
 	pkContraction
 )
 
-// piece describes one piece of the pre-split, for calibration only.
+// piece describes one piece of the pre-split, with its estimate: where it
+// ends is all the scanner needs, the rest is for calibration. Four fields,
+// so that the compiler keeps a piece in registers.
 type piece struct {
-	kind   pieceKind
-	start  int
-	end    int
-	prefix uint8 // words: prefix kind (pfNone...); punct: 1 with a leading space
-	shape  uint8 // words: shapeLower...
-	common bool  // words: in the common-word table
-	merge  uint8 // common words: merge class with the prefix (mcMerged...)
-	rough  bool  // words but camelCase: too few vowels to be a word of a language (base64, hex, ids)
-	cost   int64 // the estimate, in thousandths of a token
+	start int
+	end   int
+	cost  int64  // the estimate, in thousandths of a token
+	attr  uint32 // kind, prefix, shape, merge class and flags: see the methods
 }
+
+// Bits of piece.attr.
+const (
+	atPrefix = 4  // words: prefix kind (pfNone...); punct: 1 with a leading space
+	atShape  = 8  // words: shapeLower...
+	atMerge  = 12 // common words: merge class with the prefix (mcMerged...)
+	atCommon = 1 << 16
+	atRough  = 1 << 17
+)
+
+func (p piece) kind() pieceKind { return pieceKind(p.attr & 15) }
+func (p piece) prefix() uint8   { return uint8(p.attr >> atPrefix & 15) }
+func (p piece) shape() uint8    { return uint8(p.attr >> atShape & 15) }
+func (p piece) merge() uint8    { return uint8(p.attr >> atMerge & 15) }
+
+// common reports a word of the common-word table.
+func (p piece) common() bool { return p.attr&atCommon != 0 }
+
+// rough reports a word (but camelCase) with too few vowels to be a word of
+// a language (base64, hex, ids).
+func (p piece) rough() bool { return p.attr&atRough != 0 }
 
 // Byte classes of the scanner.
 const (
@@ -331,11 +349,11 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 				j += w2
 				runes++
 			}
-			p = piece{kind: pkDigits, start: i, end: j, cost: digitCost(runes)}
+			p = piece{start: i, end: j, cost: digitCost(runes), attr: uint32(pkDigits)}
 		case cOther:
 			if b == '\'' && i+1 < n {
 				if l := contraction(s, i); l > 0 {
-					p = piece{kind: pkContraction, start: i, end: i + l, cost: 1000}
+					p = piece{start: i, end: i + l, cost: 1000, attr: uint32(pkContraction)}
 					break
 				}
 			}
@@ -357,7 +375,7 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 				if w == 1 && byteClass[next] > cOther && next != '\n' && next != '\r' && next < 0x80 {
 					// One ASCII character alone: one token, as scanPunct
 					// prices it.
-					p = piece{kind: pkPunct, start: i, end: i + 1, cost: 1000}
+					p = piece{start: i, end: i + 1, cost: 1000, attr: uint32(pkPunct)}
 					break
 				}
 			}
@@ -371,7 +389,7 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 				}
 			}
 			p = scanSpace(s, i)
-			if p.end-p.start > longRun && p.kind != pkWord && p.kind != pkPunct {
+			if p.end-p.start > longRun && p.kind() != pkWord && p.kind() != pkPunct {
 				extra += max(0, lengthCost(p.end-p.start)-p.cost)
 			}
 		}
@@ -607,17 +625,17 @@ func scanSpace(s string, i int) piece {
 	}
 	if lastBreak > 0 {
 		// Everything up to the last line break is one piece.
-		return piece{kind: pkNewline, start: i, end: lastBreak, cost: breakCost(s[i:lastBreak])}
+		return piece{start: i, end: lastBreak, cost: breakCost(s[i:lastBreak]), attr: uint32(pkNewline)}
 	}
 	if j == n {
-		return piece{kind: pkSpace, start: i, end: j, cost: spaceCost(runes, tabs)}
+		return piece{start: i, end: j, cost: spaceCost(runes, tabs), attr: uint32(pkSpace)}
 	}
 	if runes > 1 {
 		// All but the last space; the last is scanned on its own next.
 		if lastTab {
 			tabs--
 		}
-		return piece{kind: pkSpace, start: i, end: last, cost: spaceCost(runes-1, tabs)}
+		return piece{start: i, end: last, cost: spaceCost(runes-1, tabs), attr: uint32(pkSpace)}
 	}
 	switch c, _ := classAt(s, j); c {
 	case cLetter:
@@ -627,7 +645,7 @@ func scanSpace(s string, i int) piece {
 			return scanPunct(s, i, j)
 		}
 	}
-	return piece{kind: pkSpace, start: i, end: j, cost: spaceCost(1, 0)}
+	return piece{start: i, end: j, cost: spaceCost(1, 0), attr: uint32(pkSpace)}
 }
 
 // Prefix kinds: what comes before the letters of a word in its piece.
@@ -700,9 +718,9 @@ func scanPunct(s string, from, at int) piece {
 		if j-from > 1 {
 			cost = punctTokens(s, from, j) * 1000
 		}
-		return piece{kind: pkPunct, start: from, end: j, prefix: lead, cost: cost}
+		return piece{start: from, end: j, cost: cost, attr: uint32(pkPunct) | uint32(lead)<<atPrefix}
 	}
-	return piece{kind: pkPunct, start: from, end: j, prefix: lead, cost: punctCost(count, breaks, lead == 1) + sym}
+	return piece{start: from, end: j, cost: punctCost(count, breaks, lead == 1) + sym, attr: uint32(pkPunct) | uint32(lead)<<atPrefix}
 }
 
 // maxGreedy is the longest piece of punctuation punctTokens prices; longer
@@ -840,19 +858,20 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 		j += w
 	}
 	lower := letters - upper
-	p := piece{kind: pkWord, start: from, end: j, prefix: prefix}
+	var shape uint8
 	switch {
 	case nonASCII:
-		p.shape = shapeForeign
+		shape = shapeForeign
 	case upper == 0:
-		p.shape = shapeLower
+		shape = shapeLower
 	case lower == 0:
-		p.shape = shapeUpper
+		shape = shapeUpper
 	case upper == 1 && s[at] <= 'Z':
-		p.shape = shapeTitle
+		shape = shapeTitle
 	default:
-		p.shape = shapeMixed
+		shape = shapeMixed
 	}
+	p := piece{start: from, end: j, attr: uint32(pkWord) | uint32(prefix)<<atPrefix | uint32(shape)<<atShape}
 	if nonASCII {
 		p.cost = foreign + int64(letters)*foreignCost[scASCII] + prefixCost[prefix]
 		return p
@@ -860,23 +879,25 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 	w := s[at:j]
 	if letters <= maxCommonLen && letters >= minCommonLen {
 		h := wordHashAt(s, at, j-at)
-		if p.shape == shapeUpper && letters > 3 {
+		if shape == shapeUpper && letters > 3 {
 			h = upperHash(h)
 		}
 		if flags, common := commonEntry(h); common {
-			p.common = true
 			bit := prefixBit(s, at, prefix)
-			p.merge = mergeOf(flags, p.shape, bit, letters)
-			p.cost = commonPrice(flags, p.shape, prefix, bit, letters)
+			p.attr |= atCommon | uint32(mergeOf(flags, shape, bit, letters))<<atMerge
+			p.cost = commonPrice(flags, shape, prefix, bit, letters)
 			return p
 		}
 	}
-	if p.shape == shapeMixed {
+	if shape == shapeMixed {
 		p.cost = mixedWordCost(w, prefix)
 		return p
 	}
-	p.rough = isRough(w)
-	p.cost = wordCost(letters, p.shape, prefix, p.rough)
+	rough := isRough(w)
+	if rough {
+		p.attr |= atRough
+	}
+	p.cost = wordCost(letters, shape, prefix, rough)
 	return p
 }
 
