@@ -242,6 +242,8 @@ var letterInfo = func() (t [256]uint8) {
 // runeClass classifies a non-ASCII rune as the tokenizer's pre-split does.
 func runeClass(r rune) uint8 {
 	switch {
+	case cjkScript(r) != scOther:
+		return cLetter
 	case unicode.IsLetter(r):
 		return cLetter
 	case unicode.IsNumber(r):
@@ -850,11 +852,17 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 			break
 		}
 		r, w := utf8.DecodeRuneInString(s[j:])
-		if (r == utf8.RuneError && w <= 1) || !unicode.IsLetter(r) {
+		sc := cjkScript(r)
+		if sc == scOther && ((r == utf8.RuneError && w <= 1) || !unicode.IsLetter(r)) {
 			break
 		}
+		if sc == scOther {
+			sc = scriptOf(r)
+		} else if commonRune(r) {
+			sc-- // the common letters of each script come just before it
+		}
 		nonASCII = true
-		foreign += foreignCost[scriptOf(r)]
+		foreign += foreignCost[sc]
 		j += w
 	}
 	lower := letters - upper

@@ -158,6 +158,12 @@ func scriptOf(r rune) int {
 		return scCyrillic
 	case r >= cjkLo && r < cjkHi:
 		common := commonRune(r)
+		if sc := cjkScript(r); sc != scOther {
+			if common {
+				sc-- // scHanCommon before scHan, and so on
+			}
+			return sc
+		}
 		switch {
 		case unicode.Is(unicode.Han, r):
 			if common {
@@ -175,6 +181,25 @@ func scriptOf(r rune) int {
 			}
 			return scHangul
 		}
+	}
+	return scOther
+}
+
+// cjkScript is the script of a letter of the big blocks of CJK text, told
+// by its range alone (no look-up in Unicode's tables, which costs more than
+// the rest of pricing it): scHan, scKana or scHangul for the common and the
+// other letters alike, and scOther for any other rune. Every rune of these
+// ranges is a letter (TestCJKScript).
+func cjkScript(r rune) int {
+	switch {
+	case r < 0x3041 || r > 0xd7a3:
+		return scOther
+	case r >= 0x4e00 && r <= 0x9fff:
+		return scHan
+	case r >= 0xac00:
+		return scHangul
+	case r <= 0x3096 || r >= 0x30a1 && r <= 0x30fa:
+		return scKana
 	}
 	return scOther
 }
