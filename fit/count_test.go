@@ -82,3 +82,20 @@ func TestCJKScript(t *testing.T) {
 		}
 	}
 }
+
+// TestShortRough holds shortRough, which the scanner prices words of one and
+// two letters by, to isRough.
+func TestShortRough(t *testing.T) {
+	letters := "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	for _, a := range letters {
+		if got, want := shortRough(uint64(a), 1), isRough(string(a)); got != want {
+			t.Fatalf("shortRough(%q) = %v, isRough = %v", a, got, want)
+		}
+		for _, b := range letters {
+			w := string(a) + string(b)
+			if got, want := shortRough(uint64(a)|uint64(b)<<8, 2), isRough(w); got != want {
+				t.Fatalf("shortRough(%q) = %v, isRough = %v", w, got, want)
+			}
+		}
+	}
+}

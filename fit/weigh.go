@@ -443,7 +443,7 @@ func shortWord(s string, at int, pf uint8) (end int, cost int64, ok bool) {
 		}
 		letter2 := letterBits(v2)
 		k = bits.TrailingZeros64(^letter2&hiBits) >> 3
-		if k == 8 || letter2&^(v2<<2)&wordMask[k] != 0 {
+		if k == 8 || letter2&^(v2<<2)&wordMask[k&7] != 0 {
 			return 0, 0, false
 		}
 		n = 8 + k
@@ -451,7 +451,7 @@ func shortWord(s string, at int, pf uint8) (end int, cost int64, ok bool) {
 		h ^= h >> 29
 		tail = v2
 	}
-	word := wordMask[k]
+	word := wordMask[k&7] // k < 8 here: the mask elides the bounds check
 	if n < 8 {
 		caps &= word
 	}
@@ -466,9 +466,9 @@ func shortWord(s string, at int, pf uint8) (end int, cost int64, ok bool) {
 		shape = shapeTitle
 	}
 	if n < minCommonLen {
-		return at + n, wordCost(n, shape, pf, isRough(s[at:at+n])), true
+		return at + n, wordCost(n, shape, pf, shortRough(v, n)), true
 	}
-	if flags, common := commonEntry(hashTail(h, tail&word|lowerMask[k])); common {
+	if flags, common := commonEntry(hashTail(h, tail&word|lowerMask[k&7])); common {
 		return at + n, commonPrice(flags, shape, pf, prefixBit(s, at, pf), n), true
 	}
 	return at + n, wordCost(n, shape, pf, isRough(s[at:at+n])), true
@@ -985,12 +985,22 @@ func isRough(w string) bool {
 	return vowels*4 < uint(len(w)) || odd != 0
 }
 
+// shortRough is isRough of a word of one or two letters, the first bytes
+// of v, without a loop: no vowel, or a pair of letters no common word has.
+func shortRough(v uint64, n int) bool {
+	a, b := uint(v)&31, uint(v>>8)&31
+	if n == 1 {
+		return vowelBits>>a&1 == 0
+	}
+	return (vowelBits>>a|vowelBits>>b)&1 == 0 || oddPair[a<<5|b] != 0
+}
+
 // vowelBits marks the places in the alphabet (a = 1) of the vowels and y.
 const vowelBits = 1<<1 | 1<<5 | 1<<9 | 1<<15 | 1<<21 | 1<<25
 
 // wordMask[n] selects the first n bytes of eight: a table, as a shift by a
 // variable count costs more than a load.
-var wordMask = [9]uint64{0, 0xff, 0xffff, 0xffffff, 0xffffffff, 0xffffffffff, 0xffffffffffff, 0xffffffffffffff, 0xffffffffffffffff}
+var wordMask = [8]uint64{0, 0xff, 0xffff, 0xffffff, 0xffffffff, 0xffffffffff, 0xffffffffffff, 0xffffffffffffff}
 
 // lowerMask[n] sets the case bit of the first n bytes of a word.
 var lowerMask = [8]uint64{0, 0x20, 0x2020, 0x202020, 0x20202020, 0x2020202020, 0x202020202020, 0x20202020202020}
