@@ -283,9 +283,10 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 	n := len(s)
 	i := 0
 	fast := rec == nil // no piece is recorded: the short paths may price
-	var p piece        // every branch below sets all of it
 	for i < n {
 		b := s[i]
+		var p piece // every branch below sets all of it (declared here, so
+		// that it is no state of the loop the compiler must keep)
 		// The commonest pieces first: a word after a space (or after the
 		// last tab of an indentation), punctuation after a space (" = ",
 		// " {"), which take the space or tab as scanSpace would give it.
