@@ -744,7 +744,7 @@ func punctTokens(s string, i, end int) int64 {
 		if i+8 <= len(s) {
 			v = load64(s, i)
 			if l < 8 {
-				v &= 1<<(8*l) - 1
+				v &= wordMask[l&7]
 			}
 		} else {
 			for k := l - 1; k >= 0; k-- {
@@ -753,7 +753,7 @@ func punctTokens(s string, i, end int) int64 {
 		}
 		for l > 1 && !punctToken(v) {
 			l--
-			v &= 1<<(8*l) - 1
+			v &= wordMask[l&7]
 		}
 		i += l
 	}
