@@ -2,12 +2,15 @@ package fit
 
 import "unicode"
 
-// The rates in weightab.go were fitted against cl100k_base on the training
-// samples of testdata/corpus by TestCalibrate (go test -run Calibrate
-// -calibrate -update-rates); the held-out samples check that they were not
-// fitted to the corpus alone. The wide corpus (wide_test.go) holds whole
-// kinds out of every fit, to measure the estimate on kinds of text it has
-// never seen. Costs are in thousandths of a token.
+// The rates in weightab.go were fitted against cl100k_base, all in one run,
+// on the training samples of testdata/corpus and the fitted kinds of the
+// wide corpus by TestCalibrate (go test ./fit -run Calibrate -calibrate
+// -update-rates); the held-out samples check that they were not fitted to
+// the corpus alone. The wide corpus (wide_test.go) holds whole kinds out of
+// every fit, to measure the estimate on kinds of text it has never seen.
+// What the tokenizer's vocabulary tells exactly (which prefixes merge with
+// a common word, which runs of punctuation are one token) is in the tables
+// of words_table.go, not fitted. Costs are in thousandths of a token.
 
 const (
 	hashSeed uint64 = 14695981039346656037 // FNV-1a's
