@@ -432,6 +432,7 @@ func (c cell) mean(min float64) (float64, bool) {
 func fitRates(obs []pieceObs) string {
 	var common [numPrefix][4]cell
 	var merge [3][3]cell
+	var short [2][4]cell
 	var words [numPrefix][3][2][maxTabLen + 1]cell
 	var pooled [3][2][maxTabLen + 1]cell
 	var rate [3][2]cell // tokens per letter past maxTabLen (sum of extra tokens / extra letters)
@@ -470,6 +471,12 @@ func fitRates(obs []pieceObs) string {
 			rough := 0
 			if p.rough() {
 				rough = 1
+			}
+			if p.short() {
+				// Priced by shortCost; the rates by length still learn
+				// from them, as camelCase words' short segments go by
+				// those rates.
+				short[L-1][p.merge()].add(y, o.w)
 			}
 			switch {
 			case p.shape() == shapeForeign:
@@ -527,6 +534,18 @@ func fitRates(obs []pieceObs) string {
 			}
 			if !ok {
 				v = float64(c + 1)
+			}
+			fmt.Fprintf(&b, "%.0f, ", 1000*v)
+		}
+		b.WriteString("},\n")
+	}
+	b.WriteString("}\n\n// shortCost[letters-1][class]: a word of one or two letters by its class\n// (shortClass).\nvar shortCost = [2][4]int64{\n")
+	for n := 0; n < 2; n++ {
+		b.WriteString("\t{")
+		for c := 0; c < 4; c++ {
+			v, ok := short[n][c].mean(10)
+			if !ok {
+				v = [4]float64{float64(n + 2), 2, 1, 1}[c]
 			}
 			fmt.Fprintf(&b, "%.0f, ", 1000*v)
 		}

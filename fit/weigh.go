@@ -163,6 +163,7 @@ const (
 	atMerge  = 12 // common words: merge class with the prefix (mcMerged...)
 	atCommon = 1 << 16
 	atRough  = 1 << 17
+	atShort  = 1 << 18 // words of one or two letters priced by shortTable
 )
 
 func (p piece) kind() pieceKind { return pieceKind(p.attr & 15) }
@@ -172,6 +173,10 @@ func (p piece) merge() uint8    { return uint8(p.attr >> atMerge & 15) }
 
 // common reports a word of the common-word table.
 func (p piece) common() bool { return p.attr&atCommon != 0 }
+
+// short reports a word of one or two letters priced by shortClass, its
+// class in the merge bits.
+func (p piece) short() bool { return p.attr&atShort != 0 }
 
 // rough reports a word (but camelCase) with too few vowels to be a word of
 // a language (base64, hex, ids).
@@ -467,6 +472,9 @@ func shortWord(s string, at int, pf uint8) (end int, cost int64, ok bool) {
 		shape = shapeTitle
 	}
 	if n < minCommonLen {
+		if bit := prefixBit(s, at, pf); bit != 0 {
+			return at + n, shortCost[n-1][shortClass(v, n, bit)], true
+		}
 		return at + n, wordCost(n, shape, pf, shortRough(v, n)), true
 	}
 	if flags, common := commonEntry(hashTail(h, tail&word|lowerMask[k&7])); common {
@@ -886,6 +894,18 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 		return p
 	}
 	w := s[at:j]
+	if letters < minCommonLen {
+		if bit := prefixBit(s, at, prefix); bit != 0 {
+			v := uint64(w[0])
+			if letters == 2 {
+				v |= uint64(w[1]) << 8
+			}
+			c := shortClass(v, letters, bit)
+			p.attr |= atShort | uint32(c)<<atMerge
+			p.cost = shortCost[letters-1][c]
+			return p
+		}
+	}
 	if letters <= maxCommonLen && letters >= minCommonLen {
 		h := wordHashAt(s, at, j-at)
 		if shape == shapeUpper && letters > 3 {
@@ -984,6 +1004,21 @@ func isRough(w string) bool {
 		prev = cur
 	}
 	return vowels*4 < uint(len(w)) || odd != 0
+}
+
+// shortClass is the merge class of a word of one or two ASCII letters (the
+// first bytes of v) after a prefix of flag bit, as an index of shortCost:
+// merged with the prefix (2, 3) or not, and whether the word alone is one
+// token (1, 3). shortTable holds the flags of every such word, from
+// cl100k_base: registers, abbreviations and hex pairs ("\tAX", "(DI", ".x")
+// are priced as the tokenizer has them.
+func shortClass(v uint64, n int, bit uint16) int {
+	i := uint(v&0x3f) << 6
+	if n == 2 {
+		i |= uint(v>>8) & 0x3f
+	}
+	f := shortTable[i&(1<<12-1)]
+	return b2i(f&bit != 0)<<1 | b2i(f&mergeBare != 0)
 }
 
 // shortRough is isRough of a word of one or two letters, the first bytes
