@@ -613,7 +613,7 @@ func fitRates(obs []pieceObs) string {
 			_, w := utf8.DecodeRuneInString(o.txt)
 			letters = o.txt[w:]
 		}
-		c, n, r := mixedParts(letters, o.p.prefix())
+		c, n, r := mixedParts(letters, o.p.prefix(), prefixBit(o.txt, len(o.txt)-len(letters), o.p.prefix()))
 		mixed = append(mixed, []float64{float64(c) / 1000, float64(n) / 1000, float64(r) / 1000, 1})
 		mixedY = append(mixedY, float64(o.exact))
 		mixedW = append(mixedW, o.w)

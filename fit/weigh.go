@@ -919,7 +919,7 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 		}
 	}
 	if shape == shapeMixed {
-		p.cost = mixedWordCost(w, prefix)
+		p.cost = mixedWordCost(w, prefix, prefixBit(s, at, prefix))
 		return p
 	}
 	rough := isRough(w)
@@ -934,7 +934,7 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 // ("getHTTPServer": get, HTTP, Server) and sums the prices each would have as
 // a word of its own: of common words, of other words and of rough ones (with
 // too few vowels). The first segment carries the word's prefix.
-func mixedParts(w string, prefix uint8) (common, normal, rough int64) {
+func mixedParts(w string, prefix uint8, bit uint16) (common, normal, rough int64) {
 	n := len(w)
 	pf := prefix
 	for i := 0; i < n; {
@@ -969,6 +969,14 @@ func mixedParts(w string, prefix uint8) (common, normal, rough int64) {
 		}
 		seg := w[i:j]
 		switch {
+		case len(seg) < minCommonLen && bit != 0:
+			// One or two letters ("T" of "TException", "Id" of
+			// "userId"): priced as the tokenizer has them.
+			v := uint64(seg[0])
+			if len(seg) == 2 {
+				v |= uint64(seg[1]) << 8
+			}
+			common += shortCost[len(seg)-1][shortClass(v, len(seg), bit)]
 		case len(seg) >= minCommonLen && len(seg) <= maxCommonLen && ((shape != shapeUpper || len(seg) <= 3) && commonWord(wordHash(seg)) ||
 			shape == shapeUpper && len(seg) > 3 && commonUpper(wordHash(seg))):
 			common += commonCost[pf][shape]
@@ -977,15 +985,15 @@ func mixedParts(w string, prefix uint8) (common, normal, rough int64) {
 		default:
 			normal += wordCost(len(seg), shape, pf, false)
 		}
-		pf = pfNone
+		pf, bit = pfNone, mergeBare
 		i = j
 	}
 	return common, normal, rough
 }
 
 // mixedWordCost prices a camelCase or random-case word from its segments.
-func mixedWordCost(w string, prefix uint8) int64 {
-	c, n, r := mixedParts(w, prefix)
+func mixedWordCost(w string, prefix uint8, bit uint16) int64 {
+	c, n, r := mixedParts(w, prefix, bit)
 	return max(1000, (c*mixedCost[0]+n*mixedCost[1]+r*mixedCost[2])/1000+mixedCost[3])
 }
 

@@ -90,7 +90,7 @@ var wordRate = [3][2]int64{{120, 106}, {120, 400}, {120, 830}}
 
 // mixedCost: a camelCase or random-case word: factors of the prices of its common,
 // other and rough segments, then a constant.
-var mixedCost = [4]int64{888, 1091, 1220, 28}
+var mixedCost = [4]int64{960, 1081, 1003, -89}
 
 // foreignCost: a word with letters outside ASCII: per letter of each script (see scriptOf),
 // then with no prefix and with one.

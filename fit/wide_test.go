@@ -422,9 +422,8 @@ const (
 // (what it measures now, with a little room): the test fails when one gets
 // worse, and when any other held-out kind misses the targets.
 var heldOutMisses = map[string][2]float64{
-	"asm":        {0.06, 0.085},
-	"java":       {0.041, 0.075},
-	"typescript": {0.035, 0.072},
+	"asm":        {0.05, 0.085},
+	"typescript": {0.04, 0.075},
 }
 
 // TestAccuracyKinds prints, for every kind of the corpus and of the wide
