@@ -509,48 +509,23 @@ func fitRates(obs []pieceObs) string {
 	prevCommon, prevWords := commonCost, wordLen
 	defer func() { commonCost, wordLen = prevCommon, prevWords }()
 	b.WriteString("// commonCost[prefix][shape]: a word of the common-word table.\nvar commonCost = [numPrefix][4]int64{\n")
-	for pf := 0; pf < int(numPrefix); pf++ {
-		b.WriteString("\t{")
-		for sh := 0; sh < 4; sh++ {
-			v, ok := common[pf][sh].mean(10)
-			if !ok {
-				v, ok = common[pf][0].mean(10)
-			}
-			if !ok {
-				v = 1
-			}
-			commonCost[pf][sh] = int64(1000 * v)
-			fmt.Fprintf(&b, "%.0f, ", 1000*v)
+	for pf, row := range writeGrid(&b, int(numPrefix), 4, func(r, c int) cell { return common[r][c] }, func(r, c int) float64 {
+		if v, ok := common[r][0].mean(10); ok {
+			return v
 		}
-		b.WriteString("},\n")
+		return 1
+	}) {
+		copy(commonCost[pf][:], row)
 	}
 	b.WriteString("}\n\n// mergeCost[class][shape]: a common word in lower case, title case or\n// capitals by its merge class with its prefix (mcMerged, mcBare, mcSplit).\nvar mergeCost = [3][3]int64{\n")
-	for c := 0; c < 3; c++ {
-		b.WriteString("\t{")
-		for sh := 0; sh < 3; sh++ {
-			v, ok := merge[c][sh].mean(10)
-			if !ok {
-				v, ok = merge[c][0].mean(10)
-			}
-			if !ok {
-				v = float64(c + 1)
-			}
-			fmt.Fprintf(&b, "%.0f, ", 1000*v)
+	writeGrid(&b, 3, 3, func(r, c int) cell { return merge[r][c] }, func(r, c int) float64 {
+		if v, ok := merge[r][0].mean(10); ok {
+			return v
 		}
-		b.WriteString("},\n")
-	}
+		return float64(r + 1)
+	})
 	b.WriteString("}\n\n// shortCost[letters-1][class]: a word of one or two letters by its class\n// (shortClass).\nvar shortCost = [2][4]int64{\n")
-	for n := 0; n < 2; n++ {
-		b.WriteString("\t{")
-		for c := 0; c < 4; c++ {
-			v, ok := short[n][c].mean(10)
-			if !ok {
-				v = [4]float64{float64(n + 2), 2, 1, 1}[c]
-			}
-			fmt.Fprintf(&b, "%.0f, ", 1000*v)
-		}
-		b.WriteString("},\n")
-	}
+	writeGrid(&b, 2, 4, func(r, c int) cell { return short[r][c] }, func(r, c int) float64 { return [4]float64{float64(r + 2), 2, 1, 1}[c] })
 	b.WriteString("}\n\n// wordLen[prefix][shape][rough][letters]: other words of ASCII letters.\nvar wordLen = [numPrefix][3][2][maxTabLen + 1]int64{\n")
 	for pf := 0; pf < int(numPrefix); pf++ {
 		b.WriteString("\t{\n")
@@ -663,6 +638,28 @@ func fitRates(obs []pieceObs) string {
 	}
 	b.WriteString("}\n")
 	return b.String()
+}
+
+// writeGrid writes the rows of a table of costs fitted to cells (their
+// means in thousandths, fallback's value for a cell of fewer than ten
+// observations) and returns them.
+func writeGrid(b *strings.Builder, rows, cols int, at func(r, c int) cell, fallback func(r, c int) float64) [][]int64 {
+	var out [][]int64
+	for r := 0; r < rows; r++ {
+		row := make([]int64, cols)
+		b.WriteString("\t{")
+		for c := 0; c < cols; c++ {
+			v, ok := at(r, c).mean(10)
+			if !ok {
+				v = fallback(r, c)
+			}
+			row[c] = int64(1000 * v)
+			fmt.Fprintf(b, "%.0f, ", 1000*v)
+		}
+		b.WriteString("},\n")
+		out = append(out, row)
+	}
+	return out
 }
 
 // leastSquares solves min sum w_i (x_i.b - y_i)^2 by the normal equations.

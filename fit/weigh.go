@@ -544,17 +544,19 @@ func letterBits(v uint64) uint64 {
 }
 
 // lineStart prices the commonest white space of code and prose: a line
-// break at i, then an indentation of spaces (none, one, or up to longRun
-// and one), then a printable ASCII byte. It prices exactly as scanSpace does,
-// in one pass: the break is a piece; all but the last space of the
-// indentation are a piece; the last space belongs to what follows, so end is
-// its offset. ok is false for any other white space, which scanSpace prices.
+// break at i, then an indentation of spaces or of tabs (none, one, or up to
+// longRun and one), then a printable ASCII byte. It prices exactly as
+// scanSpace does, in one pass: the break is a piece; all but the last space
+// or tab of the indentation are a piece; the last belongs to what follows,
+// so end is its offset. ok is false for any other white space, which
+// scanSpace prices.
 func lineStart(s string, i int) (end int, cost int64, ok bool) {
 	j := i + 1
+	ind := byte(' ')
 	if j < len(s) && s[j] == '\t' {
-		return tabStart(s, i)
+		ind = '\t'
 	}
-	for j < len(s) && s[j] == ' ' {
+	for j < len(s) && s[j] == ind {
 		j++
 	}
 	if j == len(s) || s[j] <= ' ' || s[j] >= 0x7f || j-i-2 > longRun {
@@ -562,29 +564,13 @@ func lineStart(s string, i int) (end int, cost int64, ok bool) {
 	}
 	cost = breakTab[1]
 	if k := j - i - 1; k > 1 {
-		cost += spaceCost(k-1, 0)
-		return j - 1, cost, true
+		tabs := 0
+		if ind == '\t' {
+			tabs = k - 1
+		}
+		cost += spaceCost(k-1, tabs)
 	}
-	return i + 1, cost, true
-}
-
-// tabStart is lineStart for an indentation of tabs: a line break at i,
-// tabs, then a printable ASCII byte. The break is a piece; all but the last
-// tab are a piece; the last tab belongs to what follows, so end is its
-// offset. ok is false for any other white space.
-func tabStart(s string, i int) (end int, cost int64, ok bool) {
-	j := i + 1
-	for j < len(s) && s[j] == '\t' {
-		j++
-	}
-	if j == len(s) || s[j] <= ' ' || s[j] >= 0x7f || j-i-2 > longRun {
-		return 0, 0, false
-	}
-	cost = breakTab[1]
-	if k := j - i - 1; k > 1 {
-		cost += spaceCost(k-1, k-1)
-	}
-	return j - 1, cost, true
+	return max(i+1, j-1), cost, true
 }
 
 // contraction returns the length of the English contraction at s[i] ('s 't
