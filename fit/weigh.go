@@ -986,7 +986,9 @@ func mixedWordCost(w string, prefix uint8, bit uint16) int64 {
 // isRough reports whether a word of ASCII letters has too few vowels, or a
 // pair of letters no common word has, to be a word of a language: an
 // identifier, an abbreviation or a piece of an encoding, which the tokenizer
-// cuts into more pieces.
+// cuts into more pieces. Too few is none at all, or under one in four
+// letters in a word longer than six letters or ending in a capital: short
+// words of lower or title case with one vowel ("Chart", "script") are words.
 func isRough(w string) bool {
 	vowels := uint(0)
 	prev := uint(0)
@@ -997,7 +999,7 @@ func isRough(w string) bool {
 		odd |= oddPair[prev<<5|cur]
 		prev = cur
 	}
-	return vowels*4 < uint(len(w)) || odd != 0
+	return vowels == 0 || vowels*4 < uint(len(w)) && (len(w) > 6 || w[len(w)-1] <= 'Z') || odd != 0
 }
 
 // shortClass is the merge class of a word of one or two ASCII letters (the
