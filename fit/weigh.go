@@ -15,8 +15,11 @@ import (
 // base64, hex, CJK text and emoji; see accuracy_test.go) that is many times
 // faster than running the real byte-pair encoding. It follows the
 // tokenizer's pre-split of text into words, digit groups, punctuation and
-// white space exactly, and estimates the tokens of each piece from a table
-// of some six thousand common words and identifiers and rates calibrated
+// white space exactly, and estimates the tokens of each piece from what the
+// tokenizer's vocabulary tells (which of some six thousand common words and
+// identifiers, and every word of one or two letters, are one token alone,
+// after a space and after each common prefix such as "." "_" "(" "<" or a
+// tab; which runs of punctuation are one token) and from rates calibrated
 // per kind of piece. It is the number airlock reports as a text's tokens.
 //
 // Count is additive at line starts, as Weigh is.
