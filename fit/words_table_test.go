@@ -7,6 +7,7 @@ import (
 	"go/format"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -88,21 +89,61 @@ func buildWordTable(tb testing.TB) (t [wordTableSize]uint64) {
 
 // mergeFlagsOf is the merge flags of word w as it is spelled: whether
 // cl100k_base takes it alone, after a space and after each of mergeChars as
-// one token.
+// one token, that is, whether each is a token of its vocabulary.
 func mergeFlagsOf(tb testing.TB, w string) uint32 {
+	v := vocabulary(tb)
 	var f uint32
-	if exactCount(tb, w) == 1 {
+	if v[w] {
 		f |= mergeBare
 	}
-	if exactCount(tb, " "+w) == 1 {
+	if v[" "+w] {
 		f |= mergeSpace
 	}
 	for k := 0; k < len(mergeChars); k++ {
-		if exactCount(tb, mergeChars[k:k+1]+w) == 1 {
+		if v[mergeChars[k:k+1]+w] {
 			f |= 1 << (k + 2)
 		}
 	}
 	return f
+}
+
+// vocabularyOnce holds every token of cl100k_base as text, by id.
+var vocabularyOnce = sync.OnceValue(func() []string {
+	c, err := exactOnce()
+	if err != nil {
+		return nil
+	}
+	var v []string
+	for id := uint(0); id < cl100kTokens; id++ {
+		s, _ := c.Decode([]uint{id})
+		v = append(v, s)
+	}
+	return v
+})
+
+// vocabularySet holds the same tokens as a set.
+var vocabularySet = sync.OnceValue(func() map[string]bool {
+	v := map[string]bool{}
+	for _, s := range vocabularyOnce() {
+		if s != "" {
+			v[s] = true
+		}
+	}
+	return v
+})
+
+// cl100kTokens is the number of ordinary tokens of cl100k_base.
+const cl100kTokens = 100256
+
+// vocabulary returns every token of cl100k_base as text: a string is one
+// token when it is one of them (every token is the result of its merges).
+func vocabulary(tb testing.TB) map[string]bool {
+	tb.Helper()
+	v := vocabularySet()
+	if len(v) < cl100kTokens/2 {
+		tb.Fatalf("cl100k_base's vocabulary: %d tokens", len(v))
+	}
+	return v
 }
 
 // buildRuneTable makes runeTable: a bit for each CJK letter of commonRunes.
@@ -184,10 +225,9 @@ func writeSparse[T uint8 | uint16 | uint32 | uint64](b *bytes.Buffer, t []T, per
 // any line breaks, by its bytes little-endian, at the first free slot from
 // its hash on.
 func buildPunctTable(tb testing.TB) (t [1 << punctTableBits]uint64) {
-	c := exactCodec(tb)
-	for id := uint(0); id < 100256; id++ {
-		s, err := c.Decode([]uint{id})
-		if err != nil || len(s) < 2 || len(s) > 8 || !punctOnly(s) {
+	vocabulary(tb)
+	for _, s := range vocabularyOnce() { // in the order of ids, as the table was laid out
+		if len(s) < 2 || len(s) > 8 || !punctOnly(s) {
 			continue
 		}
 		var v uint64
