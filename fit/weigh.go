@@ -483,7 +483,7 @@ func shortWord(s string, at int, pf uint8) (end int, cost int64, ok bool) {
 	if flags, common := commonEntry(hashTail(h, tail&word|lowerMask[k&7])); common {
 		return at + n, commonPrice(flags, shape, pf, prefixBit(s, at, pf), n), true
 	}
-	return at + n, wordCost(n, shape, pf, isRough(s[at:at+n])), true
+	return at + n, wordCost(n, shape, pf, isRough(s[at:at+n], false)), true
 }
 
 // prefixBit is the merge flag (mergeBit) of the prefix of a word whose
@@ -911,7 +911,7 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 		p.cost = mixedWordCost(w, prefix, prefixBit(s, at, prefix))
 		return p
 	}
-	rough := isRough(w)
+	rough := isRough(w, shape == shapeUpper)
 	if rough {
 		p.attr |= atRough
 	}
@@ -969,7 +969,7 @@ func mixedParts(w string, prefix uint8, bit uint16) (common, normal, rough int64
 		case len(seg) >= minCommonLen && len(seg) <= maxCommonLen && ((shape != shapeUpper || len(seg) <= 3) && commonWord(wordHash(seg)) ||
 			shape == shapeUpper && len(seg) > 3 && commonUpper(wordHash(seg))):
 			common += commonCost[pf][shape]
-		case isRough(seg):
+		case isRough(seg, shape == shapeUpper):
 			rough += wordCost(len(seg), shape, pf, true)
 		default:
 			normal += wordCost(len(seg), shape, pf, false)
@@ -990,19 +990,17 @@ func mixedWordCost(w string, prefix uint8, bit uint16) int64 {
 // pair of letters no common word has, to be a word of a language: an
 // identifier, an abbreviation or a piece of an encoding, which the tokenizer
 // cuts into more pieces. Too few is none at all, or under one in four
-// letters in a word longer than six letters or ending in a capital: short
+// letters in a word in capitals (upper) or longer than six letters: short
 // words of lower or title case with one vowel ("Chart", "script") are words.
-func isRough(w string) bool {
-	vowels := uint(0)
-	prev := uint(0)
-	odd := uint8(0)
+func isRough(w string, upper bool) bool {
+	vowels, prev, odd := uint(0), uint(0), uint8(0)
 	for k := 0; k < len(w); k++ {
 		cur := uint(w[k]) & 31 // the letter's place in the alphabet, either case
 		vowels += vowelBits >> cur & 1
 		odd |= oddPair[prev<<5|cur]
 		prev = cur
 	}
-	return vowels == 0 || vowels*4 < uint(len(w)) && (len(w) > 6 || w[len(w)-1] <= 'Z') || odd != 0
+	return odd != 0 || vowels*4 < uint(len(w)) && (vowels == 0 || upper || len(w) > 6)
 }
 
 // shortClass is the merge class of a word of one or two ASCII letters (the
