@@ -317,6 +317,14 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 				continue
 			}
 			if b == ' ' && byteClass[next] == cOther {
+				if i+2 < n && fast && byteClass[s[i+2]] > cOther && byteClass[s[i+2]] < cBreak {
+					// A space and one punctuation character before a
+					// letter, digit or space (" = ", " {"): one token or
+					// two, as scanPunct prices it.
+					total += spacePunct[next]
+					i += 2
+					continue
+				}
 				p = scanPunct(s, i, i+1)
 				total += p.cost
 				if rec != nil {
@@ -722,6 +730,20 @@ func scanPunct(s string, from, at int) piece {
 	}
 	return piece{start: from, end: j, cost: punctCost(count, breaks, lead == 1) + sym, attr: uint32(pkPunct) | uint32(lead)<<atPrefix}
 }
+
+// spacePunct[c] is the price of a space and the punctuation character c
+// alone in their piece, from punctTable, as punctTokens gives it.
+var spacePunct = func() (t [256]int64) {
+	for c := range t {
+		if c < 0x80 && byteClass[c] == cOther {
+			t[c] = 2000
+			if punctToken(uint64(' ') | uint64(c)<<8) {
+				t[c] = 1000
+			}
+		}
+	}
+	return t
+}()
 
 // maxGreedy is the longest piece of punctuation punctTokens prices; longer
 // ones (rules of dashes, runs of closing brackets) go by punctCost's rates.
