@@ -169,12 +169,23 @@ func (id *identity) tlsConfig() (*tls.Config, error) {
 	})
 }
 
-// sign signs the node's report of its tier, rows and findings, now.
-func (id *identity) sign(cfg Config, rows []pki.Row) (*pki.Attestation, error) {
+// sign signs the node's report of its tier, rows and findings, now, with
+// a challenge the server issued for it: the server takes each challenge
+// once, so the report is good for this registration only. Without one (a
+// server older than the node) the report goes unchallenged, and a server
+// that checks records it at tier 0.
+func (id *identity) sign(ctx context.Context, cfg Config, rows []pki.Row) (*pki.Attestation, error) {
 	id.mu.Lock()
-	certPEM := id.certPEM
+	certPEM, token := id.certPEM, id.token
 	id.mu.Unlock()
-	a, err := pki.Sign(id.key, certPEM, pki.Report{Node: cfg.ID, Pool: cfg.Pool, Tier: cfg.Tier, Rows: rows, Findings: cfg.Findings}, time.Now())
+	var ch struct {
+		Challenge string `json:"challenge"`
+	}
+	if err := post(ctx, cfg, "/v1/nodes/"+cfg.ID+"/challenge", token, []byte("{}"), &ch); err != nil {
+		cfg.Log.Warn("node: no attestation challenge from the server", "err", err)
+	}
+	a, err := pki.Sign(id.key, certPEM, pki.Report{Node: cfg.ID, Pool: cfg.Pool, Tier: cfg.Tier, Rows: rows, Findings: cfg.Findings,
+		Challenge: ch.Challenge}, time.Now())
 	if err != nil {
 		return nil, err
 	}

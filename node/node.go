@@ -197,7 +197,7 @@ func (a *attesting) signed(ctx context.Context, cfg Config, reg Registration) Re
 			cfg.Log.Warn("node: renew the certificate", "err", err)
 		}
 	}
-	att, err := a.id.sign(cfg, a.rows)
+	att, err := a.id.sign(ctx, cfg, a.rows)
 	if err != nil {
 		cfg.Log.Warn("node: sign the attestation", "err", err)
 		return reg
