@@ -66,6 +66,10 @@ type Config struct {
 	// is a node of a server without enrolment (no TLS to Temporal), which
 	// `airlock server` refuses.
 	EnrollToken string
+	// CAPin is the fleet CA's "sha256:HEX" from the enrolment token
+	// file: an https:// server is trusted by it until the node holds the
+	// CA, and an enrolment's CA must have it ("" is an old file).
+	CAPin string
 	// Attest runs the selftest's attest rows (pki.AttestRows) on this
 	// host, once at start, for a node that claims tier 1 or more; nil
 	// reports none, which proves tier 0 only.

@@ -20,7 +20,7 @@ func TestCheckListen(t *testing.T) {
 		{"0.0.0.0", "0.0.0.0:8420", false, false},
 		{"a name", "localhost:8420", false, false},
 		{"v6 unspecified", "[::]:1", false, false},
-		{"a network address without the flag", "10.0.0.1:80", false, false},
+		{"a network address without the flag: TLS only", "10.0.0.1:80", false, true},
 		{"no port", "127.0.0.1", false, false},
 		{"a network address with --insecure-listen", "10.0.0.1:80", true, true},
 		{"every address even with --insecure-listen", "0.0.0.0:80", true, false},

@@ -97,7 +97,7 @@ its queue for a node with room.`
 			if *cf.tokenFile != "" {
 				fmt.Fprintf(env.Stderr, "airlock node: WARNING: --token-file is unused and not read: a node registers with its own token, from its enrolment (STATE/pki/node.token); drop the flag, it goes in the next release\n")
 			}
-			enrollToken, err := readTokenFile(env, *enrollFile, "AIRLOCK_ENROLL_TOKEN_FILE", "enroll-token", "the server's enrolment token (set --enroll-token-file)")
+			enrollToken, caPin, err := readEnrollFile(env, *enrollFile)
 			if err != nil {
 				return err
 			}
@@ -106,7 +106,7 @@ its queue for a node with room.`
 			}
 			return node.Run(ctx, node.Config{Server: server, ID: *id, Pool: *pool,
 				Tier: int(tier), Findings: findings, StateDir: dir, Log: env.Log, MaxBoxes: *maxBoxes,
-				Kernel: jobKernel(env, tier), EnrollToken: enrollToken, Attest: attestRows(env)})
+				Kernel: jobKernel(env, tier), EnrollToken: enrollToken, CAPin: caPin, Attest: attestRows(env)})
 		}}
 }
 
@@ -237,12 +237,15 @@ func hostID() string {
 // local server's defaults.
 type clientFlags struct {
 	server, tokenFile *string
+	// caFile is the fleet CA an https:// server is checked against.
+	caFile *string
 }
 
 func addClientFlags(fs *flag.FlagSet) *clientFlags {
 	return &clientFlags{
 		server:    fs.String("server", "", "the server's `URL` (default: $AIRLOCK_SERVER, else http://"+DefaultServerAddr+")"),
 		tokenFile: fs.String("token-file", "", "the server's bearer token `file` (default: $AIRLOCK_TOKEN_FILE, else the local server's)"),
+		caFile:    fs.String("ca-file", "", "the fleet CA `file` an https:// server is checked against (default: $AIRLOCK_CA_FILE, else the local server's STATE/pki/ca.pem)"),
 	}
 }
 
@@ -252,6 +255,7 @@ func addNodeFlags(fs *flag.FlagSet) *clientFlags {
 	return &clientFlags{
 		server:    fs.String("server", "", "the server's `URL` (default: $AIRLOCK_SERVER, else http://"+DefaultServerAddr+")"),
 		tokenFile: fs.String("token-file", "", "unused: a node registers with its own token, from its enrolment (accepted for one release)"),
+		caFile:    new(string), // a node pins the CA by its enrolment token file
 	}
 }
 
