@@ -29,6 +29,14 @@ func serveEnrol(t *testing.T) (*httptest.Server, *Server, *pki.CA) {
 // enrolNode enrols id in pool ci and returns its key and certificate.
 func enrolNode(t *testing.T, s *httptest.Server, id string) (*ecdsa.PrivateKey, []byte) {
 	t.Helper()
+	key, cert, _ := enrolWithToken(t, s, id)
+	return key, cert
+}
+
+// enrolWithToken enrols id in pool ci and returns its key, certificate
+// and API token.
+func enrolWithToken(t *testing.T, s *httptest.Server, id string) (*ecdsa.PrivateKey, []byte, string) {
+	t.Helper()
 	key, _ := pki.NewKey()
 	csr, _ := pki.CSR(key, id)
 	body, _ := json.Marshal(EnrollRequest{ID: id, Pool: "ci", CSR: string(csr)})
@@ -36,7 +44,8 @@ func enrolNode(t *testing.T, s *httptest.Server, id string) (*ecdsa.PrivateKey, 
 	if code != http.StatusOK {
 		t.Fatalf("enrol %s: %d %v", id, code, out)
 	}
-	return key, []byte(out["cert"].(string))
+	tok, _ := out["token"].(string)
+	return key, []byte(out["cert"].(string)), tok
 }
 
 func heldRows() []pki.Row {

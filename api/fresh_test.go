@@ -88,7 +88,7 @@ func signedWith(t *testing.T, key *ecdsa.PrivateKey, cert []byte, c string) *pki
 // A node asks for challenges in its own name only.
 func TestChallengeIsTheNodesOwn(t *testing.T) {
 	s, _, _ := serveEnrol(t)
-	_, tok := enrolNodeToken(t, s, "n1")
+	_, _, tok := enrolWithToken(t, s, "n1")
 	if code, out := do(t, s, "POST", "/v1/nodes/n1/challenge", "Bearer "+tok, ""); code != http.StatusOK {
 		t.Errorf("n1's own challenge: %d %v", code, out)
 	}

@@ -2,13 +2,9 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/airlock-run/airlock/jobs/pki"
 )
 
 // RunsOn is the test's Temporal: node n1 runs job j-1, and no node runs
@@ -26,7 +22,7 @@ func (f *fakeJobs) RunsOn(_ context.Context, job, node string) (bool, error) {
 func TestAttackQuestionForAJobTheNodeDoesNotRun(t *testing.T) {
 	s, a, _ := serveEnrol(t)
 	f := a.cfg.Jobs.(*fakeJobs)
-	_, out := enrolNodeToken(t, s, "n1")
+	_, _, out := enrolWithToken(t, s, "n1")
 	bearer := "Bearer " + out
 	digest := "sha256:" + strings.Repeat("e", 64)
 	question := func(id, job string) string {
@@ -43,18 +39,4 @@ func TestAttackQuestionForAJobTheNodeDoesNotRun(t *testing.T) {
 	if code, out := do(t, s, "POST", "/v1/jobs/j-1/questions", bearer, question("q-own", "j-1")); code != http.StatusAccepted {
 		t.Fatalf("n1 raises its own run's question: got %d %v", code, out)
 	}
-}
-
-// enrolNodeToken enrols id in pool ci and returns its certificate and API
-// token.
-func enrolNodeToken(t *testing.T, s *httptest.Server, id string) ([]byte, string) {
-	t.Helper()
-	key, _ := pki.NewKey()
-	csr, _ := pki.CSR(key, id)
-	body, _ := json.Marshal(EnrollRequest{ID: id, Pool: "ci", CSR: string(csr)})
-	code, out := do(t, s, "POST", "/v1/nodes/enroll", "Bearer "+enrollToken, string(body))
-	if code != http.StatusOK {
-		t.Fatalf("enrol %s: %d %v", id, code, out)
-	}
-	return []byte(out["cert"].(string)), out["token"].(string)
 }
