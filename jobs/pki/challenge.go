@@ -26,6 +26,10 @@ const ChallengeTTL = time.Minute
 // per registration, so more outstanding at once is only waste.
 const maxChallenges = 4
 
+// sweepAt is how many nodes' challenges are kept before the expired ones
+// are swept.
+const sweepAt = 1024
+
 // challenges are the unused challenges issued to each node.
 type challenges struct {
 	mu     sync.Mutex
@@ -53,6 +57,15 @@ func (ca *CA) Challenge(node string) (string, error) {
 		ch.byNode = map[string][]issued{}
 	}
 	now := ca.now()
+	if len(ch.byNode) >= sweepAt {
+		// Node ids are the asker's to name (an operator may name any),
+		// so the ids whose challenges all expired are dropped.
+		for n, list := range ch.byNode {
+			if len(list) == 0 || now.Sub(list[len(list)-1].at) > ChallengeTTL {
+				delete(ch.byNode, n)
+			}
+		}
+	}
 	kept := ch.byNode[node][:0:0]
 	for _, i := range ch.byNode[node] {
 		if now.Sub(i.at) <= ChallengeTTL {

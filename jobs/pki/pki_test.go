@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -313,5 +314,14 @@ func TestTakeChallenge(t *testing.T) {
 	}
 	if err := take("n1", last); err != nil {
 		t.Errorf("the newest challenge: %v", err)
+	}
+	// Challenges asked for many ids are swept once they expired.
+	for i := range sweepAt {
+		ca.Challenge(fmt.Sprintf("x%d", i))
+	}
+	now = now.Add(ChallengeTTL + time.Second)
+	ca.Challenge("n1")
+	if n := len(ca.challenges.byNode); n != 1 {
+		t.Errorf("%d nodes' challenges kept after they expired, want the fresh one's", n)
 	}
 }
