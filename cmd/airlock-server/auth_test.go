@@ -164,4 +164,26 @@ func TestFleetAPIOverTLS(t *testing.T) {
 		resp.Body.Close()
 		t.Errorf("a client of the system's roots reached the API over TLS: %s", resp.Status)
 	}
+
+	// A node given the https:// URL enrols by the pin in the enrolment
+	// token file, registers and runs a job over TLS.
+	node := f.start("node nt", "node", "--server", secure, "--pool", "ci", "--id", "nt",
+		"--enroll-token-file", filepath.Join(f.dir, "server", "enroll-token"),
+		"--sandbox", "off", "--state", filepath.Join(f.dir, "nodes", "nt"))
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var nodes []api.NodeEntry
+		f.get("/v1/nodes", &nodes)
+		if len(nodes) == 1 && nodes[0].ID == "nt" && nodes[0].Live {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node nt did not register over TLS: %s", node.String())
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	code, out, stderr = f.run("job", "start", "--server", secure, "--token-file", f.tokenF, "--ca-file", caFile,
+		"--pool", "ci", "--tier0", "--wait", "--json", "--", "echo", "over-tls")
+	if code != 0 || !strings.Contains(out, `"stdout": "over-tls\n"`) && !strings.Contains(out, `"stdout":"over-tls\n"`) {
+		t.Fatalf("a job over TLS: exit %d %s %s (node: %s)", code, out, stderr, node.String())
+	}
 }
