@@ -180,7 +180,7 @@ type serverOptions struct {
 }
 
 func runServer(ctx context.Context, env *Env, o serverOptions) error {
-	if err := checkListen(o.listen, o.insecure); err != nil {
+	if err := checkListen(o.listen); err != nil {
 		return err
 	}
 	token, err := serverToken(o.tokenFile)
@@ -259,7 +259,10 @@ func runServer(ctx context.Context, env *Env, o serverOptions) error {
 	if err != nil {
 		return errs.Wrap(errs.Unavailable, err, "listen on %s", o.listen)
 	}
-	ln, err := apiListener(raw, fleet.ca, host, o.insecure)
+	// Plain HTTP as well on loopback, where only this machine's processes
+	// reach it, and beyond only when the operator says so.
+	plain := o.insecure || net.ParseIP(host).IsLoopback()
+	ln, err := apiListener(raw, fleet.ca, host, plain)
 	if err != nil {
 		raw.Close()
 		return err
@@ -275,7 +278,6 @@ func runServer(ctx context.Context, env *Env, o serverOptions) error {
 		CA: fleet.ca, EnrollToken: enrollToken, NodeCertLifetime: o.certLife})
 	registry.Store(a)
 	defer a.Close()
-	plain := o.insecure || net.ParseIP(host).IsLoopback()
 	if o.insecure && !net.ParseIP(host).IsLoopback() {
 		fmt.Fprintf(env.Stderr, "airlock server: WARNING: --insecure-listen: the API also takes plain HTTP on %s, where bearer tokens cross unencrypted\n", o.listen)
 	}
@@ -394,9 +396,9 @@ func readHooks(env *Env, file string) (map[string]api.Hook, error) {
 
 // checkListen refuses an address that is not one IP: a loopback one, or
 // one of this host's beyond it, where the API is served over TLS only
-// (plain HTTP as well with insecure) — never every address, which would
-// serve it on networks nobody chose.
-func checkListen(addr string, insecure bool) error {
+// (plain HTTP as well with --insecure-listen) — never every address,
+// which would serve it on networks nobody chose.
+func checkListen(addr string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return usagef("--listen %q: want HOST:PORT", addr)

@@ -62,15 +62,12 @@ func enrollTokenFile(path, pin string) (string, error) {
 }
 
 // apiListener is the API's listener on ln: TLS with a certificate of the
-// fleet CA for loopback and host, and plain HTTP as well on a loopback
-// address, or anywhere with --insecure-listen.
-func apiListener(ln net.Listener, ca *pki.CA, host string, insecure bool) (net.Listener, error) {
+// fleet CA for loopback and host, and plain HTTP as well when plain.
+func apiListener(ln net.Listener, ca *pki.CA, host string, plain bool) (net.Listener, error) {
 	cert, err := ca.IssueAPI([]string{"127.0.0.1", "::1", "localhost", host})
 	if err != nil {
 		return nil, err
 	}
-	ip := net.ParseIP(host)
-	plain := insecure || ip != nil && ip.IsLoopback()
 	return api.Listener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}, plain), nil
 }
 
