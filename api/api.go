@@ -194,6 +194,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/jobs/{id}/questions", NodeOrOperator(s.raise))
 	mux.HandleFunc("POST /v1/hooks/{name}", OperatorOnly(s.hook))
 	mux.HandleFunc("POST /v1/nodes", NodeOrOperator(s.registerNode))
+	mux.HandleFunc("POST /v1/nodes/{id}/challenge", NodeOrOperator(s.challenge))
 	mux.HandleFunc("GET /v1/nodes", OperatorOnly(s.listNodes))
 	mux.HandleFunc("POST /v1/nodes/{id}/sandbox-optout", AdminOnly(s.optOut))
 	mux.HandleFunc("GET /v1/approvals", OperatorOnly(s.listApprovals))

@@ -38,7 +38,7 @@ func (s *Server) raise(w http.ResponseWriter, r *http.Request) {
 	}
 	// A node raises questions in its own name only; the workflow keeps
 	// one only from the node its run is on.
-	if !actsAs(w, r, q.Node) {
+	if !actsAs(w, r, q.Node) || !s.nodeRuns(w, r, id, q.Node) {
 		return
 	}
 	// The id is taken before the signal, so a second raise of it (another

@@ -22,7 +22,7 @@ import (
 func TestAttackReEnrolExistingNode(t *testing.T) {
 	s, a, _ := serveEnrol(t)
 	key, cert := enrolNode(t, s, "n1")
-	if code, out := register(t, s, Registration{ID: "n1", Pool: "ci", Tier: 1, Attestation: signed(t, key, cert, "n1", 1, heldRows())}); code != http.StatusOK {
+	if code, out := register(t, s, Registration{ID: "n1", Pool: "ci", Tier: 1, Attestation: signed(t, s, key, cert, "n1", 1, heldRows())}); code != http.StatusOK {
 		t.Fatalf("register n1: %d %v", code, out)
 	}
 	attacker, _ := pki.NewKey()
@@ -165,7 +165,7 @@ func TestAttackReplayWithoutFindings(t *testing.T) {
 	s, _, _ := serveEnrol(t)
 	key, cert := enrolNode(t, s, "n1")
 	findings := []string{"advisory: bubblewrap is setuid on this host"}
-	a, err := pki.Sign(key, cert, pki.Report{Node: "n1", Pool: "ci", Tier: 1, Rows: heldRows(), Findings: findings}, time.Now())
+	a, err := pki.Sign(key, cert, pki.Report{Node: "n1", Pool: "ci", Tier: 1, Rows: heldRows(), Findings: findings, Challenge: challengeFor(t, s, "n1")}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

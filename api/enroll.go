@@ -20,10 +20,14 @@ import (
 //	key (never sent) ── POST /v1/nodes/enroll {id, pool, csr}
 //	                    Bearer <enrol token> ──▶ cert for airlock://node/<id>,
 //	                 ◀── cert, CA, frontend ─────  airlock://pool/<pool>
-//	selftest rows, signed with the key ── POST /v1/nodes {…, attestation}
+//	                    POST /v1/nodes/<id>/challenge ──▶ a fresh challenge
+//	selftest rows and the challenge, signed with the key
+//	                 ── POST /v1/nodes {…, attestation}
 //	                                         verify: cert of this CA, the
-//	                                         signature, node and pool; tier =
-//	                                         min(claimed, what the rows prove)
+//	                                         signature, node and pool, the
+//	                                         challenge taken once; tier =
+//	                                         min(claimed, what the rows prove),
+//	                                         0 when not fresh
 //	mTLS to the frontend with the cert ───▶ authorizer: floor.<pool> only
 //	                                         while Eligible (attested tier ≥ 1)
 
@@ -84,6 +88,37 @@ func (s *Server) enroll(w http.ResponseWriter, r *http.Request) {
 		Temporal: s.cfg.Temporal, Namespace: s.cfg.Namespace, Expires: cert.NotAfter, Token: token})
 }
 
+// Challenge is the answer to POST /v1/nodes/{id}/challenge: what the
+// node's next signed report must carry (pki.Report.Challenge), used once,
+// by Expires.
+type Challenge struct {
+	Challenge string    `json:"challenge"`
+	Expires   time.Time `json:"expires"`
+}
+
+// challenge issues the challenge of a node's next registration. A node
+// asks in its own name only.
+func (s *Server) challenge(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if s.cfg.CA == nil {
+		writeErr(w, errs.NotFoundf("enrolment is off on this server: registrations carry no attestation"))
+		return
+	}
+	if err := jobs.CheckName("node id", id); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if !actsAs(w, r, id) {
+		return
+	}
+	c, err := s.cfg.CA.Challenge(id)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, Challenge{Challenge: c, Expires: s.cfg.Now().Add(pki.ChallengeTTL)})
+}
+
 // bearerIs reports, in constant time, whether r carries the bearer token
 // want; an empty want matches nothing.
 func bearerIs(r *http.Request, want string) bool {
@@ -112,6 +147,14 @@ func (s *Server) attest(reg Registration) (tier int, findings []string, err erro
 	}
 	proven, why := rep.Proven()
 	findings = reg.Findings
+	if ferr := s.cfg.CA.TakeChallenge(rep); ferr != nil {
+		// Signed by the node's key, but not for this registration: it
+		// proves nothing now.
+		findings = append(findings, fmt.Sprintf(
+			"error: attestation: node %s's signed report is not fresh: %s: it is recorded at tier 0 and takes no floor work (fix: the node asks POST /v1/nodes/%s/challenge before each registration and signs the challenge; upgrade or restart it)",
+			reg.ID, errs.AgentMessage(ferr), reg.ID))
+		return 0, findings, nil
+	}
 	if proven < rep.Tier {
 		findings = append(findings, fmt.Sprintf(
 			"error: attestation: node %s claims sandbox tier %d but its selftest rows did not hold (%s): it is recorded at tier %d and takes no floor work (fix: run `airlock sandbox selftest` on the node and fix what it reports, or start it with --sandbox off)",

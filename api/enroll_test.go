@@ -29,6 +29,14 @@ func serveEnrol(t *testing.T) (*httptest.Server, *Server, *pki.CA) {
 // enrolNode enrols id in pool ci and returns its key and certificate.
 func enrolNode(t *testing.T, s *httptest.Server, id string) (*ecdsa.PrivateKey, []byte) {
 	t.Helper()
+	key, cert, _ := enrolWithToken(t, s, id)
+	return key, cert
+}
+
+// enrolWithToken enrols id in pool ci and returns its key, certificate
+// and API token.
+func enrolWithToken(t *testing.T, s *httptest.Server, id string) (*ecdsa.PrivateKey, []byte, string) {
+	t.Helper()
 	key, _ := pki.NewKey()
 	csr, _ := pki.CSR(key, id)
 	body, _ := json.Marshal(EnrollRequest{ID: id, Pool: "ci", CSR: string(csr)})
@@ -36,7 +44,8 @@ func enrolNode(t *testing.T, s *httptest.Server, id string) (*ecdsa.PrivateKey, 
 	if code != http.StatusOK {
 		t.Fatalf("enrol %s: %d %v", id, code, out)
 	}
-	return key, []byte(out["cert"].(string))
+	tok, _ := out["token"].(string)
+	return key, []byte(out["cert"].(string)), tok
 }
 
 func heldRows() []pki.Row {
@@ -52,12 +61,24 @@ func register(t *testing.T, s *httptest.Server, reg Registration) (int, map[stri
 	return do(t, s, "POST", "/v1/nodes", "Bearer "+token, string(b))
 }
 
-func signed(t *testing.T, key *ecdsa.PrivateKey, cert []byte, id string, tier int, rows []pki.Row) *pki.Attestation {
-	a, err := pki.Sign(key, cert, pki.Report{Node: id, Pool: "ci", Tier: tier, Rows: rows}, time.Now())
+// signed is id's report, signed by key with a challenge s issued for it.
+func signed(t *testing.T, s *httptest.Server, key *ecdsa.PrivateKey, cert []byte, id string, tier int, rows []pki.Row) *pki.Attestation {
+	a, err := pki.Sign(key, cert, pki.Report{Node: id, Pool: "ci", Tier: tier, Rows: rows, Challenge: challengeFor(t, s, id)}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &a
+}
+
+// challengeFor asks s for a challenge for node id's next report.
+func challengeFor(t *testing.T, s *httptest.Server, id string) string {
+	t.Helper()
+	code, out := do(t, s, "POST", "/v1/nodes/"+id+"/challenge", "Bearer "+token, "")
+	c, _ := out["challenge"].(string)
+	if code != http.StatusOK || len(c) != 64 {
+		t.Fatalf("challenge for %s: %d %v", id, code, out)
+	}
+	return c
 }
 
 func TestEnrolment(t *testing.T) {
@@ -141,7 +162,7 @@ func TestAttestedTier(t *testing.T) {
 	t.Run("rows that did not hold record tier 0 with the fix", func(t *testing.T) {
 		rows := heldRows()
 		rows[1].Outcome = "escaped"
-		code, out := register(t, s, Registration{ID: "n1", Pool: "ci", Tier: 1, Attestation: signed(t, key, cert, "n1", 1, rows)})
+		code, out := register(t, s, Registration{ID: "n1", Pool: "ci", Tier: 1, Attestation: signed(t, s, key, cert, "n1", 1, rows)})
 		if code != http.StatusOK {
 			t.Fatalf("got %d %v", code, out)
 		}
@@ -154,7 +175,7 @@ func TestAttestedTier(t *testing.T) {
 		}
 	})
 	t.Run("held rows signed by the enrolled key record tier 1", func(t *testing.T) {
-		code, out := register(t, s, Registration{ID: "n1", Pool: "ci", Tier: 1, Attestation: signed(t, key, cert, "n1", 1, heldRows())})
+		code, out := register(t, s, Registration{ID: "n1", Pool: "ci", Tier: 1, Attestation: signed(t, s, key, cert, "n1", 1, heldRows())})
 		if code != http.StatusOK || node("n1").Tier != 1 || !a.Eligible("n1", "floor.ci") {
 			t.Fatalf("got %d %v, %+v", code, out, node("n1"))
 		}
@@ -164,23 +185,23 @@ func TestAttestedTier(t *testing.T) {
 	})
 	t.Run("a forged signature is refused and changes nothing", func(t *testing.T) {
 		other, _ := pki.NewKey()
-		code, _ := register(t, s, Registration{ID: "n1", Pool: "ci", Tier: 1, Attestation: signed(t, other, cert, "n1", 1, heldRows())})
+		code, _ := register(t, s, Registration{ID: "n1", Pool: "ci", Tier: 1, Attestation: signed(t, s, other, cert, "n1", 1, heldRows())})
 		if code != http.StatusForbidden {
 			t.Errorf("got %d, want 403", code)
 		}
 		// A new node with a forged report is listed at tier 0.
 		_, cert2 := enrolNode(t, s, "n2")
-		code, _ = register(t, s, Registration{ID: "n2", Pool: "ci", Tier: 1, Attestation: signed(t, other, cert2, "n2", 1, heldRows())})
+		code, _ = register(t, s, Registration{ID: "n2", Pool: "ci", Tier: 1, Attestation: signed(t, s, other, cert2, "n2", 1, heldRows())})
 		if code != http.StatusForbidden || node("n2").Tier != 0 || a.Eligible("n2", "floor.ci") {
 			t.Errorf("forged n2: got %d, %+v", code, node("n2"))
 		}
 	})
 	t.Run("a report for another node or tier than the registration is refused", func(t *testing.T) {
-		code, _ := register(t, s, Registration{ID: "n1", Pool: "ci", Tier: 1, Attestation: signed(t, key, cert, "n1", 0, heldRows())})
+		code, _ := register(t, s, Registration{ID: "n1", Pool: "ci", Tier: 1, Attestation: signed(t, s, key, cert, "n1", 0, heldRows())})
 		if code != http.StatusForbidden {
 			t.Errorf("tier mismatch: got %d", code)
 		}
-		code, _ = register(t, s, Registration{ID: "n3", Pool: "ci", Tier: 1, Attestation: signed(t, key, cert, "n1", 1, heldRows())})
+		code, _ = register(t, s, Registration{ID: "n3", Pool: "ci", Tier: 1, Attestation: signed(t, s, key, cert, "n1", 1, heldRows())})
 		if code != http.StatusForbidden || a.Eligible("n3", "floor.ci") {
 			t.Errorf("n1's report for n3: got %d", code)
 		}

@@ -45,7 +45,7 @@ func TestNodeTokenIsANodesOnly(t *testing.T) {
 
 	// What a node does, in its own name.
 	reg, _ := json.Marshal(Registration{ID: "n1", Pool: "ci", Tier: 0, Queues: []string{"node.n1"},
-		Attestation: signed(t, key, cert, "n1", 0, nil)})
+		Attestation: signed(t, s, key, cert, "n1", 0, nil)})
 	if code, out := do(t, s, "POST", "/v1/nodes", bearer, string(reg)); code != 200 {
 		t.Fatalf("the node registers itself: %d %v", code, out)
 	}

@@ -10,7 +10,9 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -66,10 +68,19 @@ func loadIdentity(ctx context.Context, cfg Config) (*identity, error) {
 	id.key = key
 	cert, certPEM, cerr := pki.ReadCert(filepath.Join(id.dir, "node.pem"))
 	_, caPEM, caErr := pki.ReadCert(filepath.Join(id.dir, "ca.pem"))
-	if cerr == nil && caErr == nil && sameKey(cert, key) {
+	// A CA other than the one the enrolment token file pins is the CA of
+	// another server (or of this one before its CA was made again): the
+	// node enrols again rather than trust it.
+	pinned := cfg.CAPin == "" || pki.FingerprintPEM(caPEM) == cfg.CAPin
+	if cerr == nil && caErr == nil && pinned && sameKey(cert, key) {
 		if who, err := pki.IdentityOf(cert); err == nil && who.Node == cfg.ID && who.Pool == cfg.Pool {
 			id.set(cert.Raw, certPEM, caPEM)
 		}
+	}
+	if id.caPEM == nil && caErr == nil && pinned {
+		// No certificate to keep, but the CA still says who the server
+		// is for the enrolment.
+		id.caPEM = caPEM
 	}
 	// A token file others may read is not used: the node enrols again,
 	// which makes the server forget that token.
@@ -77,6 +88,9 @@ func loadIdentity(ctx context.Context, cfg Config) (*identity, error) {
 		id.token = tok
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		cfg.Log.Warn("node: its token is not used; enrolling again", "err", err)
+	}
+	if err := id.useTLS(cfg); err != nil {
+		return nil, err
 	}
 	if id.due(time.Now()) || id.apiToken() == "" {
 		if err := id.enrol(ctx, cfg); err != nil {
@@ -133,6 +147,11 @@ func (id *identity) enrol(ctx context.Context, cfg Config) error {
 	if _, err := pki.CAPool([]byte(ans.CA)); err != nil {
 		return errs.Wrap(errs.Unavailable, err, "node %s: enrol with %s: the fleet CA", cfg.ID, cfg.Server)
 	}
+	if cfg.CAPin != "" && pki.FingerprintPEM([]byte(ans.CA)) != cfg.CAPin {
+		// Over plain HTTP this is the only check of who answered: a CA
+		// of anyone else's would also be trusted for Temporal.
+		return errs.Unavailablef("node %s: enrol with %s: the answer's fleet CA is not the one the enrolment token file pins (%s): refused", cfg.ID, cfg.Server, cfg.CAPin)
+	}
 	if !pki.TokenOf(ans.Token, cfg.ID) {
 		return errs.Unavailablef("node %s: enrol with %s: the answer carries no token of this node (a server older than the node role? upgrade it)", cfg.ID, cfg.Server)
 	}
@@ -154,6 +173,39 @@ func (id *identity) enrol(ctx context.Context, cfg Config) error {
 	return nil
 }
 
+// useTLS makes the node's API client check an https:// server against
+// the fleet CA the node holds or, before it holds one, the CA the
+// enrolment token file pins; without either it sends nothing there. A
+// client whose transport the caller set is left as it is. A plain http://
+// server beyond loopback is warned of: the tokens cross in clear.
+func (id *identity) useTLS(cfg Config) error {
+	u, err := url.Parse(cfg.Server)
+	if err != nil {
+		return errs.Invalidf("node: --server %q: %v", cfg.Server, err)
+	}
+	if cfg.HTTP == nil {
+		return errs.Invalidf("node %s: no HTTP client", cfg.ID)
+	}
+	if u.Scheme != "https" {
+		if ip := net.ParseIP(u.Hostname()); (ip == nil || !ip.IsLoopback()) && u.Hostname() != "localhost" {
+			cfg.Log.Warn("node: the server is plain HTTP beyond loopback: the node's tokens cross in clear (use https://)", "server", cfg.Server)
+		}
+		return nil
+	}
+	if cfg.HTTP.Transport == nil {
+		cfg.HTTP.Transport = &http.Transport{TLSHandshakeTimeout: 10 * time.Second,
+			TLSClientConfig: pki.APIClientTLS(id.heldCA, cfg.CAPin)}
+	}
+	return nil
+}
+
+// heldCA is the fleet CA the node holds (nil before its first enrolment).
+func (id *identity) heldCA() []byte {
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	return id.caPEM
+}
+
 // tlsConfig is the node's mutual TLS to the frontend: the fleet CA as
 // the only root, and the current certificate at every handshake, so a
 // renewed one is used by the next connection.
@@ -169,12 +221,23 @@ func (id *identity) tlsConfig() (*tls.Config, error) {
 	})
 }
 
-// sign signs the node's report of its tier, rows and findings, now.
-func (id *identity) sign(cfg Config, rows []pki.Row) (*pki.Attestation, error) {
+// sign signs the node's report of its tier, rows and findings, now, with
+// a challenge the server issued for it: the server takes each challenge
+// once, so the report is good for this registration only. Without one (a
+// server older than the node) the report goes unchallenged, and a server
+// that checks records it at tier 0.
+func (id *identity) sign(ctx context.Context, cfg Config, rows []pki.Row) (*pki.Attestation, error) {
 	id.mu.Lock()
-	certPEM := id.certPEM
+	certPEM, token := id.certPEM, id.token
 	id.mu.Unlock()
-	a, err := pki.Sign(id.key, certPEM, pki.Report{Node: cfg.ID, Pool: cfg.Pool, Tier: cfg.Tier, Rows: rows, Findings: cfg.Findings}, time.Now())
+	var ch struct {
+		Challenge string `json:"challenge"`
+	}
+	if err := post(ctx, cfg, "/v1/nodes/"+cfg.ID+"/challenge", token, []byte("{}"), &ch); err != nil {
+		cfg.Log.Warn("node: no attestation challenge from the server", "err", err)
+	}
+	a, err := pki.Sign(id.key, certPEM, pki.Report{Node: cfg.ID, Pool: cfg.Pool, Tier: cfg.Tier, Rows: rows, Findings: cfg.Findings,
+		Challenge: ch.Challenge}, time.Now())
 	if err != nil {
 		return nil, err
 	}

@@ -71,6 +71,10 @@ type Config struct {
 	// server's store; nil: no server store (results stay in the job's
 	// directory).
 	Tree Tree
+	// CAPin is the fleet CA's "sha256:HEX" from the enrolment token
+	// file: an https:// server is trusted by it until the node holds the
+	// CA, and an enrolment's CA must have it ("" is an old file).
+	CAPin string
 	// Attest runs the selftest's attest rows (pki.AttestRows) on this
 	// host, once at start, for a node that claims tier 1 or more; nil
 	// reports none, which proves tier 0 only.
@@ -220,7 +224,7 @@ func (a *attesting) signed(ctx context.Context, cfg Config, reg Registration) Re
 			cfg.Log.Warn("node: renew the certificate", "err", err)
 		}
 	}
-	att, err := a.id.sign(cfg, a.rows)
+	att, err := a.id.sign(ctx, cfg, a.rows)
 	if err != nil {
 		cfg.Log.Warn("node: sign the attestation", "err", err)
 		return reg

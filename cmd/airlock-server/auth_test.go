@@ -51,7 +51,15 @@ func TestFleetAttestation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	enrollToken := strings.TrimSpace(string(b))
+	// The file carries the token and the fleet CA's pin.
+	enrollToken, pin, err := pki.ParseEnrollFile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _, err := pki.ReadCert(filepath.Join(f.dir, "server", "pki", "ca.pem"))
+	if err != nil || pin != pki.Fingerprint(caCert) {
+		t.Fatalf("enroll-token pins %q, want the CA's (%v)", pin, err)
+	}
 
 	t.Run("a wrong enrolment token is a 401", func(t *testing.T) {
 		for _, tok := range []string{"", f.token, strings.Repeat("0", 64)} {
@@ -72,7 +80,11 @@ func TestFleetAttestation(t *testing.T) {
 		t.Fatal(err)
 	}
 	register := func(id string, signer *ecdsa.PrivateKey, rows []pki.Row) int {
-		a, _ := pki.Sign(signer, []byte(e.Cert), pki.Report{Node: id, Pool: "ci", Tier: 1, Rows: rows}, time.Now())
+		var ch api.Challenge
+		if code := f.post("/v1/nodes/"+id+"/challenge", "{}", &ch); code != http.StatusOK {
+			t.Fatalf("challenge for %s: %d", id, code)
+		}
+		a, _ := pki.Sign(signer, []byte(e.Cert), pki.Report{Node: id, Pool: "ci", Tier: 1, Rows: rows, Challenge: ch.Challenge}, time.Now())
 		body, _ := json.Marshal(api.Registration{ID: id, Pool: "ci", Tier: 1, Queues: []string{"ci"}, Attestation: &a})
 		var out map[string]any
 		return f.post("/v1/nodes", string(body), &out)
@@ -122,5 +134,56 @@ func TestFleetAttestation(t *testing.T) {
 	var pd *serviceerror.PermissionDenied
 	if !errors.As(err, &pd) || !strings.Contains(pd.Reason, "attested sandbox tier is below 1") {
 		t.Errorf("nx polls floor.ci: got %v, want PermissionDenied for its attested tier", err)
+	}
+}
+
+// The API is served over TLS too, with a certificate of the fleet CA: the
+// CLI checks it against --ca-file, and trusts no other CA for it.
+func TestFleetAPIOverTLS(t *testing.T) {
+	f := startFleet(t, 3*time.Second)
+	secure := strings.Replace(f.url, "http://", "https://", 1)
+	caFile := filepath.Join(f.dir, "server", "pki", "ca.pem")
+	code, out, stderr := f.run("job", "list", "--server", secure, "--token-file", f.tokenF, "--ca-file", caFile)
+	if code != 0 {
+		t.Fatalf("job list over TLS: exit %d %q %q", code, out, stderr)
+	}
+	other, err := pki.LoadOrCreateCA(filepath.Join(t.TempDir(), "pki"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(otherFile, other.PEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := f.run("job", "list", "--server", secure, "--token-file", f.tokenF, "--ca-file", otherFile); code == 0 || !strings.Contains(stderr, "not the fleet's server's") {
+		t.Errorf("job list trusting another CA: exit %d %q; want refused", code, stderr)
+	}
+	// A client of the system's roots does not take the fleet's server for
+	// anyone's.
+	if resp, err := http.Get(secure + "/v1/jobs"); err == nil {
+		resp.Body.Close()
+		t.Errorf("a client of the system's roots reached the API over TLS: %s", resp.Status)
+	}
+
+	// A node given the https:// URL enrols by the pin in the enrolment
+	// token file, registers and runs a job over TLS.
+	node := f.start("node nt", "node", "--server", secure, "--pool", "ci", "--id", "nt",
+		"--enroll-token-file", filepath.Join(f.dir, "server", "enroll-token"),
+		"--sandbox", "off", "--state", filepath.Join(f.dir, "nodes", "nt"))
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var nodes []api.NodeEntry
+		f.get("/v1/nodes", &nodes)
+		if len(nodes) == 1 && nodes[0].ID == "nt" && nodes[0].Live {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node nt did not register over TLS: %s", node.String())
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	code, out, stderr = f.run("job", "start", "--server", secure, "--token-file", f.tokenF, "--ca-file", caFile,
+		"--pool", "ci", "--tier0", "--wait", "--json", "--", "echo", "over-tls")
+	if code != 0 || !strings.Contains(out, `"stdout": "over-tls\n"`) && !strings.Contains(out, `"stdout":"over-tls\n"`) {
+		t.Fatalf("a job over TLS: exit %d %s %s (node: %s)", code, out, stderr, node.String())
 	}
 }

@@ -316,7 +316,11 @@ func newAPIClient(env *Env, cf *clientFlags) (*apiClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &apiClient{base: strings.TrimRight(server, "/"), token: token, http: &http.Client{Timeout: 11 * time.Minute}}, nil
+	hc, err := cf.apiHTTP(env, server, 11*time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	return &apiClient{base: strings.TrimRight(server, "/"), token: token, http: hc}, nil
 }
 
 // do sends body as JSON and decodes the answer into out; an error status

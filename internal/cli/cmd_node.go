@@ -112,12 +112,15 @@ func fleetBinary(env *Env, name string) (string, error) {
 // local server's defaults.
 type clientFlags struct {
 	server, tokenFile *string
+	// caFile is the fleet CA an https:// server is checked against.
+	caFile *string
 }
 
 func addClientFlags(fs *flag.FlagSet) *clientFlags {
 	return &clientFlags{
 		server:    fs.String("server", "", "the server's `URL` (default: $AIRLOCK_SERVER, else http://"+DefaultServerAddr+")"),
 		tokenFile: fs.String("token-file", "", "the server's bearer token `file` (default: $AIRLOCK_TOKEN_FILE, else the local server's)"),
+		caFile:    fs.String("ca-file", "", "the fleet CA `file` an https:// server is checked against (default: $AIRLOCK_CA_FILE, else the local server's STATE/pki/ca.pem)"),
 	}
 }
 

@@ -13,7 +13,7 @@ const DefaultServerAddr = "127.0.0.1:8420"
 
 // ServerUsage and ServerHelp are `airlock server`'s synopsis and help, for
 // the airlock-server binary that runs it too (internal/fleetcli).
-const ServerUsage = "[--listen ADDR [--insecure-listen]] [--state DIR] [--token-file FILE] [--admin-token-file FILE] [--enroll-token-file FILE] [--node-cert-lifetime D] [--temporal-listen IP] [--claim-timeout D] [--max-wall D] [--max-memory SIZE] [--hooks FILE] [--four-eyes] [--vetted-models A,B | --vetted-models-file FILE] [--dev]"
+const ServerUsage = "[--listen IP:PORT [--insecure-listen]] [--state DIR] [--token-file FILE] [--admin-token-file FILE] [--enroll-token-file FILE] [--node-cert-lifetime D] [--temporal-listen IP] [--claim-timeout D] [--max-wall D] [--max-memory SIZE] [--hooks FILE] [--four-eyes] [--vetted-models A,B | --vetted-models-file FILE] [--dev]"
 
 const ServerHelp = `Runs the fleet's server: an embedded Temporal dev server (persisted to a
 SQLite file under the state directory, listening on loopback only) and the
@@ -66,11 +66,15 @@ every job: for a developer's own machine only.
 every job gets: the node narrows the job's policy to them, so a job's own
 policy cannot raise them.
 
---listen takes a loopback address only, unless --insecure-listen is given:
-the API's bearer tokens then cross that network unencrypted, so use it on a
-network of the operator's own (a test's network namespaces, a private
-link). Temporal then listens on that address too, for the nodes (mutual TLS
-only, as always). The services keep their ports across restarts, so a
+The API is served over TLS with a certificate of the fleet CA (for
+loopback and the --listen address): nodes pin the CA by the SHA-256 the
+enrolment token file carries ("TOKEN sha256:HEX"), the CLI trusts
+--ca-file (default: STATE/pki/ca.pem). On a loopback --listen address it
+takes plain HTTP as well; beyond loopback only TLS, unless --insecure-listen
+is given: plain HTTP there too, the API's bearer tokens then crossing that
+network unencrypted (a test's network namespaces, a private link). Temporal
+then listens on that address too, for the nodes (mutual TLS only, as
+always). The services keep their ports across restarts, so a
 restarted server is found where it was and its running jobs resume.
 
 The Temporal server is linked only into the airlock-server binary, which is

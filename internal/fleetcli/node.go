@@ -66,7 +66,7 @@ func Node(ctx context.Context, env *cli.Env, args []string) error {
 	if *cf.tokenFile != "" {
 		fmt.Fprintf(env.Stderr, "airlock node: WARNING: --token-file is unused and not read: a node registers with its own token, from its enrolment (STATE/pki/node.token); drop the flag, it goes in the next release\n")
 	}
-	enrollToken, err := cli.ReadTokenFile(env, *enrollFile, "AIRLOCK_ENROLL_TOKEN_FILE", "enroll-token", "the server's enrolment token (set --enroll-token-file)")
+	enrollToken, caPin, err := readEnrollFile(env, *enrollFile)
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func Node(ctx context.Context, env *cli.Env, args []string) error {
 	defer store.Close()
 	cfg := node.Config{Server: server, ID: *id, Pool: *pool,
 		Tier: int(tier), Findings: findings, StateDir: dir, Log: env.Log, MaxBoxes: *maxBoxes,
-		Kernel: jobKernel(env, tier, store), EnrollToken: enrollToken, Attest: attestRows(env)}
+		Kernel: jobKernel(env, tier, store), EnrollToken: enrollToken, CAPin: caPin, Attest: attestRows(env)}
 	cfg.Tree = node.NewServerTree(cfg, nodeFiles{store})
 	return node.Run(ctx, cfg)
 }

@@ -50,7 +50,7 @@ func Server(start jobs.StartDevServer) func(ctx context.Context, env *cli.Env, a
 		dev := fs.Bool("dev", false, "let every node take floor work (a developer's machine only)")
 		maxWall := fs.Duration("max-wall", 0, "the most wall-clock time any job's box may run (0: the policy's)")
 		maxMem := fs.String("max-memory", "", "the most memory any job's box may use, as `SIZE` (512M, 2G; default: the policy's)")
-		insecure := fs.Bool("insecure-listen", false, "allow a non-loopback --listen address: the API's tokens cross it unencrypted (see above)")
+		insecure := fs.Bool("insecure-listen", false, "also take plain HTTP on a non-loopback --listen address, where the API's tokens cross unencrypted (see above)")
 		if err := cli.ParseFlags(fs, args); err != nil {
 			return err
 		}
@@ -116,7 +116,7 @@ type serverOptions struct {
 }
 
 func runServer(ctx context.Context, env *cli.Env, o serverOptions) error {
-	if err := checkListen(o.listen, o.insecure); err != nil {
+	if err := checkListen(o.listen); err != nil {
 		return err
 	}
 	token, err := serverToken(o.tokenFile)
@@ -137,19 +137,8 @@ func runServer(ctx context.Context, env *cli.Env, o serverOptions) error {
 		return errs.Wrap(errs.Unavailable, err, "the server's audit log")
 	}
 	defer log.Close()
-	enrollToken, err := serverToken(o.enrollFile)
-	if err != nil {
-		return err
-	}
-	if enrollToken == token {
-		return errs.Invalidf("the enrolment token (%s) is the API token (%s): give each its own", o.enrollFile, o.tokenFile)
-	}
-	for _, a := range admins {
-		if a.Token == enrollToken {
-			return errs.Invalidf("admin token file %s: admin %s has the enrolment token; give each its own", o.adminFile, a.Name)
-		}
-	}
-	if host, _, err := net.SplitHostPort(o.listen); err == nil && o.insecure && o.temporalIP == "127.0.0.1" {
+	host, _, _ := net.SplitHostPort(o.listen)
+	if ip := net.ParseIP(host); !ip.IsLoopback() && o.temporalIP == "127.0.0.1" {
 		// The API on another address than loopback: its nodes reach
 		// Temporal there too, with their certificates.
 		o.temporalIP = host
@@ -160,6 +149,21 @@ func runServer(ctx context.Context, env *cli.Env, o serverOptions) error {
 	fleet, err := fleetPKI(filepath.Join(o.dir, "pki"), o.temporalIP)
 	if err != nil {
 		return err
+	}
+	// The enrolment token file carries the CA's pin, so a node enrolling
+	// over TLS knows the server before it sends the token.
+	pin := pki.Fingerprint(fleet.ca.Cert)
+	enrollToken, err := enrollTokenFile(o.enrollFile, pin)
+	if err != nil {
+		return err
+	}
+	if enrollToken == token {
+		return errs.Invalidf("the enrolment token (%s) is the API token (%s): give each its own", o.enrollFile, o.tokenFile)
+	}
+	for _, a := range admins {
+		if a.Token == enrollToken {
+			return errs.Invalidf("admin token file %s: admin %s has the enrolment token; give each its own", o.adminFile, a.Name)
+		}
 	}
 	// The authorizer asks the API's node registry, made below, whether a
 	// node's attested tier lets it poll a floor queue; none may before.
@@ -187,9 +191,17 @@ func runServer(ctx context.Context, env *cli.Env, o serverOptions) error {
 		return err
 	}
 	defer stop()
-	ln, err := net.Listen("tcp", o.listen)
+	raw, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return errs.Wrap(errs.Unavailable, err, "listen on %s", o.listen)
+	}
+	// Plain HTTP as well on loopback, where only this machine's processes
+	// reach it, and beyond only when the operator says so.
+	plain := o.insecure || net.ParseIP(host).IsLoopback()
+	ln, err := apiListener(raw, fleet.ca, host, plain)
+	if err != nil {
+		raw.Close()
+		return err
 	}
 	optouts, save, err := optOutFile(filepath.Join(o.dir, "optouts.json"))
 	if err != nil {
@@ -208,14 +220,15 @@ func runServer(ctx context.Context, env *cli.Env, o serverOptions) error {
 		CA: fleet.ca, EnrollToken: enrollToken, NodeCertLifetime: o.certLife})
 	registry.Store(a)
 	defer a.Close()
-	if o.insecure {
-		fmt.Fprintf(env.Stderr, "airlock server: WARNING: --insecure-listen: the API's bearer tokens cross %s unencrypted\n", o.listen)
+	if o.insecure && !net.ParseIP(host).IsLoopback() {
+		fmt.Fprintf(env.Stderr, "airlock server: WARNING: --insecure-listen: the API also takes plain HTTP on %s, where bearer tokens cross unencrypted\n", o.listen)
 	}
 	if o.dev {
 		fmt.Fprintln(env.Stderr, "airlock server: --dev: every node may take floor work, UNCONFINED on a node without a sandbox; every job says so. Not for a fleet.")
 	}
 	hs := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(env.Stderr, "airlock server: listening on http://%s (token in %s; nodes enrol with %s; Temporal on %s, mutual TLS only)\n", ln.Addr(), o.tokenFile, o.enrollFile, dev.HostPort())
+	fmt.Fprintf(env.Stderr, "airlock server: %s (token in %s; nodes enrol with %s; Temporal on %s, mutual TLS only)\n",
+		listening(ln.Addr(), plain, filepath.Join(o.dir, "pki", "ca.pem"), pin), o.tokenFile, o.enrollFile, dev.HostPort())
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
 	select {
@@ -323,11 +336,11 @@ func readHooks(env *cli.Env, file string) (map[string]api.Hook, error) {
 	return hooks, nil
 }
 
-// checkListen refuses an address that is not a loopback IP: the API and
-// the Temporal frontend behind it are for this machine only, unless
-// insecure, when it must still be one IP of this host's (never every
-// address, which would serve them on networks nobody chose).
-func checkListen(addr string, insecure bool) error {
+// checkListen refuses an address that is not one IP: a loopback one, or
+// one of this host's beyond it, where the API is served over TLS only
+// (plain HTTP as well with --insecure-listen) — never every address,
+// which would serve it on networks nobody chose.
+func checkListen(addr string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return cli.Usagef("--listen %q: want HOST:PORT", addr)
@@ -338,8 +351,6 @@ func checkListen(addr string, insecure bool) error {
 		return cli.Usagef("--listen %q: want an IP address, not a name", addr)
 	case ip.IsLoopback():
 		return nil
-	case !insecure:
-		return cli.Usagef("--listen %q: the server listens on a loopback address only (127.0.0.1 or ::1); --insecure-listen serves a network of your own with no node authentication", addr)
 	case ip.IsUnspecified():
 		return cli.Usagef("--listen %q: name the one address to serve, not every address", addr)
 	}

@@ -47,8 +47,8 @@ type Row struct {
 
 // Report is what a node attests: who it is, the tier it claims, and the
 // rows that prove it. Signed is when it was signed; the server refuses a
-// report signed more than maxSkew away from its clock, so an old report
-// is not replayed for long.
+// report signed more than maxSkew away from its clock, and takes its
+// Challenge once, so a report is never registered twice.
 type Report struct {
 	Node   string    `json:"node"`
 	Pool   string    `json:"pool"`
@@ -59,6 +59,10 @@ type Report struct {
 	// profile), signed so that whoever replays a report cannot register
 	// the node without them.
 	Findings []string `json:"findings,omitempty"`
+	// Challenge is the server's challenge for this report (see
+	// Challenge): signed in it, taken once, so a report is not
+	// registered again.
+	Challenge string `json:"challenge,omitempty"`
 }
 
 // Attestation is a signed report and the certificate whose key signed it.

@@ -182,6 +182,9 @@ type CA struct {
 	// node id to its pool and key (see Enrol). mu serialises enrolments.
 	dir string
 	mu  sync.Mutex
+	// challenges are the attestation challenges issued and not yet
+	// used (see Challenge).
+	challenges challenges
 }
 
 // LoadOrCreateCA reads the CA from dir (ca.pem, ca.key), creating both on

@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -270,4 +271,57 @@ func TestAnyKeyOnlyP256(t *testing.T) {
 
 func pemEncode(typ string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
+}
+
+func TestTakeChallenge(t *testing.T) {
+	ca, err := LoadOrCreateCA(filepath.Join(t.TempDir(), "pki"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	ca.now = func() time.Time { return now }
+	c1, _ := ca.Challenge("n1")
+	old, _ := ca.Challenge("n1")
+	c2, _ := ca.Challenge("n2")
+	if _, err := ca.Challenge("n.1"); err == nil {
+		t.Error("a challenge for a node id that is no plain name was issued")
+	}
+	take := func(node, c string) error { return ca.TakeChallenge(Report{Node: node, Challenge: c}) }
+	if err := take("n1", c2); err == nil {
+		t.Error("n1 used n2's challenge")
+	}
+	if err := take("n1", ""); err == nil || !strings.Contains(err.Error(), "no challenge") {
+		t.Errorf("no challenge: %v", err)
+	}
+	if err := take("n1", c1); err != nil {
+		t.Fatalf("n1's fresh challenge: %v", err)
+	}
+	if err := take("n1", c1); err == nil {
+		t.Error("a challenge was taken twice")
+	}
+	now = now.Add(ChallengeTTL + time.Second)
+	if err := take("n1", old); err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Errorf("an expired challenge: %v", err)
+	}
+	// Only the newest few are kept: a flood of asks keeps memory bounded
+	// and leaves the newest usable.
+	var last string
+	for range 3 * maxChallenges {
+		last, _ = ca.Challenge("n1")
+	}
+	if n := len(ca.challenges.byNode["n1"]); n > maxChallenges {
+		t.Errorf("%d challenges kept for n1, want at most %d", n, maxChallenges)
+	}
+	if err := take("n1", last); err != nil {
+		t.Errorf("the newest challenge: %v", err)
+	}
+	// Challenges asked for many ids are swept once they expired.
+	for i := range sweepAt {
+		ca.Challenge(fmt.Sprintf("x%d", i))
+	}
+	now = now.Add(ChallengeTTL + time.Second)
+	ca.Challenge("n1")
+	if n := len(ca.challenges.byNode); n != 1 {
+		t.Errorf("%d nodes' challenges kept after they expired, want the fresh one's", n)
+	}
 }

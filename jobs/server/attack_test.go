@@ -63,13 +63,13 @@ func TestTaskBindingsSurviveRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before.give("n1", jobs.RunActivity, []byte("token-1"))
+	before.give("n1", jobs.RunActivity, []byte("token-1"), "j-1/r-1")
 	after, err := keptTokens(file, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if activity, ok := after.owns("n1", []byte("token-1")); !ok || activity != jobs.RunActivity {
-		t.Fatalf("after the restart n1 owns token-1: %v (%q), want true", ok, activity)
+	if h, ok := after.owns("n1", []byte("token-1")); !ok || h.Activity != jobs.RunActivity || h.Workflow != "j-1/r-1" {
+		t.Fatalf("after the restart n1 owns token-1: %v (%+v), want true", ok, h)
 	}
 	if _, ok := after.owns("n2", []byte("token-1")); ok {
 		t.Fatal("after the restart n2 owns n1's token")

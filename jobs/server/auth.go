@@ -207,7 +207,11 @@ type tokens struct {
 	standing func(node string) (tier int, optedOut, known bool)
 	mu       sync.Mutex
 	held     map[string]held // by token
-	now      func() time.Time
+	// claims are the tiers claims were answered at, by claimKey: a
+	// later task of the same workflow on the claiming node (its run) is
+	// held to its claim's tier, also after a restart of the server.
+	claims map[string]claimed
+	now    func() time.Time
 	// file keeps held across a restart of the server, so a run that
 	// goes on meanwhile can still heartbeat and answer; "" keeps none.
 	file string
@@ -218,6 +222,29 @@ type held struct {
 	// Activity is the task's activity type, whose answer is checked.
 	Activity string    `json:"activity"`
 	At       time.Time `json:"at"`
+	// Workflow is the task's workflow execution (id/run id).
+	Workflow string `json:"workflow,omitempty"`
+	// Claim is the tier the node's claim of Workflow was answered at,
+	// when the server saw it; nil for a claim itself and for a task
+	// whose claim it did not see.
+	Claim *int `json:"claim,omitempty"`
+}
+
+// claimed is a claim's answered tier.
+type claimed struct {
+	Tier int       `json:"tier"`
+	At   time.Time `json:"at"`
+}
+
+// claimKey names node's claim of the workflow execution wf.
+func claimKey(wf, node string) string { return wf + "\x00" + node }
+
+// keptFile is the bindings file: version 2 also keeps the claims. A file
+// of version 1 is the bare map of tokens.
+type keptFile struct {
+	Version int                `json:"version"`
+	Tokens  map[string]held    `json:"tokens"`
+	Claims  map[string]claimed `json:"claims"`
 }
 
 // tokenTTL bounds how long a token is kept without an answer; longer than
@@ -225,7 +252,7 @@ type held struct {
 const tokenTTL = 48 * time.Hour
 
 func newTokens(eligible func(node, queue string) bool, standing func(string) (int, bool, bool)) *tokens {
-	return &tokens{eligible: eligible, standing: standing, held: map[string]held{}, now: time.Now}
+	return &tokens{eligible: eligible, standing: standing, held: map[string]held{}, claims: map[string]claimed{}, now: time.Now}
 }
 
 // keptTokens is newTokens whose bindings are kept in file (in the
@@ -237,17 +264,41 @@ func keptTokens(file string, eligible func(node, queue string) bool, standing fu
 	if errors.Is(err, os.ErrNotExist) {
 		return tk, nil
 	}
-	var kept map[string]held
-	if err != nil || json.Unmarshal(b, &kept) != nil {
+	kept, err := readKept(b)
+	if err != nil {
 		return nil, errs.Invalidf("%s: the kept task bindings do not read (remove the file: running jobs then fail as lost)", file)
 	}
-	for k, h := range kept {
+	tk.claims = kept.Claims
+	for k, h := range kept.Tokens {
 		token, err := base64.StdEncoding.DecodeString(k)
 		if err == nil {
 			tk.held[string(token)] = h
 		}
 	}
 	return tk, nil
+}
+
+// readKept reads a bindings file of either version.
+func readKept(b []byte) (keptFile, error) {
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return keptFile{}, err
+	}
+	var kept keptFile
+	if _, ok := probe["version"]; !ok {
+		// Version 1: the tokens alone (a token's base64 is never
+		// "version").
+		kept.Version = 1
+		if err := json.Unmarshal(b, &kept.Tokens); err != nil {
+			return keptFile{}, err
+		}
+	} else if err := json.Unmarshal(b, &kept); err != nil || kept.Version != 2 {
+		return keptFile{}, errors.Join(err, errors.New("unknown version"))
+	}
+	if kept.Claims == nil {
+		kept.Claims = map[string]claimed{}
+	}
+	return kept, nil
 }
 
 // save writes the bindings to tk.file, whole, through a new file renamed
@@ -257,9 +308,9 @@ func (tk *tokens) save() {
 	if tk.file == "" {
 		return
 	}
-	out := make(map[string]held, len(tk.held))
+	out := keptFile{Version: 2, Tokens: make(map[string]held, len(tk.held)), Claims: tk.claims}
 	for k, h := range tk.held {
-		out[base64.StdEncoding.EncodeToString([]byte(k))] = h
+		out.Tokens[base64.StdEncoding.EncodeToString([]byte(k))] = h
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
@@ -295,30 +346,45 @@ func (tk *tokens) intercept(ctx context.Context, req any, info *grpc.UnaryServer
 		return handler(ctx, req)
 	}
 	if token, final, ok := answer(req); ok {
-		activity, owns := tk.owns(id.Node, token)
+		h, owns := tk.owns(id.Node, token)
 		if !owns {
 			return nil, serviceerror.NewPermissionDenied(authorization.RequestUnauthorized,
 				id.String()+" may answer only an activity task its own poll took")
 		}
+		claimTier := -1
 		if done, ok := req.(*workflowservice.RespondActivityTaskCompletedRequest); ok {
-			if why := tk.checkAnswer(id, activity, done.GetResult()); why != "" {
-				return nil, serviceerror.NewPermissionDenied(authorization.RequestUnauthorized, why)
+			why, tier := tk.checkHeld(id, h, done.GetResult())
+			if why.text != "" {
+				if why.retry {
+					return nil, serviceerror.NewUnavailable(why.text)
+				}
+				return nil, serviceerror.NewPermissionDenied(authorization.RequestUnauthorized, why.text)
+			}
+			if h.Activity == jobs.ClaimActivity {
+				claimTier = tier
 			}
 		}
 		resp, err := handler(ctx, req)
 		if final && err == nil {
 			tk.release(token)
+			if claimTier >= 0 && h.Workflow != "" {
+				tk.claim(h.Workflow, id.Node, claimTier)
+			}
 		}
 		return resp, err
 	}
 	resp, err := handler(ctx, req)
 	if r, ok := resp.(*workflowservice.PollActivityTaskQueueResponse); ok && err == nil && len(r.GetTaskToken()) > 0 {
-		tk.give(id.Node, r.GetActivityType().GetName(), r.GetTaskToken())
+		wf := r.GetWorkflowExecution()
+		tk.give(id.Node, r.GetActivityType().GetName(), r.GetTaskToken(), wf.GetWorkflowId()+"/"+wf.GetRunId())
 	}
 	return resp, err
 }
 
-func (tk *tokens) give(node, activity string, token []byte) {
+// give binds token to node's poll of a task of activity for workflow wf;
+// a task other than a claim carries the tier of the node's claim of wf,
+// when the server saw one.
+func (tk *tokens) give(node, activity string, token []byte, wf string) {
 	tk.mu.Lock()
 	defer tk.mu.Unlock()
 	now := tk.now()
@@ -327,36 +393,75 @@ func (tk *tokens) give(node, activity string, token []byte) {
 			delete(tk.held, k)
 		}
 	}
-	tk.held[string(token)] = held{Node: node, Activity: activity, At: now}
+	for k, c := range tk.claims {
+		if now.Sub(c.At) > tokenTTL {
+			delete(tk.claims, k)
+		}
+	}
+	h := held{Node: node, Activity: activity, At: now, Workflow: wf}
+	if c, ok := tk.claims[claimKey(wf, node)]; ok && activity != jobs.ClaimActivity && wf != "" {
+		tier := c.Tier
+		h.Claim = &tier
+	}
+	tk.held[string(token)] = h
 	tk.save()
 }
 
-// owns reports whether node holds token, and keeps it fresh; activity is
-// the task's activity type.
-func (tk *tokens) owns(node string, token []byte) (activity string, ok bool) {
+// claim records that node's claim of wf was answered at tier.
+func (tk *tokens) claim(wf, node string, tier int) {
 	tk.mu.Lock()
 	defer tk.mu.Unlock()
-	h, ok := tk.held[string(token)]
+	tk.claims[claimKey(wf, node)] = claimed{Tier: tier, At: tk.now()}
+	tk.save()
+}
+
+// owns reports whether node holds token, and keeps it fresh; h is the
+// binding.
+func (tk *tokens) owns(node string, token []byte) (h held, ok bool) {
+	tk.mu.Lock()
+	defer tk.mu.Unlock()
+	h, ok = tk.held[string(token)]
 	if !ok || h.Node != node {
-		return "", false
+		return held{}, false
 	}
 	h.At = tk.now()
 	tk.held[string(token)] = h
-	return h.Activity, true
+	return h, true
 }
 
-// checkAnswer holds a node's claim or run result to what the server
-// knows of it: the node it names is the caller, and the tier it reports
-// is one the caller's attestation lets it poll for. So the workflow's
-// floor checks read the attested tier, never only the node's word. ""
-// allows the answer.
+// refusal is why an answer is refused; retry says the node may send it
+// again later (it is not registered since the server started).
+type refusal struct {
+	text  string
+	retry bool
+}
+
+func refuse(text string) refusal { return refusal{text: text} }
+
+// checkAnswer is checkHeld for a task of activity with no claim seen.
 func (tk *tokens) checkAnswer(id pki.Identity, activity string, result *commonpb.Payloads) string {
+	why, _ := tk.checkHeld(id, held{Node: id.Node, Activity: activity}, result)
+	return why.text
+}
+
+// checkHeld holds a node's claim or run result to what the server
+// knows of it: the node it names is the caller, the tier it reports is
+// one the caller's attestation lets it poll for, and a run's is at most
+// its claim's. So the workflow's floor checks and the tier it records
+// read the attested tier, never only the node's word. Any other task of
+// a claimed workflow that reports a tier is held to the claim too. A
+// zero refusal allows the answer; tier is the one reported.
+func (tk *tokens) checkHeld(id pki.Identity, h held, result *commonpb.Payloads) (why refusal, tier int) {
+	activity := h.Activity
 	if activity != jobs.ClaimActivity && activity != jobs.RunActivity && activity != jobs.CallActivity {
-		return ""
+		if t, ok := reportedTier(result); ok && h.Claim != nil && t > *h.Claim {
+			return refuse(fmt.Sprintf("%s answered %s at sandbox tier %d, above the tier %d it claimed the job at", id, activity, t, *h.Claim)), t
+		}
+		return refusal{}, 0
 	}
 	ps := result.GetPayloads()
 	if len(ps) != 1 || string(ps[0].GetMetadata()["encoding"]) != "json/plain" {
-		return id.String() + " answered " + activity + " with a result that is not one JSON value"
+		return refuse(id.String() + " answered " + activity + " with a result that is not one JSON value"), 0
 	}
 	var r struct {
 		Node     string `json:"node"`
@@ -366,43 +471,66 @@ func (tk *tokens) checkAnswer(id pki.Identity, activity string, result *commonpb
 	// A key given twice would be read by the workflow as its last
 	// spelling; refused rather than guessed at.
 	if jobs.CheckJSON(ps[0].GetData()) != nil || json.Unmarshal(ps[0].GetData(), &r) != nil {
-		return id.String() + " answered " + activity + " with a result that is not one JSON object"
+		return refuse(id.String() + " answered " + activity + " with a result that is not one JSON object"), 0
 	}
 	if r.Node != id.Node && (activity == jobs.ClaimActivity || r.Node != "") {
-		return id.String() + " answered " + activity + " in the name of node " + r.Node
+		return refuse(id.String() + " answered " + activity + " in the name of node " + r.Node), r.Tier
+	}
+	if h.Claim != nil && r.Tier > *h.Claim {
+		return refuse(fmt.Sprintf("%s answered %s at sandbox tier %d, above the tier %d it claimed the job at", id, activity, r.Tier, *h.Claim)), r.Tier
 	}
 	if tk.standing != nil {
-		return tk.checkStanding(id, activity, r.Tier, r.OptedOut)
+		return tk.checkStanding(id, activity, r.Tier, r.OptedOut, h.Claim != nil), r.Tier
 	}
 	for tier, q := range map[int]string{1: jobs.FloorQueue(id.Pool), 2: jobs.Tier2Queue(id.Pool)} {
 		if r.Tier >= tier && (tk.eligible == nil || !tk.eligible(id.Node, q)) {
-			return fmt.Sprintf("%s answered %s at sandbox tier %d, above its attested tier", id, activity, r.Tier)
+			return refuse(fmt.Sprintf("%s answered %s at sandbox tier %d, above its attested tier", id, activity, r.Tier)), r.Tier
 		}
 	}
-	return ""
+	return refusal{}, r.Tier
+}
+
+// reportedTier is the "tier" of a result that is one JSON object with
+// one; ok is false for any other result.
+func reportedTier(result *commonpb.Payloads) (tier int, ok bool) {
+	ps := result.GetPayloads()
+	if len(ps) != 1 || jobs.CheckJSON(ps[0].GetData()) != nil {
+		return 0, false
+	}
+	var r struct {
+		Tier *int `json:"tier"`
+	}
+	if json.Unmarshal(ps[0].GetData(), &r) != nil || r.Tier == nil {
+		return 0, false
+	}
+	return *r.Tier, true
 }
 
 // checkStanding holds an answer to the registry's standing of the node:
 // the tier is at most the attested one (an opt-out or --dev lets a node
 // poll the floor queue, never claim tier 1), and a claim says the opt-out
 // exactly as it holds, since the workflow refuses tainted work and marks
-// runs tier 0 by it. "" allows the answer.
-func (tk *tokens) checkStanding(id pki.Identity, activity string, tier int, optedOut bool) string {
+// runs tier 0 by it. A zero refusal allows the answer.
+func (tk *tokens) checkStanding(id pki.Identity, activity string, tier int, optedOut, claimSeen bool) refusal {
 	attested, held, known := tk.standing(id.Node)
 	switch {
-	case !known && (activity == jobs.RunActivity || activity == jobs.CallActivity):
+	case !known && (activity == jobs.RunActivity || activity == jobs.CallActivity) && claimSeen:
 		// Just after a server restart, before the node registers again:
-		// its claim was held to its standing when it was made, and the
-		// token binds this answer to that claim's node.
-		return ""
+		// its claim was held to its standing when it was made, and this
+		// answer to the claim's tier (checkHeld).
+		return refusal{}
+	case !known && activity == jobs.RunActivity:
+		// No claim to hold it to: refused until the node registered
+		// again, as unavailable, so the node sends it again.
+		return refusal{text: id.String() + " answered " + activity + " before registering again since the server started, for a claim the server did not see: it is taken once the node registered", retry: true}
 	case !known:
-		return id.String() + " answered " + activity + " but is not registered with the server"
+		return refuse(id.String() + " answered " + activity + " but is not registered with the server")
 	case tier > attested:
-		return fmt.Sprintf("%s answered %s at sandbox tier %d, above its attested tier %d", id, activity, tier, attested)
+		return refuse(fmt.Sprintf("%s answered %s at sandbox tier %d, above its attested tier %d", id, activity, tier, attested))
 	case activity == jobs.ClaimActivity && optedOut != held:
-		return fmt.Sprintf("%s claimed with opted_out=%v, but the server holds %v (the node learns it at its next heartbeat; the claim is put again)", id, optedOut, held)
+		return refuse(fmt.Sprintf("%s claimed with opted_out=%v, but the server holds %v (the node learns it at its next heartbeat; the claim is put again)", id, optedOut, held))
 	}
-	return ""
+	return refusal{}
 }
 
 // release forgets a token whose task was answered.

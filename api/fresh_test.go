@@ -1,0 +1,101 @@
+package api
+
+import (
+	"crypto/ecdsa"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlock-run/airlock/jobs/pki"
+)
+
+// nodeEntry is id as GET /v1/nodes lists it.
+func nodeEntry(t *testing.T, s *httptest.Server, id string) NodeEntry {
+	t.Helper()
+	var list []NodeEntry
+	getJSON(t, s, "/v1/nodes", &list)
+	for _, n := range list {
+		if n.ID == id {
+			return n
+		}
+	}
+	return NodeEntry{}
+}
+
+// A signed report recorded while the host had a sandbox, registered again
+// later (by whoever kept it: the node's root after the sandbox broke, or
+// anyone who saw it and holds the node's token), must not keep the node at
+// tier 1. Each report signs a challenge the server issued for it, once.
+func TestAttackReplayedAttestation(t *testing.T) {
+	s, a, _ := serveEnrol(t)
+	key, cert := enrolNode(t, s, "n1")
+	rec, err := pki.Sign(key, cert, pki.Report{Node: "n1", Pool: "ci", Tier: 1, Rows: heldRows()}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if code, out := register(t, s, Registration{ID: "n1", Pool: "ci", Tier: 1, Attestation: &rec}); code != http.StatusOK {
+			t.Fatalf("register %d: %d %v", i, code, out)
+		}
+	}
+	n := nodeEntry(t, s, "n1")
+	if n.Tier != 0 || a.Eligible("n1", "floor.ci") {
+		t.Fatalf("after a replay n1 is listed at tier %d (eligible %v), want 0", n.Tier, a.Eligible("n1", "floor.ci"))
+	}
+	if f := strings.Join(n.Findings, "\n"); !strings.Contains(f, "not fresh") {
+		t.Errorf("findings %q: want one saying the report is not fresh", f)
+	}
+
+	// A report that signs its challenge proves tier 1 once; registered
+	// again it proves nothing, and the node's next fresh report restores
+	// it. Another node's challenge is no challenge for n1.
+	fresh := signed(t, s, key, cert, "n1", 1, heldRows())
+	for _, tc := range []struct {
+		name string
+		att  *pki.Attestation
+		tier int
+		why  string
+	}{
+		{"a fresh report", fresh, 1, ""},
+		{"the same report again", fresh, 0, "used already"},
+		{"the next fresh report", signed(t, s, key, cert, "n1", 1, heldRows()), 1, ""},
+		{"a report signing another node's challenge", signedWith(t, key, cert, challengeFor(t, s, "n2")), 0, "not one the server issued to node n1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if code, out := register(t, s, Registration{ID: "n1", Pool: "ci", Tier: 1, Attestation: tc.att}); code != http.StatusOK {
+				t.Fatalf("register: %d %v", code, out)
+			}
+			n := nodeEntry(t, s, "n1")
+			f := strings.Join(n.Findings, "\n")
+			if n.Tier != tc.tier || a.Eligible("n1", "floor.ci") != (tc.tier == 1) || tc.why != "" && !strings.Contains(f, tc.why) {
+				t.Fatalf("listed at tier %d with findings %q; want tier %d and %q", n.Tier, f, tc.tier, tc.why)
+			}
+		})
+	}
+}
+
+// signedWith is n1's tier-1 report signing challenge c.
+func signedWith(t *testing.T, key *ecdsa.PrivateKey, cert []byte, c string) *pki.Attestation {
+	a, err := pki.Sign(key, cert, pki.Report{Node: "n1", Pool: "ci", Tier: 1, Rows: heldRows(), Challenge: c}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &a
+}
+
+// A node asks for challenges in its own name only.
+func TestChallengeIsTheNodesOwn(t *testing.T) {
+	s, _, _ := serveEnrol(t)
+	_, _, tok := enrolWithToken(t, s, "n1")
+	if code, out := do(t, s, "POST", "/v1/nodes/n1/challenge", "Bearer "+tok, ""); code != http.StatusOK {
+		t.Errorf("n1's own challenge: %d %v", code, out)
+	}
+	if code, out := do(t, s, "POST", "/v1/nodes/n2/challenge", "Bearer "+tok, ""); code != http.StatusForbidden {
+		t.Errorf("n1 asks n2's challenge: %d %v, want 403", code, out)
+	}
+	if code, _ := do(t, s, "POST", "/v1/nodes/n1/challenge", "", ""); code != http.StatusUnauthorized {
+		t.Errorf("no token: %d, want 401", code)
+	}
+}
