@@ -71,10 +71,11 @@ const (
 	// etcViewsKept is how many views (for different users, homes or
 	// hosts' /etc) are kept; older ones are removed when a new one is made.
 	etcViewsKept = 8
-	// etcRacyWindow: a source changed this recently may change again
-	// within the same tick of the file system's clock, unseen.
-	etcRacyWindow = 2 * time.Second
 )
+
+// etcRacyWindow: a source changed this recently may change again within
+// the same tick of the file system's clock, unseen (a variable for tests).
+var etcRacyWindow = 2 * time.Second
 
 var etcCache = struct {
 	sync.Mutex
