@@ -292,17 +292,11 @@ func openView(base *os.File, key, recPath string, srcs []etcSource, opts privfil
 			return nil, st, noView("%s changed", s.box)
 		}
 	}
-	fd, err := unix.Openat(int(base.Fd()), key, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	lock, err := lockView(int(base.Fd()), key)
 	if err != nil {
-		return nil, st, noView("open: %v", err)
+		return nil, st, err
 	}
-	lock := os.NewFile(uintptr(fd), key)
-	// Locked before it is checked: a run removing it takes the lock
-	// exclusively first, so a view checked under the lock stays whole.
-	if err := unix.Flock(fd, unix.LOCK_SH); err != nil {
-		lock.Close()
-		return nil, st, noView("lock: %v", err)
-	}
+	fd := int(lock.Fd())
 	if !sameStamps(fd, rec.View) {
 		lock.Close()
 		return nil, st, noView("the view is not as it was made")
@@ -312,6 +306,22 @@ func openView(base *os.File, key, recPath string, srcs []etcSource, opts privfil
 		return nil, st, noView("stat: %v", err)
 	}
 	return lock, st, nil
+}
+
+// lockView opens the view key in bfd and takes its shared lock. The lock
+// comes before any check of the view: a run removing a view takes the lock
+// exclusively first, so a view checked under the lock stays whole.
+func lockView(bfd int, key string) (*os.File, error) {
+	fd, err := unix.Openat(bfd, key, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, noView("open: %v", err)
+	}
+	lock := os.NewFile(uintptr(fd), key)
+	if err := unix.Flock(fd, unix.LOCK_SH); err != nil {
+		lock.Close()
+		return nil, noView("lock: %v", err)
+	}
+	return lock, nil
 }
 
 // sameStamps reports whether every stamp still describes what lies beneath
@@ -369,36 +379,17 @@ func buildView(base *os.File, key, recPath string, srcs []etcSource, gens []etcG
 		return c.finishDirs(rfd)
 	}()
 	if err == nil {
-		// The view takes its place whole, or not at all: a view with the
-		// same key is another run's (the same content) or a stale one;
-		// either is moved aside, and removed when nobody holds it.
-		if rerr := unix.Renameat2(bfd, tmp, bfd, key, unix.RENAME_NOREPLACE); errors.Is(rerr, unix.EEXIST) {
-			old := "old-" + randomName()
-			if unix.Renameat(bfd, key, bfd, old) == nil {
-				removeView(bfd, old)
-			}
-			rerr = unix.Renameat2(bfd, tmp, bfd, key, unix.RENAME_NOREPLACE)
-			err = rerr
-		} else {
-			err = rerr
-		}
-		if err != nil {
-			err = noView("rename: %v", err)
-		}
+		err = placeView(bfd, tmp, key)
 	}
 	if err != nil {
 		removeTree(bfd, tmp)
 		return nil, st, err
 	}
-	fd, oerr := unix.Openat(bfd, key, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if oerr != nil {
-		return nil, st, noView("open: %v", oerr)
+	lock, err := lockView(bfd, key)
+	if err != nil {
+		return nil, st, err
 	}
-	lock := os.NewFile(uintptr(fd), key)
-	if err := unix.Flock(fd, unix.LOCK_SH); err != nil {
-		lock.Close()
-		return nil, st, noView("lock: %v", err)
-	}
+	fd := int(lock.Fd())
 	// The view's stamps are taken after the rename (which changes the
 	// top's change time), under the lock.
 	if rec.View, err = stampTree(fd); err != nil {
@@ -415,6 +406,25 @@ func buildView(base *os.File, key, recPath string, srcs []etcSource, gens []etcG
 	}
 	pruneViews(bfd, key)
 	return lock, st, nil
+}
+
+// placeView renames the view made at tmp to key: it takes its place whole,
+// or not at all. A view already there with that key is another run's (the
+// same content) or a stale one; either is moved aside, and removed when
+// nobody holds it.
+func placeView(bfd int, tmp, key string) error {
+	err := unix.Renameat2(bfd, tmp, bfd, key, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EEXIST) {
+		old := "old-" + randomName()
+		if unix.Renameat(bfd, key, bfd, old) == nil {
+			removeView(bfd, old)
+		}
+		err = unix.Renameat2(bfd, tmp, bfd, key, unix.RENAME_NOREPLACE)
+	}
+	if err != nil {
+		return noView("rename: %v", err)
+	}
+	return nil
 }
 
 // etcCopier copies sources into a view.
