@@ -93,6 +93,22 @@ func UseEtcCache(dir string, boxWritable []string) {
 	etcCache.dir, etcCache.boxWritable = dir, append([]string(nil), boxWritable...)
 }
 
+// EtcCache returns what UseEtcCache was last given (a caller setting its
+// own directory for a while puts the old one back).
+func EtcCache() (dir string, boxWritable []string) { return etcCacheConfig() }
+
+// RemoveEtcCache removes a directory UseEtcCache was given and every view
+// in it (copies of read-only directories are read-only too), never
+// following a link.
+func RemoveEtcCache(dir string) {
+	fd, err := unix.Open(filepath.Dir(dir), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	removeTree(fd, filepath.Base(dir))
+}
+
 func etcCacheConfig() (string, []string) {
 	etcCache.Lock()
 	defer etcCache.Unlock()
