@@ -49,7 +49,9 @@ import (
 //
 // Copies keep what the box could see of each file: type, content, link
 // target, mode bits and times, and owner and group when airlock runs as
-// root (the usual case, and the one where a box may run as another user).
+// root. A box that runs as another user (airlock as root on that user's
+// checkout) gets the per-file binds: bubblewrap, started as that user,
+// could not reach the view through airlock's state directory.
 // Run as another user airlock cannot give a copy the source's owner; the
 // copy's owner bits are then the bits that applied to the box's user on the
 // source (owner's, group's or others'), so the box may read and run exactly
@@ -223,6 +225,11 @@ func (p *planner) etcView(srcs []etcSource, gens []etcGen) error {
 	dir, boxWritable := etcCacheConfig()
 	if dir == "" {
 		return noView("no cache directory")
+	}
+	if p.runAs != nil {
+		// bubblewrap, started as that user, resolves the view's path
+		// through airlock's state directory, which only airlock may enter.
+		return noView("the box runs as uid %d, who may not enter airlock's state directory", p.runAs.UID)
 	}
 	if w := withinAny(filepath.Clean(dir), p.writable); w != "" {
 		return noView("the cache %s lies in the writable directory %s", dir, w)
