@@ -50,13 +50,27 @@ func (c *Client) Close() { c.c.Close() }
 
 // Orchestrate polls the workflow queue and runs the job workflows: the
 // server's own worker, which routes jobs and runs no call. Stop it with
-// the returned function.
-func (c *Client) Orchestrate() (stop func(), err error) {
+// the returned function. No quota bounds its jobs (OrchestrateWith).
+func (c *Client) Orchestrate() (stop func(), err error) { return c.OrchestrateWith(nil) }
+
+// OrchestrateWith is Orchestrate under the server's quotas (nil: none):
+// the worker also answers the quota's asks and releases, on the same
+// queue, and frees at start the slots of jobs that ended while the server
+// was away.
+func (c *Client) OrchestrateWith(q *Quotas) (stop func(), err error) {
+	if q == nil {
+		if q, err = NewQuotas(QuotaConfig{}); err != nil {
+			return nil, err
+		}
+	}
+	q.running = c.running
 	w := worker.New(c.c, WorkflowQueue, worker.Options{DisableRegistrationAliasing: true})
 	w.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
+	registerQuotas(w, q)
 	if err := w.Start(); err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "poll %s", WorkflowQueue)
 	}
+	go q.Sweep(context.Background())
 	return w.Stop, nil
 }
 
