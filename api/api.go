@@ -21,6 +21,7 @@
 //	GET  /v1/approvals       the escalations waiting for a person
 //	POST /v1/approvals/{id}  answer one, bound to its digest
 //	GET  /v1/audit?job=ID    the server's audit records of a job
+//	GET  /v1/quotas          the fleet's quotas and the slots jobs hold
 package api
 
 import (
@@ -74,6 +75,12 @@ type Config struct {
 	Token string
 	// Admins are the admins' tokens, by name.
 	Admins []Admin
+	// Tenants are the operator tokens of named tenants; Token is tenant
+	// jobs.DefaultTenant's. Every job is its starting token's tenant's.
+	Tenants []Tenant
+	// Quotas are the fleet's quotas, shown by GET /v1/quotas; nil shows
+	// none.
+	Quotas QuotaView
 	Jobs   Jobs
 	// Audit is the server's audit log; nil keeps none (tests).
 	Audit *audit.Log
@@ -200,6 +207,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/approvals", OperatorOnly(s.listApprovals))
 	mux.HandleFunc("POST /v1/approvals/{id}", OperatorOnly(s.answer))
 	mux.HandleFunc("GET /v1/audit", OperatorOnly(s.getAudit))
+	mux.HandleFunc("GET /v1/quotas", OperatorOnly(s.getQuotas))
 	outer := http.NewServeMux()
 	outer.HandleFunc("POST /v1/nodes/enroll", s.enroll) // behind the enrolment token instead
 	outer.Handle("/", s.authorized(mux))
@@ -266,6 +274,9 @@ func (s *Server) startJob(w http.ResponseWriter, r *http.Request) {
 // start starts j, keeps it in the list, records its start (and taint) and
 // watches for its end.
 func (s *Server) start(ctx context.Context, j jobs.Job) error {
+	if err := s.own(ctx, &j); err != nil {
+		return err
+	}
 	if err := s.cfg.Jobs.Start(ctx, j); err != nil {
 		return err
 	}
@@ -330,6 +341,7 @@ func (s *Server) job(req StartRequest, source string) (jobs.Job, error) {
 		}
 		j.RunTimeout = d
 	}
+	s.ceilings(&j)
 	return j, j.Validate()
 }
 
@@ -660,6 +672,9 @@ func decodeError(err error) string {
 		return "the body is not JSON: it ends inside a value"
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		if msg, ok := tenantField(name); ok {
+			return msg
+		}
 		return fmt.Sprintf("field %s: not a field of this route", name)
 	}
 	return "the body is not the JSON this route takes: " + err.Error()

@@ -326,7 +326,7 @@ func TestMalformedRequest(t *testing.T) {
 		{"a number as a string", "/v1/jobs", `{"argv":["make"],"idempotent":true,"retries":"2"}`, `field "retries": got a JSON string, want a number`},
 		{"a string as an array", "/v1/jobs", `{"argv":"make"}`, `field "argv": got a JSON string, want an array`},
 		{"a bool as a number", "/v1/jobs", `{"argv":["make"],"tier0":1}`, `field "tier0": got a JSON number, want true or false`},
-		{"an unknown field", "/v1/jobs", `{"argv":["make"],"tenant":"x"}`, `field "tenant": not a field of this route`},
+		{"an unknown field", "/v1/jobs", `{"argv":["make"],"owner":"x"}`, `field "owner": not a field of this route`},
 		{"not JSON", "/v1/jobs", `{"argv":`, "the body is not JSON"},
 		{"no body", "/v1/jobs", ``, "the body is empty"},
 		{"an array, not an object", "/v1/jobs", `[1]`, "the body: got a JSON array, want an object"},

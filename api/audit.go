@@ -48,7 +48,7 @@ func sha(s string) string {
 // jobFields are what a job's records say of it.
 func jobFields(j jobs.Job, by string) map[string]any {
 	f := map[string]any{"job": j.ID, "pool": j.Pool, "source": j.Source, "floor": j.Floor(), "queue": j.Queue(),
-		"command_sha256": sha(j.Describe()), "by": by, "outside_event": j.FromOutside(), "tainted": j.Tainted}
+		"command_sha256": sha(j.Describe()), "by": by, "outside_event": j.FromOutside(), "tainted": j.Tainted, "tenant": j.Tenant}
 	if j.Taint != "" {
 		f["taint"] = j.Taint
 	}
