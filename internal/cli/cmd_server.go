@@ -33,7 +33,7 @@ import (
 const DefaultServerAddr = "127.0.0.1:8420"
 
 func serverCmd() *Command {
-	const usage = "[--listen ADDR [--insecure-listen]] [--state DIR] [--token-file FILE] [--admin-token-file FILE] [--enroll-token-file FILE] [--node-cert-lifetime D] [--temporal-listen IP] [--claim-timeout D] [--max-wall D] [--max-memory SIZE] [--hooks FILE] [--four-eyes] [--vetted-models A,B | --vetted-models-file FILE] [--dev]"
+	const usage = "[--listen ADDR [--insecure-listen]] [--state DIR] [--token-file FILE] [--admin-token-file FILE] [--enroll-token-file FILE] [--node-cert-lifetime D] [--temporal-listen IP] [--claim-timeout D] [--max-wall D] [--max-memory SIZE] [--hooks FILE] [--tenants-file FILE] [--pool-quota POOL=N ...] [--tenant-quota TENANT=N ...] [--four-eyes] [--vetted-models A,B | --vetted-models-file FILE] [--dev]"
 	const long = `Runs the fleet's server: an embedded Temporal dev server (persisted to a
 SQLite file under the state directory, listening on loopback only) and the
 HTTP JSON API on loopback behind bearer tokens of two roles, each created
@@ -80,7 +80,16 @@ every job: for a developer's own machine only.
 
 --max-wall D and --max-memory SIZE (bytes, or with K, M or G) are ceilings
 every job gets: the node narrows the job's policy to them, so a job's own
-policy cannot raise them.
+policy cannot raise them, and a run on its node ends by --max-wall.
+
+Tenants: STATE/token is tenant "default"'s operator token; --tenants-file
+(default STATE/tenants, 0600, one "TENANT TOKEN" a line) names more, each
+an operator token of its own. A job is the tenant of the token that
+started it, never of the request. --pool-quota POOL=N bounds the jobs that
+hold a box at once in a pool, --tenant-quota TENANT=N those of a tenant
+across pools (repeat each; * names every pool or tenant not named): a job
+over a quota waits for a slot, up to its claim timeout, before any node
+claims it. GET /v1/quotas shows them.
 
 --listen takes a loopback address only, unless --insecure-listen is given:
 the API's bearer tokens then cross that network unencrypted, so use it on a
@@ -109,6 +118,11 @@ this command; the airlock binary stays small and only says where it is.`
 			dev := fs.Bool("dev", false, "let every node take floor work (a developer's machine only)")
 			maxWall := fs.Duration("max-wall", 0, "the most wall-clock time any job's box may run (0: the policy's)")
 			maxMem := fs.String("max-memory", "", "the most memory any job's box may use, as `SIZE` (512M, 2G; default: the policy's)")
+			tenantsFile := fs.String("tenants-file", "", "the tenants' operator token `file` (default: STATE/tenants)")
+			poolQuota := &quotaFlag{what: "pool"}
+			tenantQuota := &quotaFlag{what: "tenant"}
+			fs.Var(poolQuota, "pool-quota", "the most jobs holding a box at once in a pool, as `POOL=N` (repeat it)")
+			fs.Var(tenantQuota, "tenant-quota", "the most jobs holding a box at once for a tenant, as `TENANT=N` (repeat it)")
 			insecure := fs.Bool("insecure-listen", false, "allow a non-loopback --listen address: the API's tokens cross it unencrypted (see above)")
 			if err := ParseFlags(fs, args); err != nil {
 				return err
@@ -145,6 +159,9 @@ this command; the airlock binary stays small and only says where it is.`
 			if *adminFile == "" {
 				*adminFile = filepath.Join(dir, "admin-token")
 			}
+			if *tenantsFile == "" {
+				*tenantsFile = filepath.Join(dir, "tenants")
+			}
 			hooks, err := readHooks(env, *hooksFile)
 			if err != nil {
 				return err
@@ -155,7 +172,8 @@ this command; the airlock binary stays small and only says where it is.`
 			}
 			return runServer(ctx, env, serverOptions{listen: *listen, dir: dir, tokenFile: absFrom(env, *tokenFile), claim: *claim, hooks: hooks,
 				adminFile: absFrom(env, *adminFile), fourEyes: *fourEyes, models: models, dev: *dev, maxWall: *maxWall, maxMemory: mem, insecure: *insecure,
-				enrollFile: absFrom(env, *enrollFile), certLife: *certLife, temporalIP: *temporalIP})
+				enrollFile: absFrom(env, *enrollFile), certLife: *certLife, temporalIP: *temporalIP,
+				tenantsFile: absFrom(env, *tenantsFile), poolQuota: poolQuota.m, tenantQuota: tenantQuota.m})
 		}}
 }
 
@@ -173,6 +191,10 @@ type serverOptions struct {
 	// certificate's lifetime; temporalIP where the frontend listens.
 	enrollFile, temporalIP string
 	certLife               time.Duration
+	// tenantsFile names the tenants' tokens; poolQuota and tenantQuota
+	// are the quotas (--pool-quota, --tenant-quota).
+	tenantsFile            string
+	poolQuota, tenantQuota map[string]int
 }
 
 func runServer(ctx context.Context, env *Env, o serverOptions) error {
@@ -209,6 +231,14 @@ func runServer(ctx context.Context, env *Env, o serverOptions) error {
 			return errs.Invalidf("admin token file %s: admin %s has the enrolment token; give each its own", o.adminFile, a.Name)
 		}
 	}
+	tenants, err := serverTenants(o, token, enrollToken, admins)
+	if err != nil {
+		return err
+	}
+	quotas, err := serverQuotas(o, tenants, env.Log)
+	if err != nil {
+		return err
+	}
 	if host, _, err := net.SplitHostPort(o.listen); err == nil && o.insecure && o.temporalIP == "127.0.0.1" {
 		// The API on another address than loopback: its nodes reach
 		// Temporal there too, with their certificates.
@@ -242,7 +272,7 @@ func runServer(ctx context.Context, env *Env, o serverOptions) error {
 		return err
 	}
 	defer c.Close()
-	stop, err := c.Orchestrate()
+	stop, err := c.OrchestrateWith(quotas)
 	if err != nil {
 		return err
 	}
@@ -255,7 +285,7 @@ func runServer(ctx context.Context, env *Env, o serverOptions) error {
 	if err != nil {
 		return err
 	}
-	a := api.New(api.Config{Token: token, Admins: admins, Audit: log, FourEyes: o.fourEyes, Dev: o.dev, VettedModels: o.models,
+	a := api.New(api.Config{Token: token, Admins: admins, Tenants: tenants, Quotas: quotas, Audit: log, FourEyes: o.fourEyes, Dev: o.dev, VettedModels: o.models,
 		OptOuts: optouts, SaveOptOuts: save,
 		Jobs: c, Temporal: dev.HostPort(), Namespace: dev.Namespace(),
 		ClaimTimeout: o.claim, Hooks: o.hooks, Log: env.Log, MaxWall: o.maxWall, MaxMemory: o.maxMemory,
