@@ -1,0 +1,335 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/airlock-run/airlock/api"
+	"github.com/airlock-run/airlock/internal/testsupport"
+	"github.com/airlock-run/airlock/jobs"
+	"github.com/airlock-run/airlock/jobs/pki"
+)
+
+const (
+	acmeToken = "acme-token-0123456789abcdef0123456789"
+	betaToken = "beta-token-0123456789abcdef0123456789"
+)
+
+// quotaFleet is the server as its built binary, on a loopback port kept
+// across its restarts (so its nodes find it again), with two tenants
+// beside the default one; its nodes run in this process.
+type quotaFleet struct {
+	*fleet
+	srvBin string
+	addr   string
+	args   []string
+	server *proc
+}
+
+func startQuotaFleet(t *testing.T, srvBin string, args ...string) *quotaFleet {
+	requireTier1(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &fleet{t: t, ctx: ctx, bin: testsupport.AirlockBin(t), dir: t.TempDir()}
+	q := &quotaFleet{fleet: f, srvBin: srvBin, addr: freeLoopbackPort(t), args: args}
+	// The nodes (this process) end first, then the server.
+	t.Cleanup(q.stopServer)
+	t.Cleanup(func() { cancel(); f.wg.Wait() })
+	state := filepath.Join(f.dir, "server")
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(state, "tenants"), []byte("acme "+acmeToken+"\nbeta "+betaToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.tokenF = filepath.Join(state, "token")
+	f.url = "http://" + q.addr
+	q.startServer()
+	b, err := os.ReadFile(f.tokenF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.token = strings.TrimSpace(string(b))
+	return q
+}
+
+// freeLoopbackPort is a loopback address no one listens on now.
+func freeLoopbackPort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func (q *quotaFleet) startServer() {
+	q.t.Helper()
+	p := &proc{name: "server", out: &syncBuffer{}, done: make(chan struct{}), started: time.Now()}
+	p.cmd = exec.Command(q.srvBin, append([]string{"--listen", q.addr, "--state", filepath.Join(q.dir, "server"),
+		"--claim-timeout", "2m"}, q.args...)...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	p.cmd.Env = []string{"HOME=" + q.dir, "PATH=/usr/bin:/bin"}
+	p.cmd.Dir = q.dir
+	if err := p.cmd.Start(); err != nil {
+		q.t.Fatal(err)
+	}
+	go func() { p.cmd.Wait(); close(p.done) }()
+	q.server, q.stderr = p, p.out
+	deadline := time.Now().Add(90 * time.Second)
+	for !strings.Contains(p.out.String(), "listening on "+q.url) {
+		select {
+		case <-p.done:
+			q.t.Fatalf("the server exited: %s", p.out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			q.t.Fatalf("the server did not come up: %s", p.out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (q *quotaFleet) stopServer() {
+	if q.server == nil {
+		return
+	}
+	q.server.signal(syscall.SIGTERM)
+	select {
+	case <-q.server.done:
+	case <-time.After(15 * time.Second):
+		q.server.signal(syscall.SIGKILL)
+		<-q.server.done
+	}
+}
+
+// nodeIn starts a tier-1 node of pool and waits until it is live.
+func (q *quotaFleet) nodeIn(id, pool string) {
+	q.t.Helper()
+	q.start("node "+id, "node", "--server", q.url, "--pool", pool, "--id", id,
+		"--enroll-token-file", filepath.Join(q.dir, "server", "enroll-token"),
+		"--sandbox", "1", "--state", filepath.Join(q.dir, "nodes", id))
+	waitUntil(q.t, "node "+id+" to register", 30*time.Second, func() bool {
+		var nodes []api.NodeEntry
+		q.get("/v1/nodes", &nodes)
+		return slices.ContainsFunc(nodes, func(n api.NodeEntry) bool { return n.ID == id && n.Live })
+	})
+	time.Sleep(200 * time.Millisecond) // registered before polling
+}
+
+// as sends body to path with token and decodes the answer into out.
+func (q *quotaFleet) as(token, method, path, body string, out any) int {
+	q.t.Helper()
+	req, _ := http.NewRequestWithContext(q.ctx, method, q.url+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		q.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	json.NewDecoder(resp.Body).Decode(out)
+	return resp.StatusCode
+}
+
+// startAs starts a job with token and returns its id.
+func (q *quotaFleet) startAs(token, body string) string {
+	q.t.Helper()
+	var st api.Started
+	if code := q.as(token, http.MethodPost, "/v1/jobs", body, &st); code != http.StatusCreated {
+		q.t.Fatalf("POST /v1/jobs %s: %d", body, code)
+	}
+	return st.ID
+}
+
+func (q *quotaFleet) view(id string) api.JobView {
+	q.t.Helper()
+	var v api.JobView
+	q.get("/v1/jobs/"+id, &v)
+	return v
+}
+
+// held is the jobs holding a quota slot now.
+func (q *quotaFleet) held() []string {
+	q.t.Helper()
+	var v api.QuotasView
+	q.get("/v1/quotas", &v)
+	var out []string
+	for _, s := range v.Held {
+		out = append(out, s.Job)
+	}
+	return out
+}
+
+// kill kills job id and waits until it ended.
+func (q *quotaFleet) kill(id string) {
+	q.t.Helper()
+	var out map[string]string
+	q.post("/v1/jobs/"+id+"/kill", "", &out)
+	waitFor(q.t, "job "+id+" to end", func() bool { return q.view(id).State != "running" })
+}
+
+// waiting checks job id waits for a slot: running, claimed by no node,
+// its command not started, its slot not held.
+func (q *quotaFleet) waiting(t *testing.T, id, sleepArg string) {
+	t.Helper()
+	v := q.view(id)
+	if v.State != "running" || sleeping(sleepArg) || slices.Contains(q.held(), id) {
+		t.Fatalf("job %s over its quota: state %s, running %v, holding a slot %v; want it waiting", id, v.State, sleeping(sleepArg), q.held())
+	}
+	for _, n := range []string{"p1", "t1"} {
+		if _, err := os.Stat(filepath.Join(q.dir, "nodes", n, "jobs", id)); err == nil {
+			t.Fatalf("job %s over its quota reached node %s", id, n)
+		}
+	}
+}
+
+// terminate ends job id around the API, as an operator's own Temporal
+// tool could: the workflow runs no more code, so it never releases its
+// slot.
+func (q *quotaFleet) terminate(id string) {
+	q.t.Helper()
+	dir := filepath.Join(q.dir, "server", "pki")
+	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "client.pem"), filepath.Join(dir, "client.key"))
+	if err != nil {
+		q.t.Fatal(err)
+	}
+	ca, err := os.ReadFile(filepath.Join(dir, "ca.pem"))
+	if err != nil {
+		q.t.Fatal(err)
+	}
+	tc, err := pki.ClientTLS(ca, func() (*tls.Certificate, error) { return &cert, nil })
+	if err != nil {
+		q.t.Fatal(err)
+	}
+	m := regexp.MustCompile(`Temporal on (127\.0\.0\.1:\d+)`).FindStringSubmatch(q.stderr.String())
+	if m == nil {
+		q.t.Fatalf("the server did not say where Temporal is")
+	}
+	c, err := client.Dial(client.Options{HostPort: m[1], Namespace: jobs.DefaultNamespace, ConnectionOptions: client.ConnectionOptions{TLS: tc}})
+	if err != nil {
+		q.t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.TerminateWorkflow(q.ctx, id, "", "ended around the API"); err != nil {
+		q.t.Fatal(err)
+	}
+}
+
+// TestTenantsAndQuotas: the fleet's quotas hold before any box starts —
+// a pool's quota makes its second job wait until the first ends, a
+// tenant's quota holds that tenant's jobs only, a job waiting past its
+// claim timeout fails naming the quota, the tenant is the token's, never
+// the body's — and the slots survive a server restart without leaking.
+func TestTenantsAndQuotas(t *testing.T) {
+	q := startQuotaFleet(t, serverBin(t), "--pool-quota", "ci=1", "--tenant-quota", "acme=1")
+	q.nodeIn("p1", "ci")
+	q.nodeIn("t1", "team")
+
+	t.Run("the tenant is the token's, never the body's", func(t *testing.T) {
+		var e map[string]string
+		code := q.as(acmeToken, http.MethodPost, "/v1/jobs", `{"pool":"team","argv":["true"],"tenant":"beta"}`, &e)
+		if code != http.StatusBadRequest || !strings.Contains(e["error"], "a job's tenant is the token's that starts it") {
+			t.Fatalf("a body naming its tenant: %d %v, want 400", code, e)
+		}
+		for token, want := range map[string]string{acmeToken: "acme", betaToken: "beta", q.token: jobs.DefaultTenant} {
+			id := q.startAs(token, `{"pool":"team","argv":["true"]}`)
+			var v api.JobView
+			q.get("/v1/jobs/"+id+"?wait=1", &v)
+			if v.State != "completed" || v.Tenant != want {
+				t.Errorf("job %s: %s, tenant %q; want completed, tenant %q", id, v.State, v.Tenant, want)
+			}
+			if recs := q.auditOf(id); len(recs) == 0 || recs[0].Kind != api.AuditJobStart || recs[0].Fields["tenant"] != want {
+				t.Errorf("job %s: job.start %+v, want tenant %q", id, recs, want)
+			}
+		}
+	})
+
+	t.Run("a pool quota of 1: the second job waits until the first ends", func(t *testing.T) {
+		first := q.startAs(q.token, `{"pool":"ci","argv":["sleep","5151"]}`)
+		waitFor(t, "the first job's box", func() bool { return sleeping("5151") })
+		// Another tenant's: the pool's quota holds every tenant.
+		second := q.startAs(betaToken, `{"pool":"ci","argv":["sleep","5152"]}`)
+		time.Sleep(3 * time.Second)
+		q.waiting(t, second, "5152")
+		if got := q.held(); !slices.Equal(got, []string{first}) {
+			t.Errorf("slots held %v, want the first job's only", got)
+		}
+		q.kill(first)
+		waitFor(t, "the second job's box once the first ended", func() bool { return sleeping("5152") })
+		q.kill(second)
+		if got := q.held(); len(got) != 0 {
+			t.Errorf("slots held after both ended: %v", got)
+		}
+	})
+
+	t.Run("a job over its quota past its claim timeout fails naming the quota", func(t *testing.T) {
+		first := q.startAs(q.token, `{"pool":"ci","argv":["sleep","5153"]}`)
+		waitFor(t, "the first job's box", func() bool { return sleeping("5153") })
+		start := time.Now()
+		late := q.startAs(q.token, `{"pool":"ci","argv":["true"],"claim_timeout":"3s"}`)
+		var v api.JobView
+		q.get("/v1/jobs/"+late+"?wait=1", &v)
+		want := "job " + late + " got no quota slot within 3s: pool ci holds its quota of 1 at once (--pool-quota ci=1): raise the quota"
+		if v.State != "failed" || !strings.Contains(v.Error, want) || time.Since(start) > 30*time.Second {
+			t.Errorf("got %s %q after %s, want failed with %q", v.State, v.Error, time.Since(start), want)
+		}
+		q.kill(first)
+	})
+
+	t.Run("a tenant's quota holds its own jobs, never another tenant's", func(t *testing.T) {
+		a1 := q.startAs(acmeToken, `{"pool":"team","argv":["sleep","5161"]}`)
+		waitFor(t, "acme's first box", func() bool { return sleeping("5161") })
+		a2 := q.startAs(acmeToken, `{"pool":"team","argv":["sleep","5162"]}`)
+		b1 := q.startAs(betaToken, `{"pool":"team","argv":["sleep","5163"]}`)
+		b2 := q.startAs(betaToken, `{"pool":"team","argv":["sleep","5164"]}`)
+		waitFor(t, "beta's boxes beside acme's", func() bool { return sleeping("5163") && sleeping("5164") })
+		q.waiting(t, a2, "5162")
+		q.kill(a1)
+		waitFor(t, "acme's second box once its first ended", func() bool { return sleeping("5162") })
+		for _, id := range []string{a2, b1, b2} {
+			q.kill(id)
+		}
+	})
+
+	t.Run("the slots survive a server restart, and none leaks", func(t *testing.T) {
+		x := q.startAs(q.token, `{"pool":"ci","argv":["sleep","5171"]}`)
+		waitFor(t, "the job's box", func() bool { return sleeping("5171") })
+		q.server.signal(syscall.SIGKILL)
+		q.server.wait(t, 30*time.Second)
+		q.startServer()
+		if got := q.held(); !slices.Equal(got, []string{x}) {
+			t.Fatalf("after the restart the slots held are %v, want the running job's %s", got, x)
+		}
+		y := q.startAs(q.token, `{"pool":"ci","argv":["sleep","5172"]}`)
+		time.Sleep(3 * time.Second)
+		q.waiting(t, y, "5172") // no slot granted twice after the restart
+		q.kill(x)
+		waitFor(t, "the waiting job's box once the first ended after the restart", func() bool { return sleeping("5172") })
+		// Ended around the API, y never gives its slot back: the server
+		// finds it no longer runs and frees it.
+		q.terminate(y)
+		z := q.startAs(q.token, `{"pool":"ci","argv":["sleep","5173"]}`)
+		waitUntil(t, "a job to get the slot of one terminated around the API", 40*time.Second, func() bool { return sleeping("5173") })
+		if got := q.held(); !slices.Equal(got, []string{z}) {
+			t.Errorf("slots held %v, want only %s", got, z)
+		}
+		q.kill(z)
+		waitFor(t, "the terminated job's box to go", func() bool { return !sleeping("5172") })
+		if got := q.held(); len(got) != 0 {
+			t.Errorf("slots held once every job ended: %v", got)
+		}
+	})
+}
