@@ -254,6 +254,9 @@ func TestTenantsAndQuotas(t *testing.T) {
 			if recs := q.auditOf(id); len(recs) == 0 || recs[0].Kind != api.AuditJobStart || recs[0].Fields["tenant"] != want {
 				t.Errorf("job %s: job.start %+v, want tenant %q", id, recs, want)
 			}
+			if *update && want == "acme" {
+				recordHistory(t, q.fleet, id, "tenant-job.history.json")
+			}
 		}
 	})
 
@@ -272,6 +275,9 @@ func TestTenantsAndQuotas(t *testing.T) {
 		q.kill(second)
 		if got := q.held(); len(got) != 0 {
 			t.Errorf("slots held after both ended: %v", got)
+		}
+		if *update {
+			recordHistory(t, q.fleet, second, "quota-wait.history.json")
 		}
 	})
 
