@@ -228,6 +228,30 @@ func (q *quotaFleet) terminate(id string) {
 	}
 }
 
+// carriesNoToken checks job id's workflow history (the job, its slot's
+// asks, its claim and run: everything a node or the quota is handed) holds
+// none of the API's tokens: the tenant travels as a name only.
+func (q *quotaFleet) carriesNoToken(t *testing.T, id string) {
+	t.Helper()
+	c, err := jobsClient(q.fleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	h, err := c.History(q.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(h), "airlock.quota.acquire") {
+		t.Fatalf("job %s took no quota slot: %s", id, h)
+	}
+	for _, tok := range []string{acmeToken, betaToken, q.token} {
+		if strings.Contains(string(h), tok) {
+			t.Errorf("job %s's history holds a token (%s…)", id, tok[:4])
+		}
+	}
+}
+
 // TestTenantsAndQuotas: the fleet's quotas hold before any box starts —
 // a pool's quota makes its second job wait until the first ends, a
 // tenant's quota holds that tenant's jobs only, a job waiting past its
@@ -254,6 +278,7 @@ func TestTenantsAndQuotas(t *testing.T) {
 			if recs := q.auditOf(id); len(recs) == 0 || recs[0].Kind != api.AuditJobStart || recs[0].Fields["tenant"] != want {
 				t.Errorf("job %s: job.start %+v, want tenant %q", id, recs, want)
 			}
+			q.carriesNoToken(t, id)
 			if *update && want == "acme" {
 				recordHistory(t, q.fleet, id, "tenant-job.history.json")
 			}
