@@ -7,17 +7,14 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/airlock-run/airlock/errs"
-	"github.com/airlock-run/airlock/internal/privfile"
 )
 
 // AnyName is the key of a quota that holds every pool or tenant the
@@ -36,9 +33,11 @@ type QuotaConfig struct {
 	// Tenants bounds the jobs that hold a box at once for each tenant,
 	// across pools.
 	Tenants map[string]int
-	// File keeps the slots held across a restart of the server
-	// (STATE/quota.json); "" keeps none.
-	File string
+	// Held are the slots saved before a restart of the server; Save,
+	// when set, is given every slot held after each change, and a slot is
+	// granted only once it was saved, so a restart never forgets one.
+	Held []Slot
+	Save func([]Slot) error
 	Log  *slog.Logger
 }
 
@@ -97,9 +96,6 @@ type Quotas struct {
 	lastSweep time.Time
 }
 
-// maxQuotaFile bounds the slots file read at start.
-const maxQuotaFile = 16 << 20
-
 // releasedFor is how long a released job's asks are refused: longer than
 // any ask takes (slotWait and its start-to-close).
 const releasedFor = 10 * time.Minute
@@ -125,22 +121,10 @@ func NewQuotas(cfg QuotaConfig) (*Quotas, error) {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	q := &Quotas{cfg: cfg, now: time.Now, held: map[string]Slot{}, released: map[string]time.Time{}, changed: make(chan struct{})}
-	if cfg.File == "" {
-		return q, nil
-	}
-	b, err := privfile.ReadFile(cfg.File, maxQuotaFile, privfile.Options{})
-	if errors.Is(err, fs.ErrNotExist) {
-		return q, nil
-	}
-	if err != nil {
-		return nil, errs.Wrap(errs.Unavailable, err, "quota slots %s", cfg.File)
-	}
-	var slots []Slot
-	if err := json.Unmarshal(b, &slots); err != nil {
-		return nil, errs.Invalidf("quota slots %s: %v (remove it: the slots are then counted again from the jobs that take them)", cfg.File, err)
-	}
-	for _, s := range slots {
-		q.held[s.Job] = s
+	for _, s := range cfg.Held {
+		if CheckName("job id", s.Job) == nil {
+			q.held[s.Job] = s
+		}
 	}
 	return q, nil
 }
@@ -284,17 +268,13 @@ func (q *Quotas) Sweep(ctx context.Context) int {
 	return len(gone)
 }
 
-// saveLocked writes the slots held to the file, through privfile.
+// saveLocked hands the slots held to Save.
 func (q *Quotas) saveLocked() error {
-	if q.cfg.File == "" {
+	if q.cfg.Save == nil {
 		return nil
 	}
-	b, err := json.MarshalIndent(q.slotsLocked(), "", "  ")
-	if err != nil {
-		return errs.Wrap(errs.Internal, err, "quota slots")
-	}
-	if err := privfile.WriteFile(q.cfg.File, append(b, '\n'), 0o600, privfile.Options{}); err != nil {
-		return errs.Wrap(errs.Unavailable, err, "quota slots %s", q.cfg.File)
+	if err := q.cfg.Save(q.slotsLocked()); err != nil {
+		return errs.Wrap(errs.Unavailable, err, "save the quota slots")
 	}
 	return nil
 }

@@ -3,8 +3,6 @@ package jobs
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -135,19 +133,33 @@ func TestQuotasWaitAndRelease(t *testing.T) {
 	}
 }
 
-// TestQuotasSurviveRestart: the slots held are saved (0600) and read back
-// by the next server, so a restart neither forgets them (over-granting) nor
-// keeps those of jobs that ended meanwhile (a leak): the sweep frees those.
+// TestQuotasSurviveRestart: a slot is granted only once it was saved, and
+// the saved slots are held by the next server, so a restart neither
+// forgets them (over-granting) nor keeps those of jobs that ended
+// meanwhile (a leak): the sweep frees those.
 func TestQuotasSurviveRestart(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "quota.json")
-	cfg := QuotaConfig{Pools: map[string]int{"ci": 2}, File: file}
+	var saved []Slot
+	fail := false
+	cfg := QuotaConfig{Pools: map[string]int{"ci": 2}, Save: func(s []Slot) error {
+		if fail {
+			return errors.New("disk full")
+		}
+		saved = s
+		return nil
+	}}
 	q := newQuotas(t, cfg)
 	ask(t, q, "j-1", "ci", "acme")
 	ask(t, q, "j-2", "ci", "beta")
-	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("slots file: %v, %v; want mode 600", fi, err)
+	if len(saved) != 2 {
+		t.Fatalf("saved %v, want both slots", saved)
 	}
+	fail = true
+	if _, err := q.Acquire(context.Background(), SlotRequest{Job: "j-x", Pool: "gpu", Tenant: "acme"}); err == nil || heldJobs(q) != "j-1 j-2" {
+		t.Fatalf("a slot that could not be saved: %v, held %q; want refused", err, heldJobs(q))
+	}
+	fail = false
 
+	cfg.Held = saved
 	q2 := newQuotas(t, cfg)
 	if g := ask(t, q2, "j-3", "ci", "acme"); g.Granted {
 		t.Fatalf("after a restart the saved slots were forgotten: j-3 granted beside %s", heldJobs(q2))
@@ -167,12 +179,9 @@ func TestQuotasSurviveRestart(t *testing.T) {
 	if g := ask(t, q2, "j-3", "ci", "acme"); !g.Granted {
 		t.Fatalf("the freed slot was not granted: %+v", g)
 	}
+	cfg.Held = saved
 	if q3 := newQuotas(t, cfg); heldJobs(q3) != "j-2 j-3" {
 		t.Errorf("the sweep's result was not saved: held %q", heldJobs(q3))
-	}
-	os.WriteFile(file, []byte("{not json"), 0o600)
-	if _, err := NewQuotas(cfg); err == nil || !strings.Contains(err.Error(), "remove it") {
-		t.Errorf("a broken slots file: %v, want an error naming the fix", err)
 	}
 }
 

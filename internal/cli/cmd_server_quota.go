@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/airlock-run/airlock/api"
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/privfile"
 	"github.com/airlock-run/airlock/jobs"
 )
 
@@ -149,6 +151,35 @@ func serverQuotas(o serverOptions, tenants []api.Tenant, log *slog.Logger) (*job
 			return nil, usagef("--tenant-quota %s: no such tenant (the default one, or a line of %s)", name, o.tenantsFile)
 		}
 	}
-	return jobs.NewQuotas(jobs.QuotaConfig{Pools: o.poolQuota, Tenants: o.tenantQuota,
-		File: filepath.Join(o.dir, "quota.json"), Log: log})
+	held, save, err := quotaFile(filepath.Join(o.dir, "quota.json"))
+	if err != nil {
+		return nil, err
+	}
+	return jobs.NewQuotas(jobs.QuotaConfig{Pools: o.poolQuota, Tenants: o.tenantQuota, Held: held, Save: save, Log: log})
+}
+
+// maxQuotaFile bounds the slots file read at start.
+const maxQuotaFile = 16 << 20
+
+// quotaFile reads the quota slots saved in path (none when it does not
+// exist) and returns how to save them, through privfile (0600).
+func quotaFile(path string) ([]jobs.Slot, func([]jobs.Slot) error, error) {
+	var held []jobs.Slot
+	b, err := privfile.ReadFile(path, maxQuotaFile, privfile.Options{})
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(b, &held); err != nil {
+			return nil, nil, errs.Invalidf("quota slots %s: %v (remove it: every slot is then free, and running jobs may exceed the quotas until they end)", path, err)
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, nil, errs.Wrap(errs.Unavailable, err, "quota slots %s", path)
+	}
+	save := func(all []jobs.Slot) error {
+		b, err := json.MarshalIndent(all, "", "  ")
+		if err != nil {
+			return err
+		}
+		return privfile.WriteFile(path, append(b, '\n'), 0o600, privfile.Options{})
+	}
+	return held, save, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/airlock-run/airlock/api"
+	"github.com/airlock-run/airlock/jobs"
 )
 
 func TestTenantTokens(t *testing.T) {
@@ -98,5 +99,28 @@ func TestQuotaFlag(t *testing.T) {
 		case tt.wantErr == "" && (err != nil || q.String() != tt.want):
 			t.Errorf("%v: got %q, %v; want %q", tt.args, q.String(), err, tt.want)
 		}
+	}
+}
+
+// TestQuotaFile: the slots are saved 0600 and read back at the next start;
+// a broken file is refused naming the fix.
+func TestQuotaFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "quota.json")
+	held, save, err := quotaFile(p)
+	if err != nil || held != nil {
+		t.Fatalf("no file: %v, %v", held, err)
+	}
+	if err := save([]jobs.Slot{{Job: "j-1", Pool: "ci", Tenant: "acme"}}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("slots file: %v, %v; want mode 600", fi, err)
+	}
+	if held, _, err := quotaFile(p); err != nil || len(held) != 1 || held[0].Job != "j-1" || held[0].Tenant != "acme" {
+		t.Fatalf("read back: %+v, %v", held, err)
+	}
+	os.WriteFile(p, []byte("{not json"), 0o600)
+	if _, _, err := quotaFile(p); err == nil || !strings.Contains(err.Error(), "remove it") {
+		t.Errorf("a broken slots file: %v, want an error naming the fix", err)
 	}
 }
