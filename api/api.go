@@ -5,22 +5,24 @@
 // Temporal), keeps the list of nodes that registered, and holds the
 // server's audit log. It is a front end that never
 // executes a call itself: every call of a job is decided and run on the
-// node that claimed it. Only internal/cli imports it.
+// node that claimed it. Every job-scoped route is held to the token's
+// tenant (ownJob): another tenant's job is answered as one that does not
+// exist. Only internal/cli imports it.
 //
 //	POST /v1/jobs            start a job            → 201 {"id": ...}
-//	GET  /v1/jobs            every job, from Temporal's visibility (?running=1: those still running)
+//	GET  /v1/jobs            the tenant's jobs (an admin's: every job), from Temporal's visibility (?running=1: those still running)
 //	GET  /v1/jobs/{id}       a job's state and result (?wait=1 blocks until it ends)
 //	POST /v1/jobs/{id}/kill  cancel a job: its node tears the box down
-//	POST /v1/agents/{name}/kill  cancel every running job of an agent
+//	POST /v1/agents/{name}/kill  cancel every running job of the tenant's agent (an admin's: every tenant's)
 //	POST /v1/hooks/{name}    an outside event: starts the hook's job, tainted, tier 1 only
 //	POST /v1/nodes/enroll    a node enrols: a certificate for its CSR (behind the enrolment token)
 //	POST /v1/nodes           a node registers (and heartbeats) with its signed attestation (node token: its own id only)
 //	GET  /v1/nodes           the nodes, their tiers, findings and health
 //	POST /v1/nodes/{id}/sandbox-optout  (admin) start, approve or end a node's opt-out
 //	POST /v1/jobs/{id}/questions        a node raises a job's escalation (node token: in its own name only)
-//	GET  /v1/approvals       the escalations waiting for a person
+//	GET  /v1/approvals       the tenant's escalations waiting for a person
 //	POST /v1/approvals/{id}  answer one, bound to its digest
-//	GET  /v1/audit?job=ID    the server's audit records of a job
+//	GET  /v1/audit?job=ID    the server's audit records of the tenant's job (no job: all the tenant's)
 //	GET  /v1/quotas          the fleet's quotas and the slots jobs hold
 package api
 
@@ -65,8 +67,9 @@ type Jobs interface {
 	Questions(ctx context.Context, id string) ([]jobs.Question, error)
 	// List is every job, oldest first; running only those still running.
 	List(ctx context.Context, running bool) ([]jobs.Status, error)
-	// KillAgent cancels every running job of agent and names them.
-	KillAgent(ctx context.Context, agent string) ([]string, error)
+	// KillAgent cancels every running job of agent whose summary mine
+	// accepts (the caller's tenant's) and names them.
+	KillAgent(ctx context.Context, agent string, mine func(jobs.Summary) bool) ([]string, error)
 }
 
 // Config configures the API.
@@ -285,7 +288,7 @@ func (s *Server) start(ctx context.Context, j jobs.Job) error {
 	s.mu.Unlock()
 	s.record(AuditJobStart, jobFields(j, PrincipalOf(ctx).Name))
 	if j.Tainted {
-		s.record(AuditJobTaint, map[string]any{"job": j.ID, "taint": j.Taint})
+		s.record(AuditJobTaint, map[string]any{"job": j.ID, "tenant": j.Tenant, "taint": j.Taint})
 	}
 	go s.watch(j)
 	return nil
@@ -298,7 +301,7 @@ func (s *Server) watch(j jobs.Job) {
 	if err != nil {
 		return // the server is stopping; the job goes on in Temporal
 	}
-	f := map[string]any{"job": j.ID, "state": st.State}
+	f := map[string]any{"job": j.ID, "tenant": j.Tenant, "state": st.State}
 	if st.Error != "" {
 		f["error"] = st.Error
 	}
@@ -308,7 +311,7 @@ func (s *Server) watch(j jobs.Job) {
 			s.mu.Lock()
 			o := s.optouts[r.Node]
 			s.mu.Unlock()
-			s.record(AuditTier0, map[string]any{"job": j.ID, "node": r.Node, "optout_reason": o.Reason, "optout_by": o.By})
+			s.record(AuditTier0, map[string]any{"job": j.ID, "tenant": j.Tenant, "node": r.Node, "optout_reason": o.Reason, "optout_by": o.By})
 		}
 	}
 	s.record(AuditJobEnd, f)
@@ -369,7 +372,7 @@ func (s *Server) view(st jobs.Status) JobView {
 
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := jobs.CheckName("job id", id); err != nil {
+	if _, err := s.ownJob(r, id); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -406,7 +409,9 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]JobView, 0, len(list))
 	for _, st := range list {
-		out = append(out, s.view(st))
+		if sees(r.Context(), withTenant(st.Summary)) {
+			out = append(out, s.view(st))
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -418,14 +423,17 @@ type Killed struct {
 }
 
 // killAgent is the kill switch for an agent: every running job it acts
-// for is cancelled, whichever node runs it.
+// for is cancelled, whichever node runs it. An agent is its tenant's: an
+// operator's kill reaches its own tenant's jobs of that name only, an
+// admin's every tenant's.
 func (s *Server) killAgent(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	if err := jobs.CheckName("agent", name); err != nil {
 		writeErr(w, err)
 		return
 	}
-	killed, err := s.cfg.Jobs.KillAgent(r.Context(), name)
+	mine := func(sum jobs.Summary) bool { return sees(r.Context(), withTenant(sum)) }
+	killed, err := s.cfg.Jobs.KillAgent(r.Context(), name, mine)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -439,7 +447,7 @@ func (s *Server) killAgent(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) killJob(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := jobs.CheckName("job id", id); err != nil {
+	if _, err := s.ownJob(r, id); err != nil {
 		writeErr(w, err)
 		return
 	}

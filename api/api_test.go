@@ -24,6 +24,10 @@ type fakeJobs struct {
 	// ended, when set, is how every job ends (Wait returns it at once);
 	// nil makes Wait block until the server closes.
 	ended *jobs.Status
+	// known are jobs started before the server (Get finds them).
+	known []jobs.Job
+	// killed are the jobs Kill was asked to cancel.
+	killed []string
 }
 
 func (f *fakeJobs) Ask(_ context.Context, id string, q jobs.Question) error {
@@ -61,7 +65,17 @@ func (f *fakeJobs) Start(_ context.Context, j jobs.Job) error {
 	f.started = append(f.started, j)
 	return nil
 }
+
+// Get finds a started job, or one of known, as running; any other id is
+// not found, in jobs.Client.Get's words.
 func (f *fakeJobs) Get(_ context.Context, id string) (jobs.Status, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, j := range append(f.known, f.started...) {
+		if j.ID == id {
+			return jobs.Status{ID: j.ID, State: "running", Summary: j.Summary()}, nil
+		}
+	}
 	return jobs.Status{}, errs.NotFoundf("job %s: not found", id)
 }
 func (f *fakeJobs) Wait(ctx context.Context, id string) (jobs.Status, error) {
@@ -76,7 +90,12 @@ func (f *fakeJobs) Wait(ctx context.Context, id string) (jobs.Status, error) {
 	<-ctx.Done()
 	return jobs.Status{}, ctx.Err()
 }
-func (f *fakeJobs) Kill(_ context.Context, id string) error { return nil }
+func (f *fakeJobs) Kill(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.killed = append(f.killed, id)
+	return nil
+}
 
 // List lists what was started, running, with the summary a start records.
 func (f *fakeJobs) List(_ context.Context, running bool) ([]jobs.Status, error) {
@@ -89,13 +108,13 @@ func (f *fakeJobs) List(_ context.Context, running bool) ([]jobs.Status, error) 
 	return out, nil
 }
 
-// KillAgent names the started jobs of agent.
-func (f *fakeJobs) KillAgent(_ context.Context, agent string) ([]string, error) {
+// KillAgent names the started jobs of agent that mine accepts.
+func (f *fakeJobs) KillAgent(_ context.Context, agent string, mine func(jobs.Summary) bool) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []string
 	for _, j := range f.started {
-		if j.Agent == agent {
+		if j.Agent == agent && mine(j.Summary()) {
 			out = append(out, j.ID)
 		}
 	}
@@ -104,8 +123,12 @@ func (f *fakeJobs) KillAgent(_ context.Context, agent string) ([]string, error) 
 
 const token = "0123456789abcdef0123456789abcdef"
 
+// jobOne is the default tenant's job j-1, started before the server, that
+// the approval tests raise questions of.
+var jobOne = jobs.Job{ID: "j-1", Pool: jobs.DefaultPool, Tenant: jobs.DefaultTenant}
+
 func serve(t *testing.T, cfg Config) (*httptest.Server, *fakeJobs) {
-	f := &fakeJobs{}
+	f := &fakeJobs{known: []jobs.Job{jobOne}}
 	cfg.Jobs = f
 	if cfg.Token == "" {
 		cfg.Token = token

@@ -68,7 +68,11 @@ func jobFields(j jobs.Job, by string) map[string]any {
 }
 
 // getAudit answers GET /v1/audit?job=ID: the server's records of that
-// job, oldest first (every record when job is not given).
+// job, oldest first (every record when job is not given), of those the
+// caller may read: an operator its tenant's (and the fleet's, fleetKinds),
+// an admin every record. Whose a record is is read from the log itself
+// (auditTenants), so it holds for a job Temporal no longer keeps; another
+// tenant's job reads as one with no records, as an unknown id does.
 func (s *Server) getAudit(w http.ResponseWriter, r *http.Request) {
 	id := r.URL.Query().Get("job")
 	if id != "" {
@@ -88,8 +92,10 @@ func (s *Server) getAudit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer f.Close()
+	tenants := auditTenants{}
 	err = audit.Read(f, func(rec audit.Record) error {
-		if id == "" || rec.Fields["job"] == id {
+		tenant := tenants.of(rec)
+		if (id == "" || rec.Fields["job"] == id) && seesRecord(r.Context(), rec, tenant) {
 			out = append(out, rec)
 		}
 		return nil

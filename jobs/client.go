@@ -224,13 +224,18 @@ func (c *Client) Kill(ctx context.Context, id string) error {
 	return nil
 }
 
-// KillAgent cancels every running job of agent, on whichever node runs
-// it, and returns their ids. A job that ended between the list and its
-// cancel is no error; any other failure is returned after the rest were
-// cancelled, so one refusal never shields the agent's other jobs.
-func (c *Client) KillAgent(ctx context.Context, agent string) ([]string, error) {
+// KillAgent cancels every running job of agent whose summary mine
+// accepts (an agent's name is its tenant's: mine holds the kill to the
+// caller's tenant), on whichever node runs it, and returns their ids. A
+// job that ended between the list and its cancel is no error; any other
+// failure is returned after the rest were cancelled, so one refusal never
+// shields the agent's other jobs.
+func (c *Client) KillAgent(ctx context.Context, agent string, mine func(Summary) bool) ([]string, error) {
 	if err := CheckName("agent", agent); err != nil {
 		return nil, err
+	}
+	if mine == nil {
+		return nil, errs.Invalidf("kill agent %s: no tenant's jobs are named (a nil filter kills none)", agent)
 	}
 	infos, err := c.list(ctx, true)
 	if err != nil {
@@ -240,7 +245,7 @@ func (c *Client) KillAgent(ctx context.Context, agent string) ([]string, error) 
 	var failed []error
 	for _, info := range infos {
 		var s Summary
-		if p, ok := info.GetMemo().GetFields()[memoKey]; !ok || converter.GetDefaultDataConverter().FromPayload(p, &s) != nil || s.Agent != agent {
+		if p, ok := info.GetMemo().GetFields()[memoKey]; !ok || converter.GetDefaultDataConverter().FromPayload(p, &s) != nil || s.Agent != agent || !mine(s) {
 			continue
 		}
 		id := info.GetExecution().GetWorkflowId()
