@@ -19,14 +19,16 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/airlock-run/airlock/api"
+	"github.com/airlock-run/airlock/audit"
 	"github.com/airlock-run/airlock/internal/testsupport"
 	"github.com/airlock-run/airlock/jobs"
 	"github.com/airlock-run/airlock/jobs/pki"
 )
 
 const (
-	acmeToken = "acme-token-0123456789abcdef0123456789"
-	betaToken = "beta-token-0123456789abcdef0123456789"
+	acmeToken  = "acme-token-0123456789abcdef0123456789"
+	betaToken  = "beta-token-0123456789abcdef0123456789"
+	adminToken = "root-token-0123456789abcdef0123456789"
 )
 
 // quotaFleet is the server as its built binary, on a loopback port kept
@@ -53,6 +55,9 @@ func startQuotaFleet(t *testing.T, srvBin string, args ...string) *quotaFleet {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(state, "tenants"), []byte("acme "+acmeToken+"\nbeta "+betaToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(state, "admin-token"), []byte("root "+adminToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	f.tokenF = filepath.Join(state, "token")
@@ -154,10 +159,13 @@ func (q *quotaFleet) startAs(token, body string) string {
 	return st.ID
 }
 
+// view is job id as an admin sees it (every tenant's job).
 func (q *quotaFleet) view(id string) api.JobView {
 	q.t.Helper()
 	var v api.JobView
-	q.get("/v1/jobs/"+id, &v)
+	if code := q.as(adminToken, http.MethodGet, "/v1/jobs/"+id, "", &v); code != http.StatusOK {
+		q.t.Fatalf("GET /v1/jobs/%s: %d", id, code)
+	}
 	return v
 }
 
@@ -173,11 +181,14 @@ func (q *quotaFleet) held() []string {
 	return out
 }
 
-// kill kills job id and waits until it ended.
+// kill kills job id (an admin's kill, of any tenant's) and waits until
+// it ended.
 func (q *quotaFleet) kill(id string) {
 	q.t.Helper()
 	var out map[string]string
-	q.post("/v1/jobs/"+id+"/kill", "", &out)
+	if code := q.as(adminToken, http.MethodPost, "/v1/jobs/"+id+"/kill", "", &out); code != http.StatusAccepted {
+		q.t.Fatalf("kill %s: %d %v", id, code, out)
+	}
 	waitFor(q.t, "job "+id+" to end", func() bool { return q.view(id).State != "running" })
 }
 
@@ -271,11 +282,12 @@ func TestTenantsAndQuotas(t *testing.T) {
 		for token, want := range map[string]string{acmeToken: "acme", betaToken: "beta", q.token: jobs.DefaultTenant} {
 			id := q.startAs(token, `{"pool":"team","argv":["true"]}`)
 			var v api.JobView
-			q.get("/v1/jobs/"+id+"?wait=1", &v)
+			q.as(token, http.MethodGet, "/v1/jobs/"+id+"?wait=1", "", &v)
 			if v.State != "completed" || v.Tenant != want {
 				t.Errorf("job %s: %s, tenant %q; want completed, tenant %q", id, v.State, v.Tenant, want)
 			}
-			if recs := q.auditOf(id); len(recs) == 0 || recs[0].Kind != api.AuditJobStart || recs[0].Fields["tenant"] != want {
+			var recs []audit.Record
+			if q.as(token, http.MethodGet, "/v1/audit?job="+id, "", &recs); len(recs) == 0 || recs[0].Kind != api.AuditJobStart || recs[0].Fields["tenant"] != want {
 				t.Errorf("job %s: job.start %+v, want tenant %q", id, recs, want)
 			}
 			q.carriesNoToken(t, id)
@@ -284,6 +296,8 @@ func TestTenantsAndQuotas(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("a tenant reaches its own jobs only, an admin every tenant's", q.tenantsApart)
 
 	t.Run("a pool quota of 1: the second job waits until the first ends", func(t *testing.T) {
 		first := q.startAs(q.token, `{"pool":"ci","argv":["sleep","5151"]}`)
@@ -363,4 +377,159 @@ func TestTenantsAndQuotas(t *testing.T) {
 			t.Errorf("slots held once every job ended: %v", got)
 		}
 	})
+}
+
+// unknownJob is an id no job has.
+const unknownJob = "j-00000000000000ff"
+
+// sameAsUnknown sends method path body with acme's token twice: JOB and Q
+// are first beta's job and question, then an unknown job and question;
+// both answers must be want and the same, so acme learns nothing of
+// beta's ids.
+func (q *quotaFleet) sameAsUnknown(t *testing.T, method, path, body, job, question string, want int) {
+	t.Helper()
+	send := func(job, question string) (int, string) {
+		fill := strings.NewReplacer("JOB", job, "Q", question)
+		var out json.RawMessage
+		code := q.as(acmeToken, method, fill.Replace(path), fill.Replace(body), &out)
+		return code, strings.NewReplacer(job, "JOB", question, "Q").Replace(string(out))
+	}
+	code, got := send(job, question)
+	ucode, ref := send(unknownJob, "q-unknown")
+	if code != want || ucode != want || got != ref {
+		t.Errorf("%s %s: acme of beta's: %d %s; of an unknown id: %d %s; want both %d, the same", method, path, code, got, ucode, ref, want)
+	}
+}
+
+// listed is the ids GET path lists for token (jobs or questions).
+func (q *quotaFleet) listed(token, path string) []string {
+	q.t.Helper()
+	var items []struct {
+		ID  string `json:"id"`
+		Job string `json:"job"`
+	}
+	if code := q.as(token, http.MethodGet, path, "", &items); code != http.StatusOK {
+		q.t.Fatalf("GET %s: %d", path, code)
+	}
+	var ids []string
+	for _, it := range items {
+		ids = append(ids, it.ID)
+	}
+	return ids
+}
+
+// auditJobs are the jobs named in the records token reads of the whole
+// audit log.
+func (q *quotaFleet) auditJobs(token string) []string {
+	q.t.Helper()
+	var recs []audit.Record
+	if code := q.as(token, http.MethodGet, "/v1/audit", "", &recs); code != http.StatusOK {
+		q.t.Fatalf("GET /v1/audit: %d", code)
+	}
+	var ids []string
+	for _, r := range recs {
+		if id, ok := r.Fields["job"].(string); ok && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// killAgent runs `airlock kill --agent NAME --json` with token and names
+// the jobs it killed.
+func (q *quotaFleet) killAgent(t *testing.T, token, name string) []string {
+	t.Helper()
+	file := filepath.Join(q.dir, "kill-"+token[:4]+".token")
+	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := q.cli(file, "kill", "--agent", name, "--json")
+	var k api.Killed
+	if code != 0 || json.Unmarshal([]byte(out), &k) != nil {
+		t.Fatalf("airlock kill --agent %s: exit %d, %q %q", name, code, out, stderr)
+	}
+	return k.Jobs
+}
+
+// tenantsApart: tenant acme's token cannot get, kill, list, read the
+// audit of, or see and answer the questions of tenant beta's jobs, and
+// each refusal is the answer an unknown id gets; acme's kill switch for
+// agent bot stops acme's bot only; beta's node still raises its job's
+// questions; an admin reaches both tenants' jobs.
+func (q *quotaFleet) tenantsApart(t *testing.T) {
+	policy := "shell:\n  allow: [echo]\n  args:\n    echo:\n      escalate: [\"ask*\"]\nescalation:\n  timeout: 120s\n"
+	body, _ := json.Marshal(api.StartRequest{Pool: "team", Argv: []string{"echo", "ask-beta"}, Policy: policy})
+	asking := q.startAs(betaToken, string(body))
+	var question jobs.Question
+	waitFor(t, "beta's job's question, raised by its node", func() bool {
+		var qs []jobs.Question
+		q.as(betaToken, http.MethodGet, "/v1/approvals", "", &qs)
+		for _, x := range qs {
+			if x.Job == asking {
+				question = x
+			}
+		}
+		return question.ID != ""
+	})
+	bsleep := q.startAs(betaToken, `{"pool":"team","argv":["sleep","5181"],"agent":"bot"}`)
+	asleep := q.startAs(acmeToken, `{"pool":"team","argv":["sleep","5182"],"agent":"bot"}`)
+	waitFor(t, "both tenants' boxes", func() bool { return sleeping("5181") && sleeping("5182") })
+
+	answer := `{"answer":"allow-once","digest":"` + question.Digest + `","job":"JOB"}`
+	q.sameAsUnknown(t, http.MethodGet, "/v1/jobs/JOB", "", bsleep, question.ID, http.StatusNotFound)
+	q.sameAsUnknown(t, http.MethodPost, "/v1/jobs/JOB/kill", "", bsleep, question.ID, http.StatusNotFound)
+	q.sameAsUnknown(t, http.MethodGet, "/v1/approvals?job=JOB", "", asking, question.ID, http.StatusNotFound)
+	q.sameAsUnknown(t, http.MethodPost, "/v1/approvals/Q", answer, asking, question.ID, http.StatusNotFound)
+	q.sameAsUnknown(t, http.MethodPost, "/v1/approvals/Q", `{"answer":"allow-once","digest":"`+question.Digest+`"}`, asking, question.ID, http.StatusNotFound)
+	q.sameAsUnknown(t, http.MethodGet, "/v1/audit?job=JOB", "", bsleep, question.ID, http.StatusOK)
+	for _, tt := range []struct {
+		what string
+		got  []string
+	}{
+		{"GET /v1/jobs", q.listed(acmeToken, "/v1/jobs")},
+		{"GET /v1/approvals", q.listed(acmeToken, "/v1/approvals")},
+		{"GET /v1/audit", q.auditJobs(acmeToken)},
+	} {
+		if slices.Contains(tt.got, bsleep) || slices.Contains(tt.got, asking) || slices.Contains(tt.got, question.ID) {
+			t.Errorf("%s for acme lists beta's: %v", tt.what, tt.got)
+		}
+	}
+	if got := q.listed(acmeToken, "/v1/jobs"); !slices.Contains(got, asleep) {
+		t.Errorf("GET /v1/jobs for acme: %v, want its own %s", got, asleep)
+	}
+
+	if killed := q.killAgent(t, acmeToken, "bot"); !slices.Equal(killed, []string{asleep}) {
+		t.Errorf("acme's airlock kill --agent bot killed %v, want its own %s only", killed, asleep)
+	}
+	waitFor(t, "acme's bot to stop", func() bool { return !sleeping("5182") })
+	if v := q.view(bsleep); v.State != "running" || !sleeping("5181") {
+		t.Errorf("beta's bot after acme's requests: %s, sleeping %v; want it running", v.State, sleeping("5181"))
+	}
+
+	// An admin reaches every tenant's.
+	for _, id := range []string{asleep, bsleep, asking} {
+		if got := q.listed(adminToken, "/v1/jobs"); !slices.Contains(got, id) {
+			t.Errorf("an admin's GET /v1/jobs: %v, want %s", got, id)
+		}
+		if got := q.auditJobs(adminToken); !slices.Contains(got, id) {
+			t.Errorf("an admin's GET /v1/audit names %v, want %s", got, id)
+		}
+	}
+	if got := q.listed(adminToken, "/v1/approvals"); !slices.Contains(got, question.ID) {
+		t.Errorf("an admin's GET /v1/approvals: %v, want beta's %s", got, question.ID)
+	}
+	if killed := q.killAgent(t, adminToken, "bot"); !slices.Contains(killed, bsleep) {
+		t.Errorf("an admin's airlock kill --agent bot killed %v, want beta's %s too", killed, bsleep)
+	}
+	waitFor(t, "beta's bot to stop", func() bool { return !sleeping("5181") })
+	// Beta answers its own question, and its job goes on.
+	var out map[string]string
+	if code := q.as(betaToken, http.MethodPost, "/v1/approvals/"+question.ID, `{"answer":"allow-once","digest":"`+question.Digest+`"}`, &out); code != http.StatusAccepted {
+		t.Fatalf("beta answers its question: %d %v", code, out)
+	}
+	var v api.JobView
+	q.as(betaToken, http.MethodGet, "/v1/jobs/"+asking+"?wait=1", "", &v)
+	if v.Result == nil || v.Result.Stdout != "ask-beta\n" || v.Result.Decider != "person:beta" {
+		t.Errorf("beta's job after its answer: %+v %+v, want echo run on beta's answer", v, v.Result)
+	}
 }
