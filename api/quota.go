@@ -100,6 +100,9 @@ type QuotasView struct {
 	MaxMemory int64  `json:"max_memory,omitempty"`
 	// Tenant is the asking token's.
 	Tenant string `json:"tenant"`
+	// OthersHeld counts, by pool, the slots other tenants' jobs hold, for
+	// an operator, whose Held and Tenants are its own tenant's only.
+	OthersHeld map[string]int `json:"others_held,omitempty"`
 }
 
 // getQuotas answers GET /v1/quotas: each quota and the slots held now.
@@ -111,10 +114,39 @@ func (s *Server) getQuotas(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Quotas != nil {
 		v.QuotaUsage = s.cfg.Quotas.Usage()
 	}
+	if PrincipalOf(r.Context()).Role != RoleAdmin {
+		v = ownUsage(v)
+	}
 	if v.Held == nil {
 		v.Held = []jobs.Slot{}
 	}
 	writeJSON(w, http.StatusOK, v)
+}
+
+// ownUsage is what an operator sees of the quotas: its own tenant's slots
+// and quota (and the one for every tenant, "*"), and of other tenants'
+// only how many slots they hold in each pool (why a job of its own may
+// wait), never their jobs' ids or their names.
+func ownUsage(v QuotasView) QuotasView {
+	held := []jobs.Slot{}
+	for _, sl := range v.Held {
+		if cmpTenant(sl.Tenant) == v.Tenant {
+			held = append(held, sl)
+			continue
+		}
+		if v.OthersHeld == nil {
+			v.OthersHeld = map[string]int{}
+		}
+		v.OthersHeld[sl.Pool]++
+	}
+	tenants := map[string]int{}
+	for t, n := range v.Tenants {
+		if t == v.Tenant || t == "*" {
+			tenants[t] = n
+		}
+	}
+	v.Held, v.Tenants = held, tenants
+	return v
 }
 
 // tenantField is the message for a body naming its tenant: refused, so a

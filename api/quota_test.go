@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -120,28 +119,29 @@ func TestParentOfAnotherTenant(t *testing.T) {
 }
 
 // TestQuotasShown: GET /v1/quotas shows each quota, the ceilings and the
-// slots held.
+// slots held: to a tenant its own slots and quota, and of other tenants'
+// only how many slots each pool holds; to an admin every tenant's.
 func TestQuotasShown(t *testing.T) {
-	q, err := jobs.NewQuotas(jobs.QuotaConfig{Pools: map[string]int{"ci": 1}, Tenants: map[string]int{"acme": 2}})
+	q, err := jobs.NewQuotas(jobs.QuotaConfig{Pools: map[string]int{"ci": 1}, Tenants: map[string]int{"acme": 2, "beta": 3}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	q.Acquire(t.Context(), jobs.SlotRequest{Job: "j-1", Pool: "ci", Tenant: "acme"})
-	s, _ := serve(t, Config{Tenants: twoTenants, Quotas: q, MaxWall: time.Minute, MaxMemory: 1 << 30})
-	req, _ := http.NewRequest(http.MethodGet, s.URL+"/v1/quotas", nil)
-	req.Header.Set("Authorization", "Bearer "+acmeToken)
-	resp, err := s.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
+	s, _ := serve(t, Config{Tenants: twoTenants, Admins: twoAdmins, Quotas: q, MaxWall: time.Minute, MaxMemory: 1 << 30})
+	quotas := func(token string) QuotasView {
+		var v QuotasView
+		getAs(t, s, token, "/v1/quotas", &v)
+		return v
 	}
-	defer resp.Body.Close()
-	var v QuotasView
-	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
-		t.Fatal(err)
+	if v := quotas(acmeToken); v.Pools["ci"] != 1 || v.Tenants["acme"] != 2 || len(v.Tenants) != 1 || len(v.Held) != 1 || v.Held[0].Job != "j-1" ||
+		v.Tenant != "acme" || v.OthersHeld != nil || v.MaxWall != "1m0s" || v.MaxMemory != 1<<30 {
+		t.Errorf("acme's view: %+v", v)
 	}
-	if v.Pools["ci"] != 1 || v.Tenants["acme"] != 2 || len(v.Held) != 1 || v.Held[0].Job != "j-1" || v.Tenant != "acme" ||
-		v.MaxWall != "1m0s" || v.MaxMemory != 1<<30 {
-		t.Errorf("got %+v", v)
+	if v := quotas(betaToken); len(v.Held) != 0 || v.OthersHeld["ci"] != 1 || v.Tenants["beta"] != 3 || len(v.Tenants) != 1 {
+		t.Errorf("beta's view %+v, want no slot of acme's named, one held in ci by others", v)
+	}
+	if v := quotas(adminA); len(v.Held) != 1 || v.Held[0].Tenant != "acme" || len(v.Tenants) != 2 || v.OthersHeld != nil {
+		t.Errorf("an admin's view %+v, want every tenant's", v)
 	}
 }
 
