@@ -542,7 +542,7 @@ func (s *Server) parent(id string) (jobs.Summary, error) {
 	}
 	st, err := s.cfg.Jobs.Get(s.ctx, id)
 	if err != nil || st.Summary.Pool == "" {
-		return jobs.Summary{}, errs.NotFoundf("parent: job %s is not one of this server's", id)
+		return jobs.Summary{}, parentNotFound(id)
 	}
 	return st.Summary, nil
 }

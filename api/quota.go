@@ -64,10 +64,17 @@ func (s *Server) own(ctx context.Context, j *jobs.Job) error {
 		return err
 	}
 	if owner := cmpTenant(p.Tenant); owner != j.Tenant {
-		// Said as not found: a tenant does not learn another's job ids.
-		return errs.NotFoundf("parent: job %s is not one of tenant %s's", j.Parent, j.Tenant)
+		// Said as a parent that does not exist: a tenant does not learn
+		// another's job ids.
+		return parentNotFound(j.Parent)
 	}
 	return nil
+}
+
+// parentNotFound is the one answer for a parent that does not exist and
+// for another tenant's job named as one.
+func parentNotFound(id string) error {
+	return errs.NotFoundf("parent: job %s: not found (a job's parent is a job of its own tenant)", id)
 }
 
 // cmpTenant is a recorded job's tenant: a job recorded before tenants is

@@ -98,7 +98,8 @@ func (noWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (noWriter) WriteHeader(int)             {}
 
 // TestParentOfAnotherTenant: a job tree is one tenant's, so a child naming
-// another tenant's job as its parent is refused as not found.
+// another tenant's job as its parent is refused as not found, in the words
+// a parent that does not exist gets.
 func TestParentOfAnotherTenant(t *testing.T) {
 	s, f := serve(t, Config{Tenants: twoTenants})
 	code, out := do(t, s, http.MethodPost, "/v1/jobs", "Bearer "+acmeToken, `{"argv":["true"]}`)
@@ -107,8 +108,10 @@ func TestParentOfAnotherTenant(t *testing.T) {
 	}
 	parent := fmt.Sprint(out["id"])
 	body := fmt.Sprintf(`{"argv":["true"],"parent":%q}`, parent)
-	if code, out := do(t, s, http.MethodPost, "/v1/jobs", "Bearer "+betaToken, body); code != http.StatusNotFound || !strings.Contains(fmt.Sprint(out["error"]), "is not one of tenant beta's") {
-		t.Errorf("beta's child of acme's job: %d %v, want 404", code, out)
+	code, got := raw(t, s, http.MethodPost, "/v1/jobs", betaToken, body)
+	ucode, want := raw(t, s, http.MethodPost, "/v1/jobs", betaToken, `{"argv":["true"],"parent":"j-00000000000000ff"}`)
+	if got, want = strings.ReplaceAll(got, parent, "ID"), strings.ReplaceAll(want, "j-00000000000000ff", "ID"); code != http.StatusNotFound || ucode != code || got != want {
+		t.Errorf("beta's child of acme's job: %d %s; of an unknown job: %d %s; want both the same 404", code, got, ucode, want)
 	}
 	if code, out := do(t, s, http.MethodPost, "/v1/jobs", "Bearer "+acmeToken, body); code != http.StatusCreated {
 		t.Errorf("acme's child of its own job: %d %v", code, out)
