@@ -60,6 +60,9 @@ const maxWait = 10 * time.Minute
 type Jobs interface {
 	Start(ctx context.Context, j jobs.Job) error
 	Get(ctx context.Context, id string) (jobs.Status, error)
+	// Summary is job id's summary alone (its memo), at the same cost
+	// whether it runs or ended.
+	Summary(ctx context.Context, id string) (jobs.Summary, error)
 	Wait(ctx context.Context, id string) (jobs.Status, error)
 	Kill(ctx context.Context, id string) error
 	Ask(ctx context.Context, id string, q jobs.Question) error
@@ -134,19 +137,13 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// jobs are the jobs started since this server started, for a child's
-	// parent; the list and every view come from Temporal (each job's
-	// summary rides in its workflow's memo), so a restart loses none.
+	// The job list, every view and a child's parent come from Temporal
+	// (each job's summary rides in its workflow's memo), so a restart
+	// loses none.
 	mu        sync.Mutex
-	jobs      map[string]jobEntry
 	nodes     map[string]NodeEntry
 	optouts   map[string]OptOut
 	questions map[string]questionEntry
-}
-
-type jobEntry struct {
-	job     jobs.Job
-	started time.Time
 }
 
 // NodeEntry is a registered node as GET /v1/nodes lists it.
@@ -182,7 +179,7 @@ func New(cfg Config) *Server {
 		cfg.NodeTTL = 30 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, ctx: ctx, cancel: cancel, jobs: map[string]jobEntry{}, nodes: map[string]NodeEntry{},
+	s := &Server{cfg: cfg, ctx: ctx, cancel: cancel, nodes: map[string]NodeEntry{},
 		optouts: map[string]OptOut{}, questions: map[string]questionEntry{}}
 	for _, o := range cfg.OptOuts {
 		s.optouts[o.Node] = o
@@ -283,9 +280,6 @@ func (s *Server) start(ctx context.Context, j jobs.Job) error {
 	if err := s.cfg.Jobs.Start(ctx, j); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.jobs[j.ID] = jobEntry{job: j, started: s.cfg.Now()}
-	s.mu.Unlock()
 	s.record(AuditJobStart, jobFields(j, PrincipalOf(ctx).Name))
 	if j.Tainted {
 		s.record(AuditJobTaint, map[string]any{"job": j.ID, "tenant": j.Tenant, "taint": j.Taint})
@@ -531,20 +525,16 @@ func (s *Server) taint(j *jobs.Job) error {
 	return nil
 }
 
-// parent is the summary of a child's parent job: from this server's own
-// starts, else from Temporal (a job started before a restart).
+// parent is the summary of a child's parent job, from Temporal.
 func (s *Server) parent(id string) (jobs.Summary, error) {
-	s.mu.Lock()
-	p, ok := s.jobs[id]
-	s.mu.Unlock()
-	if ok {
-		return p.job.Summary(), nil
+	p, err := s.summary(s.ctx, id)
+	if err != nil && errs.ClassOf(err) != errs.NotFound {
+		return jobs.Summary{}, err
 	}
-	st, err := s.cfg.Jobs.Get(s.ctx, id)
-	if err != nil || st.Summary.Pool == "" {
+	if err != nil || p.Pool == "" {
 		return jobs.Summary{}, parentNotFound(id)
 	}
-	return st.Summary, nil
+	return p, nil
 }
 
 func joinTaint(a, b string) string {

@@ -66,6 +66,12 @@ func (f *fakeJobs) Start(_ context.Context, j jobs.Job) error {
 	return nil
 }
 
+// Summary is Get's summary.
+func (f *fakeJobs) Summary(ctx context.Context, id string) (jobs.Summary, error) {
+	st, err := f.Get(ctx, id)
+	return st.Summary, err
+}
+
 // Get finds a started job, or one of known, as running; any other id is
 // not found, in jobs.Client.Get's words.
 func (f *fakeJobs) Get(_ context.Context, id string) (jobs.Status, error) {

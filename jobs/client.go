@@ -137,6 +137,29 @@ func (c *Client) Get(ctx context.Context, id string) (Status, error) {
 	return c.status(ctx, d.GetWorkflowExecutionInfo()), nil
 }
 
+// Summary is job id's summary as its start recorded it (the workflow's
+// memo; empty when it has none), read with one describe whether the job
+// runs or ended, so the time taken says nothing of its state.
+func (c *Client) Summary(ctx context.Context, id string) (Summary, error) {
+	d, err := c.c.DescribeWorkflowExecution(ctx, id, "")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return Summary{}, errs.NotFoundf("job %s: not found", id)
+	}
+	if err != nil {
+		return Summary{}, errs.Wrap(errs.Unavailable, err, "job %s", id)
+	}
+	var sum Summary
+	if p, ok := d.GetWorkflowExecutionInfo().GetMemo().GetFields()[memoKey]; ok {
+		// A memo that does not decode is no summary: the caller treats the
+		// job as one without.
+		if converter.GetDefaultDataConverter().FromPayload(p, &sum) != nil {
+			sum = Summary{}
+		}
+	}
+	return sum, nil
+}
+
 // status reads a workflow's state, summary and, once it ended, its result
 // or failure.
 func (c *Client) status(ctx context.Context, info *workflowpb.WorkflowExecutionInfo) Status {
