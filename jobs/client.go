@@ -126,31 +126,37 @@ var states = map[enumspb.WorkflowExecutionStatus]string{
 
 // Get reads job id: its state and, once it ended, its result or failure.
 func (c *Client) Get(ctx context.Context, id string) (Status, error) {
+	info, err := c.describe(ctx, id)
+	if err != nil {
+		return Status{}, err
+	}
+	return c.status(ctx, info), nil
+}
+
+// describe is job id's workflow as Temporal describes it; an id no
+// workflow has is not found.
+func (c *Client) describe(ctx context.Context, id string) (*workflowpb.WorkflowExecutionInfo, error) {
 	d, err := c.c.DescribeWorkflowExecution(ctx, id, "")
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
-		return Status{}, errs.NotFoundf("job %s: not found", id)
+		return nil, errs.NotFoundf("job %s: not found", id)
 	}
 	if err != nil {
-		return Status{}, errs.Wrap(errs.Unavailable, err, "job %s", id)
+		return nil, errs.Wrap(errs.Unavailable, err, "job %s", id)
 	}
-	return c.status(ctx, d.GetWorkflowExecutionInfo()), nil
+	return d.GetWorkflowExecutionInfo(), nil
 }
 
 // Summary is job id's summary as its start recorded it (the workflow's
 // memo; empty when it has none), read with one describe whether the job
 // runs or ended, so the time taken says nothing of its state.
 func (c *Client) Summary(ctx context.Context, id string) (Summary, error) {
-	d, err := c.c.DescribeWorkflowExecution(ctx, id, "")
-	var nf *serviceerror.NotFound
-	if errors.As(err, &nf) {
-		return Summary{}, errs.NotFoundf("job %s: not found", id)
-	}
+	info, err := c.describe(ctx, id)
 	if err != nil {
-		return Summary{}, errs.Wrap(errs.Unavailable, err, "job %s", id)
+		return Summary{}, err
 	}
 	var sum Summary
-	if p, ok := d.GetWorkflowExecutionInfo().GetMemo().GetFields()[memoKey]; ok {
+	if p, ok := info.GetMemo().GetFields()[memoKey]; ok {
 		// A memo that does not decode is no summary: the caller treats the
 		// job as one without.
 		if converter.GetDefaultDataConverter().FromPayload(p, &sum) != nil {
