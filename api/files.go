@@ -40,16 +40,6 @@ const MaxFile = jobs.MaxFile
 // (jobs.TaintHeader).
 const TaintHeader = jobs.TaintHeader
 
-// defaultTenant is the tenant of every job while tokens carry none.
-const defaultTenant = "default"
-
-// tenantOf is the tenant a request acts for: every principal acts for the
-// one tenant until tokens name theirs ("" would be none). A job's files are
-// its starting tenant's (recorded at its start): a node, which has no
-// tenant, reaches them only for a job it runs, and an operator only for a
-// job of its own tenant.
-func tenantOf(ctx context.Context) string { return defaultTenant }
-
 // Files is the server's file store as the API uses it: internal/cli adapts
 // files.Store to it (the API keeps no files of its own). References are
 // files.Ref strings; a reference a tree may not read is NotFound in the
@@ -97,7 +87,10 @@ func (s *Server) startTree(ctx context.Context, j jobs.Job) error {
 	if s.cfg.Files == nil {
 		return nil
 	}
-	tenant := firstOf(tenantOf(ctx), defaultTenant)
+	// A job's files are its starting tenant's (recorded here): a node,
+	// which has no tenant, reaches them only for a job it runs, an
+	// operator only for a job of its own tenant.
+	tenant := firstOf(j.Tenant, jobs.DefaultTenant)
 	if err := s.prov.started(j.ID, tenant); err != nil {
 		return fmt.Errorf("job %s: its file tree: %w", j.ID, err)
 	}
@@ -145,7 +138,7 @@ func (s *Server) fileScope(ctx context.Context, job string) (tenant, tree string
 	}
 	none := errs.NotFoundf("parameter \"job\": job %s has no file tree on this server", job)
 	tenant, ok := s.prov.tenantOfJob(job)
-	if !ok || (p.Role != RoleNode && firstOf(tenantOf(ctx), defaultTenant) != tenant) {
+	if !ok || (p.Role == RoleOperator && firstOf(tenantOf(ctx), jobs.DefaultTenant) != tenant) {
 		return "", "", none
 	}
 	tree, err = s.cfg.Files.TreeOf(ctx, tenant, job)

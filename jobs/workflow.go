@@ -45,6 +45,11 @@ func Workflow(ctx workflow.Context, j Job) (Result, error) {
 	if err := tr.handleQueries(ctx); err != nil {
 		return Result{}, err
 	}
+	release, err := holdSlot(ctx, j) // the pool's and tenant's quotas, before any claim
+	defer release()
+	if err != nil {
+		return Result{}, err
+	}
 	for attempt := 0; ; attempt++ {
 		c, err := claim(ctx, j)
 		if err != nil {

@@ -13,7 +13,7 @@ const DefaultServerAddr = "127.0.0.1:8420"
 
 // ServerUsage and ServerHelp are `airlock server`'s synopsis and help, for
 // the airlock-server binary that runs it too (internal/fleetcli).
-const ServerUsage = "[--listen IP:PORT [--insecure-listen]] [--state DIR] [--token-file FILE] [--admin-token-file FILE] [--enroll-token-file FILE] [--node-cert-lifetime D] [--temporal-listen IP] [--claim-timeout D] [--max-wall D] [--max-memory SIZE] [--hooks FILE] [--four-eyes] [--vetted-models A,B | --vetted-models-file FILE] [--dev]"
+const ServerUsage = "[--listen IP:PORT [--insecure-listen]] [--state DIR] [--token-file FILE] [--admin-token-file FILE] [--enroll-token-file FILE] [--node-cert-lifetime D] [--temporal-listen IP] [--claim-timeout D] [--max-wall D] [--max-memory SIZE] [--hooks FILE] [--tenants-file FILE] [--pool-quota POOL=N ...] [--tenant-quota TENANT=N ...] [--four-eyes] [--vetted-models A,B | --vetted-models-file FILE] [--dev]"
 
 const ServerHelp = `Runs the fleet's server: an embedded Temporal dev server (persisted to a
 SQLite file under the state directory, listening on loopback only) and the
@@ -64,7 +64,16 @@ every job: for a developer's own machine only.
 
 --max-wall D and --max-memory SIZE (bytes, or with K, M or G) are ceilings
 every job gets: the node narrows the job's policy to them, so a job's own
-policy cannot raise them.
+policy cannot raise them, and a run on its node ends by --max-wall.
+
+Tenants: STATE/token is tenant "default"'s operator token; --tenants-file
+(default STATE/tenants, 0600, one "TENANT TOKEN" a line) names more, each
+an operator token of its own. A job is the tenant of the token that
+started it, never of the request. --pool-quota POOL=N bounds the jobs that
+hold a box at once in a pool, --tenant-quota TENANT=N those of a tenant
+across pools (repeat each; * names every pool or tenant not named): a job
+over a quota waits for a slot, up to its claim timeout, before any node
+claims it. GET /v1/quotas shows them.
 
 The API is served over TLS with a certificate of the fleet CA (for
 loopback and the --listen address): nodes pin the CA by the SHA-256 the

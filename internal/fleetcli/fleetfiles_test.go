@@ -61,11 +61,17 @@ func (p *placingJobs) Wait(ctx context.Context, id string) (jobs.Status, error) 
 	<-ctx.Done()
 	return jobs.Status{}, ctx.Err()
 }
-func (p *placingJobs) Kill(context.Context, string) error                  { return nil }
-func (p *placingJobs) Ask(context.Context, string, jobs.Question) error    { return nil }
-func (p *placingJobs) Answer(context.Context, string, jobs.Answer) error   { return nil }
-func (p *placingJobs) List(context.Context, bool) ([]jobs.Status, error)   { return nil, nil }
-func (p *placingJobs) KillAgent(context.Context, string) ([]string, error) { return nil, nil }
+func (p *placingJobs) Kill(context.Context, string) error                { return nil }
+func (p *placingJobs) Ask(context.Context, string, jobs.Question) error  { return nil }
+func (p *placingJobs) Answer(context.Context, string, jobs.Answer) error { return nil }
+func (p *placingJobs) List(context.Context, bool) ([]jobs.Status, error) { return nil, nil }
+func (p *placingJobs) KillAgent(context.Context, string, func(jobs.Summary) bool) ([]string, error) {
+	return nil, nil
+}
+func (p *placingJobs) Summary(ctx context.Context, id string) (jobs.Summary, error) {
+	st, err := p.Get(ctx, id)
+	return st.Summary, err
+}
 func (p *placingJobs) Questions(context.Context, string) ([]jobs.Question, error) {
 	return nil, nil
 }

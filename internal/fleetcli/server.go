@@ -50,6 +50,11 @@ func Server(start jobs.StartDevServer) func(ctx context.Context, env *cli.Env, a
 		dev := fs.Bool("dev", false, "let every node take floor work (a developer's machine only)")
 		maxWall := fs.Duration("max-wall", 0, "the most wall-clock time any job's box may run (0: the policy's)")
 		maxMem := fs.String("max-memory", "", "the most memory any job's box may use, as `SIZE` (512M, 2G; default: the policy's)")
+		tenantsFile := fs.String("tenants-file", "", "the tenants' operator token `file` (default: STATE/tenants)")
+		poolQuota := &quotaFlag{what: "pool"}
+		tenantQuota := &quotaFlag{what: "tenant"}
+		fs.Var(poolQuota, "pool-quota", "the most jobs holding a box at once in a pool, as `POOL=N` (repeat it)")
+		fs.Var(tenantQuota, "tenant-quota", "the most jobs holding a box at once for a tenant, as `TENANT=N` (repeat it)")
 		insecure := fs.Bool("insecure-listen", false, "also take plain HTTP on a non-loopback --listen address, where the API's tokens cross unencrypted (see above)")
 		if err := cli.ParseFlags(fs, args); err != nil {
 			return err
@@ -83,6 +88,9 @@ func Server(start jobs.StartDevServer) func(ctx context.Context, env *cli.Env, a
 		if *adminFile == "" {
 			*adminFile = filepath.Join(dir, "admin-token")
 		}
+		if *tenantsFile == "" {
+			*tenantsFile = filepath.Join(dir, "tenants")
+		}
 		hooks, err := readHooks(env, *hooksFile)
 		if err != nil {
 			return err
@@ -93,7 +101,8 @@ func Server(start jobs.StartDevServer) func(ctx context.Context, env *cli.Env, a
 		}
 		return runServer(ctx, env, serverOptions{listen: *listen, dir: dir, tokenFile: cli.AbsFrom(env, *tokenFile), claim: *claim, hooks: hooks,
 			adminFile: cli.AbsFrom(env, *adminFile), fourEyes: *fourEyes, models: models, dev: *dev, maxWall: *maxWall, maxMemory: mem, insecure: *insecure,
-			enrollFile: cli.AbsFrom(env, *enrollFile), certLife: *certLife, temporalIP: *temporalIP, start: start})
+			enrollFile: cli.AbsFrom(env, *enrollFile), certLife: *certLife, temporalIP: *temporalIP, start: start,
+			tenantsFile: cli.AbsFrom(env, *tenantsFile), poolQuota: poolQuota.m, tenantQuota: tenantQuota.m})
 	}
 }
 
@@ -111,6 +120,10 @@ type serverOptions struct {
 	// certificate's lifetime; temporalIP where the frontend listens.
 	enrollFile, temporalIP string
 	certLife               time.Duration
+	// tenantsFile names the tenants' tokens; poolQuota and tenantQuota
+	// are the quotas (--pool-quota, --tenant-quota).
+	tenantsFile            string
+	poolQuota, tenantQuota map[string]int
 	// start starts the embedded Temporal server.
 	start jobs.StartDevServer
 }
@@ -165,6 +178,14 @@ func runServer(ctx context.Context, env *cli.Env, o serverOptions) error {
 			return errs.Invalidf("admin token file %s: admin %s has the enrolment token; give each its own", o.adminFile, a.Name)
 		}
 	}
+	tenants, err := serverTenants(o, token, enrollToken, admins)
+	if err != nil {
+		return err
+	}
+	quotas, err := serverQuotas(o, tenants, env.Log)
+	if err != nil {
+		return err
+	}
 	// The authorizer asks the API's node registry, made below, whether a
 	// node's attested tier lets it poll a floor queue; none may before.
 	var registry atomic.Pointer[api.Server]
@@ -186,7 +207,7 @@ func runServer(ctx context.Context, env *cli.Env, o serverOptions) error {
 		return err
 	}
 	defer c.Close()
-	stop, err := c.Orchestrate()
+	stop, err := c.OrchestrateWith(quotas)
 	if err != nil {
 		return err
 	}
@@ -213,7 +234,7 @@ func runServer(ctx context.Context, env *cli.Env, o serverOptions) error {
 	}
 	defer store.Close()
 	defer prov.Close()
-	a := api.New(api.Config{Token: token, Admins: admins, Audit: log, FourEyes: o.fourEyes, Dev: o.dev, VettedModels: o.models,
+	a := api.New(api.Config{Token: token, Admins: admins, Tenants: tenants, Quotas: quotas, Audit: log, FourEyes: o.fourEyes, Dev: o.dev, VettedModels: o.models,
 		OptOuts: optouts, SaveOptOuts: save, Files: serverFiles{store}, Provenance: prov,
 		Jobs: c, Temporal: dev.HostPort(), Namespace: dev.Namespace(),
 		ClaimTimeout: o.claim, Hooks: o.hooks, Log: env.Log, MaxWall: o.maxWall, MaxMemory: o.maxMemory,

@@ -108,6 +108,11 @@ type Job struct {
 	// them; a start request cannot.
 	MaxWall   time.Duration `json:"max_wall,omitempty"`
 	MaxMemory int64         `json:"max_memory,omitempty"`
+	// Tenant is whose job it is: the server sets it from the operator
+	// token that started the job, never from the request. The job holds
+	// a slot of its pool's and its tenant's quotas while it runs; "" (a
+	// job started around the API) holds none.
+	Tenant string `json:"tenant,omitempty"`
 	// Calls are the job's calls, run in order through one kernel on the
 	// node that claimed the job; empty is the one call Argv or Command
 	// names (see JobCalls). A job's later calls do not run after one
@@ -196,6 +201,11 @@ func (j Job) Validate() error {
 	if j.ClaimTimeout < 0 || j.RunTimeout < 0 || j.MaxWall < 0 || j.MaxMemory < 0 {
 		return errs.Invalidf("job %s: a negative timeout or ceiling", j.ID)
 	}
+	if j.Tenant != "" {
+		if err := CheckName("tenant", j.Tenant); err != nil {
+			return err
+		}
+	}
 	if j.Agent != "" {
 		if err := CheckName("agent", j.Agent); err != nil {
 			return err
@@ -230,6 +240,8 @@ type Summary struct {
 	Agent      string `json:"agent,omitempty"`
 	Idempotent bool   `json:"idempotent,omitempty"`
 	Retries    int    `json:"retries,omitempty"`
+	// Tenant is whose job it is (the token that started it).
+	Tenant string `json:"tenant,omitempty"`
 	// Calls counts the calls the job was started with; Open says it takes
 	// more (a lease).
 	Calls int  `json:"calls,omitempty"`
@@ -241,7 +253,7 @@ func (j Job) Summary() Summary {
 	return Summary{Pool: j.Pool, Queue: j.Queue(), Floor: j.Floor(), OutsideEvent: j.FromOutside(), Tainted: j.Tainted,
 		Taint: j.Taint, Model: j.Model, Parent: j.Parent, Dev: j.Dev, Source: j.Source,
 		Command: j.Describe(), Agent: j.Agent, Idempotent: j.Idempotent, Retries: j.Retries,
-		Calls: len(j.JobCalls()), Open: j.Open}
+		Calls: len(j.JobCalls()), Open: j.Open, Tenant: j.Tenant}
 }
 
 // Claim is a node's answer to a claim: who it is and the tier it runs at.
