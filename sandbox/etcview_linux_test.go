@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-run/airlock/internal/testsupport"
 )
 
 // etcWorld is a host tree standing in for the host's /etc files: a file,
@@ -297,5 +299,52 @@ func TestEtcViewNotMadeRightAfterAChange(t *testing.T) {
 	var nv *errNoView
 	if !errors.As(err, &nv) {
 		t.Fatalf("a view of files changed a moment ago: %v, want a refusal", err)
+	}
+}
+
+// Something else mounted beneath /etc (a read grant there) needs its mount
+// point in the box's /etc, which a read-only view does not have: /etc is
+// then bound file by file, and the grant is still bound.
+func TestEtcViewGivesWayToABindBeneathEtc(t *testing.T) {
+	if r := Probe(); r.Tier() < Tier1 {
+		testsupport.Missing(t, "tier 1 unavailable here: %s", r.Why)
+	}
+	UseEtcCache(filepath.Join(t.TempDir(), "etc-views"), nil)
+	t.Cleanup(func() { UseEtcCache("", nil) })
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := func(read []string) []string {
+		b, err := Plan(Spec{Workdir: t.TempDir(), Read: read, Env: []string{"PATH=/usr/bin:/bin", "HOME=/home/box"}}, Tier1, exe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		var dests []string
+		for i, a := range b.options {
+			if (a == "--ro-bind-fd" || a == "--ro-bind") && i+2 < len(b.options) {
+				dests = append(dests, b.options[i+2])
+			}
+		}
+		return dests
+	}
+	has := func(dests []string, d string) bool {
+		for _, x := range dests {
+			if x == d {
+				return true
+			}
+		}
+		return false
+	}
+	if d := plan(nil); !has(d, "/etc") || has(d, "/etc/ld.so.cache") {
+		t.Fatalf("without a grant beneath /etc the plan binds %v, want /etc as one view", d)
+	}
+	if _, err := os.Stat("/etc/ld.so.cache"); err != nil {
+		t.Skip("no /etc/ld.so.cache here")
+	}
+	d := plan([]string{"/etc/ld.so.cache"})
+	if has(d, "/etc") || !has(d, "/etc/ld.so.cache") {
+		t.Fatalf("with a grant beneath /etc the plan binds %v, want /etc file by file", d)
 	}
 }
