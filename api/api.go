@@ -11,6 +11,9 @@
 //	GET  /v1/jobs            every job, from Temporal's visibility (?running=1: those still running)
 //	GET  /v1/jobs/{id}       a job's state and result (?wait=1 blocks until it ends)
 //	POST /v1/jobs/{id}/kill  cancel a job: its node tears the box down
+//	POST /v1/jobs/{id}/calls    add a call to an open job → its result (200), or 202 while it runs
+//	POST /v1/jobs/{id}/release  end an open job once its calls are done
+//	GET  /v1/jobs/{id}/trace    the job's calls: node, tier, verdict, reason of each
 //	POST /v1/agents/{name}/kill  cancel every running job of an agent
 //	POST /v1/hooks/{name}    an outside event: starts the hook's job, tainted, tier 1 only
 //	POST /v1/nodes/enroll    a node enrols: a certificate for its CSR (behind the enrolment token)
@@ -21,6 +24,7 @@
 //	GET  /v1/approvals       the escalations waiting for a person
 //	POST /v1/approvals/{id}  answer one, bound to its digest
 //	GET  /v1/audit?job=ID    the server's audit records of a job
+//	POST /v1/files?job=ID, GET /v1/files/{ref}?job=ID, GET /v1/files?job=ID  files of a job's tree (files.go)
 package api
 
 import (
@@ -114,6 +118,11 @@ type Config struct {
 	// NodeCertLifetime is how long a node's certificate lasts; 0 is
 	// pki.DefaultNodeLifetime.
 	NodeCertLifetime time.Duration
+	// Files is the fleet's file store (/v1/files), scoped to job trees;
+	// nil keeps none. Provenance records who kept each file and the
+	// taint reads brought; nil (with Files) keeps it in memory only.
+	Files      Files
+	Provenance *Provenance
 }
 
 // Server serves the API.
@@ -132,6 +141,7 @@ type Server struct {
 	nodes     map[string]NodeEntry
 	optouts   map[string]OptOut
 	questions map[string]questionEntry
+	prov      *Provenance
 }
 
 type jobEntry struct {
@@ -177,6 +187,9 @@ func New(cfg Config) *Server {
 	for _, o := range cfg.OptOuts {
 		s.optouts[o.Node] = o
 	}
+	if s.prov = cfg.Provenance; s.prov == nil {
+		s.prov, _ = OpenProvenance("") // in memory: cannot fail
+	}
 	return s
 }
 
@@ -192,6 +205,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/jobs/{id}", OperatorOnly(s.getJob))
 	mux.HandleFunc("POST /v1/jobs/{id}/kill", OperatorOnly(s.killJob))
 	mux.HandleFunc("POST /v1/agents/{name}/kill", OperatorOnly(s.killAgent))
+	mux.HandleFunc("POST /v1/jobs/{id}/calls", OperatorOnly(s.addCall))
+	mux.HandleFunc("POST /v1/jobs/{id}/release", OperatorOnly(s.release))
+	mux.HandleFunc("GET /v1/jobs/{id}/trace", OperatorOnly(s.trace))
 	mux.HandleFunc("POST /v1/jobs/{id}/questions", NodeOrOperator(s.raise))
 	mux.HandleFunc("POST /v1/hooks/{name}", OperatorOnly(s.hook))
 	mux.HandleFunc("POST /v1/nodes", NodeOrOperator(s.registerNode))
@@ -201,6 +217,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/approvals", OperatorOnly(s.listApprovals))
 	mux.HandleFunc("POST /v1/approvals/{id}", OperatorOnly(s.answer))
 	mux.HandleFunc("GET /v1/audit", OperatorOnly(s.getAudit))
+	mux.HandleFunc("POST /v1/files", NodeOrOperator(s.putFile))
+	mux.HandleFunc("GET /v1/files/{ref}", NodeOrOperator(s.getFile))
+	mux.HandleFunc("GET /v1/files", OperatorOnly(s.listFiles))
 	outer := http.NewServeMux()
 	outer.HandleFunc("POST /v1/nodes/enroll", s.enroll) // behind the enrolment token instead
 	outer.Handle("/", s.authorized(mux))
@@ -231,6 +250,12 @@ type StartRequest struct {
 	// for such a job) is how often it runs again when its node is lost.
 	Idempotent bool `json:"idempotent,omitempty"`
 	Retries    int  `json:"retries,omitempty"`
+	// Calls are the job's calls, instead of argv or command; Open makes
+	// it take more (POST /v1/jobs/{id}/calls) until released or idle for
+	// IdleTimeout (a Go duration; "" is 10m).
+	Calls       []jobs.Call `json:"calls,omitempty"`
+	Open        bool        `json:"open,omitempty"`
+	IdleTimeout string      `json:"idle_timeout,omitempty"`
 }
 
 // Started is the answer to POST /v1/jobs.
@@ -267,6 +292,9 @@ func (s *Server) startJob(w http.ResponseWriter, r *http.Request) {
 // start starts j, keeps it in the list, records its start (and taint) and
 // watches for its end.
 func (s *Server) start(ctx context.Context, j jobs.Job) error {
+	if err := s.startTree(ctx, j); err != nil {
+		return err
+	}
 	if err := s.cfg.Jobs.Start(ctx, j); err != nil {
 		return err
 	}
@@ -314,6 +342,9 @@ func (s *Server) job(req StartRequest, source string) (jobs.Job, error) {
 	if j.Pool == "" {
 		j.Pool = jobs.DefaultPool
 	}
+	if err := startCalls(req, &j); err != nil {
+		return j, err
+	}
 	if err := s.taint(&j); err != nil {
 		return j, err
 	}
@@ -340,13 +371,19 @@ func (s *Server) job(req StartRequest, source string) (jobs.Job, error) {
 type JobView struct {
 	jobs.Status
 	jobs.Summary
+	// LowestTier is the lowest sandbox tier any of its calls ran at (a
+	// call under an opt-out counts as 0), once it ended.
+	LowestTier *int `json:"lowest_tier,omitempty"`
 	// Notes are what a person must know of where it ran: the server's
 	// --dev, a run under a node's sandbox opt-out.
 	Notes []string `json:"notes,omitempty"`
 }
 
 func (s *Server) view(st jobs.Status) JobView {
-	v := JobView{Status: st, Summary: st.Summary}
+	v := JobView{Status: st, Summary: st.Summary, LowestTier: lowestTier(st)}
+	if why := s.readTaint(st.ID); why != "" {
+		v.Tainted, v.Taint = true, joinTaint(v.Taint, why)
+	}
 	if st.Summary.Dev {
 		v.Notes = append(v.Notes, "the server runs --dev: any node may take this job's floor work, unconfined on a node without a sandbox")
 	}
@@ -508,6 +545,9 @@ func (s *Server) taint(j *jobs.Job) error {
 	}
 	if p.Tainted {
 		j.Tainted, j.Taint = true, joinTaint(j.Taint, "started by tainted job "+j.Parent+" ("+p.Taint+")")
+	}
+	if why := s.readTaint(j.Parent); why != "" {
+		j.Tainted, j.Taint = true, joinTaint(j.Taint, "started by job "+j.Parent+", which "+why)
 	}
 	return nil
 }

@@ -99,7 +99,7 @@ func (s *Server) authorized(next http.Handler) http.Handler {
 			writeError(w, http.StatusUnauthorized, "a bearer token is required (the server's token file, its admin-token file, or a node's STATE/pki/node.token)")
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		r.Body = http.MaxBytesReader(w, r.Body, bodyLimit(r))
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})
 }

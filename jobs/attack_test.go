@@ -34,7 +34,7 @@ func TestAttackReAskQuestion(t *testing.T) {
 		}, time.Second)
 	}
 	env.RegisterActivityWithOptions(f.claim, activity.RegisterOptions{Name: ClaimActivity})
-	env.RegisterActivityWithOptions(f.run, activity.RegisterOptions{Name: RunActivity})
+	registerRun(env, f.run)
 	env.RegisterActivityWithOptions(f.deliver, activity.RegisterOptions{Name: AnswerActivity})
 	env.ExecuteWorkflow(Workflow, job(nil))
 	if len(listed) != 1 || listed[0].Call != first.Call {

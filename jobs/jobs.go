@@ -11,12 +11,16 @@
 //	workflow ──claim──▶ <pool>          (any node of the pool)
 //	         ──claim──▶ floor.<pool>    (tier-1 nodes only: every command job)
 //	         ◀─ node id, tier ──
-//	         ──run────▶ node.<id>       (the node that claimed; heartbeats)
+//	         ──open───▶ node.<id>       (the node that claimed: the job's kernel)
+//	         ──lease──▶ node.<id>       (held, heartbeating, for the job's life)
+//	         ──call───▶ node.<id>       (each call of the job, one activity each)
+//	         ──close──▶ node.<id>
 //
 // The claim is short (claimStartToClose): a claim taken by a stale poll is
 // never answered and is put to the queue again until the claim timeout
 // (10 minutes by default) ends, when the job fails with the reason and the
-// fix. Nothing falls back to a lower tier.
+// fix. Nothing falls back to a lower tier. Jobs recorded before calls ran
+// as one activity (RunActivity) after the claim, and still replay so.
 package jobs
 
 import (
@@ -131,6 +135,16 @@ type Job struct {
 	// them; a start request cannot.
 	MaxWall   time.Duration `json:"max_wall,omitempty"`
 	MaxMemory int64         `json:"max_memory,omitempty"`
+	// Calls are the job's calls, run in order through one kernel on the
+	// node that claimed the job; empty is the one call Argv or Command
+	// names (see JobCalls). A job's later calls do not run after one
+	// failed, unless the job is Open.
+	Calls []Call `json:"calls,omitempty"`
+	// Open makes the job a lease: after its calls it waits for more
+	// (SignalCall) until it is released (SignalRelease) or idle for
+	// IdleTimeout (0 is DefaultIdleTimeout).
+	Open        bool          `json:"open,omitempty"`
+	IdleTimeout time.Duration `json:"idle_timeout,omitempty"`
 }
 
 // MaxRetries bounds a job's retries after lost nodes.
@@ -206,8 +220,11 @@ func (j Job) Validate() error {
 	if err := CheckName("pool", j.Pool); err != nil {
 		return err
 	}
+	if err := j.validateCalls(); err != nil {
+		return err
+	}
 	switch {
-	case len(j.Argv) == 0 && j.Command == "":
+	case len(j.Argv) == 0 && j.Command == "" && len(j.Calls) == 0 && !j.Open:
 		return errs.Invalidf("job %s: no command", j.ID)
 	case len(j.Argv) > 0 && j.Command != "":
 		return errs.Invalidf("job %s: both a command and a shell string", j.ID)
@@ -254,13 +271,18 @@ type Summary struct {
 	Agent      string `json:"agent,omitempty"`
 	Idempotent bool   `json:"idempotent,omitempty"`
 	Retries    int    `json:"retries,omitempty"`
+	// Calls counts the calls the job was started with; Open says it takes
+	// more (a lease).
+	Calls int  `json:"calls,omitempty"`
+	Open  bool `json:"open,omitempty"`
 }
 
 // Summary is the job's list entry.
 func (j Job) Summary() Summary {
 	return Summary{Pool: j.Pool, Queue: j.Queue(), Floor: j.Floor(), OutsideEvent: j.FromOutside(), Tainted: j.Tainted,
 		Taint: j.Taint, Model: j.Model, Parent: j.Parent, Dev: j.Dev, Source: j.Source,
-		Command: j.Describe(), Agent: j.Agent, Idempotent: j.Idempotent, Retries: j.Retries}
+		Command: j.Describe(), Agent: j.Agent, Idempotent: j.Idempotent, Retries: j.Retries,
+		Calls: len(j.JobCalls()), Open: j.Open}
 }
 
 // Claim is a node's answer to a claim: who it is and the tier it runs at.
@@ -306,7 +328,8 @@ type RunRequest struct {
 // Result is how a job ended on its node.
 type Result struct {
 	Node string `json:"node"`
-	// Tier is the tier the node ran the job at.
+	// Tier is the tier the node ran the job at: of a job of calls, the
+	// lowest tier any of them ran at.
 	Tier     int    `json:"tier"`
 	ExitCode int    `json:"exit_code"`
 	Stdout   string `json:"stdout,omitempty"`
@@ -322,6 +345,11 @@ type Result struct {
 	Verdict string `json:"verdict,omitempty"`
 	Decider string `json:"decider,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	// Calls are the results of the job's calls, in order (their output
+	// held to ResultCap together); the fields above are then the last
+	// call's, but Tier, the lowest tier any call ran at, and OptedOut,
+	// set when any call ran under an opt-out.
+	Calls []CallResult `json:"calls,omitempty"`
 }
 
 // OutputCap bounds each of a job's kept streams: the result travels in
@@ -407,5 +435,12 @@ func (j Job) Describe() string {
 	if j.Command != "" {
 		return j.Command
 	}
-	return strings.Join(j.Argv, " ")
+	if len(j.Argv) > 0 || len(j.Calls) == 0 {
+		return strings.Join(j.Argv, " ")
+	}
+	s := j.Calls[0].Kind + " " + j.Calls[0].Describe()
+	if n := len(j.Calls); n > 1 {
+		s += fmt.Sprintf(" (+%d calls)", n-1)
+	}
+	return s
 }

@@ -151,8 +151,16 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 // on its own queue, claims on the others.
 func (n *Node) newWorker(q string) worker.Worker {
 	cfg := n.cfg
+	size := cfg.Concurrency
+	if q == NodeQueue(cfg.ID) {
+		// Each job running here holds its lease's activity while its call
+		// runs in another, and answers arrive in a third: the claims bound
+		// the boxes, so the node's own queue must never be what a call
+		// waits for.
+		size = 2*cfg.Concurrency + 4
+	}
 	w := worker.New(n.client, q, worker.Options{
-		MaxConcurrentActivityExecutionSize: cfg.Concurrency,
+		MaxConcurrentActivityExecutionSize: size,
 		DisableWorkflowWorker:              true,
 	})
 	if q == NodeQueue(cfg.ID) {
@@ -161,6 +169,11 @@ func (n *Node) newWorker(q string) worker.Worker {
 			return runWithHeartbeat(ctx, n.client, cfg, req)
 		}
 		w.RegisterActivityWithOptions(run, activity.RegisterOptions{Name: RunActivity})
+		cr, ok := cfg.Runner.(CallRunner)
+		if !ok {
+			cr = commandCalls{cfg.Runner}
+		}
+		n.registerCalls(w, cr)
 		w.RegisterActivityWithOptions(deliverActivity(cfg.Waiters), activity.RegisterOptions{Name: AnswerActivity})
 	} else {
 		claim := func(ctx context.Context, req ClaimRequest) (Claim, error) { return n.claim(cfg, req) }
@@ -230,16 +243,30 @@ func (n *Node) claim(cfg NodeConfig, req ClaimRequest) (Claim, error) {
 // cancels the run; a server away for a while is waited for, and a result
 // reached meanwhile is reported once it is back.
 func runWithHeartbeat(ctx context.Context, c client.Client, cfg NodeConfig, req RunRequest) (Result, error) {
-	if req.Node != cfg.ID {
-		return Result{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("node %s was handed a run for node %s", cfg.ID, req.Node), "WrongNode", nil)
+	r, err := heartbeating(ctx, c, cfg, req.Node, func(ctx context.Context) (Result, error) { return cfg.Runner.Run(ctx, req) })
+	// The tier is what the run reported (the runner's evidence), not the
+	// node's: a policy may have taken the run out of the box.
+	if err == nil {
+		r.Node = cfg.ID
+	}
+	return r, err
+}
+
+// heartbeating runs fn for the activity of ctx under the node's own
+// heartbeats (see runWithHeartbeat): fn's context ends on a kill or when
+// the server no longer knows the activity.
+func heartbeating[T any](ctx context.Context, c client.Client, cfg NodeConfig, node string, fn func(context.Context) (T, error)) (T, error) {
+	var zero T
+	if node != cfg.ID {
+		return zero, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("node %s was handed a run for node %s", cfg.ID, node), "WrongNode", nil)
 	}
 	runCtx, cancelRun := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelRun(nil)
 	done := make(chan struct{})
 	defer close(done)
 	go heartbeat(ctx, c, activity.GetInfo(ctx).TaskToken, cancelRun, done, cfg.Log)
-	r, err := cfg.Runner.Run(runCtx, req)
+	r, err := fn(runCtx)
 	if runCtx.Err() != nil {
 		return r, temporal.NewCanceledError("killed") // reported as cancelled, not failed
 	}
@@ -247,10 +274,63 @@ func runWithHeartbeat(ctx context.Context, c client.Client, cfg NodeConfig, req 
 		// Only the message crosses: the cause may name the node's paths.
 		return r, temporal.NewNonRetryableApplicationError(errs.AgentMessage(err), errs.ClassOf(err).String(), nil)
 	}
-	// The tier is what the run reported (the runner's evidence), not the
-	// node's: a policy may have taken the run out of the box.
-	r.Node = cfg.ID
 	return r, nil
+}
+
+// registerCalls registers the activities of a job's lease on the node's
+// own queue: open builds the job's kernel, the lease holds it (under
+// heartbeats, with a box slot) until the workflow lets go or the job is
+// killed, each call runs through it, close tears it down. Whatever ends
+// the lease (a kill, the node stopping) closes the kernel too.
+func (n *Node) registerCalls(w worker.Worker, cr CallRunner) {
+	cfg := n.cfg
+	wrong := func(node string) error {
+		if node == cfg.ID {
+			return nil
+		}
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %s was handed a lease of node %s", cfg.ID, node), "WrongNode", nil)
+	}
+	open := func(ctx context.Context, req LeaseRequest) (Lease, error) {
+		if err := wrong(req.Node); err != nil {
+			return Lease{}, err
+		}
+		l, err := cr.Open(ctx, req)
+		if err != nil {
+			return Lease{}, temporal.NewNonRetryableApplicationError(errs.AgentMessage(err), errs.ClassOf(err).String(), nil)
+		}
+		return Lease{Job: req.Job.ID, Node: cfg.ID, Tier: l.Tier}, nil
+	}
+	hold := func(ctx context.Context, req LeaseRequest) error {
+		defer n.slots.start(req.Job.ID)()
+		_, err := heartbeating(ctx, n.client, cfg, req.Node, func(ctx context.Context) (struct{}, error) {
+			<-ctx.Done()
+			return struct{}{}, nil
+		})
+		if cerr := cr.Close(context.Background(), req.Job.ID); cerr != nil && cfg.Log != nil {
+			cfg.Log.Warn("close of a job's kernel at the end of its lease", "job", req.Job.ID, "err", cerr)
+		}
+		return err
+	}
+	call := func(ctx context.Context, req CallRequest) (CallResult, error) {
+		r, err := heartbeating(ctx, n.client, cfg, req.Node, func(ctx context.Context) (CallResult, error) { return cr.Call(ctx, req) })
+		if err == nil {
+			r.Node, r.Call = cfg.ID, req.Call.ID
+		}
+		return r, err
+	}
+	closeKernel := func(ctx context.Context, req LeaseRequest) error {
+		if err := wrong(req.Node); err != nil {
+			return err
+		}
+		if err := cr.Close(ctx, req.Job.ID); err != nil {
+			return temporal.NewNonRetryableApplicationError(errs.AgentMessage(err), errs.ClassOf(err).String(), nil)
+		}
+		return nil
+	}
+	w.RegisterActivityWithOptions(open, activity.RegisterOptions{Name: OpenActivity})
+	w.RegisterActivityWithOptions(hold, activity.RegisterOptions{Name: LeaseActivity})
+	w.RegisterActivityWithOptions(call, activity.RegisterOptions{Name: CallActivity})
+	w.RegisterActivityWithOptions(closeKernel, activity.RegisterOptions{Name: CloseActivity})
 }
 
 // heartbeat records the run's heartbeat every HeartbeatEvery until done,
@@ -318,3 +398,34 @@ func (a slogAdapter) Warn(msg string, kv ...any)  { a.l.Warn(msg, kv...) }
 func (a slogAdapter) Error(msg string, kv ...any) { a.l.Error(msg, kv...) }
 
 var _ sdklog.Logger = slogAdapter{}
+
+// commandCalls runs the calls of a lease through a Runner that runs one
+// command a job (and keeps nothing between them): each exec or shell call
+// is a run of its own; a call of another kind is refused.
+type commandCalls struct{ Runner }
+
+func (c commandCalls) Open(ctx context.Context, req LeaseRequest) (Lease, error) {
+	return Lease{Job: req.Job.ID, Node: req.Node}, nil
+}
+
+func (c commandCalls) Call(ctx context.Context, req CallRequest) (CallResult, error) {
+	if req.Call.Kind != CallExec && req.Call.Kind != CallShell {
+		return CallResult{}, errs.Invalidf("call %s: this node runs commands only, not %s", req.Call.ID, req.Call.Kind)
+	}
+	r, err := c.Run(ctx, RunRequest{Job: req.Job.asCommand(req.Call), Node: req.Node})
+	return r.asCall(), err
+}
+
+func (c commandCalls) Close(ctx context.Context, job string) error { return nil }
+
+// asCommand is j with call c as its one command.
+func (j Job) asCommand(c Call) Job {
+	j.Argv, j.Command, j.Input, j.Calls, j.Open = c.Argv, c.Command, c.Stdin, nil, false
+	return j
+}
+
+// asCall is a run's result as a call's.
+func (r Result) asCall() CallResult {
+	return CallResult{Node: r.Node, Tier: r.Tier, ExitCode: r.ExitCode, Stdout: r.Stdout, Stderr: r.Stderr, Truncated: r.Truncated,
+		Refused: r.Refused, Verdict: r.Verdict, Decider: r.Decider, Reason: r.Reason, OptedOut: r.OptedOut}
+}

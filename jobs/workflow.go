@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -40,6 +41,10 @@ func Workflow(ctx workflow.Context, j Job) (Result, error) {
 	if err := workflow.SetQueryHandler(ctx, QueryQuestions, q.list(ctx)); err != nil {
 		return Result{}, err
 	}
+	tr := newJobTrace(j)
+	if err := tr.handleQueries(ctx); err != nil {
+		return Result{}, err
+	}
 	for attempt := 0; ; attempt++ {
 		c, err := claim(ctx, j)
 		if err != nil {
@@ -50,7 +55,15 @@ func Workflow(ctx workflow.Context, j Job) (Result, error) {
 		// (The marker is recorded once, after the first claim; later
 		// attempts read it back.)
 		version := workflow.GetVersion(ctx, versionApprovals, workflow.DefaultVersion, 1)
-		r, err := runOn(ctx, j, c, q, version)
+		// Jobs recorded before calls ran as one run activity; every new
+		// one is a lease on the claiming node and its calls through it.
+		// While either goes on, the node runs the job (QueryPlacement).
+		r, err := placed(ctx, c.Node, func() (Result, error) {
+			if workflow.GetVersion(ctx, versionCalls, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+				return runOn(ctx, j, c, q, version)
+			}
+			return runCalls(ctx, j, c, q, tr)
+		})
 		if !nodeLost(err) || ctx.Err() != nil {
 			return r, err
 		}
@@ -115,7 +128,10 @@ func nodeLost(err error) bool {
 // why it was not run again.
 func lostMessage(j Job, node string, attempt int) string {
 	why := "the job is not marked idempotent"
-	if j.Idempotent {
+	switch {
+	case j.Open:
+		why = "an open job's calls came one by one from a caller who read their results; it is never run again"
+	case j.Idempotent:
 		why = fmt.Sprintf("its %d retries are used up", j.Retries)
 		if attempt == 0 {
 			why = "the job allows no retry"
@@ -206,6 +222,16 @@ func (q *questions) await(ctx workflow.Context, j Job, node string, run workflow
 	done := false
 	sel := workflow.NewSelector(ctx)
 	sel.AddFuture(run, func(f workflow.Future) { err, done = f.Get(ctx, r), true })
+	q.listen(ctx, j, node, sel)
+	for !done {
+		sel.Select(ctx)
+	}
+	return err
+}
+
+// listen takes the job's questions from node and the answers to them on
+// sel (see await).
+func (q *questions) listen(ctx workflow.Context, j Job, node string, sel workflow.Selector) {
 	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalAsk), func(ch workflow.ReceiveChannel, _ bool) {
 		var x Question
 		ch.Receive(ctx, &x)
@@ -245,8 +271,428 @@ func (q *questions) await(ctx workflow.Context, j Job, node string, run workflow
 			}
 		})
 	})
-	for !done {
-		sel.Select(ctx)
+}
+
+// versionCalls marks the workflow shape that runs a job as a lease on the
+// claiming node and its calls through it, one activity each.
+const versionCalls = "calls"
+
+// openTimeout bounds building a job's kernel and directory on its node.
+const openTimeout = 2 * time.Minute
+
+// closeTimeout bounds tearing a job's kernel down.
+const closeTimeout = time.Minute
+
+// jobTrace is the workflow's record of a job's calls, which the trace and
+// call-result queries read.
+type jobTrace struct {
+	t       Trace
+	results map[string]CallResult
+	// taken counts the calls the job took, for the ids of calls given
+	// none.
+	taken int
+}
+
+func newJobTrace(j Job) *jobTrace {
+	return &jobTrace{t: NewTrace(j), results: map[string]CallResult{}}
+}
+
+// handleQueries answers QueryTrace and QueryCallResult (a call's result
+// once it ended; a result with no Call while it runs).
+func (tr *jobTrace) handleQueries(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, QueryTrace, func() (Trace, error) { return tr.t, nil }); err != nil {
+		return err
+	}
+	return workflow.SetQueryHandler(ctx, QueryCallResult, func(id string) (CallResult, error) { return tr.results[id], nil })
+}
+
+// first is the job's calls as it was started, each with its id: its own,
+// or "c<n>" by its place. An attempt after a lost node runs the same
+// calls under the same ids.
+func (tr *jobTrace) first(j Job) []Call {
+	calls := append([]Call(nil), j.JobCalls()...)
+	for i := range calls {
+		if calls[i].ID == "" {
+			calls[i].ID = fmt.Sprintf("c%d", i+1)
+		}
+	}
+	tr.taken = max(tr.taken, len(calls))
+	return calls
+}
+
+// take gives a signalled call c an id when it has none and refuses one
+// already taken.
+func (tr *jobTrace) take(c Call) (Call, error) {
+	tr.taken++
+	if c.ID == "" {
+		c.ID = fmt.Sprintf("c%d", tr.taken)
+	}
+	if _, ok := tr.results[c.ID]; ok {
+		return c, fmt.Errorf("call %s: id: given twice", c.ID)
+	}
+	for _, rec := range tr.t.Calls {
+		if rec.ID == c.ID && rec.Ended.IsZero() {
+			return c, fmt.Errorf("call %s: id: given twice", c.ID)
+		}
+	}
+	return c, nil
+}
+
+// started and ended record a call's run in the trace.
+func (tr *jobTrace) started(ctx workflow.Context, c Call, node string) {
+	tr.t.Add(CallRecord{ID: c.ID, Kind: c.Kind, Call: c.Describe(), Node: node, Started: workflow.Now(ctx)})
+}
+
+func (tr *jobTrace) ended(ctx workflow.Context, c Call, r CallResult) {
+	r.Call, r.Kind = c.ID, c.Kind
+	rec := Record(c, r)
+	rec.Ended = workflow.Now(ctx)
+	tr.t.Add(rec)
+	tr.results[c.ID] = r
+	if r.Taint != "" {
+		tr.t.Tainted = true
+		tr.t.Taint = joinTaint(tr.t.Taint, r.Taint)
+	}
+}
+
+// refuse records a call the workflow refused before it reached a node.
+func (tr *jobTrace) refuse(ctx workflow.Context, c Call, why string) {
+	tr.started(ctx, c, "")
+	tr.ended(ctx, c, CallResult{Refused: true, ExitCode: refusedExit, Verdict: "deny", Decider: "workflow", Reason: why})
+}
+
+// refusedExit is the exit code of a refused call (errs.ExitRefused; the
+// workflow does not import errs' exit codes to keep its replay stable).
+const refusedExit = 77
+
+func joinTaint(a, b string) string {
+	switch {
+	case a == "" || a == b:
+		return b
+	case b == "" || strings.Contains(a, b):
+		return a
+	}
+	return a + "; " + b
+}
+
+// lease is one attempt of a job on the node that claimed it: the kernel
+// held there (the lease activity) and the calls run through it.
+type lease struct {
+	ctx  workflow.Context
+	j    Job
+	c    Claim
+	q    *questions
+	tr   *jobTrace
+	sel  workflow.Selector
+	opts workflow.ActivityOptions
+
+	holdDone bool
+	holdErr  error
+	// pending are calls taken and not yet started; cur is the call
+	// running (nil between calls).
+	pending []Call
+	cur     *Call
+	curErr  error
+	// stop says no further call runs: one failed in a closed job, or the
+	// job ran below its floor (fail).
+	stop     bool
+	fail     error
+	released bool
+	idled    bool
+	idleGen  int
+	idleOn   bool
+	idleStop workflow.CancelFunc
+	results  []CallResult
+}
+
+// runCalls opens the job's kernel on the claiming node, holds it with a
+// heartbeating lease activity while the job's calls run through it one
+// activity each (and, for an open job, the calls signalled later), and
+// closes it. Each call runs once: a call's activity is never retried, and
+// a node that goes silent (the lease's or a call's heartbeat times out)
+// fails the attempt as lost, which Workflow runs again elsewhere only for
+// an idempotent job.
+func runCalls(ctx workflow.Context, j Job, c Claim, q *questions, tr *jobTrace) (Result, error) {
+	opts := workflow.ActivityOptions{
+		TaskQueue:              NodeQueue(c.Node),
+		ScheduleToStartTimeout: nodeStartTimeout,
+		StartToCloseTimeout:    openTimeout,
+		RetryPolicy:            once,
+	}
+	req := LeaseRequest{Job: j, Node: c.Node}
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), OpenActivity, req).Get(ctx, nil)
+	if err != nil {
+		return Result{}, nodeError(ctx, j, c, err)
+	}
+	// From here the kernel is open on the node: it is closed whatever
+	// happens, but for a node that is gone.
+	hctx, cancelHold := workflow.WithCancel(ctx)
+	hold := opts
+	hold.StartToCloseTimeout = j.runTimeout() + time.Minute
+	hold.HeartbeatTimeout = HeartbeatTimeout
+	hold.WaitForCancellation = true
+	l := &lease{ctx: ctx, j: j, c: c, q: q, tr: tr, sel: workflow.NewSelector(ctx), opts: opts}
+	l.sel.AddFuture(workflow.ExecuteActivity(workflow.WithActivityOptions(hctx, hold), LeaseActivity, req), func(f workflow.Future) {
+		l.holdErr, l.holdDone = f.Get(ctx, nil), true
+	})
+	r, err := l.run()
+	if !nodeLost(err) {
+		dctx, _ := workflow.NewDisconnectedContext(ctx)
+		copts := opts
+		copts.StartToCloseTimeout = closeTimeout
+		if cerr := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, copts), CloseActivity, req).Get(dctx, nil); cerr != nil {
+			workflow.GetLogger(ctx).Warn("close of the job's kernel failed", "job", j.ID, "node", c.Node, "err", cerr)
+		}
+		cancelHold()
+		for !l.holdDone {
+			l.sel.Select(dctx)
+		}
+	} else {
+		cancelHold()
+	}
+	return r, err
+}
+
+// nodeError is the job's failure for an activity on the claiming node that
+// failed: the node never started it, it was killed, or it failed.
+func nodeError(ctx workflow.Context, j Job, c Claim, err error) error {
+	var te *temporal.TimeoutError
+	switch {
+	case errors.As(err, &te) && te.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START:
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("node %s claimed job %s and did not start it within %s (is it still running?)", c.Node, j.ID, nodeStartTimeout),
+			ErrNodeStopped, nil)
+	case ctx.Err() != nil:
+		return temporal.NewCanceledError("job " + j.ID + " was killed")
 	}
 	return err
+}
+
+// run runs the job's calls and, for an open job, those signalled later,
+// until the calls are done (a closed job), the job is released or idle
+// (an open one), its node is lost, or it is killed.
+func (l *lease) run() (Result, error) {
+	l.pending = l.tr.first(l.j)
+	l.q.listen(l.ctx, l.j, l.c.Node, l.sel)
+	calls := workflow.GetSignalChannel(l.ctx, SignalCall)
+	if l.j.Open {
+		l.sel.AddReceive(calls, func(ch workflow.ReceiveChannel, _ bool) {
+			var c Call
+			ch.Receive(l.ctx, &c)
+			l.signalled(c)
+		})
+		l.sel.AddReceive(workflow.GetSignalChannel(l.ctx, SignalRelease), func(ch workflow.ReceiveChannel, _ bool) {
+			ch.Receive(l.ctx, nil)
+			l.released = true
+		})
+	}
+	for {
+		switch {
+		case l.ctx.Err() != nil:
+			l.settle()
+			return l.result(), temporal.NewCanceledError("job " + l.j.ID + " was killed")
+		case l.curErr != nil:
+			return l.result(), l.curErr
+		case l.fail != nil:
+			return l.result(), l.fail
+		case l.holdDone:
+			return l.result(), l.holdEnded()
+		}
+		if l.cur == nil {
+			if len(l.pending) > 0 && !l.stop {
+				l.start()
+				continue
+			}
+			if !l.j.Open || l.released || l.idled || l.stop {
+				break
+			}
+			l.armIdle()
+		}
+		l.sel.Select(l.ctx)
+	}
+	if l.j.Open {
+		l.tr.t.Released = true
+		// Calls signalled but not run get an answer, so no caller waits
+		// for one that never comes.
+		for {
+			var c Call
+			if !calls.ReceiveAsync(&c) {
+				break
+			}
+			if c, err := l.tr.take(c); err == nil {
+				l.tr.refuse(l.ctx, c, fmt.Sprintf("job %s was released (or idle for %s) before this call ran", l.j.ID, l.j.idleTimeout()))
+			}
+		}
+	}
+	return l.result(), nil
+}
+
+// signalled takes a call an open job's caller sent: a malformed one is
+// refused into the trace, so the caller waiting on it reads why.
+func (l *lease) signalled(c Call) {
+	c, err := l.tr.take(c)
+	if err == nil {
+		err = c.Validate()
+	}
+	if err == nil && len(l.tr.t.Calls) >= MaxCalls {
+		err = fmt.Errorf("job %s: calls: at most %d", l.j.ID, MaxCalls)
+	}
+	if err == nil && (l.released || l.idled) {
+		err = fmt.Errorf("job %s was released before this call came", l.j.ID)
+	}
+	if err != nil {
+		l.tr.refuse(l.ctx, c, err.Error())
+		return
+	}
+	if l.idleOn {
+		l.idleOn = false
+		l.idleGen++
+		l.idleStop()
+	}
+	l.pending = append(l.pending, c)
+}
+
+// armIdle starts the wait of an open job with no call, once a wait.
+func (l *lease) armIdle() {
+	if l.idleOn {
+		return
+	}
+	l.idleOn = true
+	gen := l.idleGen
+	tctx, cancel := workflow.WithCancel(l.ctx)
+	l.idleStop = cancel
+	l.sel.AddFuture(workflow.NewTimer(tctx, l.j.idleTimeout()), func(f workflow.Future) {
+		if f.Get(l.ctx, nil) == nil && gen == l.idleGen {
+			l.idled = true
+		}
+	})
+}
+
+// start runs the first pending call on the node, under heartbeats.
+func (l *lease) start() {
+	c := l.pending[0]
+	l.pending = l.pending[1:]
+	l.cur = &c
+	l.tr.started(l.ctx, c, l.c.Node)
+	o := l.opts
+	o.StartToCloseTimeout = l.j.runTimeout() + time.Minute
+	o.HeartbeatTimeout = HeartbeatTimeout
+	o.WaitForCancellation = true
+	f := workflow.ExecuteActivity(workflow.WithActivityOptions(l.ctx, o), CallActivity, CallRequest{Job: l.j, Node: l.c.Node, Call: c})
+	l.sel.AddFuture(f, func(f workflow.Future) {
+		var r CallResult
+		err := f.Get(l.ctx, &r)
+		l.cur = nil
+		l.ended(c, r, err)
+	})
+}
+
+// ended takes a call's result: its tier held to the job's floor, marked
+// tier 0 under an opt-out, recorded in the trace.
+func (l *lease) ended(c Call, r CallResult, err error) {
+	if err != nil {
+		r = CallResult{Node: l.c.Node, Tier: l.c.Tier, Error: errorMessage(err)}
+		if nodeLost(err) {
+			r.Error = fmt.Sprintf("node %s was lost while running this call", l.c.Node)
+		}
+		l.tr.ended(l.ctx, c, r)
+		if l.ctx.Err() == nil && (!l.j.Open || nodeLost(err)) {
+			l.curErr = nodeError(l.ctx, l.j, l.c, err)
+		}
+		return
+	}
+	r.Node = l.c.Node
+	if l.c.OptedOut {
+		// Whatever the node's tier, a call under an opt-out counts as
+		// unconfined: the job shows it, the server audits it.
+		r.Tier, r.OptedOut = 0, true
+	}
+	l.tr.ended(l.ctx, c, r)
+	l.results = append(l.results, l.tr.results[c.ID])
+	if r.Tier < l.j.Floor() && !r.Refused && !l.j.Dev && !l.c.OptedOut {
+		// The node's own check refuses this before anything runs; a call
+		// that still reports a lower tier is never passed off as done.
+		l.fail = temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("job %s ran call %s on node %s at sandbox tier %d, below its floor %d", l.j.ID, c.ID, r.Node, r.Tier, l.j.Floor()),
+			ErrBelowFloor, nil)
+		return
+	}
+	if r.Failed() && !l.j.Open {
+		l.stop = true
+	}
+}
+
+// errorMessage is an activity failure's own message, without the SDK's
+// wrapping.
+func errorMessage(err error) string {
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) {
+		return ae.Message()
+	}
+	return err.Error()
+}
+
+// settle waits for a killed job's running call to end on its node (the
+// node tears its box down first).
+func (l *lease) settle() {
+	for l.cur != nil && !l.holdDone {
+		l.sel.Select(l.ctx)
+	}
+}
+
+// holdEnded is the failure of a lease that ended while the job went on:
+// its node went silent (lost), or it ran past the job's run timeout.
+func (l *lease) holdEnded() error {
+	if nodeLost(l.holdErr) {
+		return l.holdErr
+	}
+	if l.ctx.Err() != nil {
+		return temporal.NewCanceledError("job " + l.j.ID + " was killed")
+	}
+	if l.holdErr == nil {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("node %s let job %s's lease go while the job went on", l.c.Node, l.j.ID), ErrNodeLost, nil)
+	}
+	return nodeError(l.ctx, l.j, l.c, l.holdErr)
+}
+
+// result is the job's result: its calls' results (their output held to
+// ResultCap together), with the last one's fields on top and the lowest
+// tier any call ran at.
+func (l *lease) result() Result {
+	r := Result{Node: l.c.Node, Tier: l.c.Tier, OptedOut: l.c.OptedOut}
+	if l.c.OptedOut {
+		r.Tier = 0
+	}
+	if n := len(l.results); n > 0 {
+		last := l.results[n-1]
+		r.ExitCode, r.Stdout, r.Stderr, r.Truncated = last.ExitCode, last.Stdout, last.Stderr, last.Truncated
+		r.Refused, r.Verdict, r.Decider, r.Reason = last.Refused, last.Verdict, last.Decider, last.Reason
+		if r.Stdout == "" && last.Text != "" {
+			r.Stdout = last.Text
+		}
+	}
+	if t := l.tr.t.LowestTier; t >= 0 {
+		r.Tier = t
+	}
+	if len(l.j.Calls) > 0 || l.j.Open {
+		r.Calls = capCalls(l.results)
+	}
+	return r
+}
+
+// capCalls holds the calls' output to ResultCap together: the first
+// calls keep theirs, a later one over what is left loses it (Truncated).
+func capCalls(rs []CallResult) []CallResult {
+	out := make([]CallResult, len(rs))
+	left := ResultCap
+	for i, r := range rs {
+		n := len(r.Stdout) + len(r.Stderr) + len(r.Text)
+		if n > left {
+			r.Stdout, r.Stderr, r.Text, r.Truncated = "", "", "", true
+			n = 0
+		}
+		left -= n
+		out[i] = r
+	}
+	return out
 }

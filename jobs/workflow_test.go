@@ -117,7 +117,7 @@ func TestWorkflowRoutes(t *testing.T) {
 			env := s.NewTestWorkflowEnvironment()
 			f := &fleet{claims: tt.claims, runTier: 1}
 			env.RegisterActivityWithOptions(f.claim, activity.RegisterOptions{Name: ClaimActivity})
-			env.RegisterActivityWithOptions(f.run, activity.RegisterOptions{Name: RunActivity})
+			registerRun(env, f.run)
 			env.ExecuteWorkflow(Workflow, tt.job)
 			if !env.IsWorkflowCompleted() {
 				t.Fatal("the workflow did not complete")
@@ -166,7 +166,7 @@ func TestClaimTimeoutIsTheWholeWait(t *testing.T) {
 	env := s.NewTestWorkflowEnvironment()
 	f := &fleet{claims: []func() (Claim, error){timeout(enumspb.TIMEOUT_TYPE_START_TO_CLOSE)}}
 	env.RegisterActivityWithOptions(f.claim, activity.RegisterOptions{Name: ClaimActivity})
-	env.RegisterActivityWithOptions(f.run, activity.RegisterOptions{Name: RunActivity})
+	registerRun(env, f.run)
 	env.ExecuteWorkflow(Workflow, job(func(j *Job) { j.ClaimTimeout = 5 * time.Second }))
 	err := env.GetWorkflowError()
 	var app *temporal.ApplicationError
@@ -185,7 +185,7 @@ func TestRunBelowFloorFails(t *testing.T) {
 	env := s.NewTestWorkflowEnvironment()
 	f := &fleet{claims: []func() (Claim, error){node("n1", 1)}, runTier: 0}
 	env.RegisterActivityWithOptions(f.claim, activity.RegisterOptions{Name: ClaimActivity})
-	env.RegisterActivityWithOptions(f.run, activity.RegisterOptions{Name: RunActivity})
+	registerRun(env, f.run)
 	env.ExecuteWorkflow(Workflow, job(nil))
 	var app *temporal.ApplicationError
 	if err := env.GetWorkflowError(); !errors.As(err, &app) || app.Type() != ErrBelowFloor {
@@ -200,7 +200,7 @@ func TestKill(t *testing.T) {
 	env := s.NewTestWorkflowEnvironment()
 	f := &fleet{claims: []func() (Claim, error){node("n1", 1)}, block: true}
 	env.RegisterActivityWithOptions(f.claim, activity.RegisterOptions{Name: ClaimActivity})
-	env.RegisterActivityWithOptions(f.run, activity.RegisterOptions{Name: RunActivity})
+	registerRun(env, f.run)
 	env.RegisterDelayedCallback(env.CancelWorkflow, time.Second)
 	env.ExecuteWorkflow(Workflow, job(nil))
 	if err := env.GetWorkflowError(); !temporal.IsCanceledError(err) {
@@ -288,7 +288,7 @@ func TestWorkflowRoutesOptOutAndDev(t *testing.T) {
 			env := s.NewTestWorkflowEnvironment()
 			f := &fleet{claims: tt.claims, runTier: tt.runTier}
 			env.RegisterActivityWithOptions(f.claim, activity.RegisterOptions{Name: ClaimActivity})
-			env.RegisterActivityWithOptions(f.run, activity.RegisterOptions{Name: RunActivity})
+			registerRun(env, f.run)
 			env.ExecuteWorkflow(Workflow, tt.job)
 			r, ran := outcome(t, env, f, tt.wantErr)
 			if !ran {
@@ -403,7 +403,7 @@ func TestApprovalSignals(t *testing.T) {
 				}
 			}
 			env.RegisterActivityWithOptions(f.claim, activity.RegisterOptions{Name: ClaimActivity})
-			env.RegisterActivityWithOptions(f.run, activity.RegisterOptions{Name: RunActivity})
+			registerRun(env, f.run)
 			env.RegisterActivityWithOptions(f.deliver, activity.RegisterOptions{Name: AnswerActivity})
 			env.ExecuteWorkflow(Workflow, job(nil))
 			if err := env.GetWorkflowError(); err != nil {
@@ -462,7 +462,7 @@ func TestQuestionsListed(t *testing.T) {
 				}, time.Second)
 			}
 			env.RegisterActivityWithOptions(f.claim, activity.RegisterOptions{Name: ClaimActivity})
-			env.RegisterActivityWithOptions(f.run, activity.RegisterOptions{Name: RunActivity})
+			registerRun(env, f.run)
 			env.RegisterActivityWithOptions(f.deliver, activity.RegisterOptions{Name: AnswerActivity})
 			env.ExecuteWorkflow(Workflow, job(nil))
 			if len(listed) != tt.wantListed || (tt.wantListed == 1 && (listed[0].ID != "q-1" || listed[0].Deadline.IsZero())) {
@@ -510,7 +510,7 @@ func TestLostNode(t *testing.T) {
 			env := s.NewTestWorkflowEnvironment()
 			f := &fleet{claims: []func() (Claim, error){node("n1", 1), node("n2", 1)}, runTier: 1, lost: tt.lost}
 			env.RegisterActivityWithOptions(f.claim, activity.RegisterOptions{Name: ClaimActivity})
-			env.RegisterActivityWithOptions(f.run, activity.RegisterOptions{Name: RunActivity})
+			registerRun(env, f.run)
 			env.ExecuteWorkflow(Workflow, tt.job)
 			if got := strings.Join(f.queues, " "); got != tt.wantQ {
 				t.Errorf("queues: got %q, want %q", got, tt.wantQ)
@@ -544,16 +544,7 @@ func TestValidateRetries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := job(tt.mod).Validate()
-			if tt.wantErr == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("got %v, want %q", err, tt.wantErr)
-			}
+			checkErr(t, job(tt.mod).Validate(), tt.wantErr)
 		})
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/airlock-run/airlock/jobs"
 	"github.com/airlock-run/airlock/jobs/pki"
 	"github.com/airlock-run/airlock/mediator"
+	"github.com/airlock-run/airlock/policy"
 )
 
 // Kernel is a kernel built for one job, with what closes it.
@@ -70,10 +71,28 @@ type Config struct {
 	// file: an https:// server is trusted by it until the node holds the
 	// CA, and an enrolment's CA must have it ("" is an old file).
 	CAPin string
+	// Tree moves a job's results and files between the node and the
+	// server's store; nil: no server store (results stay in the job's
+	// directory).
+	Tree Tree
 	// Attest runs the selftest's attest rows (pki.AttestRows) on this
 	// host, once at start, for a node that claims tier 1 or more; nil
 	// reports none, which proves tier 0 only.
 	Attest func(ctx context.Context) ([]pki.Row, error)
+}
+
+// Tree moves a job's results and files between the node's local store and
+// the server's, which scopes them to the job's tree. nil: no server store
+// (results stay in the job's directory).
+type Tree interface {
+	// Fetch makes ref (a files.Ref string) readable by job j's kernel
+	// before a call names it (read_result, a file handed to a tool); taint
+	// is non-empty when the ref came from a tainted job: the kernel is then
+	// marked tainted (k.ReadOutside(taint)).
+	Fetch(ctx context.Context, j jobs.Job, ref string) (taint string, err error)
+	// Keep hands the refs a call of job j produced (offloaded results) to
+	// the server.
+	Keep(ctx context.Context, j jobs.Job, refs []string) error
 }
 
 // Registration is what a node tells the server about itself.
@@ -134,11 +153,15 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	nc.Waiters = &jobs.Waiters{}
-	nc.Runner = &runner{cfg: cfg, waiters: nc.Waiters, token: att.token}
+	rn := &runner{cfg: cfg, waiters: nc.Waiters, token: att.token}
+	nc.Runner = rn
 	n, err := jobs.StartNode(nc)
 	if err != nil {
 		return err
 	}
+	// Stopped first, then every kernel still held is closed: no box of
+	// a job outlives the node process.
+	defer rn.closeAll()
 	defer n.Stop()
 	setFloor(cfg, n, at)
 	cfg.Log.Info("node polling", "id", cfg.ID, "tier", cfg.Tier, "queues", strings.Join(reg.Queues, " "))
@@ -253,67 +276,170 @@ func register(ctx context.Context, cfg Config, token string, reg Registration) (
 	return at, nil
 }
 
-// runner runs a claimed job through a kernel of its own.
+// runner runs a claimed job through a kernel of its own, which it keeps
+// open for the job's life (its lease): one kernel per running job, by job
+// id, built by Open, used by each Call, torn down by Close (or at the
+// node's stop).
 type runner struct {
 	cfg     Config
 	waiters *jobs.Waiters
 	// token is the node's own API token, for its runs' questions.
 	token func() string
 	mu    sync.Mutex // serialises creating job directories
+
+	lmu    sync.Mutex
+	leases map[string]*leased
 }
 
-// Run decides and runs the job's command in the job's kernel.
+// leased is a job's kernel held on the node between its calls.
+type leased struct {
+	j   jobs.Job
+	dir string
+	k   Kernel
+	// mu runs the job's calls one at a time, and Close after the last.
+	mu     sync.Mutex
+	closed bool
+}
+
+var _ jobs.CallRunner = (*runner)(nil)
+
+// Run runs a job of the shape before calls (one command, one activity)
+// as a lease of one call.
 func (r *runner) Run(ctx context.Context, req jobs.RunRequest) (jobs.Result, error) {
+	if _, err := r.Open(ctx, jobs.LeaseRequest{Job: req.Job, Node: req.Node}); err != nil {
+		return jobs.Result{}, err
+	}
+	defer r.Close(context.WithoutCancel(ctx), req.Job.ID)
+	calls := req.Job.JobCalls()
+	if len(calls) == 0 {
+		return jobs.Result{}, errs.Invalidf("job %s: no command", req.Job.ID)
+	}
+	c, err := r.Call(ctx, jobs.CallRequest{Job: req.Job, Node: req.Node, Call: calls[0]})
+	return jobs.Result{Tier: c.Tier, ExitCode: c.ExitCode, Stdout: c.Stdout, Stderr: c.Stderr, Truncated: c.Truncated,
+		Refused: c.Refused, Verdict: c.Verdict, Decider: c.Decider, Reason: c.Reason}, err
+}
+
+// Open builds job j's directory and kernel, marked running before any box
+// starts (a node that dies while it is held leaves the mark, and its next
+// start reaps what the job left). The handle is the job's id alone.
+func (r *runner) Open(ctx context.Context, req jobs.LeaseRequest) (jobs.Lease, error) {
 	j := req.Job
 	if err := j.Validate(); err != nil {
-		return jobs.Result{}, err
+		return jobs.Lease{}, err
 	}
 	dir, err := r.jobDir(j.ID)
 	if err != nil {
-		return jobs.Result{}, err
+		return jobs.Lease{}, err
 	}
-	// Marked before any box starts and cleared once the kernel closed
-	// (every box gone): a node that dies between leaves the mark, and
-	// its next start reaps the run.
 	if err := markRunning(dir); err != nil {
-		return jobs.Result{}, err
+		return jobs.Lease{}, err
 	}
-	defer unmarkRunning(dir)
 	k, err := r.cfg.Kernel(ctx, j, dir)
 	if err != nil {
-		return jobs.Result{}, err
+		unmarkRunning(dir)
+		return jobs.Lease{}, err
 	}
-	defer k.Close()
+	r.lmu.Lock()
+	defer r.lmu.Unlock()
+	if r.leases == nil {
+		r.leases = map[string]*leased{}
+	}
+	if _, ok := r.leases[j.ID]; ok { // jobDir refuses a second, but be sure
+		k.Close()
+		return jobs.Lease{}, errs.Invalidf("node %s: job %s is open already", r.cfg.ID, j.ID)
+	}
+	r.leases[j.ID] = &leased{j: j, dir: dir, k: k}
+	return jobs.Lease{Job: j.ID, Node: r.cfg.ID, Tier: r.cfg.Tier}, nil
+}
+
+// Close tears job's kernel down once its running call ended (every box
+// gone), then clears the job's running mark. A job not open is a no-op.
+func (r *runner) Close(ctx context.Context, job string) error {
+	r.lmu.Lock()
+	l := r.leases[job]
+	delete(r.leases, job)
+	r.lmu.Unlock()
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	err := l.k.Close()
+	unmarkRunning(l.dir)
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, err, "node: job %s: close its kernel", job)
+	}
+	return nil
+}
+
+// closeAll closes every job's kernel still open: the node is stopping.
+func (r *runner) closeAll() {
+	r.lmu.Lock()
+	ids := make([]string, 0, len(r.leases))
+	for id := range r.leases {
+		ids = append(ids, id)
+	}
+	r.lmu.Unlock()
+	for _, id := range ids {
+		if err := r.Close(context.Background(), id); err != nil {
+			r.cfg.Log.Warn("node stop", "err", err)
+		}
+	}
+}
+
+// Call decides and runs one call of a leased job in the job's kernel:
+// exec and shell through k.Exec, the file calls through k.File, read_result
+// through k.ReadResult, each held to the server's ceilings and answered by
+// a person through the server when it escalates. Before a call that names
+// a ref the ref is fetched into the job's tree (and a tainted one taints
+// the kernel); after one that offloaded results, they are kept there.
+func (r *runner) Call(ctx context.Context, req jobs.CallRequest) (jobs.CallResult, error) {
+	if err := req.Call.Validate(); err != nil {
+		return jobs.CallResult{}, err
+	}
+	r.lmu.Lock()
+	l := r.leases[req.Job.ID]
+	r.lmu.Unlock()
+	if l == nil {
+		return jobs.CallResult{}, errs.NotFoundf("node %s: job %s holds no kernel here (it was closed, or the node restarted)", r.cfg.ID, req.Job.ID)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return jobs.CallResult{}, errs.NotFoundf("node %s: job %s's kernel was closed", r.cfg.ID, req.Job.ID)
+	}
+	// The job is the one the lease was opened for, never one a call
+	// request carries: its policy and ceilings decide.
+	j, k, c := l.j, l.k, req.Call
+	out := jobs.CallResult{Call: c.ID, Kind: c.Kind, Node: r.cfg.ID, Tier: r.cfg.Tier}
 	// The floor holds inside the node too: a job's policy that asks for
 	// no isolation would run it at tier 0 on this tier-1 node.
 	if j.Floor() >= 1 && k.Policy().Isolation == "none" {
-		return jobs.Result{Tier: r.cfg.Tier, Refused: true, ExitCode: errs.ExitRefused, Verdict: "deny", Decider: "node",
-			Reason: fmt.Sprintf("job %s needs sandbox tier 1 and its policy says isolation: none; remove it, or start the job from inside with --tier0", j.ID)}, nil
+		out.Refused, out.ExitCode, out.Verdict, out.Decider = true, errs.ExitRefused, "deny", "node"
+		out.Reason = fmt.Sprintf("job %s needs sandbox tier 1 and its policy says isolation: none; remove it, or start the job from inside with --tier0", j.ID)
+		return out, nil
 	}
-	call := mediator.Call{Kind: mediator.KindExec, Argv: j.Argv, Tool: "job"}
-	if j.Command != "" {
-		call = mediator.Call{Kind: mediator.KindShell, Command: j.Command, Tool: "job"}
+	if c.Ref != "" && r.cfg.Tree != nil {
+		taint, err := r.cfg.Tree.Fetch(ctx, j, c.Ref)
+		if err != nil {
+			return out, err
+		}
+		if taint != "" {
+			k.ReadOutside(taint)
+			out.Taint = taint
+		}
 	}
-	if j.MaxWall > 0 || j.MaxMemory > 0 {
-		// The job's own policy with its limits held to the server's
-		// ceilings, as the call's narrowing: the kernel decides and boxes
-		// the call under the intersection, which only ever restricts, so
-		// no policy a job carries raises them.
-		n := *k.Policy() // a copy: the kernel's own stays as it is
-		holdTo(&n.Limits.Wall, j.MaxWall)
-		holdTo(&n.Limits.Memory, j.MaxMemory)
-		call.Narrow = &n
-	}
-	var stdout, stderr capped
-	stdout.n, stderr.n = jobs.OutputCap, jobs.OutputCap
 	// A person answers the job's escalations through the server: the
 	// question goes to the job's workflow, the answer comes back on this
 	// node's queue.
 	ctx = mediator.WithApprover(ctx, &serverApprover{cfg: r.cfg, token: r.token, job: j.ID, waiters: r.waiters})
-	res, err := k.Exec(ctx, call, mediator.ExecOptions{Stdin: strings.NewReader(j.Input), Stdout: &stdout, Stderr: &stderr})
-	out := jobs.Result{Tier: res.Description.Tier, Stdout: stdout.String(), Stderr: stderr.String(),
-		Truncated: stdout.cut || stderr.cut || res.Truncated,
-		Verdict:   res.Outcome.Decision.Verdict.String(), Decider: res.Outcome.Decider}
+	var err error
+	if c.Kind == jobs.CallExec || c.Kind == jobs.CallShell {
+		err = r.exec(ctx, j, k, c, &out)
+	} else {
+		err = r.file(ctx, j, k, c, &out)
+	}
 	var d *errs.Denial
 	if errors.As(err, &d) {
 		out.Tier, out.Refused, out.ExitCode, out.Reason = r.cfg.Tier, true, errs.ExitRefused, d.Error()
@@ -322,8 +448,114 @@ func (r *runner) Run(ctx context.Context, req jobs.RunRequest) (jobs.Result, err
 	if err != nil {
 		return out, err
 	}
-	out.ExitCode = res.ExitCode
+	if len(out.Refs) > 0 && r.cfg.Tree != nil {
+		if err := r.cfg.Tree.Keep(ctx, j, out.Refs); err != nil {
+			return out, err
+		}
+	}
 	return out, nil
+}
+
+// narrowed is the job's policy held to the server's ceilings, as a call's
+// narrowing (nil when the server sets none): the kernel decides and boxes
+// the call under the intersection, which only ever restricts, so no
+// policy a job carries raises them.
+func narrowed(j jobs.Job, k Kernel) *policy.Policy {
+	if j.MaxWall <= 0 && j.MaxMemory <= 0 {
+		return nil
+	}
+	n := *k.Policy() // a copy: the kernel's own stays as it is
+	holdTo(&n.Limits.Wall, j.MaxWall)
+	holdTo(&n.Limits.Memory, j.MaxMemory)
+	return &n
+}
+
+// exec runs an exec or shell call, its streams capped.
+func (r *runner) exec(ctx context.Context, j jobs.Job, k Kernel, c jobs.Call, out *jobs.CallResult) error {
+	call := mediator.Call{Kind: mediator.KindExec, Argv: c.Argv, Tool: "job", Narrow: narrowed(j, k)}
+	if c.Kind == jobs.CallShell {
+		call = mediator.Call{Kind: mediator.KindShell, Command: c.Command, Tool: "job", Narrow: call.Narrow}
+	}
+	var stdout, stderr capped
+	stdout.n, stderr.n = jobs.OutputCap, jobs.OutputCap
+	res, err := k.Exec(ctx, call, mediator.ExecOptions{Stdin: strings.NewReader(c.Stdin), Stdout: &stdout, Stderr: &stderr})
+	decided(out, res.Outcome)
+	out.Tier, out.Stdout, out.Stderr = res.Description.Tier, stdout.String(), stderr.String()
+	out.Truncated = stdout.cut || stderr.cut || res.Truncated
+	if err != nil {
+		return err
+	}
+	out.ExitCode = res.ExitCode
+	if out.Stdout, err = r.keep(ctx, k, c.Kind, out.Stdout, "", out); err != nil {
+		return err
+	}
+	return nil
+}
+
+// fileKinds are the kernel's kinds of the file calls.
+var fileKinds = map[string]mediator.Kind{jobs.CallReadFile: mediator.KindRead, jobs.CallWriteFile: mediator.KindWrite, jobs.CallList: mediator.KindList}
+
+// file runs a file or read_result call; a file program that failed is
+// exit code 1 with why in Text.
+func (r *runner) file(ctx context.Context, j jobs.Job, k Kernel, c jobs.Call, out *jobs.CallResult) error {
+	if c.Kind == jobs.CallReadResult {
+		args := map[string]any{"ref": c.Ref}
+		for name, v := range map[string]string{"view": c.View, "range": c.Range, "query": c.Query} {
+			if v != "" {
+				args[name] = v
+			}
+		}
+		if c.Budget > 0 {
+			args["budget"] = float64(c.Budget)
+		}
+		res, err := k.ReadResult(ctx, mediator.Call{Kind: mediator.KindReadResult, Args: args, Narrow: narrowed(j, k)})
+		if err != nil {
+			return err
+		}
+		out.Verdict, out.Decider, out.Text = "allow", "policy", res.Text
+		return nil
+	}
+	call := mediator.Call{Kind: fileKinds[c.Kind], Path: c.Path, Tool: c.Kind, Narrow: narrowed(j, k)}
+	if c.Kind == jobs.CallWriteFile {
+		content := c.Content
+		call.Content = &content
+	}
+	res, err := k.File(ctx, call)
+	decided(out, res.Outcome)
+	if err != nil {
+		return err
+	}
+	if res.Failed {
+		out.ExitCode = 1
+	}
+	if k.Policy().Isolation == "none" {
+		// The file program ran unconfined, as the job's policy asked.
+		out.Tier = 0
+	}
+	out.Text, err = r.keep(ctx, k, c.Kind, res.Text, res.Path, out)
+	return err
+}
+
+// decided copies a call's decision into its result.
+func decided(out *jobs.CallResult, o mediator.Outcome) {
+	out.Verdict, out.Decider = o.Decision.Verdict.String(), o.Decider
+	out.Rule, out.Reason = o.Decision.Rule, o.Decision.Reason
+}
+
+// keep offloads a call's text when the kernel keeps results and the text
+// is too heavy to show, noting the ref; the stub takes its place.
+func (r *runner) keep(ctx context.Context, k Kernel, tool, text, name string, out *jobs.CallResult) (string, error) {
+	if !k.KeepsResults() || text == "" {
+		return text, nil
+	}
+	f, err := k.Fit(ctx, mediator.FitRequest{Tool: tool, Text: text, Name: name})
+	if err != nil {
+		return text, err
+	}
+	if f.Offloaded != nil {
+		out.Refs = append(out.Refs, f.Offloaded.Ref)
+	}
+	return f.Text, nil
 }
 
 // holdTo lowers a limit to the server's ceiling (0: none); a limit of 0

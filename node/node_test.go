@@ -1,8 +1,11 @@
 package node
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"github.com/airlock-run/airlock/jobs"
 )
 
 func TestJobDirIsFreshEachTime(t *testing.T) {
@@ -43,5 +46,19 @@ func TestCapped(t *testing.T) {
 				t.Errorf("got %q cut=%v, want %q cut=%v", c.String(), c.cut, tt.want, tt.cut)
 			}
 		})
+	}
+}
+
+// TestCallWithoutLease: a call of a job whose kernel this node does not
+// hold (never opened, closed, or the node restarted) is refused, and a
+// close of it does nothing.
+func TestCallWithoutLease(t *testing.T) {
+	r := &runner{cfg: Config{ID: "n1", StateDir: t.TempDir()}}
+	_, err := r.Call(context.Background(), jobs.CallRequest{Job: jobs.Job{ID: "j-1"}, Node: "n1", Call: jobs.Call{ID: "c1", Kind: jobs.CallList}})
+	if err == nil || !strings.Contains(err.Error(), "job j-1 holds no kernel here") {
+		t.Fatalf("got %v, want a refusal naming the job", err)
+	}
+	if err := r.Close(context.Background(), "j-1"); err != nil {
+		t.Fatalf("close of a job not open: %v", err)
 	}
 }

@@ -22,7 +22,7 @@ func jobCmd() *Command {
 		Long: `Jobs run on the fleet's nodes, routed by sandbox tier. A job's command may
 run a shell, so it waits on its pool's floor queue for a node with sandbox
 tier 1; --tier0 lets a job started from inside run on any node of its pool.`,
-		Sub: []*Command{jobStartCmd(), jobGetCmd(), jobListCmd(), jobKillCmd()}}
+		Sub: []*Command{jobStartCmd(), jobGetCmd(), jobListCmd(), jobKillCmd(), jobTraceCmd(), jobCallCmd(), jobReleaseCmd(), jobFilesCmd()}}
 }
 
 // killCmd is the kill switch for an agent: every running job it acts for,
@@ -67,7 +67,7 @@ the box down, its whole process tree and cgroup. Prints the jobs killed.`
 }
 
 func jobStartCmd() *Command {
-	const usage = "[--pool P] [--policy FILE] [--mode observe|fix] [--tier0] [--model NAME] [--parent JOB] [--agent NAME] [--idempotent [--retry N]] [--claim-timeout D] [--wait] [--json] -- CMD [ARG...]"
+	const usage = "[--pool P] [--policy FILE] [--mode observe|fix] [--tier0] [--model NAME] [--parent JOB] [--agent NAME] [--idempotent [--retry N]] [--claim-timeout D] [--calls FILE] [--open [--idle D]] [--wait] [--json] [-- CMD [ARG...]]"
 	const long = `Starts a job that runs CMD on a node of pool P, decided against the policy
 FILE (default: the built-in workspace profile), which travels with the job:
 the node decides against it, never against its own. --shell runs CMD as one
@@ -77,7 +77,14 @@ status with --wait is the command's own, 126 when it was refused.
 --agent NAME names the agent the job acts for: airlock kill --agent NAME
 stops every running job of it. A job runs at most once: when its node is
 lost mid-run it fails naming the node, unless it is marked --idempotent
-(running it twice does no harm) and allows --retry N more runs.`
+(running it twice does no harm) and allows --retry N more runs.
+
+--calls FILE gives the job's calls instead of CMD: a JSON array of calls
+({"kind": "exec", "argv": [...]}, "shell", "read_file", "write_file",
+"list", "read_result"), run in order through one kernel on the node that
+claims the job. --open makes the job a lease: after its calls (CMD, --calls
+or none) it waits for more (airlock job call ID ...) until airlock job
+release ID, or until it was idle for --idle (default 10m).`
 	return &Command{Name: "start", Usage: usage, Short: "start a job", Long: long,
 		Run: func(ctx context.Context, env *Env, args []string) error {
 			fs := NewFlags(env, "airlock job start", usage, long)
@@ -93,22 +100,41 @@ lost mid-run it fails naming the node, unless it is marked --idempotent
 			agent := fs.String("agent", "", "the `name` of the agent the job acts for")
 			idem := fs.Bool("idempotent", false, "running the job twice does no harm")
 			retry := fs.Int("retry", 0, "with --idempotent: run the job again up to `N` times when its node is lost")
+			callsFile := fs.String("calls", "", "a JSON `file` of the job's calls, instead of CMD")
+			open := fs.Bool("open", false, "keep the job open for more calls (airlock job call)")
+			idle := fs.Duration("idle", 0, "with --open: end the job after this long without a call (default 10m)")
 			wait := fs.Bool("wait", false, "wait for the job to end and print its result")
 			asJSON := fs.Bool("json", false, "print JSON")
 			if err := ParseFlags(fs, args); err != nil {
 				return err
 			}
-			if fs.NArg() == 0 {
-				return usagef("no command (airlock job start [FLAGS] -- CMD [ARG...])")
+			if fs.NArg() == 0 && *callsFile == "" && !*open {
+				return usagef("no command (airlock job start [FLAGS] -- CMD [ARG...], or --calls FILE, or --open)")
+			}
+			if *idle != 0 && !*open {
+				return usagef("--idle: only an --open job waits for calls")
 			}
 			if *retry != 0 && !*idem {
 				return usagef("--retry %d: only a job marked --idempotent runs again (a command may have written or sent before its node died)", *retry)
 			}
 			req := api.StartRequest{Pool: *pool, Mode: *mode, Tier0: *tier0, Model: *model, Parent: *parent, Agent: *agent, Idempotent: *idem, Retries: *retry}
-			if *shell {
+			switch {
+			case fs.NArg() == 0:
+			case *shell:
 				req.Command = strings.Join(fs.Args(), " ")
-			} else {
+			default:
 				req.Argv = fs.Args()
+			}
+			req.Open = *open
+			if *idle > 0 {
+				req.IdleTimeout = idle.String()
+			}
+			if *callsFile != "" {
+				calls, err := readCalls(env, *callsFile)
+				if err != nil {
+					return err
+				}
+				req.Calls = calls
 			}
 			if *claim > 0 {
 				req.ClaimTimeout = claim.String()
@@ -199,16 +225,21 @@ func jobListCmd() *Command {
 }
 
 func jobKillCmd() *Command {
+	return jobActionCmd("kill", "kill a job: its node tears the box down")
+}
+
+// jobActionCmd is `airlock job NAME ID`: POST /v1/jobs/ID/NAME.
+func jobActionCmd(name, short string) *Command {
 	const usage = "ID"
-	return &Command{Name: "kill", Usage: usage, Short: "kill a job: its node tears the box down",
+	return &Command{Name: name, Usage: usage, Short: short,
 		Run: func(ctx context.Context, env *Env, args []string) error {
-			fs := NewFlags(env, "airlock job kill", usage, "")
+			fs := NewFlags(env, "airlock job "+name, usage, "")
 			cf := addClientFlags(fs)
 			if err := ParseFlags(fs, args); err != nil {
 				return err
 			}
 			if fs.NArg() != 1 {
-				return usagef("one job ID (see airlock job kill --help)")
+				return usagef("one job ID (see airlock job %s --help)", name)
 			}
 			if err := jobs.CheckName("job id", fs.Arg(0)); err != nil {
 				return usagef("%v", err)
@@ -217,7 +248,7 @@ func jobKillCmd() *Command {
 			if err != nil {
 				return err
 			}
-			return c.do(ctx, http.MethodPost, "/v1/jobs/"+fs.Arg(0)+"/kill", nil, nil)
+			return c.do(ctx, http.MethodPost, "/v1/jobs/"+fs.Arg(0)+"/"+name, nil, nil)
 		}}
 }
 
@@ -252,6 +283,9 @@ func (c *apiClient) printJob(ctx context.Context, env *Env, id string, wait, asJ
 		}
 		if r := v.Result; r != nil {
 			fmt.Fprintf(env.Stdout, "node %s, tier %d, exit %d\n", r.Node, r.Tier, r.ExitCode)
+			if len(r.Calls) > 0 {
+				fmt.Fprintf(env.Stdout, "%d calls, lowest tier %d (airlock job trace %s)\n", len(r.Calls), r.Tier, v.ID)
+			}
 			if r.Refused {
 				fmt.Fprintf(env.Stdout, "refused: %s\n", r.Reason)
 			}

@@ -11,10 +11,12 @@ import (
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/escape"
+	"github.com/airlock-run/airlock/files"
 	"github.com/airlock-run/airlock/internal/wiring"
 	"github.com/airlock-run/airlock/jobs"
 	"github.com/airlock-run/airlock/jobs/pki"
 	"github.com/airlock-run/airlock/node"
+	"github.com/airlock-run/airlock/offload"
 	"github.com/airlock-run/airlock/sandbox"
 )
 
@@ -104,9 +106,16 @@ its queue for a node with room.`
 			if tier == sandbox.Tier0 {
 				fmt.Fprintf(env.Stderr, "airlock node: WARNING: node %s runs at sandbox tier 0 (--sandbox off): it takes only jobs started with --tier0, which run UNCONFINED\n", *id)
 			}
-			return node.Run(ctx, node.Config{Server: server, ID: *id, Pool: *pool,
+			store, err := files.Open(filepath.Join(dir, "files"), files.Options{})
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			cfg := node.Config{Server: server, ID: *id, Pool: *pool,
 				Tier: int(tier), Findings: findings, StateDir: dir, Log: env.Log, MaxBoxes: *maxBoxes,
-				Kernel: jobKernel(env, tier), EnrollToken: enrollToken, CAPin: caPin, Attest: attestRows(env)})
+				Kernel: jobKernel(env, tier, store), EnrollToken: enrollToken, CAPin: caPin, Attest: attestRows(env)}
+			cfg.Tree = node.NewServerTree(cfg, nodeFiles{store})
+			return node.Run(ctx, cfg)
 		}}
 }
 
@@ -138,7 +147,7 @@ func nodeTier(flagValue string) (sandbox.Tier, []string, error) {
 // jobKernel builds each job's kernel from the job's policy, in the job's
 // directory: its own working directory, audit log and grants, HOME the
 // job's directory, none of the node's environment, at the node's tier.
-func jobKernel(env *Env, tier sandbox.Tier) node.KernelFunc {
+func jobKernel(env *Env, tier sandbox.Tier, store *files.Store) node.KernelFunc {
 	return func(ctx context.Context, j jobs.Job, dir string) (node.Kernel, error) {
 		policyFile := ""
 		if j.Policy != "" {
@@ -165,6 +174,8 @@ func jobKernel(env *Env, tier sandbox.Tier) node.KernelFunc {
 		k, err := wiring.Build(wiring.Config{PolicyFile: policyFile, Workdir: filepath.Join(dir, "work"), Dir: dir,
 			Mode: j.Mode, Getenv: getenv, AuditFile: filepath.Join(dir, "audit.jsonl"),
 			GrantsFile: filepath.Join(dir, "grants.json"), Log: env.Log, Tier: tier, Exe: env.Exe,
+			StoreDir: store.Dir(), Offloader: &offload.Offloader{Store: store, Threshold: offload.DefaultThreshold},
+			Scope: jobScope(j.ID),
 			Taint: func() string { return jobTaint(j) },
 			Warn:  func(s string) { env.Log.Warn("job "+j.ID, "announce", s) }})
 		if err != nil {

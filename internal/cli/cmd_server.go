@@ -47,6 +47,9 @@ audit log in STATE/audit.jsonl.
   POST /v1/jobs, GET /v1/jobs, GET /v1/jobs/{id}, POST /v1/jobs/{id}/kill
   POST /v1/nodes, GET /v1/nodes, POST /v1/nodes/{id}/sandbox-optout (admin)
   GET /v1/approvals, POST /v1/approvals/{id}, GET /v1/audit?job=ID
+  POST /v1/files?job=ID, GET /v1/files/REF?job=ID, GET /v1/files?job=ID
+                        the files of a job's tree (STATE/files); a node
+                        only for a job it runs now
   POST /v1/hooks/NAME   an outside event: starts hook NAME's job with the
                         body as its input, tainted, on a tier-1 node only
 
@@ -271,8 +274,14 @@ func runServer(ctx context.Context, env *Env, o serverOptions) error {
 	if err != nil {
 		return err
 	}
+	store, prov, err := openServerFiles(o.dir)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	defer prov.Close()
 	a := api.New(api.Config{Token: token, Admins: admins, Audit: log, FourEyes: o.fourEyes, Dev: o.dev, VettedModels: o.models,
-		OptOuts: optouts, SaveOptOuts: save,
+		OptOuts: optouts, SaveOptOuts: save, Files: serverFiles{store}, Provenance: prov,
 		Jobs: c, Temporal: dev.HostPort(), Namespace: dev.Namespace(),
 		ClaimTimeout: o.claim, Hooks: o.hooks, Log: env.Log, MaxWall: o.maxWall, MaxMemory: o.maxMemory,
 		CA: fleet.ca, EnrollToken: enrollToken, NodeCertLifetime: o.certLife})

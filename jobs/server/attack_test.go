@@ -32,6 +32,8 @@ func TestAttackOptedOutNodeClaimsTier1(t *testing.T) {
 		{"a claim at tier 1 without its opt-out", jobs.ClaimActivity, `{"node":"n0","tier":1}`},
 		{"a claim at tier 0 hiding its opt-out", jobs.ClaimActivity, `{"node":"n0","tier":0}`},
 		{"a run at tier 1", jobs.RunActivity, `{"node":"n0","tier":1,"exit_code":0}`},
+		{"a call at tier 1", jobs.CallActivity, `{"call":"c1","node":"n0","tier":1,"exit_code":0}`},
+		{"a call in another node's name", jobs.CallActivity, `{"call":"c1","node":"n1","tier":0,"exit_code":0}`},
 		{"a claim giving the tier twice", jobs.ClaimActivity, `{"node":"n0","tier":0,"Tier":1,"opted_out":true}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -44,6 +46,7 @@ func TestAttackOptedOutNodeClaimsTier1(t *testing.T) {
 		for _, r := range []struct{ activity, result string }{
 			{jobs.ClaimActivity, `{"node":"n0","tier":0,"opted_out":true}`},
 			{jobs.RunActivity, `{"node":"n0","tier":0,"exit_code":0}`},
+			{jobs.CallActivity, `{"call":"c1","node":"n0","tier":0,"exit_code":0}`},
 		} {
 			if why := tk.checkAnswer(n0, r.activity, payload(r.result)); why != "" {
 				t.Errorf("%s %s: %s", r.activity, r.result, why)

@@ -79,8 +79,8 @@ func TestWithoutBindingANodeAnswersAnotherNodesClaim(t *testing.T) {
 	defer cancel()
 	run, err := n0.WorkflowService().PollActivityTaskQueue(rctx, &workflowservice.PollActivityTaskQueueRequest{
 		Namespace: jobs.DefaultNamespace, TaskQueue: &taskqueuepb.TaskQueue{Name: jobs.NodeQueue("n0")}})
-	if err != nil || run.GetActivityType().GetName() != jobs.RunActivity {
-		t.Fatalf("poll node.n0: %v, %v; want the floor job's run", run, err)
+	if err != nil || run.GetActivityType().GetName() != jobs.OpenActivity {
+		t.Fatalf("poll node.n0: %v, %v; want the floor job's lease opened", run, err)
 	}
 	f.server.Kill(ctx, "j-steal")
 }
