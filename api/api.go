@@ -5,26 +5,30 @@
 // Temporal), keeps the list of nodes that registered, and holds the
 // server's audit log. It is a front end that never
 // executes a call itself: every call of a job is decided and run on the
-// node that claimed it. Only internal/cli imports it.
+// node that claimed it. Every job-scoped route is held to the token's
+// tenant (ownJob): another tenant's job is answered as one that does not
+// exist. Only internal/fleetcli imports it (its clients read the bodies
+// from api/wire).
 //
 //	POST /v1/jobs            start a job            → 201 {"id": ...}
-//	GET  /v1/jobs            every job, from Temporal's visibility (?running=1: those still running)
+//	GET  /v1/jobs            the tenant's jobs (an admin's: every job), from Temporal's visibility (?running=1: those still running)
 //	GET  /v1/jobs/{id}       a job's state and result (?wait=1 blocks until it ends)
 //	POST /v1/jobs/{id}/kill  cancel a job: its node tears the box down
 //	POST /v1/jobs/{id}/calls    add a call to an open job → its result (200), or 202 while it runs
 //	POST /v1/jobs/{id}/release  end an open job once its calls are done
 //	GET  /v1/jobs/{id}/trace    the job's calls: node, tier, verdict, reason of each
-//	POST /v1/agents/{name}/kill  cancel every running job of an agent
+//	POST /v1/agents/{name}/kill  cancel every running job of the tenant's agent (an admin's: every tenant's)
 //	POST /v1/hooks/{name}    an outside event: starts the hook's job, tainted, tier 1 only
 //	POST /v1/nodes/enroll    a node enrols: a certificate for its CSR (behind the enrolment token)
 //	POST /v1/nodes           a node registers (and heartbeats) with its signed attestation (node token: its own id only)
 //	GET  /v1/nodes           the nodes, their tiers, findings and health
 //	POST /v1/nodes/{id}/sandbox-optout  (admin) start, approve or end a node's opt-out
 //	POST /v1/jobs/{id}/questions        a node raises a job's escalation (node token: in its own name only)
-//	GET  /v1/approvals       the escalations waiting for a person
+//	GET  /v1/approvals       the tenant's escalations waiting for a person
 //	POST /v1/approvals/{id}  answer one, bound to its digest
-//	GET  /v1/audit?job=ID    the server's audit records of a job
+//	GET  /v1/audit?job=ID    the server's audit records of the tenant's job (no job: all the tenant's)
 //	POST /v1/files?job=ID, GET /v1/files/{ref}?job=ID, GET /v1/files?job=ID  files of a job's tree (files.go)
+//	GET  /v1/quotas          the fleet's quotas and the slots jobs hold
 package api
 
 import (
@@ -61,6 +65,9 @@ const maxWait = 10 * time.Minute
 type Jobs interface {
 	Start(ctx context.Context, j jobs.Job) error
 	Get(ctx context.Context, id string) (jobs.Status, error)
+	// Summary is job id's summary alone (its memo), at the same cost
+	// whether it runs or ended.
+	Summary(ctx context.Context, id string) (jobs.Summary, error)
 	Wait(ctx context.Context, id string) (jobs.Status, error)
 	Kill(ctx context.Context, id string) error
 	Ask(ctx context.Context, id string, q jobs.Question) error
@@ -68,8 +75,9 @@ type Jobs interface {
 	Questions(ctx context.Context, id string) ([]jobs.Question, error)
 	// List is every job, oldest first; running only those still running.
 	List(ctx context.Context, running bool) ([]jobs.Status, error)
-	// KillAgent cancels every running job of agent and names them.
-	KillAgent(ctx context.Context, agent string) ([]string, error)
+	// KillAgent cancels every running job of agent whose summary mine
+	// accepts (the caller's tenant's) and names them.
+	KillAgent(ctx context.Context, agent string, mine func(jobs.Summary) bool) ([]string, error)
 }
 
 // Config configures the API.
@@ -78,6 +86,12 @@ type Config struct {
 	Token string
 	// Admins are the admins' tokens, by name.
 	Admins []Admin
+	// Tenants are the operator tokens of named tenants; Token is tenant
+	// jobs.DefaultTenant's. Every job is its starting token's tenant's.
+	Tenants []Tenant
+	// Quotas are the fleet's quotas, shown by GET /v1/quotas; nil shows
+	// none.
+	Quotas QuotaView
 	Jobs   Jobs
 	// Audit is the server's audit log; nil keeps none (tests).
 	Audit *audit.Log
@@ -133,38 +147,14 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// jobs are the jobs started since this server started, for a child's
-	// parent; the list and every view come from Temporal (each job's
-	// summary rides in its workflow's memo), so a restart loses none.
+	// The job list, every view and a child's parent come from Temporal
+	// (each job's summary rides in its workflow's memo), so a restart
+	// loses none.
 	mu        sync.Mutex
-	jobs      map[string]jobEntry
 	nodes     map[string]NodeEntry
 	optouts   map[string]OptOut
 	questions map[string]questionEntry
 	prov      *Provenance
-}
-
-type jobEntry struct {
-	job     jobs.Job
-	started time.Time
-}
-
-// NodeEntry is a registered node as GET /v1/nodes lists it.
-type NodeEntry struct {
-	ID   string `json:"id"`
-	Pool string `json:"pool"`
-	// Tier is the attested tier, which routes work; ClaimedTier what the
-	// node said.
-	Tier        int       `json:"tier"`
-	ClaimedTier int       `json:"claimed_tier"`
-	Findings    []string  `json:"findings,omitempty"`
-	Queues      []string  `json:"queues"`
-	LastSeen    time.Time `json:"last_seen"`
-	Live        bool      `json:"live"`
-	// OptOut is the node's sandbox opt-out, held or pending.
-	OptOut *OptOut `json:"opt_out,omitempty"`
-	// Health is what a person should act on, each with its fix.
-	Health []string `json:"health,omitempty"`
 }
 
 // New returns the API's server.
@@ -182,7 +172,7 @@ func New(cfg Config) *Server {
 		cfg.NodeTTL = 30 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, ctx: ctx, cancel: cancel, jobs: map[string]jobEntry{}, nodes: map[string]NodeEntry{},
+	s := &Server{cfg: cfg, ctx: ctx, cancel: cancel, nodes: map[string]NodeEntry{},
 		optouts: map[string]OptOut{}, questions: map[string]questionEntry{}}
 	for _, o := range cfg.OptOuts {
 		s.optouts[o.Node] = o
@@ -220,53 +210,11 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/files", NodeOrOperator(s.putFile))
 	mux.HandleFunc("GET /v1/files/{ref}", NodeOrOperator(s.getFile))
 	mux.HandleFunc("GET /v1/files", OperatorOnly(s.listFiles))
+	mux.HandleFunc("GET /v1/quotas", OperatorOnly(s.getQuotas))
 	outer := http.NewServeMux()
 	outer.HandleFunc("POST /v1/nodes/enroll", s.enroll) // behind the enrolment token instead
 	outer.Handle("/", s.authorized(mux))
 	return outer
-}
-
-// StartRequest is the body of POST /v1/jobs.
-type StartRequest struct {
-	Pool    string   `json:"pool,omitempty"`
-	Argv    []string `json:"argv,omitempty"`
-	Command string   `json:"command,omitempty"`
-	Policy  string   `json:"policy,omitempty"`
-	Mode    string   `json:"mode,omitempty"`
-	Tier0   bool     `json:"tier0,omitempty"`
-	// Model is the model the job's agent may use: one outside the
-	// server's vetted list makes the job tier 1 only and tainted.
-	Model string `json:"model,omitempty"`
-	// Parent is the job starting this one: its taint and floor carry over.
-	Parent string `json:"parent,omitempty"`
-	// ClaimTimeout and RunTimeout are Go durations ("90s"); "" is the
-	// server's default.
-	ClaimTimeout string `json:"claim_timeout,omitempty"`
-	RunTimeout   string `json:"run_timeout,omitempty"`
-	// Agent names the agent the job acts for (POST /v1/agents/NAME/kill
-	// stops all of its jobs).
-	Agent string `json:"agent,omitempty"`
-	// Idempotent says running the job twice does no harm; Retries (only
-	// for such a job) is how often it runs again when its node is lost.
-	Idempotent bool `json:"idempotent,omitempty"`
-	Retries    int  `json:"retries,omitempty"`
-	// Calls are the job's calls, instead of argv or command; Open makes
-	// it take more (POST /v1/jobs/{id}/calls) until released or idle for
-	// IdleTimeout (a Go duration; "" is 10m).
-	Calls       []jobs.Call `json:"calls,omitempty"`
-	Open        bool        `json:"open,omitempty"`
-	IdleTimeout string      `json:"idle_timeout,omitempty"`
-}
-
-// Started is the answer to POST /v1/jobs.
-type Started struct {
-	ID    string `json:"id"`
-	Queue string `json:"queue"`
-	Floor int    `json:"floor"`
-	// Tainted and Taint say whether and why the job is tainted.
-	Tainted bool   `json:"tainted"`
-	Taint   string `json:"taint,omitempty"`
-	Dev     bool   `json:"dev,omitempty"`
 }
 
 func started(j jobs.Job) Started {
@@ -292,18 +240,18 @@ func (s *Server) startJob(w http.ResponseWriter, r *http.Request) {
 // start starts j, keeps it in the list, records its start (and taint) and
 // watches for its end.
 func (s *Server) start(ctx context.Context, j jobs.Job) error {
+	if err := s.own(ctx, &j); err != nil {
+		return err
+	}
 	if err := s.startTree(ctx, j); err != nil {
 		return err
 	}
 	if err := s.cfg.Jobs.Start(ctx, j); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.jobs[j.ID] = jobEntry{job: j, started: s.cfg.Now()}
-	s.mu.Unlock()
 	s.record(AuditJobStart, jobFields(j, PrincipalOf(ctx).Name))
 	if j.Tainted {
-		s.record(AuditJobTaint, map[string]any{"job": j.ID, "taint": j.Taint})
+		s.record(AuditJobTaint, map[string]any{"job": j.ID, "tenant": j.Tenant, "taint": j.Taint})
 	}
 	go s.watch(j)
 	return nil
@@ -316,7 +264,7 @@ func (s *Server) watch(j jobs.Job) {
 	if err != nil {
 		return // the server is stopping; the job goes on in Temporal
 	}
-	f := map[string]any{"job": j.ID, "state": st.State}
+	f := map[string]any{"job": j.ID, "tenant": j.Tenant, "state": st.State}
 	if st.Error != "" {
 		f["error"] = st.Error
 	}
@@ -326,7 +274,7 @@ func (s *Server) watch(j jobs.Job) {
 			s.mu.Lock()
 			o := s.optouts[r.Node]
 			s.mu.Unlock()
-			s.record(AuditTier0, map[string]any{"job": j.ID, "node": r.Node, "optout_reason": o.Reason, "optout_by": o.By})
+			s.record(AuditTier0, map[string]any{"job": j.ID, "tenant": j.Tenant, "node": r.Node, "optout_reason": o.Reason, "optout_by": o.By})
 		}
 	}
 	s.record(AuditJobEnd, f)
@@ -362,21 +310,8 @@ func (s *Server) job(req StartRequest, source string) (jobs.Job, error) {
 		}
 		j.RunTimeout = d
 	}
+	s.ceilings(&j)
 	return j, j.Validate()
-}
-
-// JobView is a job as GET /v1/jobs and /v1/jobs/{id} show it. Its
-// summary (pool, queue, floor, taint, source, command, agent, retries) is
-// what its start recorded in Temporal.
-type JobView struct {
-	jobs.Status
-	jobs.Summary
-	// LowestTier is the lowest sandbox tier any of its calls ran at (a
-	// call under an opt-out counts as 0), once it ended.
-	LowestTier *int `json:"lowest_tier,omitempty"`
-	// Notes are what a person must know of where it ran: the server's
-	// --dev, a run under a node's sandbox opt-out.
-	Notes []string `json:"notes,omitempty"`
 }
 
 func (s *Server) view(st jobs.Status) JobView {
@@ -395,7 +330,7 @@ func (s *Server) view(st jobs.Status) JobView {
 
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := jobs.CheckName("job id", id); err != nil {
+	if _, err := s.ownJob(r, id); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -432,26 +367,25 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]JobView, 0, len(list))
 	for _, st := range list {
-		out = append(out, s.view(st))
+		if sees(r.Context(), withTenant(st.Summary)) {
+			out = append(out, s.view(st))
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
-// Killed is the answer to POST /v1/agents/{name}/kill.
-type Killed struct {
-	Agent string   `json:"agent"`
-	Jobs  []string `json:"jobs"`
-}
-
 // killAgent is the kill switch for an agent: every running job it acts
-// for is cancelled, whichever node runs it.
+// for is cancelled, whichever node runs it. An agent is its tenant's: an
+// operator's kill reaches its own tenant's jobs of that name only, an
+// admin's every tenant's.
 func (s *Server) killAgent(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	if err := jobs.CheckName("agent", name); err != nil {
 		writeErr(w, err)
 		return
 	}
-	killed, err := s.cfg.Jobs.KillAgent(r.Context(), name)
+	mine := func(sum jobs.Summary) bool { return sees(r.Context(), withTenant(sum)) }
+	killed, err := s.cfg.Jobs.KillAgent(r.Context(), name, mine)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -465,7 +399,7 @@ func (s *Server) killAgent(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) killJob(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := jobs.CheckName("job id", id); err != nil {
+	if _, err := s.ownJob(r, id); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -552,20 +486,16 @@ func (s *Server) taint(j *jobs.Job) error {
 	return nil
 }
 
-// parent is the summary of a child's parent job: from this server's own
-// starts, else from Temporal (a job started before a restart).
+// parent is the summary of a child's parent job, from Temporal.
 func (s *Server) parent(id string) (jobs.Summary, error) {
-	s.mu.Lock()
-	p, ok := s.jobs[id]
-	s.mu.Unlock()
-	if ok {
-		return p.job.Summary(), nil
+	p, err := s.summary(s.ctx, id)
+	if err != nil && errs.ClassOf(err) != errs.NotFound {
+		return jobs.Summary{}, err
 	}
-	st, err := s.cfg.Jobs.Get(s.ctx, id)
-	if err != nil || st.Summary.Pool == "" {
-		return jobs.Summary{}, errs.NotFoundf("parent: job %s is not one of this server's", id)
+	if err != nil || p.Pool == "" {
+		return jobs.Summary{}, parentNotFound(id)
 	}
-	return st.Summary, nil
+	return p, nil
 }
 
 func joinTaint(a, b string) string {
@@ -701,6 +631,9 @@ func decodeError(err error) string {
 		return "the body is not JSON: it ends inside a value"
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		if msg, ok := tenantField(name); ok {
+			return msg
+		}
 		return fmt.Sprintf("field %s: not a field of this route", name)
 	}
 	return "the body is not the JSON this route takes: " + err.Error()

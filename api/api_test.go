@@ -24,6 +24,10 @@ type fakeJobs struct {
 	// ended, when set, is how every job ends (Wait returns it at once);
 	// nil makes Wait block until the server closes.
 	ended *jobs.Status
+	// known are jobs started before the server (Get finds them).
+	known []jobs.Job
+	// killed are the jobs Kill was asked to cancel.
+	killed []string
 }
 
 func (f *fakeJobs) Ask(_ context.Context, id string, q jobs.Question) error {
@@ -61,7 +65,23 @@ func (f *fakeJobs) Start(_ context.Context, j jobs.Job) error {
 	f.started = append(f.started, j)
 	return nil
 }
+
+// Summary is Get's summary.
+func (f *fakeJobs) Summary(ctx context.Context, id string) (jobs.Summary, error) {
+	st, err := f.Get(ctx, id)
+	return st.Summary, err
+}
+
+// Get finds a started job, or one of known, as running; any other id is
+// not found, in jobs.Client.Get's words.
 func (f *fakeJobs) Get(_ context.Context, id string) (jobs.Status, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, j := range append(f.known, f.started...) {
+		if j.ID == id {
+			return jobs.Status{ID: j.ID, State: "running", Summary: j.Summary()}, nil
+		}
+	}
 	return jobs.Status{}, errs.NotFoundf("job %s: not found", id)
 }
 func (f *fakeJobs) Wait(ctx context.Context, id string) (jobs.Status, error) {
@@ -76,7 +96,12 @@ func (f *fakeJobs) Wait(ctx context.Context, id string) (jobs.Status, error) {
 	<-ctx.Done()
 	return jobs.Status{}, ctx.Err()
 }
-func (f *fakeJobs) Kill(_ context.Context, id string) error { return nil }
+func (f *fakeJobs) Kill(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.killed = append(f.killed, id)
+	return nil
+}
 
 // List lists what was started, running, with the summary a start records.
 func (f *fakeJobs) List(_ context.Context, running bool) ([]jobs.Status, error) {
@@ -89,13 +114,13 @@ func (f *fakeJobs) List(_ context.Context, running bool) ([]jobs.Status, error) 
 	return out, nil
 }
 
-// KillAgent names the started jobs of agent.
-func (f *fakeJobs) KillAgent(_ context.Context, agent string) ([]string, error) {
+// KillAgent names the started jobs of agent that mine accepts.
+func (f *fakeJobs) KillAgent(_ context.Context, agent string, mine func(jobs.Summary) bool) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []string
 	for _, j := range f.started {
-		if j.Agent == agent {
+		if j.Agent == agent && mine(j.Summary()) {
 			out = append(out, j.ID)
 		}
 	}
@@ -104,8 +129,12 @@ func (f *fakeJobs) KillAgent(_ context.Context, agent string) ([]string, error) 
 
 const token = "0123456789abcdef0123456789abcdef"
 
+// jobOne is the default tenant's job j-1, started before the server, that
+// the approval tests raise questions of.
+var jobOne = jobs.Job{ID: "j-1", Pool: jobs.DefaultPool, Tenant: jobs.DefaultTenant}
+
 func serve(t *testing.T, cfg Config) (*httptest.Server, *fakeJobs) {
-	f := &fakeJobs{}
+	f := &fakeJobs{known: []jobs.Job{jobOne}}
 	cfg.Jobs = f
 	if cfg.Token == "" {
 		cfg.Token = token
@@ -326,7 +355,7 @@ func TestMalformedRequest(t *testing.T) {
 		{"a number as a string", "/v1/jobs", `{"argv":["make"],"idempotent":true,"retries":"2"}`, `field "retries": got a JSON string, want a number`},
 		{"a string as an array", "/v1/jobs", `{"argv":"make"}`, `field "argv": got a JSON string, want an array`},
 		{"a bool as a number", "/v1/jobs", `{"argv":["make"],"tier0":1}`, `field "tier0": got a JSON number, want true or false`},
-		{"an unknown field", "/v1/jobs", `{"argv":["make"],"tenant":"x"}`, `field "tenant": not a field of this route`},
+		{"an unknown field", "/v1/jobs", `{"argv":["make"],"owner":"x"}`, `field "owner": not a field of this route`},
 		{"not JSON", "/v1/jobs", `{"argv":`, "the body is not JSON"},
 		{"no body", "/v1/jobs", ``, "the body is empty"},
 		{"an array, not an object", "/v1/jobs", `[1]`, "the body: got a JSON array, want an object"},

@@ -21,6 +21,9 @@ type questionEntry struct {
 	// the entry stays until its deadline so its id is not raised again
 	// and a second answer finds it taken.
 	answered bool
+	// tenant is the question's job's: only its operators (and admins)
+	// list or answer it.
+	tenant string
 }
 
 // raise answers POST /v1/jobs/{id}/questions: a node's question about a
@@ -41,6 +44,11 @@ func (s *Server) raise(w http.ResponseWriter, r *http.Request) {
 	if !actsAs(w, r, q.Node) || !s.nodeRuns(w, r, id, q.Node) {
 		return
 	}
+	sum, err := s.ownJob(r, id)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
 	// The id is taken before the signal, so a second raise of it (another
 	// call line under the same digest) cannot change what a person is
 	// shown; the workflow keeps the first as well.
@@ -50,7 +58,7 @@ func (s *Server) raise(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, "id: question "+q.ID+" was raised already; a question is never raised twice (raise a new one with a new id)")
 		return
 	}
-	s.questions[q.ID] = questionEntry{q: q, deadline: s.cfg.Now().Add(q.Timeout)}
+	s.questions[q.ID] = questionEntry{q: q, deadline: s.cfg.Now().Add(q.Timeout), tenant: sum.Tenant}
 	s.mu.Unlock()
 	if err := s.cfg.Jobs.Ask(r.Context(), id, q); err != nil {
 		s.mu.Lock()
@@ -59,7 +67,7 @@ func (s *Server) raise(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	s.record(AuditAsked, map[string]any{"job": id, "question": q.ID, "node": q.Node, "digest": q.Digest,
+	s.record(AuditAsked, map[string]any{"job": id, "tenant": sum.Tenant, "question": q.ID, "node": q.Node, "digest": q.Digest,
 		"kind": q.Kind, "rule": q.Rule, "reason": q.Reason, "timeout": q.Timeout.String()})
 	writeJSON(w, http.StatusAccepted, map[string]string{"id": q.ID})
 }
@@ -84,12 +92,13 @@ func checkQuestion(job string, q jobs.Question) error {
 	return nil
 }
 
-// listApprovals answers GET /v1/approvals: the questions still waiting,
-// soonest denied first. With ?job=ID they are read from that job's
-// workflow, which holds them across a restart of this server.
+// listApprovals answers GET /v1/approvals: the questions of the caller's
+// tenant's jobs (an admin's: every tenant's) still waiting, soonest denied
+// first. With ?job=ID they are read from that job's workflow, which holds
+// them across a restart of this server.
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	if job := r.URL.Query().Get("job"); job != "" {
-		qs, err := s.workflowQuestions(r, job)
+		qs, _, err := s.workflowQuestions(r, job)
 		if err != nil {
 			writeErr(w, err)
 			return
@@ -105,7 +114,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 			delete(s.questions, id)
 			continue
 		}
-		if e.answered {
+		if e.answered || !seesTenant(r.Context(), e.tenant) {
 			continue
 		}
 		q := e.q
@@ -117,26 +126,16 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// AnswerRequest is the body of POST /v1/approvals/{id}.
-type AnswerRequest struct {
-	// Answer is "allow-once" or "deny".
-	Answer string `json:"answer"`
-	// Digest is the question's digest as GET /v1/approvals listed it: the
-	// answer is for that call and no other.
-	Digest string `json:"digest"`
-	// Job names the question's job; needed only for a question this
-	// server did not see raised (it restarted since), which is then read
-	// from the job's workflow.
-	Job string `json:"job,omitempty"`
-}
-
 // workflowQuestions are job's waiting questions as its workflow holds
-// them, with their deadlines.
-func (s *Server) workflowQuestions(r *http.Request, job string) ([]jobs.Question, error) {
-	if err := jobs.CheckName("job", job); err != nil {
-		return nil, err
+// them, with their deadlines, and job's tenant; another tenant's job is
+// not found.
+func (s *Server) workflowQuestions(r *http.Request, job string) ([]jobs.Question, string, error) {
+	sum, err := s.ownJob(r, job)
+	if err != nil {
+		return nil, "", err
 	}
-	return s.cfg.Jobs.Questions(r.Context(), job)
+	qs, err := s.cfg.Jobs.Questions(r.Context(), job)
+	return qs, sum.Tenant, err
 }
 
 // answer answers POST /v1/approvals/{id}: a person's answer, signalled to
@@ -161,19 +160,22 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		ok = false
 	}
 	s.mu.Unlock()
+	// Another tenant's question is one that does not wait, whatever state
+	// it is in.
+	ok = ok && seesTenant(r.Context(), e.tenant)
 	if ok && e.answered {
 		writeErr(w, errs.NotFoundf("question %s: it was answered already; an answer is given once", id))
 		return
 	}
 	if !ok && req.Job != "" {
-		qs, err := s.workflowQuestions(r, req.Job)
+		qs, tenant, err := s.workflowQuestions(r, req.Job)
 		if err != nil {
 			writeErr(w, err)
 			return
 		}
 		for _, q := range qs {
 			if q.ID == id {
-				e, ok = questionEntry{q: q, deadline: q.Deadline}, true
+				e, ok = questionEntry{q: q, deadline: q.Deadline, tenant: tenant}, true
 			}
 		}
 	}
@@ -182,7 +184,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if e.q.Digest != req.Digest {
-		s.record(AuditAnswerRefused, map[string]any{"job": e.q.Job, "question": id, "by": by, "why": "digest"})
+		s.record(AuditAnswerRefused, map[string]any{"job": e.q.Job, "tenant": e.tenant, "question": id, "by": by, "why": "digest"})
 		writeError(w, http.StatusConflict, "digest: not the digest of question "+id+"; an answer is for the call it was given for (list it again)")
 		return
 	}
@@ -192,6 +194,12 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 	if cur, held := s.questions[id]; held && cur.answered {
 		s.mu.Unlock()
 		writeErr(w, errs.NotFoundf("question %s: it was answered already; an answer is given once", id))
+		return
+	} else if held && cur.q.Job != e.q.Job {
+		// Another job's question under the same id, raised since a
+		// restart: never taken over by this answer.
+		s.mu.Unlock()
+		writeErr(w, errs.NotFoundf("question %s: none waits (it was answered, or denied at its timeout)", id))
 		return
 	}
 	e.answered = true
@@ -205,6 +213,6 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	s.record(AuditAnswered, map[string]any{"job": e.q.Job, "question": id, "digest": e.q.Digest, "answer": a.Answer, "by": by})
+	s.record(AuditAnswered, map[string]any{"job": e.q.Job, "tenant": e.tenant, "question": id, "digest": e.q.Digest, "answer": a.Answer, "by": by})
 	writeJSON(w, http.StatusAccepted, map[string]string{"id": id, "answer": a.Answer})
 }

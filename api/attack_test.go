@@ -124,7 +124,7 @@ func TestAttackReRaiseQuestion(t *testing.T) {
 // the other refused, so the audit never shows an answer that did not
 // take effect.
 func TestAttackAnswerTwiceAtOnce(t *testing.T) {
-	f := &slowAnswers{fakeJobs: &fakeJobs{}}
+	f := &slowAnswers{fakeJobs: &fakeJobs{known: []jobs.Job{jobOne}}}
 	a := New(Config{Token: token, Jobs: f})
 	s := httptest.NewServer(a.Handler())
 	t.Cleanup(s.Close)

@@ -48,7 +48,7 @@ func sha(s string) string {
 // jobFields are what a job's records say of it.
 func jobFields(j jobs.Job, by string) map[string]any {
 	f := map[string]any{"job": j.ID, "pool": j.Pool, "source": j.Source, "floor": j.Floor(), "queue": j.Queue(),
-		"command_sha256": sha(j.Describe()), "by": by, "outside_event": j.FromOutside(), "tainted": j.Tainted}
+		"command_sha256": sha(j.Describe()), "by": by, "outside_event": j.FromOutside(), "tainted": j.Tainted, "tenant": j.Tenant}
 	if j.Taint != "" {
 		f["taint"] = j.Taint
 	}
@@ -68,7 +68,11 @@ func jobFields(j jobs.Job, by string) map[string]any {
 }
 
 // getAudit answers GET /v1/audit?job=ID: the server's records of that
-// job, oldest first (every record when job is not given).
+// job, oldest first (every record when job is not given), of those the
+// caller may read: an operator its tenant's (and the fleet's, fleetKinds),
+// an admin every record. Whose a record is is read from the log itself
+// (auditTenants), so it holds for a job Temporal no longer keeps; another
+// tenant's job reads as one with no records, as an unknown id does.
 func (s *Server) getAudit(w http.ResponseWriter, r *http.Request) {
 	id := r.URL.Query().Get("job")
 	if id != "" {
@@ -88,8 +92,10 @@ func (s *Server) getAudit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer f.Close()
+	tenants := auditTenants{}
 	err = audit.Read(f, func(rec audit.Record) error {
-		if id == "" || rec.Fields["job"] == id {
+		tenant := tenants.of(rec)
+		if (id == "" || rec.Fields["job"] == id) && seesRecord(r.Context(), rec, tenant) {
 			out = append(out, rec)
 		}
 		return nil

@@ -44,8 +44,9 @@ type CallAccepted struct {
 	State string `json:"state"`
 }
 
-// callRoute is the fleet's calls and the route's job id, checked; false
-// when it answered already (501: a fleet without calls; 400: a bad id).
+// callRoute is the fleet's calls and the route's job id, checked and held
+// to the token's tenant; false when it answered already (501: a fleet
+// without calls; 400: a bad id; 404: no job of the tenant's).
 func (s *Server) callRoute(w http.ResponseWriter, r *http.Request) (CallJobs, string, bool) {
 	cj, ok := s.cfg.Jobs.(CallJobs)
 	if !ok {
@@ -54,6 +55,11 @@ func (s *Server) callRoute(w http.ResponseWriter, r *http.Request) (CallJobs, st
 	}
 	id := r.PathValue("id")
 	if err := jobs.CheckName("job id", id); err != nil {
+		writeErr(w, err)
+		return nil, "", false
+	}
+	// Another tenant's job is answered as one that does not exist.
+	if _, err := s.ownJob(r, id); err != nil {
 		writeErr(w, err)
 		return nil, "", false
 	}

@@ -23,11 +23,17 @@ type callFleet struct {
 func (f *callFleet) Get(_ context.Context, id string) (jobs.Status, error) {
 	switch id {
 	case "j-open":
-		return jobs.Status{ID: id, State: "running", Summary: jobs.Summary{Open: true}}, nil
+		return jobs.Status{ID: id, State: "running", Summary: jobs.Summary{Pool: "ci", Tenant: jobs.DefaultTenant, Open: true}}, nil
 	case "j-closed":
-		return jobs.Status{ID: id, State: "running"}, nil
+		return jobs.Status{ID: id, State: "running", Summary: jobs.Summary{Pool: "ci", Tenant: jobs.DefaultTenant}}, nil
 	}
 	return jobs.Status{}, errs.NotFoundf("job %s: not found", id)
+}
+
+// Summary is Get's summary, as the tenant check reads it.
+func (f *callFleet) Summary(ctx context.Context, id string) (jobs.Summary, error) {
+	st, err := f.Get(ctx, id)
+	return st.Summary, err
 }
 
 func (f *callFleet) Call(_ context.Context, id string, c jobs.Call) error {
@@ -158,5 +164,35 @@ func TestReleaseAndTrace(t *testing.T) {
 	}
 	if code, _ := do(t, s, "GET", "/v1/jobs/j-open/trace", "", ""); code != 401 {
 		t.Errorf("trace without a token: got %d, want 401", code)
+	}
+}
+
+// TestCallsHeldToTenant: another tenant's token cannot add a call to,
+// release or trace a job, and is answered as for a job that does not
+// exist; the job's own tenant can.
+func TestCallsHeldToTenant(t *testing.T) {
+	f := &callFleet{fakeJobs: &fakeJobs{}}
+	a := New(Config{Token: token, Jobs: f, Tenants: []Tenant{{Name: "beta", Token: betaToken}}})
+	s := httptest.NewServer(a.Handler())
+	t.Cleanup(s.Close)
+	t.Cleanup(a.Close)
+	for _, tc := range []struct{ name, method, path, body string }{
+		{"add a call", "POST", "/v1/jobs/j-open/calls", `{"kind":"exec","argv":["true"]}`},
+		{"release", "POST", "/v1/jobs/j-open/release", ""},
+		{"trace", "GET", "/v1/jobs/j-open/trace", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, got := rawTenant(t, s, tc.method, tc.path, betaToken, tc.body)
+			ucode, want := rawTenant(t, s, tc.method, strings.Replace(tc.path, "j-open", "j-nosuch", 1), betaToken, tc.body)
+			if code != 404 || ucode != 404 || strings.ReplaceAll(got, "j-open", "ID") != strings.ReplaceAll(want, "j-nosuch", "ID") {
+				t.Errorf("beta on default's job: %d %s; on an unknown job: %d %s; want the same 404", code, got, ucode, want)
+			}
+			if code, got := rawTenant(t, s, tc.method, tc.path, token, tc.body); code == 404 {
+				t.Errorf("the job's own tenant: %d %s", code, got)
+			}
+		})
+	}
+	if len(f.calls) != 1 || len(f.released) != 1 {
+		t.Errorf("calls %v released %v: want only the own tenant's one each", f.calls, f.released)
 	}
 }

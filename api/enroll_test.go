@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-run/airlock/jobs"
 	"github.com/airlock-run/airlock/jobs/pki"
 )
 
@@ -20,7 +21,7 @@ func serveEnrol(t *testing.T) (*httptest.Server, *Server, *pki.CA) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := New(Config{Token: token, Jobs: &fakeJobs{}, CA: ca, EnrollToken: enrollToken, Temporal: "127.0.0.1:7233", Namespace: "airlock"})
+	a := New(Config{Token: token, Jobs: &fakeJobs{known: []jobs.Job{jobOne}}, CA: ca, EnrollToken: enrollToken, Temporal: "127.0.0.1:7233", Namespace: "airlock"})
 	s := httptest.NewServer(a.Handler())
 	t.Cleanup(s.Close)
 	return s, a, ca

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/jobs"
@@ -40,16 +39,6 @@ const MaxFile = jobs.MaxFile
 // TaintHeader carries, on a file read, why the file is tainted
 // (jobs.TaintHeader).
 const TaintHeader = jobs.TaintHeader
-
-// defaultTenant is the tenant of every job while tokens carry none.
-const defaultTenant = "default"
-
-// tenantOf is the tenant a request acts for: every principal acts for the
-// one tenant until tokens name theirs ("" would be none). A job's files are
-// its starting tenant's (recorded at its start): a node, which has no
-// tenant, reaches them only for a job it runs, and an operator only for a
-// job of its own tenant.
-func tenantOf(ctx context.Context) string { return defaultTenant }
 
 // Files is the server's file store as the API uses it: internal/cli adapts
 // files.Store to it (the API keeps no files of its own). References are
@@ -75,32 +64,6 @@ type Files interface {
 	List(ctx context.Context, tenant, tree string) ([]FileInfo, error)
 }
 
-// FileInfo is a file of a tree as GET /v1/files lists it.
-type FileInfo struct {
-	Ref  string `json:"ref"`
-	Size int64  `json:"size"`
-	// Via is "stored" for a file the tree kept, "handed" for one a
-	// person handed it.
-	Via    string    `json:"via"`
-	Stored time.Time `json:"stored"`
-	// Jobs are the jobs of the tree that kept it.
-	Jobs []string `json:"jobs"`
-	// Tainted and Taint say whether and why reading it taints the reader.
-	Tainted bool   `json:"tainted"`
-	Taint   string `json:"taint,omitempty"`
-}
-
-// Kept is the answer to POST /v1/files.
-type Kept struct {
-	Ref  string `json:"ref"`
-	Size int    `json:"size"`
-	Job  string `json:"job"`
-	// Tainted and Taint are the keeping job's: a reader of the file is
-	// tainted by them.
-	Tainted bool   `json:"tainted"`
-	Taint   string `json:"taint,omitempty"`
-}
-
 // bodyLimit is how much of a request's body the API reads: a file to keep
 // may be MaxFile bytes (one over is read, to be refused by its size); every
 // other body is a small JSON object.
@@ -124,7 +87,10 @@ func (s *Server) startTree(ctx context.Context, j jobs.Job) error {
 	if s.cfg.Files == nil {
 		return nil
 	}
-	tenant := firstOf(tenantOf(ctx), defaultTenant)
+	// A job's files are its starting tenant's (recorded here): a node,
+	// which has no tenant, reaches them only for a job it runs, an
+	// operator only for a job of its own tenant.
+	tenant := firstOf(j.Tenant, jobs.DefaultTenant)
 	if err := s.prov.started(j.ID, tenant); err != nil {
 		return fmt.Errorf("job %s: its file tree: %w", j.ID, err)
 	}
@@ -172,7 +138,7 @@ func (s *Server) fileScope(ctx context.Context, job string) (tenant, tree string
 	}
 	none := errs.NotFoundf("parameter \"job\": job %s has no file tree on this server", job)
 	tenant, ok := s.prov.tenantOfJob(job)
-	if !ok || (p.Role != RoleNode && firstOf(tenantOf(ctx), defaultTenant) != tenant) {
+	if !ok || (p.Role == RoleOperator && firstOf(tenantOf(ctx), jobs.DefaultTenant) != tenant) {
 		return "", "", none
 	}
 	tree, err = s.cfg.Files.TreeOf(ctx, tenant, job)

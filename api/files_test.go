@@ -204,7 +204,7 @@ func TestFilesTreeScope(t *testing.T) {
 
 	// The naive shape: the store looked up by the tree the caller names
 	// (or by digest alone) gives A's file to anyone naming A's tree.
-	if got, err := f.store.Get(context.Background(), files.Scope{Tenant: defaultTenant, Tree: a.ID}, files.RefOf([]byte(secret))); err != nil || string(got) != secret {
+	if got, err := f.store.Get(context.Background(), files.Scope{Tenant: jobs.DefaultTenant, Tree: a.ID}, files.RefOf([]byte(secret))); err != nil || string(got) != secret {
 		t.Fatalf("the naive shape: the store by A's tree: %q %v", got, err)
 	}
 
@@ -344,7 +344,7 @@ func TestFilesBadInput(t *testing.T) {
 			}
 		})
 	}
-	list, _ := f.store.List(context.Background(), files.Scope{Tenant: defaultTenant, Tree: a.ID})
+	list, _ := f.store.List(context.Background(), files.Scope{Tenant: jobs.DefaultTenant, Tree: a.ID})
 	if len(list) != 1 {
 		t.Errorf("A's tree holds %d files after the refused requests, want its one", len(list))
 	}

@@ -11,32 +11,6 @@ import (
 	"github.com/airlock-run/airlock/jobs"
 )
 
-// OptOut is an admin's sandbox opt-out of one node: while it holds the
-// node may take floor work started from inside (never outside-event or
-// tainted work), and what runs there counts as tier 0.
-type OptOut struct {
-	Node   string `json:"node"`
-	Reason string `json:"reason"`
-	// By is the admin who asked for it; Approvers the others who agreed
-	// (four eyes).
-	By        string    `json:"by"`
-	Approvers []string  `json:"approvers,omitempty"`
-	Since     time.Time `json:"since"`
-	// Pending says it waits for a second admin's approval.
-	Pending bool `json:"pending,omitempty"`
-}
-
-// OptOutRequest is the body of POST /v1/nodes/{id}/sandbox-optout.
-type OptOutRequest struct {
-	// Reason says why the node may run floor work unconfined; required to
-	// start one.
-	Reason string `json:"reason,omitempty"`
-	// End ends the node's opt-out (held or pending) at once.
-	End bool `json:"end,omitempty"`
-	// Approve is a second admin's approval of a pending opt-out.
-	Approve bool `json:"approve,omitempty"`
-}
-
 // maxReason bounds an opt-out's reason.
 const maxReason = 1000
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/airlock-run/airlock/jobs"
 )
 
 // Role is what a bearer token may do.
@@ -47,10 +49,15 @@ type Admin struct {
 }
 
 // Principal is who made a request: the role its token carries and, for an
-// admin, their name; for a node, its id.
+// admin, their name; for a node, its id; for a tenant's operator token,
+// the tenant's name.
 type Principal struct {
 	Role Role
 	Name string
+	// Tenant is whose jobs the token starts: the operator token's and the
+	// admins' are jobs.DefaultTenant, a tenants file's each its own; ""
+	// for a node.
+	Tenant string
 }
 
 type principalKey struct{}
@@ -71,11 +78,14 @@ func (s *Server) principal(got string) Principal {
 		return want != "" && len(got) > 0 && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 	}
 	if match(s.cfg.Token) {
-		p = Principal{Role: RoleOperator, Name: "operator"}
+		p = Principal{Role: RoleOperator, Name: "operator", Tenant: jobs.DefaultTenant}
+	}
+	if t, ok := s.tenantToken(got); ok && p.Role == RoleNone {
+		p = Principal{Role: RoleOperator, Name: t, Tenant: t}
 	}
 	for _, a := range s.cfg.Admins {
 		if match(a.Token) && p.Role != RoleAdmin {
-			p = Principal{Role: RoleAdmin, Name: a.Name}
+			p = Principal{Role: RoleAdmin, Name: a.Name, Tenant: jobs.DefaultTenant}
 		}
 	}
 	// A node's token names its node: its hash is kept in the node's
@@ -96,7 +106,7 @@ func (s *Server) authorized(next http.Handler) http.Handler {
 		p := s.principal(got)
 		if !ok || p.Role == RoleNone {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="airlock"`)
-			writeError(w, http.StatusUnauthorized, "a bearer token is required (the server's token file, its admin-token file, or a node's STATE/pki/node.token)")
+			writeError(w, http.StatusUnauthorized, "a bearer token is required (the server's token file, a tenant's token from its tenants file, its admin-token file, or a node's STATE/pki/node.token)")
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, bodyLimit(r))

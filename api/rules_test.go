@@ -41,7 +41,7 @@ func serveAudited(t *testing.T, cfg Config) (*httptest.Server, *fakeJobs, *Serve
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	f := &fakeJobs{}
+	f := &fakeJobs{known: []jobs.Job{jobOne}}
 	cfg.Jobs, cfg.Token, cfg.Admins, cfg.Audit = f, token, twoAdmins, l
 	a := New(cfg)
 	s := httptest.NewServer(a.Handler())
@@ -50,10 +50,11 @@ func serveAudited(t *testing.T, cfg Config) (*httptest.Server, *fakeJobs, *Serve
 	return s, f, a, path
 }
 
+// auditOf is job's records as an admin reads them (every tenant's).
 func auditOf(t *testing.T, s *httptest.Server, job string) []audit.Record {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, s.URL+"/v1/audit?job="+job, nil)
-	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Authorization", "Bearer "+adminA)
 	resp, err := s.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -366,7 +367,7 @@ func readFile(path string) (string, error) {
 // still bound to its digest.
 func TestApprovalAfterRestart(t *testing.T) {
 	digest := "sha256:" + strings.Repeat("d", 64)
-	f := &fakeJobs{asked: []jobs.Question{{ID: "q-1", Job: "j-1", Node: "n1", Digest: digest, Timeout: 30 * time.Second}}}
+	f := &fakeJobs{known: []jobs.Job{jobOne}, asked: []jobs.Question{{ID: "q-1", Job: "j-1", Node: "n1", Digest: digest, Timeout: 30 * time.Second}}}
 	a := New(Config{Jobs: f, Token: token})
 	s := httptest.NewServer(a.Handler())
 	defer s.Close()

@@ -400,6 +400,23 @@ func AttemptIDs() map[string]string {
 	return out
 }
 
+// useEtcViews gives the boxes their /etc as a run through the CLI does:
+// one view (sandbox.UseEtcCache), kept in a directory of the matrix's own
+// beside the targets, which no box may write. restore puts back what was
+// set before and removes the directory.
+func useEtcViews(parent string) (restore func(), err error) {
+	dir, err := os.MkdirTemp(parent, "airlock-escape-etc-")
+	if err != nil {
+		return nil, err
+	}
+	oldDir, oldWritable := sandbox.EtcCache()
+	sandbox.UseEtcCache(dir, nil)
+	return func() {
+		sandbox.UseEtcCache(oldDir, oldWritable)
+		sandbox.RemoveEtcCache(dir)
+	}, nil
+}
+
 // Run runs the matrix: every attempt unconfined, then on every mechanism the
 // case file lets this platform run.
 func Run(ctx context.Context, o Options) (*Report, error) {
@@ -449,6 +466,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, errs.Wrap(errs.Unavailable, err, "escape: set up the targets")
 	}
 	defer w.close()
+	restore, err := useEtcViews(tmp)
+	if err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "escape: the directory of the boxes' /etc views")
+	}
+	defer restore()
 
 	code := map[string]attempt{}
 	for _, a := range attempts() {

@@ -237,26 +237,26 @@ func TestCalibrate(t *testing.T) {
 			a.est += float64(p.cost) / 1000
 			a.n++
 			pieces = append(pieces, pieceObs{p: p, txt: txt, exact: n, w: weight})
-			if p.kind == pkWord && p.shape == shapeForeign {
+			if p.kind() == pkWord && p.shape() == shapeForeign {
 				for _, r := range txt {
 					if r >= cjkLo && r < cjkHi {
 						runeFreq[r]++
 					}
 				}
 			}
-			if p.kind == pkWord {
+			if p.kind() == pkWord {
 				letters := txt
-				if p.prefix != 0 {
+				if p.prefix() != 0 {
 					_, w := utf8.DecodeRuneInString(txt)
 					letters = txt[w:]
 				}
-				if p.shape == shapeLower && len(letters) >= 3 {
+				if p.shape() == shapeLower && len(letters) >= 3 {
 					if wordFreq[letters] == nil {
 						wordFreq[letters] = map[string]bool{}
 					}
 					wordFreq[letters][s.name] = true
 				}
-				if p.shape == shapeMixed && len(letters) <= maxCommonLen {
+				if p.shape() == shapeMixed && len(letters) <= maxCommonLen {
 					if mixedFreq[letters] == nil {
 						mixedFreq[letters] = map[string]bool{}
 					}
@@ -431,6 +431,8 @@ func (c cell) mean(min float64) (float64, bool) {
 // samples and returns the file.
 func fitRates(obs []pieceObs) string {
 	var common [numPrefix][4]cell
+	var merge [3][3]cell
+	var short [2][4]cell
 	var words [numPrefix][3][2][maxTabLen + 1]cell
 	var pooled [3][2][maxTabLen + 1]cell
 	var rate [3][2]cell // tokens per letter past maxTabLen (sum of extra tokens / extra letters)
@@ -443,15 +445,15 @@ func fitRates(obs []pieceObs) string {
 	for _, o := range obs {
 		p := o.p
 		y := float64(o.exact)
-		switch p.kind {
+		switch p.kind() {
 		case pkPunct:
 			n := utf8.RuneCountInString(strings.TrimRight(o.txt, "\r\n"))
 			br := min(len(o.txt)-len(strings.TrimRight(o.txt, "\r\n")), 2)
-			if p.prefix == 1 {
+			if p.prefix() == 1 {
 				n--
 			}
 			if n <= maxPunct {
-				punct[p.prefix][br][n].add(y, o.w)
+				punct[p.prefix()][br][n].add(y, o.w)
 			} else {
 				punctLong.add(y/float64(n), o.w)
 			}
@@ -461,32 +463,40 @@ func fitRates(obs []pieceObs) string {
 			}
 		case pkWord:
 			letters := o.txt
-			if p.prefix != 0 {
+			if p.prefix() != 0 {
 				_, w := utf8.DecodeRuneInString(o.txt)
 				letters = o.txt[w:]
 			}
 			L := len(letters)
 			rough := 0
-			if p.rough {
+			if p.rough() {
 				rough = 1
 			}
+			if p.short() {
+				// Priced by shortCost; the rates by length still learn
+				// from them, as camelCase words' short segments go by
+				// those rates.
+				short[L-1][p.merge()].add(y, o.w)
+			}
 			switch {
-			case p.shape == shapeForeign:
+			case p.shape() == shapeForeign:
 				x := make([]float64, 12)
 				for _, r := range letters {
 					x[scriptOf(r)]++
 				}
-				x[10+min(int(p.prefix), 1)] = 1
+				x[10+min(int(p.prefix()), 1)] = 1
 				foreign = append(foreign, x)
 				foreignY = append(foreignY, y)
 				foreignW = append(foreignW, o.w)
-			case p.common:
-				common[p.prefix][p.shape].add(y, o.w)
-			case p.shape == shapeMixed:
+			case p.common() && p.merge() != mcUnknown:
+				merge[p.merge()][p.shape()].add(y, o.w)
+			case p.common():
+				common[p.prefix()][p.shape()].add(y, o.w)
+			case p.shape() == shapeMixed:
 				mixedWords = append(mixedWords, o)
 			case L <= maxTabLen:
-				words[p.prefix][p.shape][rough][L].add(y, o.w)
-				pooled[p.shape][rough][L].add(y, o.w)
+				words[p.prefix()][p.shape()][rough][L].add(y, o.w)
+				pooled[p.shape()][rough][L].add(y, o.w)
 			default:
 				long = append(long, o)
 			}
@@ -499,21 +509,23 @@ func fitRates(obs []pieceObs) string {
 	prevCommon, prevWords := commonCost, wordLen
 	defer func() { commonCost, wordLen = prevCommon, prevWords }()
 	b.WriteString("// commonCost[prefix][shape]: a word of the common-word table.\nvar commonCost = [numPrefix][4]int64{\n")
-	for pf := 0; pf < int(numPrefix); pf++ {
-		b.WriteString("\t{")
-		for sh := 0; sh < 4; sh++ {
-			v, ok := common[pf][sh].mean(10)
-			if !ok {
-				v, ok = common[pf][0].mean(10)
-			}
-			if !ok {
-				v = 1
-			}
-			commonCost[pf][sh] = int64(1000 * v)
-			fmt.Fprintf(&b, "%.0f, ", 1000*v)
+	for pf, row := range writeGrid(&b, int(numPrefix), 4, func(r, c int) cell { return common[r][c] }, func(r, c int) float64 {
+		if v, ok := common[r][0].mean(10); ok {
+			return v
 		}
-		b.WriteString("},\n")
+		return 1
+	}) {
+		copy(commonCost[pf][:], row)
 	}
+	b.WriteString("}\n\n// mergeCost[class][shape]: a common word in lower case, title case or\n// capitals by its merge class with its prefix (mcMerged, mcBare, mcSplit).\nvar mergeCost = [3][3]int64{\n")
+	writeGrid(&b, 3, 3, func(r, c int) cell { return merge[r][c] }, func(r, c int) float64 {
+		if v, ok := merge[r][0].mean(10); ok {
+			return v
+		}
+		return float64(r + 1)
+	})
+	b.WriteString("}\n\n// shortCost[letters-1][class]: a word of one or two letters by its class\n// (shortClass).\nvar shortCost = [2][4]int64{\n")
+	writeGrid(&b, 2, 4, func(r, c int) cell { return short[r][c] }, func(r, c int) float64 { return [4]float64{float64(r + 2), 2, 1, 1}[c] })
 	b.WriteString("}\n\n// wordLen[prefix][shape][rough][letters]: other words of ASCII letters.\nvar wordLen = [numPrefix][3][2][maxTabLen + 1]int64{\n")
 	for pf := 0; pf < int(numPrefix); pf++ {
 		b.WriteString("\t{\n")
@@ -546,15 +558,15 @@ func fitRates(obs []pieceObs) string {
 	}
 	for _, o := range long {
 		letters := len(o.txt)
-		if o.p.prefix != 0 {
+		if o.p.prefix() != 0 {
 			_, w := utf8.DecodeRuneInString(o.txt)
 			letters -= w
 		}
 		r := 0
-		if o.p.rough {
+		if o.p.rough() {
 			r = 1
 		}
-		rate[o.p.shape][r].add((float64(o.exact)-float64(wordLen[o.p.prefix][o.p.shape][r][maxTabLen])/1000)/float64(letters-maxTabLen), o.w)
+		rate[o.p.shape()][r].add((float64(o.exact)-float64(wordLen[o.p.prefix()][o.p.shape()][r][maxTabLen])/1000)/float64(letters-maxTabLen), o.w)
 	}
 	b.WriteString("}\n\n// wordRate[shape][rough]: per letter of a word longer than maxTabLen.\nvar wordRate = [3][2]int64{")
 	for sh := 0; sh < 3; sh++ {
@@ -572,11 +584,11 @@ func fitRates(obs []pieceObs) string {
 	b.WriteString("}\n")
 	for _, o := range mixedWords {
 		letters := o.txt
-		if o.p.prefix != 0 {
+		if o.p.prefix() != 0 {
 			_, w := utf8.DecodeRuneInString(o.txt)
 			letters = o.txt[w:]
 		}
-		c, n, r := mixedParts(letters, o.p.prefix)
+		c, n, r := mixedParts(letters, o.p.prefix(), prefixBit(o.txt, len(o.txt)-len(letters), o.p.prefix()))
 		mixed = append(mixed, []float64{float64(c) / 1000, float64(n) / 1000, float64(r) / 1000, 1})
 		mixedY = append(mixedY, float64(o.exact))
 		mixedW = append(mixedW, o.w)
@@ -628,6 +640,28 @@ func fitRates(obs []pieceObs) string {
 	return b.String()
 }
 
+// writeGrid writes the rows of a table of costs fitted to cells (their
+// means in thousandths, fallback's value for a cell of fewer than ten
+// observations) and returns them.
+func writeGrid(b *strings.Builder, rows, cols int, at func(r, c int) cell, fallback func(r, c int) float64) [][]int64 {
+	var out [][]int64
+	for r := 0; r < rows; r++ {
+		row := make([]int64, cols)
+		b.WriteString("\t{")
+		for c := 0; c < cols; c++ {
+			v, ok := at(r, c).mean(10)
+			if !ok {
+				v = fallback(r, c)
+			}
+			row[c] = int64(1000 * v)
+			fmt.Fprintf(b, "%.0f, ", 1000*v)
+		}
+		b.WriteString("},\n")
+		out = append(out, row)
+	}
+	return out
+}
+
 // leastSquares solves min sum w_i (x_i.b - y_i)^2 by the normal equations.
 func leastSquares(x [][]float64, y, w []float64) []float64 {
 	if len(x) == 0 {
@@ -677,14 +711,14 @@ func leastSquares(x [][]float64, y, w []float64) []float64 {
 }
 
 func coarseKey(p piece) string {
-	switch p.kind {
+	switch p.kind() {
 	case pkWord:
 		shapes := [...]string{"lower", "title", "upper", "mixed", "foreign"}
 		r := ""
-		if p.rough {
+		if p.rough() {
 			r = "-rough"
 		}
-		return fmt.Sprintf("word-%s-p%d-c%v%s", shapes[p.shape], p.prefix, p.common, r)
+		return fmt.Sprintf("word-%s-p%d-c%v%s", shapes[p.shape()], p.prefix(), p.common(), r)
 	case pkPunct:
 		return "punct"
 	case pkNewline:
@@ -698,26 +732,26 @@ func coarseKey(p piece) string {
 }
 
 func pieceKey(p piece, txt string) string {
-	switch p.kind {
+	switch p.kind() {
 	case pkWord:
 		shapes := [...]string{"lower", "title", "upper", "mixed", "foreign"}
 		l := len(strings.TrimLeft(txt, " \t"))
-		if p.prefix == 2 {
+		if p.prefix() == 2 {
 			l = len(txt) - 1
 		}
 		if l > 12 {
 			l = 12
 		}
-		return fmt.Sprintf("word/p%d/%s/common=%v/len%02d", p.prefix, shapes[p.shape], p.common, l)
+		return fmt.Sprintf("word/p%d/%s/common=%v/len%02d", p.prefix(), shapes[p.shape()], p.common(), l)
 	case pkDigits:
 		return fmt.Sprintf("digits/len%d", min(len(txt), 9))
 	case pkPunct:
 		n := len(strings.TrimRight(txt, "\r\n"))
-		if p.prefix == 1 {
+		if p.prefix() == 1 {
 			n--
 		}
 		br := len(txt) - len(strings.TrimRight(txt, "\r\n"))
-		return fmt.Sprintf("punct/lead%d/len%02d/br%d", p.prefix, min(n, 12), min(br, 2))
+		return fmt.Sprintf("punct/lead%d/len%02d/br%d", p.prefix(), min(n, 12), min(br, 2))
 	case pkNewline:
 		return fmt.Sprintf("newline/len%02d", min(len(txt), 20))
 	case pkSpace:

@@ -29,6 +29,25 @@ func BenchmarkWeigh(b *testing.B) {
 	}
 }
 
+// BenchmarkCount times Count alone over the samples BenchmarkCountVsExact
+// uses (the corpus and the wide corpus, one call a sample): the one to
+// profile,
+//
+//	go test ./fit -run '^$' -bench 'Count$' -cpuprofile cpu.out
+func BenchmarkCount(b *testing.B) {
+	samples := append(loadCorpus(b), loadWide(b)...)
+	size := 0
+	for _, s := range samples {
+		size += len(s.text)
+	}
+	b.SetBytes(int64(size))
+	for b.Loop() {
+		for _, s := range samples {
+			Count(s.text)
+		}
+	}
+}
+
 // BenchmarkExactTokenizer is the baseline: cl100k_base's byte-pair
 // encoding over the same corpus.
 func BenchmarkExactTokenizer(b *testing.B) {

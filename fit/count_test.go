@@ -3,6 +3,7 @@ package fit
 import (
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // TestCountAndWeigh: Count follows the tokenizer on white space; Weigh is
@@ -58,4 +59,43 @@ func abs(x int) int {
 		return -x
 	}
 	return x
+}
+
+// TestCJKScript holds cjkScript to Unicode's tables: every rune it gives a
+// script is a letter of that script, as scriptOf (which asks the tables)
+// classes it.
+func TestCJKScript(t *testing.T) {
+	want := map[int]*unicode.RangeTable{scHan: unicode.Han, scKana: nil, scHangul: unicode.Hangul}
+	for r := rune(0); r < 0x10000; r++ {
+		sc := cjkScript(r)
+		if sc == scOther {
+			continue
+		}
+		if !unicode.IsLetter(r) {
+			t.Fatalf("cjkScript(%U) = %d, but it is not a letter", r, sc)
+		}
+		if tab := want[sc]; tab != nil && !unicode.Is(tab, r) || tab == nil && !unicode.Is(unicode.Hiragana, r) && !unicode.Is(unicode.Katakana, r) {
+			t.Fatalf("cjkScript(%U) = %d, which Unicode's tables do not say", r, sc)
+		}
+		if got := scriptOf(r); got != sc && got != sc-1 {
+			t.Fatalf("cjkScript(%U) = %d, scriptOf = %d", r, sc, got)
+		}
+	}
+}
+
+// TestShortRough holds shortRough, which the scanner prices words of one and
+// two letters by, to isRough.
+func TestShortRough(t *testing.T) {
+	letters := "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	for _, a := range letters {
+		if got, want := shortRough(uint64(a), 1), isRough(string(a), a <= 'Z'); got != want {
+			t.Fatalf("shortRough(%q) = %v, isRough = %v", a, got, want)
+		}
+		for _, b := range letters {
+			w := string(a) + string(b)
+			if got, want := shortRough(uint64(a)|uint64(b)<<8, 2), isRough(w, b <= 'Z'); got != want {
+				t.Fatalf("shortRough(%q) = %v, isRough = %v", w, got, want)
+			}
+		}
+	}
 }

@@ -15,8 +15,11 @@ import (
 // base64, hex, CJK text and emoji; see accuracy_test.go) that is many times
 // faster than running the real byte-pair encoding. It follows the
 // tokenizer's pre-split of text into words, digit groups, punctuation and
-// white space exactly, and estimates the tokens of each piece from a table
-// of some six thousand common words and identifiers and rates calibrated
+// white space exactly, and estimates the tokens of each piece from what the
+// tokenizer's vocabulary tells (which of some six thousand common words and
+// identifiers, and every word of one or two letters, are one token alone,
+// after a space and after each common prefix such as "." "_" "(" "<" or a
+// tab; which runs of punctuation are one token) and from rates calibrated
 // per kind of piece. It is the number airlock reports as a text's tokens.
 //
 // Count is additive at line starts, as Weigh is.
@@ -146,17 +149,41 @@ const (
 	pkContraction
 )
 
-// piece describes one piece of the pre-split, for calibration only.
+// piece describes one piece of the pre-split, with its estimate: where it
+// ends is all the scanner needs, the rest is for calibration. Four fields,
+// so that the compiler keeps a piece in registers.
 type piece struct {
-	kind   pieceKind
-	start  int
-	end    int
-	prefix uint8 // words: prefix kind (pfNone...); punct: 1 with a leading space
-	shape  uint8 // words: shapeLower...
-	common bool  // words: in the common-word table
-	rough  bool  // words: too few vowels to be a word of a language (base64, hex, ids)
-	cost   int64 // the estimate, in thousandths of a token
+	start int
+	end   int
+	cost  int64  // the estimate, in thousandths of a token
+	attr  uint32 // kind, prefix, shape, merge class and flags: see the methods
 }
+
+// Bits of piece.attr.
+const (
+	atPrefix = 4  // words: prefix kind (pfNone...); punct: 1 with a leading space
+	atShape  = 8  // words: shapeLower...
+	atMerge  = 12 // common words: merge class with the prefix (mcMerged...)
+	atCommon = 1 << 16
+	atRough  = 1 << 17
+	atShort  = 1 << 18 // words of one or two letters priced by shortTable
+)
+
+func (p piece) kind() pieceKind { return pieceKind(p.attr & 15) }
+func (p piece) prefix() uint8   { return uint8(p.attr >> atPrefix & 15) }
+func (p piece) shape() uint8    { return uint8(p.attr >> atShape & 15) }
+func (p piece) merge() uint8    { return uint8(p.attr >> atMerge & 15) }
+
+// common reports a word of the common-word table.
+func (p piece) common() bool { return p.attr&atCommon != 0 }
+
+// short reports a word of one or two letters priced by shortClass, its
+// class in the merge bits.
+func (p piece) short() bool { return p.attr&atShort != 0 }
+
+// rough reports a word (but camelCase) with too few vowels to be a word of
+// a language (base64, hex, ids).
+func (p piece) rough() bool { return p.attr&atRough != 0 }
 
 // Byte classes of the scanner.
 const (
@@ -223,6 +250,8 @@ var letterInfo = func() (t [256]uint8) {
 // runeClass classifies a non-ASCII rune as the tokenizer's pre-split does.
 func runeClass(r rune) uint8 {
 	switch {
+	case cjkScript(r) != scOther:
+		return cLetter
 	case unicode.IsLetter(r):
 		return cLetter
 	case unicode.IsNumber(r):
@@ -261,36 +290,49 @@ func weighMilli(s string, rec func(piece)) int64 {
 func scanMilli(s string, rec func(piece)) (total, extra int64) {
 	n := len(s)
 	i := 0
-	var p piece // every branch below sets all of it
+	fast := rec == nil // no piece is recorded: the short paths may price
 	for i < n {
 		b := s[i]
-		// The commonest piece of prose first: a space and a short word.
-		if b == ' ' && rec == nil {
-			if end, cost, ok := shortWord(s, i+1, pfSpace); ok {
-				total += cost
-				i = end
+		var p piece // every branch below sets all of it (declared here, so
+		// that it is no state of the loop the compiler must keep)
+		// The commonest pieces first: a word after a space (or after the
+		// last tab of an indentation), punctuation after a space (" = ",
+		// " {"), which take the space or tab as scanSpace would give it.
+		if (b == ' ' || b == '\t') && i+1 < n {
+			next := s[i+1]
+			if letterInfo[next]&liLetter != 0 {
+				if fast {
+					if end, cost, ok := shortWord(s, i+1, prefixKind(b)); ok {
+						total += cost
+						i = end
+						continue
+					}
+				}
+				p = scanWord(s, i, i+1, prefixKind(b))
+				total += p.cost
+				if rec != nil {
+					rec(p)
+				}
+				i = p.end
 				continue
 			}
-		}
-		// Then: a word after a space, a word; punctuation after a space
-		// (" = ", " {"), which takes the space as scanSpace would give it.
-		if b == ' ' && i+1 < n && letterInfo[s[i+1]]&liLetter != 0 {
-			p = scanWord(s, i, i+1, pfSpace)
-			total += p.cost
-			if rec != nil {
-				rec(p)
+			if b == ' ' && byteClass[next] == cOther {
+				if i+2 < n && fast && byteClass[s[i+2]] > cOther && byteClass[s[i+2]] < cBreak {
+					// A space and one punctuation character before a
+					// letter, digit or space (" = ", " {"): one token or
+					// two, as scanPunct prices it.
+					total += spacePunct[next]
+					i += 2
+					continue
+				}
+				p = scanPunct(s, i, i+1)
+				total += p.cost
+				if rec != nil {
+					rec(p)
+				}
+				i = p.end
+				continue
 			}
-			i = p.end
-			continue
-		}
-		if b == ' ' && i+1 < n && byteClass[s[i+1]] == cOther {
-			p = scanPunct(s, i, i+1)
-			total += p.cost
-			if rec != nil {
-				rec(p)
-			}
-			i = p.end
-			continue
 		}
 		c, w := byteClass[b], 1
 		if c == cHigh {
@@ -300,7 +342,7 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 		case cLetter:
 			// A word with no prefix (at the start, or after a digit or a
 			// line break).
-			if rec == nil {
+			if fast {
 				if end, cost, ok := shortWord(s, i, pfNone); ok {
 					total += cost
 					i = end
@@ -310,11 +352,15 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 			p = scanWord(s, i, i, 0)
 		case cDigit:
 			j, runes := i+w, 1
-			for j < n && s[j]-'0' < 10 { // ASCII digits, the common case
-				j++
-				runes++
-			}
 			for j < n {
+				if d := s[j]; d < 0x80 { // ASCII, the common case
+					if d-'0' >= 10 {
+						break
+					}
+					j++
+					runes++
+					continue
+				}
 				c2, w2 := classAt(s, j)
 				if c2 != cDigit {
 					break
@@ -322,32 +368,39 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 				j += w2
 				runes++
 			}
-			p = piece{kind: pkDigits, start: i, end: j, cost: digitCost(runes)}
+			p = piece{start: i, end: j, cost: digitCost(runes), attr: uint32(pkDigits)}
 		case cOther:
-			if s[i] == '\'' && i+1 < n {
+			if b == '\'' && i+1 < n {
 				if l := contraction(s, i); l > 0 {
-					p = piece{kind: pkContraction, start: i, end: i + l, cost: 1000}
+					p = piece{start: i, end: i + l, cost: 1000, attr: uint32(pkContraction)}
 					break
 				}
 			}
 			// One punctuation character directly before a letter joins
 			// the word; otherwise a run of punctuation is one piece.
 			if i+w < n {
-				if c2, _ := classAt(s, i+w); c2 == cLetter {
-					if rec == nil {
-						if end, cost, ok := shortWord(s, i+w, prefixKind(s[i])); ok {
+				next := s[i+w]
+				if letterInfo[next]&liLetter != 0 || next >= 0x80 && letterAt(s, i+w) {
+					if fast {
+						if end, cost, ok := shortWord(s, i+w, prefixKind(b)); ok {
 							total += cost
 							i = end
 							continue
 						}
 					}
-					p = scanWord(s, i, i+w, prefixKind(s[i]))
+					p = scanWord(s, i, i+w, prefixKind(b))
+					break
+				}
+				if w == 1 && byteClass[next] > cOther && next != '\n' && next != '\r' && next < 0x80 {
+					// One ASCII character alone: one token, as scanPunct
+					// prices it.
+					p = piece{start: i, end: i + 1, cost: 1000, attr: uint32(pkPunct)}
 					break
 				}
 			}
 			p = scanPunct(s, i, i)
 		case cSpace, cBreak:
-			if b == '\n' && rec == nil {
+			if b == '\n' && fast {
 				if end, cost, ok := lineStart(s, i); ok {
 					total += cost
 					i = end
@@ -355,7 +408,7 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 				}
 			}
 			p = scanSpace(s, i)
-			if p.end-p.start > longRun && p.kind != pkWord && p.kind != pkPunct {
+			if p.end-p.start > longRun && p.kind() != pkWord && p.kind() != pkPunct {
 				extra += max(0, lengthCost(p.end-p.start)-p.cost)
 			}
 		}
@@ -366,6 +419,12 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 		i = p.end
 	}
 	return total, extra
+}
+
+// letterAt reports whether the rune at i is a letter.
+func letterAt(s string, i int) bool {
+	c, _ := classAt(s, i)
+	return c == cLetter
 }
 
 // shortWord prices the word that begins at at with prefix pf (of its
@@ -401,7 +460,7 @@ func shortWord(s string, at int, pf uint8) (end int, cost int64, ok bool) {
 		}
 		letter2 := letterBits(v2)
 		k = bits.TrailingZeros64(^letter2&hiBits) >> 3
-		if k == 8 || letter2&^(v2<<2)&(uint64(1)<<(8*k)-1) != 0 {
+		if k == 8 || letter2&^(v2<<2)&wordMask[k&7] != 0 {
 			return 0, 0, false
 		}
 		n = 8 + k
@@ -409,7 +468,7 @@ func shortWord(s string, at int, pf uint8) (end int, cost int64, ok bool) {
 		h ^= h >> 29
 		tail = v2
 	}
-	word := uint64(1)<<(8*k) - 1
+	word := wordMask[k&7] // k < 8 here: the mask elides the bounds check
 	if n < 8 {
 		caps &= word
 	}
@@ -423,10 +482,69 @@ func shortWord(s string, at int, pf uint8) (end int, cost int64, ok bool) {
 	default:
 		shape = shapeTitle
 	}
-	if commonWord(hashTail(h, tail&word|lowerMask[k])) {
-		return at + n, commonCost[pf][shape], true
+	if n < minCommonLen {
+		if bit := prefixBit(s, at, pf); bit != 0 {
+			return at + n, shortCost[n-1][shortClass(v, n, bit)], true
+		}
+		return at + n, wordCost(n, shape, pf, shortRough(v, n)), true
 	}
-	return at + n, wordCost(n, shape, pf, isRough(s[at:at+n])), true
+	if flags, common := commonEntry(hashTail(h, tail&word|lowerMask[k&7])); common {
+		return at + n, commonPrice(flags, shape, pf, prefixBit(s, at, pf), n), true
+	}
+	return at + n, wordCost(n, shape, pf, isRough(s[at:at+n], false)), true
+}
+
+// prefixBit is the merge flag (mergeBit) of the prefix of a word whose
+// letters begin at at, with prefix kind pf: mergeBare for none, and 0 for a
+// prefix the flags do not track (one outside ASCII among them).
+func prefixBit(s string, at int, pf uint8) uint16 {
+	if pf == pfNone {
+		return mergeBare
+	}
+	return mergeBit[s[at-1]]
+}
+
+// commonPrice prices a common word of n letters, shape shape and flags
+// flags after a prefix of kind pf and merge flag bit: by whether the
+// tokenizer has the prefix and the word as one token, where the flags know
+// (lower and title case, capitals of upperWords), else by the rates of its
+// prefix kind.
+func commonPrice(flags uint32, shape, pf uint8, bit uint16, n int) int64 {
+	if bit == 0 || shape > shapeUpper || shape == shapeUpper && n <= 3 {
+		return commonCost[pf][shape]
+	}
+	// Without branches on the flags, which no predictor guesses: the
+	// flags of the word's form, then its class as an index of byMerge.
+	f := uint16(flags >> (16 * uint(shape&1)))
+	k := b2i(f&bit != 0)<<1 | b2i(f&mergeBare != 0)
+	return byMerge[shape][k]
+}
+
+// b2i is 1 for true and 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// byMerge[shape][merged<<1|bare] is mergeCost laid out for commonPrice:
+// merged or not with the prefix, and whether the word alone is one token.
+var byMerge = func() (t [3][4]int64) {
+	for sh := range t {
+		t[sh] = [4]int64{mergeCost[mcSplit][sh], mergeCost[mcBare][sh], mergeCost[mcMerged][sh], mergeCost[mcMerged][sh]}
+	}
+	return t
+}()
+
+// mergeOf is mergeClass for the shapes the flags know: mcUnknown for
+// camelCase and for capitals of three letters or fewer (held in the table
+// by their lower-case form).
+func mergeOf(flags uint32, shape uint8, bit uint16, n int) uint8 {
+	if shape <= shapeTitle || shape == shapeUpper && n > 3 {
+		return mergeClass(flags, shape, bit)
+	}
+	return mcUnknown
 }
 
 // letterBits sets the high bit of each byte of v (eight ASCII bytes) that
@@ -437,14 +555,19 @@ func letterBits(v uint64) uint64 {
 }
 
 // lineStart prices the commonest white space of code and prose: a line
-// break at i, then an indentation of spaces (none, one, or up to longRun
-// and one), then a printable ASCII byte. It prices exactly as scanSpace does,
-// in one pass: the break is a piece; all but the last space of the
-// indentation are a piece; the last space belongs to what follows, so end is
-// its offset. ok is false for any other white space, which scanSpace prices.
+// break at i, then an indentation of spaces or of tabs (none, one, or up to
+// longRun and one), then a printable ASCII byte. It prices exactly as
+// scanSpace does, in one pass: the break is a piece; all but the last space
+// or tab of the indentation are a piece; the last belongs to what follows,
+// so end is its offset. ok is false for any other white space, which
+// scanSpace prices.
 func lineStart(s string, i int) (end int, cost int64, ok bool) {
 	j := i + 1
-	for j < len(s) && s[j] == ' ' {
+	ind := byte(' ')
+	if j < len(s) && s[j] == '\t' {
+		ind = '\t'
+	}
+	for j < len(s) && s[j] == ind {
 		j++
 	}
 	if j == len(s) || s[j] <= ' ' || s[j] >= 0x7f || j-i-2 > longRun {
@@ -452,10 +575,13 @@ func lineStart(s string, i int) (end int, cost int64, ok bool) {
 	}
 	cost = breakTab[1]
 	if k := j - i - 1; k > 1 {
-		cost += spaceCost(k-1, 0)
-		return j - 1, cost, true
+		tabs := 0
+		if ind == '\t' {
+			tabs = k - 1
+		}
+		cost += spaceCost(k-1, tabs)
 	}
-	return i + 1, cost, true
+	return max(i+1, j-1), cost, true
 }
 
 // contraction returns the length of the English contraction at s[i] ('s 't
@@ -507,17 +633,17 @@ func scanSpace(s string, i int) piece {
 	}
 	if lastBreak > 0 {
 		// Everything up to the last line break is one piece.
-		return piece{kind: pkNewline, start: i, end: lastBreak, cost: breakCost(s[i:lastBreak])}
+		return piece{start: i, end: lastBreak, cost: breakCost(s[i:lastBreak]), attr: uint32(pkNewline)}
 	}
 	if j == n {
-		return piece{kind: pkSpace, start: i, end: j, cost: spaceCost(runes, tabs)}
+		return piece{start: i, end: j, cost: spaceCost(runes, tabs), attr: uint32(pkSpace)}
 	}
 	if runes > 1 {
 		// All but the last space; the last is scanned on its own next.
 		if lastTab {
 			tabs--
 		}
-		return piece{kind: pkSpace, start: i, end: last, cost: spaceCost(runes-1, tabs)}
+		return piece{start: i, end: last, cost: spaceCost(runes-1, tabs), attr: uint32(pkSpace)}
 	}
 	switch c, _ := classAt(s, j); c {
 	case cLetter:
@@ -527,7 +653,7 @@ func scanSpace(s string, i int) piece {
 			return scanPunct(s, i, j)
 		}
 	}
-	return piece{kind: pkSpace, start: i, end: j, cost: spaceCost(1, 0)}
+	return piece{start: i, end: j, cost: spaceCost(1, 0), attr: uint32(pkSpace)}
 }
 
 // Prefix kinds: what comes before the letters of a word in its piece.
@@ -561,9 +687,11 @@ func scanPunct(s string, from, at int) piece {
 	j := at
 	count := 0
 	var sym int64 // what symbols outside ASCII add
+	wide := false // a character outside ASCII is in the run
 	for j < n {
 		c, w := byteClass[s[j]], 1
 		if c == cHigh {
+			wide = true
 			c, w = classAt(s, j)
 			if c == cOther {
 				if x := symbolCost(s[j:], w); x > 0 {
@@ -593,8 +721,85 @@ func scanPunct(s string, from, at int) piece {
 		// Symbols priced alone do not merge with the breaks after them.
 		sym += breakTab[min(breaks, maxBreakLen)]
 	}
-	return piece{kind: pkPunct, start: from, end: j, prefix: lead, cost: punctCost(count, breaks, lead == 1) + sym}
+	if !wide && count > 0 && j-from <= maxGreedy {
+		cost := int64(1000) // one byte is one token
+		if j-from > 1 {
+			cost = punctTokens(s, from, j) * 1000
+		}
+		return piece{start: from, end: j, cost: cost, attr: uint32(pkPunct) | uint32(lead)<<atPrefix}
+	}
+	return piece{start: from, end: j, cost: punctCost(count, breaks, lead == 1) + sym, attr: uint32(pkPunct) | uint32(lead)<<atPrefix}
 }
+
+// spacePunct[c] is the price of a space and the punctuation character c
+// alone in their piece, from punctTable, as punctTokens gives it.
+var spacePunct = func() (t [256]int64) {
+	for c := range t {
+		if c < 0x80 && byteClass[c] == cOther {
+			t[c] = 2000
+			if punctToken(uint64(' ') | uint64(c)<<8) {
+				t[c] = 1000
+			}
+		}
+	}
+	return t
+}()
+
+// maxGreedy is the longest piece of punctuation punctTokens prices; longer
+// ones (rules of dashes, runs of closing brackets) go by punctCost's rates.
+const maxGreedy = 24
+
+// punctTokens counts the tokens of s[i:end], a piece of ASCII punctuation (with its
+// leading space and trailing line breaks, as the pre-split gives it) by
+// taking, from the left, the longest run of up to eight bytes that is one
+// token of cl100k_base (punctTable): the tokenizer's merges on punctuation
+// come out as the longest match nearly always ("->{", "();\n", " */\n"
+// are one token, "<__" two).
+func punctTokens(s string, i, end int) int64 {
+	var n int64
+	for ; i < end; n++ {
+		l := min(8, end-i)
+		var v uint64
+		if i+8 <= len(s) {
+			v = load64(s, i)
+			if l < 8 {
+				v &= wordMask[l&7]
+			}
+		} else {
+			for k := l - 1; k >= 0; k-- {
+				v = v<<8 | uint64(s[i+k])
+			}
+		}
+		for l > 1 && !punctToken(v) {
+			l--
+			v &= wordMask[l&7]
+		}
+		i += l
+	}
+	return n
+}
+
+// punctToken reports whether the bytes of v (little-endian, up to eight,
+// the rest 0) are one token of punctTable.
+func punctToken(v uint64) bool {
+	h := v * hashMul
+	k := h >> (64 - punctTableBits)
+	for {
+		x := punctTable[k]
+		if x == v {
+			return true
+		}
+		if x == 0 {
+			return false
+		}
+		k = (k + 1) & (1<<punctTableBits - 1)
+	}
+}
+
+// punctTableBits sizes punctTable: 8192 slots, 64 KiB, for the five
+// thousand tokens of cl100k_base made of ASCII punctuation (with a leading
+// space, trailing line breaks) of up to eight bytes.
+const punctTableBits = 13
 
 // symbolCost is what a symbol outside ASCII of w bytes at the start of s
 // costs when the tokenizer does not take it as punctuation (0 when it
@@ -667,46 +872,72 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 			break
 		}
 		r, w := utf8.DecodeRuneInString(s[j:])
-		if (r == utf8.RuneError && w <= 1) || !unicode.IsLetter(r) {
+		sc := cjkScript(r)
+		if sc == scOther && ((r == utf8.RuneError && w <= 1) || !unicode.IsLetter(r)) {
 			break
 		}
+		if sc == scOther {
+			sc = scriptOf(r)
+		} else if commonRune(r) {
+			sc-- // the common letters of each script come just before it
+		}
 		nonASCII = true
-		foreign += foreignCost[scriptOf(r)]
+		foreign += foreignCost[sc]
 		j += w
 	}
 	lower := letters - upper
-	p := piece{kind: pkWord, start: from, end: j, prefix: prefix}
+	var shape uint8
 	switch {
 	case nonASCII:
-		p.shape = shapeForeign
+		shape = shapeForeign
 	case upper == 0:
-		p.shape = shapeLower
+		shape = shapeLower
 	case lower == 0:
-		p.shape = shapeUpper
+		shape = shapeUpper
 	case upper == 1 && s[at] <= 'Z':
-		p.shape = shapeTitle
+		shape = shapeTitle
 	default:
-		p.shape = shapeMixed
+		shape = shapeMixed
 	}
+	p := piece{start: from, end: j, attr: uint32(pkWord) | uint32(prefix)<<atPrefix | uint32(shape)<<atShape}
 	if nonASCII {
 		p.cost = foreign + int64(letters)*foreignCost[scASCII] + prefixCost[prefix]
 		return p
 	}
 	w := s[at:j]
-	if letters <= maxCommonLen {
-		h := wordHashAt(s, at, j-at)
-		if (p.shape != shapeUpper || letters <= 3) && commonWord(h) || p.shape == shapeUpper && letters > 3 && commonUpper(h) {
-			p.common = true
-			p.cost = commonCost[prefix][p.shape]
+	if letters < minCommonLen {
+		if bit := prefixBit(s, at, prefix); bit != 0 {
+			v := uint64(w[0])
+			if letters == 2 {
+				v |= uint64(w[1]) << 8
+			}
+			c := shortClass(v, letters, bit)
+			p.attr |= atShort | uint32(c)<<atMerge
+			p.cost = shortCost[letters-1][c]
 			return p
 		}
 	}
-	p.rough = isRough(w)
-	if p.shape == shapeMixed {
-		p.cost = mixedWordCost(s[at:j], prefix)
+	if letters <= maxCommonLen && letters >= minCommonLen {
+		h := wordHashAt(s, at, j-at)
+		if shape == shapeUpper && letters > 3 {
+			h = upperHash(h)
+		}
+		if flags, common := commonEntry(h); common {
+			bit := prefixBit(s, at, prefix)
+			p.attr |= atCommon | uint32(mergeOf(flags, shape, bit, letters))<<atMerge
+			p.cost = commonPrice(flags, shape, prefix, bit, letters)
+			return p
+		}
+	}
+	if shape == shapeMixed {
+		p.cost = mixedWordCost(w, prefix, prefixBit(s, at, prefix))
 		return p
 	}
-	p.cost = wordCost(letters, p.shape, prefix, p.rough)
+	rough := isRough(w, shape == shapeUpper)
+	if rough {
+		p.attr |= atRough
+	}
+	p.cost = wordCost(letters, shape, prefix, rough)
 	return p
 }
 
@@ -714,11 +945,15 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 // ("getHTTPServer": get, HTTP, Server) and sums the prices each would have as
 // a word of its own: of common words, of other words and of rough ones (with
 // too few vowels). The first segment carries the word's prefix.
-func mixedParts(w string, prefix uint8) (common, normal, rough int64) {
+func mixedParts(w string, prefix uint8, bit uint16) (common, normal, rough int64) {
 	n := len(w)
 	pf := prefix
 	for i := 0; i < n; {
+		// The segment w[i:j] and its shape, which the cut tells: a run of
+		// capitals (but its last, when lower case follows), one capital
+		// and the lower case after it, or lower case.
 		j := i + 1
+		shape := shapeLower
 		if w[i] <= 'Z' {
 			for j < n && w[j] <= 'Z' {
 				j++
@@ -728,8 +963,15 @@ func mixedParts(w string, prefix uint8) (common, normal, rough int64) {
 				for j < n && w[j] > 'Z' {
 					j++
 				}
+				shape = shapeTitle
 			case j < n:
 				j-- // the last capital begins the next segment
+			}
+			if shape == shapeLower {
+				shape = shapeUpper
+				if j-i == 1 {
+					shape = shapeTitle // a lone capital
+				}
 			}
 		} else {
 			for j < n && w[j] > 'Z' {
@@ -737,59 +979,83 @@ func mixedParts(w string, prefix uint8) (common, normal, rough int64) {
 			}
 		}
 		seg := w[i:j]
-		upper := 0
-		for k := 0; k < len(seg); k++ {
-			if seg[k] <= 'Z' {
-				upper++
+		switch {
+		case len(seg) < minCommonLen && bit != 0:
+			// One or two letters ("T" of "TException", "Id" of
+			// "userId"): priced as the tokenizer has them.
+			v := uint64(seg[0])
+			if len(seg) == 2 {
+				v |= uint64(seg[1]) << 8
 			}
-		}
-		shape := shapeLower
-		switch {
-		case upper == len(seg) && len(seg) > 1:
-			shape = shapeUpper
-		case upper > 0:
-			shape = shapeTitle
-		}
-		switch {
-		case len(seg) <= maxCommonLen && ((shape != shapeUpper || len(seg) <= 3) && commonWord(wordHash(seg)) ||
+			common += shortCost[len(seg)-1][shortClass(v, len(seg), bit)]
+		case len(seg) >= minCommonLen && len(seg) <= maxCommonLen && ((shape != shapeUpper || len(seg) <= 3) && commonWord(wordHash(seg)) ||
 			shape == shapeUpper && len(seg) > 3 && commonUpper(wordHash(seg))):
 			common += commonCost[pf][shape]
-		case isRough(seg):
+		case isRough(seg, shape == shapeUpper):
 			rough += wordCost(len(seg), shape, pf, true)
 		default:
 			normal += wordCost(len(seg), shape, pf, false)
 		}
-		pf = pfNone
+		pf, bit = pfNone, mergeBare
 		i = j
 	}
 	return common, normal, rough
 }
 
 // mixedWordCost prices a camelCase or random-case word from its segments.
-func mixedWordCost(w string, prefix uint8) int64 {
-	c, n, r := mixedParts(w, prefix)
+func mixedWordCost(w string, prefix uint8, bit uint16) int64 {
+	c, n, r := mixedParts(w, prefix, bit)
 	return max(1000, (c*mixedCost[0]+n*mixedCost[1]+r*mixedCost[2])/1000+mixedCost[3])
 }
 
 // isRough reports whether a word of ASCII letters has too few vowels, or a
 // pair of letters no common word has, to be a word of a language: an
 // identifier, an abbreviation or a piece of an encoding, which the tokenizer
-// cuts into more pieces.
-func isRough(w string) bool {
-	vowels := uint(0)
-	prev := uint(0)
-	odd := uint8(0)
+// cuts into more pieces. Too few is none at all, or under one in four
+// letters in a word in capitals (upper) or longer than six letters: short
+// words of lower or title case with one vowel ("Chart", "script") are words.
+func isRough(w string, upper bool) bool {
+	vowels, prev, odd := uint(0), uint(0), uint8(0)
 	for k := 0; k < len(w); k++ {
 		cur := uint(w[k]) & 31 // the letter's place in the alphabet, either case
 		vowels += vowelBits >> cur & 1
 		odd |= oddPair[prev<<5|cur]
 		prev = cur
 	}
-	return vowels*4 < uint(len(w)) || odd != 0
+	return odd != 0 || vowels*4 < uint(len(w)) && (vowels == 0 || upper || len(w) > 6)
+}
+
+// shortClass is the merge class of a word of one or two ASCII letters (the
+// first bytes of v) after a prefix of flag bit, as an index of shortCost:
+// merged with the prefix (2, 3) or not, and whether the word alone is one
+// token (1, 3). shortTable holds the flags of every such word, from
+// cl100k_base: registers, abbreviations and hex pairs ("\tAX", "(DI", ".x")
+// are priced as the tokenizer has them.
+func shortClass(v uint64, n int, bit uint16) int {
+	i := uint(v&0x3f) << 6
+	if n == 2 {
+		i |= uint(v>>8) & 0x3f
+	}
+	f := shortTable[i&(1<<12-1)]
+	return b2i(f&bit != 0)<<1 | b2i(f&mergeBare != 0)
+}
+
+// shortRough is isRough of a word of one or two letters, the first bytes
+// of v, without a loop: no vowel, or a pair of letters no common word has.
+func shortRough(v uint64, n int) bool {
+	a, b := uint(v)&31, uint(v>>8)&31
+	if n == 1 {
+		return vowelBits>>a&1 == 0
+	}
+	return (vowelBits>>a|vowelBits>>b)&1 == 0 || oddPair[a<<5|b] != 0
 }
 
 // vowelBits marks the places in the alphabet (a = 1) of the vowels and y.
 const vowelBits = 1<<1 | 1<<5 | 1<<9 | 1<<15 | 1<<21 | 1<<25
+
+// wordMask[n] selects the first n bytes of eight: a table, as a shift by a
+// variable count costs more than a load.
+var wordMask = [8]uint64{0, 0xff, 0xffff, 0xffffff, 0xffffffff, 0xffffffffff, 0xffffffffffff, 0xffffffffffffff}
 
 // lowerMask[n] sets the case bit of the first n bytes of a word.
 var lowerMask = [8]uint64{0, 0x20, 0x2020, 0x202020, 0x20202020, 0x2020202020, 0x202020202020, 0x20202020202020}

@@ -2,12 +2,15 @@ package fit
 
 import "unicode"
 
-// The rates in weightab.go were fitted against cl100k_base on the training
-// samples of testdata/corpus by TestCalibrate (go test -run Calibrate
-// -calibrate -update-rates); the held-out samples check that they were not
-// fitted to the corpus alone. The wide corpus (wide_test.go) holds whole
-// kinds out of every fit, to measure the estimate on kinds of text it has
-// never seen. Costs are in thousandths of a token.
+// The rates in weightab.go were fitted against cl100k_base, all in one run,
+// on the training samples of testdata/corpus and the fitted kinds of the
+// wide corpus by TestCalibrate (go test ./fit -run Calibrate -calibrate
+// -update-rates); the held-out samples check that they were not fitted to
+// the corpus alone. The wide corpus (wide_test.go) holds whole kinds out of
+// every fit, to measure the estimate on kinds of text it has never seen.
+// What the tokenizer's vocabulary tells exactly (which prefixes merge with
+// a common word, which runs of punctuation are one token) is in the tables
+// of words_table.go, not fitted. Costs are in thousandths of a token.
 
 const (
 	hashSeed uint64 = 14695981039346656037 // FNV-1a's
@@ -38,8 +41,11 @@ const (
 	// words are priced per letter.
 	maxTabLen = 16
 
-	// maxCommonLen is the longest word the common-word table may hold.
+	// maxCommonLen is the longest word the common-word table may hold, and
+	// minCommonLen the shortest (TestWordTables holds the lists to it):
+	// shorter words are priced without a look-up.
 	maxCommonLen = 20
+	minCommonLen = 3
 
 	// maxPunct is the longest run of punctuation priced by the table.
 	maxPunct = 12
@@ -56,8 +62,17 @@ func digitCost(runes int) int64 { return int64((runes+2)/3) * 1000 }
 // all, tabs of them tabs) as the tokenizer does.
 func spaceCost(runes, tabs int) int64 {
 	spaces := runes - tabs
+	if tabs > 0 && spaces > 0 && tabs < len(mixedSpaces) && spaces <= int(mixedSpaces[tabs]) {
+		return 1000
+	}
 	return int64(max(1, (spaces+spaceRun-1)/spaceRun+(tabs+tabRun-1)/tabRun)) * 1000
 }
+
+// mixedSpaces[tabs] is how many spaces after tabs tabs cl100k still takes
+// with them as one token: indentation by tabs then spaces to align (C, C++,
+// Perl, assembly) is one token a line, not one for the tabs and one for the
+// spaces.
+var mixedSpaces = [...]uint8{0, 17, 9, 8, 7, 7, 4, 3, 2, 2, 1}
 
 // lengthCost is what Weigh charges for a long run of white space of n
 // bytes.
@@ -146,6 +161,12 @@ func scriptOf(r rune) int {
 		return scCyrillic
 	case r >= cjkLo && r < cjkHi:
 		common := commonRune(r)
+		if sc := cjkScript(r); sc != scOther {
+			if common {
+				sc-- // scHanCommon before scHan, and so on
+			}
+			return sc
+		}
 		switch {
 		case unicode.Is(unicode.Han, r):
 			if common {
@@ -163,6 +184,25 @@ func scriptOf(r rune) int {
 			}
 			return scHangul
 		}
+	}
+	return scOther
+}
+
+// cjkScript is the script of a letter of the big blocks of CJK text, told
+// by its range alone (no look-up in Unicode's tables, which costs more than
+// the rest of pricing it): scHan, scKana or scHangul for the common and the
+// other letters alike, and scOther for any other rune. Every rune of these
+// ranges is a letter (TestCJKScript).
+func cjkScript(r rune) int {
+	switch {
+	case r < 0x3041 || r > 0xd7a3:
+		return scOther
+	case r >= 0x4e00 && r <= 0x9fff:
+		return scHan
+	case r >= 0xac00:
+		return scHangul
+	case r <= 0x3096 || r >= 0x30a1 && r <= 0x30fa:
+		return scKana
 	}
 	return scOther
 }

@@ -7,19 +7,20 @@ import (
 	"go/format"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 )
 
-var updateWordTables = flag.Bool("update-word-tables", false, "rewrite words_table.go from words_list.go and words_upper.go")
+var updateWordTables = flag.Bool("update-word-tables", false, "rewrite words_table.go from words_list.go, words_upper.go and cl100k_base")
 
 // TestWordTables checks that the tables words_table.go lays out statically
 // are the ones the word lists give, so that a list rewritten by TestCalibrate
 // cannot go out of step with what Count and Weigh look up. With
 // -update-word-tables it rewrites the file instead.
 func TestWordTables(t *testing.T) {
-	words, runes, odd := buildWordTable(), buildRuneTable(), buildOddPair()
+	words, runes, odd, punct, short := buildWordTable(t), buildRuneTable(), buildOddPair(), buildPunctTable(t), buildShortTable(t)
 	if *updateWordTables {
-		if err := os.WriteFile("words_table.go", wordTablesSource(t, words, runes, odd), 0o644); err != nil {
+		if err := os.WriteFile("words_table.go", wordTablesSource(t, words, runes, odd, punct, short), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
@@ -32,6 +33,8 @@ func TestWordTables(t *testing.T) {
 		{"wordTable", words == wordTable, "commonWords and upperWords"},
 		{"runeTable", runes == runeTable, "commonRunes"},
 		{"oddPair", odd == oddPair, "commonWords"},
+		{"punctTable", punct == punctTable, "cl100k_base's vocabulary"},
+		{"shortTable", short == shortTable, "cl100k_base"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -40,12 +43,17 @@ func TestWordTables(t *testing.T) {
 			}
 		})
 	}
+	for _, w := range strings.Fields(commonWords + upperWords) {
+		if len(w) < minCommonLen || len(w) > maxCommonLen {
+			t.Errorf("word list holds %q, of %d letters: Count looks up only words of %d to %d", w, len(w), minCommonLen, maxCommonLen)
+		}
+	}
 	if n := occupied(wordTable[:]); n < len(strings.Fields(commonWords)) {
 		t.Fatalf("wordTable holds %d words, fewer than the %d of commonWords", n, len(strings.Fields(commonWords)))
 	}
 }
 
-func occupied(t []uint32) (n int) {
+func occupied(t []uint64) (n int) {
 	for _, v := range t {
 		if v != 0 {
 			n++
@@ -55,23 +63,87 @@ func occupied(t []uint32) (n int) {
 }
 
 // buildWordTable makes wordTable from the lists: each word's fingerprint at
-// the first free slot from its hash on.
-func buildWordTable() (t [wordTableSize]uint32) {
-	var hs []uint64
+// the first free slot from its hash on, with its merge flags, which
+// cl100k_base tells.
+func buildWordTable(tb testing.TB) (t [wordTableSize]uint64) {
+	type entry struct {
+		h     uint64
+		flags uint32
+	}
+	var es []entry
 	for _, w := range strings.Fields(commonWords) {
-		hs = append(hs, wordHash(w))
+		es = append(es, entry{wordHash(w), mergeFlagsOf(tb, w) | mergeFlagsOf(tb, strings.ToUpper(w[:1])+w[1:])<<16})
 	}
 	for _, w := range strings.Fields(upperWords) {
-		hs = append(hs, upperHash(wordHash(w)))
+		es = append(es, entry{upperHash(wordHash(w)), mergeFlagsOf(tb, w)})
 	}
-	for _, h := range hs {
-		k, fp := h&(wordTableSize-1), fingerprint(h)
-		for t[k] != 0 && t[k] != fp {
+	for _, e := range es {
+		k, fp := e.h&(wordTableSize-1), fingerprint(e.h)
+		for t[k] != 0 && uint32(t[k]) != fp {
 			k = (k + 1) & (wordTableSize - 1)
 		}
-		t[k] = fp
+		t[k] = uint64(fp) | uint64(e.flags)<<32
 	}
 	return t
+}
+
+// mergeFlagsOf is the merge flags of word w as it is spelled: whether
+// cl100k_base takes it alone, after a space and after each of mergeChars as
+// one token, that is, whether each is a token of its vocabulary.
+func mergeFlagsOf(tb testing.TB, w string) uint32 {
+	v := vocabulary(tb)
+	var f uint32
+	if v[w] {
+		f |= mergeBare
+	}
+	if v[" "+w] {
+		f |= mergeSpace
+	}
+	for k := 0; k < len(mergeChars); k++ {
+		if v[mergeChars[k:k+1]+w] {
+			f |= 1 << (k + 2)
+		}
+	}
+	return f
+}
+
+// vocabularyOnce holds every token of cl100k_base as text, by id.
+var vocabularyOnce = sync.OnceValue(func() []string {
+	c, err := exactOnce()
+	if err != nil {
+		return nil
+	}
+	var v []string
+	for id := uint(0); id < cl100kTokens; id++ {
+		s, _ := c.Decode([]uint{id})
+		v = append(v, s)
+	}
+	return v
+})
+
+// vocabularySet holds the same tokens as a set.
+var vocabularySet = sync.OnceValue(func() map[string]bool {
+	v := map[string]bool{}
+	for _, s := range vocabularyOnce() {
+		if s != "" {
+			v[s] = true
+		}
+	}
+	return v
+})
+
+// cl100kTokens is the number of ordinary tokens of cl100k_base.
+const cl100kTokens = 100256
+
+// vocabulary returns every token of cl100k_base as text: a string is one
+// token when it is one of them (every token is the result of its merges).
+func vocabulary(tb testing.TB) map[string]bool {
+	tb.Helper()
+	v := vocabularySet()
+	if len(v) < cl100kTokens/2 {
+		tb.Fatalf("cl100k_base's vocabulary: %d tokens", len(v))
+	}
+	return v
 }
 
 // buildRuneTable makes runeTable: a bit for each CJK letter of commonRunes.
@@ -111,15 +183,19 @@ func buildOddPair() (t [1024]uint8) {
 
 // wordTablesSource is words_table.go: the tables as composite literals of
 // constants, which the compiler lays out in the binary's data.
-func wordTablesSource(t *testing.T, words [wordTableSize]uint32, runes [(cjkHi - cjkLo + 63) / 64]uint64, odd [1024]uint8) []byte {
+func wordTablesSource(t *testing.T, words [wordTableSize]uint64, runes [(cjkHi - cjkLo + 63) / 64]uint64, odd [1024]uint8, punct [1 << punctTableBits]uint64, short [1 << 12]uint16) []byte {
 	var b bytes.Buffer
 	b.WriteString("// Code generated by go test ./fit -run TestWordTables -update-word-tables; DO NOT EDIT.\n\npackage fit\n\n")
-	b.WriteString("// wordTable: see words.go.\nvar wordTable = [wordTableSize]uint32{")
-	writeSparse(&b, words[:], 4, "%d: %#08x, ")
+	b.WriteString("// wordTable: see words.go.\nvar wordTable = [wordTableSize]uint64{")
+	writeSparse(&b, words[:], 3, "%d: %#016x, ")
 	b.WriteString("}\n\n// runeTable marks the runes of commonRunes, bit r-cjkLo.\nvar runeTable = [(cjkHi - cjkLo + 63) / 64]uint64{")
 	writeSparse(&b, runes[:], 3, "%d: %#016x, ")
 	b.WriteString("}\n\n// oddPair: 1 where two letters (low five bits each; row 0 is no letter\n// before) never stand together in a common word.\nvar oddPair = [1024]uint8{")
 	writeSparse(&b, odd[:], 12, "%d: %d, ")
+	b.WriteString("}\n\n// punctTable: the tokens of cl100k_base made of ASCII punctuation; see punctTokens.\nvar punctTable = [1 << punctTableBits]uint64{")
+	writeSparse(&b, punct[:], 3, "%d: %#x, ")
+	b.WriteString("}\n\n// shortTable: the merge flags of every word of one or two ASCII letters; see shortClass.\nvar shortTable = [1 << 12]uint16{")
+	writeSparse(&b, short[:], 6, "%d: %#04x, ")
 	b.WriteString("}\n")
 	src, err := format.Source(b.Bytes())
 	if err != nil {
@@ -130,7 +206,7 @@ func wordTablesSource(t *testing.T, words [wordTableSize]uint32, runes [(cjkHi -
 
 // writeSparse writes the elements of t that are not 0 as indexed elements of
 // a composite literal, perLine a line.
-func writeSparse[T uint8 | uint32 | uint64](b *bytes.Buffer, t []T, perLine int, format string) {
+func writeSparse[T uint8 | uint16 | uint32 | uint64](b *bytes.Buffer, t []T, perLine int, format string) {
 	n := 0
 	for k, v := range t {
 		if v != 0 {
@@ -142,6 +218,54 @@ func writeSparse[T uint8 | uint32 | uint64](b *bytes.Buffer, t []T, perLine int,
 		}
 	}
 	b.WriteString("\n")
+}
+
+// buildPunctTable makes punctTable: every token of cl100k_base of up to
+// eight bytes made of ASCII punctuation, with at most a leading space and
+// any line breaks, by its bytes little-endian, at the first free slot from
+// its hash on.
+func buildPunctTable(tb testing.TB) (t [1 << punctTableBits]uint64) {
+	vocabulary(tb)
+	for _, s := range vocabularyOnce() { // in the order of ids, as the table was laid out
+		if len(s) < 2 || len(s) > 8 || !punctOnly(s) {
+			continue
+		}
+		var v uint64
+		for k := len(s) - 1; k >= 0; k-- {
+			v = v<<8 | uint64(s[k])
+		}
+		k := (v * hashMul) >> (64 - punctTableBits)
+		for t[k] != 0 && t[k] != v {
+			k = (k + 1) & (1<<punctTableBits - 1)
+		}
+		t[k] = v
+	}
+	return t
+}
+
+// buildShortTable makes shortTable: the merge flags of every word of one
+// or two ASCII letters, any case, at its letters' low six bits.
+func buildShortTable(tb testing.TB) (t [1 << 12]uint16) {
+	const letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	for _, a := range []byte(letters) {
+		t[uint(a&0x3f)<<6] = uint16(mergeFlagsOf(tb, string(a)))
+		for _, b := range []byte(letters) {
+			t[uint(a&0x3f)<<6|uint(b&0x3f)] = uint16(mergeFlagsOf(tb, string([]byte{a, b})))
+		}
+	}
+	return t
+}
+
+// punctOnly reports whether s is ASCII punctuation, line breaks and at most
+// a leading space.
+func punctOnly(s string) bool {
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if !(b == ' ' && i == 0 || b == '\n' || b == '\r' || b > ' ' && b < 0x7f && byteClass[b] == cOther) {
+			return false
+		}
+	}
+	return true
 }
 
 // regenerateTables is what a rewrite of a word list says to do next: the

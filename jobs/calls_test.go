@@ -21,8 +21,8 @@ import (
 func registerRun(env *testsuite.TestWorkflowEnvironment, run func(context.Context, RunRequest) (Result, error)) *leaseLog {
 	env.RegisterActivityWithOptions(run, activity.RegisterOptions{Name: RunActivity})
 	return registerLease(env, func(ctx context.Context, req CallRequest) (CallResult, error) {
-		r, err := run(ctx, RunRequest{Job: req.Job.asCommand(req.Call), Node: req.Node})
-		return r.asCall(), err
+		r, err := run(ctx, RunRequest{Job: asCommand(req.Job, req.Call), Node: req.Node})
+		return asCall(r), err
 	})
 }
 

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"log/slog"
-	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -50,13 +49,27 @@ func (c *Client) Close() { c.c.Close() }
 
 // Orchestrate polls the workflow queue and runs the job workflows: the
 // server's own worker, which routes jobs and runs no call. Stop it with
-// the returned function.
-func (c *Client) Orchestrate() (stop func(), err error) {
+// the returned function. No quota bounds its jobs (OrchestrateWith).
+func (c *Client) Orchestrate() (stop func(), err error) { return c.OrchestrateWith(nil) }
+
+// OrchestrateWith is Orchestrate under the server's quotas (nil: none):
+// the worker also answers the quota's asks and releases, on the same
+// queue, and frees at start the slots of jobs that ended while the server
+// was away.
+func (c *Client) OrchestrateWith(q *Quotas) (stop func(), err error) {
+	if q == nil {
+		if q, err = NewQuotas(QuotaConfig{}); err != nil {
+			return nil, err
+		}
+	}
+	q.running = c.running
 	w := worker.New(c.c, WorkflowQueue, worker.Options{DisableRegistrationAliasing: true})
 	w.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
+	registerQuotas(w, q)
 	if err := w.Start(); err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "poll %s", WorkflowQueue)
 	}
+	go q.Sweep(context.Background())
 	return w.Stop, nil
 }
 
@@ -80,23 +93,6 @@ func (c *Client) Start(ctx context.Context, j Job) error {
 	return nil
 }
 
-// Status is a job as a client reads it.
-type Status struct {
-	ID string `json:"id"`
-	// State is "running", "completed", "failed", "canceled",
-	// "terminated" or "timed out".
-	State  string  `json:"state"`
-	Result *Result `json:"result,omitempty"`
-	// Error is why a failed job failed, as a person may read it.
-	Error string `json:"error,omitempty"`
-	// Started and Closed are when it began and ended (Closed zero while
-	// it runs).
-	Started time.Time `json:"started"`
-	Closed  time.Time `json:"closed,omitzero"`
-	// Summary is the job as its start recorded it (the workflow's memo).
-	Summary Summary `json:"-"`
-}
-
 // memoKey is the memo field that holds a job's Summary.
 const memoKey = "airlock.job"
 
@@ -112,15 +108,44 @@ var states = map[enumspb.WorkflowExecutionStatus]string{
 
 // Get reads job id: its state and, once it ended, its result or failure.
 func (c *Client) Get(ctx context.Context, id string) (Status, error) {
+	info, err := c.describe(ctx, id)
+	if err != nil {
+		return Status{}, err
+	}
+	return c.status(ctx, info), nil
+}
+
+// describe is job id's workflow as Temporal describes it; an id no
+// workflow has is not found.
+func (c *Client) describe(ctx context.Context, id string) (*workflowpb.WorkflowExecutionInfo, error) {
 	d, err := c.c.DescribeWorkflowExecution(ctx, id, "")
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
-		return Status{}, errs.NotFoundf("job %s: not found", id)
+		return nil, errs.NotFoundf("job %s: not found", id)
 	}
 	if err != nil {
-		return Status{}, errs.Wrap(errs.Unavailable, err, "job %s", id)
+		return nil, errs.Wrap(errs.Unavailable, err, "job %s", id)
 	}
-	return c.status(ctx, d.GetWorkflowExecutionInfo()), nil
+	return d.GetWorkflowExecutionInfo(), nil
+}
+
+// Summary is job id's summary as its start recorded it (the workflow's
+// memo; empty when it has none), read with one describe whether the job
+// runs or ended, so the time taken says nothing of its state.
+func (c *Client) Summary(ctx context.Context, id string) (Summary, error) {
+	info, err := c.describe(ctx, id)
+	if err != nil {
+		return Summary{}, err
+	}
+	var sum Summary
+	if p, ok := info.GetMemo().GetFields()[memoKey]; ok {
+		// A memo that does not decode is no summary: the caller treats the
+		// job as one without.
+		if converter.GetDefaultDataConverter().FromPayload(p, &sum) != nil {
+			sum = Summary{}
+		}
+	}
+	return sum, nil
 }
 
 // status reads a workflow's state, summary and, once it ended, its result
@@ -210,13 +235,18 @@ func (c *Client) Kill(ctx context.Context, id string) error {
 	return nil
 }
 
-// KillAgent cancels every running job of agent, on whichever node runs
-// it, and returns their ids. A job that ended between the list and its
-// cancel is no error; any other failure is returned after the rest were
-// cancelled, so one refusal never shields the agent's other jobs.
-func (c *Client) KillAgent(ctx context.Context, agent string) ([]string, error) {
+// KillAgent cancels every running job of agent whose summary mine
+// accepts (an agent's name is its tenant's: mine holds the kill to the
+// caller's tenant), on whichever node runs it, and returns their ids. A
+// job that ended between the list and its cancel is no error; any other
+// failure is returned after the rest were cancelled, so one refusal never
+// shields the agent's other jobs.
+func (c *Client) KillAgent(ctx context.Context, agent string, mine func(Summary) bool) ([]string, error) {
 	if err := CheckName("agent", agent); err != nil {
 		return nil, err
+	}
+	if mine == nil {
+		return nil, errs.Invalidf("kill agent %s: no tenant's jobs are named (a nil filter kills none)", agent)
 	}
 	infos, err := c.list(ctx, true)
 	if err != nil {
@@ -226,7 +256,7 @@ func (c *Client) KillAgent(ctx context.Context, agent string) ([]string, error) 
 	var failed []error
 	for _, info := range infos {
 		var s Summary
-		if p, ok := info.GetMemo().GetFields()[memoKey]; !ok || converter.GetDefaultDataConverter().FromPayload(p, &s) != nil || s.Agent != agent {
+		if p, ok := info.GetMemo().GetFields()[memoKey]; !ok || converter.GetDefaultDataConverter().FromPayload(p, &s) != nil || s.Agent != agent || !mine(s) {
 			continue
 		}
 		id := info.GetExecution().GetWorkflowId()

@@ -412,20 +412,20 @@ func (c commandCalls) Call(ctx context.Context, req CallRequest) (CallResult, er
 	if req.Call.Kind != CallExec && req.Call.Kind != CallShell {
 		return CallResult{}, errs.Invalidf("call %s: this node runs commands only, not %s", req.Call.ID, req.Call.Kind)
 	}
-	r, err := c.Run(ctx, RunRequest{Job: req.Job.asCommand(req.Call), Node: req.Node})
-	return r.asCall(), err
+	r, err := c.Run(ctx, RunRequest{Job: asCommand(req.Job, req.Call), Node: req.Node})
+	return asCall(r), err
 }
 
 func (c commandCalls) Close(ctx context.Context, job string) error { return nil }
 
 // asCommand is j with call c as its one command.
-func (j Job) asCommand(c Call) Job {
+func asCommand(j Job, c Call) Job {
 	j.Argv, j.Command, j.Input, j.Calls, j.Open = c.Argv, c.Command, c.Stdin, nil, false
 	return j
 }
 
 // asCall is a run's result as a call's.
-func (r Result) asCall() CallResult {
+func asCall(r Result) CallResult {
 	return CallResult{Node: r.Node, Tier: r.Tier, ExitCode: r.ExitCode, Stdout: r.Stdout, Stderr: r.Stderr, Truncated: r.Truncated,
 		Refused: r.Refused, Verdict: r.Verdict, Decider: r.Decider, Reason: r.Reason, OptedOut: r.OptedOut}
 }

@@ -45,6 +45,11 @@ func Workflow(ctx workflow.Context, j Job) (Result, error) {
 	if err := tr.handleQueries(ctx); err != nil {
 		return Result{}, err
 	}
+	release, err := holdSlot(ctx, j) // the pool's and tenant's quotas, before any claim
+	defer release()
+	if err != nil {
+		return Result{}, err
+	}
 	for attempt := 0; ; attempt++ {
 		c, err := claim(ctx, j)
 		if err != nil {
@@ -80,7 +85,7 @@ func runOn(ctx workflow.Context, j Job, c Claim, q *questions, version workflow.
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:              NodeQueue(c.Node),
 		ScheduleToStartTimeout: nodeStartTimeout,
-		StartToCloseTimeout:    j.runTimeout() + time.Minute,
+		StartToCloseTimeout:    runTimeout(j) + time.Minute,
 		HeartbeatTimeout:       HeartbeatTimeout,
 		WaitForCancellation:    true,
 		RetryPolicy:            once,
@@ -147,11 +152,11 @@ func lostMessage(j Job, node string, attempt int) string {
 // (it never polls the floor queue, so only a fault would let it) is
 // refused, never used.
 func claim(ctx workflow.Context, j Job) (Claim, error) {
-	deadline := workflow.Now(ctx).Add(j.claimTimeout())
+	deadline := workflow.Now(ctx).Add(claimTimeout(j))
 	for {
 		left := deadline.Sub(workflow.Now(ctx))
 		if left <= 0 {
-			return Claim{}, temporal.NewNonRetryableApplicationError(noNodeMessage(j, j.claimTimeout()), ErrNoNode, nil)
+			return Claim{}, temporal.NewNonRetryableApplicationError(noNodeMessage(j, claimTimeout(j)), ErrNoNode, nil)
 		}
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			TaskQueue:              j.Queue(),
@@ -169,7 +174,7 @@ func claim(ctx workflow.Context, j Job) (Claim, error) {
 		}
 		var te *temporal.TimeoutError
 		if errors.As(err, &te) && te.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
-			return Claim{}, temporal.NewNonRetryableApplicationError(noNodeMessage(j, j.claimTimeout()), ErrNoNode, nil)
+			return Claim{}, temporal.NewNonRetryableApplicationError(noNodeMessage(j, claimTimeout(j)), ErrNoNode, nil)
 		}
 		if temporal.IsCanceledError(err) || ctx.Err() != nil {
 			return Claim{}, err
@@ -428,7 +433,7 @@ func runCalls(ctx workflow.Context, j Job, c Claim, q *questions, tr *jobTrace) 
 	// happens, but for a node that is gone.
 	hctx, cancelHold := workflow.WithCancel(ctx)
 	hold := opts
-	hold.StartToCloseTimeout = j.runTimeout() + time.Minute
+	hold.StartToCloseTimeout = runTimeout(j) + time.Minute
 	hold.HeartbeatTimeout = HeartbeatTimeout
 	hold.WaitForCancellation = true
 	l := &lease{ctx: ctx, j: j, c: c, q: q, tr: tr, sel: workflow.NewSelector(ctx), opts: opts}
@@ -520,7 +525,7 @@ func (l *lease) run() (Result, error) {
 				break
 			}
 			if c, err := l.tr.take(c); err == nil {
-				l.tr.refuse(l.ctx, c, fmt.Sprintf("job %s was released (or idle for %s) before this call ran", l.j.ID, l.j.idleTimeout()))
+				l.tr.refuse(l.ctx, c, fmt.Sprintf("job %s was released (or idle for %s) before this call ran", l.j.ID, l.j.IdleFor()))
 			}
 		}
 	}
@@ -561,7 +566,7 @@ func (l *lease) armIdle() {
 	gen := l.idleGen
 	tctx, cancel := workflow.WithCancel(l.ctx)
 	l.idleStop = cancel
-	l.sel.AddFuture(workflow.NewTimer(tctx, l.j.idleTimeout()), func(f workflow.Future) {
+	l.sel.AddFuture(workflow.NewTimer(tctx, l.j.IdleFor()), func(f workflow.Future) {
 		if f.Get(l.ctx, nil) == nil && gen == l.idleGen {
 			l.idled = true
 		}
@@ -575,7 +580,7 @@ func (l *lease) start() {
 	l.cur = &c
 	l.tr.started(l.ctx, c, l.c.Node)
 	o := l.opts
-	o.StartToCloseTimeout = l.j.runTimeout() + time.Minute
+	o.StartToCloseTimeout = runTimeout(l.j) + time.Minute
 	o.HeartbeatTimeout = HeartbeatTimeout
 	o.WaitForCancellation = true
 	f := workflow.ExecuteActivity(workflow.WithActivityOptions(l.ctx, o), CallActivity, CallRequest{Job: l.j, Node: l.c.Node, Call: c})

@@ -3,7 +3,7 @@
 // kernel built for each job from the job's own policy, and their outcomes
 // back into job results. It registers with the server (its tier and the
 // probe's findings), polls its pool's queues through jobs, and heartbeats.
-// It never builds a box or runs a process itself. Only internal/cli
+// It never builds a box or runs a process itself. Only internal/fleetcli
 // imports it: the CLI probes the tier and supplies the kernel factory.
 package node
 
@@ -67,14 +67,14 @@ type Config struct {
 	// is a node of a server without enrolment (no TLS to Temporal), which
 	// `airlock server` refuses.
 	EnrollToken string
-	// CAPin is the fleet CA's "sha256:HEX" from the enrolment token
-	// file: an https:// server is trusted by it until the node holds the
-	// CA, and an enrolment's CA must have it ("" is an old file).
-	CAPin string
 	// Tree moves a job's results and files between the node and the
 	// server's store; nil: no server store (results stay in the job's
 	// directory).
 	Tree Tree
+	// CAPin is the fleet CA's "sha256:HEX" from the enrolment token
+	// file: an https:// server is trusted by it until the node holds the
+	// CA, and an enrolment's CA must have it ("" is an old file).
+	CAPin string
 	// Attest runs the selftest's attest rows (pki.AttestRows) on this
 	// host, once at start, for a node that claims tier 1 or more; nil
 	// reports none, which proves tier 0 only.

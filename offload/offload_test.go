@@ -67,9 +67,11 @@ func jsonDoc() string {
 	return string(b)
 }
 
+// jsonArray is a JSON array over DefaultThreshold by a margin: cl100k_base
+// takes its 800 items for some 11,200 tokens.
 func jsonArray() string {
 	var parts []string
-	for i := 0; i < 700; i++ {
+	for i := 0; i < 800; i++ {
 		parts = append(parts, fmt.Sprintf(`{"n":%d,"text":"entry number %d of the list"}`, i, i))
 	}
 	return "[" + strings.Join(parts, ",") + "]"

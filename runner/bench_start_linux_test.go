@@ -211,6 +211,8 @@ func traceOf(stderr []byte) (starttrace.Trace, bool) {
 // nested are the phases timed inside another one: shown, not summed.
 var nested = map[string]string{"policy-load": "kernel-build", "audit-open": "kernel-build",
 	"audit-fsync": "audit-append", "pin": "plan", "seccomp-compile": "plan", "bwrap-start": "box-run",
+	// the box's /etc, one view bound once (sandbox.UseEtcCache)
+	"etc-view": "plan", "etc-view-build": "plan",
 	// the allowed decision's fsync, beside the start (audit.Log.AppendDeferred)
 	"audit-fsync-background": "audit-append"}
 

@@ -38,7 +38,7 @@ func startGuard(exe string, stubs []sandbox.Stub, cg *group) (*guardProc, error)
 		return nil, err
 	}
 	r.Close()
-	cfg := sandbox.GuardConfig{Stubs: stubs}
+	cfg := sandbox.GuardConfig{Stubs: stubs, Runner: os.Getpid()}
 	if cg != nil {
 		cfg.CgroupVersion, cfg.Cgroups = cg.version, cg.paths()
 	}

@@ -25,6 +25,13 @@ type GuardConfig struct {
 	// the first listing every process of the run.
 	CgroupVersion string   `json:"cgroup_version,omitempty"`
 	Cgroups       []string `json:"cgroups,omitempty"`
+	// Runner is the pid of the runner that started the guard. Its shared
+	// flocks on the stubs outlive the end of the guard's input: a killed
+	// process's files are released in no set order, so the input can end
+	// while the flocks still hold, and a stub removed then would be seen
+	// as another run's and left in the tree. The guard waits for the
+	// runner's exit, after which it holds nothing.
+	Runner int `json:"runner,omitempty"`
 }
 
 // GuardPid is the second line: the host pid of the box's PID 1, whose
@@ -51,6 +58,14 @@ func Guard(in io.Reader) int {
 	if err != nil || json.Unmarshal(line, &cfg) != nil {
 		return 0
 	}
+	// Opened while the runner is alive (it wrote the line just read); if
+	// it is already gone, there is nothing of it to wait for.
+	runner := -1
+	if cfg.Runner > 0 {
+		if fd, err := unix.PidfdOpen(cfg.Runner, 0); err == nil {
+			runner = fd
+		}
+	}
 	pidfd := -1
 	for {
 		line, err := br.ReadBytes('\n')
@@ -68,15 +83,18 @@ func Guard(in io.Reader) int {
 			}
 		}
 	}
-	// The runner is gone.
+	// The runner is going: once its exit is reported, the kernel has
+	// released every file it held, its flocks on the stubs too.
+	if runner >= 0 {
+		waitExit(runner, 10*time.Second)
+	}
 	if len(cfg.Cgroups) > 0 {
 		killCgroup(cfg.CgroupVersion, cfg.Cgroups[0])
 	} else if pidfd >= 0 {
 		// The box's PID 1 dies with bubblewrap (--die-with-parent), and
 		// the kernel has ended every process of its namespace before the
 		// pidfd reports its exit.
-		fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
-		unix.Poll(fds, 10000)
+		waitExit(pidfd, 10*time.Second)
 	}
 	RemoveStubs(cfg.Stubs)
 	for i := len(cfg.Cgroups) - 1; i >= 0; i-- {
@@ -88,6 +106,22 @@ func Guard(in io.Reader) int {
 		}
 	}
 	return 0
+}
+
+// waitExit waits until the process of pidfd has exited, at most d; a
+// signal that interrupts the wait does not end it.
+func waitExit(pidfd int, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return
+		}
+		fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, int(left.Milliseconds())+1); err != unix.EINTR {
+			return
+		}
+	}
 }
 
 // killCgroup sends SIGKILL to every process in the cgroup directory until it

@@ -473,7 +473,7 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 		p.bindFD(pn, f, false, 2)
 	}
 	home := EnvValue(spec.Env, "HOME")
-	if err := p.etc(home); err != nil {
+	if err := p.etcData(home); err != nil {
 		return err
 	}
 	mounts := []gvMount{

@@ -74,3 +74,12 @@ func Plan(spec Spec, tier Tier, exe string) (*Box, error) {
 
 // UseProbeCache does nothing here: no probe reads binaries.
 func UseProbeCache(string, []string) {}
+
+// UseEtcCache does nothing here: no box has an /etc of airlock's making.
+func UseEtcCache(string, []string) {}
+
+// RemoveEtcCache removes dir.
+func RemoveEtcCache(dir string) { os.RemoveAll(dir) }
+
+// EtcCache returns nothing here.
+func EtcCache() (dir string, boxWritable []string) { return "", nil }

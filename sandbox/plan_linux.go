@@ -675,22 +675,7 @@ func (p *planner) plan(exe string) error {
 		}
 		p.bindFD(pn, d, false, 2)
 	}
-	for _, f := range etcPaths() {
-		if _, err := os.Lstat(f); err != nil {
-			continue
-		}
-		pn, err := pin(f, p.writable)
-		if err != nil {
-			// A system file that cannot be pinned safely is left out.
-			b.Notes = append(b.Notes, err.Error())
-			continue
-		}
-		p.bindFD(pn, f, false, 2)
-	}
 	home := EnvValue(spec.Env, "HOME")
-	if err := p.etc(home); err != nil {
-		return err
-	}
 	p.ops = append(p.ops,
 		op{dest: "/proc", args: []string{"--proc", "/proc"}},
 		// The box's uid 0 is the host's root, and sysctl files answer to
@@ -741,6 +726,12 @@ func (p *planner) plan(exe string) error {
 			return err
 		}
 		p.box.config.Net = p.netConfig(boxProxyPath)
+	}
+
+	// /etc last: whether one view can stand for its files depends on
+	// whether anything else is mounted beneath it (etcview_linux.go).
+	if err := p.etc(home); err != nil {
+		return err
 	}
 
 	sortOps(p.ops)
@@ -1030,9 +1021,76 @@ func (p *planner) isSystem(path string) bool {
 	return false
 }
 
-// etc writes the generated parts of /etc: users, groups, name service and
-// name resolution that point nowhere but the box itself.
+// etc gives the box its /etc: the host files of etcFiles, read-only, and
+// the generated ones. When nothing else is mounted beneath /etc they come
+// as one view from the cache (etcview_linux.go), else, or when the view
+// cannot be had, each is bound on its own.
 func (p *planner) etc(home string) error {
+	var srcs []etcSource
+	for _, f := range etcPaths() {
+		if _, err := os.Lstat(f); err != nil {
+			continue
+		}
+		pn, err := pin(f, p.writable)
+		if err != nil {
+			// A system file that cannot be pinned safely is left out.
+			p.box.Notes = append(p.box.Notes, err.Error())
+			continue
+		}
+		s := etcSource{box: f, pn: pn}
+		if err := unix.Fstat(int(pn.f.Fd()), &s.st); err != nil {
+			pn.f.Close()
+			p.box.Notes = append(p.box.Notes, fmt.Sprintf("%s: %v", f, err))
+			continue
+		}
+		srcs = append(srcs, s)
+	}
+	gens := p.etcGenerated(home)
+	under := ""
+	for _, o := range p.ops {
+		if within(o.dest, "/etc") {
+			under = o.dest
+			break
+		}
+	}
+	if under == "" {
+		err := p.etcView(srcs, gens)
+		if err == nil {
+			for _, s := range srcs {
+				s.pn.f.Close()
+			}
+			return nil
+		}
+		var nv *errNoView
+		if !errors.As(err, &nv) {
+			return err
+		}
+		if d, _ := etcCacheConfig(); d != "" {
+			p.box.Notes = append(p.box.Notes, "/etc bound file by file: "+err.Error())
+		}
+	}
+	for _, s := range srcs {
+		p.bindFD(s.pn, s.box, false, 2)
+	}
+	return p.writeEtc(gens)
+}
+
+// etcData writes the generated parts of /etc one by one (tier 2 binds the
+// host's files itself).
+func (p *planner) etcData(home string) error { return p.writeEtc(p.etcGenerated(home)) }
+
+func (p *planner) writeEtc(gens []etcGen) error {
+	for _, g := range gens {
+		if err := p.data([]byte(g.content), g.box); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// etcGenerated are the generated parts of /etc: users, groups, name
+// service and name resolution that point nowhere but the box itself.
+func (p *planner) etcGenerated(home string) []etcGen {
 	uid, gid := p.boxIDs()
 	if home == "" {
 		home = "/"
@@ -1053,12 +1111,11 @@ func (p *planner) etc(home string) error {
 		{"/etc/nsswitch.conf", "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n"},
 		{"/etc/hostname", "airlock\n"},
 	}
+	var out []etcGen
 	for _, f := range files {
-		if err := p.data([]byte(f.content), f.path); err != nil {
-			return err
-		}
+		out = append(out, etcGen{box: f.path, content: f.content})
 	}
-	return nil
+	return out
 }
 
 // pinParents binds every directory between the writable path that holds

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# fleet.sh starts a fleet on this machine — airlock-server and two nodes, one
-# at sandbox tier 1 and one without a sandbox — runs jobs through it, shows
+# fleet.sh starts a fleet on this machine — airlock-server and two nodes
+# (airlock-node, which scripts/setup.sh builds beside airlock), one at sandbox
+# tier 1 and one without a sandbox — runs jobs through it, shows
 # where each ran, and stops everything. State lives in a directory of its own
 # (FLEET_DIR, default a new temporary one), so it never touches a real fleet.
 set -euo pipefail
@@ -30,8 +31,8 @@ grep "listening on" "$dir/server.log" || { cat "$dir/server.log"; exit 1; }
 client=(--server http://127.0.0.1:8420 --token-file "$server/token")
 node() {
 	local id=$1; shift
-	say "airlock node --server http://127.0.0.1:8420 --enroll-token-file $server/enroll-token --pool demo --id $id $* &"
-	bin/airlock node --server http://127.0.0.1:8420 --enroll-token-file "$server/enroll-token" --pool demo --id "$id" \
+	say "airlock-node --server http://127.0.0.1:8420 --enroll-token-file $server/enroll-token --pool demo --id $id $* &"
+	bin/airlock-node --server http://127.0.0.1:8420 --enroll-token-file "$server/enroll-token" --pool demo --id "$id" \
 		--state "$dir/nodes/$id" "$@" 2>"$dir/$id.log" &
 	pids+=($!)
 }

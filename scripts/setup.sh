@@ -55,7 +55,10 @@ fi
 
 mkdir -p bin
 go build -o bin/airlock ./cmd/airlock
-echo "setup: built bin/airlock ($(go version | cut -d' ' -f3), $(bwrap --version 2>/dev/null || echo 'no bubblewrap'))"
+# The node links the Temporal SDK, which the airlock binary leaves out;
+# `airlock node` runs the airlock-node beside it.
+go build -o bin/airlock-node ./cmd/airlock-node
+echo "setup: built bin/airlock and bin/airlock-node ($(go version | cut -d' ' -f3), $(bwrap --version 2>/dev/null || echo 'no bubblewrap'))"
 
 # The MCP tests run real third-party servers and the conformance suite,
 # installed from the npm registry into a folder of the project's own.

@@ -6,11 +6,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PATH="$PATH:/usr/local/go/bin:$PWD/.airlock-ci/bin"
-export AIRLOCK_BIN="$PWD/bin/airlock"
+export AIRLOCK_BIN="$PWD/bin/airlock" AIRLOCK_NODE_BIN="$PWD/bin/airlock-node"
 go vet ./...
 # airlock ships for linux/amd64 and linux/arm64, and the mediator alone
-# (tier 0) elsewhere: every platform must at least build.
+# (tier 0) elsewhere: every platform must at least build, the node too.
 for target in linux/arm64 darwin/arm64; do
-	GOOS=${target%/*} GOARCH=${target#*/} go build -o /dev/null ./cmd/airlock || { echo "build for $target failed" >&2; exit 1; }
+	for cmd in airlock airlock-node; do
+		GOOS=${target%/*} GOARCH=${target#*/} go build -o /dev/null ./cmd/$cmd || { echo "build of $cmd for $target failed" >&2; exit 1; }
+	done
 done
 go test -count=1 -timeout 60m ./... "$@"

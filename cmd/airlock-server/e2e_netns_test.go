@@ -71,6 +71,7 @@ func (p *proc) wait(t testing.TB, d time.Duration) {
 type netFleet struct {
 	t       testing.TB
 	bin     string
+	nodeBin string // airlock-node: $AIRLOCK_NODE_BIN, else beside bin
 	srvBin  string
 	dir     string
 	tokenF  string
@@ -88,7 +89,7 @@ type netFleet struct {
 func newNetFleet(t *testing.T, nodes ...string) *netFleet {
 	testsupport.Require(t, testsupport.NetNS, testsupport.Root)
 	requireTier1(t)
-	f := &netFleet{t: t, bin: testsupport.AirlockBin(t), srvBin: serverBin(t), dir: t.TempDir(),
+	f := &netFleet{t: t, bin: testsupport.AirlockBin(t), nodeBin: testsupport.NodeBin(t), srvBin: serverBin(t), dir: t.TempDir(),
 		nodeNS: map[string]*testsupport.Namespace{}, nodes: map[string]*proc{}}
 	f.tokenF = filepath.Join(f.dir, "server", "token")
 	f.url = "http://" + e2eServerIP + ":" + e2eAPIPort
@@ -170,7 +171,7 @@ func (f *netFleet) startServer(claimTimeout time.Duration) {
 // startNode starts node id in its namespace and waits until it is live.
 func (f *netFleet) startNode(id, sandboxFlag string) {
 	f.t.Helper()
-	f.nodes[id] = f.spawn("node "+id, f.nodeNS[id], f.bin, "node", "--server", f.url,
+	f.nodes[id] = f.spawn("node "+id, f.nodeNS[id], f.nodeBin, "node", "--server", f.url,
 		"--pool", "ci", "--id", id, "--sandbox", sandboxFlag, "--state", f.nodeDir(id),
 		"--enroll-token-file", filepath.Join(f.dir, "server", "enroll-token"))
 	deadline := time.Now().Add(60 * time.Second)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/airlock-run/airlock/api"
 	"github.com/airlock-run/airlock/internal/cli"
+	"github.com/airlock-run/airlock/internal/fleetcli"
 	"github.com/airlock-run/airlock/internal/testsupport"
 	"github.com/airlock-run/airlock/jobs"
 	"github.com/airlock-run/airlock/jobs/pki"
@@ -47,7 +48,9 @@ func (s *syncBuffer) String() string {
 }
 
 // fleet is a server and its nodes, each running `airlock ...` in this
-// process through the CLI, on loopback.
+// process through the CLI, on loopback, with the commands the
+// airlock-server and airlock-node binaries link (internal/fleetcli); the
+// nodes' boxes run the airlock binary's init.
 type fleet struct {
 	t      testing.TB
 	ctx    context.Context
@@ -63,8 +66,8 @@ type fleet struct {
 func (f *fleet) env(stderr *syncBuffer) *cli.Env {
 	var out syncBuffer
 	return &cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: stderr, Dir: f.dir, Exe: f.bin,
-		Environ:   []string{"HOME=" + f.dir, "PATH=/usr/bin:/bin", "NODE_SECRET=s3cret-of-the-node"},
-		DevServer: server.Start}
+		Environ: []string{"HOME=" + f.dir, "PATH=/usr/bin:/bin", "NODE_SECRET=s3cret-of-the-node"},
+		Server:  fleetcli.Server(server.Start), Node: fleetcli.Node}
 }
 
 // start runs args in the background until the test ends.

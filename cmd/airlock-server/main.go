@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/airlock-run/airlock/internal/cli"
+	"github.com/airlock-run/airlock/internal/fleetcli"
 	"github.com/airlock-run/airlock/jobs/server"
 )
 
@@ -21,7 +22,7 @@ func main() {
 		args = append([]string{"server"}, args...)
 	}
 	env := cli.DefaultEnv(false, false, false)
-	env.DevServer = server.Start
+	env.Server = fleetcli.Server(server.Start)
 	code := cli.Main(ctx, args, env)
 	stop()
 	os.Exit(code)

@@ -1,5 +1,7 @@
 // Package cli is airlock's command line: the command table, flag parsing,
-// help and the mapping of errors to exit codes. Only cmd/airlock imports it.
+// help and the mapping of errors to exit codes. Only the mains import it
+// (cmd/airlock, and cmd/airlock-node and cmd/airlock-server through
+// internal/fleetcli, which runs the commands that link Temporal).
 // It wires parts together; decisions, confinement and fitting live in their
 // own packages.
 package cli
@@ -15,9 +17,9 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/airlock-run/airlock/errs"
-	"github.com/airlock-run/airlock/jobs"
 )
 
 // Env is what a command may touch of the world. Nothing in this package reads
@@ -40,11 +42,17 @@ type Env struct {
 	// IsTerminal reports whether standard input and error are a terminal a
 	// person can answer on.
 	IsTerminal bool
-	// DevServer starts the embedded Temporal server of `airlock server`.
-	// Only the airlock-server binary sets it, so the airlock binary never
-	// links the Temporal server; nil makes `airlock server` name the binary
-	// that has it.
-	DevServer jobs.StartDevServer
+	// Node and Server run `airlock node` and `airlock server`. Only the
+	// binaries that link Temporal set them (airlock-node the SDK,
+	// airlock-server the server, through internal/fleetcli), so the airlock
+	// binary never links either: there nil, `airlock node` hands its
+	// arguments to the airlock-node binary and `airlock server` names
+	// airlock-server.
+	Node, Server func(ctx context.Context, env *Env, args []string) error
+	// Exec replaces this process with another program (syscall.Exec in
+	// DefaultEnv): `airlock node` hands over to airlock-node with it. nil,
+	// as in a test's Env, hands over to nothing.
+	Exec func(argv0 string, argv, envv []string) error
 	// StdoutTerminal and StderrTerminal report whether Stdout and Stderr
 	// are a terminal: what a boxed command prints there is passed through
 	// termsafe, so it cannot program the person's terminal. False (a file,
@@ -364,6 +372,6 @@ func DefaultEnv(isTerminal, outTerm, errTerm bool) *Env {
 	return &Env{
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		Environ: os.Environ(), Dir: dir, Exe: exe, IsTerminal: isTerminal,
-		StdoutTerminal: outTerm, StderrTerminal: errTerm,
+		StdoutTerminal: outTerm, StderrTerminal: errTerm, Exec: syscall.Exec,
 	}
 }

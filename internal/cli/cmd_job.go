@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/airlock-run/airlock/api"
+	apiwire "github.com/airlock-run/airlock/api/wire"
 	"github.com/airlock-run/airlock/approvals"
 	"github.com/airlock-run/airlock/errs"
-	"github.com/airlock-run/airlock/jobs"
+	jobwire "github.com/airlock-run/airlock/jobs/wire"
 )
 
 func jobCmd() *Command {
@@ -44,14 +44,14 @@ the box down, its whole process tree and cgroup. Prints the jobs killed.`
 			if fs.NArg() > 0 || *agent == "" {
 				return usagef("airlock kill --agent NAME (see airlock kill --help)")
 			}
-			if err := jobs.CheckName("--agent", *agent); err != nil {
+			if err := jobwire.CheckName("--agent", *agent); err != nil {
 				return usagef("%v", err)
 			}
 			c, err := newAPIClient(env, cf)
 			if err != nil {
 				return err
 			}
-			var k api.Killed
+			var k apiwire.Killed
 			if err := c.do(ctx, http.MethodPost, "/v1/agents/"+*agent+"/kill", nil, &k); err != nil {
 				return err
 			}
@@ -89,7 +89,7 @@ release ID, or until it was idle for --idle (default 10m).`
 		Run: func(ctx context.Context, env *Env, args []string) error {
 			fs := NewFlags(env, "airlock job start", usage, long)
 			cf := addClientFlags(fs)
-			pool := fs.String("pool", jobs.DefaultPool, "the `pool` to run in")
+			pool := fs.String("pool", jobwire.DefaultPool, "the `pool` to run in")
 			pol := fs.String("policy", "", "policy `file` the job is decided against")
 			mode := fs.String("mode", "observe", "observe or fix")
 			tier0 := fs.Bool("tier0", false, "let the job run on a node without a sandbox (tier 0)")
@@ -117,7 +117,7 @@ release ID, or until it was idle for --idle (default 10m).`
 			if *retry != 0 && !*idem {
 				return usagef("--retry %d: only a job marked --idempotent runs again (a command may have written or sent before its node died)", *retry)
 			}
-			req := api.StartRequest{Pool: *pool, Mode: *mode, Tier0: *tier0, Model: *model, Parent: *parent, Agent: *agent, Idempotent: *idem, Retries: *retry}
+			req := apiwire.StartRequest{Pool: *pool, Mode: *mode, Tier0: *tier0, Model: *model, Parent: *parent, Agent: *agent, Idempotent: *idem, Retries: *retry}
 			switch {
 			case fs.NArg() == 0:
 			case *shell:
@@ -150,7 +150,7 @@ release ID, or until it was idle for --idle (default 10m).`
 			if err != nil {
 				return err
 			}
-			var st api.Started
+			var st apiwire.Started
 			if err := c.do(ctx, http.MethodPost, "/v1/jobs", req, &st); err != nil {
 				return err
 			}
@@ -206,7 +206,7 @@ func jobListCmd() *Command {
 			if *running {
 				path += "?running=1"
 			}
-			var list []api.JobView
+			var list []apiwire.JobView
 			if err := c.do(ctx, http.MethodGet, path, nil, &list); err != nil {
 				return err
 			}
@@ -241,7 +241,7 @@ func jobActionCmd(name, short string) *Command {
 			if fs.NArg() != 1 {
 				return usagef("one job ID (see airlock job %s --help)", name)
 			}
-			if err := jobs.CheckName("job id", fs.Arg(0)); err != nil {
+			if err := jobwire.CheckName("job id", fs.Arg(0)); err != nil {
 				return usagef("%v", err)
 			}
 			c, err := newAPIClient(env, cf)
@@ -255,14 +255,14 @@ func jobActionCmd(name, short string) *Command {
 // printJob prints job id; for a job that ended with a result the exit
 // status is the command's.
 func (c *apiClient) printJob(ctx context.Context, env *Env, id string, wait, asJSON bool) error {
-	if err := jobs.CheckName("job id", id); err != nil {
+	if err := jobwire.CheckName("job id", id); err != nil {
 		return usagef("%v", err)
 	}
 	path := "/v1/jobs/" + id
 	if wait {
 		path += "?wait=1"
 	}
-	var v api.JobView
+	var v apiwire.JobView
 	if err := c.do(ctx, http.MethodGet, path, nil, &v); err != nil {
 		return err
 	}

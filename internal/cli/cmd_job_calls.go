@@ -12,22 +12,22 @@ import (
 	"text/tabwriter"
 
 	"github.com/airlock-run/airlock/errs"
-	"github.com/airlock-run/airlock/jobs"
+	jobwire "github.com/airlock-run/airlock/jobs/wire"
 )
 
 // readCalls reads a JSON array of calls, refusing a key given twice and
 // a field no call has.
-func readCalls(env *Env, file string) ([]jobs.Call, error) {
+func readCalls(env *Env, file string) ([]jobwire.Call, error) {
 	b, err := os.ReadFile(absFrom(env, file))
 	if err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, "--calls")
 	}
-	if err := jobs.CheckJSON(b); err != nil {
+	if err := jobwire.CheckJSON(b); err != nil {
 		return nil, usagef("--calls %s: %v", file, errs.AgentMessage(err))
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	var calls []jobs.Call
+	var calls []jobwire.Call
 	if err := dec.Decode(&calls); err != nil {
 		return nil, usagef("--calls %s: want a JSON array of calls: %v", file, err)
 	}
@@ -58,14 +58,14 @@ outside event started the job.`
 				return usagef("one job ID (see airlock job trace --help)")
 			}
 			id := fs.Arg(0)
-			if err := jobs.CheckName("job id", id); err != nil {
+			if err := jobwire.CheckName("job id", id); err != nil {
 				return usagef("%v", err)
 			}
 			c, err := newAPIClient(env, cf)
 			if err != nil {
 				return err
 			}
-			var t jobs.Trace
+			var t jobwire.Trace
 			if err := c.do(ctx, http.MethodGet, "/v1/jobs/"+id+"/trace", nil, &t); err != nil {
 				return err
 			}
@@ -79,7 +79,7 @@ outside event started the job.`
 
 // printTrace writes t as a header and a table, every text escaped for
 // the terminal (a call line or a reason may hold anything).
-func printTrace(w io.Writer, t jobs.Trace) {
+func printTrace(w io.Writer, t jobwire.Trace) {
 	lowest := "-"
 	if t.LowestTier >= 0 {
 		lowest = fmt.Sprint(t.LowestTier)
@@ -160,7 +160,7 @@ refused.`
 				}
 				id, rest = rest[0], rest[1:]
 			}
-			if err := jobs.CheckName("job id", id); err != nil {
+			if err := jobwire.CheckName("job id", id); err != nil {
 				return usagef("%v", err)
 			}
 			call, err := callFrom(env, rest, *shell, *read, *write, *list)
@@ -171,7 +171,7 @@ refused.`
 			if err != nil {
 				return err
 			}
-			var r jobs.CallResult
+			var r jobwire.CallResult
 			if err := c.do(ctx, http.MethodPost, "/v1/jobs/"+id+"/calls", call, &r); err != nil {
 				return err
 			}
@@ -199,7 +199,7 @@ refused.`
 
 // callFrom is the call the flags and arguments name: exactly one of a
 // command, --read, --write or --list.
-func callFrom(env *Env, cmd []string, shell bool, read, write string, list bool) (jobs.Call, error) {
+func callFrom(env *Env, cmd []string, shell bool, read, write string, list bool) (jobwire.Call, error) {
 	named := 0
 	for _, set := range []bool{len(cmd) > 0 && !list, read != "", write != "", list} {
 		if set {
@@ -207,30 +207,30 @@ func callFrom(env *Env, cmd []string, shell bool, read, write string, list bool)
 		}
 	}
 	if named != 1 {
-		return jobs.Call{}, usagef("name one call: -- CMD, --read PATH, --write PATH or --list [PATH]")
+		return jobwire.Call{}, usagef("name one call: -- CMD, --read PATH, --write PATH or --list [PATH]")
 	}
 	switch {
 	case read != "":
-		return jobs.Call{Kind: jobs.CallReadFile, Path: read}, nil
+		return jobwire.Call{Kind: jobwire.CallReadFile, Path: read}, nil
 	case write != "":
-		b, err := io.ReadAll(io.LimitReader(env.Stdin, jobs.OutputCap+1))
+		b, err := io.ReadAll(io.LimitReader(env.Stdin, jobwire.OutputCap+1))
 		if err != nil {
-			return jobs.Call{}, errs.Wrap(errs.Invalid, err, "--write: standard input")
+			return jobwire.Call{}, errs.Wrap(errs.Invalid, err, "--write: standard input")
 		}
-		if len(b) > jobs.OutputCap {
-			return jobs.Call{}, usagef("--write: standard input is over %d bytes", jobs.OutputCap)
+		if len(b) > jobwire.OutputCap {
+			return jobwire.Call{}, usagef("--write: standard input is over %d bytes", jobwire.OutputCap)
 		}
-		return jobs.Call{Kind: jobs.CallWriteFile, Path: write, Content: string(b)}, nil
+		return jobwire.Call{Kind: jobwire.CallWriteFile, Path: write, Content: string(b)}, nil
 	case list:
 		path := ""
 		if len(cmd) > 0 {
 			path = cmd[0]
 		}
-		return jobs.Call{Kind: jobs.CallList, Path: path}, nil
+		return jobwire.Call{Kind: jobwire.CallList, Path: path}, nil
 	case shell:
-		return jobs.Call{Kind: jobs.CallShell, Command: strings.Join(cmd, " ")}, nil
+		return jobwire.Call{Kind: jobwire.CallShell, Command: strings.Join(cmd, " ")}, nil
 	}
-	return jobs.Call{Kind: jobs.CallExec, Argv: cmd}, nil
+	return jobwire.Call{Kind: jobwire.CallExec, Argv: cmd}, nil
 }
 
 func jobReleaseCmd() *Command {

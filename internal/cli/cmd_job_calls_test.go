@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-run/airlock/jobs"
+	jobwire "github.com/airlock-run/airlock/jobs/wire"
 )
 
 // TestPrintTrace: the trace's table shows each call's node, tier, verdict
@@ -14,8 +14,8 @@ import (
 // and escapes what a call line or reason may hold for the terminal.
 func TestPrintTrace(t *testing.T) {
 	now := time.Now()
-	tr := jobs.Trace{Job: "j-1", Nodes: []string{"n1"}, LowestTier: 0, Tainted: true, Taint: "hook:deploy", OutsideEvent: true,
-		Calls: []jobs.CallRecord{
+	tr := jobwire.Trace{Job: "j-1", Nodes: []string{"n1"}, LowestTier: 0, Tainted: true, Taint: "hook:deploy", OutsideEvent: true,
+		Calls: []jobwire.CallRecord{
 			{ID: "c1", Kind: "exec", Call: "echo \x1b[31mred", Node: "n1", Tier: 1, Verdict: "allow", Decider: "policy", Rule: "default", Started: now, Ended: now},
 			{ID: "c2", Kind: "shell", Call: "curl x", Node: "n1", Tier: 1, OptedOut: true, Verdict: "escalate", Decider: "person:ann",
 				Rule: "taint", Reason: "the job read text from outside", Started: now, Ended: now},

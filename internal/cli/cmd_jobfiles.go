@@ -11,10 +11,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/airlock-run/airlock/api"
+	apiwire "github.com/airlock-run/airlock/api/wire"
 	"github.com/airlock-run/airlock/approvals"
 	"github.com/airlock-run/airlock/errs"
-	"github.com/airlock-run/airlock/jobs"
+	jobwire "github.com/airlock-run/airlock/jobs/wire"
 )
 
 func jobFilesCmd() *Command {
@@ -47,7 +47,7 @@ tainted job kept taints job ID from then on, and every job it starts later
 			case *get != "" && *put != "":
 				return usagef("--get or --put, not both")
 			}
-			if err := jobs.CheckName("job id", pos[0]); err != nil {
+			if err := jobwire.CheckName("job id", pos[0]); err != nil {
 				return usagef("%v", err)
 			}
 			c, err := newAPIClient(env, cf)
@@ -73,10 +73,10 @@ func (c *apiClient) getFile(ctx context.Context, env *Env, ref, job string) erro
 		return err
 	}
 	defer resp.Body.Close()
-	if taint := resp.Header.Values(api.TaintHeader); len(taint) > 0 {
+	if taint := resp.Header.Values(apiwire.TaintHeader); len(taint) > 0 {
 		fmt.Fprintf(env.Stderr, "airlock job files: job %s is tainted from now on: it %s\n", approvals.Show(job), approvals.Show(strings.Join(taint, "; ")))
 	}
-	if _, err := io.Copy(env.Stdout, io.LimitReader(resp.Body, api.MaxFile+1)); err != nil {
+	if _, err := io.Copy(env.Stdout, io.LimitReader(resp.Body, apiwire.MaxFile+1)); err != nil {
 		return errs.Wrap(errs.Unavailable, err, "write %s", ref)
 	}
 	return nil
@@ -96,19 +96,19 @@ func (c *apiClient) putFile(ctx context.Context, env *Env, file, job string, asJ
 	if in == nil {
 		return usagef("--put -: no standard input")
 	}
-	data, err := io.ReadAll(io.LimitReader(in, api.MaxFile+1))
+	data, err := io.ReadAll(io.LimitReader(in, apiwire.MaxFile+1))
 	if err != nil {
 		return errs.Wrap(errs.Invalid, err, "read %s", file)
 	}
-	if len(data) > api.MaxFile {
-		return usagef("--put %s: more than %d MiB, the most a file may be", file, api.MaxFile>>20)
+	if len(data) > apiwire.MaxFile {
+		return usagef("--put %s: more than %d MiB, the most a file may be", file, apiwire.MaxFile>>20)
 	}
 	resp, err := c.send(ctx, http.MethodPost, "/v1/files?job="+job, data)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	var k api.Kept
+	var k apiwire.Kept
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&k); err != nil {
 		return errs.Wrap(errs.Unavailable, err, "the server's answer")
 	}
@@ -120,7 +120,7 @@ func (c *apiClient) putFile(ctx context.Context, env *Env, file, job string, asJ
 }
 
 func (c *apiClient) listFiles(ctx context.Context, env *Env, job string, asJSON bool) error {
-	var list []api.FileInfo
+	var list []apiwire.FileInfo
 	if err := c.do(ctx, http.MethodGet, "/v1/files?job="+job, nil, &list); err != nil {
 		return err
 	}

@@ -3,26 +3,19 @@ package cli
 import (
 	"context"
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/airlock-run/airlock/errs"
-	"github.com/airlock-run/airlock/escape"
-	"github.com/airlock-run/airlock/files"
-	"github.com/airlock-run/airlock/internal/wiring"
-	"github.com/airlock-run/airlock/jobs"
-	"github.com/airlock-run/airlock/jobs/pki"
-	"github.com/airlock-run/airlock/node"
-	"github.com/airlock-run/airlock/offload"
-	"github.com/airlock-run/airlock/sandbox"
+	"github.com/airlock-run/airlock/sandbox/lookpath"
 )
 
-func nodeCmd() *Command {
-	const usage = "[--server URL] [--enroll-token-file FILE] [--pool NAME] [--id ID] [--sandbox auto|off|1] [--max-boxes N] [--state DIR]"
-	const long = `Runs a node of the fleet: it probes this host's sandbox tier, registers
+// NodeUsage and NodeHelp are `airlock node`'s synopsis and help, for the
+// airlock-node binary that runs it (internal/fleetcli).
+const NodeUsage = "[--server URL] [--enroll-token-file FILE] [--pool NAME] [--id ID] [--sandbox auto|off|1] [--max-boxes N] [--state DIR]"
+
+const NodeHelp = `Runs a node of the fleet: it probes this host's sandbox tier, registers
 with the server (its tier and the probe's findings), and takes jobs of its
 pool: from the pool's queue always, from the pool's floor queue (work that
 can run a shell) only at sandbox tier 1, and the runs it claimed from its
@@ -54,193 +47,64 @@ with --tier0, and says so when it registers.
 
 --max-boxes N bounds the boxes this node runs at once (default 4): a node at
 its bound declines further claims before any box starts, so the job waits in
-its queue for a node with room.`
-	return &Command{Name: "node", Usage: usage, Short: "run a node that takes jobs from the server", Long: long,
+its queue for a node with room.
+
+A node is the airlock-node binary, which links the Temporal SDK that the
+airlock binary leaves out: here, airlock node runs the airlock-node beside
+this binary (else the first on PATH) with the same arguments. node list and
+node sandbox-optout are this binary's own.`
+
+// nodeBinary is the binary that runs `airlock node`: it links the Temporal
+// SDK, which the airlock binary does not.
+const nodeBinary = "airlock-node"
+
+// nodeCmd runs Env.Node, which only the airlock-node binary sets; the
+// airlock binary hands its arguments to that binary (node list and
+// sandbox-optout are HTTP clients and stay here).
+func nodeCmd() *Command {
+	return &Command{Name: "node", Usage: NodeUsage, Short: "run a node that takes jobs from the server", Long: NodeHelp,
 		Sub: nodeAdminCmds(),
 		Run: func(ctx context.Context, env *Env, args []string) error {
-			fs := NewFlags(env, "airlock node", usage, long)
-			cf := addNodeFlags(fs)
-			enrollFile := fs.String("enroll-token-file", "", "the server's enrolment token `file` (default: $AIRLOCK_ENROLL_TOKEN_FILE, else the local server's)")
-			pool := fs.String("pool", jobs.DefaultPool, "the `pool` whose jobs this node takes")
-			id := fs.String("id", "", "this node's `id` (default: the host name)")
-			sb := fs.String("sandbox", "auto", "sandbox tier: auto (the best the host gives, refused at tier 0), off (tier 0) or 1")
-			state := fs.String("state", "", "state `directory` (default: $XDG_STATE_HOME/airlock/node/ID)")
-			maxBoxes := fs.Int("max-boxes", 4, "the most boxes this node runs at once (`N`)")
-			if err := ParseFlags(fs, args); err != nil {
-				return err
+			if env.Node != nil {
+				return env.Node(ctx, env, args)
 			}
-			if fs.NArg() > 0 {
-				return usagef("airlock node takes no arguments (see --help)")
-			}
-			if *id == "" {
-				*id = hostID()
-			}
-			if err := jobs.CheckName("--id", *id); err != nil {
-				return usagef("%v", err)
-			}
-			if err := jobs.CheckName("--pool", *pool); err != nil {
-				return usagef("%v", err)
-			}
-			if *maxBoxes < 1 || *maxBoxes > 1024 {
-				return usagef("--max-boxes %d: want 1 to 1024", *maxBoxes)
-			}
-			tier, findings, err := nodeTier(*sb)
-			if err != nil {
-				return err
-			}
-			dir, err := fleetDir(env, *state, filepath.Join("node", *id))
-			if err != nil {
-				return err
-			}
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return errs.Wrap(errs.Unavailable, err, "node state directory")
-			}
-			server := cf.serverURL(env)
-			if *cf.tokenFile != "" {
-				fmt.Fprintf(env.Stderr, "airlock node: WARNING: --token-file is unused and not read: a node registers with its own token, from its enrolment (STATE/pki/node.token); drop the flag, it goes in the next release\n")
-			}
-			enrollToken, caPin, err := readEnrollFile(env, *enrollFile)
-			if err != nil {
-				return err
-			}
-			if tier == sandbox.Tier0 {
-				fmt.Fprintf(env.Stderr, "airlock node: WARNING: node %s runs at sandbox tier 0 (--sandbox off): it takes only jobs started with --tier0, which run UNCONFINED\n", *id)
-			}
-			store, err := files.Open(filepath.Join(dir, "files"), files.Options{})
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			cfg := node.Config{Server: server, ID: *id, Pool: *pool,
-				Tier: int(tier), Findings: findings, StateDir: dir, Log: env.Log, MaxBoxes: *maxBoxes,
-				Kernel: jobKernel(env, tier, store), EnrollToken: enrollToken, CAPin: caPin, Attest: attestRows(env)}
-			cfg.Tree = node.NewServerTree(cfg, nodeFiles{store})
-			return node.Run(ctx, cfg)
+			return handOver(env, nodeBinary, append([]string{"node"}, args...))
 		}}
 }
 
-// nodeTier resolves --sandbox against one probe of this host: auto is the
-// best it gives (refused when that is tier 0), off is tier 0.
-func nodeTier(flagValue string) (sandbox.Tier, []string, error) {
-	t, err := sandbox.ParseTier(flagValue)
+// handOver runs the fleet binary name in place of this process, with args
+// and the caller's environment: the one beside the airlock binary, else
+// the first on PATH. It returns only when it cannot, naming the fix.
+func handOver(env *Env, name string, args []string) error {
+	path, err := fleetBinary(env, name)
 	if err != nil {
-		return 0, nil, usagef("--sandbox: %v", err)
+		return err
 	}
-	if t == sandbox.Tier2 {
-		return 0, nil, usagef("--sandbox 2: nodes do not route tier 2 yet (use auto or 1)")
+	if env.Exec == nil {
+		return errs.Unavailablef("%s: this airlock cannot hand over to another program", path)
 	}
-	host := sandbox.ProbeHost()
-	var findings []string
-	for _, f := range host.Report().Findings {
-		findings = append(findings, fmt.Sprintf("%s: %s: %s (fix: %s)", f.Severity, f.Topic, f.Text, f.Fix))
-	}
-	got, err := sandbox.Resolve(t, host)
-	if err != nil {
-		return 0, findings, err
-	}
-	if got == sandbox.Tier0 {
-		findings = append(findings, "warning: sandbox: the node runs at tier 0 (--sandbox off): it takes only jobs started with --tier0")
-	}
-	return got, findings, nil
+	err = env.Exec(path, append([]string{path}, args...), env.Environ)
+	return errs.Wrap(errs.Unavailable, err, "run %s", path)
 }
 
-// jobKernel builds each job's kernel from the job's policy, in the job's
-// directory: its own working directory, audit log and grants, HOME the
-// job's directory, none of the node's environment, at the node's tier.
-func jobKernel(env *Env, tier sandbox.Tier, store *files.Store) node.KernelFunc {
-	return func(ctx context.Context, j jobs.Job, dir string) (node.Kernel, error) {
-		policyFile := ""
-		if j.Policy != "" {
-			policyFile = filepath.Join(dir, "policy.yaml")
-			if err := os.WriteFile(policyFile, []byte(j.Policy), 0o600); err != nil {
-				return node.Kernel{}, errs.Wrap(errs.Unavailable, err, "job %s: policy", j.ID)
-			}
+// fleetBinary finds name beside the airlock binary, else on the caller's
+// PATH.
+func fleetBinary(env *Env, name string) (string, error) {
+	beside := ""
+	if env.Exe != "" {
+		beside = filepath.Join(filepath.Dir(env.Exe), name)
+		if lookpath.Executable(beside) == nil {
+			return beside, nil
 		}
-		// A short directory of the job's own for the approvals socket (a
-		// Unix socket's path is short), so two jobs never share one.
-		run, err := os.MkdirTemp("", "al-")
-		if err != nil {
-			return node.Kernel{}, errs.Wrap(errs.Unavailable, err, "job %s: runtime directory", j.ID)
-		}
-		getenv := func(k string) string {
-			switch k {
-			case "HOME":
-				return dir
-			case "XDG_RUNTIME_DIR":
-				return run
-			}
-			return ""
-		}
-		k, err := wiring.Build(wiring.Config{PolicyFile: policyFile, Workdir: filepath.Join(dir, "work"), Dir: dir,
-			Mode: j.Mode, Getenv: getenv, AuditFile: filepath.Join(dir, "audit.jsonl"),
-			GrantsFile: filepath.Join(dir, "grants.json"), Log: env.Log, Tier: tier, Exe: env.Exe,
-			StoreDir: store.Dir(), Offloader: &offload.Offloader{Store: store, Threshold: offload.DefaultThreshold},
-			Scope: jobScope(j.ID),
-			Taint: func() string { return jobTaint(j) },
-			Warn:  func(s string) { env.Log.Warn("job "+j.ID, "announce", s) }})
-		if err != nil {
-			os.RemoveAll(run)
-			return node.Kernel{}, err
-		}
-		return node.Kernel{Kernel: k.Kernel, Close: func() error {
-			err := k.Close()
-			os.RemoveAll(run)
-			return err
-		}}, nil
 	}
-}
-
-// attestRows runs the selftest's attest rows (pki.AttestRows, the matrix
-// of `airlock sandbox selftest` limited to them) on this host, as the rows
-// a node signs: each attempt unconfined first, then on every mechanism.
-func attestRows(env *Env) func(ctx context.Context) ([]pki.Row, error) {
-	return func(ctx context.Context) ([]pki.Row, error) {
-		cases, err := escape.Parse(escape.CaseFile)
-		if err != nil {
-			return nil, err
-		}
-		rep, err := escape.Run(ctx, escape.Options{Exe: env.Exe, Cases: cases, Only: pki.AttestRows})
-		if err != nil {
-			return nil, err
-		}
-		tiers := map[string]int{}
-		for _, m := range rep.Mechanisms {
-			tiers[m.Name] = m.Tier
-		}
-		rows := make([]pki.Row, 0, len(rep.Results))
-		for _, r := range rep.Results {
-			rows = append(rows, pki.Row{Attempt: r.Attempt, Mechanism: r.Mechanism, Tier: tiers[r.Mechanism],
-				Outcome: string(r.Outcome), Detail: r.Detail})
-		}
-		return rows, nil
+	if p, err := lookpath.LookPath(name, env.Getenv("PATH"), env.Dir); err == nil {
+		return p, nil
 	}
-}
-
-// jobTaint is why job j is tainted, "" when it is not: its kernel then
-// makes every call that can send data out wait for a person.
-func jobTaint(j jobs.Job) string {
-	if !j.Tainted {
-		return ""
+	where := "on PATH"
+	if beside != "" {
+		where = "at " + beside + " or on PATH"
 	}
-	return firstNonEmpty(j.Taint, "it read text from outside")
-}
-
-// hostID is the host name as a node id.
-func hostID() string {
-	h, err := os.Hostname()
-	if err != nil || h == "" {
-		return "node"
-	}
-	h = strings.ToLower(h)
-	h = regexp.MustCompile(`[^a-z0-9_-]+`).ReplaceAllString(h, "-")
-	h = strings.Trim(h, "-_")
-	if len(h) > 63 {
-		h = h[:63]
-	}
-	if h == "" {
-		return "node"
-	}
-	return h
+	return "", errs.Unavailablef("nodes run in the %s binary, which links the Temporal SDK that the airlock binary leaves out, and there is none %s: build it beside airlock (`go build -o %s ./cmd/airlock-node`; scripts/setup.sh does)", name, where, firstNonEmpty(beside, name))
 }
 
 // clientFlags are how a command finds the server: --server and
@@ -260,20 +124,8 @@ func addClientFlags(fs *flag.FlagSet) *clientFlags {
 	}
 }
 
-// addNodeFlags are airlock node's: --server, and --token-file accepted for
-// one release but never read (a node has a token of its own).
-func addNodeFlags(fs *flag.FlagSet) *clientFlags {
-	return &clientFlags{
-		server:    fs.String("server", "", "the server's `URL` (default: $AIRLOCK_SERVER, else http://"+DefaultServerAddr+")"),
-		tokenFile: fs.String("token-file", "", "unused: a node registers with its own token, from its enrolment (accepted for one release)"),
-		caFile:    new(string), // a node pins the CA by its enrolment token file
-	}
-}
-
 // serverURL is --server, else $AIRLOCK_SERVER, else the local server.
-func (c *clientFlags) serverURL(env *Env) string {
-	return firstNonEmpty(*c.server, env.Getenv("AIRLOCK_SERVER"), "http://"+DefaultServerAddr)
-}
+func (c *clientFlags) serverURL(env *Env) string { return ServerURL(env, *c.server) }
 
 func (c *clientFlags) resolve(env *Env) (server, token string, err error) {
 	server = c.serverURL(env)
@@ -286,7 +138,7 @@ func (c *clientFlags) resolve(env *Env) (server, token string, err error) {
 func readTokenFile(env *Env, flagValue, envVar, name, what string) (string, error) {
 	file := firstNonEmpty(flagValue, env.Getenv(envVar))
 	if file == "" {
-		dir, err := fleetDir(env, "", "server")
+		dir, err := FleetDir(env, "", "server")
 		if err != nil {
 			return "", err
 		}
@@ -317,4 +169,35 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// ServerURL is a fleet command's server: flagValue (--server), else
+// $AIRLOCK_SERVER, else the local server.
+func ServerURL(env *Env, flagValue string) string {
+	return firstNonEmpty(flagValue, env.Getenv("AIRLOCK_SERVER"), "http://"+DefaultServerAddr)
+}
+
+// ReadTokenFile is readTokenFile, for the fleet's own commands.
+func ReadTokenFile(env *Env, flagValue, envVar, name, what string) (string, error) {
+	return readTokenFile(env, flagValue, envVar, name, what)
+}
+
+// Usagef makes a usage error (exit 2), for the fleet's own commands.
+func Usagef(format string, a ...any) error { return usagef(format, a...) }
+
+// AbsFrom is p made absolute against the caller's directory.
+func AbsFrom(env *Env, p string) string { return absFrom(env, p) }
+
+// FleetDir is a fleet command's state directory: the flag, else
+// <airlock's state directory>/<name> ($XDG_STATE_HOME/airlock/<name>, else
+// ~/.local/state/airlock/<name>).
+func FleetDir(env *Env, flagValue, name string) (string, error) {
+	if flagValue != "" {
+		return absFrom(env, flagValue), nil
+	}
+	d, err := stateDir(env)
+	if err != nil {
+		return "", errs.Unavailablef("no state directory (set --state, $XDG_STATE_HOME or $HOME)")
+	}
+	return filepath.Join(d, name), nil
 }

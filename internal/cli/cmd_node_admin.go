@@ -8,9 +8,9 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/airlock-run/airlock/api"
+	apiwire "github.com/airlock-run/airlock/api/wire"
 	"github.com/airlock-run/airlock/approvals"
-	"github.com/airlock-run/airlock/jobs"
+	jobwire "github.com/airlock-run/airlock/jobs/wire"
 )
 
 // nodeAdminCmds are the commands about the server's nodes.
@@ -35,7 +35,7 @@ func nodeListCmd() *Command {
 			if err != nil {
 				return err
 			}
-			var nodes []api.NodeEntry
+			var nodes []apiwire.NodeEntry
 			if err := c.do(ctx, http.MethodGet, "/v1/nodes", nil, &nodes); err != nil {
 				return err
 			}
@@ -111,14 +111,14 @@ file (the server's admin-token, or a file of one "NAME TOKEN" line).`
 			if len(pos) != 1 {
 				return usagef("want one NODE (see airlock node sandbox-optout --help)")
 			}
-			if err := jobs.CheckName("NODE", pos[0]); err != nil {
+			if err := jobwire.CheckName("NODE", pos[0]); err != nil {
 				return usagef("%v", err)
 			}
 			if n := btoi(*end) + btoi(*approve) + btoi(*reason != ""); n != 1 {
 				return usagef("give exactly one of --reason TEXT, --approve and --end")
 			}
 			if *cf.tokenFile == "" && env.Getenv("AIRLOCK_TOKEN_FILE") == "" {
-				dir, err := fleetDir(env, "", "server")
+				dir, err := FleetDir(env, "", "server")
 				if err != nil {
 					return err
 				}
@@ -129,7 +129,7 @@ file (the server's admin-token, or a file of one "NAME TOKEN" line).`
 				return err
 			}
 			var out map[string]any
-			req := api.OptOutRequest{Reason: *reason, End: *end, Approve: *approve}
+			req := apiwire.OptOutRequest{Reason: *reason, End: *end, Approve: *approve}
 			if err := c.do(ctx, http.MethodPost, "/v1/nodes/"+pos[0]+"/sandbox-optout", req, &out); err != nil {
 				return err
 			}
@@ -183,7 +183,7 @@ func serverApprovals(ctx context.Context, env *Env, cf *clientFlags, job string,
 // the digest listed now is used, and the call it stands for is printed
 // first.
 func serverDecide(ctx context.Context, env *Env, cf *clientFlags, id, answer, digest, job string, asJSON bool) error {
-	if answer != jobs.AnswerAllowOnce && answer != jobs.AnswerDeny {
+	if answer != jobwire.AnswerAllowOnce && answer != jobwire.AnswerDeny {
 		return usagef("a server's escalation is answered allow-once or deny, not %s", approvals.Show(answer))
 	}
 	c, err := newAPIClient(env, cf)
@@ -208,28 +208,28 @@ func serverDecide(ctx context.Context, env *Env, cf *clientFlags, id, answer, di
 		}
 	}
 	var out map[string]string
-	if err := c.do(ctx, http.MethodPost, "/v1/approvals/"+id, api.AnswerRequest{Answer: answer, Digest: digest, Job: job}, &out); err != nil {
+	if err := c.do(ctx, http.MethodPost, "/v1/approvals/"+id, apiwire.AnswerRequest{Answer: answer, Digest: digest, Job: job}, &out); err != nil {
 		return err
 	}
 	if asJSON {
 		return json.NewEncoder(env.Stdout).Encode(out)
 	}
-	word := map[string]string{jobs.AnswerAllowOnce: "allowed once", jobs.AnswerDeny: "denied"}[answer]
+	word := map[string]string{jobwire.AnswerAllowOnce: "allowed once", jobwire.AnswerDeny: "denied"}[answer]
 	fmt.Fprintf(env.Stdout, "%s: %s\n", approvals.Show(id), strings.TrimSpace(word))
 	return nil
 }
 
 // questions lists the server's waiting questions: job's, read from its
 // workflow, when job is given.
-func (c *apiClient) questions(ctx context.Context, job string) ([]jobs.Question, error) {
+func (c *apiClient) questions(ctx context.Context, job string) ([]jobwire.Question, error) {
 	path := "/v1/approvals"
 	if job != "" {
-		if err := jobs.CheckName("--job", job); err != nil {
+		if err := jobwire.CheckName("--job", job); err != nil {
 			return nil, usagef("%v", err)
 		}
 		path += "?job=" + job
 	}
-	var qs []jobs.Question
+	var qs []jobwire.Question
 	err := c.do(ctx, http.MethodGet, path, nil, &qs)
 	return qs, err
 }

@@ -111,7 +111,13 @@ var depRules = []struct {
 		"go.temporal.io/sdk", true, "only jobs imports the Temporal SDK; the front ends go through it"},
 	{func(p string, r row) bool { return p != "jobs/server" && p != "cmd/airlock-server" && r.layer != tests },
 		"go.temporal.io/server", false, "only jobs/server imports the Temporal server, and only airlock-server links it (the airlock binary never carries it)"},
+	{func(p string, _ row) bool { return slices.Contains(temporalFree, p) }, "go.temporal.io", false,
+		"the airlock binary links no Temporal package, since every `airlock run`, its guard and every box's init pay for what it links: the node is airlock-node and the server airlock-server (internal/fleetcli), and the CLI's HTTP clients read jobs/wire and api/wire"},
 }
+
+// temporalFree are the packages of the airlock binary that must link no
+// Temporal package at all: its main and the CLI it runs.
+var temporalFree = []string{"cmd/airlock", "internal/cli"}
 
 // violations checks pkgs against the table tab and the rules outside it.
 func violations(pkgs map[string]*pkg, tab map[string]row) []violation {

@@ -83,6 +83,7 @@ func TestRulesCanFail(t *testing.T) {
 		"sandbox/boxconf": {}, // clean
 		"jobs/temporal":   {Deps: []string{"go.temporal.io/sdk"}},
 		"cmd/airlock":     {Deps: []string{"go.temporal.io/server/temporal"}},
+		"internal/cli":    {Deps: []string{"go.temporal.io/sdk/client"}, Starts: []string{"x.go:3: syscall.Exec"}}, // through jobs
 		"node":            {AllImports: []string{"go.temporal.io/sdk/client"}, Deps: []string{"go.temporal.io/sdk/client"}},
 		"api":             {Deps: []string{"go.temporal.io/sdk/client"}}, // through jobs: allowed
 		"escape":          {AllImports: m("runner")},                     // may start processes, but starts none
@@ -98,10 +99,12 @@ func TestRulesCanFail(t *testing.T) {
 	want := []string{
 		"audit imports internal/cli: the CLI is wiring",
 		"cmd/airlock depends on go.temporal.io/server: only jobs/server imports the Temporal server",
+		"cmd/airlock depends on go.temporal.io: the airlock binary links no Temporal package",
 		"egress imports policy: not in its row",
 		"escape starts no process, yet its row lets it",
 		"files depends on go.temporal.io/sdk",
 		"fit imports net: fit does no I/O",
+		"internal/cli depends on go.temporal.io: the airlock binary links no Temporal package",
 		"internal/testsupport imports errs: a package of tests imports no airlock package",
 		"jobs/new is not in the table",
 		"mcp/gateway imports fit: a front end translates",

@@ -60,6 +60,10 @@ var table = map[string]row{
 	"policy/protected": {layer: leaves, pure: true},
 	"sandbox/boxconf":  {layer: leaves, pure: true},
 	"egress/wire":      {layer: leaves},
+	// the fleet's plain wire types and the API's bodies, with no Temporal
+	// package, so the airlock binary's HTTP clients link them without the SDK
+	"jobs/wire": {layer: leaves, pure: true},
+	"api/wire":  {layer: leaves, pure: true, may: []string{"jobs/wire"}},
 	// starttrace: the phases of one start, timed when AIRLOCK_TRACE_START is set.
 	"internal/starttrace": {layer: leaves},
 
@@ -96,7 +100,7 @@ var table = map[string]row{
 		starts: "the escape matrix runs each attack unconfined first, to show it works outside any box"},
 
 	// jobs
-	"jobs":        {layer: jobs},
+	"jobs":        {layer: jobs, may: []string{"jobs/wire"}},
 	"jobs/server": {layer: jobs, may: []string{"jobs", "jobs/pki"}}, // the embedded Temporal server, linked only into airlock-server
 
 	// front ends
@@ -109,18 +113,24 @@ var table = map[string]row{
 	// node runs a job's calls through a kernel the CLI builds for it; the
 	// CLI, not node, probes the tier (a front end builds no box).
 	"node": {layer: frontEnds, may: []string{"jobs", "jobs/pki", "mediator", "policy"}},
-	"api":  {layer: frontEnds, may: []string{"audit", "jobs", "jobs/pki"}}, // the server's HTTP API: routes jobs, runs none, keeps the server's audit log
+	"api":  {layer: frontEnds, may: []string{"api/wire", "audit", "jobs", "jobs/pki"}}, // the server's HTTP API: routes jobs, runs none, keeps the server's audit log
 
 	// cli
 	"internal/wiring": {layer: cli, may: []string{"approvals", "audit", "egress", "egress/wire", "files", "fit",
 		"internal/privfile", "internal/starttrace", "mcp", "mediator", "netrule", "offload", "policy", "sandbox"}},
-	"internal/cli": {layer: cli, may: []string{"api", "approvals", "audit", "escape", "files", "fit", "internal/privfile", "jobs", "jobs/pki", "node", "termsafe",
+	"internal/cli": {layer: cli, may: []string{"api/wire", "approvals", "audit", "escape", "files", "fit", "internal/privfile", "jobs/pki", "jobs/wire", "termsafe",
 		"internal/wiring", "mcp", "mcp/gateway", "mcp/httpfront", "mcp/serve", "mediator", "offload", "policy",
-		"policy/shellread", "sandbox"}},
+		"policy/shellread", "sandbox", "sandbox/lookpath"},
+		starts: "`airlock node` hands its arguments to the airlock-node binary (syscall.Exec), which alone links the Temporal SDK"},
+	// fleetcli: `airlock node` and `airlock server`, which link Temporal;
+	// only the airlock-node and airlock-server binaries import it.
+	"internal/fleetcli": {layer: cli, may: []string{"api", "audit", "escape", "files", "internal/cli", "internal/privfile", "internal/wiring",
+		"jobs", "jobs/pki", "node", "offload", "sandbox"}},
 
 	// mains
 	"cmd/airlock":        {layer: mains, may: []string{"egress/forward", "escape", "internal/cli", "internal/starttrace", "sandbox", "sandbox/boxinit"}},
-	"cmd/airlock-server": {layer: mains, may: []string{"internal/cli", "jobs/server"}},
+	"cmd/airlock-node":   {layer: mains, may: []string{"egress/forward", "escape", "internal/cli", "internal/fleetcli", "sandbox", "sandbox/boxinit"}},
+	"cmd/airlock-server": {layer: mains, may: []string{"internal/cli", "internal/fleetcli", "jobs/server"}},
 
 	// tests
 	"internal/e2e":         {layer: tests},

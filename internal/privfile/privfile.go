@@ -560,3 +560,24 @@ func ReadFile(path string, max int64, o Options) ([]byte, error) {
 	}
 	return buf[:n], nil
 }
+
+// OpenDir returns the directory path (created, mode 0700, when o.MakeDirs),
+// held open with O_PATH, after every directory from "/" to it passed the
+// checks WriteFile makes: a caller that keeps a tree of its own there (a
+// cache) works beneath the descriptor with *at calls and never through a
+// name someone else could re-point.
+func OpenDir(path string, o Options) (*os.File, error) {
+	w, err := newWalker(o)
+	if err != nil {
+		return nil, err
+	}
+	abs, err := absolute(path)
+	if err != nil {
+		return nil, err
+	}
+	d, err := w.walk(abs, split(abs))
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(d.fd), d.path), nil
+}

@@ -32,3 +32,6 @@ func MkdirAll(path string, _ Options) error { return unsupported(path) }
 
 // ReadFile is not supported on this system.
 func ReadFile(path string, _ int64, _ Options) ([]byte, error) { return nil, unsupported(path) }
+
+// OpenDir is not supported on this system.
+func OpenDir(path string, _ Options) (*os.File, error) { return nil, unsupported(path) }

@@ -15,8 +15,12 @@ import (
 // module is the module path whose go.mod marks the checkout's root.
 const module = "github.com/airlock-run/airlock"
 
-// built is the binary AirlockBin built for this test process, once.
-var built = sync.OnceValues(build)
+// built is the binary AirlockBin built for this test process, once;
+// builtNode NodeBin's.
+var (
+	built     = sync.OnceValues(func() (string, error) { return build("./cmd/airlock", "airlock") })
+	builtNode = sync.OnceValues(func() (string, error) { return build("./cmd/airlock-node", "airlock-node") })
+)
 
 // AirlockBin returns the airlock binary the test runs: $AIRLOCK_BIN when set
 // (scripts/test.sh builds it once for every package), else one built from
@@ -24,10 +28,7 @@ var built = sync.OnceValues(build)
 // fails the test: a test that needs the binary proves nothing without it.
 func AirlockBin(t testing.TB) string {
 	t.Helper()
-	if b := os.Getenv("AIRLOCK_BIN"); b != "" {
-		if st, err := os.Stat(b); err != nil || st.IsDir() {
-			t.Fatalf("AIRLOCK_BIN=%s is not the airlock binary (build it with go build -o bin/airlock ./cmd/airlock): %v", b, err)
-		}
+	if b := binFromEnv(t, "AIRLOCK_BIN", "airlock"); b != "" {
 		return b
 	}
 	bin, err := built()
@@ -37,8 +38,44 @@ func AirlockBin(t testing.TB) string {
 	return bin
 }
 
-// build compiles cmd/airlock into a fresh temporary directory.
-func build() (string, error) {
+// NodeBin returns the airlock-node binary (the node, which links the
+// Temporal SDK) the test runs: $AIRLOCK_NODE_BIN when set, else the
+// airlock-node beside AirlockBin's binary (scripts/setup.sh builds both),
+// else one built from this checkout's cmd/airlock-node, once per test
+// binary.
+func NodeBin(t testing.TB) string {
+	t.Helper()
+	if b := binFromEnv(t, "AIRLOCK_NODE_BIN", "airlock-node"); b != "" {
+		return b
+	}
+	beside := filepath.Join(filepath.Dir(AirlockBin(t)), "airlock-node")
+	if st, err := os.Stat(beside); err == nil && !st.IsDir() {
+		return beside
+	}
+	bin, err := builtNode()
+	if err != nil {
+		t.Fatalf("build airlock-node: %v", err)
+	}
+	return bin
+}
+
+// binFromEnv is the binary $key names, "" when it is unset; one that is not
+// a file fails the test, naming how to build name.
+func binFromEnv(t testing.TB, key, name string) string {
+	t.Helper()
+	b := os.Getenv(key)
+	if b == "" {
+		return ""
+	}
+	if st, err := os.Stat(b); err != nil || st.IsDir() {
+		t.Fatalf("%s=%s is not the %s binary (build it with go build -o bin/%s ./cmd/%s): %v", key, b, name, name, name, err)
+	}
+	return b
+}
+
+// build compiles pkg (./cmd/airlock, ./cmd/airlock-node) as name into a
+// fresh temporary directory.
+func build(pkg, name string) (string, error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return "", err
@@ -47,11 +84,11 @@ func build() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "airlock")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/airlock")
+	bin := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/airlock in %s: %v\n%s", root, err, out)
+		return "", fmt.Errorf("go build %s in %s: %v\n%s", pkg, root, err, out)
 	}
 	return bin, nil
 }

@@ -45,6 +45,7 @@ func TestPrivateListsEveryHostWrite(t *testing.T) {
 		filepath.Join(root, "config", "airlock", "trusted.yaml"),
 		filepath.Join(root, "state", "airlock", "box-writable"),
 		filepath.Join(root, "state", "airlock", ProbeCacheFile),
+		filepath.Join(root, "state", "airlock", EtcViewDir),
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Private (-want +got):\n%s", d)

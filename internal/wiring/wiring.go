@@ -195,6 +195,7 @@ func Build(cfg Config) (*Kernel, error) {
 	// The probe's cache lies among the private paths just checked: no box
 	// of this policy may write it.
 	sandbox.UseProbeCache(paths.probe, thisRun)
+	sandbox.UseEtcCache(paths.etcView, thisRun)
 
 	grants, err := approvals.LoadGrants(paths.grants)
 	if err != nil {
@@ -259,15 +260,16 @@ func Build(cfg Config) (*Kernel, error) {
 // kernel, absolute; "" for what this kernel does not write.
 type hostPaths struct {
 	grants, audit, socketDir, trace, report, store, pins string
-	// probe is the host probe's cache (sandbox.UseProbeCache).
-	probe string
+	// probe is the host probe's cache (sandbox.UseProbeCache), etcView
+	// the directory of the box's /etc views (sandbox.UseEtcCache).
+	probe, etcView string
 	// trusted is the person's trusted policies, written is the record of
 	// paths granted to boxes (trust.go).
 	trusted, written string
 }
 
 func (h hostPaths) list() []string {
-	return nonEmptyList(h.grants, h.audit, h.socketDir, h.trace, h.report, h.store, h.pins, h.trusted, h.written, h.probe)
+	return nonEmptyList(h.grants, h.audit, h.socketDir, h.trace, h.report, h.store, h.pins, h.trusted, h.written, h.probe, h.etcView)
 }
 
 // privatePaths resolves cfg's paths and their defaults.
@@ -301,6 +303,7 @@ func privatePaths(cfg Config) (hostPaths, error) {
 	}
 	if state, err := audit.DefaultPath(cfg.Getenv); err == nil {
 		h.probe = filepath.Join(filepath.Dir(state), ProbeCacheFile)
+		h.etcView = filepath.Join(filepath.Dir(state), EtcViewDir)
 	}
 	if h.trusted, err = TrustedPath(cfg.Getenv); err != nil {
 		return h, err
@@ -315,11 +318,15 @@ func privatePaths(cfg Config) (hostPaths, error) {
 // beside the default audit log.
 const ProbeCacheFile = "probe-cache.json"
 
+// EtcViewDir holds the box's /etc views (sandbox.UseEtcCache), in
+// airlock's state directory beside the default audit log.
+const EtcViewDir = "etc-views"
+
 // Private is every file and directory airlock writes on the host for cfg:
 // the grants file, the audit log, the approvals socket's directory, the
 // trace file, the report file, the file store and the MCP pins, each when
 // cfg has one, the trusted policies, the record of box-writable paths and
-// the host probe's cache.
+// the host probe's cache and the /etc views.
 // It is the one list the mediator checks a box's writable paths against,
 // whichever front end (run, mcp serve, mcp wrap) built the kernel.
 func Private(cfg Config) ([]string, error) {

@@ -1,10 +1,12 @@
-package cli
+package fleetcli
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlock-run/airlock/internal/cli"
 )
 
 // The server's enrolment token file carries the CA's pin: a file from
@@ -41,7 +43,7 @@ func TestEnrollTokenFile(t *testing.T) {
 			if tc.token != "" && tok != tc.token || len(tok) < 16 {
 				t.Fatalf("token %q, want %q", tok, tc.token)
 			}
-			env := &Env{Environ: []string{"HOME=" + dir}}
+			env := &cli.Env{Environ: []string{"HOME=" + dir}}
 			got, gotPin, err := readEnrollFile(env, path)
 			if err != nil || got != tok || gotPin != pin {
 				t.Fatalf("the node reads %q %q %v; want %q %q", got, gotPin, err, tok, pin)

@@ -1,4 +1,4 @@
-package cli
+package fleetcli
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/airlock-run/airlock/escape"
+	"github.com/airlock-run/airlock/internal/cli"
 	"github.com/airlock-run/airlock/jobs/pki"
 )
 
@@ -52,11 +53,11 @@ func TestNodeReadsNoOperatorToken(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			env := &Env{Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: &stderr, Dir: dir,
+			env := &cli.Env{Node: Node, Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: &stderr, Dir: dir,
 				Environ: []string{"HOME=" + dir, "XDG_STATE_HOME=" + filepath.Join(dir, "state"), "PATH=/usr/bin:/bin"}}
 			args := append([]string{"node", "--server", "http://127.0.0.1:1", "--enroll-token-file", enroll,
 				"--sandbox", "off", "--id", "n1", "--state", filepath.Join(dir, "node-"+strconv.Itoa(len(tc.args)))}, tc.args...)
-			code := Main(context.Background(), args, env)
+			code := cli.Main(context.Background(), args, env)
 			out := stderr.String()
 			if code == 0 || !strings.Contains(out, "/v1/nodes/enroll") {
 				t.Fatalf("exit %d: %s; want the enrolment to fail for want of a server", code, out)

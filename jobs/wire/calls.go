@@ -1,11 +1,10 @@
-package jobs
+package wire
 
 // The plain types of a job's calls and its trace. This file imports no
 // go.temporal.io package: the node and the API read these types without
 // the SDK.
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -351,16 +350,6 @@ type CallRequest struct {
 	Call Call   `json:"call"`
 }
 
-// CallRunner is a Runner that keeps a job's kernel open between its calls:
-// Open builds it (and the job's directory), Call runs one call through it,
-// Close tears it down (every box gone). Close of a job not open is a no-op.
-type CallRunner interface {
-	Runner
-	Open(ctx context.Context, req LeaseRequest) (Lease, error)
-	Call(ctx context.Context, req CallRequest) (CallResult, error)
-	Close(ctx context.Context, job string) error
-}
-
 // JobCalls is the job's calls as it was started: its Calls, or its one
 // command (Argv or Command, with Input as its standard input), so a job of
 // the old shape is one call.
@@ -377,8 +366,8 @@ func (j Job) JobCalls() []Call {
 	return nil
 }
 
-// idleTimeout is how long an open job waits for a call.
-func (j Job) idleTimeout() time.Duration {
+// IdleFor is how long an open job waits for a call.
+func (j Job) IdleFor() time.Duration {
 	if j.IdleTimeout > 0 {
 		return j.IdleTimeout
 	}

@@ -1,4 +1,4 @@
-package cli
+package fleetcli
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-run/airlock/api"
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/files"
+	"github.com/airlock-run/airlock/internal/cli"
 	"github.com/airlock-run/airlock/jobs"
 	"github.com/airlock-run/airlock/jobs/pki"
 	"github.com/airlock-run/airlock/mediator"
@@ -60,11 +61,17 @@ func (p *placingJobs) Wait(ctx context.Context, id string) (jobs.Status, error) 
 	<-ctx.Done()
 	return jobs.Status{}, ctx.Err()
 }
-func (p *placingJobs) Kill(context.Context, string) error                  { return nil }
-func (p *placingJobs) Ask(context.Context, string, jobs.Question) error    { return nil }
-func (p *placingJobs) Answer(context.Context, string, jobs.Answer) error   { return nil }
-func (p *placingJobs) List(context.Context, bool) ([]jobs.Status, error)   { return nil, nil }
-func (p *placingJobs) KillAgent(context.Context, string) ([]string, error) { return nil, nil }
+func (p *placingJobs) Kill(context.Context, string) error                { return nil }
+func (p *placingJobs) Ask(context.Context, string, jobs.Question) error  { return nil }
+func (p *placingJobs) Answer(context.Context, string, jobs.Answer) error { return nil }
+func (p *placingJobs) List(context.Context, bool) ([]jobs.Status, error) { return nil, nil }
+func (p *placingJobs) KillAgent(context.Context, string, func(jobs.Summary) bool) ([]string, error) {
+	return nil, nil
+}
+func (p *placingJobs) Summary(ctx context.Context, id string) (jobs.Summary, error) {
+	st, err := p.Get(ctx, id)
+	return st.Summary, err
+}
 func (p *placingJobs) Questions(context.Context, string) ([]jobs.Question, error) {
 	return nil, nil
 }
@@ -145,7 +152,7 @@ func TestNodeTreeReadResult(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
-		env := &Env{Log: slog.New(slog.DiscardHandler), Dir: dir}
+		env := &cli.Env{Log: slog.New(slog.DiscardHandler), Dir: dir}
 		return node.NewServerTree(node.Config{Server: srv.URL, StateDir: state}, nodeFiles{st}), jobKernel(env, sandbox.Tier0, st)
 	}
 	tree, kernelFor := newNode("n1")
@@ -233,25 +240,25 @@ func TestNodeTreeReadResult(t *testing.T) {
 	// The operator's view: airlock job files.
 	tokFile := filepath.Join(dir, "token")
 	os.WriteFile(tokFile, []byte(operator+"\n"), 0o600)
-	cli := func(stdin string, args ...string) (int, string, string) {
+	run := func(stdin string, args ...string) (int, string, string) {
 		var out, errb strings.Builder
-		env := &Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Dir: dir, Log: slog.New(slog.DiscardHandler)}
-		code := Main(ctx, append([]string{"job", "files", "--server", srv.URL, "--token-file", tokFile}, args...), env)
+		env := &cli.Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Dir: dir, Log: slog.New(slog.DiscardHandler)}
+		code := cli.Main(ctx, append([]string{"job", "files", "--server", srv.URL, "--token-file", tokFile}, args...), env)
 		return code, out.String(), errb.String()
 	}
-	if code, out, errOut := cli("", jobB.ID); code != 0 || !strings.Contains(out, ref) || !strings.Contains(out, jobA.ID) || !strings.Contains(out, "tainted job "+jobT.ID) {
+	if code, out, errOut := run("", jobB.ID); code != 0 || !strings.Contains(out, ref) || !strings.Contains(out, jobA.ID) || !strings.Contains(out, "tainted job "+jobT.ID) {
 		t.Errorf("job files B: %d\n%s%s", code, out, errOut)
 	}
-	if code, out, _ := cli("", "--get", ref, jobB.ID); code != 0 || out != big.String() {
+	if code, out, _ := run("", "--get", ref, jobB.ID); code != 0 || out != big.String() {
 		t.Errorf("job files --get for B: %d, %d bytes", code, len(out))
 	}
-	if code, _, errOut := cli("", "--get", ref, jobC.ID); code == 0 || !strings.Contains(errOut, "not found") {
+	if code, _, errOut := run("", "--get", ref, jobC.ID); code == 0 || !strings.Contains(errOut, "not found") {
 		t.Errorf("job files --get for C: %d %s, want not found", code, errOut)
 	}
-	if code, _, errOut := cli("", "--get", tfit.Offloaded.Ref, jobA.ID); code != 0 || !strings.Contains(errOut, "tainted from now on") {
+	if code, _, errOut := run("", "--get", tfit.Offloaded.Ref, jobA.ID); code != 0 || !strings.Contains(errOut, "tainted from now on") {
 		t.Errorf("job files --get of T's result for A: %d %s, want the taint said", code, errOut)
 	}
-	if code, out, errOut := cli("C's note", "--put", "-", jobC.ID); code != 0 || strings.TrimSpace(out) != files.RefOf([]byte("C's note")).String() {
+	if code, out, errOut := run("C's note", "--put", "-", jobC.ID); code != 0 || strings.TrimSpace(out) != files.RefOf([]byte("C's note")).String() {
 		t.Errorf("job files --put for C: %d %q %s", code, out, errOut)
 	}
 }

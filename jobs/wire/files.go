@@ -1,4 +1,4 @@
-package jobs
+package wire
 
 // Names of the server's file store on the wire, shared by the API and the
 // node. This file imports no go.temporal.io package.

@@ -1,4 +1,4 @@
-package cli
+package fleetcli
 
 import (
 	"path/filepath"

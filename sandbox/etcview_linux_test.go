@@ -1,0 +1,301 @@
+package sandbox
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// etcWorld is a host tree standing in for the host's /etc files: a file,
+// a directory with a file, a link and a subdirectory, and the cache
+// directory the views go to.
+type etcWorld struct {
+	src, cache string
+}
+
+func newEtcWorld(t *testing.T) etcWorld {
+	t.Helper()
+	root := t.TempDir()
+	w := etcWorld{src: filepath.Join(root, "host"), cache: filepath.Join(root, "state", "etc-views")}
+	for _, d := range []string{"dir/sub"} {
+		if err := os.MkdirAll(filepath.Join(w.src, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, content := range map[string]string{"file": "one\n", "dir/f": "in dir\n", "dir/sub/g": "deeper\n"} {
+		if err := os.WriteFile(filepath.Join(w.src, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/usr/share/x", filepath.Join(w.src, "dir", "link")); err != nil {
+		t.Fatal(err)
+	}
+	old := etcRacyWindow
+	etcRacyWindow = 0 // the test changes its sources within the window
+	t.Cleanup(func() { etcRacyWindow = old; UseEtcCache("", nil) })
+	UseEtcCache(w.cache, nil)
+	return w
+}
+
+// plan binds the world's sources as /etc/file and /etc/ssl/dir, and
+// returns the view's directory (its host path) or the error.
+func (w etcWorld) plan(t *testing.T) (string, *Box, error) {
+	t.Helper()
+	p := &planner{box: &Box{}, bw: bwrapInfo{BindFD: true}}
+	var srcs []etcSource
+	for _, bh := range [][2]string{{"/etc/file", "file"}, {"/etc/ssl/dir", "dir"}} {
+		box, host := bh[0], bh[1]
+		pn, err := pin(filepath.Join(w.src, host), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := etcSource{box: box, pn: pn}
+		if err := unix.Fstat(int(pn.f.Fd()), &s.st); err != nil {
+			t.Fatal(err)
+		}
+		srcs = append(srcs, s)
+	}
+	t.Cleanup(func() {
+		for _, s := range srcs {
+			s.pn.f.Close()
+		}
+	})
+	err := p.etcView(srcs, []etcGen{{"/etc/hostname", "airlock\n"}})
+	t.Cleanup(func() { p.box.Close() })
+	if err != nil {
+		return "", p.box, err
+	}
+	for _, o := range p.ops {
+		if o.dest == "/etc" {
+			return o.pn.real, p.box, nil
+		}
+	}
+	t.Fatalf("no bind at /etc in %v", p.ops)
+	return "", nil, nil
+}
+
+func readView(t *testing.T, view, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(view, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func inodeOf(t *testing.T, p string) uint64 {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ino
+}
+
+func TestEtcViewHoldsTheSources(t *testing.T) {
+	w := newEtcWorld(t)
+	view, _, err := w.plan(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rel, want := range map[string]string{"file": "one\n", "ssl/dir/f": "in dir\n", "ssl/dir/sub/g": "deeper\n", "hostname": "airlock\n"} {
+		if got := readView(t, view, rel); got != want {
+			t.Errorf("%s = %q, want %q", rel, got, want)
+		}
+	}
+	if l, err := os.Readlink(filepath.Join(view, "ssl/dir/link")); err != nil || l != "/usr/share/x" {
+		t.Errorf("link = %q, %v; want /usr/share/x", l, err)
+	}
+	for rel, want := range map[string]os.FileMode{".": 0o755, "ssl": 0o755, "ssl/dir": 0o755, "file": 0o644, "hostname": 0o444} {
+		fi, err := os.Lstat(filepath.Join(view, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s mode %o, want %o", rel, fi.Mode().Perm(), want)
+		}
+	}
+	src, _ := os.Stat(filepath.Join(w.src, "dir", "f"))
+	if fi, _ := os.Stat(filepath.Join(view, "ssl/dir/f")); !fi.ModTime().Equal(src.ModTime()) {
+		t.Errorf("copy's time %v, source's %v", fi.ModTime(), src.ModTime())
+	}
+}
+
+func TestEtcViewReusedUntilASourceChanges(t *testing.T) {
+	w := newEtcWorld(t)
+	first, _, err := w.plan(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ino := inodeOf(t, first)
+	again, _, err := w.plan(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != first || inodeOf(t, again) != ino {
+		t.Fatalf("an unchanged host made a new view: %s (inode %d), was %s (inode %d)", again, inodeOf(t, again), first, ino)
+	}
+	// Changed in place, deep in a directory: the directory's own times
+	// stay, the file's record does not.
+	if err := os.WriteFile(filepath.Join(w.src, "dir", "sub", "g"), []byte("changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	view, _, err := w.plan(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readView(t, view, "ssl/dir/sub/g"); got != "changed\n" {
+		t.Fatalf("after the change the view holds %q", got)
+	}
+	// A file added to a source's directory.
+	if err := os.WriteFile(filepath.Join(w.src, "dir", "new"), []byte("new\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	view, _, err = w.plan(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readView(t, view, "ssl/dir/new"); got != "new\n" {
+		t.Fatalf("the added file reads %q", got)
+	}
+}
+
+// A record that is not airlock's own (another user's, or writable by
+// others) does not vouch for its view: the view is made again.
+func TestEtcViewRecordNotOwnIsIgnored(t *testing.T) {
+	w := newEtcWorld(t)
+	first, _, err := w.plan(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ino := inodeOf(t, first)
+	recs, _ := filepath.Glob(filepath.Join(w.cache, "*.rec"))
+	if len(recs) != 1 {
+		t.Fatalf("records %v, want one", recs)
+	}
+	if err := os.Chmod(recs[0], 0o666); err != nil {
+		t.Fatal(err)
+	}
+	again, _, err := w.plan(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inodeOf(t, again) == ino {
+		t.Fatal("a view was bound on the word of a record others may write")
+	}
+}
+
+// A view changed after it was made (by anyone who could write the state
+// directory) is never bound: the next plan makes it again.
+func TestEtcViewChangedIsMadeAgain(t *testing.T) {
+	w := newEtcWorld(t)
+	view, _, err := w.plan(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted := filepath.Join(view, "ssl", "dir", "f")
+	if err := os.Chmod(planted, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(planted, []byte("planted\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again, _, err := w.plan(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readView(t, again, "ssl/dir/f"); got != "in dir\n" {
+		t.Fatalf("the box's /etc holds %q, what was planted in the view", got)
+	}
+}
+
+func TestEtcViewRefuses(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, w etcWorld)
+	}{
+		{"a pipe in a source", func(t *testing.T, w etcWorld) {
+			if err := unix.Mkfifo(filepath.Join(w.src, "dir", "fifo"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a cache directory others may write", func(t *testing.T, w etcWorld) {
+			if os.Geteuid() != 0 {
+				t.Skip("the rule on others' directories is root's (privfile's StrictModes)")
+			}
+			if err := os.MkdirAll(w.cache, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			os.Chmod(w.cache, 0o777)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newEtcWorld(t)
+			tt.setup(t, w)
+			_, _, err := w.plan(t)
+			var nv *errNoView
+			if !errors.As(err, &nv) {
+				t.Fatalf("etcView = %v, want a refusal (bound file by file)", err)
+			}
+		})
+	}
+}
+
+func TestEtcViewNotInAWritableDirectory(t *testing.T) {
+	w := newEtcWorld(t)
+	p := &planner{box: &Box{}, bw: bwrapInfo{BindFD: true}, writable: []string{filepath.Dir(w.cache)}}
+	err := p.etcView(nil, []etcGen{{"/etc/hostname", "airlock\n"}})
+	var nv *errNoView
+	if !errors.As(err, &nv) {
+		t.Fatalf("a cache in a writable directory gave %v, want a refusal", err)
+	}
+	p.box.Close()
+}
+
+// Run as another user airlock cannot keep a source's owner; the copy's
+// owner bits are what applied to it on the source.
+func TestEtcViewMode(t *testing.T) {
+	c := &etcCopier{euid: 1000, groups: map[uint32]bool{1000: true, 50: true}}
+	tests := []struct {
+		name     string
+		uid, gid uint32
+		mode     uint32
+		want     uint32
+	}{
+		{"own file", 1000, 1000, 0o640, 0o640},
+		{"root's, read by others", 0, 0, 0o644, 0o444},
+		{"root's, others may run it", 0, 0, 0o755, 0o555},
+		{"group bits apply, not others'", 0, 50, 0o604, 0o004},
+		{"others may not run what the owner may", 0, 0, 0o744, 0o444},
+		{"group may read", 0, 50, 0o640, 0o440},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &unix.Stat_t{Uid: tt.uid, Gid: tt.gid, Mode: unix.S_IFREG | tt.mode}
+			if got := c.mode(st); got != tt.want {
+				t.Errorf("mode = %o, want %o", got, tt.want)
+			}
+		})
+	}
+	root := &etcCopier{euid: 0}
+	if got := root.mode(&unix.Stat_t{Uid: 5, Mode: unix.S_IFREG | 0o4751}); got != 0o4751 {
+		t.Errorf("under root mode = %o, want the source's 4751", got)
+	}
+}
+
+// The racy window is real: a source changed a moment ago is not copied
+// into a view that would outlive a second change within the same tick.
+func TestEtcViewNotMadeRightAfterAChange(t *testing.T) {
+	w := newEtcWorld(t)
+	etcRacyWindow = time.Hour
+	_, _, err := w.plan(t)
+	var nv *errNoView
+	if !errors.As(err, &nv) {
+		t.Fatalf("a view of files changed a moment ago: %v, want a refusal", err)
+	}
+}
