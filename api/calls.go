@@ -103,9 +103,14 @@ func (s *Server) addCall(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &c) {
 		return
 	}
-	if c.ID == "" {
-		c.ID = newCallID()
+	// The server names every call it adds, so no caller names another
+	// call's id: a second call under one would be refused by the job,
+	// and its caller would read the first call's result as its own.
+	if c.ID != "" {
+		writeErr(w, errs.Invalidf("field \"id\": the server names each call it adds (the answer's \"call\"); leave it out"))
+		return
 	}
+	c.ID = newCallID()
 	if err := c.Validate(); err != nil {
 		writeErr(w, err)
 		return
