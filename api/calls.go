@@ -111,6 +111,10 @@ func (s *Server) addCall(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.ID = newCallID()
+	if c.Taint != "" {
+		writeErr(w, errs.Invalidf("field \"taint\": the server sets it (the job's taint); leave it out"))
+		return
+	}
 	if err := c.Validate(); err != nil {
 		writeErr(w, err)
 		return
@@ -119,6 +123,10 @@ func (s *Server) addCall(w http.ResponseWriter, r *http.Request) {
 		writeCallErr(w, err)
 		return
 	}
+	// The job's kernel was built with its start's taint; what the job read
+	// since (a read the server recorded, by an operator for it, say) goes
+	// with each call, and the node taints the kernel before it runs.
+	c.Taint = s.readTaint(id)
 	if err := cj.Call(r.Context(), id, c); err != nil {
 		writeErr(w, err)
 		return
@@ -206,6 +214,11 @@ func (s *Server) trace(w http.ResponseWriter, r *http.Request) {
 // startCalls reads a start request's calls, open and idle timeout into j.
 func startCalls(req StartRequest, j *jobs.Job) error {
 	j.Calls, j.Open = req.Calls, req.Open
+	for i, c := range req.Calls {
+		if c.Taint != "" {
+			return errs.Invalidf("calls[%d]: field \"taint\": the server sets it (the job's taint); leave it out", i)
+		}
+	}
 	if req.IdleTimeout != "" {
 		d, err := time.ParseDuration(req.IdleTimeout)
 		if err != nil || d <= 0 {

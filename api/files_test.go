@@ -61,6 +61,8 @@ type placedJobs struct {
 	// believeNode answers every job as running on whichever node asks:
 	// the node's own word taken for it, the shape this API must not have.
 	believeNode bool
+	// calls are the calls signalled to its open jobs (taint_attack_test.go).
+	calls []jobs.Call
 }
 
 func (p *placedJobs) Get(_ context.Context, id string) (jobs.Status, error) {

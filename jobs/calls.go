@@ -82,6 +82,11 @@ type Call struct {
 	Budget int    `json:"budget,omitempty"`
 	// Stdin is a command's standard input.
 	Stdin string `json:"stdin,omitempty"`
+	// Taint is set by the server, never by a caller: why the job is
+	// tainted by what it read since its start (the server's record). The
+	// node marks the job's kernel tainted with it before the call runs,
+	// so a kernel built untainted learns of a read it did not make itself.
+	Taint string `json:"taint,omitempty"`
 }
 
 // Validate refuses a call that names no known kind, lacks what its kind

@@ -416,6 +416,13 @@ func (r *runner) Call(ctx context.Context, req jobs.CallRequest) (jobs.CallResul
 		out.Reason = fmt.Sprintf("job %s needs sandbox tier 1 and its policy says isolation: none; remove it, or start the job from inside with --tier0", j.ID)
 		return out, nil
 	}
+	// What the server knows the job read since its start taints the
+	// kernel before the call runs: its kernel was built with its start's
+	// taint only.
+	if c.Taint != "" {
+		k.ReadOutside(c.Taint)
+		out.Taint = c.Taint
+	}
 	if c.Ref != "" && r.cfg.Tree != nil {
 		taint, err := r.cfg.Tree.Fetch(ctx, j, c.Ref)
 		if err != nil {
@@ -423,7 +430,10 @@ func (r *runner) Call(ctx context.Context, req jobs.CallRequest) (jobs.CallResul
 		}
 		if taint != "" {
 			k.ReadOutside(taint)
-			out.Taint = taint
+			if out.Taint != "" {
+				out.Taint += "; "
+			}
+			out.Taint += taint
 		}
 	}
 	// A person answers the job's escalations through the server: the
