@@ -526,6 +526,9 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 // taint marks j tainted when it may use a model the tenant has not vetted
 // or its parent is tainted, and carries the parent's floor over.
 func (s *Server) taint(j *jobs.Job) error {
+	if err := checkModel(j.Model); err != nil {
+		return err
+	}
 	if j.Model != "" && !slices.Contains(s.cfg.VettedModels, j.Model) {
 		j.Tainted, j.Taint = true, joinTaint(j.Taint, fmt.Sprintf("model %s is not vetted", j.Model))
 	}
