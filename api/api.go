@@ -407,6 +407,9 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 	} else {
 		st, err = s.cfg.Jobs.Get(r.Context(), id)
 	}
+	if err == nil {
+		err = s.outputRead(st, hasOutput(st.Result))
+	}
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -430,6 +433,12 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := make([]JobView, 0, len(list))
+	for _, st := range list {
+		if err := s.outputRead(st, hasOutput(st.Result)); err != nil {
+			writeErr(w, err)
+			return
+		}
+	}
 	for _, st := range list {
 		out = append(out, s.view(st))
 	}

@@ -134,6 +134,9 @@ func (s *Server) addCall(w http.ResponseWriter, r *http.Request) {
 	s.record(AuditJobCall, map[string]any{"job": id, "call": c.ID, "kind": c.Kind, "call_sha256": sha(c.Describe()),
 		"by": PrincipalOf(r.Context()).Name})
 	res, done, err := s.awaitCall(r.Context(), cj, id, c.ID, wait)
+	if err == nil && done {
+		err = s.callOutputRead(r.Context(), id, res)
+	}
 	switch {
 	case err != nil:
 		writeCallErr(w, err)
