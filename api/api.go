@@ -361,6 +361,9 @@ func (s *Server) job(req StartRequest, source string) (jobs.Job, error) {
 		}
 		j.RunTimeout = d
 	}
+	if err := leaseBounds(j); err != nil {
+		return j, err
+	}
 	return j, j.Validate()
 }
 

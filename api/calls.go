@@ -235,6 +235,28 @@ func startCalls(req StartRequest, j *jobs.Job) error {
 	return nil
 }
 
+// maxRunTimeout is the longest run a job may ask for: an open job holds
+// its kernel, and a slot of its node, for as long as its run goes on.
+const maxRunTimeout = 24 * time.Hour
+
+// leaseBounds refuses a job that would hold its node's kernel past what
+// the server allows: a run timeout over maxRunTimeout, or an open job's
+// idle timeout over its run timeout (its lease ends at the run timeout
+// whatever the idle timeout says).
+func leaseBounds(j jobs.Job) error {
+	run := j.RunTimeout
+	if run <= 0 {
+		run = jobs.DefaultRunTimeout
+	}
+	switch {
+	case j.RunTimeout > maxRunTimeout:
+		return errs.Invalidf("run_timeout %s: at most %s", j.RunTimeout, maxRunTimeout)
+	case j.IdleTimeout > run:
+		return errs.Invalidf("idle_timeout %s: over the job's run timeout %s, which ends its lease; ask for a longer run_timeout (at most %s) or a shorter idle_timeout", j.IdleTimeout, run, maxRunTimeout)
+	}
+	return nil
+}
+
 // lowestTier is what a job's view shows as the lowest tier its calls ran
 // at: its result's tier once it ended.
 func lowestTier(st jobs.Status) *int {
