@@ -182,6 +182,19 @@ func jobKernel(env *Env, tier sandbox.Tier, store *files.Store) node.KernelFunc 
 			os.RemoveAll(run)
 			return node.Kernel{}, err
 		}
+		// Nothing of the node's own state reaches the job's boxes or its
+		// file calls (nodestate.go).
+		state, ok := statePaths(dir)
+		if !ok {
+			err = errs.Invalidf("node: job %s: its directory is not the node's STATE/jobs/%s", j.ID, j.ID)
+		} else {
+			err = checkNodeState(k.Kernel.Policy(), state, dir)
+		}
+		if err != nil {
+			k.Close()
+			os.RemoveAll(run)
+			return node.Kernel{}, err
+		}
 		return node.Kernel{Kernel: k.Kernel, Close: func() error {
 			err := k.Close()
 			os.RemoveAll(run)
