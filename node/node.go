@@ -319,6 +319,11 @@ func (r *runner) Run(ctx context.Context, req jobs.RunRequest) (jobs.Result, err
 // starts (a node that dies while it is held leaves the mark, and its next
 // start reaps what the job left). The handle is the job's id alone.
 func (r *runner) Open(ctx context.Context, req jobs.LeaseRequest) (jobs.Lease, error) {
+	l, err := r.open(ctx, req)
+	return l, r.hostPaths(req.Job.ID).err(err)
+}
+
+func (r *runner) open(ctx context.Context, req jobs.LeaseRequest) (jobs.Lease, error) {
 	j := req.Job
 	if err := j.Validate(); err != nil {
 		return jobs.Lease{}, err
@@ -391,6 +396,54 @@ func (r *runner) closeAll() {
 // a ref the ref is fetched into the job's tree (and a tainted one taints
 // the kernel); after one that offloaded results, they are kept there.
 func (r *runner) Call(ctx context.Context, req jobs.CallRequest) (jobs.CallResult, error) {
+	out, err := r.call(ctx, req)
+	hp := r.hostPaths(req.Job.ID)
+	out.Reason = hp.Replace(out.Reason)
+	if out.ExitCode != 0 && fileCall(out.Kind) {
+		out.Text = hp.Replace(out.Text) // the file program's failure, not a file's content
+	}
+	return out, hp.err(err)
+}
+
+// fileCall says whether kind is run by a file program, whose failure is
+// the node's message rather than a command's output.
+func fileCall(kind string) bool { _, ok := fileKinds[kind]; return ok || kind == jobs.CallReadResult }
+
+// hostPaths rewrites the node's paths in what it says of job's calls as
+// the job knows them: its working directory ".", its job directory "~"
+// (its policy's home), and the rest of the node's state directory
+// "<node state>", each in every spelling (a symlink resolved). A
+// command's own output is left as it is.
+type hostPaths struct{ *strings.Replacer }
+
+func (r *runner) hostPaths(job string) hostPaths {
+	state := filepath.Clean(r.cfg.StateDir)
+	dir := filepath.Join(state, "jobs", job)
+	var pairs []string
+	for _, p := range [][2]string{{filepath.Join(dir, "work"), "."}, {dir, "~"}, {state, "<node state>"}} {
+		if res, err := filepath.EvalSymlinks(filepath.Dir(p[0])); err == nil {
+			if full := filepath.Join(res, filepath.Base(p[0])); full != p[0] {
+				pairs = append(pairs, full, p[1])
+			}
+		}
+		pairs = append(pairs, p[0], p[1])
+	}
+	return hostPaths{strings.NewReplacer(pairs...)}
+}
+
+// err is err with its message rewritten, in its class.
+func (hp hostPaths) err(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := errs.AgentMessage(err)
+	if fixed := hp.Replace(msg); fixed != msg {
+		return errs.New(errs.ClassOf(err), "%s", fixed)
+	}
+	return err
+}
+
+func (r *runner) call(ctx context.Context, req jobs.CallRequest) (jobs.CallResult, error) {
 	if err := req.Call.Validate(); err != nil {
 		return jobs.CallResult{}, err
 	}
