@@ -211,6 +211,12 @@ func (s *Server) trace(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	// The workflow knows the taint the job started with and what its node
+	// reported; what the server recorded since (a read for the job) is
+	// the server's, as in the job's view.
+	if why := s.readTaint(id); why != "" {
+		t.Tainted, t.Taint = true, joinTaint(t.Taint, why)
+	}
 	writeJSON(w, http.StatusOK, t)
 }
 

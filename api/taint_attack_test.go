@@ -136,3 +136,17 @@ func TestAttackParentReadsTaintedChildsOutput(t *testing.T) {
 		})
 	}
 }
+
+// A job's trace says it is tainted once the server recorded a read that
+// tainted it, as its view does, before any call of it ran since.
+func TestAttackTraceShowsTheServersTaint(t *testing.T) {
+	f := newFileFleet(t, t.TempDir(), nil)
+	root := f.start(t, `{"open":true}`)
+	tj := f.start(t, `{"argv":["fetch"],"parent":"`+root.ID+`","model":"unvetted-model"}`)
+	ref := f.keep(t, token, tj.ID, "text from an outside page")
+	raw(t, f.srv, "GET", "/v1/files/"+ref+"?job="+root.ID, token, "")
+	code, out := do(t, f.srv, "GET", "/v1/jobs/"+root.ID+"/trace", "Bearer "+token, "")
+	if code != http.StatusOK || out["tainted"] != true || !strings.Contains(out["taint"].(string), tj.ID) {
+		t.Fatalf("trace: %d %v, want tainted naming %s", code, out, tj.ID)
+	}
+}
