@@ -3,7 +3,9 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/airlock-run/airlock/errs"
@@ -57,5 +59,40 @@ func TestAttackHostPathInResults(t *testing.T) {
 	_, err := r.Open(ctx, jobs.LeaseRequest{Job: jobs.Job{ID: "j-bad", Pool: "default", Open: true}, Node: "n1"})
 	if err == nil || strings.Contains(err.Error(), state) || !strings.Contains(err.Error(), "~/policy.yaml") {
 		t.Errorf("open: %v, want an error naming ~/policy.yaml, not %s", err, dir)
+	}
+}
+
+// brokenTree fails every fetch as a local store does, its cause naming
+// the store's file on the host.
+type brokenTree struct{ state string }
+
+func (b brokenTree) Fetch(_ context.Context, j jobs.Job, ref string) (string, error) {
+	cause := &fs.PathError{Op: "open", Path: b.state + "/files/blobs/aa", Err: syscall.ENOENT}
+	return "", errs.Wrap(errs.Unavailable, cause, "node: keep %s for job %s", ref, j.ID)
+}
+
+func (brokenTree) Keep(context.Context, jobs.Job, []string) error { return nil }
+
+// A call's error goes to the job's workflow as its whole text (the SDK
+// takes err.Error(), causes and all): the node hands on its message only,
+// so no cause names a path of the node's.
+func TestAttackHostPathInCallError(t *testing.T) {
+	state := t.TempDir()
+	r := &runner{cfg: Config{ID: "n1", Tier: 1, StateDir: state, Tree: brokenTree{state},
+		Kernel: func(_ context.Context, j jobs.Job, d string) (Kernel, error) {
+			p, _ := policy.Parse("job.yaml", []byte("fs:\n  read: [\".\"]\n"))
+			k, err := mediator.New(p, policy.World{Workdir: d + "/work", Home: d, PATH: []string{"/usr/bin"}}, mediator.Options{})
+			return Kernel{Kernel: k, Close: func() error { return nil }}, err
+		}}}
+	ctx := context.Background()
+	j := jobs.Job{ID: "j-1", Pool: "default", Open: true}
+	if _, err := r.Open(ctx, jobs.LeaseRequest{Job: j, Node: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(ctx, j.ID)
+	ref := "airlock-file:sha256:" + strings.Repeat("a", 64)
+	_, err := r.Call(ctx, jobs.CallRequest{Job: j, Node: "n1", Call: jobs.Call{ID: "c-1", Kind: jobs.CallReadResult, Ref: ref}})
+	if err == nil || strings.Contains(err.Error(), state) || !strings.Contains(err.Error(), "node: keep "+ref) || errs.ClassOf(err) != errs.Unavailable {
+		t.Fatalf("got %v, want the node's message in its class, without the cause's path", err)
 	}
 }

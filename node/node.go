@@ -320,7 +320,7 @@ func (r *runner) Run(ctx context.Context, req jobs.RunRequest) (jobs.Result, err
 // start reaps what the job left). The handle is the job's id alone.
 func (r *runner) Open(ctx context.Context, req jobs.LeaseRequest) (jobs.Lease, error) {
 	l, err := r.open(ctx, req)
-	return l, r.hostPaths(req.Job.ID).err(err)
+	return l, r.hostPaths(req.Job.ID).err(r.logged(req.Job.ID, err))
 }
 
 func (r *runner) open(ctx context.Context, req jobs.LeaseRequest) (jobs.Lease, error) {
@@ -402,7 +402,7 @@ func (r *runner) Call(ctx context.Context, req jobs.CallRequest) (jobs.CallResul
 	if out.ExitCode != 0 && fileCall(out.Kind) {
 		out.Text = hp.Replace(out.Text) // the file program's failure, not a file's content
 	}
-	return out, hp.err(err)
+	return out, hp.err(r.logged(req.Job.ID, err))
 }
 
 // fileCall says whether kind is run by a file program, whose failure is
@@ -431,14 +431,21 @@ func (r *runner) hostPaths(job string) hostPaths {
 	return hostPaths{strings.NewReplacer(pairs...)}
 }
 
-// err is err with its message rewritten, in its class.
+// err is what the job's workflow is told of err: its message alone (the
+// SDK would hand on err.Error(), whose causes name the node's files and
+// system calls), rewritten, in its class. A cancellation stays as it is,
+// for the SDK to read as one.
 func (hp hostPaths) err(err error) error {
-	if err == nil {
-		return nil
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
 	}
-	msg := errs.AgentMessage(err)
-	if fixed := hp.Replace(msg); fixed != msg {
-		return errs.New(errs.ClassOf(err), "%s", fixed)
+	return errs.New(errs.ClassOf(err), "%s", hp.Replace(errs.AgentMessage(err)))
+}
+
+// logged logs err whole (causes and all) for the node's operator.
+func (r *runner) logged(job string, err error) error {
+	if err != nil && r.cfg.Log != nil {
+		r.cfg.Log.Warn("node: job "+job, "err", err)
 	}
 	return err
 }
