@@ -123,6 +123,9 @@ func (c Call) Validate() error {
 		if c.Ref == "" {
 			return errs.Invalidf("call %s: ref: empty (a read_result call names the ref of an offloaded result)", c.ID)
 		}
+		if !refForm(c.Ref) {
+			return errs.Invalidf("call %s: ref %q: want %s followed by 64 lower-case hex digits, its one written form", c.ID, c.Ref, refPrefix)
+		}
 		if c.Budget < 0 {
 			return errs.Invalidf("call %s: budget: negative", c.ID)
 		}
@@ -136,6 +139,24 @@ func (c Call) Validate() error {
 		}
 	}
 	return nil
+}
+
+// refPrefix begins every file reference (files.RefPrefix).
+const refPrefix = "airlock-file:sha256:"
+
+// refForm says whether ref is a file reference in its one written form:
+// no other spelling of a ref reaches a node or a store.
+func refForm(ref string) bool {
+	h, ok := strings.CutPrefix(ref, refPrefix)
+	if !ok || len(h) != 64 {
+		return false
+	}
+	for _, c := range h {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // setFields names the call's non-empty fields (but id and kind).
