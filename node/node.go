@@ -295,6 +295,9 @@ type leased struct {
 	// mu runs the job's calls one at a time, and Close after the last.
 	mu     sync.Mutex
 	closed bool
+	// taint is why the job's kernel was tainted since it was opened (a
+	// call's taint from the server, a fetch of a tainted job's result).
+	taint string
 }
 
 var _ jobs.CallRunner = (*runner)(nil)
@@ -482,6 +485,10 @@ func (r *runner) call(ctx context.Context, req jobs.CallRequest) (jobs.CallResul
 	if c.Taint != "" {
 		k.ReadOutside(c.Taint)
 		out.Taint = c.Taint
+		l.tainted(c.Taint)
+	}
+	if refused := r.unconfinedTaint(l, c, &out); refused {
+		return out, nil
 	}
 	if c.Ref != "" && r.cfg.Tree != nil {
 		taint, err := r.cfg.Tree.Fetch(ctx, j, c.Ref)
@@ -494,6 +501,7 @@ func (r *runner) call(ctx context.Context, req jobs.CallRequest) (jobs.CallResul
 				out.Taint += "; "
 			}
 			out.Taint += taint
+			l.tainted(taint)
 		}
 	}
 	// A person answers the job's escalations through the server: the
@@ -520,6 +528,41 @@ func (r *runner) call(ctx context.Context, req jobs.CallRequest) (jobs.CallResul
 		}
 	}
 	return out, nil
+}
+
+// tainted notes why the job's kernel was tainted.
+func (l *leased) tainted(why string) {
+	if !strings.Contains(l.taint, why) {
+		l.taint = strings.TrimPrefix(l.taint+"; "+why, "; ")
+	}
+}
+
+// unconfinedTaint refuses a command of a tainted job that would run
+// unconfined (a tier-0 node, or a policy of isolation: none): without a
+// box a command reaches the network past the egress proxy, so the taint's
+// rule that every send waits for a person cannot hold. A tainted job's
+// commands run at tier 1 only; its file calls send nothing out.
+func (r *runner) unconfinedTaint(l *leased, c jobs.Call, out *jobs.CallResult) bool {
+	why := l.taint
+	if l.j.Tainted {
+		why = strings.TrimPrefix(firstNonEmpty(l.j.Taint, "tainted at its start")+"; "+why, "; ")
+	}
+	runs := c.Kind == jobs.CallExec || c.Kind == jobs.CallShell
+	if why == "" || !runs || (r.cfg.Tier >= 1 && l.k.Policy().Isolation != "none") {
+		return false
+	}
+	out.Refused, out.ExitCode, out.Verdict, out.Decider = true, errs.ExitRefused, "deny", "node"
+	out.Reason = fmt.Sprintf("job %s is tainted (%s) and node %s would run its command unconfined: a tainted job's commands run at sandbox tier 1 only; start the work again as a job without --tier0 and without isolation: none", l.j.ID, strings.TrimSuffix(why, "; "), r.cfg.ID)
+	return true
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // narrowed is the job's policy held to the server's ceilings, as a call's
