@@ -188,7 +188,8 @@ func jobKernel(env *Env, tier sandbox.Tier, store *files.Store) node.KernelFunc 
 		if !ok {
 			err = errs.Invalidf("node: job %s: its directory is not the node's STATE/jobs/%s", j.ID, j.ID)
 		} else {
-			err = checkNodeState(k.Kernel.Policy(), state, dir)
+			airlockState, _ := stateDir(env) // "" when there is none
+			err = checkNodeState(k.Kernel.Policy(), dir, state, airlockState)
 		}
 		if err != nil {
 			k.Close()

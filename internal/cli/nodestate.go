@@ -20,16 +20,23 @@ import (
 // none of it into the job's boxes, and the kernel allows no file call in it.
 
 // checkNodeState refuses p when a rule of its fs.read or fs.write may
-// reach state outside jobDir (STATE/jobs/ID): the rule's fixed part (the
-// segments before its first glob), lexically and with symlinks resolved,
-// must neither lie in state outside jobDir nor hold state. A state
-// directory the system's read-only part covers (every box reads it) is
-// refused too.
-func checkNodeState(p *policy.Policy, state, jobDir string) error {
-	stateForms := pathSpellings(state)
-	for _, s := range stateForms {
-		if policy.SystemRead(s) {
-			return errs.Invalidf("node: its state directory %s lies in the system every box reads; start the node with --state outside /usr, /etc, /bin, /sbin and /lib", state)
+// reach a protected directory (the node's state, airlock's own state on
+// this host, where a server's tokens and keys live beside it) outside
+// jobDir (STATE/jobs/ID): the rule's fixed part (the segments before its
+// first glob), lexically and with symlinks resolved, must neither lie in
+// one outside jobDir nor hold one. A protected directory the system's
+// read-only part covers (every box reads it) is refused too.
+func checkNodeState(p *policy.Policy, jobDir string, protected ...string) error {
+	var forms []string
+	for _, dir := range protected {
+		if dir == "" {
+			continue
+		}
+		for _, s := range pathSpellings(filepath.Clean(dir)) {
+			if policy.SystemRead(s) {
+				return errs.Invalidf("node: airlock's state directory %s lies in the system every box reads; start the node with --state (and $XDG_STATE_HOME) outside /usr, /etc, /bin, /sbin and /lib", dir)
+			}
+			forms = append(forms, s)
 		}
 	}
 	home, work := jobDir, filepath.Join(jobDir, "work")
@@ -37,11 +44,10 @@ func checkNodeState(p *policy.Policy, state, jobDir string) error {
 	rules := map[string][]string{"fs.read": p.FS.Read, "fs.write": p.FS.Write}
 	for _, name := range []string{"fs.read", "fs.write"} {
 		for i, e := range rules[name] {
-			fixed := fixedPart(e, work, home)
-			for _, f := range pathSpellings(fixed) {
-				for _, s := range stateForms {
+			for _, f := range pathSpellings(fixedPart(e, work, home)) {
+				for _, s := range forms {
 					if reaches(f, s, own) {
-						return errs.Invalidf("%s[%d] %q reaches the node's state directory (its token and key, the other jobs' files); a job reads and writes only below its own working directory there: name paths outside the node's state, or none above the working directory", name, i, e)
+						return errs.Invalidf("%s[%d] %q reaches the node's state directory or airlock's own state (tokens and keys, the other jobs' files); a job reads and writes only below its own working directory there: name paths outside them, or none above the working directory", name, i, e)
 					}
 				}
 			}

@@ -16,11 +16,13 @@ import (
 // the job.
 func TestNodeStateReach(t *testing.T) {
 	root := t.TempDir()
-	state := filepath.Join(root, "node")
+	airlock := filepath.Join(root, "airlock")
+	state := filepath.Join(airlock, "node", "n1")
 	job := filepath.Join(state, "jobs", "j-1")
 	os.MkdirAll(filepath.Join(job, "work"), 0o700)
 	os.MkdirAll(filepath.Join(state, "pki"), 0o700)
 	os.MkdirAll(filepath.Join(root, "elsewhere"), 0o700)
+	os.MkdirAll(filepath.Join(airlock, "server"), 0o700)
 	os.Symlink(filepath.Join(state, "pki"), filepath.Join(root, "elsewhere", "link"))
 	tests := []struct {
 		name, read, write string
@@ -41,6 +43,8 @@ func TestNodeStateReach(t *testing.T) {
 		{"another job's directory", `["` + filepath.Join(state, "jobs", "j-2") + `"]`, `[]`, true},
 		{"a symlink to the state", `["` + filepath.Join(root, "elsewhere", "link") + `"]`, `[]`, true},
 		{"a write into the state", `["."]`, `["` + filepath.Join(state, "files") + `"]`, true},
+		{"a server's state beside the node's", `["` + filepath.Join(airlock, "server") + `"]`, `[]`, true},
+		{"airlock's state", `["` + airlock + `"]`, `[]`, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,18 +52,18 @@ func TestNodeStateReach(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = checkNodeState(p, state, job)
+			err = checkNodeState(p, job, state, airlock)
 			if (err != nil) != tt.refused {
 				t.Fatalf("got %v, want refused %v", err, tt.refused)
 			}
-			if err != nil && !strings.Contains(err.Error(), "reaches the node's state directory") {
+			if err != nil && !strings.Contains(err.Error(), "reaches the node's state directory or airlock's own state") {
 				t.Errorf("refusal %q: want it to say what it reaches", err)
 			}
 		})
 	}
 	t.Run("a state directory every box reads", func(t *testing.T) {
 		p, _ := policy.Parse("job.yaml", []byte("fs:\n  read: [\".\"]\n"))
-		if err := checkNodeState(p, "/etc/airlock-node", "/etc/airlock-node/jobs/j-1"); err == nil || !strings.Contains(err.Error(), "--state") {
+		if err := checkNodeState(p, "/etc/airlock-node/jobs/j-1", "/etc/airlock-node"); err == nil || !strings.Contains(err.Error(), "--state") {
 			t.Errorf("got %v, want refused naming --state", err)
 		}
 	})
