@@ -11,7 +11,6 @@ import (
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/jobs"
 	"github.com/airlock-run/airlock/mediator"
-	"github.com/airlock-run/airlock/policy"
 )
 
 // What the node says of a job's call (a refusal's reason, a failed file
@@ -20,26 +19,17 @@ import (
 // state directory on the host.
 func TestAttackHostPathInResults(t *testing.T) {
 	state := t.TempDir()
-	var dir string
+	build := policyKernel("fs:\n  read: [\".\"]\n", mediator.Options{}, nil)
 	r := &runner{cfg: Config{ID: "n1", Tier: 1, StateDir: state,
-		Kernel: func(_ context.Context, j jobs.Job, d string) (Kernel, error) {
-			dir = d
+		Kernel: func(ctx context.Context, j jobs.Job, d string) (Kernel, error) {
 			if j.ID == "j-bad" {
 				return Kernel{}, errs.Invalidf("policy %s/policy.yaml asks for less confinement (it lies in %s)", d, d)
 			}
-			p, err := policy.Parse("job.yaml", []byte("fs:\n  read: [\".\"]\n"))
-			if err != nil {
-				return Kernel{}, err
-			}
-			k, err := mediator.New(p, policy.World{Workdir: d + "/work", Home: d, PATH: []string{"/usr/bin", "/bin"}}, mediator.Options{})
-			return Kernel{Kernel: k, Close: func() error { return nil }}, err
+			return build(ctx, j, d)
 		}}}
 	ctx := context.Background()
 	j := jobs.Job{ID: "j-1", Pool: "default", Open: true}
-	if _, err := r.Open(ctx, jobs.LeaseRequest{Job: j, Node: "n1"}); err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close(ctx, j.ID)
+	openLease(t, r, j)
 	for _, c := range []jobs.Call{
 		{ID: "c-1", Kind: jobs.CallWriteFile, Path: "../x", Content: "a"},
 		{ID: "c-2", Kind: jobs.CallReadFile, Path: "../../../pki/node.token"},
@@ -58,7 +48,7 @@ func TestAttackHostPathInResults(t *testing.T) {
 	}
 	_, err := r.Open(ctx, jobs.LeaseRequest{Job: jobs.Job{ID: "j-bad", Pool: "default", Open: true}, Node: "n1"})
 	if err == nil || strings.Contains(err.Error(), state) || !strings.Contains(err.Error(), "~/policy.yaml") {
-		t.Errorf("open: %v, want an error naming ~/policy.yaml, not %s", err, dir)
+		t.Errorf("open: %v, want an error naming ~/policy.yaml, not the node's state %s", err, state)
 	}
 }
 
@@ -79,17 +69,10 @@ func (brokenTree) Keep(context.Context, jobs.Job, []string) error { return nil }
 func TestAttackHostPathInCallError(t *testing.T) {
 	state := t.TempDir()
 	r := &runner{cfg: Config{ID: "n1", Tier: 1, StateDir: state, Tree: brokenTree{state},
-		Kernel: func(_ context.Context, j jobs.Job, d string) (Kernel, error) {
-			p, _ := policy.Parse("job.yaml", []byte("fs:\n  read: [\".\"]\n"))
-			k, err := mediator.New(p, policy.World{Workdir: d + "/work", Home: d, PATH: []string{"/usr/bin"}}, mediator.Options{})
-			return Kernel{Kernel: k, Close: func() error { return nil }}, err
-		}}}
+		Kernel: policyKernel("fs:\n  read: [\".\"]\n", mediator.Options{}, nil)}}
 	ctx := context.Background()
 	j := jobs.Job{ID: "j-1", Pool: "default", Open: true}
-	if _, err := r.Open(ctx, jobs.LeaseRequest{Job: j, Node: "n1"}); err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close(ctx, j.ID)
+	openLease(t, r, j)
 	ref := "airlock-file:sha256:" + strings.Repeat("a", 64)
 	_, err := r.Call(ctx, jobs.CallRequest{Job: j, Node: "n1", Call: jobs.Call{ID: "c-1", Kind: jobs.CallReadResult, Ref: ref}})
 	if err == nil || strings.Contains(err.Error(), state) || !strings.Contains(err.Error(), "node: keep "+ref) || errs.ClassOf(err) != errs.Unavailable {

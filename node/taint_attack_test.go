@@ -7,7 +7,6 @@ import (
 
 	"github.com/airlock-run/airlock/jobs"
 	"github.com/airlock-run/airlock/mediator"
-	"github.com/airlock-run/airlock/policy"
 )
 
 // nobody answers every escalation with a refusal, counting them.
@@ -23,27 +22,14 @@ func (n *nobody) Ask(context.Context, mediator.Escalation) mediator.Reply {
 // result) taints the kernel before it runs, so the job's later
 // connections wait for a person although its policy allows them.
 func TestAttackCallCarriesTheServersTaint(t *testing.T) {
-	p, err := policy.Parse("job.yaml", []byte("net:\n  allow: [\"api.example.com:443\"]\nescalation:\n  timeout: 200ms\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
 	person := &nobody{}
-	w := policy.World{Workdir: dir, Home: dir, PATH: []string{"/usr/bin", "/bin"}}
-	k, err := mediator.New(p, w, mediator.Options{Approver: person, Taint: func() string { return "" }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	var k *mediator.Kernel
 	r := &runner{cfg: Config{ID: "n1", Tier: 1, StateDir: t.TempDir(),
-		Kernel: func(context.Context, jobs.Job, string) (Kernel, error) {
-			return Kernel{Kernel: k, Close: func() error { return nil }}, nil
-		}}}
+		Kernel: policyKernel("net:\n  allow: [\"api.example.com:443\"]\nescalation:\n  timeout: 200ms\n",
+			mediator.Options{Approver: person, Taint: func() string { return "" }}, &k)}}
 	j := jobs.Job{ID: "j-1", Pool: "default", Open: true}
 	ctx := context.Background()
-	if _, err := r.Open(ctx, jobs.LeaseRequest{Job: j, Node: "n1"}); err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close(ctx, j.ID)
+	openLease(t, r, j)
 	connect := mediator.Call{Kind: mediator.KindNet, Host: "api.example.com", Port: 443}
 	if _, err := k.Decide(ctx, connect); err != nil || person.asked.Load() != 0 {
 		t.Fatalf("before: %v, asked %d; want the connection allowed unasked", err, person.asked.Load())

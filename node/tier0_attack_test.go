@@ -7,7 +7,6 @@ import (
 
 	"github.com/airlock-run/airlock/jobs"
 	"github.com/airlock-run/airlock/mediator"
-	"github.com/airlock-run/airlock/policy"
 )
 
 // A job started clean with --tier0 runs unconfined on a tier-0 node; once
@@ -18,21 +17,11 @@ import (
 // later commands (a tainted job's commands run at tier 1 only); its file
 // calls, which send nothing out, go on.
 func TestAttackTaintedJobAtTier0(t *testing.T) {
-	p, err := policy.Parse("job.yaml", []byte("isolation: none\nshell:\n  allow: [curl, echo]\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	r := &runner{cfg: Config{ID: "n0", Tier: 0, StateDir: t.TempDir(),
-		Kernel: func(_ context.Context, j jobs.Job, d string) (Kernel, error) {
-			k, err := mediator.New(p, policy.World{Workdir: d + "/work", Home: d, PATH: []string{"/usr/bin", "/bin"}}, mediator.Options{Taint: func() string { return "" }})
-			return Kernel{Kernel: k, Close: func() error { return nil }}, err
-		}}}
+		Kernel: policyKernel("isolation: none\nshell:\n  allow: [curl, echo]\n", mediator.Options{Taint: func() string { return "" }}, nil)}}
 	ctx := context.Background()
 	j := jobs.Job{ID: "j-1", Pool: "default", Open: true, Tier0: true}
-	if _, err := r.Open(ctx, jobs.LeaseRequest{Job: j, Node: "n0"}); err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close(ctx, j.ID)
+	openLease(t, r, j)
 	why := "read the result of tainted job j-t"
 	res, err := r.Call(ctx, jobs.CallRequest{Job: j, Node: "n0", Call: jobs.Call{ID: "c-1", Kind: jobs.CallList, Path: ".", Taint: why}})
 	if err != nil || res.Refused {
