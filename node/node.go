@@ -548,7 +548,9 @@ func (r *runner) unconfinedTaint(l *leased, c jobs.Call, out *jobs.CallResult) b
 		why = strings.TrimPrefix(firstNonEmpty(l.j.Taint, "tainted at its start")+"; "+why, "; ")
 	}
 	runs := c.Kind == jobs.CallExec || c.Kind == jobs.CallShell
-	if why == "" || !runs || (r.cfg.Tier >= 1 && l.k.Policy().Isolation != "none") {
+	// --dev lets floor work run unconfined on purpose (a developer's own
+	// machine), as the workflow's floor check does.
+	if why == "" || !runs || l.j.Dev || (r.cfg.Tier >= 1 && l.k.Policy().Isolation != "none") {
 		return false
 	}
 	out.Refused, out.ExitCode, out.Verdict, out.Decider = true, errs.ExitRefused, "deny", "node"
