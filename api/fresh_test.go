@@ -99,3 +99,32 @@ func TestChallengeIsTheNodesOwn(t *testing.T) {
 		t.Errorf("no token: %d, want 401", code)
 	}
 }
+
+// Another principal's challenges of a node (an operator's: any tenant's
+// token may ask one in any node's name) must not push the node's own
+// outstanding challenge out, or whoever holds an operator's token keeps
+// a tier-1 node at tier 0 by asking for its challenges while it
+// registers.
+func TestAttackChallengeEviction(t *testing.T) {
+	s, a, _ := serveEnrol(t)
+	key, cert, tok := enrolWithToken(t, s, "n1")
+	code, out := do(t, s, "POST", "/v1/nodes/n1/challenge", "Bearer "+tok, "")
+	own, _ := out["challenge"].(string)
+	if code != http.StatusOK || own == "" {
+		t.Fatalf("n1's own challenge: %d %v", code, out)
+	}
+	for range 2 * maxChallengesForTest {
+		if code, out := do(t, s, "POST", "/v1/nodes/n1/challenge", "Bearer "+token, ""); code != http.StatusOK {
+			t.Fatalf("an operator's challenge of n1: %d %v", code, out)
+		}
+	}
+	if code, out := register(t, s, Registration{ID: "n1", Pool: "ci", Tier: 1, Attestation: signedWith(t, key, cert, own)}); code != http.StatusOK {
+		t.Fatalf("register: %d %v", code, out)
+	}
+	if n := nodeEntry(t, s, "n1"); n.Tier != 1 || !a.Eligible("n1", "floor.ci") {
+		t.Fatalf("n1 signed its own fresh challenge but is listed at tier %d with %q: another principal's challenges evicted it", n.Tier, n.Findings)
+	}
+}
+
+// maxChallengesForTest is more than a node keeps outstanding.
+const maxChallengesForTest = 4
