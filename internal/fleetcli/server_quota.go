@@ -132,9 +132,19 @@ func serverTenants(o serverOptions, token, enroll string, admins []api.Admin) ([
 	for _, a := range admins {
 		others[a.Token] = "admin " + a.Name + "'s token"
 	}
+	// A tenant's name is its principal's, written as who acted (an
+	// answer's "person:NAME", a job.start's "by"): one that is an admin's
+	// or the operator token's would pass its acts off as theirs.
+	names := map[string]string{api.OperatorName: "the operator token's name"}
+	for _, a := range admins {
+		names[a.Name] = "admin " + a.Name + "'s name"
+	}
 	for _, t := range tenants {
 		if what, ok := others[t.Token]; ok {
 			return nil, errs.Invalidf("tenants file %s: tenant %s has %s; give each its own", o.tenantsFile, t.Name, what)
+		}
+		if what, ok := names[t.Name]; ok {
+			return nil, errs.Invalidf("tenants file %s: tenant %s is named as %s, which the audit log could not tell apart; name it another", o.tenantsFile, t.Name, what)
 		}
 	}
 	return tenants, nil

@@ -68,6 +68,15 @@ func TestServerTenantsRefuseAnotherRolesToken(t *testing.T) {
 			t.Errorf("a tenant with %s: %v", tt.want, err)
 		}
 	}
+	// A tenant's name is who answers in the audit log and a call's
+	// decider ("person:NAME"): one that is an admin's, or the operator
+	// token's, would pass a tenant's answers off as theirs.
+	for _, name := range []string{"ann", "operator"} {
+		os.WriteFile(o.tenantsFile, []byte(name+" "+strings.Repeat("t", 32)+"\n"), 0o600)
+		if _, err := serverTenants(o, op, enroll, []api.Admin{{Name: "ann", Token: admin}}); err == nil || !strings.Contains(err.Error(), "tenant "+name+" is named as") {
+			t.Errorf("a tenant named %s: %v, want it refused", name, err)
+		}
+	}
 	o.tenantQuota = map[string]int{"acme": 1, "nobody": 1}
 	if _, err := serverQuotas(o, []api.Tenant{{Name: "acme"}}, nil); err == nil || !strings.Contains(err.Error(), "--tenant-quota nobody: no such tenant") {
 		t.Errorf("a quota of an unknown tenant: %v", err)
