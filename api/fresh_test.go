@@ -4,10 +4,13 @@ import (
 	"crypto/ecdsa"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/airlock-run/airlock/jobs"
 	"github.com/airlock-run/airlock/jobs/pki"
 )
 
@@ -128,3 +131,37 @@ func TestAttackChallengeEviction(t *testing.T) {
 
 // maxChallengesForTest is more than a node keeps outstanding.
 const maxChallengesForTest = 4
+
+// A node id moved to a new machine (its binding removed, the id enrolled
+// again with a new key) or revoked (its binding removed) must not be
+// attested by the old machine's key, whose certificate is still within
+// its life: an attestation proves only the key the id is bound to now.
+func TestAttackAttestationOfAnUnboundKey(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pki")
+	ca, err := pki.LoadOrCreateCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := New(Config{Token: token, Jobs: &fakeJobs{known: []jobs.Job{jobOne}}, CA: ca, EnrollToken: enrollToken, Temporal: "127.0.0.1:7233", Namespace: "airlock"})
+	s := httptest.NewServer(a.Handler())
+	t.Cleanup(s.Close)
+	oldKey, oldCert := enrolNode(t, s, "n1")
+	regOld := func() (int, map[string]any) {
+		return register(t, s, Registration{ID: "n1", Pool: "ci", Tier: 1, Attestation: signed(t, s, oldKey, oldCert, "n1", 1, heldRows())})
+	}
+	if code, out := regOld(); code != http.StatusOK || nodeEntry(t, s, "n1").Tier != 1 {
+		t.Fatalf("the bound key's attestation: %d %v", code, out)
+	}
+	// Revoked: the binding removed on the server.
+	if err := os.Remove(filepath.Join(dir, "nodes", "n1")); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := regOld(); code != http.StatusForbidden {
+		t.Errorf("a revoked node's attestation: %d %v, want 403", code, out)
+	}
+	// Moved: the id enrolled again on a new machine.
+	enrolNode(t, s, "n1")
+	if code, out := regOld(); code != http.StatusForbidden {
+		t.Errorf("the old machine's attestation of a moved id: %d %v, want 403", code, out)
+	}
+}

@@ -174,7 +174,7 @@ func heldRows(tier int, mech string) []Row {
 func enrolled(t *testing.T, ca *CA, node, pool string) (*ecdsa.PrivateKey, []byte) {
 	key, _ := NewKey()
 	csr, _ := CSR(key, node)
-	p, err := ca.IssueNode(csr, node, pool, 0)
+	p, _, err := ca.Enrol(csr, node, pool, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,6 +225,13 @@ func TestAttestation(t *testing.T) {
 				t.Errorf("got %v, want a refusal containing %q", err, tc.want)
 			}
 		})
+	}
+	// Revoked: the binding removed, the certificate still within its life.
+	if err := os.Remove(filepath.Join(ca.dir, "nodes", "n1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ca.VerifyAttestation(good); err == nil || !strings.Contains(err.Error(), "not enrolled") {
+		t.Errorf("a revoked node's attestation: %v, want refused", err)
 	}
 }
 
