@@ -165,3 +165,35 @@ func TestAttackAttestationOfAnUnboundKey(t *testing.T) {
 		t.Errorf("the old machine's attestation of a moved id: %d %v, want 403", code, out)
 	}
 }
+
+// Removing a node's binding revokes it: the registry must stop letting
+// its still-valid certificate poll its queues and the floor at the tier
+// it attested before.
+func TestAttackRevokedNodeStaysEligible(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pki")
+	ca, err := pki.LoadOrCreateCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := New(Config{Token: token, Jobs: &fakeJobs{known: []jobs.Job{jobOne}}, CA: ca, EnrollToken: enrollToken, Temporal: "127.0.0.1:7233", Namespace: "airlock"})
+	s := httptest.NewServer(a.Handler())
+	t.Cleanup(s.Close)
+	key, cert := enrolNode(t, s, "n1")
+	if code, out := register(t, s, Registration{ID: "n1", Pool: "ci", Tier: 1, Attestation: signed(t, s, key, cert, "n1", 1, heldRows())}); code != http.StatusOK {
+		t.Fatalf("register: %d %v", code, out)
+	}
+	if !a.Eligible("n1", "floor.ci") || !a.Eligible("n1", "node.n1") {
+		t.Fatal("an attested tier-1 node is not eligible")
+	}
+	if err := os.Remove(filepath.Join(dir, "nodes", "n1")); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"floor.ci", "node.n1", "ci"} {
+		if a.Eligible("n1", q) {
+			t.Errorf("revoked n1 may still poll %s", q)
+		}
+	}
+	if _, _, known := a.Standing("n1"); known {
+		t.Error("revoked n1 still has a standing its answers are held to")
+	}
+}

@@ -133,6 +133,19 @@ func (ca *CA) bind(node, pool string, pub *ecdsa.PublicKey) (string, error) {
 	return token, nil
 }
 
+// Enrolled says whether node is bound now (its binding, nodes/<id>,
+// reads): removing the binding revokes the node, whose certificate may
+// still be within its life.
+func (ca *CA) Enrolled(node string) bool {
+	if checkName("node id", node) != nil || ca.dir == "" {
+		return false
+	}
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
+	_, err := privfile.ReadFile(filepath.Join(ca.dir, "nodes", node), 4096, privfile.Options{})
+	return err == nil
+}
+
 // keyDigest is how a binding names a key: the SHA-256 of its PKIX form.
 func keyDigest(pub *ecdsa.PublicKey) (string, error) {
 	spki, err := x509.MarshalPKIXPublicKey(pub)
