@@ -542,8 +542,11 @@ func (s *Server) registerNode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tier, findings, err := s.attest(reg)
+	// An id no node enrolled under is never listed: any operator's token
+	// may register in a node's name, and a refused one leaves nothing.
+	listable := err == nil || !s.revoked(reg.ID)
 	s.mu.Lock()
-	if _, known := s.nodes[reg.ID]; err != nil && !known {
+	if _, known := s.nodes[reg.ID]; err != nil && !known && listable {
 		// Listed at tier 0 with the reason; a known node is left as its
 		// own signed reports made it.
 		s.nodes[reg.ID] = NodeEntry{ID: reg.ID, Pool: reg.Pool, ClaimedTier: reg.Tier, LastSeen: s.cfg.Now(),

@@ -152,6 +152,7 @@ func TestAttestedTier(t *testing.T) {
 		return NodeEntry{}
 	}
 	t.Run("without an attestation a node claiming tier 1 is refused", func(t *testing.T) {
+		enrolNode(t, s, "n9") // an id never enrolled is not listed at all
 		code, _ := register(t, s, Registration{ID: "n9", Pool: "ci", Tier: 1})
 		if code != http.StatusForbidden || a.Eligible("n9", "floor.ci") {
 			t.Errorf("got %d, eligible %v; want 403 and not eligible", code, a.Eligible("n9", "floor.ci"))

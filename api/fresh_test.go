@@ -197,3 +197,28 @@ func TestAttackRevokedNodeStaysEligible(t *testing.T) {
 		t.Error("revoked n1 still has a standing its answers are held to")
 	}
 }
+
+// Any operator's token may register in a node's name; a registration the
+// server refuses must not list an id no node enrolled under (each a
+// forged entry in GET /v1/nodes, and memory without bound).
+func TestAttackGhostNodesListed(t *testing.T) {
+	s, _, _ := serveEnrol(t)
+	for i := range 3 {
+		id := "ghost" + string(rune('a'+i))
+		if code, out := register(t, s, Registration{ID: id, Pool: "ci", Tier: 1}); code != http.StatusForbidden {
+			t.Fatalf("register %s without attestation: %d %v, want 403", id, code, out)
+		}
+		if n := nodeEntry(t, s, id); n.ID != "" {
+			t.Errorf("%s, never enrolled, is listed: %+v", id, n)
+		}
+	}
+	// An enrolled id whose registration is refused is still listed, at
+	// tier 0 with the reason, as before.
+	enrolNode(t, s, "n1")
+	if code, _ := register(t, s, Registration{ID: "n1", Pool: "ci", Tier: 1}); code != http.StatusForbidden {
+		t.Fatalf("n1 without attestation: %d", code)
+	}
+	if n := nodeEntry(t, s, "n1"); n.ID != "n1" || n.Tier != 0 {
+		t.Errorf("enrolled n1 refused: listed as %+v, want tier 0 with the reason", n)
+	}
+}
