@@ -197,7 +197,7 @@ func runServer(ctx context.Context, env *cli.Env, o serverOptions) error {
 		return 0, false, false
 	}
 	dev, err := o.start(ctx, jobs.DevConfig{Dir: filepath.Join(o.dir, "temporal"), FrontendIP: o.temporalIP,
-		Auth: &jobs.DevAuth{CA: fleet.ca.PEM, Services: fleet.services, Client: fleet.client, Eligible: eligible, Standing: standing}})
+		Auth: &jobs.DevAuth{CA: fleet.ca.PEM, Services: fleet.services, Client: fleet.client, Eligible: eligible, Standing: standing, Bound: fleet.ca.Bound}})
 	if err != nil {
 		return err
 	}

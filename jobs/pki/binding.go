@@ -156,6 +156,20 @@ func keyDigest(pub *ecdsa.PublicKey) (string, error) {
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
+// Bound refuses a node's certificate unless the node id it names is bound
+// now to its key and pool (see checkBound).
+func (ca *CA) Bound(cert *x509.Certificate) error {
+	id, err := IdentityOf(cert)
+	if err != nil {
+		return err
+	}
+	pub, ok := cert.PublicKey.(*ecdsa.PublicKey)
+	if id.Role != RoleNode || !ok {
+		return errs.New(errs.Denied, "the certificate is not a node's")
+	}
+	return ca.checkBound(id.Node, id.Pool, pub)
+}
+
 // checkBound refuses unless node is bound now to pool and pub: a
 // certificate still within its life proves nothing for an id whose
 // binding was removed (revoked) or made again with another key (moved).
