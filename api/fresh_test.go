@@ -137,14 +137,7 @@ const maxChallengesForTest = 4
 // attested by the old machine's key, whose certificate is still within
 // its life: an attestation proves only the key the id is bound to now.
 func TestAttackAttestationOfAnUnboundKey(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "pki")
-	ca, err := pki.LoadOrCreateCA(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := New(Config{Token: token, Jobs: &fakeJobs{known: []jobs.Job{jobOne}}, CA: ca, EnrollToken: enrollToken, Temporal: "127.0.0.1:7233", Namespace: "airlock"})
-	s := httptest.NewServer(a.Handler())
-	t.Cleanup(s.Close)
+	s, _, dir := serveEnrolIn(t)
 	oldKey, oldCert := enrolNode(t, s, "n1")
 	regOld := func() (int, map[string]any) {
 		return register(t, s, Registration{ID: "n1", Pool: "ci", Tier: 1, Attestation: signed(t, s, oldKey, oldCert, "n1", 1, heldRows())})
@@ -170,14 +163,7 @@ func TestAttackAttestationOfAnUnboundKey(t *testing.T) {
 // its still-valid certificate poll its queues and the floor at the tier
 // it attested before.
 func TestAttackRevokedNodeStaysEligible(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "pki")
-	ca, err := pki.LoadOrCreateCA(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := New(Config{Token: token, Jobs: &fakeJobs{known: []jobs.Job{jobOne}}, CA: ca, EnrollToken: enrollToken, Temporal: "127.0.0.1:7233", Namespace: "airlock"})
-	s := httptest.NewServer(a.Handler())
-	t.Cleanup(s.Close)
+	s, a, dir := serveEnrolIn(t)
 	key, cert := enrolNode(t, s, "n1")
 	if code, out := register(t, s, Registration{ID: "n1", Pool: "ci", Tier: 1, Attestation: signed(t, s, key, cert, "n1", 1, heldRows())}); code != http.StatusOK {
 		t.Fatalf("register: %d %v", code, out)
@@ -221,4 +207,18 @@ func TestAttackGhostNodesListed(t *testing.T) {
 	if n := nodeEntry(t, s, "n1"); n.ID != "n1" || n.Tier != 0 {
 		t.Errorf("enrolled n1 refused: listed as %+v, want tier 0 with the reason", n)
 	}
+}
+
+// serveEnrolIn is serveEnrol with the CA's directory, where the nodes'
+// bindings are.
+func serveEnrolIn(t *testing.T) (*httptest.Server, *Server, string) {
+	dir := filepath.Join(t.TempDir(), "pki")
+	ca, err := pki.LoadOrCreateCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := New(Config{Token: token, Jobs: &fakeJobs{known: []jobs.Job{jobOne}}, CA: ca, EnrollToken: enrollToken, Temporal: "127.0.0.1:7233", Namespace: "airlock"})
+	s := httptest.NewServer(a.Handler())
+	t.Cleanup(s.Close)
+	return s, a, dir
 }
