@@ -95,10 +95,10 @@ func tenantTokens(path string) ([]api.Tenant, error) {
 	var out []api.Tenant
 	seen := map[string]bool{}
 	for i, line := range strings.Split(string(b), "\n") {
-		if line, _, _ = strings.Cut(line, "#"); strings.TrimSpace(line) == "" {
+		f := uncommented(strings.Fields(line))
+		if len(f) == 0 {
 			continue
 		}
-		f := strings.Fields(line)
 		if len(f) != 2 {
 			return nil, errs.Invalidf("tenants file %s: line %d: want TENANT TOKEN", path, i+1)
 		}
@@ -118,6 +118,18 @@ func tenantTokens(path string) ([]api.Tenant, error) {
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// uncommented is a line's fields before its comment: one that begins a
+// field with #. A # inside a token is the token's, never a cut that would
+// leave a shorter token than the file shows.
+func uncommented(f []string) []string {
+	for i, s := range f {
+		if strings.HasPrefix(s, "#") {
+			return f[:i]
+		}
+	}
+	return f
 }
 
 // serverTenants reads the tenants file and refuses a tenant's token that
