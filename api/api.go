@@ -226,7 +226,7 @@ func (s *Server) startJob(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	j, err := s.job(req, "person")
+	j, err := s.job(r.Context(), req, "person")
 	if err == nil {
 		err = s.start(r.Context(), j)
 	}
@@ -281,7 +281,7 @@ func (s *Server) watch(j jobs.Job) {
 }
 
 // job turns a request into a job with a fresh id and the server's bounds.
-func (s *Server) job(req StartRequest, source string) (jobs.Job, error) {
+func (s *Server) job(ctx context.Context, req StartRequest, source string) (jobs.Job, error) {
 	j := jobs.Job{ID: newID(), Pool: req.Pool, Argv: req.Argv, Command: req.Command, Policy: req.Policy,
 		Mode: req.Mode, Tier0: req.Tier0, Source: source, ClaimTimeout: s.cfg.ClaimTimeout,
 		Model: req.Model, Parent: req.Parent, Dev: s.cfg.Dev,
@@ -293,7 +293,7 @@ func (s *Server) job(req StartRequest, source string) (jobs.Job, error) {
 	if err := startCalls(req, &j); err != nil {
 		return j, err
 	}
-	if err := s.taint(&j); err != nil {
+	if err := s.taint(ctx, &j); err != nil {
 		return j, err
 	}
 	if req.ClaimTimeout != "" {
@@ -454,7 +454,7 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is over %d bytes", maxBody))
 		return
 	}
-	j, err := s.job(StartRequest{Pool: h.Pool, Argv: h.Argv, Command: h.Command, Policy: h.Policy, Mode: h.Mode}, "hook:"+name)
+	j, err := s.job(r.Context(), StartRequest{Pool: h.Pool, Argv: h.Argv, Command: h.Command, Policy: h.Policy, Mode: h.Mode}, "hook:"+name)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -477,8 +477,11 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 }
 
 // taint marks j tainted when it may use a model the tenant has not vetted
-// or its parent is tainted, and carries the parent's floor over.
-func (s *Server) taint(j *jobs.Job) error {
+// or its parent is tainted, and carries the parent's floor over. A parent
+// of another tenant than the request's is refused here, from the one
+// describe that reads it, as a parent that does not exist: the same words
+// and the same work, so neither the answer nor its time confirms an id.
+func (s *Server) taint(ctx context.Context, j *jobs.Job) error {
 	if err := checkModel(j.Model); err != nil {
 		return err
 	}
@@ -494,6 +497,9 @@ func (s *Server) taint(j *jobs.Job) error {
 	p, err := s.parent(j.Parent)
 	if err != nil {
 		return err
+	}
+	if cmpTenant(p.Tenant) != tenantOf(ctx) {
+		return parentNotFound(j.Parent)
 	}
 	if p.Floor >= 1 {
 		j.Tier0 = false
@@ -557,8 +563,11 @@ func (s *Server) registerNode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tier, findings, err := s.attest(reg)
+	// An id no node enrolled under is never listed: any operator's token
+	// may register in a node's name, and a refused one leaves nothing.
+	listable := err == nil || !s.revoked(reg.ID)
 	s.mu.Lock()
-	if _, known := s.nodes[reg.ID]; err != nil && !known {
+	if _, known := s.nodes[reg.ID]; err != nil && !known && listable {
 		// Listed at tier 0 with the reason; a known node is left as its
 		// own signed reports made it.
 		s.nodes[reg.ID] = NodeEntry{ID: reg.ID, Pool: reg.Pool, ClaimedTier: reg.Tier, LastSeen: s.cfg.Now(),

@@ -111,7 +111,8 @@ func (s *Server) challenge(w http.ResponseWriter, r *http.Request) {
 	if !actsAs(w, r, id) {
 		return
 	}
-	c, err := s.cfg.CA.Challenge(id)
+	p := PrincipalOf(r.Context())
+	c, err := s.cfg.CA.Challenge(id, p.Role.String()+":"+p.Name)
 	if err != nil {
 		writeErr(w, err)
 		return

@@ -5,26 +5,18 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/airlock-run/airlock/jobs"
 	"github.com/airlock-run/airlock/jobs/pki"
 )
 
 const enrollToken = "fedcba9876543210fedcba9876543210"
 
 func serveEnrol(t *testing.T) (*httptest.Server, *Server, *pki.CA) {
-	ca, err := pki.LoadOrCreateCA(filepath.Join(t.TempDir(), "pki"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := New(Config{Token: token, Jobs: &fakeJobs{known: []jobs.Job{jobOne}}, CA: ca, EnrollToken: enrollToken, Temporal: "127.0.0.1:7233", Namespace: "airlock"})
-	s := httptest.NewServer(a.Handler())
-	t.Cleanup(s.Close)
-	return s, a, ca
+	s, a, _ := serveEnrolIn(t)
+	return s, a, a.cfg.CA
 }
 
 // enrolNode enrols id in pool ci and returns its key and certificate.
@@ -152,6 +144,7 @@ func TestAttestedTier(t *testing.T) {
 		return NodeEntry{}
 	}
 	t.Run("without an attestation a node claiming tier 1 is refused", func(t *testing.T) {
+		enrolNode(t, s, "n9") // an id never enrolled is not listed at all
 		code, _ := register(t, s, Registration{ID: "n9", Pool: "ci", Tier: 1})
 		if code != http.StatusForbidden || a.Eligible("n9", "floor.ci") {
 			t.Errorf("got %d, eligible %v; want 403 and not eligible", code, a.Eligible("n9", "floor.ci"))

@@ -131,6 +131,9 @@ func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 
 // authorizer asks it of every poll (the tier is the node's registered
 // one, which attestation vouches for).
 func (s *Server) Eligible(node, queue string) bool {
+	if s.revoked(node) {
+		return false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n, ok := s.nodes[node]
@@ -148,11 +151,21 @@ func (s *Server) Eligible(node, queue string) bool {
 	return false
 }
 
+// revoked says whether enrolment is on and node is not bound now (its
+// binding removed on the server): its certificate, still within its life,
+// then polls nothing and its answers are held as a node never registered.
+func (s *Server) revoked(node string) bool {
+	return s.cfg.CA != nil && !s.cfg.CA.Enrolled(node)
+}
+
 // Standing is node's attested tier and whether an admin's opt-out holds
 // for it (not one still pending); known is false for a node that never
 // registered. The Temporal frontend holds each claim and result of the
 // node to it.
 func (s *Server) Standing(node string) (tier int, optedOut, known bool) {
+	if s.revoked(node) {
+		return 0, false, false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n, ok := s.nodes[node]

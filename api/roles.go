@@ -60,6 +60,10 @@ type Principal struct {
 	Tenant string
 }
 
+// OperatorName is the principal name of the server's own operator token
+// (STATE/token): no tenant or admin may be named so.
+const OperatorName = "operator"
+
 type principalKey struct{}
 
 // PrincipalOf is the request's principal (RoleNone outside the API's
@@ -78,7 +82,7 @@ func (s *Server) principal(got string) Principal {
 		return want != "" && len(got) > 0 && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 	}
 	if match(s.cfg.Token) {
-		p = Principal{Role: RoleOperator, Name: "operator", Tenant: jobs.DefaultTenant}
+		p = Principal{Role: RoleOperator, Name: OperatorName, Tenant: jobs.DefaultTenant}
 	}
 	if t, ok := s.tenantToken(got); ok && p.Role == RoleNone {
 		p = Principal{Role: RoleOperator, Name: t, Tenant: t}

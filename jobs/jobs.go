@@ -27,6 +27,7 @@ package jobs
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"strings"
 	"time"
@@ -184,6 +185,11 @@ type DevAuth struct {
 	// lets it claim a tier it did not prove or hide its opt-out. nil
 	// holds them to Eligible alone.
 	Standing func(node string) (tier int, optedOut, known bool)
+	// Bound refuses a node's certificate whose node id is not bound now
+	// to its key and pool (pki.CA.Bound): a revoked or moved id's old
+	// certificate is then refused at every call. nil trusts every node
+	// certificate of the CA.
+	Bound func(cert *x509.Certificate) error
 }
 
 // DevServer is a running embedded Temporal server.

@@ -100,7 +100,7 @@ func connectTemporal(ctx context.Context, env *cli.Env, o serverOptions, fleet *
 		return o.external.hostPort, ns, c, c.Close, nil
 	}
 	dev, err := o.start(ctx, jobs.DevConfig{Dir: filepath.Join(o.dir, "temporal"), FrontendIP: o.temporalIP,
-		Auth: &jobs.DevAuth{CA: fleet.ca.PEM, Services: fleet.services, Client: fleet.client, Eligible: eligible, Standing: standing}})
+		Auth: &jobs.DevAuth{CA: fleet.ca.PEM, Services: fleet.services, Client: fleet.client, Eligible: eligible, Standing: standing, Bound: fleet.ca.Bound}})
 	if err != nil {
 		return "", "", nil, nil, err
 	}

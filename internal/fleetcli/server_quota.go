@@ -95,10 +95,10 @@ func tenantTokens(path string) ([]api.Tenant, error) {
 	var out []api.Tenant
 	seen := map[string]bool{}
 	for i, line := range strings.Split(string(b), "\n") {
-		if line, _, _ = strings.Cut(line, "#"); strings.TrimSpace(line) == "" {
+		f := uncommented(strings.Fields(line))
+		if len(f) == 0 {
 			continue
 		}
-		f := strings.Fields(line)
 		if len(f) != 2 {
 			return nil, errs.Invalidf("tenants file %s: line %d: want TENANT TOKEN", path, i+1)
 		}
@@ -120,6 +120,18 @@ func tenantTokens(path string) ([]api.Tenant, error) {
 	return out, nil
 }
 
+// uncommented is a line's fields before its comment: one that begins a
+// field with #. A # inside a token is the token's, never a cut that would
+// leave a shorter token than the file shows.
+func uncommented(f []string) []string {
+	for i, s := range f {
+		if strings.HasPrefix(s, "#") {
+			return f[:i]
+		}
+	}
+	return f
+}
+
 // serverTenants reads the tenants file and refuses a tenant's token that
 // is another role's (the operator's, an admin's, the enrolment token):
 // one token, one principal.
@@ -132,9 +144,19 @@ func serverTenants(o serverOptions, token, enroll string, admins []api.Admin) ([
 	for _, a := range admins {
 		others[a.Token] = "admin " + a.Name + "'s token"
 	}
+	// A tenant's name is its principal's, written as who acted (an
+	// answer's "person:NAME", a job.start's "by"): one that is an admin's
+	// or the operator token's would pass its acts off as theirs.
+	names := map[string]string{api.OperatorName: "the operator token's name"}
+	for _, a := range admins {
+		names[a.Name] = "admin " + a.Name + "'s name"
+	}
 	for _, t := range tenants {
 		if what, ok := others[t.Token]; ok {
 			return nil, errs.Invalidf("tenants file %s: tenant %s has %s; give each its own", o.tenantsFile, t.Name, what)
+		}
+		if what, ok := names[t.Name]; ok {
+			return nil, errs.Invalidf("tenants file %s: tenant %s is named as %s, which the audit log could not tell apart; name it another", o.tenantsFile, t.Name, what)
 		}
 	}
 	return tenants, nil

@@ -26,6 +26,7 @@ func TestTenantTokens(t *testing.T) {
 		{name: "a short token", text: "acme short\n", mode: 0o600, want: "shorter than 16", wantErr: true},
 		{name: "a name that is no plain name", text: "Acme/1 " + tok("a") + "\n", mode: 0o600, want: "tenant \"Acme/1\"", wantErr: true},
 		{name: "a tenant twice", text: "acme " + tok("a") + "\nacme " + tok("b") + "\n", mode: 0o600, want: "given twice", wantErr: true},
+		{name: "a token holding # is the whole token", text: "acme 0123456789abcdef#" + tok("a") + "\n", mode: 0o600, want: "acme=0123456789abcdef#" + tok("a")},
 		{name: "a token twice", text: "acme " + tok("a") + "\nbeta " + tok("a") + "\n", mode: 0o600, want: "given twice", wantErr: true},
 	}
 	for _, tt := range tests {
@@ -44,6 +45,10 @@ func TestTenantTokens(t *testing.T) {
 			}
 			var names []string
 			for _, x := range got {
+				if strings.Contains(tt.want, "=") {
+					names = append(names, x.Name+"="+x.Token)
+					continue
+				}
 				names = append(names, x.Name)
 			}
 			if err != nil || strings.Join(names, " ") != tt.want {
@@ -66,6 +71,15 @@ func TestServerTenantsRefuseAnotherRolesToken(t *testing.T) {
 		os.WriteFile(o.tenantsFile, []byte("acme "+tt.token+"\n"), 0o600)
 		if _, err := serverTenants(o, op, enroll, []api.Admin{{Name: "ann", Token: admin}}); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("a tenant with %s: %v", tt.want, err)
+		}
+	}
+	// A tenant's name is who answers in the audit log and a call's
+	// decider ("person:NAME"): one that is an admin's, or the operator
+	// token's, would pass a tenant's answers off as theirs.
+	for _, name := range []string{"ann", "operator"} {
+		os.WriteFile(o.tenantsFile, []byte(name+" "+strings.Repeat("t", 32)+"\n"), 0o600)
+		if _, err := serverTenants(o, op, enroll, []api.Admin{{Name: "ann", Token: admin}}); err == nil || !strings.Contains(err.Error(), "tenant "+name+" is named as") {
+			t.Errorf("a tenant named %s: %v, want it refused", name, err)
 		}
 	}
 	o.tenantQuota = map[string]int{"acme": 1, "nobody": 1}

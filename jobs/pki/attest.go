@@ -127,6 +127,9 @@ func (ca *CA) VerifyAttestation(a Attestation) (Report, error) {
 	if !ok || !ecdsa.VerifyASN1(pub, digest(a.Report), a.Signature) {
 		return Report{}, errs.New(errs.Denied, "attestation: the signature does not verify with the enrolled key")
 	}
+	if err := ca.checkBound(id.Node, id.Pool, pub); err != nil {
+		return Report{}, errs.Wrap(errs.Denied, err, "attestation")
+	}
 	var r Report
 	dec := json.NewDecoder(bytes.NewReader(a.Report))
 	dec.DisallowUnknownFields()

@@ -102,12 +102,10 @@ func (ca *CA) bind(node, pool string, pub *ecdsa.PublicKey) (string, error) {
 	if ca.dir == "" {
 		return "", errs.Unavailablef("enrol node %s: the CA has no directory to keep enrolled nodes in", node)
 	}
-	spki, err := x509.MarshalPKIXPublicKey(pub)
+	key, err := keyDigest(pub)
 	if err != nil {
 		return "", errs.Wrap(errs.Internal, err, "enrol node %s: key", node)
 	}
-	sum := sha256.Sum256(spki)
-	key := "sha256:" + hex.EncodeToString(sum[:])
 	path := filepath.Join(ca.dir, "nodes", node)
 	ca.mu.Lock()
 	defer ca.mu.Unlock()
@@ -133,6 +131,67 @@ func (ca *CA) bind(node, pool string, pub *ecdsa.PublicKey) (string, error) {
 		return "", errs.Wrap(errs.Unavailable, err, "enrol node %s: record its binding", node)
 	}
 	return token, nil
+}
+
+// Enrolled says whether node is bound now (its binding, nodes/<id>,
+// reads): removing the binding revokes the node, whose certificate may
+// still be within its life.
+func (ca *CA) Enrolled(node string) bool {
+	if checkName("node id", node) != nil || ca.dir == "" {
+		return false
+	}
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
+	_, err := privfile.ReadFile(filepath.Join(ca.dir, "nodes", node), 4096, privfile.Options{})
+	return err == nil
+}
+
+// keyDigest is how a binding names a key: the SHA-256 of its PKIX form.
+func keyDigest(pub *ecdsa.PublicKey) (string, error) {
+	spki, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(spki)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// Bound refuses a node's certificate unless the node id it names is bound
+// now to its key and pool (see checkBound).
+func (ca *CA) Bound(cert *x509.Certificate) error {
+	id, err := IdentityOf(cert)
+	if err != nil {
+		return err
+	}
+	pub, ok := cert.PublicKey.(*ecdsa.PublicKey)
+	if id.Role != RoleNode || !ok {
+		return errs.New(errs.Denied, "the certificate is not a node's")
+	}
+	return ca.checkBound(id.Node, id.Pool, pub)
+}
+
+// checkBound refuses unless node is bound now to pool and pub: a
+// certificate still within its life proves nothing for an id whose
+// binding was removed (revoked) or made again with another key (moved).
+func (ca *CA) checkBound(node, pool string, pub *ecdsa.PublicKey) error {
+	key, err := keyDigest(pub)
+	if err != nil || ca.dir == "" {
+		return errs.New(errs.Denied, "node %s: no binding to check its key against", node)
+	}
+	ca.mu.Lock()
+	got, err := privfile.ReadFile(filepath.Join(ca.dir, "nodes", node), 4096, privfile.Options{})
+	ca.mu.Unlock()
+	if errors.Is(err, fs.ErrNotExist) {
+		return errs.New(errs.Denied, "node %s is not enrolled on this server (its binding was removed): enrol it again", node)
+	}
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, err, "node %s: its binding", node)
+	}
+	b := parseBinding(string(got))
+	if b["pool"] != pool || subtle.ConstantTimeCompare([]byte(b["key"]), []byte(key)) != 1 {
+		return errs.New(errs.Denied, "node %s is enrolled now with another key or pool than this certificate's (the id was enrolled again): the old certificate proves nothing", node)
+	}
+	return nil
 }
 
 // csrKey is the P-256 key of a CSR whose signature verifies.

@@ -22,8 +22,8 @@ import (
 // ChallengeTTL is how long an issued challenge may be signed and used.
 const ChallengeTTL = time.Minute
 
-// maxChallenges bounds the challenges kept per node: a node asks for one
-// per registration, so more outstanding at once is only waste.
+// maxChallenges bounds the challenges kept per node and asker: a node asks
+// for one per registration, so more outstanding at once is only waste.
 const maxChallenges = 4
 
 // sweepAt is how many nodes' challenges are kept before the expired ones
@@ -39,11 +39,17 @@ type challenges struct {
 type issued struct {
 	value string
 	at    time.Time
+	// asker is who asked for it (the API's principal): each asker's
+	// challenges of a node are bounded on their own, so one asker's never
+	// push out another's (an operator asking in a node's name does not
+	// evict the challenge the node itself is about to sign).
+	asker string
 }
 
-// Challenge issues a fresh challenge for node's next report: 32 random
-// bytes, hex. Only the newest maxChallenges of a node are kept.
-func (ca *CA) Challenge(node string) (string, error) {
+// Challenge issues a fresh challenge for node's next report, asked by
+// asker (the requesting principal, e.g. "node:n1"): 32 random bytes, hex.
+// Only the newest maxChallenges of each asker for a node are kept.
+func (ca *CA) Challenge(node, asker string) (string, error) {
 	if err := checkName("node id", node); err != nil {
 		return "", err
 	}
@@ -66,17 +72,32 @@ func (ca *CA) Challenge(node string) (string, error) {
 			}
 		}
 	}
-	kept := ch.byNode[node][:0:0]
-	for _, i := range ch.byNode[node] {
-		if now.Sub(i.at) <= ChallengeTTL {
-			kept = append(kept, i)
+	ch.byNode[node] = append(keep(ch.byNode[node], asker, now), issued{value: c, at: now, asker: asker})
+	return c, nil
+}
+
+// keep is list without its expired challenges and with room for one more
+// of asker's: the oldest of asker's own go beyond maxChallenges-1, never
+// another asker's.
+func keep(list []issued, asker string, now time.Time) []issued {
+	mine := 0
+	for _, i := range list {
+		if i.asker == asker && now.Sub(i.at) <= ChallengeTTL {
+			mine++
 		}
 	}
-	if len(kept) >= maxChallenges {
-		kept = kept[len(kept)-maxChallenges+1:]
+	kept := list[:0:0]
+	for _, i := range list {
+		if now.Sub(i.at) > ChallengeTTL {
+			continue
+		}
+		if i.asker == asker && mine >= maxChallenges {
+			mine-- // asker's oldest, dropped for the new one
+			continue
+		}
+		kept = append(kept, i)
 	}
-	ch.byNode[node] = append(kept, issued{value: c, at: now})
-	return c, nil
+	return kept
 }
 
 // TakeChallenge uses up the challenge r signs, which must be one issued

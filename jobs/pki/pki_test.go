@@ -174,7 +174,7 @@ func heldRows(tier int, mech string) []Row {
 func enrolled(t *testing.T, ca *CA, node, pool string) (*ecdsa.PrivateKey, []byte) {
 	key, _ := NewKey()
 	csr, _ := CSR(key, node)
-	p, err := ca.IssueNode(csr, node, pool, 0)
+	p, _, err := ca.Enrol(csr, node, pool, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,6 +225,13 @@ func TestAttestation(t *testing.T) {
 				t.Errorf("got %v, want a refusal containing %q", err, tc.want)
 			}
 		})
+	}
+	// Revoked: the binding removed, the certificate still within its life.
+	if err := os.Remove(filepath.Join(ca.dir, "nodes", "n1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ca.VerifyAttestation(good); err == nil || !strings.Contains(err.Error(), "not enrolled") {
+		t.Errorf("a revoked node's attestation: %v, want refused", err)
 	}
 }
 
@@ -280,10 +287,10 @@ func TestTakeChallenge(t *testing.T) {
 	}
 	now := time.Now()
 	ca.now = func() time.Time { return now }
-	c1, _ := ca.Challenge("n1")
-	old, _ := ca.Challenge("n1")
-	c2, _ := ca.Challenge("n2")
-	if _, err := ca.Challenge("n.1"); err == nil {
+	c1, _ := ca.Challenge("n1", "node")
+	old, _ := ca.Challenge("n1", "node")
+	c2, _ := ca.Challenge("n2", "node")
+	if _, err := ca.Challenge("n.1", "node"); err == nil {
 		t.Error("a challenge for a node id that is no plain name was issued")
 	}
 	take := func(node, c string) error { return ca.TakeChallenge(Report{Node: node, Challenge: c}) }
@@ -307,7 +314,7 @@ func TestTakeChallenge(t *testing.T) {
 	// and leaves the newest usable.
 	var last string
 	for range 3 * maxChallenges {
-		last, _ = ca.Challenge("n1")
+		last, _ = ca.Challenge("n1", "node")
 	}
 	if n := len(ca.challenges.byNode["n1"]); n > maxChallenges {
 		t.Errorf("%d challenges kept for n1, want at most %d", n, maxChallenges)
@@ -315,12 +322,20 @@ func TestTakeChallenge(t *testing.T) {
 	if err := take("n1", last); err != nil {
 		t.Errorf("the newest challenge: %v", err)
 	}
+	// Another asker's flood of n1's challenges leaves n1's own usable.
+	own, _ := ca.Challenge("n1", "node")
+	for range 3 * maxChallenges {
+		ca.Challenge("n1", "operator:acme")
+	}
+	if err := take("n1", own); err != nil {
+		t.Errorf("n1's own challenge after another asker's: %v", err)
+	}
 	// Challenges asked for many ids are swept once they expired.
 	for i := range sweepAt {
-		ca.Challenge(fmt.Sprintf("x%d", i))
+		ca.Challenge(fmt.Sprintf("x%d", i), "node")
 	}
 	now = now.Add(ChallengeTTL + time.Second)
-	ca.Challenge("n1")
+	ca.Challenge("n1", "node")
 	if n := len(ca.challenges.byNode); n != 1 {
 		t.Errorf("%d nodes' challenges kept after they expired, want the fresh one's", n)
 	}

@@ -60,13 +60,25 @@ func tlsProvider(a *jobs.DevAuth) (*encryption.FixedTLSConfigProvider, error) {
 
 // claimMapper maps the verified peer certificate to its identity. The TLS
 // handshake already verified the chain against the fleet CA (and only
-// then does the certificate appear in VerifiedChains).
-type claimMapper struct{}
+// then does the certificate appear in VerifiedChains). A node's
+// certificate must also be the one its id is bound to now (bound): the
+// binding's removal revokes it, and an id enrolled again on another
+// machine leaves the old machine's certificate nothing, though both are
+// still within their life.
+type claimMapper struct {
+	bound func(*x509.Certificate) error
+}
 
-func (claimMapper) GetClaims(ai *authorization.AuthInfo) (*authorization.Claims, error) {
-	id, err := pki.IdentityOf(authorization.PeerCert(ai.TLSConnection))
+func (m claimMapper) GetClaims(ai *authorization.AuthInfo) (*authorization.Claims, error) {
+	cert := authorization.PeerCert(ai.TLSConnection)
+	id, err := pki.IdentityOf(cert)
 	if err != nil {
 		return nil, err
+	}
+	if id.Role == pki.RoleNode && m.bound != nil {
+		if err := m.bound(cert); err != nil {
+			return nil, err
+		}
 	}
 	return &authorization.Claims{Subject: id.String(), Extensions: id, AuthType: "mtls"}, nil
 }

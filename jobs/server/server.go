@@ -116,7 +116,7 @@ func authOptions(a *jobs.DevAuth, namespace, bindings string) ([]temporal.Server
 	}
 	opts := []temporal.ServerOption{
 		temporal.WithTLSConfigFactory(tp),
-		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper{} }),
+		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper{bound: a.Bound} }),
 		temporal.WithAuthorizer(&authorizer{namespace: namespace, eligible: a.Eligible}),
 		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{dynamicconfig.EnableRingpopTLS.Key(): true}),
 	}
