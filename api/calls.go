@@ -192,7 +192,7 @@ func (s *Server) trace(w http.ResponseWriter, r *http.Request) {
 
 // startCalls reads a start request's calls, open and idle timeout into j.
 func startCalls(req StartRequest, j *jobs.Job) error {
-	j.Calls, j.Open = req.Calls, req.Open
+	j.Calls, j.Open, j.MCP = req.Calls, req.Open, req.MCP
 	if req.IdleTimeout != "" {
 		d, err := time.ParseDuration(req.IdleTimeout)
 		if err != nil || d <= 0 {

@@ -123,6 +123,30 @@ type Job struct {
 	// IdleTimeout (0 is DefaultIdleTimeout).
 	Open        bool          `json:"open,omitempty"`
 	IdleTimeout time.Duration `json:"idle_timeout,omitempty"`
+	// MCP are the job's MCP servers, by name: each one's stdio command,
+	// started in a box of the job's kernel on the first tool call that
+	// names it and kept for the job's life. Its tools are decided by the
+	// job's policy as NAME.tool.
+	MCP map[string][]string `json:"mcp,omitempty"`
+}
+
+// MaxMCPServers bounds a job's MCP servers.
+const MaxMCPServers = 16
+
+// validateMCP refuses a job's MCP server with a bad name or no command.
+func (j Job) validateMCP() error {
+	if len(j.MCP) > MaxMCPServers {
+		return errs.Invalidf("job %s: mcp: %d servers, at most %d", j.ID, len(j.MCP), MaxMCPServers)
+	}
+	for name, argv := range j.MCP {
+		if err := CheckName("mcp server", name); err != nil {
+			return errs.Invalidf("job %s: mcp: %s", j.ID, errs.AgentMessage(err))
+		}
+		if len(argv) == 0 || argv[0] == "" {
+			return errs.Invalidf("job %s: mcp: server %s: empty command (give the server's argv)", j.ID, name)
+		}
+	}
+	return nil
 }
 
 // MaxRetries bounds a job's retries after lost nodes.
@@ -182,6 +206,9 @@ func (j Job) Validate() error {
 		return err
 	}
 	if err := CheckName("pool", j.Pool); err != nil {
+		return err
+	}
+	if err := j.validateMCP(); err != nil {
 		return err
 	}
 	if err := j.validateCalls(); err != nil {
