@@ -1,0 +1,165 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/airlock-run/airlock/internal/wiring"
+	"github.com/airlock-run/airlock/jobs"
+	"github.com/airlock-run/airlock/sandbox"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// peerArg makes the test binary a real MCP server (the Go SDK's) on its
+// standard input and output: the job's kernel starts it as a job's server.
+const peerArg = "mcp-peer"
+
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == peerArg {
+		servePeer()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// servePeer serves echo (read-only) and secret until its input ends.
+func servePeer() {
+	s := sdk.NewServer(&sdk.Implementation{Name: "peer", Version: "1"}, nil)
+	schema := json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}}}`)
+	s.AddTool(&sdk.Tool{Name: "echo", Description: "echo", InputSchema: schema, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			var a struct{ Message string }
+			json.Unmarshal(r.Params.Arguments, &a)
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "echo: " + a.Message}}}, nil
+		})
+	s.AddTool(&sdk.Tool{Name: "secret", Description: "secret", InputSchema: schema},
+		func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "the secret"}}}, nil
+		})
+	if err := s.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, "peer:", err)
+		os.Exit(1)
+	}
+}
+
+// testKernel builds each job's kernel as a node does (wiring, the job's
+// policy, its own directory) at tier 0.
+func testKernel(t *testing.T) KernelFunc {
+	return func(ctx context.Context, j jobs.Job, dir string) (Kernel, error) {
+		pf := filepath.Join(dir, "policy.yaml")
+		if err := os.WriteFile(pf, []byte(j.Policy), 0o600); err != nil {
+			return Kernel{}, err
+		}
+		getenv := func(k string) string {
+			if k == "HOME" {
+				return dir
+			}
+			return ""
+		}
+		k, err := wiring.Build(wiring.Config{PolicyFile: pf, Workdir: filepath.Join(dir, "work"), Dir: dir,
+			Getenv: getenv, AuditFile: filepath.Join(dir, "audit.jsonl"), GrantsFile: filepath.Join(dir, "grants.json"),
+			Tier: sandbox.Tier0, Log: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			return Kernel{}, err
+		}
+		return Kernel{Kernel: k.Kernel, Close: k.Close}, nil
+	}
+}
+
+// TestToolCalls: a job's tool calls reach its MCP server (a real one,
+// started in the job's kernel on first use) through the gateway: the
+// policy allows one tool and denies another, each as the result and the
+// trace record say, and the server is gone when the lease closes.
+func TestToolCalls(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := fmt.Sprintf("isolation: none\nshell:\n  allow: [%q]\ntools:\n  peer.echo: true\n  peer.secret: false\n", exe)
+	j := jobs.Job{ID: "j-1", Pool: "ci", Open: true, Tier0: true, Policy: policy, MCP: map[string][]string{"peer": {exe, peerArg}}}
+	r := &runner{cfg: Config{ID: "n1", StateDir: t.TempDir(), Kernel: testKernel(t), Log: slog.New(slog.DiscardHandler)}}
+	ctx := t.Context()
+	if _, err := r.Open(ctx, jobs.LeaseRequest{Job: j, Node: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background(), j.ID)
+	call := func(c jobs.Call) jobs.CallResult {
+		t.Helper()
+		if err := c.Validate(); err != nil {
+			t.Fatalf("call %s: %v", c.ID, err)
+		}
+		res, err := r.Call(ctx, jobs.CallRequest{Job: j, Node: "n1", Call: c})
+		if err != nil {
+			t.Fatalf("call %s: %v", c.ID, err)
+		}
+		return res
+	}
+
+	echo := jobs.Call{ID: "c1", Kind: jobs.CallTool, Server: "peer", Tool: "echo", Args: json.RawMessage(`{"message":"hi"}`)}
+	res := call(echo)
+	if res.Refused || res.ExitCode != 0 || res.Text != "echo: hi" || res.Verdict != "allow" || res.Rule == "" {
+		t.Fatalf("allowed tool: %+v", res)
+	}
+	rec := jobs.Record(echo, res)
+	if rec.Call != "peer/echo (args 16 bytes)" || rec.Verdict != "allow" || rec.Kind != jobs.CallTool {
+		t.Errorf("trace record of the allowed call: %+v", rec)
+	}
+
+	secret := jobs.Call{ID: "c2", Kind: jobs.CallTool, Server: "peer", Tool: "secret"}
+	res = call(secret)
+	if !res.Refused || res.Verdict != "deny" || !strings.Contains(res.Rule, "peer.secret") || strings.Contains(res.Text, "the secret") {
+		t.Fatalf("denied tool: %+v", res)
+	}
+	if rec := jobs.Record(secret, res); !rec.Refused || rec.Reason == "" {
+		t.Errorf("trace record of the denied call: %+v", rec)
+	}
+
+	res = call(jobs.Call{ID: "c3", Kind: jobs.CallTool, Server: "peer", Tool: "nosuch"})
+	if res.Refused || res.ExitCode != 1 || !strings.Contains(res.Text, "nosuch") {
+		t.Errorf("a tool the server does not list: %+v", res)
+	}
+	res = call(jobs.Call{ID: "c4", Kind: jobs.CallTool, Server: "other", Tool: "echo"})
+	if !res.Refused || !strings.Contains(res.Reason, `server "other"`) {
+		t.Errorf("a server the job does not name: %+v", res)
+	}
+
+	r.lmu.Lock()
+	l := r.leases[j.ID]
+	r.lmu.Unlock()
+	if err := r.Close(context.Background(), j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.mcp.ctx.Err(); err == nil {
+		t.Error("the job's MCP server outlived its lease")
+	}
+}
+
+// TestToolServerCommandRefused: a job's server is a command like any
+// other: one its policy's shell section does not allow never starts, and
+// the tool call that needed it is refused, saying why.
+func TestToolServerCommandRefused(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := jobs.Job{ID: "j-2", Pool: "ci", Open: true, Tier0: true, Policy: "isolation: none\nshell:\n  allow: [ls]\ntools:\n  \"*\": true\n",
+		MCP: map[string][]string{"peer": {exe, peerArg}}}
+	r := &runner{cfg: Config{ID: "n1", StateDir: t.TempDir(), Kernel: testKernel(t), Log: slog.New(slog.DiscardHandler)}}
+	if _, err := r.Open(t.Context(), jobs.LeaseRequest{Job: j, Node: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background(), j.ID)
+	res, err := r.Call(t.Context(), jobs.CallRequest{Job: j, Node: "n1", Call: jobs.Call{ID: "c1", Kind: jobs.CallTool, Server: "peer", Tool: "echo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Refused || !strings.Contains(res.Reason, "not allowed") {
+		t.Fatalf("a server whose command the policy does not allow: %+v", res)
+	}
+}
