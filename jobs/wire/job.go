@@ -8,6 +8,8 @@
 package wire
 
 import (
+	"maps"
+	"slices"
 	"fmt"
 	"regexp"
 	"strings"
@@ -273,6 +275,8 @@ type Summary struct {
 	// more (a lease).
 	Calls int  `json:"calls,omitempty"`
 	Open  bool `json:"open,omitempty"`
+	// MCP names the job's MCP servers (their commands are not shown).
+	MCP []string `json:"mcp,omitempty"`
 }
 
 // Summary is the job's list entry.
@@ -280,7 +284,7 @@ func (j Job) Summary() Summary {
 	return Summary{Pool: j.Pool, Queue: j.Queue(), Floor: j.Floor(), OutsideEvent: j.FromOutside(), Tainted: j.Tainted,
 		Taint: j.Taint, Model: j.Model, Parent: j.Parent, Dev: j.Dev, Source: j.Source,
 		Command: j.Describe(), Agent: j.Agent, Idempotent: j.Idempotent, Retries: j.Retries,
-		Calls: len(j.JobCalls()), Open: j.Open, Tenant: j.Tenant}
+		Calls: len(j.JobCalls()), Open: j.Open, Tenant: j.Tenant, MCP: slices.Sorted(maps.Keys(j.MCP))}
 }
 
 // Claim is a node's answer to a claim: who it is and the tier it runs at.
