@@ -8,10 +8,10 @@
 package wire
 
 import (
-	"maps"
-	"slices"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
