@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,11 +30,12 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// servePeer serves echo (read-only) and secret until its input ends.
+// servePeer serves echo (read-only, closed world), secret (neither) and
+// fetch (read-only, open world) until its input ends.
 func servePeer() {
 	s := sdk.NewServer(&sdk.Implementation{Name: "peer", Version: "1"}, nil)
 	schema := json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}}}`)
-	s.AddTool(&sdk.Tool{Name: "echo", Description: "echo", InputSchema: schema, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+	s.AddTool(&sdk.Tool{Name: "echo", Description: "echo", InputSchema: schema, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}},
 		func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			var a struct{ Message string }
 			json.Unmarshal(r.Params.Arguments, &a)
@@ -41,6 +44,10 @@ func servePeer() {
 	s.AddTool(&sdk.Tool{Name: "secret", Description: "secret", InputSchema: schema},
 		func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "the secret"}}}, nil
+		})
+	s.AddTool(&sdk.Tool{Name: "fetch", Description: "fetch", InputSchema: schema, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(true)}},
+		func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "text from outside"}}}, nil
 		})
 	if err := s.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "peer:", err)
@@ -64,7 +71,13 @@ func testKernel(t *testing.T) KernelFunc {
 		}
 		k, err := wiring.Build(wiring.Config{PolicyFile: pf, Workdir: filepath.Join(dir, "work"), Dir: dir,
 			Getenv: getenv, AuditFile: filepath.Join(dir, "audit.jsonl"), GrantsFile: filepath.Join(dir, "grants.json"),
-			Tier: sandbox.Tier0, Log: slog.New(slog.DiscardHandler)})
+			Tier: sandbox.Tier0, Log: slog.New(slog.DiscardHandler),
+			Taint: func() string {
+				if j.Tainted {
+					return "it read text from outside"
+				}
+				return ""
+			}})
 		if err != nil {
 			return Kernel{}, err
 		}
@@ -161,5 +174,70 @@ func TestToolServerCommandRefused(t *testing.T) {
 	}
 	if !res.Refused || !strings.Contains(res.Reason, "not allowed") {
 		t.Fatalf("a server whose command the policy does not allow: %+v", res)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestToolCallTaint: an open-world tool's result taints the job, and from
+// then on a tool not marked read-only waits for a person (asked through
+// the server, who denies it here), while a read-only one still runs.
+func TestToolCallTaint(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &jobs.Waiters{}
+	asked := make(chan jobs.Question, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		var q jobs.Question
+		if json.NewDecoder(r.Body).Decode(&q) != nil {
+			rw.WriteHeader(400)
+			return
+		}
+		rw.WriteHeader(202)
+		asked <- q
+		go w.Deliver(jobs.Answer{Question: q.ID, Digest: q.Digest, Answer: jobs.AnswerDeny, By: "person:operator"})
+	}))
+	defer srv.Close()
+	policy := fmt.Sprintf("isolation: none\nshell:\n  allow: [%q]\ntools:\n  \"*\": true\nescalation:\n  timeout: 5s\n", exe)
+	j := jobs.Job{ID: "j-3", Pool: "ci", Open: true, Tier0: true, Policy: policy, MCP: map[string][]string{"peer": {exe, peerArg}}}
+	r := &runner{cfg: Config{ID: "n1", Server: srv.URL, StateDir: t.TempDir(), Kernel: testKernel(t), Log: slog.New(slog.DiscardHandler)},
+		waiters: w, token: func() string { return "node.n1.t" }}
+	if _, err := r.Open(t.Context(), jobs.LeaseRequest{Job: j, Node: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background(), j.ID)
+	call := func(id, tool string) jobs.CallResult {
+		t.Helper()
+		res, err := r.Call(t.Context(), jobs.CallRequest{Job: j, Node: "n1", Call: jobs.Call{ID: id, Kind: jobs.CallTool, Server: "peer", Tool: tool}})
+		if err != nil {
+			t.Fatalf("call %s: %v", id, err)
+		}
+		return res
+	}
+	if res := call("c1", "secret"); res.Refused || res.Text != "the secret" {
+		t.Fatalf("a tool not read-only before the taint: %+v", res)
+	}
+	if res := call("c2", "fetch"); res.Refused || res.Text != "text from outside" {
+		t.Fatalf("the open-world tool: %+v", res)
+	}
+	if len(asked) != 0 {
+		t.Fatalf("a person was asked before the taint: %+v", <-asked)
+	}
+	res := call("c3", "secret")
+	if !res.Refused || res.Rule != "taint" || strings.Contains(res.Text, "the secret") {
+		t.Fatalf("a tool not read-only after the taint: %+v", res)
+	}
+	select {
+	case q := <-asked:
+		if q.Call != "tool peer.secret" {
+			t.Errorf("the person was asked %q", q.Call)
+		}
+	default:
+		t.Error("no person was asked about the tainted call")
+	}
+	if res := call("c4", "echo"); res.Refused || res.Text != "echo: " {
+		t.Errorf("a read-only tool after the taint: %+v", res)
 	}
 }
