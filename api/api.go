@@ -311,6 +311,9 @@ func (s *Server) job(req StartRequest, source string) (jobs.Job, error) {
 		j.RunTimeout = d
 	}
 	s.ceilings(&j)
+	if err := leaseBounds(j); err != nil {
+		return j, err
+	}
 	return j, j.Validate()
 }
 
@@ -343,6 +346,9 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 	} else {
 		st, err = s.cfg.Jobs.Get(r.Context(), id)
 	}
+	if err == nil {
+		err = s.outputRead(st, hasOutput(st.Result))
+	}
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -365,11 +371,23 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	out := make([]JobView, 0, len(list))
+	// Only the token's tenant's jobs are listed, and only what is listed
+	// counts as read (a tainted child's output taints its parent).
+	seen := list[:0:0]
 	for _, st := range list {
 		if sees(r.Context(), withTenant(st.Summary)) {
-			out = append(out, s.view(st))
+			seen = append(seen, st)
 		}
+	}
+	out := make([]JobView, 0, len(seen))
+	for _, st := range seen {
+		if err := s.outputRead(st, hasOutput(st.Result)); err != nil {
+			writeErr(w, err)
+			return
+		}
+	}
+	for _, st := range seen {
+		out = append(out, s.view(st))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -461,6 +479,9 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 // taint marks j tainted when it may use a model the tenant has not vetted
 // or its parent is tainted, and carries the parent's floor over.
 func (s *Server) taint(j *jobs.Job) error {
+	if err := checkModel(j.Model); err != nil {
+		return err
+	}
 	if j.Model != "" && !slices.Contains(s.cfg.VettedModels, j.Model) {
 		j.Tainted, j.Taint = true, joinTaint(j.Taint, fmt.Sprintf("model %s is not vetted", j.Model))
 	}

@@ -106,8 +106,17 @@ func (s *Server) addCall(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &c) {
 		return
 	}
-	if c.ID == "" {
-		c.ID = newCallID()
+	// The server names every call it adds, so no caller names another
+	// call's id: a second call under one would be refused by the job,
+	// and its caller would read the first call's result as its own.
+	if c.ID != "" {
+		writeErr(w, errs.Invalidf("field \"id\": the server names each call it adds (the answer's \"call\"); leave it out"))
+		return
+	}
+	c.ID = newCallID()
+	if c.Taint != "" {
+		writeErr(w, errs.Invalidf("field \"taint\": the server sets it (the job's taint); leave it out"))
+		return
 	}
 	if err := c.Validate(); err != nil {
 		writeErr(w, err)
@@ -117,6 +126,10 @@ func (s *Server) addCall(w http.ResponseWriter, r *http.Request) {
 		writeCallErr(w, err)
 		return
 	}
+	// The job's kernel was built with its start's taint; what the job read
+	// since (a read the server recorded, by an operator for it, say) goes
+	// with each call, and the node taints the kernel before it runs.
+	c.Taint = s.readTaint(id)
 	if err := cj.Call(r.Context(), id, c); err != nil {
 		writeErr(w, err)
 		return
@@ -124,6 +137,9 @@ func (s *Server) addCall(w http.ResponseWriter, r *http.Request) {
 	s.record(AuditJobCall, map[string]any{"job": id, "call": c.ID, "kind": c.Kind, "call_sha256": sha(c.Describe()),
 		"by": PrincipalOf(r.Context()).Name})
 	res, done, err := s.awaitCall(r.Context(), cj, id, c.ID, wait)
+	if err == nil && done {
+		err = s.callOutputRead(r.Context(), id, res)
+	}
 	switch {
 	case err != nil:
 		writeCallErr(w, err)
@@ -190,12 +206,23 @@ func (s *Server) trace(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	// The workflow knows the taint the job started with and what its node
+	// reported; what the server recorded since (a read for the job) is
+	// the server's, as in the job's view.
+	if why := s.readTaint(id); why != "" {
+		t.Tainted, t.Taint = true, joinTaint(t.Taint, why)
+	}
 	writeJSON(w, http.StatusOK, t)
 }
 
 // startCalls reads a start request's calls, open and idle timeout into j.
 func startCalls(req StartRequest, j *jobs.Job) error {
 	j.Calls, j.Open, j.MCP = req.Calls, req.Open, req.MCP
+	for i, c := range req.Calls {
+		if c.Taint != "" {
+			return errs.Invalidf("calls[%d]: field \"taint\": the server sets it (the job's taint); leave it out", i)
+		}
+	}
 	if req.IdleTimeout != "" {
 		d, err := time.ParseDuration(req.IdleTimeout)
 		if err != nil || d <= 0 {
@@ -205,6 +232,28 @@ func startCalls(req StartRequest, j *jobs.Job) error {
 			return errs.Invalidf("idle_timeout: only an open job (\"open\": true) waits for calls")
 		}
 		j.IdleTimeout = d
+	}
+	return nil
+}
+
+// maxRunTimeout is the longest run a job may ask for: an open job holds
+// its kernel, and a slot of its node, for as long as its run goes on.
+const maxRunTimeout = 24 * time.Hour
+
+// leaseBounds refuses a job that would hold its node's kernel past what
+// the server allows: a run timeout over maxRunTimeout, or an open job's
+// idle timeout over its run timeout (its lease ends at the run timeout
+// whatever the idle timeout says).
+func leaseBounds(j jobs.Job) error {
+	run := j.RunTimeout
+	if run <= 0 {
+		run = jobs.DefaultRunTimeout
+	}
+	switch {
+	case j.RunTimeout > maxRunTimeout:
+		return errs.Invalidf("run_timeout %s: at most %s", j.RunTimeout, maxRunTimeout)
+	case j.IdleTimeout > run:
+		return errs.Invalidf("idle_timeout %s: over the job's run timeout %s, which ends its lease; ask for a longer run_timeout (at most %s) or a shorter idle_timeout", j.IdleTimeout, run, maxRunTimeout)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -410,21 +409,20 @@ func OpenProvenance(path string) (*Provenance, error) {
 		return nil, errs.Wrap(errs.Unavailable, err, "read %s", path)
 	}
 	whole := bytes.LastIndexByte(b, '\n') + 1
-	sc := bufio.NewScanner(bytes.NewReader(b[:whole]))
-	sc.Buffer(nil, 1<<20)
-	for n := 1; sc.Scan(); n++ {
+	// Split in memory, with no bound on a line: every record this server
+	// wrote, however long its taint, is read back.
+	for n, line := range bytes.Split(b[:max(whole-1, 0)], []byte{'\n'}) {
+		if whole == 0 {
+			break
+		}
 		var rec provRecord
-		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.DisallowUnknownFields()
-		if err := errors.Join(jobs.CheckJSON(sc.Bytes()), dec.Decode(&rec)); err != nil || !slices.Contains([]string{"start", "keep", "read"}, rec.Kind) {
+		if err := errors.Join(jobs.CheckJSON(line), dec.Decode(&rec)); err != nil || !slices.Contains([]string{"start", "keep", "read"}, rec.Kind) {
 			f.Close()
-			return nil, errs.Invalidf("%s line %d: not a provenance record (restore the file from a backup; removing it forgets every taint a read brought)", path, n)
+			return nil, errs.Invalidf("%s line %d: not a provenance record (restore the file from a backup; removing it forgets every taint a read brought)", path, n+1)
 		}
 		p.apply(rec)
-	}
-	if err := sc.Err(); err != nil {
-		f.Close()
-		return nil, errs.Wrap(errs.Invalid, err, "read %s", path)
 	}
 	if err := f.Truncate(int64(whole)); err != nil {
 		f.Close()

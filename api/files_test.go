@@ -61,14 +61,21 @@ type placedJobs struct {
 	// believeNode answers every job as running on whichever node asks:
 	// the node's own word taken for it, the shape this API must not have.
 	believeNode bool
+	// calls are the calls signalled to its open jobs, results the jobs'
+	// results by id (taint_attack_test.go).
+	calls   []jobs.Call
+	results map[string]*jobs.Result
 }
 
 func (p *placedJobs) Get(_ context.Context, id string) (jobs.Status, error) {
+	p.mu.Lock()
+	res := p.results[id]
+	p.mu.Unlock()
 	p.fakeJobs.mu.Lock()
 	defer p.fakeJobs.mu.Unlock()
 	for _, j := range p.started {
 		if j.ID == id {
-			return jobs.Status{ID: id, State: "running", Summary: j.Summary()}, nil
+			return jobs.Status{ID: id, State: "running", Summary: j.Summary(), Result: res}, nil
 		}
 	}
 	return jobs.Status{}, errs.NotFoundf("job %s: not found", id)

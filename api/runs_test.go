@@ -5,12 +5,17 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/airlock-run/airlock/jobs"
 )
 
-// RunsOn is the test's Temporal: node n1 runs job j-1, and no node runs
-// any other job.
-func (f *fakeJobs) RunsOn(_ context.Context, job, node string) (bool, error) {
-	return job == "j-1" && node == "n1", nil
+// Placement is the test's Temporal: node n1 runs job j-1, and no node
+// runs any other job.
+func (f *fakeJobs) Placement(_ context.Context, id string) (jobs.Placement, error) {
+	if id == "j-1" {
+		return jobs.Placement{Node: "n1", Running: true}, nil
+	}
+	return jobs.Placement{}, nil
 }
 
 // A node raises questions in its own name, and only for a job it runs: a

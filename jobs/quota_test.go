@@ -223,7 +223,7 @@ func quotaEnv(f *quotaFleet) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterActivityWithOptions(f.claim, activity.RegisterOptions{Name: ClaimActivity})
-	env.RegisterActivityWithOptions(f.run, activity.RegisterOptions{Name: RunActivity})
+	registerRun(env, f.run)
 	env.RegisterActivityWithOptions(f.acquire, activity.RegisterOptions{Name: AcquireActivity})
 	env.RegisterActivityWithOptions(f.release, activity.RegisterOptions{Name: ReleaseActivity})
 	return env

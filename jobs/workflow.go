@@ -296,10 +296,14 @@ type jobTrace struct {
 	// taken counts the calls the job took, for the ids of calls given
 	// none.
 	taken int
+	// ids are the ids of every call the job took to run (its first ones,
+	// and each signalled one accepted): waiting, running or ended, an id
+	// names one call, so a second call under it is refused, never run.
+	ids map[string]bool
 }
 
 func newJobTrace(j Job) *jobTrace {
-	return &jobTrace{t: NewTrace(j), results: map[string]CallResult{}}
+	return &jobTrace{t: NewTrace(j), results: map[string]CallResult{}, ids: map[string]bool{}}
 }
 
 // handleQueries answers QueryTrace and QueryCallResult (a call's result
@@ -320,28 +324,32 @@ func (tr *jobTrace) first(j Job) []Call {
 		if calls[i].ID == "" {
 			calls[i].ID = fmt.Sprintf("c%d", i+1)
 		}
+		tr.ids[calls[i].ID] = true
 	}
 	tr.taken = max(tr.taken, len(calls))
 	return calls
 }
 
+// errCallTwice is the refusal of a call under an id the job took already.
+var errCallTwice = errors.New("id: given twice")
+
 // take gives a signalled call c an id when it has none and refuses one
-// already taken.
+// any call of the job took already, whether that call waits, runs or
+// ended (errCallTwice); the id is taken once the call is accepted (see
+// accept).
 func (tr *jobTrace) take(c Call) (Call, error) {
 	tr.taken++
 	if c.ID == "" {
 		c.ID = fmt.Sprintf("c%d", tr.taken)
 	}
-	if _, ok := tr.results[c.ID]; ok {
-		return c, fmt.Errorf("call %s: id: given twice", c.ID)
-	}
-	for _, rec := range tr.t.Calls {
-		if rec.ID == c.ID && rec.Ended.IsZero() {
-			return c, fmt.Errorf("call %s: id: given twice", c.ID)
-		}
+	if _, ok := tr.results[c.ID]; ok || tr.ids[c.ID] {
+		return c, fmt.Errorf("call %s: %w", c.ID, errCallTwice)
 	}
 	return c, nil
 }
+
+// accept takes c's id for c: no later call runs under it.
+func (tr *jobTrace) accept(c Call) { tr.ids[c.ID] = true }
 
 // started and ended record a call's run in the trace.
 func (tr *jobTrace) started(ctx workflow.Context, c Call, node string) {
@@ -360,10 +368,21 @@ func (tr *jobTrace) ended(ctx workflow.Context, c Call, r CallResult) {
 	}
 }
 
-// refuse records a call the workflow refused before it reached a node.
-func (tr *jobTrace) refuse(ctx workflow.Context, c Call, why string) {
+// refuse records a call the workflow refused before it reached a node. A
+// call refused for an id another call took shows in the trace only: the
+// result under that id stays the other call's, which its caller reads.
+func (tr *jobTrace) refuse(ctx workflow.Context, c Call, why string, twice bool) {
+	r := CallResult{Refused: true, ExitCode: refusedExit, Verdict: "deny", Decider: "workflow", Reason: why}
+	if twice {
+		// A record of its own: Add would take the other call's open
+		// record for this one's.
+		rec := Record(c, r)
+		rec.Started, rec.Ended = workflow.Now(ctx), workflow.Now(ctx)
+		tr.t.Calls = append(tr.t.Calls, rec)
+		return
+	}
 	tr.started(ctx, c, "")
-	tr.ended(ctx, c, CallResult{Refused: true, ExitCode: refusedExit, Verdict: "deny", Decider: "workflow", Reason: why})
+	tr.ended(ctx, c, r)
 }
 
 // refusedExit is the exit code of a refused call (errs.ExitRefused; the
@@ -525,7 +544,8 @@ func (l *lease) run() (Result, error) {
 				break
 			}
 			if c, err := l.tr.take(c); err == nil {
-				l.tr.refuse(l.ctx, c, fmt.Sprintf("job %s was released (or idle for %s) before this call ran", l.j.ID, l.j.IdleFor()))
+				l.tr.accept(c)
+				l.tr.refuse(l.ctx, c, fmt.Sprintf("job %s was released (or idle for %s) before this call ran", l.j.ID, l.j.IdleFor()), false)
 			}
 		}
 	}
@@ -546,9 +566,10 @@ func (l *lease) signalled(c Call) {
 		err = fmt.Errorf("job %s was released before this call came", l.j.ID)
 	}
 	if err != nil {
-		l.tr.refuse(l.ctx, c, err.Error())
+		l.tr.refuse(l.ctx, c, err.Error(), errors.Is(err, errCallTwice))
 		return
 	}
+	l.tr.accept(c)
 	if l.idleOn {
 		l.idleOn = false
 		l.idleGen++

@@ -199,6 +199,25 @@ func (id *identity) useTLS(cfg Config) error {
 	return nil
 }
 
+// apiTransport is the transport of a client of the server other than
+// the identity's own (the file tree's), made before the node enrolled:
+// nil (the default) for a plain http:// server; for https:// the chain is
+// checked against the CA of STATE/pki/ca.pem, read at each handshake,
+// or before there is one that the pin names, as useTLS does.
+func apiTransport(cfg Config) http.RoundTripper {
+	if u, err := url.Parse(cfg.Server); err != nil || u.Scheme != "https" {
+		return nil
+	}
+	held := func() []byte {
+		_, b, err := pki.ReadCert(filepath.Join(cfg.StateDir, "pki", "ca.pem"))
+		if err != nil || cfg.CAPin != "" && pki.FingerprintPEM(b) != cfg.CAPin {
+			return nil
+		}
+		return b
+	}
+	return &http.Transport{TLSHandshakeTimeout: 10 * time.Second, TLSClientConfig: pki.APIClientTLS(held, cfg.CAPin)}
+}
+
 // heldCA is the fleet CA the node holds (nil before its first enrolment).
 func (id *identity) heldCA() []byte {
 	id.mu.Lock()

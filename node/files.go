@@ -49,7 +49,7 @@ func NewServerTree(cfg Config, local LocalFiles) *ServerTree {
 	hc := cfg.HTTP
 	if hc == nil {
 		// A file may be 31 MiB: more time than a registration's.
-		hc = &http.Client{Timeout: 2 * time.Minute}
+		hc = &http.Client{Timeout: 2 * time.Minute, Transport: apiTransport(cfg)}
 	}
 	return &ServerTree{server: strings.TrimRight(cfg.Server, "/"), tokenFile: filepath.Join(cfg.StateDir, "pki", "node.token"),
 		local: local, http: hc}

@@ -301,6 +301,9 @@ type leased struct {
 	closed bool
 	// mcp are the job's MCP servers started so far (nil: none).
 	mcp *mcpServers
+	// taint is why the job's kernel was tainted since it was opened (a
+	// call's taint from the server, a fetch of a tainted job's result).
+	taint string
 }
 
 var _ jobs.CallRunner = (*runner)(nil)
@@ -325,6 +328,11 @@ func (r *runner) Run(ctx context.Context, req jobs.RunRequest) (jobs.Result, err
 // starts (a node that dies while it is held leaves the mark, and its next
 // start reaps what the job left). The handle is the job's id alone.
 func (r *runner) Open(ctx context.Context, req jobs.LeaseRequest) (jobs.Lease, error) {
+	l, err := r.open(ctx, req)
+	return l, r.hostPaths(req.Job.ID).err(r.logged(req.Job.ID, err))
+}
+
+func (r *runner) open(ctx context.Context, req jobs.LeaseRequest) (jobs.Lease, error) {
 	j := req.Job
 	if err := j.Validate(); err != nil {
 		return jobs.Lease{}, err
@@ -399,6 +407,61 @@ func (r *runner) closeAll() {
 // a ref the ref is fetched into the job's tree (and a tainted one taints
 // the kernel); after one that offloaded results, they are kept there.
 func (r *runner) Call(ctx context.Context, req jobs.CallRequest) (jobs.CallResult, error) {
+	out, err := r.call(ctx, req)
+	hp := r.hostPaths(req.Job.ID)
+	out.Reason = hp.Replace(out.Reason)
+	if out.ExitCode != 0 && fileCall(out.Kind) {
+		out.Text = hp.Replace(out.Text) // the file program's failure, not a file's content
+	}
+	return out, hp.err(r.logged(req.Job.ID, err))
+}
+
+// fileCall says whether kind is run by a file program, whose failure is
+// the node's message rather than a command's output.
+func fileCall(kind string) bool { _, ok := fileKinds[kind]; return ok || kind == jobs.CallReadResult }
+
+// hostPaths rewrites the node's paths in what it says of job's calls as
+// the job knows them: its working directory ".", its job directory "~"
+// (its policy's home), and the rest of the node's state directory
+// "<node state>", each in every spelling (a symlink resolved). A
+// command's own output is left as it is.
+type hostPaths struct{ *strings.Replacer }
+
+func (r *runner) hostPaths(job string) hostPaths {
+	state := filepath.Clean(r.cfg.StateDir)
+	dir := filepath.Join(state, "jobs", job)
+	var pairs []string
+	for _, p := range [][2]string{{filepath.Join(dir, "work"), "."}, {dir, "~"}, {state, "<node state>"}} {
+		if res, err := filepath.EvalSymlinks(filepath.Dir(p[0])); err == nil {
+			if full := filepath.Join(res, filepath.Base(p[0])); full != p[0] {
+				pairs = append(pairs, full, p[1])
+			}
+		}
+		pairs = append(pairs, p[0], p[1])
+	}
+	return hostPaths{strings.NewReplacer(pairs...)}
+}
+
+// err is what the job's workflow is told of err: its message alone (the
+// SDK would hand on err.Error(), whose causes name the node's files and
+// system calls), rewritten, in its class. A cancellation stays as it is,
+// for the SDK to read as one.
+func (hp hostPaths) err(err error) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return errs.New(errs.ClassOf(err), "%s", hp.Replace(errs.AgentMessage(err)))
+}
+
+// logged logs err whole (causes and all) for the node's operator.
+func (r *runner) logged(job string, err error) error {
+	if err != nil && r.cfg.Log != nil {
+		r.cfg.Log.Warn("node: job "+job, "err", err)
+	}
+	return err
+}
+
+func (r *runner) call(ctx context.Context, req jobs.CallRequest) (jobs.CallResult, error) {
 	if err := req.Call.Validate(); err != nil {
 		return jobs.CallResult{}, err
 	}
@@ -424,6 +487,17 @@ func (r *runner) Call(ctx context.Context, req jobs.CallRequest) (jobs.CallResul
 		out.Reason = fmt.Sprintf("job %s needs sandbox tier 1 and its policy says isolation: none; remove it, or start the job from inside with --tier0", j.ID)
 		return out, nil
 	}
+	// What the server knows the job read since its start taints the
+	// kernel before the call runs: its kernel was built with its start's
+	// taint only.
+	if c.Taint != "" {
+		k.ReadOutside(c.Taint)
+		out.Taint = c.Taint
+		l.tainted(c.Taint)
+	}
+	if refused := r.unconfinedTaint(l, c, &out); refused {
+		return out, nil
+	}
 	if c.Ref != "" && r.cfg.Tree != nil {
 		taint, err := r.cfg.Tree.Fetch(ctx, j, c.Ref)
 		if err != nil {
@@ -431,7 +505,11 @@ func (r *runner) Call(ctx context.Context, req jobs.CallRequest) (jobs.CallResul
 		}
 		if taint != "" {
 			k.ReadOutside(taint)
-			out.Taint = taint
+			if out.Taint != "" {
+				out.Taint += "; "
+			}
+			out.Taint += taint
+			l.tainted(taint)
 		}
 	}
 	// A person answers the job's escalations through the server: the
@@ -461,6 +539,44 @@ func (r *runner) Call(ctx context.Context, req jobs.CallRequest) (jobs.CallResul
 		}
 	}
 	return out, nil
+}
+
+// tainted notes why the job's kernel was tainted.
+func (l *leased) tainted(why string) {
+	if !strings.Contains(l.taint, why) {
+		l.taint = strings.TrimPrefix(l.taint+"; "+why, "; ")
+	}
+}
+
+// unconfinedTaint refuses a command of a tainted job that would run
+// unconfined (a tier-0 node, or a policy of isolation: none): without a
+// box a command reaches the network past the egress proxy, so the taint's
+// rule that every send waits for a person cannot hold. A tainted job's
+// commands (its MCP servers' too: a tool call runs one) run at tier 1
+// only; its file calls send nothing out.
+func (r *runner) unconfinedTaint(l *leased, c jobs.Call, out *jobs.CallResult) bool {
+	why := l.taint
+	if l.j.Tainted {
+		why = strings.TrimPrefix(firstNonEmpty(l.j.Taint, "tainted at its start")+"; "+why, "; ")
+	}
+	runs := c.Kind == jobs.CallExec || c.Kind == jobs.CallShell || c.Kind == jobs.CallTool
+	// --dev lets floor work run unconfined on purpose (a developer's own
+	// machine), as the workflow's floor check does.
+	if why == "" || !runs || l.j.Dev || (r.cfg.Tier >= 1 && l.k.Policy().Isolation != "none") {
+		return false
+	}
+	out.Refused, out.ExitCode, out.Verdict, out.Decider = true, errs.ExitRefused, "deny", "node"
+	out.Reason = fmt.Sprintf("job %s is tainted (%s) and node %s would run its command unconfined: a tainted job's commands run at sandbox tier 1 only; start the work again as a job without --tier0 and without isolation: none", l.j.ID, strings.TrimSuffix(why, "; "), r.cfg.ID)
+	return true
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // narrowed is the job's policy held to the server's ceilings, as a call's

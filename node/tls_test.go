@@ -137,6 +137,13 @@ func TestAttackTokensInClear(t *testing.T) {
 		if r.saw(enrolSecret) || r.saw(att.token()) || r.saw("/v1/nodes") {
 			t.Fatal("the relay saw a token or a path over TLS")
 		}
+		// The file tree's client, made before the node enrolled, checks
+		// the server the same way.
+		resp, err := (&http.Client{Timeout: 5 * time.Second, Transport: apiTransport(cfg)}).Get("https://" + r.addr + "/v1/files")
+		if err != nil {
+			t.Fatalf("the tree's client over TLS: %v", err)
+		}
+		resp.Body.Close()
 		// Restarted, the node trusts the CA it holds, pin or none.
 		cfg.CAPin = ""
 		if _, err := loadIdentity(ctx, cfg); err != nil {
@@ -150,6 +157,10 @@ func TestAttackTokensInClear(t *testing.T) {
 		_, err := loadIdentity(ctx, tlsConfig("https://"+r.addr, t.TempDir(), pin))
 		if err == nil || !strings.Contains(err.Error(), "not the fleet's server's") {
 			t.Fatalf("enrolled with an impostor: %v", err)
+		}
+		impostor := tlsConfig("https://"+r.addr, t.TempDir(), pin)
+		if _, err := (&http.Client{Timeout: 5 * time.Second, Transport: apiTransport(impostor)}).Get("https://" + r.addr + "/v1/files"); err == nil {
+			t.Fatal("the tree's client took the impostor")
 		}
 		if r.saw(enrolSecret) {
 			t.Fatal("the impostor was sent the enrolment token")

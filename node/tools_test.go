@@ -241,3 +241,29 @@ func TestToolCallTaint(t *testing.T) {
 		t.Errorf("a read-only tool after the taint: %+v", res)
 	}
 }
+
+// TestToolCallOfTaintedJobUnconfined: a job tainted since its start (the
+// server's record on its call) would run its MCP server unconfined on a
+// tier-0 node, past the egress proxy, so its tool calls are refused there,
+// as its commands are.
+func TestToolCallOfTaintedJobUnconfined(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := fmt.Sprintf("isolation: none\nshell:\n  allow: [%q]\ntools:\n  \"*\": true\n", exe)
+	j := jobs.Job{ID: "j-4", Pool: "ci", Open: true, Tier0: true, Policy: policy, MCP: map[string][]string{"peer": {exe, peerArg}}}
+	r := &runner{cfg: Config{ID: "n1", StateDir: t.TempDir(), Kernel: testKernel(t), Log: slog.New(slog.DiscardHandler)}}
+	if _, err := r.Open(t.Context(), jobs.LeaseRequest{Job: j, Node: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background(), j.ID)
+	res, err := r.Call(t.Context(), jobs.CallRequest{Job: j, Node: "n1", Call: jobs.Call{ID: "c1", Kind: jobs.CallTool, Server: "peer", Tool: "echo",
+		Taint: "it read job j-0's result, which came from outside"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Refused || !strings.Contains(res.Reason, "tier 1 only") || res.Text != "" {
+		t.Fatalf("a tainted job's tool call on a tier-0 node: %+v", res)
+	}
+}

@@ -172,6 +172,10 @@ func stateDir(env *Env) (string, error) {
 	return "", errs.Unavailablef("mcp pins: neither XDG_STATE_HOME nor HOME is an absolute path (set --pins)")
 }
 
+// StateDir is stateDir, for the node's check that no job's policy reaches
+// airlock's own state.
+func StateDir(env *Env) (string, error) { return stateDir(env) }
+
 // withApprover is the gateway's hook for asking the client's person, or nil
 // (every escalation to 'airlock approvals') when elicitation is off.
 func withApprover(elicit bool) func(context.Context, mediator.Approver) context.Context {

@@ -13,7 +13,7 @@ const DefaultServerAddr = "127.0.0.1:8420"
 
 // ServerUsage and ServerHelp are `airlock server`'s synopsis and help, for
 // the airlock-server binary that runs it too (internal/fleetcli).
-const ServerUsage = "[--listen IP:PORT [--insecure-listen]] [--state DIR] [--token-file FILE] [--admin-token-file FILE] [--enroll-token-file FILE] [--node-cert-lifetime D] [--temporal-listen IP] [--claim-timeout D] [--max-wall D] [--max-memory SIZE] [--hooks FILE] [--tenants-file FILE] [--pool-quota POOL=N ...] [--tenant-quota TENANT=N ...] [--four-eyes] [--vetted-models A,B | --vetted-models-file FILE] [--dev]"
+const ServerUsage = "[--listen IP:PORT [--insecure-listen]] [--state DIR] [--token-file FILE] [--admin-token-file FILE] [--enroll-token-file FILE] [--node-cert-lifetime D] [--temporal-listen IP | --temporal HOST:PORT [--namespace N] --temporal-tls-cert F --temporal-tls-key F --temporal-tls-ca F --temporal-authorizer airlock] [--claim-timeout D] [--max-wall D] [--max-memory SIZE] [--hooks FILE] [--tenants-file FILE] [--pool-quota POOL=N ...] [--tenant-quota TENANT=N ...] [--four-eyes] [--vetted-models A,B | --vetted-models-file FILE] [--dev]"
 
 const ServerHelp = `Runs the fleet's server: an embedded Temporal dev server (persisted to a
 SQLite file under the state directory, listening on loopback only) and the
@@ -54,6 +54,18 @@ that key, and the server records the lowest of the tier it claims and the
 tier the rows prove. The Temporal authorizer lets a node poll its pool's
 floor queue only at that attested tier. --temporal-listen IP puts the
 frontend where nodes of other machines reach it (mutual TLS only).
+
+--temporal HOST:PORT uses an existing Temporal cluster instead of the
+embedded one (none is started), in --namespace N (default airlock);
+nodes are told its address when they enrol and register, and connect to
+it with their fleet certificates. The server connects with
+--temporal-tls-cert and --temporal-tls-key, trusting --temporal-tls-ca
+only. Only the cluster decides which node may poll a floor queue, and
+airlock cannot check how from outside, so it refuses to start without
+the three TLS flags (a cluster without mutual TLS lets any process poll
+floor queues) and without --temporal-authorizer airlock, the statement
+that the cluster's Temporal server is built with jobs/server.AuthOptions
+and the fleet CA of STATE/pki (docs/fleet.md, An existing cluster).
 
 --four-eyes makes a node's sandbox opt-out hold only once a second,
 different admin approves it. --vetted-models names the models the tenant

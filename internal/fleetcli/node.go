@@ -148,6 +148,20 @@ func jobKernel(env *cli.Env, tier sandbox.Tier, store *files.Store) node.KernelF
 			os.RemoveAll(run)
 			return node.Kernel{}, err
 		}
+		// Nothing of the node's own state reaches the job's boxes or its
+		// file calls (nodestate.go).
+		state, ok := statePaths(dir)
+		if !ok {
+			err = errs.Invalidf("node: job %s: its directory is not the node's STATE/jobs/%s", j.ID, j.ID)
+		} else {
+			airlockState, _ := cli.StateDir(env) // "" when there is none
+			err = checkNodeState(k.Kernel.Policy(), dir, state, airlockState)
+		}
+		if err != nil {
+			k.Close()
+			os.RemoveAll(run)
+			return node.Kernel{}, err
+		}
 		return node.Kernel{Kernel: k.Kernel, Close: func() error {
 			err := k.Close()
 			os.RemoveAll(run)

@@ -55,6 +55,13 @@ func Server(start jobs.StartDevServer) func(ctx context.Context, env *cli.Env, a
 		tenantQuota := &quotaFlag{what: "tenant"}
 		fs.Var(poolQuota, "pool-quota", "the most jobs holding a box at once in a pool, as `POOL=N` (repeat it)")
 		fs.Var(tenantQuota, "tenant-quota", "the most jobs holding a box at once for a tenant, as `TENANT=N` (repeat it)")
+		var ext external
+		fs.StringVar(&ext.hostPort, "temporal", "", "use the existing Temporal cluster at `HOST:PORT` instead of the embedded one (see above)")
+		fs.StringVar(&ext.namespace, "namespace", "", "the existing cluster's `namespace` (default: "+jobs.DefaultNamespace+")")
+		fs.StringVar(&ext.cert, "temporal-tls-cert", "", "the server's client certificate `file` (PEM) for the existing cluster")
+		fs.StringVar(&ext.key, "temporal-tls-key", "", "its key `file` (PEM)")
+		fs.StringVar(&ext.ca, "temporal-tls-ca", "", "the `file` of the CA (PEM) that issued the existing cluster's frontend certificate")
+		fs.StringVar(&ext.authorizer, "temporal-authorizer", "", "`airlock`: the existing cluster runs airlock's authorizer (required with --temporal)")
 		insecure := fs.Bool("insecure-listen", false, "also take plain HTTP on a non-loopback --listen address, where the API's tokens cross unencrypted (see above)")
 		if err := cli.ParseFlags(fs, args); err != nil {
 			return err
@@ -70,6 +77,9 @@ func Server(start jobs.StartDevServer) func(ctx context.Context, env *cli.Env, a
 		}
 		if *maxWall < 0 {
 			return cli.Usagef("--max-wall %s: want a positive duration", *maxWall)
+		}
+		if err := ext.check(); err != nil {
+			return err
 		}
 		mem, err := parseBytes(*maxMem)
 		if err != nil {
@@ -102,7 +112,7 @@ func Server(start jobs.StartDevServer) func(ctx context.Context, env *cli.Env, a
 		return runServer(ctx, env, serverOptions{listen: *listen, dir: dir, tokenFile: cli.AbsFrom(env, *tokenFile), claim: *claim, hooks: hooks,
 			adminFile: cli.AbsFrom(env, *adminFile), fourEyes: *fourEyes, models: models, dev: *dev, maxWall: *maxWall, maxMemory: mem, insecure: *insecure,
 			enrollFile: cli.AbsFrom(env, *enrollFile), certLife: *certLife, temporalIP: *temporalIP, start: start,
-			tenantsFile: cli.AbsFrom(env, *tenantsFile), poolQuota: poolQuota.m, tenantQuota: tenantQuota.m})
+			tenantsFile: cli.AbsFrom(env, *tenantsFile), poolQuota: poolQuota.m, tenantQuota: tenantQuota.m, external: ext})
 	}
 }
 
@@ -124,8 +134,10 @@ type serverOptions struct {
 	// are the quotas (--pool-quota, --tenant-quota).
 	tenantsFile            string
 	poolQuota, tenantQuota map[string]int
-	// start starts the embedded Temporal server.
-	start jobs.StartDevServer
+	// start starts the embedded Temporal server; external, when its
+	// address is set, is the existing cluster used instead.
+	start    jobs.StartDevServer
+	external external
 }
 
 func runServer(ctx context.Context, env *cli.Env, o serverOptions) error {
@@ -196,17 +208,11 @@ func runServer(ctx context.Context, env *cli.Env, o serverOptions) error {
 		}
 		return 0, false, false
 	}
-	dev, err := o.start(ctx, jobs.DevConfig{Dir: filepath.Join(o.dir, "temporal"), FrontendIP: o.temporalIP,
-		Auth: &jobs.DevAuth{CA: fleet.ca.PEM, Services: fleet.services, Client: fleet.client, Eligible: eligible, Standing: standing}})
+	hostPort, namespace, c, stopTemporal, err := connectTemporal(ctx, env, o, fleet, eligible, standing)
 	if err != nil {
 		return err
 	}
-	defer dev.Stop()
-	c, err := jobs.Dial(dev.HostPort(), dev.Namespace(), fleet.clientTLS, env.Log)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+	defer stopTemporal()
 	stop, err := c.OrchestrateWith(quotas)
 	if err != nil {
 		return err
@@ -236,7 +242,7 @@ func runServer(ctx context.Context, env *cli.Env, o serverOptions) error {
 	defer prov.Close()
 	a := api.New(api.Config{Token: token, Admins: admins, Tenants: tenants, Quotas: quotas, Audit: log, FourEyes: o.fourEyes, Dev: o.dev, VettedModels: o.models,
 		OptOuts: optouts, SaveOptOuts: save, Files: serverFiles{store}, Provenance: prov,
-		Jobs: c, Temporal: dev.HostPort(), Namespace: dev.Namespace(),
+		Jobs: c, Temporal: hostPort, Namespace: namespace,
 		ClaimTimeout: o.claim, Hooks: o.hooks, Log: env.Log, MaxWall: o.maxWall, MaxMemory: o.maxMemory,
 		CA: fleet.ca, EnrollToken: enrollToken, NodeCertLifetime: o.certLife})
 	registry.Store(a)
@@ -249,7 +255,7 @@ func runServer(ctx context.Context, env *cli.Env, o serverOptions) error {
 	}
 	hs := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(env.Stderr, "airlock server: %s (token in %s; nodes enrol with %s; Temporal on %s, mutual TLS only)\n",
-		listening(ln.Addr(), plain, filepath.Join(o.dir, "pki", "ca.pem"), pin), o.tokenFile, o.enrollFile, dev.HostPort())
+		listening(ln.Addr(), plain, filepath.Join(o.dir, "pki", "ca.pem"), pin), o.tokenFile, o.enrollFile, hostPort)
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
 	select {

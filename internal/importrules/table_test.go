@@ -125,7 +125,7 @@ var table = map[string]row{
 	// fleetcli: `airlock node` and `airlock server`, which link Temporal;
 	// only the airlock-node and airlock-server binaries import it.
 	"internal/fleetcli": {layer: cli, may: []string{"api", "audit", "escape", "files", "internal/cli", "internal/privfile", "internal/wiring",
-		"jobs", "jobs/pki", "node", "offload", "sandbox"}},
+		"jobs", "jobs/pki", "node", "offload", "policy", "sandbox"}},
 
 	// mains
 	"cmd/airlock":        {layer: mains, may: []string{"egress/forward", "escape", "internal/cli", "internal/starttrace", "sandbox", "sandbox/boxinit"}},

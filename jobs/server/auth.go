@@ -402,6 +402,10 @@ func (tk *tokens) give(node, activity string, token []byte, wf string) {
 	if c, ok := tk.claims[claimKey(wf, node)]; ok && activity != jobs.ClaimActivity && wf != "" {
 		tier := c.Tier
 		h.Claim = &tier
+		// An open job takes calls for as long as it is open: its claim
+		// lives as long as its tasks come.
+		c.At = now
+		tk.claims[claimKey(wf, node)] = c
 	}
 	tk.held[string(token)] = h
 	tk.save()
@@ -444,16 +448,22 @@ func (tk *tokens) checkAnswer(id pki.Identity, activity string, result *commonpb
 	return why.text
 }
 
-// checkHeld holds a node's claim or run result to what the server
+// runLike is an activity that runs a claimed job's work on the claiming
+// node (a run, a call): its answer reports the tier it ran at.
+func runLike(activity string) bool {
+	return activity == jobs.RunActivity || activity == jobs.CallActivity
+}
+
+// checkHeld holds a node's claim, run or call result to what the server
 // knows of it: the node it names is the caller, the tier it reports is
-// one the caller's attestation lets it poll for, and a run's is at most
-// its claim's. So the workflow's floor checks and the tier it records
-// read the attested tier, never only the node's word. Any other task of
-// a claimed workflow that reports a tier is held to the claim too. A
-// zero refusal allows the answer; tier is the one reported.
+// one the caller's attestation lets it poll for, and a run's or call's is
+// at most its claim's. So the workflow's floor checks and the tier it
+// records read the attested tier, never only the node's word. Any other
+// task of a claimed workflow that reports a tier is held to the claim
+// too. A zero refusal allows the answer; tier is the one reported.
 func (tk *tokens) checkHeld(id pki.Identity, h held, result *commonpb.Payloads) (why refusal, tier int) {
 	activity := h.Activity
-	if activity != jobs.ClaimActivity && activity != jobs.RunActivity && activity != jobs.CallActivity {
+	if activity != jobs.ClaimActivity && !runLike(activity) {
 		if t, ok := reportedTier(result); ok && h.Claim != nil && t > *h.Claim {
 			return refuse(fmt.Sprintf("%s answered %s at sandbox tier %d, above the tier %d it claimed the job at", id, activity, t, *h.Claim)), t
 		}
@@ -514,12 +524,12 @@ func reportedTier(result *commonpb.Payloads) (tier int, ok bool) {
 func (tk *tokens) checkStanding(id pki.Identity, activity string, tier int, optedOut, claimSeen bool) refusal {
 	attested, held, known := tk.standing(id.Node)
 	switch {
-	case !known && (activity == jobs.RunActivity || activity == jobs.CallActivity) && claimSeen:
+	case !known && runLike(activity) && claimSeen:
 		// Just after a server restart, before the node registers again:
 		// its claim was held to its standing when it was made, and this
 		// answer to the claim's tier (checkHeld).
 		return refusal{}
-	case !known && activity == jobs.RunActivity:
+	case !known && runLike(activity):
 		// No claim to hold it to: refused until the node registered
 		// again, as unavailable, so the node sends it again.
 		return refusal{text: id.String() + " answered " + activity + " before registering again since the server started, for a claim the server did not see: it is taken once the node registered", retry: true}

@@ -67,6 +67,9 @@ func TestAttackRunAnswerAfterRestart(t *testing.T) {
 	if _, err := before.intercept(ctx, &workflowservice.PollActivityTaskQueueRequest{}, nil, polled("run-1", jobs.RunActivity, "j-1")); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := before.intercept(ctx, &workflowservice.PollActivityTaskQueueRequest{}, nil, polled("call-1", jobs.CallActivity, "j-1")); err != nil {
+		t.Fatal(err)
+	}
 	// A run polled with no claim the server saw (its binding file lost
 	// the claim, or the claim went to another workflow).
 	if _, err := before.intercept(ctx, &workflowservice.PollActivityTaskQueueRequest{}, nil, polled("run-2", jobs.RunActivity, "j-2")); err != nil {
@@ -83,6 +86,8 @@ func TestAttackRunAnswerAfterRestart(t *testing.T) {
 		{"a run above its claim's tier", "run-1", `{"node":"n1","tier":2,"exit_code":0}`, "denied"},
 		{"a run with no claim seen, before the node registered", "run-2", `{"node":"n1","tier":1,"exit_code":0}`, "unavailable"},
 		{"a run at its claim's tier", "run-1", `{"node":"n1","tier":1,"exit_code":0}`, ""},
+		{"a call of the job above its claim's tier", "call-1", `{"call":"c-1","node":"n1","tier":2,"exit_code":0}`, "denied"},
+		{"a call of the job at its claim's tier", "call-1", `{"call":"c-1","node":"n1","tier":1,"exit_code":0}`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := after.intercept(ctx, complete(tc.token, tc.result), nil, answered)

@@ -130,6 +130,26 @@ func authOptions(a *jobs.DevAuth, namespace, bindings string) ([]temporal.Server
 	return opts, nil
 }
 
+// AuthOptions are what a Temporal server must run for airlock-server
+// --temporal to rely on it (--temporal-authorizer airlock): every service
+// requiring a certificate of a.CA, the claim mapper reading the airlock
+// identity from the verified certificate, the authorizer holding nodes to
+// their own queues and to floor queues by a.Eligible, and the frontend
+// interceptor binding each answer to the poll that took it (kept in the
+// file bindings). A cluster operator builds their Temporal server with
+// these options (temporal.NewServer(append(theirs, opts...)...)); they
+// replace its TLS configuration, claim mapper, authorizer and dynamic
+// config client. namespace is the fleet's, the one a node may name.
+func AuthOptions(a jobs.DevAuth, namespace, bindings string) ([]temporal.ServerOption, error) {
+	if len(a.CA) == 0 || len(a.Services.Certificate) == 0 || len(a.Client.Certificate) == 0 {
+		return nil, errs.Invalidf("temporal authorizer: want the fleet CA, the services' and the system worker's certificates")
+	}
+	if namespace == "" || bindings == "" {
+		return nil, errs.Invalidf("temporal authorizer: want the fleet's namespace and a file for the answers' bindings")
+	}
+	return authOptions(&a, namespace, bindings)
+}
+
 // unboundAnswers leaves out the binding of answers to polls: only a test
 // sets it, to show what the binding stops.
 var unboundAnswers bool

@@ -90,6 +90,11 @@ type Call struct {
 	Server string          `json:"server,omitempty"`
 	Tool   string          `json:"tool,omitempty"`
 	Args   json.RawMessage `json:"args,omitempty"`
+	// Taint is set by the server, never by a caller: why the job is
+	// tainted by what it read since its start (the server's record). The
+	// node marks the job's kernel tainted with it before the call runs,
+	// so a kernel built untainted learns of a read it did not make itself.
+	Taint string `json:"taint,omitempty"`
 }
 
 // Validate refuses a call that names no known kind, lacks what its kind
@@ -126,6 +131,9 @@ func (c Call) Validate() error {
 		if c.Ref == "" {
 			return errs.Invalidf("call %s: ref: empty (a read_result call names the ref of an offloaded result)", c.ID)
 		}
+		if !refForm(c.Ref) {
+			return errs.Invalidf("call %s: ref %q: want %s followed by 64 lower-case hex digits, its one written form", c.ID, c.Ref, refPrefix)
+		}
 		if c.Budget < 0 {
 			return errs.Invalidf("call %s: budget: negative", c.ID)
 		}
@@ -144,6 +152,24 @@ func (c Call) Validate() error {
 		}
 	}
 	return nil
+}
+
+// refPrefix begins every file reference (files.RefPrefix).
+const refPrefix = "airlock-file:sha256:"
+
+// refForm says whether ref is a file reference in its one written form:
+// no other spelling of a ref reaches a node or a store.
+func refForm(ref string) bool {
+	h, ok := strings.CutPrefix(ref, refPrefix)
+	if !ok || len(h) != 64 {
+		return false
+	}
+	for _, c := range h {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // setFields names the call's non-empty fields (but id and kind).
