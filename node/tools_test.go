@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -90,18 +91,9 @@ func testKernel(t *testing.T) KernelFunc {
 // policy allows one tool and denies another, each as the result and the
 // trace record say, and the server is gone when the lease closes.
 func TestToolCalls(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	policy := fmt.Sprintf("isolation: none\nshell:\n  allow: [%q]\ntools:\n  peer.echo: true\n  peer.secret: false\n", exe)
-	j := jobs.Job{ID: "j-1", Pool: "ci", Open: true, Tier0: true, Policy: policy, MCP: map[string][]string{"peer": {exe, peerArg}}}
-	r := &runner{cfg: Config{ID: "n1", StateDir: t.TempDir(), Kernel: testKernel(t), Log: slog.New(slog.DiscardHandler)}}
+	r := testRunner(t, Config{})
+	j := peerJob(t, r, "j-1", "", "  peer.echo: true\n  peer.secret: false\n")
 	ctx := t.Context()
-	if _, err := r.Open(ctx, jobs.LeaseRequest{Job: j, Node: "n1"}); err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close(context.Background(), j.ID)
 	call := func(c jobs.Call) jobs.CallResult {
 		t.Helper()
 		if err := c.Validate(); err != nil {
@@ -157,17 +149,8 @@ func TestToolCalls(t *testing.T) {
 // other: one its policy's shell section does not allow never starts, and
 // the tool call that needed it is refused, saying why.
 func TestToolServerCommandRefused(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	j := jobs.Job{ID: "j-2", Pool: "ci", Open: true, Tier0: true, Policy: "isolation: none\nshell:\n  allow: [ls]\ntools:\n  \"*\": true\n",
-		MCP: map[string][]string{"peer": {exe, peerArg}}}
-	r := &runner{cfg: Config{ID: "n1", StateDir: t.TempDir(), Kernel: testKernel(t), Log: slog.New(slog.DiscardHandler)}}
-	if _, err := r.Open(t.Context(), jobs.LeaseRequest{Job: j, Node: "n1"}); err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close(context.Background(), j.ID)
+	r := testRunner(t, Config{})
+	j := peerJob(t, r, "j-2", "ls", "  \"*\": true\n")
 	res, err := r.Call(t.Context(), jobs.CallRequest{Job: j, Node: "n1", Call: jobs.Call{ID: "c1", Kind: jobs.CallTool, Server: "peer", Tool: "echo"}})
 	if err != nil {
 		t.Fatal(err)
@@ -183,10 +166,6 @@ func ptr[T any](v T) *T { return &v }
 // then on a tool not marked read-only waits for a person (asked through
 // the server, who denies it here), while a read-only one still runs.
 func TestToolCallTaint(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	w := &jobs.Waiters{}
 	asked := make(chan jobs.Question, 4)
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
@@ -200,14 +179,9 @@ func TestToolCallTaint(t *testing.T) {
 		go w.Deliver(jobs.Answer{Question: q.ID, Digest: q.Digest, Answer: jobs.AnswerDeny, By: "person:operator"})
 	}))
 	defer srv.Close()
-	policy := fmt.Sprintf("isolation: none\nshell:\n  allow: [%q]\ntools:\n  \"*\": true\nescalation:\n  timeout: 5s\n", exe)
-	j := jobs.Job{ID: "j-3", Pool: "ci", Open: true, Tier0: true, Policy: policy, MCP: map[string][]string{"peer": {exe, peerArg}}}
-	r := &runner{cfg: Config{ID: "n1", Server: srv.URL, StateDir: t.TempDir(), Kernel: testKernel(t), Log: slog.New(slog.DiscardHandler)},
-		waiters: w, token: func() string { return "node.n1.t" }}
-	if _, err := r.Open(t.Context(), jobs.LeaseRequest{Job: j, Node: "n1"}); err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close(context.Background(), j.ID)
+	r := testRunner(t, Config{Server: srv.URL})
+	r.waiters, r.token = w, func() string { return "node.n1.t" }
+	j := peerJob(t, r, "j-3", "", "  \"*\": true\nescalation:\n  timeout: 5s\n")
 	call := func(id, tool string) jobs.CallResult {
 		t.Helper()
 		res, err := r.Call(t.Context(), jobs.CallRequest{Job: j, Node: "n1", Call: jobs.Call{ID: id, Kind: jobs.CallTool, Server: "peer", Tool: tool}})
@@ -247,17 +221,8 @@ func TestToolCallTaint(t *testing.T) {
 // tier-0 node, past the egress proxy, so its tool calls are refused there,
 // as its commands are.
 func TestToolCallOfTaintedJobUnconfined(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	policy := fmt.Sprintf("isolation: none\nshell:\n  allow: [%q]\ntools:\n  \"*\": true\n", exe)
-	j := jobs.Job{ID: "j-4", Pool: "ci", Open: true, Tier0: true, Policy: policy, MCP: map[string][]string{"peer": {exe, peerArg}}}
-	r := &runner{cfg: Config{ID: "n1", StateDir: t.TempDir(), Kernel: testKernel(t), Log: slog.New(slog.DiscardHandler)}}
-	if _, err := r.Open(t.Context(), jobs.LeaseRequest{Job: j, Node: "n1"}); err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close(context.Background(), j.ID)
+	r := testRunner(t, Config{})
+	j := peerJob(t, r, "j-4", "", "  \"*\": true\n")
 	res, err := r.Call(t.Context(), jobs.CallRequest{Job: j, Node: "n1", Call: jobs.Call{ID: "c1", Kind: jobs.CallTool, Server: "peer", Tool: "echo",
 		Taint: "it read job j-0's result, which came from outside"}})
 	if err != nil {
@@ -266,4 +231,33 @@ func TestToolCallOfTaintedJobUnconfined(t *testing.T) {
 	if !res.Refused || !strings.Contains(res.Reason, "tier 1 only") || res.Text != "" {
 		t.Fatalf("a tainted job's tool call on a tier-0 node: %+v", res)
 	}
+}
+
+// testRunner is a node's runner of jobs (id n1) with kernels as a node
+// builds them, at tier 0, configured by cfg besides.
+func testRunner(t *testing.T, cfg Config) *runner {
+	cfg.ID, cfg.StateDir, cfg.Kernel, cfg.Log = "n1", t.TempDir(), testKernel(t), slog.New(slog.DiscardHandler)
+	return &runner{cfg: cfg}
+}
+
+// peerJob opens the open job id on r with the test binary as its MCP
+// server "peer", under a policy of isolation none whose shell section
+// allows shell ("": the test binary) and whose tools section is tools;
+// the lease closes at the test's end.
+func peerJob(t *testing.T, r *runner, id, shell, tools string) jobs.Job {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shell == "" {
+		shell = strconv.Quote(exe)
+	}
+	policy := fmt.Sprintf("isolation: none\nshell:\n  allow: [%s]\ntools:\n%s", shell, tools)
+	j := jobs.Job{ID: id, Pool: "ci", Open: true, Tier0: true, Policy: policy, MCP: map[string][]string{"peer": {exe, peerArg}}}
+	if _, err := r.Open(t.Context(), jobs.LeaseRequest{Job: j, Node: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(context.Background(), id) })
+	return j
 }
