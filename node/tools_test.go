@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -13,8 +14,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-run/airlock/files"
 	"github.com/airlock-run/airlock/internal/wiring"
 	"github.com/airlock-run/airlock/jobs"
+	"github.com/airlock-run/airlock/offload"
 	"github.com/airlock-run/airlock/sandbox"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -50,10 +53,23 @@ func servePeer() {
 		func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "text from outside"}}}, nil
 		})
+	s.AddTool(&sdk.Tool{Name: "big", Description: "big", InputSchema: schema, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}},
+		func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: bigText()}}}, nil
+		})
 	if err := s.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "peer:", err)
 		os.Exit(1)
 	}
+}
+
+// bigText is a Markdown document of tens of thousands of tokens.
+func bigText() string {
+	var b strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&b, "## Part %d\n\n%s\n\n", i, strings.Repeat("Lorem ipsum dolor sit amet, consectetur adipiscing elit. ", 30))
+	}
+	return b.String()
 }
 
 // testKernel builds each job's kernel as a node does (wiring, the job's
@@ -70,7 +86,13 @@ func testKernel(t *testing.T) KernelFunc {
 			}
 			return ""
 		}
-		k, err := wiring.Build(wiring.Config{PolicyFile: pf, Workdir: filepath.Join(dir, "work"), Dir: dir,
+		st, err := files.Open(filepath.Join(dir, "files"), files.Options{})
+		if err != nil {
+			return Kernel{}, err
+		}
+		k, err := wiring.Build(wiring.Config{PolicyFile: pf,
+			StoreDir: st.Dir(), Offloader: &offload.Offloader{Store: st, Threshold: offload.DefaultThreshold},
+			Scope: files.Scope{Tenant: "node", Tree: j.ID}, Workdir: filepath.Join(dir, "work"), Dir: dir,
 			Getenv: getenv, AuditFile: filepath.Join(dir, "audit.jsonl"), GrantsFile: filepath.Join(dir, "grants.json"),
 			Tier: sandbox.Tier0, Log: slog.New(slog.DiscardHandler),
 			Taint: func() string {
@@ -82,7 +104,7 @@ func testKernel(t *testing.T) KernelFunc {
 		if err != nil {
 			return Kernel{}, err
 		}
-		return Kernel{Kernel: k.Kernel, Close: k.Close}, nil
+		return Kernel{Kernel: k.Kernel, Close: func() error { return errors.Join(k.Close(), st.Close()) }}, nil
 	}
 }
 
@@ -92,7 +114,7 @@ func testKernel(t *testing.T) KernelFunc {
 // trace record say, and the server is gone when the lease closes.
 func TestToolCalls(t *testing.T) {
 	r := testRunner(t, Config{})
-	j := peerJob(t, r, "j-1", "", "  peer.echo: true\n  peer.secret: false\n")
+	j := peerJob(t, r, "j-1", "", "  peer.echo: true\n  peer.big: true\n  peer.secret: false\n")
 	ctx := t.Context()
 	call := func(c jobs.Call) jobs.CallResult {
 		t.Helper()
@@ -123,6 +145,15 @@ func TestToolCalls(t *testing.T) {
 	}
 	if rec := jobs.Record(secret, res); !rec.Refused || rec.Reason == "" {
 		t.Errorf("trace record of the denied call: %+v", rec)
+	}
+
+	res = call(jobs.Call{ID: "c5", Kind: jobs.CallTool, Server: "peer", Tool: "big"})
+	if res.Refused || res.ExitCode != 0 || len(res.Refs) != 1 || !strings.Contains(res.Text, res.Refs[0]) || len(res.Text) >= len(bigText())/4 {
+		t.Fatalf("a result too big to show: refs %v, text of %d bytes (of %d)", res.Refs, len(res.Text), len(bigText()))
+	}
+	part := call(jobs.Call{ID: "c6", Kind: jobs.CallReadResult, Ref: res.Refs[0], Query: "Part 7"})
+	if part.Refused || !strings.Contains(part.Text, "Part 7") {
+		t.Errorf("read_result of the offloaded tool result: %+v", part)
 	}
 
 	res = call(jobs.Call{ID: "c3", Kind: jobs.CallTool, Server: "peer", Tool: "nosuch"})
