@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/airlock-run/airlock/errs"
@@ -68,7 +69,7 @@ func (s *Server) callRoute(w http.ResponseWriter, r *http.Request) (CallJobs, st
 
 // openJob refuses a job that is not running or not open: a call signalled
 // to it would never run.
-func (s *Server) openJob(ctx context.Context, id string) error {
+func (s *Server) openJob(ctx context.Context, id string, c jobs.Call) error {
 	st, err := s.cfg.Jobs.Get(ctx, id)
 	if err != nil {
 		return err
@@ -78,6 +79,8 @@ func (s *Server) openJob(ctx context.Context, id string) error {
 		return conflictf("job %s is %s: it takes no more calls", id, st.State)
 	case !st.Summary.Open:
 		return conflictf("job %s is not open: start it with \"open\": true (airlock job start --open) to add calls", id)
+	case c.Kind == jobs.CallTool && !slices.Contains(st.Summary.MCP, c.Server):
+		return errs.Invalidf("call %s: server %q: not one of job %s's MCP servers (mcp)", c.ID, c.Server, id)
 	}
 	return nil
 }
@@ -119,7 +122,7 @@ func (s *Server) addCall(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	if err := s.openJob(r.Context(), id); err != nil {
+	if err := s.openJob(r.Context(), id, c); err != nil {
 		writeCallErr(w, err)
 		return
 	}
@@ -181,7 +184,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := s.openJob(r.Context(), id); err != nil {
+	if err := s.openJob(r.Context(), id, jobs.Call{}); err != nil {
 		writeCallErr(w, err)
 		return
 	}
@@ -214,7 +217,7 @@ func (s *Server) trace(w http.ResponseWriter, r *http.Request) {
 
 // startCalls reads a start request's calls, open and idle timeout into j.
 func startCalls(req StartRequest, j *jobs.Job) error {
-	j.Calls, j.Open = req.Calls, req.Open
+	j.Calls, j.Open, j.MCP = req.Calls, req.Open, req.MCP
 	for i, c := range req.Calls {
 		if c.Taint != "" {
 			return errs.Invalidf("calls[%d]: field \"taint\": the server sets it (the job's taint); leave it out", i)

@@ -23,7 +23,7 @@ type callFleet struct {
 func (f *callFleet) Get(_ context.Context, id string) (jobs.Status, error) {
 	switch id {
 	case "j-open":
-		return jobs.Status{ID: id, State: "running", Summary: jobs.Summary{Pool: "ci", Tenant: jobs.DefaultTenant, Open: true}}, nil
+		return jobs.Status{ID: id, State: "running", Summary: jobs.Summary{Pool: "ci", Tenant: jobs.DefaultTenant, Open: true, MCP: []string{"fs"}}}, nil
 	case "j-closed":
 		return jobs.Status{ID: id, State: "running", Summary: jobs.Summary{Pool: "ci", Tenant: jobs.DefaultTenant}}, nil
 	}
@@ -92,6 +92,9 @@ func TestStartWithCalls(t *testing.T) {
 		{"calls and a command", `{"pool":"ci","argv":["ls"],"calls":[{"kind":"list"}]}`, 400, "calls: given with a command", false},
 		{"an idle timeout on a closed job", `{"pool":"ci","argv":["ls"],"idle_timeout":"1m"}`, 400, "idle_timeout: only an open job", false},
 		{"a bad idle timeout", `{"pool":"ci","open":true,"idle_timeout":"soon"}`, 400, `idle_timeout "soon"`, false},
+		{"a tool call to a server of the job", `{"pool":"ci","open":true,"mcp":{"fs":["mcp-fs","."]},"calls":[{"kind":"tool","server":"fs","tool":"read_file","args":{"path":"a"}}]}`, 201, "", true},
+		{"a tool call to a server not of the job", `{"pool":"ci","open":true,"mcp":{"fs":["mcp-fs"]},"calls":[{"kind":"tool","server":"web","tool":"get"}]}`, 400, `calls[0]: server "web": not one of the job's MCP servers`, false},
+		{"a server without a command", `{"pool":"ci","open":true,"mcp":{"fs":[]}}`, 400, "mcp: server fs: empty command", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,6 +129,9 @@ func TestAddCall(t *testing.T) {
 		{"a malformed call", "/v1/jobs/j-open/calls", `{"kind":"write_file"}`, 400, "path: empty"},
 		{"an unknown field", "/v1/jobs/j-open/calls", `{"kind":"list","host":"x"}`, 400, `field "host"`},
 		{"a bad wait", "/v1/jobs/j-open/calls?wait=forever", `{"kind":"list"}`, 400, `wait "forever"`},
+		{"a tool call to a server not of the job", "/v1/jobs/j-open/calls", `{"kind":"tool","server":"web","tool":"get"}`, 400, `server "web": not one of job j-open's MCP servers`},
+		{"a tool call without a tool", "/v1/jobs/j-open/calls", `{"kind":"tool","server":"fs"}`, 400, "tool: empty"},
+		{"a tool call whose args are not an object", "/v1/jobs/j-open/calls", `{"kind":"tool","server":"fs","tool":"t","args":[1]}`, 400, "args: not a JSON object"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -508,6 +509,17 @@ func TestCallValidate(t *testing.T) {
 		{"an exec carrying a path", Call{Kind: CallExec, Argv: []string{"ls"}, Path: "/etc"}, "path: not a field"},
 		{"a read_result without a ref", Call{Kind: CallReadResult}, "ref: empty"},
 		{"an id that is not a name", Call{ID: "a/b", Kind: CallList}, `call id "a/b"`},
+		{"a tool call", Call{Kind: CallTool, Server: "fs", Tool: "read_file", Args: json.RawMessage(`{"path":"a"}`)}, ""},
+		{"a tool call without args", Call{Kind: CallTool, Server: "fs", Tool: "list"}, ""},
+		{"a tool call without a server", Call{Kind: CallTool, Tool: "list"}, "server: empty"},
+		{"a tool call to a server that is not a name", Call{Kind: CallTool, Server: "Fs/x", Tool: "list"}, `server "Fs/x"`},
+		{"a tool call without a tool", Call{Kind: CallTool, Server: "fs"}, "tool: empty"},
+		{"a tool with a space", Call{Kind: CallTool, Server: "fs", Tool: "a b"}, "tool: want printable ASCII"},
+		{"args that are an array", Call{Kind: CallTool, Server: "fs", Tool: "t", Args: json.RawMessage(`[1]`)}, "args: not a JSON object"},
+		{"args that are null", Call{Kind: CallTool, Server: "fs", Tool: "t", Args: json.RawMessage(`null`)}, "args: not a JSON object"},
+		{"args with trailing data", Call{Kind: CallTool, Server: "fs", Tool: "t", Args: json.RawMessage(`{} {}`)}, "args: not a JSON object"},
+		{"a tool call carrying a path", Call{Kind: CallTool, Server: "fs", Tool: "t", Path: "a"}, "path: not a field of a tool call"},
+		{"an exec carrying a tool", Call{Kind: CallExec, Argv: []string{"ls"}, Tool: "t"}, "tool: not a field of a exec call"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -530,6 +542,13 @@ func TestJobCallsValidate(t *testing.T) {
 		{"an id given twice", func(j *Job) { j.Calls[0].ID, j.Calls[1].ID = "a", "a" }, `calls[1]: id "a": given twice`},
 		{"an id that takes another's place", func(j *Job) { j.Calls[0].ID = "c2" }, `calls[1]: id "c2": given twice`},
 		{"an open job with retries", func(j *Job) { j.Open, j.Idempotent, j.Retries = true, true, 1 }, "retries on an open job"},
+		{"a tool call to a server the job names", func(j *Job) {
+			j.MCP = map[string][]string{"fs": {"mcp-fs"}}
+			j.Calls[1] = Call{Kind: CallTool, Server: "fs", Tool: "t"}
+		}, ""},
+		{"a tool call to a server the job does not name", func(j *Job) { j.Calls[1] = Call{Kind: CallTool, Server: "fs", Tool: "t"} }, `calls[1]: server "fs": not one of the job's MCP servers`},
+		{"a server without a command", func(j *Job) { j.MCP = map[string][]string{"fs": {}} }, "mcp: server fs: empty command"},
+		{"a server that is not a name", func(j *Job) { j.MCP = map[string][]string{"F S": {"x"}} }, `mcp: mcp server "F S"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

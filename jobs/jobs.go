@@ -84,6 +84,7 @@ const (
 	CallWriteFile       = wire.CallWriteFile
 	CallList            = wire.CallList
 	CallReadResult      = wire.CallReadResult
+	CallTool            = wire.CallTool
 	OpenActivity        = wire.OpenActivity
 	LeaseActivity       = wire.LeaseActivity
 	CallActivity        = wire.CallActivity

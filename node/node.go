@@ -299,6 +299,8 @@ type leased struct {
 	// mu runs the job's calls one at a time, and Close after the last.
 	mu     sync.Mutex
 	closed bool
+	// mcp are the job's MCP servers started so far (nil: none).
+	mcp *mcpServers
 	// taint is why the job's kernel was tainted since it was opened (a
 	// call's taint from the server, a fetch of a tainted job's result).
 	taint string
@@ -373,6 +375,7 @@ func (r *runner) Close(ctx context.Context, job string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = true
+	l.closeServers() // their boxes gone before the kernel closes
 	err := l.k.Close()
 	unmarkRunning(l.dir)
 	if err != nil {
@@ -399,7 +402,8 @@ func (r *runner) closeAll() {
 // Call decides and runs one call of a leased job in the job's kernel:
 // exec and shell through k.Exec, the file calls through k.File, read_result
 // through k.ReadResult, each held to the server's ceilings and answered by
-// a person through the server when it escalates. Before a call that names
+// a person through the server when it escalates, and a tool call through
+// the job's MCP server (see tool). Before a call that names
 // a ref the ref is fetched into the job's tree (and a tainted one taints
 // the kernel); after one that offloaded results, they are kept there.
 func (r *runner) Call(ctx context.Context, req jobs.CallRequest) (jobs.CallResult, error) {
@@ -513,9 +517,12 @@ func (r *runner) call(ctx context.Context, req jobs.CallRequest) (jobs.CallResul
 	// node's queue.
 	ctx = mediator.WithApprover(ctx, &serverApprover{cfg: r.cfg, token: r.token, job: j.ID, waiters: r.waiters})
 	var err error
-	if c.Kind == jobs.CallExec || c.Kind == jobs.CallShell {
+	switch c.Kind {
+	case jobs.CallExec, jobs.CallShell:
 		err = r.exec(ctx, j, k, c, &out)
-	} else {
+	case jobs.CallTool:
+		err = r.tool(ctx, l, c, &out)
+	default:
 		err = r.file(ctx, j, k, c, &out)
 	}
 	var d *errs.Denial
@@ -545,13 +552,14 @@ func (l *leased) tainted(why string) {
 // unconfined (a tier-0 node, or a policy of isolation: none): without a
 // box a command reaches the network past the egress proxy, so the taint's
 // rule that every send waits for a person cannot hold. A tainted job's
-// commands run at tier 1 only; its file calls send nothing out.
+// commands (its MCP servers' too: a tool call runs one) run at tier 1
+// only; its file calls send nothing out.
 func (r *runner) unconfinedTaint(l *leased, c jobs.Call, out *jobs.CallResult) bool {
 	why := l.taint
 	if l.j.Tainted {
 		why = strings.TrimPrefix(firstNonEmpty(l.j.Taint, "tainted at its start")+"; "+why, "; ")
 	}
-	runs := c.Kind == jobs.CallExec || c.Kind == jobs.CallShell
+	runs := c.Kind == jobs.CallExec || c.Kind == jobs.CallShell || c.Kind == jobs.CallTool
 	// --dev lets floor work run unconfined on purpose (a developer's own
 	// machine), as the workflow's floor check does.
 	if why == "" || !runs || l.j.Dev || (r.cfg.Tier >= 1 && l.k.Policy().Isolation != "none") {

@@ -57,9 +57,12 @@ type StartRequest struct {
 	// Calls are the job's calls, instead of argv or command; Open makes
 	// it take more (POST /v1/jobs/{id}/calls) until released or idle for
 	// IdleTimeout (a Go duration; "" is 10m).
-	Calls       []jobwire.Call `json:"calls,omitempty"`
-	Open        bool           `json:"open,omitempty"`
-	IdleTimeout string         `json:"idle_timeout,omitempty"`
+	Calls []jobwire.Call `json:"calls,omitempty"`
+	Open  bool           `json:"open,omitempty"`
+	// MCP are the job's MCP servers by name (server → stdio argv), for
+	// its tool calls.
+	MCP         map[string][]string `json:"mcp,omitempty"`
+	IdleTimeout string              `json:"idle_timeout,omitempty"`
 }
 
 // Started is the answer to POST /v1/jobs.

@@ -67,7 +67,7 @@ the box down, its whole process tree and cgroup. Prints the jobs killed.`
 }
 
 func jobStartCmd() *Command {
-	const usage = "[--pool P] [--policy FILE] [--mode observe|fix] [--tier0] [--model NAME] [--parent JOB] [--agent NAME] [--idempotent [--retry N]] [--claim-timeout D] [--calls FILE] [--open [--idle D]] [--wait] [--json] [-- CMD [ARG...]]"
+	const usage = "[--pool P] [--policy FILE] [--mode observe|fix] [--tier0] [--model NAME] [--parent JOB] [--agent NAME] [--idempotent [--retry N]] [--claim-timeout D] [--calls FILE] [--mcp FILE] [--open [--idle D]] [--wait] [--json] [-- CMD [ARG...]]"
 	const long = `Starts a job that runs CMD on a node of pool P, decided against the policy
 FILE (default: the built-in workspace profile), which travels with the job:
 the node decides against it, never against its own. --shell runs CMD as one
@@ -81,8 +81,13 @@ lost mid-run it fails naming the node, unless it is marked --idempotent
 
 --calls FILE gives the job's calls instead of CMD: a JSON array of calls
 ({"kind": "exec", "argv": [...]}, "shell", "read_file", "write_file",
-"list", "read_result"), run in order through one kernel on the node that
-claims the job. --open makes the job a lease: after its calls (CMD, --calls
+"list", "read_result", "tool"), run in order through one kernel on the
+node that claims the job. --mcp FILE names the job's MCP servers
+({"fs": ["mcp-server-filesystem", "."]}); a tool call ({"kind": "tool",
+"server": "fs", "tool": "read_file", "args": {...}}) starts its server in a
+box of the job's kernel on first use, decided by the job's policy (its
+shell section for the command, its tools section as fs.read_file), and
+the server stays up until the job ends. --open makes the job a lease: after its calls (CMD, --calls
 or none) it waits for more (airlock job call ID ...) until airlock job
 release ID, or until it was idle for --idle (default 10m).`
 	return &Command{Name: "start", Usage: usage, Short: "start a job", Long: long,
@@ -101,6 +106,7 @@ release ID, or until it was idle for --idle (default 10m).`
 			idem := fs.Bool("idempotent", false, "running the job twice does no harm")
 			retry := fs.Int("retry", 0, "with --idempotent: run the job again up to `N` times when its node is lost")
 			callsFile := fs.String("calls", "", "a JSON `file` of the job's calls, instead of CMD")
+			mcpFile := fs.String("mcp", "", "a JSON `file` of the job's MCP servers for its tool calls: each name to its command's argv")
 			open := fs.Bool("open", false, "keep the job open for more calls (airlock job call)")
 			idle := fs.Duration("idle", 0, "with --open: end the job after this long without a call (default 10m)")
 			wait := fs.Bool("wait", false, "wait for the job to end and print its result")
@@ -135,6 +141,13 @@ release ID, or until it was idle for --idle (default 10m).`
 					return err
 				}
 				req.Calls = calls
+			}
+			if *mcpFile != "" {
+				servers, err := readMCP(env, *mcpFile)
+				if err != nil {
+					return err
+				}
+				req.MCP = servers
 			}
 			if *claim > 0 {
 				req.ClaimTimeout = claim.String()

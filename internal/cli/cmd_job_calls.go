@@ -127,11 +127,12 @@ func orDash(s string) string {
 }
 
 func jobCallCmd() *Command {
-	const usage = "ID [--shell] [--json] (-- CMD [ARG...] | --read PATH | --write PATH | --list [PATH])"
+	const usage = "ID [--shell] [--json] (-- CMD [ARG...] | --read PATH | --write PATH | --list [PATH] | --tool SERVER/TOOL [--args JSON])"
 	const long = `Adds a call to open job ID (started with airlock job start --open) and
 prints its output: CMD runs in the job's box (--shell: as one shell
 string), --read prints the file at PATH, --write writes standard input to
-PATH, --list lists a directory. The call runs on the job's node through
+PATH, --list lists a directory, --tool calls TOOL of the job's MCP server
+SERVER (airlock job start --mcp) with the JSON object --args. The call runs on the job's node through
 its kernel, after the calls before it, decided by the job's policy (a
 person may be asked). The exit status is the call's own, 126 when it was
 refused.`
@@ -143,6 +144,8 @@ refused.`
 			read := fs.String("read", "", "read the file at `path`")
 			write := fs.String("write", "", "write standard input to the file at `path`")
 			list := fs.Bool("list", false, "list the directory PATH (default: the working directory)")
+			tool := fs.String("tool", "", "call the tool `SERVER/TOOL` of one of the job's MCP servers")
+			toolArgs := fs.String("args", "", "with --tool: the tool's arguments, a JSON `object`")
 			asJSON := fs.Bool("json", false, "print the call's result as JSON")
 			// The job id comes first (airlock job call ID --read x), or
 			// after the flags.
@@ -163,7 +166,16 @@ refused.`
 			if err := jobwire.CheckName("job id", id); err != nil {
 				return usagef("%v", err)
 			}
-			call, err := callFrom(env, rest, *shell, *read, *write, *list)
+			var call jobwire.Call
+			var err error
+			if *tool != "" || *toolArgs != "" {
+				if len(rest) > 0 || *shell || *read != "" || *write != "" || *list {
+					return usagef("name one call: -- CMD, --read PATH, --write PATH, --list [PATH] or --tool SERVER/TOOL")
+				}
+				call, err = toolCall(*tool, *toolArgs)
+			} else {
+				call, err = callFrom(env, rest, *shell, *read, *write, *list)
+			}
 			if err != nil {
 				return err
 			}
@@ -231,6 +243,42 @@ func callFrom(env *Env, cmd []string, shell bool, read, write string, list bool)
 		return jobwire.Call{Kind: jobwire.CallShell, Command: strings.Join(cmd, " ")}, nil
 	}
 	return jobwire.Call{Kind: jobwire.CallExec, Argv: cmd}, nil
+}
+
+// toolCall is the tool call --tool SERVER/TOOL --args JSON names.
+func toolCall(tool, args string) (jobwire.Call, error) {
+	server, name, ok := strings.Cut(tool, "/")
+	if !ok || server == "" || name == "" {
+		return jobwire.Call{}, usagef("--tool %q: want SERVER/TOOL (a server the job was started with, --mcp)", tool)
+	}
+	c := jobwire.Call{Kind: jobwire.CallTool, Server: server, Tool: name}
+	if args != "" {
+		if err := jobwire.CheckJSON([]byte(args)); err != nil {
+			return c, usagef("--args: %v", errs.AgentMessage(err))
+		}
+		c.Args = json.RawMessage(args)
+	}
+	if err := c.Validate(); err != nil {
+		return c, usagef("%v", errs.AgentMessage(err))
+	}
+	return c, nil
+}
+
+// readMCP reads --mcp FILE: a JSON object of the job's MCP servers, each
+// name to its stdio command's argv.
+func readMCP(env *Env, file string) (map[string][]string, error) {
+	b, err := os.ReadFile(absFrom(env, file))
+	if err != nil {
+		return nil, errs.Wrap(errs.Invalid, err, "--mcp")
+	}
+	if err := jobwire.CheckJSON(b); err != nil {
+		return nil, usagef("--mcp %s: %v", file, errs.AgentMessage(err))
+	}
+	var servers map[string][]string
+	if err := json.Unmarshal(b, &servers); err != nil || servers == nil {
+		return nil, usagef(`--mcp %s: want a JSON object of servers, each name to its command's argv ({"fs": ["mcp-server-filesystem", "."]})`, file)
+	}
+	return servers, nil
 }
 
 func jobReleaseCmd() *Command {

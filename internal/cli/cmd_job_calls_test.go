@@ -39,3 +39,33 @@ func TestPrintTrace(t *testing.T) {
 		}
 	}
 }
+
+func TestToolCallFlags(t *testing.T) {
+	tests := []struct {
+		name, tool, args string
+		want             string // the call's args, or the error's part
+		wantErr          bool
+	}{
+		{"a tool with args", "fs/read_file", `{"path":"a"}`, `{"path":"a"}`, false},
+		{"a tool without args", "fs/list", "", "", false},
+		{"no server", "read_file", "", "want SERVER/TOOL", true},
+		{"an empty tool", "fs/", "", "want SERVER/TOOL", true},
+		{"args that are an array", "fs/t", `[1]`, "args: not a JSON object", true},
+		{"args with a key given twice", "fs/t", `{"a":1,"a":2}`, "--args", true},
+		{"a server that is not a name", "F S/t", "", `server "F S"`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := toolCall(tt.tool, tt.args)
+			if tt.wantErr {
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("got %v, want an error with %q", err, tt.want)
+				}
+				return
+			}
+			if err != nil || c.Kind != "tool" || string(c.Args) != tt.want {
+				t.Fatalf("got %+v, %v", c, err)
+			}
+		})
+	}
+}

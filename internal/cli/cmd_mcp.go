@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 	"path/filepath"
 	"strings"
 	"time"
@@ -116,7 +115,7 @@ func mcpWrapCmd() *Command {
 				return err
 			}
 			o := gateway.Options{
-				Start:  boxedServer(k, env, argv),
+				Start:  gateway.Boxed(k.Kernel, mediator.Call{Kind: mediator.KindExec, Argv: argv}, env.Stderr),
 				Kernel: k.Kernel,
 				Listed: func(tool string) bool {
 					d := checker.Tool(tool, nil)
@@ -146,29 +145,6 @@ func mcpWrapCmd() *Command {
 			h := g.Handler(ctx, ep.o)
 			return ep.serve(ctx, env, "MCP gateway", h, h.Close)
 		}}
-}
-
-// boxedServer starts argv through the kernel, exactly as `airlock run`
-// would: decided as a command, confined by the policy's box, its network
-// through egress; cancelling ctx tears the box down.
-func boxedServer(k *wiring.Kernel, env *Env, argv []string) gateway.Starter {
-	return func(ctx context.Context) (*gateway.Server, error) {
-		inR, inW := io.Pipe()
-		outR, outW := io.Pipe()
-		done := make(chan error, 1)
-		go func() {
-			_, err := k.Exec(ctx, mediator.Call{Kind: mediator.KindExec, Argv: argv}, mediator.ExecOptions{
-				Stdin: inR, Stdout: outW, Stderr: env.Stderr,
-				// The server lives as long as the client's session; the
-				// session's end (ctx) tears its box down.
-				Session: true,
-			})
-			outW.Close()
-			inR.Close()
-			done <- err
-		}()
-		return &gateway.Server{Stdin: inW, Stdout: outR, Done: done}, nil
-	}
 }
 
 // pinApprover asks a person, through the kernel like any escalation,

@@ -112,7 +112,7 @@ var table = map[string]row{
 	"mcp/httpfront": {layer: frontEnds, may: []string{"mcp"}},             // the guard before any MCP code sees an HTTP request
 	// node runs a job's calls through a kernel the CLI builds for it; the
 	// CLI, not node, probes the tier (a front end builds no box).
-	"node": {layer: frontEnds, may: []string{"jobs", "jobs/pki", "mediator", "policy"}},
+	"node": {layer: frontEnds, may: []string{"jobs", "jobs/pki", "mcp", "mcp/gateway", "mediator", "policy"}},
 	"api":  {layer: frontEnds, may: []string{"api/wire", "audit", "jobs", "jobs/pki"}}, // the server's HTTP API: routes jobs, runs none, keeps the server's audit log
 
 	// cli

@@ -5,6 +5,8 @@ package wire
 // the SDK.
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -21,6 +23,7 @@ const (
 	CallWriteFile  = "write_file"  // write Content to Path
 	CallList       = "list"        // list the directory Path
 	CallReadResult = "read_result" // read part of the offloaded result Ref
+	CallTool       = "tool"        // call Tool of the job's MCP server Server with Args
 )
 
 // Wire names of a job's calls. Changing one breaks running workflows.
@@ -81,6 +84,12 @@ type Call struct {
 	Budget int    `json:"budget,omitempty"`
 	// Stdin is a command's standard input.
 	Stdin string `json:"stdin,omitempty"`
+	// Server, Tool and Args are a tool call's: the name of one of the
+	// job's MCP servers (Job.MCP), the tool as that server lists it, and
+	// its arguments (a JSON object, or none).
+	Server string          `json:"server,omitempty"`
+	Tool   string          `json:"tool,omitempty"`
+	Args   json.RawMessage `json:"args,omitempty"`
 	// Taint is set by the server, never by a caller: why the job is
 	// tainted by what it read since its start (the server's record). The
 	// node marks the job's kernel tainted with it before the call runs,
@@ -129,8 +138,13 @@ func (c Call) Validate() error {
 			return errs.Invalidf("call %s: budget: negative", c.ID)
 		}
 		want = []string{"ref", "view", "range", "query", "budget"}
+	case CallTool:
+		if err := c.validateTool(); err != nil {
+			return err
+		}
+		want = []string{"server", "tool", "args"}
 	default:
-		return errs.Invalidf("call %s: kind %q: want one of exec, shell, read_file, write_file, list, read_result", c.ID, c.Kind)
+		return errs.Invalidf("call %s: kind %q: want one of exec, shell, read_file, write_file, list, read_result, tool", c.ID, c.Kind)
 	}
 	for _, f := range c.setFields() {
 		if !contains(want, f) {
@@ -176,7 +190,47 @@ func (c Call) setFields() []string {
 	add("query", c.Query != "")
 	add("budget", c.Budget != 0)
 	add("stdin", c.Stdin != "")
+	add("server", c.Server != "")
+	add("tool", c.Tool != "")
+	add("args", len(c.Args) > 0)
 	return out
+}
+
+// validateTool refuses a tool call without a server or a tool, or whose
+// args are not one JSON object (decoded exactly: no keys given twice).
+func (c Call) validateTool() error {
+	if c.Server == "" {
+		return errs.Invalidf("call %s: server: empty (a tool call names one of the job's MCP servers)", c.ID)
+	}
+	if err := CheckName("server", c.Server); err != nil {
+		return errs.Invalidf("call %s: %s", c.ID, errs.AgentMessage(err))
+	}
+	if c.Tool == "" {
+		return errs.Invalidf("call %s: tool: empty (a tool call names the tool as its server lists it)", c.ID)
+	}
+	if len(c.Tool) > 128 || strings.ContainsFunc(c.Tool, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
+		return errs.Invalidf("call %s: tool: want printable ASCII without spaces, at most 128 bytes", c.ID)
+	}
+	if len(c.Args) > 0 {
+		if _, err := c.ToolArgs(); err != nil {
+			return errs.Invalidf("call %s: args: %s", c.ID, errs.AgentMessage(err))
+		}
+	}
+	return nil
+}
+
+// ToolArgs decodes a tool call's args: a JSON object, nil when none.
+func (c Call) ToolArgs() (map[string]any, error) {
+	if len(c.Args) == 0 {
+		return nil, nil
+	}
+	d := json.NewDecoder(bytes.NewReader(c.Args))
+	d.UseNumber()
+	var args map[string]any
+	if err := d.Decode(&args); err != nil || args == nil || d.More() {
+		return nil, errs.Invalidf("not a JSON object")
+	}
+	return args, nil
 }
 
 func contains(list []string, s string) bool {
@@ -202,6 +256,8 @@ func (c Call) Describe() string {
 		s = fmt.Sprintf("%s (%d bytes)", c.Path, len(c.Content))
 	case CallReadResult:
 		s = c.Ref
+	case CallTool:
+		s = fmt.Sprintf("%s/%s (args %d bytes)", c.Server, c.Tool, len(c.Args))
 	default:
 		s = c.Path
 	}
@@ -417,6 +473,9 @@ func (j Job) validateCalls() error {
 		id := c.ID
 		if id == "" {
 			id = "c" + strconv.Itoa(i+1) // the workflow's name for it
+		}
+		if c.Kind == CallTool && j.MCP[c.Server] == nil {
+			return errs.Invalidf("job %s: calls[%d]: server %q: not one of the job's MCP servers (mcp)", j.ID, i, c.Server)
 		}
 		if seen[id] {
 			return errs.Invalidf("job %s: calls[%d]: id %q: given twice", j.ID, i, id)

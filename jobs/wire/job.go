@@ -9,7 +9,9 @@ package wire
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -123,6 +125,30 @@ type Job struct {
 	// IdleTimeout (0 is DefaultIdleTimeout).
 	Open        bool          `json:"open,omitempty"`
 	IdleTimeout time.Duration `json:"idle_timeout,omitempty"`
+	// MCP are the job's MCP servers, by name: each one's stdio command,
+	// started in a box of the job's kernel on the first tool call that
+	// names it and kept for the job's life. Its tools are decided by the
+	// job's policy as NAME.tool.
+	MCP map[string][]string `json:"mcp,omitempty"`
+}
+
+// MaxMCPServers bounds a job's MCP servers.
+const MaxMCPServers = 16
+
+// validateMCP refuses a job's MCP server with a bad name or no command.
+func (j Job) validateMCP() error {
+	if len(j.MCP) > MaxMCPServers {
+		return errs.Invalidf("job %s: mcp: %d servers, at most %d", j.ID, len(j.MCP), MaxMCPServers)
+	}
+	for name, argv := range j.MCP {
+		if err := CheckName("mcp server", name); err != nil {
+			return errs.Invalidf("job %s: mcp: %s", j.ID, errs.AgentMessage(err))
+		}
+		if len(argv) == 0 || argv[0] == "" {
+			return errs.Invalidf("job %s: mcp: server %s: empty command (give the server's argv)", j.ID, name)
+		}
+	}
+	return nil
 }
 
 // MaxRetries bounds a job's retries after lost nodes.
@@ -182,6 +208,9 @@ func (j Job) Validate() error {
 		return err
 	}
 	if err := CheckName("pool", j.Pool); err != nil {
+		return err
+	}
+	if err := j.validateMCP(); err != nil {
 		return err
 	}
 	if err := j.validateCalls(); err != nil {
@@ -246,6 +275,8 @@ type Summary struct {
 	// more (a lease).
 	Calls int  `json:"calls,omitempty"`
 	Open  bool `json:"open,omitempty"`
+	// MCP names the job's MCP servers (their commands are not shown).
+	MCP []string `json:"mcp,omitempty"`
 }
 
 // Summary is the job's list entry.
@@ -253,7 +284,7 @@ func (j Job) Summary() Summary {
 	return Summary{Pool: j.Pool, Queue: j.Queue(), Floor: j.Floor(), OutsideEvent: j.FromOutside(), Tainted: j.Tainted,
 		Taint: j.Taint, Model: j.Model, Parent: j.Parent, Dev: j.Dev, Source: j.Source,
 		Command: j.Describe(), Agent: j.Agent, Idempotent: j.Idempotent, Retries: j.Retries,
-		Calls: len(j.JobCalls()), Open: j.Open, Tenant: j.Tenant}
+		Calls: len(j.JobCalls()), Open: j.Open, Tenant: j.Tenant, MCP: slices.Sorted(maps.Keys(j.MCP))}
 }
 
 // Claim is a node's answer to a claim: who it is and the tier it runs at.

@@ -29,7 +29,7 @@
 //	client ──Conn──▶ session.fromClient ──decide/forward──▶ Conn ──▶ boxed server
 //	client ◀──Conn── session.fromServer ◀──filter/fit───── Conn ◀── boxed server
 //
-// Only internal/cli imports it.
+// Only internal/cli and node (a job's tool calls) import it.
 package gateway
 
 import (
@@ -118,6 +118,9 @@ type Options struct {
 	// (malformed, keys alike under folding, unknown or look-alike names,
 	// reused or spoofed ids, oversized frames); the log gets them anyway.
 	Audit func(audit.Record) error
+	// Decided, when set, is told the kernel's decision of every tools/call
+	// (the tool as listed), before the call is forwarded or refused.
+	Decided func(tool string, o mediator.Outcome)
 	// Log receives diagnostics; nil drops them.
 	Log *slog.Logger
 }
@@ -852,7 +855,11 @@ func (s *session) call(ctx context.Context, m *jsonrpc.Request, p *pending) {
 	if elicit && s.g.o.WithApprover != nil {
 		dctx = s.g.o.WithApprover(ctx, elicitApprover{s})
 	}
-	if _, err := s.g.o.Kernel.Decide(dctx, mediator.Call{Kind: mediator.KindTool, Tool: s.g.o.Prefix + name, Args: args, ReadOnly: hints.ReadOnly}); err != nil {
+	o, err := s.g.o.Kernel.Decide(dctx, mediator.Call{Kind: mediator.KindTool, Tool: s.g.o.Prefix + name, Args: args, ReadOnly: hints.ReadOnly})
+	if s.g.o.Decided != nil {
+		s.g.o.Decided(name, o)
+	}
+	if err != nil {
 		fail(err)
 		return
 	}
