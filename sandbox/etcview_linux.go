@@ -790,9 +790,19 @@ func pruneViews(bfd int, keep string) {
 		at  int64
 	}
 	var views []view
+	recorded := map[string]bool{}
+	for _, n := range names {
+		if k, ok := strings.CutSuffix(n, ".rec"); ok {
+			recorded[k] = true
+		}
+	}
 	for _, n := range names {
 		switch {
-		case strings.HasPrefix(n, "tmp-") || strings.HasPrefix(n, "old-"):
+		case strings.HasPrefix(n, "tmp-") || strings.HasPrefix(n, "old-"),
+			// A view without a record (its run ended before writing it,
+			// or the write failed) is never used again: left, such views
+			// would pile up beyond any bound.
+			n != keep && isViewKey(n) && !recorded[n]:
 			var st unix.Stat_t
 			// A temporary view may be another run's in the making.
 			if unix.Fstatat(bfd, n, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && time.Since(time.Unix(0, st.Mtim.Nano())) > time.Minute {
@@ -813,6 +823,20 @@ func pruneViews(bfd int, keep string) {
 		}
 		unix.Unlinkat(bfd, views[i].key+".rec", 0)
 	}
+}
+
+// isViewKey reports whether name is what etcKey makes: 32 lowercase hex
+// digits.
+func isViewKey(name string) bool {
+	if len(name) != 32 {
+		return false
+	}
+	for _, c := range name {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // removeView removes the moved-aside view name unless a run still holds
