@@ -394,3 +394,41 @@ func TestEtcViewsWithoutRecordArePruned(t *testing.T) {
 		t.Errorf("%d views kept in %s, want at most %d", views, w.cache, etcViewsKept)
 	}
 }
+
+// TestEtcViewOpensNoSpecialFile: a source that is neither a file nor a
+// directory (a pipe, a device, through a link) is never opened to be
+// copied: opening a device may act (a tape rewinds, a watchdog starts),
+// opening a pipe wakes the writer waiting on it. The view is refused
+// before any open, and the source is bound as it is.
+func TestEtcViewOpensNoSpecialFile(t *testing.T) {
+	w := newEtcWorld(t)
+	fifo := filepath.Join(w.src, "file")
+	if err := os.Remove(fifo); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opened := make(chan struct{})
+	go func() {
+		// Blocks until someone opens the pipe to read.
+		if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			close(opened)
+			f.Close()
+		}
+	}()
+	_, _, err := w.plan(t)
+	var nv *errNoView
+	if !errors.As(err, &nv) {
+		t.Fatalf("a pipe as a source: %v, want no view", err)
+	}
+	select {
+	case <-opened:
+		t.Fatal("the pipe was opened to be copied")
+	case <-time.After(200 * time.Millisecond):
+	}
+	// Release the writer.
+	if f, err := os.OpenFile(fifo, os.O_RDONLY|unix.O_NONBLOCK, 0); err == nil {
+		f.Close()
+	}
+}
