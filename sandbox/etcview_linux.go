@@ -87,8 +87,9 @@ var etcCache = struct {
 
 // UseEtcCache names the directory the etc views are kept in, a private
 // path of airlock's own state; "" binds /etc's files one by one.
-// boxWritable are the paths a box may write now (privfile refuses the
-// directory there).
+// boxWritable are the paths a box may write now or an earlier box was let
+// write (privfile refuses the directory there; no host program is taken
+// from a PATH directory there, hostProgramDirs).
 func UseEtcCache(dir string, boxWritable []string) {
 	etcCache.Lock()
 	defer etcCache.Unlock()

@@ -33,7 +33,8 @@ func hostProgramDirs(pathEnv string, system ...string) []string {
 // may move root's directory out of it). A box runs as airlock's user, or
 // as another user airlock runs it for; none of them could write there. A
 // box of an airlock run as root may write root's directories it was
-// granted: those of this run, and the working directory, are passed over
+// granted: those a box may write or was let write (UseEtcCache), and the
+// working directory, are passed over
 // (hostProgramDirs).
 func rootOnly(dir string) bool {
 	real, err := filepath.EvalSymlinks(dir)
