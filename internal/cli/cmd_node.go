@@ -113,11 +113,17 @@ func fleetBinary(env *Env, name string) (string, error) {
 	return beside, nil
 }
 
-// ownedHere refuses a file, or its directory, that someone other than root
-// or this user owns or that group or others may write: another user could
-// put their own program in its place.
+// ownedHere refuses a file, or its directory (beside airlock, or where a
+// link there leads), that someone other than root or this user owns or
+// that group or others may write: another user could put their own program
+// in its place.
 func ownedHere(p string) error {
-	for _, q := range []string{p, filepath.Dir(p)} {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return err
+	}
+	// The link beside, and the file it names, with their directories.
+	for _, q := range []string{p, filepath.Dir(p), real, filepath.Dir(real)} {
 		st, err := os.Stat(q)
 		if err != nil {
 			return err

@@ -86,3 +86,26 @@ func TestNodeRefusesBesideOthersMayWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestNodeRefusesLinkIntoDirOthersMayWrite: an airlock-node beside airlock
+// that is a link into a directory others may write is not run.
+func TestNodeRefusesLinkIntoDirOthersMayWrite(t *testing.T) {
+	install, shared := t.TempDir(), t.TempDir()
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(shared, "airlock-node")
+	if err := os.WriteFile(target, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(install, "airlock-node")); err != nil {
+		t.Fatal(err)
+	}
+	var ran []string
+	env := &Env{Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Dir: t.TempDir(),
+		Exe: filepath.Join(install, "airlock"), Environ: []string{"HOME=" + t.TempDir(), "PATH=/usr/bin"},
+		Exec: func(path string, argv, envv []string) error { ran = append(ran, path); return os.ErrPermission }}
+	if code := Main(context.Background(), []string{"node"}, env); code != 125 || len(ran) != 0 {
+		t.Errorf("exit %d, ran %v; want 125 and nothing run", code, ran)
+	}
+}
