@@ -22,22 +22,21 @@ type bwrapInfo = BwrapReport
 // between runs, so most starts never read a version.
 var bwrapVersionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`bubblewrap ([0-9]+\.[0-9]+\.[0-9]+)`) })
 
-// bwrapCandidates are the places bubblewrap is looked for: the PATH, then
-// the usual system locations.
+// bwrapCandidates are the places bubblewrap is looked for: the PATH's
+// directories only root could have written (hostProgramDirs), then the usual
+// system locations.
 func bwrapCandidates(pathEnv string) []string {
 	var out []string
-	for _, d := range filepath.SplitList(pathEnv) {
-		if filepath.IsAbs(d) {
-			out = append(out, filepath.Join(d, "bwrap"))
-		}
+	for _, d := range hostProgramDirs(pathEnv, "/usr/bin", "/usr/local/bin", "/bin") {
+		out = append(out, filepath.Join(d, "bwrap"))
 	}
-	return append(out, "/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap")
+	return out
 }
 
 func findBwrap(pathEnv string) bwrapInfo {
 	for _, c := range bwrapCandidates(pathEnv) {
 		st, err := os.Stat(c)
-		if err != nil || !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
+		if err != nil || !st.Mode().IsRegular() || st.Mode()&0o111 == 0 || !rootsFile(c, st) {
 			continue
 		}
 		// Read once per file (probecache_linux.go): the probe and the

@@ -87,8 +87,9 @@ var etcCache = struct {
 
 // UseEtcCache names the directory the etc views are kept in, a private
 // path of airlock's own state; "" binds /etc's files one by one.
-// boxWritable are the paths a box may write now (privfile refuses the
-// directory there).
+// boxWritable are the paths a box may write now or an earlier box was let
+// write (privfile refuses the directory there; no host program is taken
+// from a PATH directory there, hostProgramDirs).
 func UseEtcCache(dir string, boxWritable []string) {
 	etcCache.Lock()
 	defer etcCache.Unlock()
@@ -480,13 +481,12 @@ func (c *etcCopier) source(rfd int, s etcSource) ([]etcStamp, error) {
 	}
 	// The pinned descriptor is O_PATH; the copy reads through a fresh
 	// open of the same inode, checked to be it.
-	src, err := unix.Open(fmt.Sprintf("/proc/self/fd/%d", s.pn.f.Fd()), unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	src, st, err := reopenPlain(int(s.pn.f.Fd()), s.box)
 	if err != nil {
-		return nil, noView("open %s: %v", s.box, err)
+		return nil, err
 	}
 	defer unix.Close(src)
-	var st unix.Stat_t
-	if err := unix.Fstat(src, &st); err != nil || uint64(st.Dev) != s.pn.dev || st.Ino != s.pn.ino {
+	if uint64(st.Dev) != s.pn.dev || st.Ino != s.pn.ino {
 		return nil, noView("%s changed while it was copied", s.box)
 	}
 	var stamps []etcStamp
@@ -494,6 +494,36 @@ func (c *etcCopier) source(rfd int, s etcSource) ([]etcStamp, error) {
 		return nil, err
 	}
 	return stamps, nil
+}
+
+// reopenPlain opens for reading the file the O_PATH descriptor pfd holds,
+// only when it is a regular file or a directory: opening a device may act
+// (a tape rewinds, a watchdog starts) and opening a pipe wakes its writer,
+// whatever is read after. The type is the descriptor's own, so a name
+// swapped meanwhile does not matter.
+func reopenPlain(pfd int, what string) (int, unix.Stat_t, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil {
+		return -1, st, noView("stat %s: %v", what, err)
+	}
+	flags := unix.O_RDONLY | unix.O_NOCTTY | unix.O_NONBLOCK | unix.O_CLOEXEC
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		flags |= unix.O_DIRECTORY
+	case unix.S_IFREG:
+	default:
+		return -1, st, noView("%s is neither a file nor a directory", what)
+	}
+	fd, err := unix.Open(fmt.Sprintf("/proc/self/fd/%d", pfd), flags, 0)
+	if err != nil {
+		return -1, st, noView("open %s: %v", what, err)
+	}
+	var ost unix.Stat_t
+	if err := unix.Fstat(fd, &ost); err != nil || ost.Dev != st.Dev || ost.Ino != st.Ino {
+		unix.Close(fd)
+		return -1, st, noView("%s changed while it was copied", what)
+	}
+	return fd, ost, nil
 }
 
 // parents makes the directories between the view's top and rel (mode 0755,
@@ -590,18 +620,19 @@ func (c *etcCopier) dir(src int, st *unix.Stat_t, rfd int, rel, srel string, sta
 			}
 			continue
 		}
-		flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NOCTTY | unix.O_NONBLOCK | unix.O_CLOEXEC
-		if cst.Mode&unix.S_IFMT == unix.S_IFDIR {
-			flags |= unix.O_DIRECTORY
-		} else if cst.Mode&unix.S_IFMT != unix.S_IFREG {
+		if t := cst.Mode & unix.S_IFMT; t != unix.S_IFDIR && t != unix.S_IFREG {
 			return noView("%s is neither a file, a directory nor a link", crel)
 		}
-		cfd, err := unix.Openat(src, name, flags, 0)
+		pfd, err := unix.Openat(src, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return noView("open %s: %v", crel, err)
 		}
-		var ost unix.Stat_t
-		if err := unix.Fstat(cfd, &ost); err != nil || ost.Ino != cst.Ino || ost.Dev != cst.Dev {
+		cfd, ost, err := reopenPlain(pfd, crel)
+		unix.Close(pfd)
+		if err != nil {
+			return err
+		}
+		if ost.Ino != cst.Ino || ost.Dev != cst.Dev {
 			unix.Close(cfd)
 			return noView("%s changed while it was copied", crel)
 		}
@@ -790,9 +821,19 @@ func pruneViews(bfd int, keep string) {
 		at  int64
 	}
 	var views []view
+	recorded := map[string]bool{}
+	for _, n := range names {
+		if k, ok := strings.CutSuffix(n, ".rec"); ok {
+			recorded[k] = true
+		}
+	}
 	for _, n := range names {
 		switch {
-		case strings.HasPrefix(n, "tmp-") || strings.HasPrefix(n, "old-"):
+		case strings.HasPrefix(n, "tmp-") || strings.HasPrefix(n, "old-"),
+			// A view without a record (its run ended before writing it,
+			// or the write failed) is never used again: left, such views
+			// would pile up beyond any bound.
+			n != keep && isViewKey(n) && !recorded[n]:
 			var st unix.Stat_t
 			// A temporary view may be another run's in the making.
 			if unix.Fstatat(bfd, n, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && time.Since(time.Unix(0, st.Mtim.Nano())) > time.Minute {
@@ -813,6 +854,20 @@ func pruneViews(bfd int, keep string) {
 		}
 		unix.Unlinkat(bfd, views[i].key+".rec", 0)
 	}
+}
+
+// isViewKey reports whether name is what etcKey makes: 32 lowercase hex
+// digits.
+func isViewKey(name string) bool {
+	if len(name) != 32 {
+		return false
+	}
+	for _, c := range name {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // removeView removes the moved-aside view name unless a run still holds

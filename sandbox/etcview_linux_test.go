@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -346,5 +347,88 @@ func TestEtcViewGivesWayToABindBeneathEtc(t *testing.T) {
 	d := plan([]string{"/etc/ld.so.cache"})
 	if has(d, "/etc") || !has(d, "/etc/ld.so.cache") {
 		t.Fatalf("with a grant beneath /etc the plan binds %v, want /etc file by file", d)
+	}
+}
+
+// TestEtcViewsWithoutRecordArePruned: a view whose record was never
+// written (the run was killed between placing the view and writing its
+// record, or the write failed) is still counted and removed, so the cache
+// stays bounded however often that happens.
+func TestEtcViewsWithoutRecordArePruned(t *testing.T) {
+	w := newEtcWorld(t)
+	if _, _, err := w.plan(t); err != nil {
+		t.Fatal(err)
+	}
+	// Views left without a record by runs of other hosts' /etc, a while ago.
+	long := time.Now().Add(-time.Hour)
+	for i := 0; i < 3*etcViewsKept; i++ {
+		d := filepath.Join(w.cache, fmt.Sprintf("%032x", i+1))
+		if err := os.MkdirAll(filepath.Join(d, "ssl"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "hostname"), []byte("old\n"), 0o444); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(d, long, long); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A source changes: a new view is made, and the cache pruned.
+	if err := os.WriteFile(filepath.Join(w.src, "file"), []byte("two\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := w.plan(t); err != nil {
+		t.Fatal(err)
+	}
+	names, err := os.ReadDir(w.cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	views := 0
+	for _, n := range names {
+		if n.IsDir() {
+			views++
+		}
+	}
+	if views > etcViewsKept {
+		t.Errorf("%d views kept in %s, want at most %d", views, w.cache, etcViewsKept)
+	}
+}
+
+// TestEtcViewOpensNoSpecialFile: a source that is neither a file nor a
+// directory (a pipe, a device, through a link) is never opened to be
+// copied: opening a device may act (a tape rewinds, a watchdog starts),
+// opening a pipe wakes the writer waiting on it. The view is refused
+// before any open, and the source is bound as it is.
+func TestEtcViewOpensNoSpecialFile(t *testing.T) {
+	w := newEtcWorld(t)
+	fifo := filepath.Join(w.src, "file")
+	if err := os.Remove(fifo); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opened := make(chan struct{})
+	go func() {
+		// Blocks until someone opens the pipe to read.
+		if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			close(opened)
+			f.Close()
+		}
+	}()
+	_, _, err := w.plan(t)
+	var nv *errNoView
+	if !errors.As(err, &nv) {
+		t.Fatalf("a pipe as a source: %v, want no view", err)
+	}
+	select {
+	case <-opened:
+		t.Fatal("the pipe was opened to be copied")
+	case <-time.After(200 * time.Millisecond):
+	}
+	// Release the writer.
+	if f, err := os.OpenFile(fifo, os.O_RDONLY|unix.O_NONBLOCK, 0); err == nil {
+		f.Close()
 	}
 }

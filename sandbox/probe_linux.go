@@ -237,16 +237,9 @@ func ptraceScoped() (bool, string) {
 }
 
 func probeGVisor(pathEnv string) string {
-	var dirs []string
-	for _, d := range filepath.SplitList(pathEnv) {
-		if filepath.IsAbs(d) {
-			dirs = append(dirs, d)
-		}
-	}
-	dirs = append(dirs, "/usr/local/bin", "/usr/bin", "/usr/sbin")
-	for _, d := range dirs {
+	for _, d := range hostProgramDirs(pathEnv, "/usr/local/bin", "/usr/bin", "/usr/sbin") {
 		p := filepath.Join(d, "runsc")
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 && rootsFile(p, st) {
 			return p
 		}
 	}

@@ -2,10 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/sandbox/lookpath"
@@ -51,7 +54,8 @@ its queue for a node with room.
 
 A node is the airlock-node binary, which links the Temporal SDK that the
 airlock binary leaves out: here, airlock node runs the airlock-node beside
-this binary (else the first on PATH) with the same arguments. node list and
+this binary (never one on PATH, which may name a directory a box wrote)
+with the same arguments. node list and
 node sandbox-optout are this binary's own.`
 
 // nodeBinary is the binary that runs `airlock node`: it links the Temporal
@@ -73,8 +77,8 @@ func nodeCmd() *Command {
 }
 
 // handOver runs the fleet binary name in place of this process, with args
-// and the caller's environment: the one beside the airlock binary, else
-// the first on PATH. It returns only when it cannot, naming the fix.
+// and the caller's environment: the one beside the airlock binary. It
+// returns only when it cannot, naming the fix.
 func handOver(env *Env, name string, args []string) error {
 	path, err := fleetBinary(env, name)
 	if err != nil {
@@ -87,24 +91,55 @@ func handOver(env *Env, name string, args []string) error {
 	return errs.Wrap(errs.Unavailable, err, "run %s", path)
 }
 
-// fleetBinary finds name beside the airlock binary, else on the caller's
-// PATH.
+// fleetBinary finds name beside the airlock binary, and only there. PATH
+// is never searched: its entries may be relative (the working directory,
+// often a workspace a box wrote) or name any directory some box was
+// granted, which no reading of PATH can tell, and a binary a box wrote must
+// never be what the host executes. The one beside is trusted as the
+// airlock binary is, and only while no one but its owner (root or this
+// user) may change it.
 func fleetBinary(env *Env, name string) (string, error) {
-	beside := ""
-	if env.Exe != "" {
-		beside = filepath.Join(filepath.Dir(env.Exe), name)
-		if lookpath.Executable(beside) == nil {
-			return beside, nil
+	if env.Exe == "" {
+		return "", errs.Unavailablef("nodes run in the %s binary beside the airlock binary, whose path is unknown: run %s directly", name, name)
+	}
+	beside := filepath.Join(filepath.Dir(env.Exe), name)
+	err := lookpath.Executable(beside)
+	if err == nil {
+		err = ownedHere(beside)
+	}
+	if err != nil {
+		return "", errs.Unavailablef("nodes run in the %s binary, which links the Temporal SDK that the airlock binary leaves out, and there is none at %s (%v; PATH is not searched): build it beside airlock (`go build -o %s ./cmd/airlock-node`; scripts/setup.sh does)", name, beside, err, beside)
+	}
+	return beside, nil
+}
+
+// ownedHere refuses a file, or its directory (beside airlock, or where a
+// link there leads), that someone other than root or this user owns or
+// that group or others may write: another user could put their own program
+// in its place.
+func ownedHere(p string) error {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return err
+	}
+	// The link beside, and the file it names, with their directories.
+	for _, q := range []string{p, filepath.Dir(p), real, filepath.Dir(real)} {
+		st, err := os.Stat(q)
+		if err != nil {
+			return err
+		}
+		sys, ok := st.Sys().(*syscall.Stat_t)
+		if !ok {
+			return errors.New("no owner")
+		}
+		if sys.Uid != 0 && int(sys.Uid) != os.Geteuid() {
+			return fmt.Errorf("%s is uid %d's", q, sys.Uid)
+		}
+		if st.Mode().Perm()&0o022 != 0 {
+			return fmt.Errorf("%s may be written by others", q)
 		}
 	}
-	if p, err := lookpath.LookPath(name, env.Getenv("PATH"), env.Dir); err == nil {
-		return p, nil
-	}
-	where := "on PATH"
-	if beside != "" {
-		where = "at " + beside + " or on PATH"
-	}
-	return "", errs.Unavailablef("nodes run in the %s binary, which links the Temporal SDK that the airlock binary leaves out, and there is none %s: build it beside airlock (`go build -o %s ./cmd/airlock-node`; scripts/setup.sh does)", name, where, firstNonEmpty(beside, name))
+	return nil
 }
 
 // clientFlags are how a command finds the server: --server and

@@ -15,7 +15,7 @@ import (
 
 // TestNodeHandsOver: `airlock node ...` runs the airlock-node binary in
 // its place with the same arguments — the one beside the airlock binary,
-// else the first on PATH — while `airlock node list` stays an HTTP client
+// never one on PATH — while `airlock node list` stays an HTTP client
 // of the airlock binary's own. A stand-in airlock-node prints what it was
 // given, so the test sees exactly what the real one would get.
 func TestNodeHandsOver(t *testing.T) {
@@ -50,16 +50,16 @@ func TestNodeHandsOver(t *testing.T) {
 		strings.Count(strings.TrimSpace(out), "\n") != 0 {
 		t.Errorf("no airlock-node: exit %d, %q; want 125 and one line naming the build", code, out)
 	}
-	// On PATH only.
+	// On PATH only: never run.
 	standIn(onPath, "on path")
-	if code, out := run("node", "--pool", "ci", "--id", "n 1"); code != 7 || !strings.Contains(out, "on path: node --pool ci --id n 1\n") ||
-		!strings.Contains(out, "env: http://127.0.0.1:1") {
-		t.Errorf("airlock-node on PATH: exit %d, %q; want the stand-in's exit 7, the arguments and the environment", code, out)
+	if code, out := run("node", "--pool", "ci"); code != 125 || strings.Contains(out, "on path:") {
+		t.Errorf("airlock-node on PATH only: exit %d, %q; want 125, the one on PATH not run", code, out)
 	}
-	// Beside the airlock binary: taken before the one on PATH.
+	// Beside the airlock binary: run, with the arguments and environment.
 	standIn(bin, "beside")
-	if code, out := run("node"); code != 7 || !strings.Contains(out, "beside: node\n") {
-		t.Errorf("airlock-node beside airlock: exit %d, %q; want the one beside", code, out)
+	if code, out := run("node", "--pool", "ci", "--id", "n 1"); code != 7 || !strings.Contains(out, "beside: node --pool ci --id n 1\n") ||
+		!strings.Contains(out, "env: http://127.0.0.1:1") {
+		t.Errorf("airlock-node beside airlock: exit %d, %q; want the stand-in's exit 7, the arguments and the environment", code, out)
 	}
 	// node list is the airlock binary's own: it fails reaching no server.
 	tok := filepath.Join(t.TempDir(), "token")
@@ -79,7 +79,7 @@ func TestNodeWithoutAirlockNode(t *testing.T) {
 	env := &Env{Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: &stderr, Dir: dir, Exe: filepath.Join(dir, "airlock"),
 		Environ: []string{"HOME=" + dir, "PATH=" + t.TempDir()}}
 	code := Main(context.Background(), []string{"node", "--pool", "ci"}, env)
-	if code != 125 || !strings.Contains(stderr.String(), "there is none at "+filepath.Join(dir, "airlock-node")+" or on PATH") {
+	if code != 125 || !strings.Contains(stderr.String(), "there is none at "+filepath.Join(dir, "airlock-node")) {
 		t.Errorf("got exit %d, %q", code, stderr.String())
 	}
 }

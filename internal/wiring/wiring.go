@@ -195,7 +195,14 @@ func Build(cfg Config) (*Kernel, error) {
 	// The probe's cache lies among the private paths just checked: no box
 	// of this policy may write it.
 	sandbox.UseProbeCache(paths.probe, thisRun)
-	sandbox.UseEtcCache(paths.etcView, thisRun)
+	// The views, and the host's own programs (bubblewrap, runsc, found on
+	// PATH), are never taken from where a box may write now or an earlier
+	// box was let write.
+	written, err := loadBoxWritable(paths.written)
+	if err != nil {
+		return fail(err)
+	}
+	sandbox.UseEtcCache(paths.etcView, append(append([]string(nil), thisRun...), written...))
 
 	grants, err := approvals.LoadGrants(paths.grants)
 	if err != nil {

@@ -1,0 +1,49 @@
+package wiring
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/airlock-run/airlock/internal/testsupport"
+	"github.com/airlock-run/airlock/sandbox"
+)
+
+// TestNoHostProgramFromAPathABoxWrote: a directory an earlier run let a
+// box write (the record of box-writable paths) is never where the host
+// takes bubblewrap from, even when it is on PATH and root's: under root a
+// box writes root's files.
+func TestNoHostProgramFromAPathABoxWrote(t *testing.T) {
+	testsupport.Require(t, testsupport.Root)
+	root, work, getenv := privateWorld(t)
+	granted := filepath.Join(root, "granted")
+	bin := filepath.Join(granted, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	planted := filepath.Join(bin, "bwrap")
+	if err := os.WriteFile(planted, []byte("#!/bin/sh\necho planted\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := BoxWritableRecordPath(getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := recordBoxWritable(rec, []string{granted}); err != nil {
+		t.Fatal(err)
+	}
+	oldDir, oldWritable := sandbox.EtcCache()
+	t.Cleanup(func() { sandbox.UseEtcCache(oldDir, oldWritable) })
+	t.Setenv("PATH", bin+":/usr/bin:/bin")
+	k, err := Build(Config{Dir: work, Getenv: getenv, Mode: "observe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	if got := sandbox.Probe().Bubblewrap.Path; got == planted {
+		t.Errorf("bubblewrap taken from %s, which an earlier box could write", got)
+	}
+}
