@@ -244,10 +244,11 @@ func (p *planner) etcView(srcs []etcSource, gens []etcGen) error {
 	key := etcKey(srcs, gens, uid, gid)
 	recPath := filepath.Join(base.Name(), key+".rec")
 	opts := privfile.Options{BoxWritable: append(boxWritable, p.writable...)}
+	name := key
 	lock, st, err := openView(base, key, recPath, srcs, opts)
 	if err != nil {
 		endBuild := starttrace.Begin("etc-view-build")
-		lock, st, err = buildView(base, key, recPath, srcs, gens, uid, gid, opts)
+		lock, st, name, err = buildView(base, key, recPath, srcs, gens, uid, gid, opts)
 		endBuild()
 		if err != nil {
 			return err
@@ -255,7 +256,7 @@ func (p *planner) etcView(srcs []etcSource, gens []etcGen) error {
 	}
 	// The view's directory, pinned like any bind; its identity must be
 	// the one just checked.
-	pn, err := pin(filepath.Join(base.Name(), key), p.writable)
+	pn, err := pin(filepath.Join(base.Name(), name), p.writable)
 	if err != nil {
 		lock.Close()
 		return noView("%v", err)
@@ -367,13 +368,15 @@ func sameStamps(dirfd int, stamps []etcStamp) bool {
 }
 
 // buildView copies srcs and writes gens into a new view key, records it
-// and returns it opened and locked as openView does.
-func buildView(base *os.File, key, recPath string, srcs []etcSource, gens []etcGen, uid, gid int, opts privfile.Options) (*os.File, unix.Stat_t, error) {
+// and returns it opened and locked as openView does, with the name it has
+// in the cache: key, or its own temporary name while another run binds the
+// view kept under key (see placeView).
+func buildView(base *os.File, key, recPath string, srcs []etcSource, gens []etcGen, uid, gid int, opts privfile.Options) (*os.File, unix.Stat_t, string, error) {
 	var st unix.Stat_t
 	bfd := int(base.Fd())
 	tmp := "tmp-" + randomName()
 	if err := unix.Mkdirat(bfd, tmp, 0o700); err != nil {
-		return nil, st, noView("mkdir: %v", err)
+		return nil, st, "", noView("mkdir: %v", err)
 	}
 	c := &etcCopier{euid: os.Geteuid(), groups: ownGroups(), uid: uid, gid: gid}
 	rec := etcRecord{Key: key}
@@ -402,53 +405,83 @@ func buildView(base *os.File, key, recPath string, srcs []etcSource, gens []etcG
 		}
 		return c.finishDirs(rfd)
 	}()
+	name := tmp
 	if err == nil {
-		err = placeView(bfd, tmp, key)
+		name, err = placeView(bfd, tmp, key)
 	}
 	if err != nil {
 		removeTree(bfd, tmp)
-		return nil, st, err
+		return nil, st, "", err
 	}
-	lock, err := lockView(bfd, key)
+	lock, err := lockView(bfd, name)
 	if err != nil {
-		return nil, st, err
+		return nil, st, "", err
 	}
 	fd := int(lock.Fd())
 	// The view's stamps are taken after the rename (which changes the
 	// top's change time), under the lock.
 	if rec.View, err = stampTree(fd); err != nil {
 		lock.Close()
-		return nil, st, err
+		return nil, st, "", err
 	}
 	if err := unix.Fstat(fd, &st); err != nil {
 		lock.Close()
-		return nil, st, noView("stat: %v", err)
+		return nil, st, "", noView("stat: %v", err)
+	}
+	if name != key {
+		// A view for this run alone: a later prune removes it once the
+		// run let go of it.
+		return lock, st, name, nil
 	}
 	if data, ok := encodeRecord(rec); ok {
 		// Failing to keep it only makes the next start slower.
 		privfile.WriteFile(recPath, data, 0o600, opts)
 	}
 	pruneViews(bfd, key)
-	return lock, st, nil
+	return lock, st, key, nil
 }
 
 // placeView renames the view made at tmp to key: it takes its place whole,
-// or not at all. A view already there with that key is another run's (the
-// same content) or a stale one; either is moved aside, and removed when
-// nobody holds it.
-func placeView(bfd int, tmp, key string) error {
+// or not at all, and returns the name the view has. A view already there
+// with that key is another run's (the same content) or a stale one. It is
+// moved aside only when no run holds it: bubblewrap mounts a bind by its
+// path and then checks the mount is the descriptor's, so moving a view a
+// run is binding would fail that run's box. A view held stays, and the new
+// one is this run's alone, under tmp.
+func placeView(bfd int, tmp, key string) (string, error) {
 	err := unix.Renameat2(bfd, tmp, bfd, key, unix.RENAME_NOREPLACE)
 	if errors.Is(err, unix.EEXIST) {
-		old := "old-" + randomName()
-		if unix.Renameat(bfd, key, bfd, old) == nil {
-			removeView(bfd, old)
+		if !moveAsideIfFree(bfd, key) {
+			return tmp, nil
 		}
 		err = unix.Renameat2(bfd, tmp, bfd, key, unix.RENAME_NOREPLACE)
 	}
 	if err != nil {
-		return noView("rename: %v", err)
+		return "", noView("rename: %v", err)
 	}
-	return nil
+	return key, nil
+}
+
+// moveAsideIfFree moves the view name aside and removes it, unless a run
+// holds it (its shared lock): it reports whether name is gone. The
+// exclusive lock is held across the move, so no run takes the view in
+// between; a run waiting for its shared lock meanwhile finds the view
+// moved when it pins the path, and binds none.
+func moveAsideIfFree(bfd int, name string) bool {
+	fd, err := unix.Openat(bfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return errors.Is(err, unix.ENOENT)
+	}
+	defer unix.Close(fd)
+	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
+		return false
+	}
+	old := "old-" + randomName()
+	if unix.Renameat(bfd, name, bfd, old) != nil {
+		return false
+	}
+	removeTree(bfd, old)
+	return true
 }
 
 // etcCopier copies sources into a view.
@@ -848,11 +881,10 @@ func pruneViews(bfd int, keep string) {
 	}
 	sort.Slice(views, func(i, j int) bool { return views[i].at > views[j].at })
 	for i := etcViewsKept - 1; i < len(views); i++ {
-		old := "old-" + randomName()
-		if unix.Renameat(bfd, views[i].key, bfd, old) == nil {
-			removeView(bfd, old)
+		// A view a run holds stays until a later prune.
+		if moveAsideIfFree(bfd, views[i].key) {
+			unix.Unlinkat(bfd, views[i].key+".rec", 0)
 		}
-		unix.Unlinkat(bfd, views[i].key+".rec", 0)
 	}
 }
 

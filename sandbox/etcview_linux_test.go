@@ -432,3 +432,37 @@ func TestEtcViewOpensNoSpecialFile(t *testing.T) {
 		f.Close()
 	}
 }
+
+// A view a run is binding is never moved from under it: bubblewrap mounts
+// a bind by its path and checks the mount is the descriptor's, so a second
+// run that makes the view again (here: the record no longer vouches for
+// it) while the first still holds it would fail the first run's box with
+// "Race condition binding dirfd". The second run binds a view of its own.
+func TestEtcViewHeldIsNotMoved(t *testing.T) {
+	w := newEtcWorld(t)
+	first, _, err := w.plan(t) // its box, and so its lock, lives to the test's end
+	if err != nil {
+		t.Fatal(err)
+	}
+	ino := inodeOf(t, first)
+	recs, _ := filepath.Glob(filepath.Join(w.cache, "*.rec"))
+	if len(recs) != 1 {
+		t.Fatalf("records %v, want one", recs)
+	}
+	if err := os.Chmod(recs[0], 0o666); err != nil {
+		t.Fatal(err)
+	}
+	again, _, err := w.plan(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inodeOf(t, first) != ino {
+		t.Fatalf("the view the first run binds was moved: %s is now inode %d, was %d", first, inodeOf(t, first), ino)
+	}
+	if again == first || inodeOf(t, again) == ino {
+		t.Fatalf("the second run bound %s, the view whose record it did not trust", again)
+	}
+	if got := readView(t, again, "file"); got != "one\n" {
+		t.Fatalf("the second run's view holds %q", got)
+	}
+}
