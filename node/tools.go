@@ -84,6 +84,10 @@ func (r *runner) server(l *leased, name string) (*mcpServer, error) {
 		Prefix:      name + ".",
 		PolicyTools: func() map[string]policy.ToolRule { return k.Policy().Tools },
 		Pins:        pins,
+		// The node never lists: the gateway lists before each call, so a
+		// definition changed since it was pinned is blocked whether or
+		// not the server says so.
+		Relist: true,
 		Decided: func(_ string, o mediator.Outcome) {
 			s.mu.Lock()
 			s.last = &o
