@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -113,5 +115,48 @@ func TestFleetToolCalls(t *testing.T) {
 			out, _ := exec.Command("pgrep", "-f", peer).Output()
 			return len(strings.TrimSpace(string(out))) == 0
 		})
+	})
+
+	// A box given the pins' directory (its policy writes ~/mcp-pins) plants
+	// a link where the node writes a second server's pins: the node (root)
+	// must never write through it. The box does not see a directory made
+	// after its kernel was built, and the pins' writer never follows a
+	// link (mcp/gateway's TestPinsNeverFollowALink).
+	t.Run("a box cannot point the node's pin writes at a host file", func(t *testing.T) {
+		victim := filepath.Join(f.dir, "victim.txt")
+		os.WriteFile(victim, []byte("the node's own\n"), 0o600)
+		argvU := []string{peer, "second"}
+		b, _ := json.Marshal(map[string][]string{"t": {peer}, "u": argvU})
+		two := filepath.Join(f.dir, "two.json")
+		os.WriteFile(two, b, 0o600)
+		pinsPol := filepath.Join(f.dir, "pins.yaml")
+		os.WriteFile(pinsPol, []byte("fs:\n  read: [.,"+strconv.Quote(peerDir)+"]\n  write: [., \"~/mcp-pins\"]\nshell:\n  allow: [ln, "+strconv.Quote(peer)+"]\ntools:\n  \"*\": true\n"), 0o600)
+		code, out, stderr := f.cli(f.tokenF, "job", "start", "--pool", "ci", "--open", "--mcp", two, "--policy", pinsPol)
+		if code != 0 {
+			// Refusing a policy that lets a box write the node's pins
+			// closes the attack too.
+			if strings.Contains(stderr, "mcp-pins") {
+				return
+			}
+			t.Fatalf("job start: exit %d, %s", code, stderr)
+		}
+		id := strings.TrimSpace(out)
+		defer f.cli(f.tokenF, "job", "kill", "--", id)
+		code, out, stderr = f.cli(f.tokenF, "job", "call", id, "--tool", "t/echo", "--args", `{"message":"x"}`)
+		if code != 0 {
+			if strings.Contains(out+stderr, "mcp-pins") {
+				return
+			}
+			t.Fatalf("first tool call: exit %d, %q %q", code, out, stderr)
+		}
+		sum := sha256.Sum256([]byte(strings.Join(argvU, "\x00")))
+		pins := filepath.Join(nodeDir, "n1", "jobs", id, "mcp-pins", hex.EncodeToString(sum[:12])+".json")
+		code, out, stderr = f.cli(f.tokenF, "job", "call", id, "--", "ln", "-s", victim, pins+".tmp")
+		t.Logf("ln in the box: exit %d, %q %q", code, out, stderr)
+		code, out, stderr = f.cli(f.tokenF, "job", "call", id, "--tool", "u/echo", "--args", `{"message":"y"}`)
+		t.Logf("second server's call: exit %d, %q %q", code, out, stderr)
+		if b, _ := os.ReadFile(victim); string(b) != "the node's own\n" {
+			t.Fatalf("the node wrote its pins through the box's link into a host file:\n%s", b)
+		}
 	})
 }
