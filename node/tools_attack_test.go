@@ -127,3 +127,17 @@ func TestToolResultSpoofedFitNote(t *testing.T) {
 		t.Fatalf("the server's own fit note was taken for airlock's: refs %v, text %q", res.Refs, res.Text)
 	}
 }
+
+// TestToolServerEnded: a server that exits mid-call fails that call and
+// every later one of its tools, each saying the server ended (never
+// naming the node's paths), and the node does not hang on it.
+func TestToolServerEnded(t *testing.T) {
+	r := testRunner(t, Config{})
+	j := peerJob(t, r, "j-5", "", "  \"*\": true\n")
+	for _, tool := range []string{"crash", "echo"} {
+		_, err := r.Call(t.Context(), jobs.CallRequest{Job: j, Node: "n1", Call: jobs.Call{ID: "c-" + tool, Kind: jobs.CallTool, Server: "peer", Tool: tool}})
+		if err == nil || !strings.Contains(err.Error(), "the server ended") || strings.Contains(err.Error(), r.cfg.StateDir) {
+			t.Fatalf("call %s after the server exited: %v, want why, without the node's paths", tool, err)
+		}
+	}
+}
