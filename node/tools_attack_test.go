@@ -141,3 +141,79 @@ func TestToolServerEnded(t *testing.T) {
 		}
 	}
 }
+
+// TestToolServerNeverUnconfinedForFloorWork: a job's server is a command
+// like any other, so a floor job (not started with --tier0) whose policy
+// asks for no isolation, and a tainted job on a node that would run it
+// unconfined, never start it: the tool call is refused, saying why.
+func TestToolServerNeverUnconfinedForFloorWork(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := "isolation: none\nshell:\n  allow: [\"" + exe + "\"]\ntools:\n  \"*\": true\n"
+	for _, tc := range []struct {
+		name  string
+		job   jobs.Job
+		taint string
+		want  string
+	}{
+		{"a floor job of isolation none", jobs.Job{ID: "j-f", Pool: "ci", Open: true, Policy: policy}, "", "needs sandbox tier 1"},
+		{"a job tainted since its start", jobs.Job{ID: "j-t", Pool: "ci", Open: true, Tier0: true, Policy: policy}, "it read a web page", "is tainted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := testRunner(t, Config{})
+			j := tc.job
+			j.MCP = map[string][]string{"peer": {exe, peerArg}}
+			if _, err := r.Open(t.Context(), jobs.LeaseRequest{Job: j, Node: "n1"}); err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close(context.Background(), j.ID)
+			res, err := r.Call(t.Context(), jobs.CallRequest{Job: j, Node: "n1", Call: jobs.Call{ID: "c1", Kind: jobs.CallTool, Server: "peer", Tool: "echo", Taint: tc.taint}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Refused || !strings.Contains(res.Reason, tc.want) || strings.Contains(res.Text, "echo:") {
+				t.Fatalf("tool call: %+v, want refused naming %q", res, tc.want)
+			}
+			r.lmu.Lock()
+			l := r.leases[j.ID]
+			r.lmu.Unlock()
+			if l.mcp != nil && len(l.mcp.byName) > 0 {
+				t.Errorf("the job's server was started")
+			}
+		})
+	}
+}
+
+// TestToolServerArgvWrapped: a server's command that wraps another
+// program (env X=..., nice, timeout) is decided as the program it runs:
+// a policy that allows only the wrapper does not start the server.
+func TestToolServerArgvWrapped(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, argv := range map[string][]string{
+		"env":     {"env", "X=1", exe, peerArg},
+		"nice":    {"nice", exe, peerArg},
+		"timeout": {"timeout", "100", exe, peerArg},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := testRunner(t, Config{})
+			policy := "isolation: none\nshell:\n  allow: [" + argv[0] + "]\ntools:\n  \"*\": true\n"
+			j := jobs.Job{ID: "j-" + name, Pool: "ci", Open: true, Tier0: true, Policy: policy, MCP: map[string][]string{"peer": argv}}
+			if _, err := r.Open(t.Context(), jobs.LeaseRequest{Job: j, Node: "n1"}); err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close(context.Background(), j.ID)
+			res, err := r.Call(t.Context(), jobs.CallRequest{Job: j, Node: "n1", Call: jobs.Call{ID: "c1", Kind: jobs.CallTool, Server: "peer", Tool: "echo"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Refused || !strings.Contains(res.Reason, "not allowed") || strings.Contains(res.Text, "echo:") {
+				t.Fatalf("a server wrapped in %s: %+v, want refused", name, res)
+			}
+		})
+	}
+}
