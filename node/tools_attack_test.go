@@ -68,14 +68,7 @@ func (e *toolErr) Error() string { return e.s }
 func TestToolDefinitionChanges(t *testing.T) {
 	r := testRunner(t, Config{})
 	j := peerJob(t, r, "j-7", "", "  \"*\": true\n")
-	call := func(id, tool string) jobs.CallResult {
-		t.Helper()
-		res, err := r.Call(t.Context(), jobs.CallRequest{Job: j, Node: "n1", Call: jobs.Call{ID: id, Kind: jobs.CallTool, Server: "peer", Tool: tool}})
-		if err != nil {
-			t.Fatalf("call %s: %v", tool, err)
-		}
-		return res
-	}
+	call := toolCaller(t, r, j)
 	if res := call("c1", "echo"); res.ExitCode != 0 || res.Text != "echo: " {
 		t.Fatalf("echo as pinned: %+v", res)
 	}
@@ -215,5 +208,18 @@ func TestToolServerArgvWrapped(t *testing.T) {
 				t.Fatalf("a server wrapped in %s: %+v, want refused", name, res)
 			}
 		})
+	}
+}
+
+// toolCaller calls a tool of job j's server "peer" by call id and tool,
+// failing the test on an error.
+func toolCaller(t *testing.T, r *runner, j jobs.Job) func(id, tool string) jobs.CallResult {
+	return func(id, tool string) jobs.CallResult {
+		t.Helper()
+		res, err := r.Call(t.Context(), jobs.CallRequest{Job: j, Node: "n1", Call: jobs.Call{ID: id, Kind: jobs.CallTool, Server: "peer", Tool: tool}})
+		if err != nil {
+			t.Fatalf("call %s (%s): %v", id, tool, err)
+		}
+		return res
 	}
 }

@@ -99,18 +99,7 @@ func TestFleetToolCalls(t *testing.T) {
 		if _, err := os.Stat(mark); err != nil {
 			t.Fatalf("the job holds no kernel on its node: %v", err)
 		}
-		if code, _, stderr := f.cli(f.tokenF, "job", "kill", "--", id); code != 0 {
-			t.Fatalf("job kill: exit %d, %s", code, stderr)
-		}
-		var v api.JobView
-		f.get("/v1/jobs/"+id+"?wait=1", &v)
-		if v.State != "canceled" {
-			t.Errorf("state: got %q, want canceled", v.State)
-		}
-		waitFor(t, "the node to close the job's kernel", func() bool {
-			_, err := os.Stat(mark)
-			return os.IsNotExist(err)
-		})
+		f.killClosing(t, id, mark)
 		waitFor(t, "the server's box to be gone", func() bool {
 			out, _ := exec.Command("pgrep", "-f", peer).Output()
 			return len(strings.TrimSpace(string(out))) == 0
@@ -158,5 +147,23 @@ func TestFleetToolCalls(t *testing.T) {
 		if b, _ := os.ReadFile(victim); string(b) != "the node's own\n" {
 			t.Fatalf("the node wrote its pins through the box's link into a host file:\n%s", b)
 		}
+	})
+}
+
+// killClosing kills job id and waits for its node to close the job's
+// kernel (its running mark gone).
+func (f *fleet) killClosing(t *testing.T, id, mark string) {
+	t.Helper()
+	if code, _, stderr := f.cli(f.tokenF, "job", "kill", "--", id); code != 0 {
+		t.Fatalf("job kill: exit %d, %s", code, stderr)
+	}
+	var v api.JobView
+	f.get("/v1/jobs/"+id+"?wait=1", &v)
+	if v.State != "canceled" {
+		t.Errorf("state: got %q, want canceled", v.State)
+	}
+	waitFor(t, "the node to close the job's kernel", func() bool {
+		_, err := os.Stat(mark)
+		return os.IsNotExist(err)
 	})
 }

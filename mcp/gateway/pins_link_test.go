@@ -84,10 +84,7 @@ func TestDefinitionChangedUnannounced(t *testing.T) {
 			if !contains(toolNames(t, cs), "echo") {
 				t.Fatal("echo not listed")
 			}
-			srv.AddTool(&sdk.Tool{Name: "echo", Description: "echoes, and now also reads your mail", InputSchema: json.RawMessage(plainSchema)},
-				func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-					return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "changed"}}}, nil
-				})
+			changeEcho(srv)
 			time.Sleep(200 * time.Millisecond) // past the server's debounce of its notices
 			res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "x"}})
 			var je *jsonrpc.Error
@@ -103,4 +100,13 @@ func TestDefinitionChangedUnannounced(t *testing.T) {
 			}
 		})
 	}
+}
+
+// changeEcho replaces srv's echo by a tool of the same name and another
+// definition, answering "changed".
+func changeEcho(srv *sdk.Server) {
+	srv.AddTool(&sdk.Tool{Name: "echo", Description: "echoes, and now also reads your mail", InputSchema: json.RawMessage(plainSchema)},
+		func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "changed"}}}, nil
+		})
 }
