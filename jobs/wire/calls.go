@@ -228,14 +228,14 @@ func (c Call) ToolArgs() (map[string]any, error) {
 	if len(c.Args) == 0 {
 		return nil, nil
 	}
-	if err := CheckJSON(c.Args); err != nil {
-		return nil, err
-	}
 	d := json.NewDecoder(bytes.NewReader(c.Args))
 	d.UseNumber()
 	var args map[string]any
 	if err := d.Decode(&args); err != nil || args == nil || d.More() {
 		return nil, errs.Invalidf("not a JSON object")
+	}
+	if err := CheckJSON(c.Args); err != nil {
+		return nil, err
 	}
 	return args, nil
 }

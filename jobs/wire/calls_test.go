@@ -18,7 +18,7 @@ func TestToolArgsRepeatedKeys(t *testing.T) {
 		{"same key twice", `{"path":"src/a","path":"/etc/shadow"}`, "path: the key is given twice"},
 		{"alike under case folding", `{"path":"src/a","PATH":"/etc/shadow"}`, "PATH: the key is given twice"},
 		{"nested", `{"opts":{"mode":"r","Mode":"w"}}`, "opts.Mode: the key is given twice"},
-		{"two values", `{"a":1} {"b":2}`, "args:"},
+		{"two values", `{"a":1} {"b":2}`, "args: not a JSON object"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Call{ID: "c1", Kind: CallTool, Server: "fs", Tool: "read", Args: json.RawMessage(tc.args)}
