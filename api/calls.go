@@ -153,13 +153,16 @@ func (s *Server) addCall(w http.ResponseWriter, r *http.Request) {
 // awaitCall waits up to wait for call's result, and stops early when the
 // job ended without running it.
 func (s *Server) awaitCall(ctx context.Context, cj CallJobs, id, call string, wait time.Duration) (jobs.CallResult, bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
+	// The queries run under the request's context, not the wait's: a
+	// query cut short by the wait's end (Temporal answers its own deadline
+	// error a little before ours) is a call still running, not a failure.
+	end := time.NewTimer(wait)
+	defer end.Stop()
 	t := time.NewTicker(callPoll)
 	defer t.Stop()
 	for i := 0; ; i++ {
 		res, done, err := cj.CallResult(ctx, id, call)
-		if done || (err != nil && ctx.Err() == nil) {
+		if done || err != nil {
 			return res, done, err
 		}
 		if i%20 == 19 { // every 2 s: a job that ended runs no more calls
@@ -171,8 +174,10 @@ func (s *Server) awaitCall(ctx context.Context, cj CallJobs, id, call string, wa
 			}
 		}
 		select {
-		case <-ctx.Done():
+		case <-end.C:
 			return jobs.CallResult{}, false, nil
+		case <-ctx.Done():
+			return jobs.CallResult{}, false, ctx.Err()
 		case <-t.C:
 		}
 	}

@@ -84,6 +84,10 @@ func (r *runner) server(l *leased, name string) (*mcpServer, error) {
 		Prefix:      name + ".",
 		PolicyTools: func() map[string]policy.ToolRule { return k.Policy().Tools },
 		Pins:        pins,
+		// The node never lists: the gateway lists before each call, so a
+		// definition changed since it was pinned is blocked whether or
+		// not the server says so.
+		Relist: true,
 		Decided: func(_ string, o mediator.Outcome) {
 			s.mu.Lock()
 			s.last = &o
@@ -167,7 +171,7 @@ func (r *runner) tool(ctx context.Context, l *leased, c jobs.Call, out *jobs.Cal
 		return nil
 	}
 	if err != nil {
-		return errs.Wrap(errs.Unavailable, err, "job %s: mcp server %s: tools/call %s", l.j.ID, c.Server, c.Tool)
+		return errs.Wrap(errs.Unavailable, err, "job %s: mcp server %s: tools/call %s: %s", l.j.ID, c.Server, c.Tool, whyNoAnswer(err))
 	}
 	out.Text, out.Refs = resultText(res)
 	if res.IsError {
@@ -210,4 +214,16 @@ func resultText(res *sdk.CallToolResult) (string, []string) {
 		}
 	}
 	return strings.Join(parts, "\n"), refs
+}
+
+// whyNoAnswer says, in words a caller can act on, why a server gave no
+// answer: only an error's message reaches the job, never its cause.
+func whyNoAnswer(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return "the call ended before the server answered (it timed out or was killed)"
+	case errors.Is(err, sdk.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrClosedPipe):
+		return "the server ended; its tools are gone for the rest of the job (start the job again)"
+	}
+	return "the server did not answer"
 }

@@ -57,6 +57,7 @@ func servePeer() {
 		func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: bigText()}}}, nil
 		})
+	addAttackTools(s)
 	if err := s.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "peer:", err)
 		os.Exit(1)
@@ -213,14 +214,7 @@ func TestToolCallTaint(t *testing.T) {
 	r := testRunner(t, Config{Server: srv.URL})
 	r.waiters, r.token = w, func() string { return "node.n1.t" }
 	j := peerJob(t, r, "j-3", "", "  \"*\": true\nescalation:\n  timeout: 5s\n")
-	call := func(id, tool string) jobs.CallResult {
-		t.Helper()
-		res, err := r.Call(t.Context(), jobs.CallRequest{Job: j, Node: "n1", Call: jobs.Call{ID: id, Kind: jobs.CallTool, Server: "peer", Tool: tool}})
-		if err != nil {
-			t.Fatalf("call %s: %v", id, err)
-		}
-		return res
-	}
+	call := toolCaller(t, r, j)
 	if res := call("c1", "secret"); res.Refused || res.Text != "the secret" {
 		t.Fatalf("a tool not read-only before the taint: %+v", res)
 	}

@@ -147,18 +147,7 @@ func TestFleetCalls(t *testing.T) {
 		if _, err := os.Stat(mark); err != nil {
 			t.Fatalf("the open job holds no kernel on its node: %v", err)
 		}
-		if code, _, stderr := f.cli(f.tokenF, "job", "kill", "--", id); code != 0 {
-			t.Fatalf("job kill: exit %d, %s", code, stderr)
-		}
-		var v api.JobView
-		f.get("/v1/jobs/"+id+"?wait=1", &v)
-		if v.State != "canceled" {
-			t.Errorf("state: got %q, want canceled", v.State)
-		}
-		waitFor(t, "the node to close the job's kernel", func() bool {
-			_, err := os.Stat(mark)
-			return os.IsNotExist(err)
-		})
+		f.killClosing(t, id, mark)
 	})
 }
 

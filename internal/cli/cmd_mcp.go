@@ -127,7 +127,10 @@ func mcpWrapCmd() *Command {
 				PolicyTools: func() map[string]policy.ToolRule { return k.Kernel.Policy().Tools },
 				Audit:       k.Audit.Append,
 				Pins:        pins,
-				ApprovePin:  pinApprover(k),
+				// A server need not say its tools changed: list before each
+				// call, so a changed definition is asked about there.
+				Relist:     true,
+				ApprovePin: pinApprover(k),
 				// Escalations go to the person at the client when it can
 				// show an elicitation, else to the broker and terminal.
 				WithApprover: withApprover(*elicit),

@@ -219,7 +219,11 @@ func (c Call) validateTool() error {
 	return nil
 }
 
-// ToolArgs decodes a tool call's args: a JSON object, nil when none.
+// ToolArgs decodes a tool call's args: a JSON object, nil when none. A
+// key given twice, the same or alike under case folding, at any depth, is
+// refused (CheckJSON): decoded here the last spelling would win, or both
+// would reach a server whose decoder matches keys ignoring case, while a
+// reader of the first saw something else.
 func (c Call) ToolArgs() (map[string]any, error) {
 	if len(c.Args) == 0 {
 		return nil, nil
@@ -229,6 +233,9 @@ func (c Call) ToolArgs() (map[string]any, error) {
 	var args map[string]any
 	if err := d.Decode(&args); err != nil || args == nil || d.More() {
 		return nil, errs.Invalidf("not a JSON object")
+	}
+	if err := CheckJSON(c.Args); err != nil {
+		return nil, err
 	}
 	return args, nil
 }

@@ -90,6 +90,13 @@ type Options struct {
 	Prefix string
 	// Pins holds the pinned definitions; nil pins nothing.
 	Pins *Pins
+	// Relist lists the server's tools again before every call, so a
+	// definition changed since it was pinned is blocked at the call that
+	// would run it, whether or not the server said its list changed (a
+	// server need not, and one of the newer protocol tells a session only
+	// when it subscribed). A list that fails refuses the call. For
+	// clients that call rarely and never list, such as a node's jobs.
+	Relist bool
 	// ApprovePin asks a person whether the changed definition of a pinned
 	// tool may be used; nil means nobody can, and the tool stays blocked.
 	ApprovePin func(ctx context.Context, old, new Definition) error
@@ -806,7 +813,13 @@ func (s *session) call(ctx context.Context, m *jsonrpc.Request, p *pending) {
 		return
 	}
 	t := s.lookup(name)
-	if t == nil && !s.isListed() {
+	if s.g.o.Relist {
+		if err := s.refreshTools(ctx); err != nil {
+			fail(err)
+			return
+		}
+		t = s.lookup(name)
+	} else if t == nil && !s.isListed() {
 		// A client that calls without listing (it kept an old list) must
 		// not skip the pins or the fit convention: list for it.
 		s.refreshTools(ctx)
@@ -916,7 +929,8 @@ func (s *session) isListed() bool {
 
 // refreshTools lists the server's tools on the gateway's own account,
 // so that pins and schemas are known; the answer goes to no client.
-func (s *session) refreshTools(ctx context.Context) {
+// It fails when the server did not answer a whole list.
+func (s *session) refreshTools(ctx context.Context) error {
 	wait := 30 * time.Second
 	if d := s.g.o.CallTimeout; d > 0 && d < wait {
 		wait = d
@@ -931,15 +945,16 @@ func (s *session) refreshTools(ctx context.Context) {
 		}
 		resp, err := s.askServer(ctx, "tools/list", params)
 		if err != nil || resp.Error != nil {
-			return
+			return errs.Unavailablef("tools/call: the wrapped server did not list its tools before the call; the call is refused until it does")
 		}
 		s.filterList(ctx, resp.Result)
 		var next map[string]json.RawMessage
 		cursor = ""
 		if json.Unmarshal(resp.Result, &next) != nil || json.Unmarshal(next["nextCursor"], &cursor) != nil || cursor == "" {
-			return
+			return nil
 		}
 	}
+	return errs.Unavailablef("tools/call: the wrapped server listed more than 100 pages of tools; the call is refused")
 }
 
 // approveChanged asks a person about the changed definition of t; on yes

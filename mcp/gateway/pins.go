@@ -252,6 +252,14 @@ func PinsFile(dir string, argv []string) string {
 // approve every changed definition.
 func OpenPins(file string) (*Pins, error) {
 	p := &Pins{file: file, pins: map[string]Pin{}}
+	if file == "" {
+		return p, nil
+	}
+	// Pins are read from a regular file only: a link planted there would
+	// have them read from a file of someone else's choosing.
+	if fi, err := os.Lstat(file); err == nil && !fi.Mode().IsRegular() {
+		return nil, errs.Invalidf("mcp pins: %s is not a regular file (a link or a directory); remove it", filepath.Base(file))
+	}
 	data, err := os.ReadFile(file)
 	switch {
 	case os.IsNotExist(err):
@@ -316,11 +324,22 @@ func (p *Pins) saveLocked() error {
 	if err := os.MkdirAll(filepath.Dir(p.file), 0o700); err != nil {
 		return errs.Wrap(errs.Unavailable, err, "mcp pins")
 	}
-	tmp := p.file + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+	// A fresh temporary file (created exclusively, so never through a
+	// link someone planted beside the pins) renamed over the file (which
+	// replaces a link there rather than writing through it).
+	tmp, err := os.CreateTemp(filepath.Dir(p.file), filepath.Base(p.file)+".*.tmp")
+	if err != nil {
 		return errs.Wrap(errs.Unavailable, err, "mcp pins")
 	}
-	if err := os.Rename(tmp, p.file); err != nil {
+	_, err = tmp.Write(append(b, '\n'))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), p.file)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
 		return errs.Wrap(errs.Unavailable, err, "mcp pins")
 	}
 	return nil

@@ -24,9 +24,15 @@ func (s *session) fitResult(ctx context.Context, ci *callInfo, result json.RawMe
 		return errorResult(mediator.TooLarge(ci.name, len(result)))
 	}
 	var res map[string]json.RawMessage
-	var content []map[string]json.RawMessage
-	if json.Unmarshal(result, &res) != nil || json.Unmarshal(res["content"], &content) != nil {
+	if json.Unmarshal(result, &res) != nil {
 		return result
+	}
+	// The fit note is airlock's alone: one the server wrote would have a
+	// client (a node) take its ref for one the kernel offloaded.
+	stripped := stripFitNote(res)
+	var content []map[string]json.RawMessage
+	if json.Unmarshal(res["content"], &content) != nil {
+		return remarshal(res, result, stripped)
 	}
 	var meta mcp.FitMeta
 	meta.BudgetFilled = ci.filled
@@ -59,7 +65,7 @@ func (s *session) fitResult(ctx context.Context, ci *callInfo, result json.RawMe
 		}
 	}
 	if !changed && ci.filled == 0 {
-		return result
+		return remarshal(res, result, stripped)
 	}
 	res["content"], _ = json.Marshal(content)
 	var m map[string]json.RawMessage
@@ -114,4 +120,33 @@ func (s *session) readResult(ctx context.Context, id jsonrpc.ID, args map[string
 		})
 	}
 	s.toClient(ctx, &jsonrpc.Response{ID: id, Result: result})
+}
+
+// stripFitNote removes a fit note from a result's _meta, reporting
+// whether there was one. A _meta that is not an object is left to the
+// client, holding no note airlock reads.
+func stripFitNote(res map[string]json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	if len(res["_meta"]) == 0 || json.Unmarshal(res["_meta"], &m) != nil {
+		return false
+	}
+	if _, ok := m[mcp.MetaFit]; !ok {
+		return false
+	}
+	delete(m, mcp.MetaFit)
+	res["_meta"], _ = json.Marshal(m)
+	return true
+}
+
+// remarshal is res encoded again when it was changed, else the result as
+// the server sent it.
+func remarshal(res map[string]json.RawMessage, result json.RawMessage, changed bool) json.RawMessage {
+	if !changed {
+		return result
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		return errorResult(errs.New(errs.Internal, "tools/call: the result could not be encoded again"))
+	}
+	return out
 }
