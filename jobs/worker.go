@@ -300,10 +300,18 @@ func (n *Node) registerCalls(w worker.Worker, cr CallRunner) {
 		}
 		return Lease{Job: req.Job.ID, Node: cfg.ID, Tier: l.Tier}, nil
 	}
+	ends := &leaseEnds{m: map[string]chan struct{}{}}
 	hold := func(ctx context.Context, req LeaseRequest) error {
 		defer n.slots.start(req.Job.ID)()
+		end := ends.of(req.Job.ID)
+		defer ends.drop(req.Job.ID)
 		_, err := heartbeating(ctx, n.client, cfg, req.Node, func(ctx context.Context) (struct{}, error) {
-			<-ctx.Done()
+			// The workflow's close ends the lease at once; a kill or the
+			// node stopping ends it through ctx.
+			select {
+			case <-ctx.Done():
+			case <-end:
+			}
 			return struct{}{}, nil
 		})
 		if cerr := cr.Close(context.Background(), req.Job.ID); cerr != nil && cfg.Log != nil {
@@ -325,12 +333,55 @@ func (n *Node) registerCalls(w worker.Worker, cr CallRunner) {
 		if err := cr.Close(ctx, req.Job.ID); err != nil {
 			return temporal.NewNonRetryableApplicationError(errs.AgentMessage(err), errs.ClassOf(err).String(), nil)
 		}
+		// The kernel is closed: the lease holding it has nothing left to
+		// hold, so it ends now rather than at the workflow's cancellation,
+		// which reaches it only with the next heartbeat's answer.
+		ends.end(req.Job.ID)
 		return nil
 	}
 	w.RegisterActivityWithOptions(open, activity.RegisterOptions{Name: OpenActivity})
 	w.RegisterActivityWithOptions(hold, activity.RegisterOptions{Name: LeaseActivity})
 	w.RegisterActivityWithOptions(call, activity.RegisterOptions{Name: CallActivity})
 	w.RegisterActivityWithOptions(closeKernel, activity.RegisterOptions{Name: CloseActivity})
+}
+
+// leaseEnds are the channels that end a job's lease on this node when the
+// workflow closed its kernel: by job id, closed once.
+type leaseEnds struct {
+	mu sync.Mutex
+	m  map[string]chan struct{}
+}
+
+// of is job's channel, made on first use (by the lease, or by a close that
+// came first, which leaves it closed).
+func (e *leaseEnds) of(job string) chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ch, ok := e.m[job]
+	if !ok {
+		ch = make(chan struct{})
+		e.m[job] = ch
+	}
+	return ch
+}
+
+// end closes job's channel (once).
+func (e *leaseEnds) end(job string) {
+	ch := e.of(job)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+// drop forgets job's channel, when its lease ended.
+func (e *leaseEnds) drop(job string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.m, job)
 }
 
 // heartbeat records the run's heartbeat every HeartbeatEvery until done,
