@@ -167,15 +167,16 @@ func TestEtcViewReusedUntilASourceChanges(t *testing.T) {
 	}
 }
 
-// A record that is not airlock's own (another user's, or writable by
-// others) does not vouch for its view: the view is made again.
-func TestEtcViewRecordNotOwnIsIgnored(t *testing.T) {
-	w := newEtcWorld(t)
+// planUntrusted plans a box, makes its view's record one others may write,
+// and plans again while the first box (and its lock on the view) lives:
+// the first view's path and inode, and the second plan's view.
+func (w etcWorld) planUntrusted(t *testing.T) (first string, ino uint64, again string) {
+	t.Helper()
 	first, _, err := w.plan(t)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ino := inodeOf(t, first)
+	ino = inodeOf(t, first)
 	recs, _ := filepath.Glob(filepath.Join(w.cache, "*.rec"))
 	if len(recs) != 1 {
 		t.Fatalf("records %v, want one", recs)
@@ -183,10 +184,17 @@ func TestEtcViewRecordNotOwnIsIgnored(t *testing.T) {
 	if err := os.Chmod(recs[0], 0o666); err != nil {
 		t.Fatal(err)
 	}
-	again, _, err := w.plan(t)
-	if err != nil {
+	if again, _, err = w.plan(t); err != nil {
 		t.Fatal(err)
 	}
+	return first, ino, again
+}
+
+// A record that is not airlock's own (another user's, or writable by
+// others) does not vouch for its view: the view is made again.
+func TestEtcViewRecordNotOwnIsIgnored(t *testing.T) {
+	w := newEtcWorld(t)
+	_, ino, again := w.planUntrusted(t)
 	if inodeOf(t, again) == ino {
 		t.Fatal("a view was bound on the word of a record others may write")
 	}
@@ -440,22 +448,7 @@ func TestEtcViewOpensNoSpecialFile(t *testing.T) {
 // "Race condition binding dirfd". The second run binds a view of its own.
 func TestEtcViewHeldIsNotMoved(t *testing.T) {
 	w := newEtcWorld(t)
-	first, _, err := w.plan(t) // its box, and so its lock, lives to the test's end
-	if err != nil {
-		t.Fatal(err)
-	}
-	ino := inodeOf(t, first)
-	recs, _ := filepath.Glob(filepath.Join(w.cache, "*.rec"))
-	if len(recs) != 1 {
-		t.Fatalf("records %v, want one", recs)
-	}
-	if err := os.Chmod(recs[0], 0o666); err != nil {
-		t.Fatal(err)
-	}
-	again, _, err := w.plan(t)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first, ino, again := w.planUntrusted(t)
 	if inodeOf(t, first) != ino {
 		t.Fatalf("the view the first run binds was moved: %s is now inode %d, was %d", first, inodeOf(t, first), ino)
 	}
