@@ -24,7 +24,7 @@ var (
 func probeRunsc(pathEnv string) RunscReport {
 	r := RunscReport{Path: probeGVisor(pathEnv), Platform: gvisorPlatform}
 	if r.Path == "" {
-		r.Why, r.Fix = "gVisor (runsc) is not installed on this host", gvisorInstall
+		r.Why, r.Fix = runscMissing, gvisorInstall
 		return r
 	}
 	return cachedRunsc(r) // checkRunsc, once per file (probecache_linux.go)

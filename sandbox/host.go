@@ -20,6 +20,12 @@ type Host struct {
 	report Report
 }
 
+// runscMissing says no runsc was found where airlock takes host programs
+// from: a runsc in a directory a box could have written (the working
+// directory and beneath it, a box-writable path, one writable by others)
+// is passed over, never run.
+const runscMissing = "gVisor (runsc) is not installed on this host (a runsc in the working directory, or in a directory a box or another user may write, is not used)"
+
 // ProbeHost probes this host (see Probe) and returns the result to keep.
 func ProbeHost() Host { return Host{report: Probe()} }
 
@@ -91,7 +97,7 @@ func resolveTier2(h Host) (Tier, error) {
 	if !gv.Usable {
 		why, fix := gv.Why, gv.Fix
 		if why == "" {
-			why, fix = "gVisor (runsc) is not installed on this host", gvisorInstall
+			why, fix = runscMissing, gvisorInstall
 		}
 		return 0, errs.Unavailablef("sandbox tier 2: %s (%s; or use --sandbox 1)", why, fix)
 	}
