@@ -63,6 +63,11 @@ func TestAttackDuplicateKeys(t *testing.T) {
 		{"a key twice under case folding", `{"argv":["true"],"tier0":false,"TIER0":true}`},
 		{"a pool twice", `{"pool":"ci","argv":["true"],"Pool":"other"}`},
 		{"a key twice, once escaped", `{"argv":["true"],"tier0":false,"tier\u0030":true}`},
+		{"calls under a long s", `{"argv":["true"],"calls":[{"kind":"exec","argv":["true"]}],"call\u017f":[{"kind":"shell","command":"sh"}]}`},
+		{"a call's kind under a Kelvin sign", `{"argv":["true"],"calls":[{"kind":"read_file","\u212aind":"shell","path":"x"}]}`},
+		{"mcp under case", `{"argv":["true"],"mcp":{"fs":["x"]},"MCP":{"sh":["sh"]}}`},
+		{"open under case", `{"argv":["true"],"open":false,"Open":true}`},
+		{"tenant under case", `{"argv":["true"],"TeNaNt":"beta"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out := do(t, s, "POST", "/v1/jobs", "Bearer "+token, tc.body)

@@ -176,12 +176,19 @@ func TestReleaseAndTrace(t *testing.T) {
 // TestCallsHeldToTenant: another tenant's token cannot add a call to,
 // release or trace a job, and is answered as for a job that does not
 // exist; the job's own tenant can.
-func TestCallsHeldToTenant(t *testing.T) {
+// serveTenantCalls is a call fleet whose jobs are the default tenant's,
+// served to it and to tenant beta.
+func serveTenantCalls(t *testing.T) (*httptest.Server, *callFleet) {
 	f := &callFleet{fakeJobs: &fakeJobs{}}
 	a := New(Config{Token: token, Jobs: f, Tenants: []Tenant{{Name: "beta", Token: betaToken}}})
 	s := httptest.NewServer(a.Handler())
 	t.Cleanup(s.Close)
 	t.Cleanup(a.Close)
+	return s, f
+}
+
+func TestCallsHeldToTenant(t *testing.T) {
+	s, f := serveTenantCalls(t)
 	for _, tc := range []struct{ name, method, path, body string }{
 		{"add a call", "POST", "/v1/jobs/j-open/calls", `{"kind":"exec","argv":["true"]}`},
 		{"release", "POST", "/v1/jobs/j-open/release", ""},
