@@ -462,6 +462,9 @@ func fitRates(obs []pieceObs) string {
 				breaks[len(o.txt)].add(y, o.w)
 			}
 		case pkWord:
+			if p.attr&atGreedy != 0 {
+				continue // priced by the vocabulary, not by a rate
+			}
 			letters := o.txt
 			if p.prefix() != 0 {
 				_, w := utf8.DecodeRuneInString(o.txt)
@@ -762,8 +765,7 @@ func pieceKey(p piece, txt string) string {
 
 // wordPool is where -update-words-pool finds common words: source and
 // documentation installed on a Debian machine with Go, Python, Perl and
-// Node. Files the corpus was cut from are left out, so the held-out samples
-// stay unseen.
+// Node. wordPoolFiles leaves out what held-out samples are cut from.
 var wordPool = []struct{ dir, ext string }{
 	{"/usr/local/go/src", ".go"},
 	{"/usr/lib/python3.11", ".py"},
@@ -772,24 +774,80 @@ var wordPool = []struct{ dir, ext string }{
 	{"/usr/share/doc", ".md"},
 	{"/usr/share/doc", ".txt"},
 	{"/usr/share/javascript", ".js"},
+	{"/usr/lib/node_modules", ".js"},
 }
 
-// writeWordsFromPool writes words_list.go: the lower-case words and
-// camelCase identifiers that stand in many files of the pool and that
-// cl100k_base takes as one token.
-func writeWordsFromPool(t *testing.T, count func(string) int) {
-	src, err := os.ReadFile("testdata/corpus/sources.txt")
-	if err != nil {
-		t.Fatal(err)
+// wordPoolRecord lists the directories the common-word lists were made
+// from, with the extension and number of files read in each: written with
+// the lists, read by TestWordPoolDisjoint.
+const wordPoolRecord = "testdata/wordpool.txt"
+
+// resolved is path with its symbolic links resolved, or path when that
+// fails.
+func resolved(path string) string {
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		return r
 	}
-	skip := map[string]bool{}
-	for _, l := range strings.Split(string(src), "\n") {
-		if _, p, ok := strings.Cut(l, "\t"); ok {
-			skip[strings.TrimSuffix(p, " (text)")] = true
+	return path
+}
+
+// heldOutSources returns the files held-out samples are cut from, resolved,
+// each with the kind it feeds: every file a glob of a held-out kind of the
+// wide corpus matches (not only those cut this time), the files testdata/wide
+// records for its held-out kinds, and every file testdata/corpus was cut
+// from (with -fold any of its samples may be held out).
+func heldOutSources(tb testing.TB) map[string]string {
+	tb.Helper()
+	out := map[string]string{}
+	for kind, globs := range wideFiles {
+		if !wideHeldOut(kind) {
+			continue
+		}
+		for _, g := range globs {
+			files, _ := filepath.Glob(g)
+			for _, f := range files {
+				out[resolved(f)] = kind
+			}
 		}
 	}
-	df := map[string]int{} // word -> files it is in
-	files := 0
+	modCache := os.Getenv("GOMODCACHE")
+	if modCache == "" {
+		modCache = filepath.Join(os.Getenv("HOME"), "go", "pkg", "mod")
+	}
+	for _, rec := range []string{"testdata/corpus/sources.txt", "testdata/wide/sources.txt"} {
+		src, err := os.ReadFile(rec)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, l := range strings.Split(string(src), "\n") {
+			name, desc, ok := strings.Cut(l, "\t")
+			if !ok || rec == "testdata/wide/sources.txt" && !wideHeldOut(strings.SplitN(name, "/", 2)[0]) {
+				continue
+			}
+			for _, f := range strings.Fields(strings.ReplaceAll(desc, "$GOMODCACHE", modCache)) {
+				// Paths of listings (ls, find) name directories: their
+				// files' text is not in the sample.
+				if st, err := os.Stat(f); err == nil && !st.IsDir() {
+					out[resolved(f)] = "corpus " + strings.SplitN(name, "/", 2)[0]
+				}
+			}
+		}
+	}
+	return out
+}
+
+// wordPoolFiles returns the files of wordPool the common-word lists are made
+// from, resolved, with their pool's extension: every file of a pool
+// directory with its extension, but for those in a directory any held-out
+// sample is cut from (heldOutSources), so that no held-out sample, nor a
+// file beside it, shapes the lists.
+func wordPoolFiles(tb testing.TB) (files []string, ext map[string]string) {
+	tb.Helper()
+	banned := map[string]bool{}
+	for f := range heldOutSources(tb) {
+		banned[filepath.Dir(f)] = true
+	}
+	ext = map[string]string{}
 	for _, p := range wordPool {
 		filepath.WalkDir(p.dir, func(path string, e os.DirEntry, err error) error {
 			if err != nil {
@@ -798,34 +856,127 @@ func writeWordsFromPool(t *testing.T, count func(string) int) {
 			if e.IsDir() && (e.Name() == "testdata" || e.Name() == "vendor") {
 				return filepath.SkipDir
 			}
-			if e.IsDir() || !strings.HasSuffix(path, p.ext) || skip[path] {
+			if e.IsDir() || !strings.HasSuffix(path, p.ext) {
 				return nil
 			}
-			b, err := os.ReadFile(path)
-			if err != nil || len(b) > 4<<20 {
+			f := resolved(path)
+			if banned[filepath.Dir(f)] || ext[f] != "" {
 				return nil
 			}
-			files++
-			seen := map[string]bool{}
-			text := string(b)
-			for i := 0; i < len(text); {
-				if letterInfo[text[i]]&liLetter == 0 {
-					i++
-					continue
-				}
-				j := i
-				for j < len(text) && letterInfo[text[j]]&liLetter != 0 {
-					j++
-				}
-				if w := text[i:j]; len(w) >= 3 && len(w) <= maxCommonLen && !seen[w] {
-					seen[w] = true
-					df[w]++
-				}
-				i = j
-			}
+			ext[f] = p.ext
+			files = append(files, f)
 			return nil
 		})
 	}
+	sort.Strings(files)
+	return files, ext
+}
+
+// writeWordPoolRecord writes wordPoolRecord for files.
+func writeWordPoolRecord(tb testing.TB, files []string, ext map[string]string) {
+	tb.Helper()
+	type key struct{ dir, ext string }
+	n := map[key]int{}
+	var keys []key
+	for _, f := range files {
+		k := key{filepath.Dir(f), ext[f]}
+		if n[k] == 0 {
+			keys = append(keys, k)
+		}
+		n[k]++
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i].dir < keys[j].dir || keys[i].dir == keys[j].dir && keys[i].ext < keys[j].ext
+	})
+	var b strings.Builder
+	b.WriteString("# The directories the common-word lists (words_list.go, words_upper.go) were made from, the extension\n# and the number of files read in each (written by TestCalibrate -update-words-pool)\n")
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s\t%s\t%d\n", k.dir, k.ext, n[k])
+	}
+	if err := os.WriteFile(wordPoolRecord, []byte(b.String()), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// poolWords calls word once a file for each run of ASCII letters of the
+// files of minLen to maxCommonLen letters.
+func poolWords(files []string, minLen int, word func(w string)) {
+	for _, path := range files {
+		b, err := os.ReadFile(path)
+		if err != nil || len(b) > 4<<20 {
+			continue
+		}
+		seen := map[string]bool{}
+		text := string(b)
+		for i := 0; i < len(text); {
+			if letterInfo[text[i]]&liLetter == 0 {
+				i++
+				continue
+			}
+			j := i
+			for j < len(text) && letterInfo[text[j]]&liLetter != 0 {
+				j++
+			}
+			if w := text[i:j]; len(w) >= minLen && len(w) <= maxCommonLen && !seen[w] {
+				seen[w] = true
+				word(w)
+			}
+			i = j
+		}
+	}
+}
+
+// TestWordPoolDisjoint fails when a file a held-out sample is cut from, or
+// a file beside it, is among the sources of the common-word lists
+// (wordPoolRecord): the lists would know the held-out text's own words, and
+// the held-out numbers would flatter the estimate.
+func TestWordPoolDisjoint(t *testing.T) {
+	rec, err := os.ReadFile(wordPoolRecord)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := map[string]bool{}
+	for _, l := range strings.Split(string(rec), "\n") {
+		if dir, _, ok := strings.Cut(l, "\t"); ok && !strings.HasPrefix(l, "#") {
+			dirs[dir] = true
+		}
+	}
+	if len(dirs) < 100 {
+		t.Fatalf("%s lists %d directories, want the hundreds the lists were made from", wordPoolRecord, len(dirs))
+	}
+	src := heldOutSources(t)
+	if len(src) < 50 {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("only %d files held-out samples are cut from are installed here", len(src))
+		}
+		t.Skipf("only %d files held-out samples are cut from are installed here", len(src))
+	}
+	leaks := map[string][]string{} // kind -> its files in the pool's directories
+	for f, kind := range src {
+		if dirs[filepath.Dir(f)] {
+			leaks[kind] = append(leaks[kind], f)
+		}
+	}
+	var kinds []string
+	for k := range leaks {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		sort.Strings(leaks[k])
+		t.Errorf("%s: %d files its held-out samples are cut from lie in directories the common-word lists were made from (%s): regenerate the lists (TestCalibrate -calibrate -update-words-pool -update-upper-pool)",
+			k, len(leaks[k]), strings.Join(leaks[k][:min(len(leaks[k]), 3)], ", "))
+	}
+}
+
+// writeWordsFromPool writes words_list.go: the lower-case words and
+// camelCase identifiers that stand in many files of the pool and that
+// cl100k_base takes as one token.
+func writeWordsFromPool(t *testing.T, count func(string) int) {
+	files, ext := wordPoolFiles(t)
+	df := map[string]int{} // word -> files it is in
+	poolWords(files, 3, func(w string) { df[w]++ })
+	writeWordPoolRecord(t, files, ext)
 	type wc struct {
 		w string
 		n int
@@ -872,12 +1023,12 @@ func writeWordsFromPool(t *testing.T, count func(string) int) {
 	if err := os.WriteFile("words_list.go", []byte(out), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("wrote %d words from %d files of the pool to words_list.go", len(keep), files)
+	t.Logf("wrote %d words from %d files of the pool to words_list.go", len(keep), len(files))
 	t.Log(regenerateTables)
 }
 
 // poolMinFiles is how many files of the pool a word must stand in.
-const poolMinFiles = 12
+const poolMinFiles = 8
 
 // maxPoolWords bounds the common-word table.
 const maxPoolWords = 6000
@@ -902,43 +1053,13 @@ const commonRunes = ` + "`" + `RUNES` + "`" + `
 // shell keywords, constants' parts) that stand in many files of the pool and
 // that cl100k_base takes as one token, alone or after a space.
 func writeUpperFromPool(t *testing.T, count func(string) int) {
+	files, _ := wordPoolFiles(t)
 	df := map[string]int{}
-	for _, p := range wordPool {
-		filepath.WalkDir(p.dir, func(path string, e os.DirEntry, err error) error {
-			if err != nil {
-				return nil
-			}
-			if e.IsDir() && (e.Name() == "testdata" || e.Name() == "vendor") {
-				return filepath.SkipDir
-			}
-			if e.IsDir() || !strings.HasSuffix(path, p.ext) {
-				return nil
-			}
-			b, err := os.ReadFile(path)
-			if err != nil || len(b) > 4<<20 {
-				return nil
-			}
-			seen := map[string]bool{}
-			text := string(b)
-			for i := 0; i < len(text); {
-				if letterInfo[text[i]]&liLetter == 0 {
-					i++
-					continue
-				}
-				j, upper := i, true
-				for j < len(text) && letterInfo[text[j]]&liLetter != 0 {
-					upper = upper && letterInfo[text[j]]&liUpper != 0
-					j++
-				}
-				if w := text[i:j]; upper && len(w) > 3 && len(w) <= maxCommonLen && !seen[w] {
-					seen[w] = true
-					df[w]++
-				}
-				i = j
-			}
-			return nil
-		})
-	}
+	poolWords(files, 4, func(w string) {
+		if strings.ToUpper(w) == w {
+			df[w]++
+		}
+	})
 	var keep []string
 	for w, n := range df {
 		if n >= poolMinFiles && (count(w) == 1 || count(" "+w) == 1) {

@@ -19,8 +19,8 @@ import (
 // tokenizer's vocabulary tells (which of some six thousand common words and
 // identifiers, and every word of one or two letters, are one token alone,
 // after a space and after each common prefix such as "." "_" "(" "<" or a
-// tab; which runs of punctuation are one token) and from rates calibrated
-// per kind of piece. It is the number airlock reports as a text's tokens.
+// tab; which runs of punctuation, and of capitals, are one token) and from
+// rates calibrated per kind of piece. It is the number airlock reports as a text's tokens.
 //
 // Count is additive at line starts, as Weigh is.
 func Count(text string) int {
@@ -167,6 +167,7 @@ const (
 	atCommon = 1 << 16
 	atRough  = 1 << 17
 	atShort  = 1 << 18 // words of one or two letters priced by shortTable
+	atGreedy = 1 << 19 // words in capitals priced by capsCost
 )
 
 func (p piece) kind() pieceKind { return pieceKind(p.attr & 15) }
@@ -749,28 +750,42 @@ var spacePunct = func() (t [256]int64) {
 // ones (rules of dashes, runs of closing brackets) go by punctCost's rates.
 const maxGreedy = 24
 
-// punctTokens counts the tokens of s[i:end], a piece of ASCII punctuation (with its
-// leading space and trailing line breaks, as the pre-split gives it) by
-// taking, from the left, the longest run of up to eight bytes that is one
-// token of cl100k_base (punctTable): the tokenizer's merges on punctuation
-// come out as the longest match nearly always ("->{", "();\n", " */\n"
-// are one token, "<__" two).
+// punctTokens counts the tokens of s[i:end], a piece of ASCII punctuation
+// (with its leading space and trailing line breaks, as the pre-split gives
+// it), by taking, from the left, the longest run of up to eight bytes that
+// is one token of cl100k_base (punctTable): the tokenizer's merges on
+// punctuation come out as the longest match nearly always ("->{", "();\n",
+// " */\n" are one token, "<__" two).
 func punctTokens(s string, i, end int) int64 {
+	return longestTokens(s, i, end, punctTable[:], punctTableBits, nil)
+}
+
+// capsTokens is punctTokens for a word in capitals s[i:end] with at most
+// one prefix byte before them, by the tokens of capsTable; it tries no
+// match longer than the longest token that begins with the same two bytes
+// (capsLongest), so that most words cost a probe or two a token.
+func capsTokens(s string, i, end int) int64 {
+	return longestTokens(s, i, end, capsTable[:], capsTableBits, capsLongest[:])
+}
+
+// longestTokens counts the tokens of s[i:end] as longest matches, from the
+// left, of the tokens of up to eight bytes of table (of 1<<bits slots; see
+// tableToken); a byte no token starts with is a token alone. longest, when
+// not nil, bounds the match by the longest token that begins with the same
+// two bytes (see capsLongest).
+func longestTokens(s string, i, end int, table []uint64, bits uint, longest []uint8) int64 {
 	var n int64
 	for ; i < end; n++ {
 		l := min(8, end-i)
-		var v uint64
-		if i+8 <= len(s) {
-			v = load64(s, i)
-			if l < 8 {
-				v &= wordMask[l&7]
-			}
-		} else {
-			for k := l - 1; k >= 0; k-- {
-				v = v<<8 | uint64(s[i+k])
-			}
+		if longest != nil && l > 1 {
+			l = min(l, int(longest[(uint(s[i]&127)<<5|uint(s[i+1]&31))&4095]))
 		}
-		for l > 1 && !punctToken(v) {
+		if l < 2 {
+			i++
+			continue
+		}
+		v := loadN(s, i, l)
+		for l > 1 && !tableToken(v, table, bits) {
 			l--
 			v &= wordMask[l&7]
 		}
@@ -779,20 +794,42 @@ func punctTokens(s string, i, end int) int64 {
 	return n
 }
 
+// loadN reads the l bytes (one to eight) of s at i little-endian, the rest
+// of the word 0.
+func loadN(s string, i, l int) uint64 {
+	var v uint64
+	if i+8 <= len(s) {
+		v = load64(s, i)
+		if l < 8 {
+			v &= wordMask[l&7]
+		}
+		return v
+	}
+	for k := l - 1; k >= 0; k-- {
+		v = v<<8 | uint64(s[i+k])
+	}
+	return v
+}
+
 // punctToken reports whether the bytes of v (little-endian, up to eight,
 // the rest 0) are one token of punctTable.
-func punctToken(v uint64) bool {
-	h := v * hashMul
-	k := h >> (64 - punctTableBits)
+func punctToken(v uint64) bool { return tableToken(v, punctTable[:], punctTableBits) }
+
+// tableToken reports whether v (bytes little-endian, the rest 0) is in
+// table, an open-addressing set of 1<<bits slots, each value at the first
+// free slot from the top bits of v*hashMul on.
+func tableToken(v uint64, table []uint64, bits uint) bool {
+	mask := uint64(len(table) - 1)
+	k := (v * hashMul) >> (64 - bits) & mask
 	for {
-		x := punctTable[k]
+		x := table[k]
 		if x == v {
 			return true
 		}
 		if x == 0 {
 			return false
 		}
-		k = (k + 1) & (1<<punctTableBits - 1)
+		k = (k + 1) & mask
 	}
 }
 
@@ -800,6 +837,11 @@ func punctToken(v uint64) bool {
 // thousand tokens of cl100k_base made of ASCII punctuation (with a leading
 // space, trailing line breaks) of up to eight bytes.
 const punctTableBits = 13
+
+// capsTableBits sizes capsTable: 16384 slots, 128 KiB, for the eight
+// thousand tokens of cl100k_base of up to eight bytes made of capitals, with
+// a leading byte that is not a letter, a digit or a line break or without.
+const capsTableBits = 14
 
 // symbolCost is what a symbol outside ASCII of w bytes at the start of s
 // costs when the tokenizer does not take it as punctuation (0 when it
@@ -922,12 +964,21 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 		if shape == shapeUpper && letters > 3 {
 			h = upperHash(h)
 		}
-		if flags, common := commonEntry(h); common {
+		if flags, common := commonEntry(h); common && (shape != shapeUpper || letters > 3) {
 			bit := prefixBit(s, at, prefix)
 			p.attr |= atCommon | uint32(mergeOf(flags, shape, bit, letters))<<atMerge
 			p.cost = commonPrice(flags, shape, prefix, bit, letters)
 			return p
 		}
+	}
+	if shape == shapeUpper && letters > 1 {
+		// Capitals (mnemonics, registers, macros, SQL) but the common words
+		// of upperWords: as the vocabulary's tokens of capitals cut them. (A
+		// lone capital after a prefix the flags do not track goes by
+		// wordCost, as shortWord prices it.)
+		p.attr |= atGreedy
+		p.cost = capsCost(s, from, at, j)
+		return p
 	}
 	if shape == shapeMixed {
 		p.cost = mixedWordCost(w, prefix, prefixBit(s, at, prefix))
@@ -939,6 +990,19 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 	}
 	p.cost = wordCost(letters, shape, prefix, rough)
 	return p
+}
+
+// capsCost prices a word in capitals s[at:end] with its prefix s[from:at]
+// by the tokens of capitals of capsTable, longest first (capsTokens), as the tokenizer's
+// merges on capitals come out nearly always ("\tMOVQ" is "\tM" "OV" "Q",
+// " NOSPLIT" " N" "OS" "PLIT"): an ASCII prefix joins the first token, one
+// outside ASCII is a token of its own.
+func capsCost(s string, from, at, end int) int64 {
+	var alone int64
+	if at-from > 1 {
+		from, alone = at, 1
+	}
+	return (capsTokens(s, from, end) + alone) * 1000
 }
 
 // mixedParts splits a camelCase or random-case word into its case segments
@@ -991,6 +1055,10 @@ func mixedParts(w string, prefix uint8, bit uint16) (common, normal, rough int64
 		case len(seg) >= minCommonLen && len(seg) <= maxCommonLen && ((shape != shapeUpper || len(seg) <= 3) && commonWord(wordHash(seg)) ||
 			shape == shapeUpper && len(seg) > 3 && commonUpper(wordHash(seg))):
 			common += commonCost[pf][shape]
+		case shape == shapeUpper:
+			// Capitals ("HTTP" of "getHTTPServer", runs of base64) as the
+			// vocabulary's tokens of capitals cut them.
+			common += capsTokens(w, i, j) * 1000
 		case isRough(seg, shape == shapeUpper):
 			rough += wordCost(len(seg), shape, pf, true)
 		default:

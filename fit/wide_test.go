@@ -2,6 +2,7 @@ package fit
 
 import (
 	"encoding/base32"
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -18,15 +19,63 @@ import (
 // at test time from files installed on a Debian machine with Go, Python and
 // PostgreSQL (read, never fetched), taken from testdata/wide (Rust, Java and
 // TypeScript, which no system directory holds), or generated here from a
-// fixed seed. Whole kinds are held out: the rates were calibrated on the
-// other kinds (and testdata/corpus) only, so the held-out kinds measure how
-// the estimate does on kinds of text it has never seen.
+// fixed seed.
+//
+// Every kind is in one of three splits, and whole kinds are held out:
+//
+//	fitted  the rates of weightab.go are fitted to them (with the training
+//	        samples of testdata/corpus) by TestCalibrate
+//	dev     held out of every fit, but watched while the estimator's rules
+//	        are chosen: a rule is kept or dropped by what it does on the
+//	        fitted and dev kinds, so their numbers are somewhat optimistic
+//	final   held out of every fit and of every choice of rules: looked at
+//	        only to report, once a set of rules is settled
+//
+// How the splits were chosen: the dev kinds are the kinds earlier rounds of
+// tuning held out and watched while keeping or dropping rules, so they are
+// no longer unseen. The final kinds were picked from what is installed on
+// the machine (kinds no other split has: reStructuredText, Vim script,
+// Protocol Buffers, PHP, Tcl, Ruby, C#, CMake, and Go assembly from
+// directories no dev sample comes from) before any of them was measured, and
+// were first measured after the rules were settled on the fitted and dev
+// kinds. While tuning, run with -split=dev, which neither prints nor checks
+// the final kinds. When rules change again, rotate: the final kinds, once
+// looked at, join dev, and new unseen kinds become the final split.
+//
+// No file a held-out sample is cut from, nor any file of its directory,
+// feeds the common-word lists (see wordPoolFiles and TestWordPoolDisjoint).
 
-// wideHeldOut names the kinds no rate was fitted to.
-var wideHeldOut = map[string]bool{
+// wideDev names the kinds held out of the fit and watched while tuning.
+var wideDev = map[string]bool{
 	"xml": true, "toml": true, "tsv": true, "cpp": true, "java": true, "typescript": true,
 	"indented-log": true, "ps-top": true, "uuid": true, "perl": true, "asm": true, "conf": true,
 }
+
+// wideFinal names the kinds held out of the fit and of every choice of
+// rules.
+var wideFinal = map[string]bool{
+	"rst": true, "vim": true, "proto": true, "php": true, "tcl": true, "ruby": true,
+	"csharp": true, "cmake": true, "asm-lib": true,
+}
+
+// wideHeldOut reports whether kind is held out of the fit (dev or final).
+func wideHeldOut(kind string) bool { return wideDev[kind] || wideFinal[kind] }
+
+// wideSplitName names the split of kind.
+func wideSplitName(kind string) string {
+	switch {
+	case wideDev[kind]:
+		return "dev"
+	case wideFinal[kind]:
+		return "final"
+	}
+	return "fitted"
+}
+
+// split chooses which kinds TestAccuracyKinds prints and checks: "all", or
+// "dev" (the fitted and dev kinds only: the final kinds stay unseen while
+// rules are being chosen).
+var split = flag.String("split", "all", "kinds TestAccuracyKinds shows: all, or dev (fitted and dev kinds only)")
 
 // wideSampleSize is the size of one sample cut from a bigger file.
 const wideSampleSize = 8 << 10
@@ -50,6 +99,16 @@ var wideFiles = map[string][]string{
 	"asm":     {"/usr/local/go/src/runtime/*.s", "/usr/local/go/src/crypto/internal/fips140/*/*.s"},
 	"conf":    {"/usr/share/doc/*/examples/*.conf", "/etc/*.conf", "/usr/share/postgresql/*/*.sample"},
 	"css-min": {"/usr/share/doc/libexpat1-dev/expat.html/*.min.css", "/usr/share/doc/python3/_static/*.css", "/usr/share/gitweb/static/*.css", "/usr/share/doc/nodejs/api/assets/*.css"},
+	// The final kinds.
+	"rst":     {"/root/.pyenv/versions/*/lib/python3.*/site-packages/awscli/examples/ec2/*.rst", "/root/.pyenv/versions/*/lib/python3.*/site-packages/awscli/examples/rds/*.rst", "/usr/share/doc/python3-pip/*.rst"},
+	"vim":     {"/usr/share/vim/vim*/autoload/*.vim", "/usr/share/vim/vim*/ftplugin/*.vim"},
+	"proto":   {"/root/go/pkg/mod/github.com/gogo/protobuf@*/protobuf/google/protobuf/*.proto", "/root/go/pkg/mod/go.temporal.io/server@*/proto/internal/temporal/server/api/*/v1/*.proto"},
+	"php":     {"/usr/lib/google-cloud-sdk/platform/google_appengine/php/sdk/google/appengine/runtime/*.php", "/root/go/pkg/mod/github.com/apache/thrift@*/lib/php/test/Unit/Lib/*/*.php"},
+	"tcl":     {"/usr/share/tcltk/tk8.*/*.tcl", "/usr/share/tcltk/tcl8.*/*.tcl"},
+	"ruby":    {"/root/go/pkg/mod/github.com/apache/thrift@*/lib/rb/spec/*.rb", "/root/go/pkg/mod/github.com/apache/thrift@*/lib/rb/lib/thrift/*/*.rb"},
+	"csharp":  {"/root/go/pkg/mod/github.com/apache/thrift@*/lib/netstd/Thrift/*/*.cs", "/root/go/pkg/mod/github.com/apache/thrift@*/lib/netstd/Thrift/*/*/*.cs"},
+	"cmake":   {"/usr/lib/llvm-*/lib/cmake/llvm/*.cmake"},
+	"asm-lib": {"/usr/local/go/src/internal/*/*.s", "/usr/local/go/src/math/*/*.s"},
 }
 
 // loadWide builds the wide corpus.
@@ -58,7 +117,7 @@ func loadWide(tb testing.TB) []corpusSample {
 	var out []corpusSample
 	add := func(kind, name, text string) {
 		if strings.TrimSpace(text) != "" {
-			out = append(out, corpusSample{class: kind, name: name, heldOut: wideHeldOut[kind], text: text})
+			out = append(out, corpusSample{class: kind, name: name, heldOut: wideHeldOut(kind), text: text})
 		}
 	}
 	for kind, globs := range wideFiles {
@@ -420,24 +479,37 @@ const (
 // heldOutMisses are the held-out kinds the estimate does not yet bring
 // within the targets, with the mean and worst error it must not exceed
 // (what it measures now, with a little room): the test fails when one gets
-// worse, and when any other held-out kind misses the targets.
+// worse, and when any other held-out kind misses the targets. These are
+// final kinds, measured once after the rules were settled on the fitted and
+// dev kinds; no rule was tuned to them (to tune to them, rotate them into
+// dev first).
 var heldOutMisses = map[string][2]float64{
-	"asm": {0.05, 0.085},
+	"cmake": {0.04, 0.13},
+	"php":   {heldOutMeanTarget, 0.10},
+	"rst":   {0.06, 0.125},
 }
 
-// TestAccuracyKinds prints, for every kind of the corpus and of the wide
-// corpus, the samples, the mean and the worst absolute error of Count
-// against cl100k_base, marking the kinds held out of the calibration; it
-// fails when a held-out kind misses the targets.
+// TestAccuracyKinds prints, for every kind of the wide corpus, the samples,
+// the mean and the worst absolute error of Count against cl100k_base, and
+// the kind's split; it fails when a held-out kind (dev or final) misses the
+// targets. With -split=dev it leaves the final kinds out (see the splits
+// above).
 func TestAccuracyKinds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the exact tokenizer takes a few seconds over the corpus")
 	}
+	if *split != "all" && *split != "dev" {
+		t.Fatalf("-split=%q: want all or dev", *split)
+	}
+	shown := func(kind string) bool { return *split == "all" || !wideFinal[kind] }
 	wide := loadWide(t)
 	kinds := map[string]*classErr{}
 	var order []string
 	heldKinds := 0
 	for _, s := range wide {
+		if !shown(s.class) {
+			continue
+		}
 		exact := exactCount(t, s.text)
 		est := Count(s.text)
 		e := math.Abs(float64(est-exact)) / float64(max(exact, 1))
@@ -454,30 +526,37 @@ func TestAccuracyKinds(t *testing.T) {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n%-16s %7s %9s %9s  %s\n", "kind", "samples", "mean", "worst", "held out")
-	var held, train classErr
+	fmt.Fprintf(&b, "\n%-16s %7s %9s %9s  %s\n", "kind", "samples", "mean", "worst", "split")
+	splits := map[string]*classErr{}
 	for _, k := range order {
 		c := kinds[k]
-		mark := ""
-		if wideHeldOut[k] {
-			mark = "held out"
-			if _, ok := heldOutMisses[k]; ok {
-				mark += ", misses the targets"
-			}
-			held.sum, held.n = held.sum+c.sum, held.n+c.n
-		} else {
-			train.sum, train.n = train.sum+c.sum, train.n+c.n
+		name := wideSplitName(k)
+		mark := name
+		if _, ok := heldOutMisses[k]; ok {
+			mark += ", misses the targets"
+		}
+		if splits[name] == nil {
+			splits[name] = &classErr{}
+		}
+		sp := splits[name]
+		sp.sum, sp.n = sp.sum+c.sum, sp.n+c.n
+		if c.worst > sp.worst {
+			sp.worst, sp.worstOne = c.worst, k+"/"+c.worstOne
 		}
 		fmt.Fprintf(&b, "%-16s %7d %8.2f%% %8.2f%%  %s\n", k, c.n, 100*c.mean(), 100*c.worst, mark)
 	}
-	fmt.Fprintf(&b, "fitted kinds: %.2f%% over %d samples; held-out kinds: %.2f%% over %d samples\n", 100*train.mean(), train.n, 100*held.mean(), held.n)
+	for _, name := range []string{"fitted", "dev", "final"} {
+		if sp := splits[name]; sp != nil {
+			fmt.Fprintf(&b, "%s kinds: mean %.2f%% over %d samples, worst %.2f%% (%s)\n", name, 100*sp.mean(), sp.n, 100*sp.worst, sp.worstOne)
+		}
+	}
 	t.Log(b.String())
-	if heldKinds < 8 {
-		t.Errorf("only %d held-out kinds could be built on this machine, want at least 8", heldKinds)
+	if want := 8; *split == "all" && heldKinds < want {
+		t.Errorf("only %d held-out kinds could be built on this machine, want at least %d", heldKinds, want)
 	}
 	for _, k := range order {
 		c := kinds[k]
-		if !wideHeldOut[k] {
+		if !wideHeldOut(k) {
 			continue
 		}
 		mean, worst := heldOutMeanTarget, heldOutWorstTarget
