@@ -7,7 +7,9 @@ import "unicode"
 // wide corpus by TestCalibrate (go test ./fit -run Calibrate -calibrate
 // -update-rates); the held-out samples check that they were not fitted to
 // the corpus alone. The wide corpus (wide_test.go) holds whole kinds out of
-// every fit, to measure the estimate on kinds of text it has never seen.
+// every fit, to measure the estimate on kinds of text it has never seen: dev
+// kinds, watched while the rules are chosen, and final kinds, looked at only
+// to report.
 // What the tokenizer's vocabulary tells exactly (which prefixes merge with
 // a common word, which runs of punctuation are one token) is in the tables
 // of words_table.go, not fitted. Costs are in thousandths of a token.
