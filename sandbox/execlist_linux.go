@@ -303,6 +303,7 @@ func (p *planner) execWall(wdReal string) (execArgs []string, err error) {
 		p.box.config.Walls = walls
 		return nil, nil
 	}
+	walls.Proto = boxconf.Fingerprint() // the exec step's only configuration
 	data, err := json.Marshal(walls)
 	if err != nil {
 		return nil, err

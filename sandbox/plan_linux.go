@@ -177,6 +177,7 @@ func (b *Box) SendConfig(argv []string) error {
 	}
 	c := b.config
 	c.Argv = argv
+	c.Proto = boxconf.Fingerprint()
 	if b.gv != nil {
 		c.Argv = b.gv.argv(argv) // tier 2: HOME made first (gvisor_linux.go)
 	}
