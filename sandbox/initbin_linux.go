@@ -176,8 +176,8 @@ func (p *planner) pinInit(exe string) (*pinned, error) {
 	b := boxBinFor(exe)
 	why := b.why
 	if b.pn != nil {
-		if w := withinAny(b.pn.real, append(p.writable, p.spec.Workdir)); w != "" && !naiveBoxBin {
-			why = b.pn.real + " lies in " + w + ", which this box may write or works in"
+		if w := p.boxMayWrite(b.path, b.pn.real); w != "" && !naiveBoxBin {
+			why = w
 		} else if dup, err := unix.FcntlInt(b.pn.f.Fd(), unix.F_DUPFD_CLOEXEC, 0); err != nil {
 			why = "duplicate its descriptor: " + err.Error()
 		} else {
@@ -193,6 +193,18 @@ func (p *planner) pinInit(exe string) (*pinned, error) {
 		p.box.Notes = append(p.box.Notes, "in-box code: the airlock binary itself; "+b.path+" was passed over: "+why)
 	}
 	return ex, nil
+}
+
+// boxMayWrite says which of paths lies where this box may write or works
+// (its working directory, in either spelling), "" when none does.
+func (p *planner) boxMayWrite(paths ...string) string {
+	dirs := append(append([]string(nil), p.writable...), filepath.Clean(p.spec.Workdir), resolved(p.spec.Workdir))
+	for _, x := range paths {
+		if w := withinAny(filepath.Clean(x), dirs); w != "" {
+			return x + " lies in " + w + ", which this box may write or works in"
+		}
+	}
+	return ""
 }
 
 // InitBinary is the file a box planned for the airlock binary exe runs

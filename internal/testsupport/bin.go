@@ -18,16 +18,20 @@ const module = "github.com/airlock-run/airlock"
 // built is the binary AirlockBin built for this test process, once;
 // builtNode NodeBin's.
 var (
-	built = sync.OnceValues(func() (string, error) {
-		bin, err := build("./cmd/airlock", "airlock", "")
-		if err == nil {
-			_, err = build("./cmd/airlock-box", BoxBinary, filepath.Dir(bin))
-		}
-		return bin, err
-	})
-	builtNode = sync.OnceValues(func() (string, error) { return build("./cmd/airlock-node", "airlock-node", "") })
+	built     = sync.OnceValues(func() (string, error) { return buildWithBox("./cmd/airlock", "airlock") })
+	builtNode = sync.OnceValues(func() (string, error) { return buildWithBox("./cmd/airlock-node", "airlock-node") })
 	builtBox  = sync.OnceValues(func() (string, error) { return build("./cmd/airlock-box", BoxBinary, "") })
 )
+
+// buildWithBox builds pkg as name and airlock-box beside it, as
+// scripts/setup.sh does: the boxes that binary plans run that one inside.
+func buildWithBox(pkg, name string) (string, error) {
+	bin, err := build(pkg, name, "")
+	if err == nil {
+		_, err = build("./cmd/airlock-box", BoxBinary, filepath.Dir(bin))
+	}
+	return bin, err
+}
 
 // BoxBinary is the in-box binary's name (sandbox.BoxBinary; this package
 // imports no airlock package).
@@ -55,7 +59,7 @@ func AirlockBin(t testing.TB) string {
 // Temporal SDK) the test runs: $AIRLOCK_NODE_BIN when set, else the
 // airlock-node beside AirlockBin's binary (scripts/setup.sh builds both),
 // else one built from this checkout's cmd/airlock-node, once per test
-// binary.
+// binary, with airlock-box beside it.
 func NodeBin(t testing.TB) string {
 	t.Helper()
 	if b := binFromEnv(t, "AIRLOCK_NODE_BIN", "airlock-node"); b != "" {
