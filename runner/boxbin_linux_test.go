@@ -3,8 +3,6 @@ package runner
 import (
 	"bytes"
 	"context"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,8 +24,8 @@ const boxBinaryAnswer = "airlock-box: this is the code airlock runs inside its b
 func TestBoxBinaryAtEachTier(t *testing.T) {
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "airlock")
-	copyTo(t, testsupport.AirlockBin(t), exe)
-	copyTo(t, testsupport.BoxBin(t), filepath.Join(dir, sandbox.BoxBinary))
+	testsupport.CopyBin(t, testsupport.AirlockBin(t), exe, 0o755)
+	testsupport.CopyBin(t, testsupport.BoxBin(t), filepath.Join(dir, sandbox.BoxBinary), 0o755)
 	probe := "/run/airlock/airlock; echo exit=$?"
 	for _, tc := range tiers() {
 		if tc.tier == sandbox.Tier0 {
@@ -90,24 +88,5 @@ func TestBoxBinaryAtEachTier(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func copyTo(t *testing.T, src, dst string) {
-	t.Helper()
-	in, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
 	}
 }

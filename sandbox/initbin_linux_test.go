@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -42,30 +41,8 @@ func airlockIn(t *testing.T, dir string) string {
 	if err := os.Link(src, dst); err == nil {
 		return dst
 	}
-	copyFile(t, src, dst, 0o755)
+	testsupport.CopyBin(t, src, dst, 0o755)
 	return dst
-}
-
-func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
-	t.Helper()
-	in, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dst, mode); err != nil { // past the umask
-		t.Fatal(err)
-	}
 }
 
 // boxOut is how a box's command ended.
@@ -143,7 +120,7 @@ func TestBoxRunsAirlockBox(t *testing.T) {
 	dir := t.TempDir()
 	exe := airlockIn(t, dir)
 	small := filepath.Join(dir, BoxBinary)
-	copyFile(t, testsupport.BoxBin(t), small, 0o755)
+	testsupport.CopyBin(t, testsupport.BoxBin(t), small, 0o755)
 	box, err := Plan(walledSpec(t), Tier1, exe)
 	if err != nil {
 		t.Fatal(err)
@@ -354,7 +331,7 @@ func TestBoxBinaryByHand(t *testing.T) {
 	needTier1(t)
 	dir := t.TempDir()
 	exe := airlockIn(t, dir)
-	copyFile(t, testsupport.BoxBin(t), filepath.Join(dir, BoxBinary), 0o755)
+	testsupport.CopyBin(t, testsupport.BoxBin(t), filepath.Join(dir, BoxBinary), 0o755)
 	const cmd = "-- /bin/sh -c 'echo COMMAND-RAN'"
 	tests := []struct {
 		name, args string
