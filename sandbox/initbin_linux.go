@@ -72,7 +72,10 @@ func chooseBoxBin(exe string) *boxBin {
 		return b
 	}
 	_, refused := etcCacheConfig()
-	if wd, err := os.Getwd(); err == nil {
+	// The working directory is where a box most often writes; a process
+	// working in / (a service) names no such place, and each box's own
+	// writable places and working directory are weighed at its plan.
+	if wd, err := os.Getwd(); err == nil && resolved(wd) != "/" {
 		refused = append(append([]string(nil), refused...), wd, resolved(wd))
 	}
 	if naiveBoxBin {

@@ -306,6 +306,25 @@ func lastNote(notes []string, prefix string) string {
 	return ""
 }
 
+// TestBoxBinaryFromRoot: a process working in / (a service) still uses
+// the airlock-box beside it: / names no place a box writes.
+func TestBoxBinaryFromRoot(t *testing.T) {
+	needTier1(t)
+	dir := t.TempDir()
+	exe := airlockIn(t, dir)
+	small := filepath.Join(dir, BoxBinary)
+	testsupport.CopyBin(t, testsupport.BoxBin(t), small, 0o755)
+	t.Chdir("/")
+	box, err := Plan(walledSpec(t), Tier1, exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close()
+	if box.initBin != small {
+		t.Fatalf("working in /, the box binds %s (notes %q), want %s", box.initBin, box.Notes, small)
+	}
+}
+
 // TestBoxBinaryNotAFile: a directory named airlock-box is passed over.
 func TestBoxBinaryNotAFile(t *testing.T) {
 	needTier1(t)
