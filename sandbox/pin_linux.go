@@ -76,19 +76,32 @@ func withinAny(p string, dirs []string) string {
 // there could re-point it), and when a path spelled outside them reaches its
 // target inside one (the bind would follow a link into agent-controlled
 // ground).
-func pin(path string, writable []string) (*pinned, error) {
+func pin(path string, writable []string) (*pinned, error) { return pinFrom(nil, path, writable) }
+
+// pinFrom is pin with the walk started at from, a directory pinned with
+// the same writable, when path lies lexically beneath from's resolved
+// path: the components up to it are taken as they were resolved then
+// (from nil, or path elsewhere, walks from the root). The /etc step pins
+// its few dozen files from one pin of /etc, not each from the root.
+func pinFrom(from *pinned, path string, writable []string) (*pinned, error) {
 	defer starttrace.Begin("pin")()
 	if !filepath.IsAbs(path) {
 		return nil, &bindError{Path: path, What: "not an absolute path"}
 	}
 	orig := filepath.Clean(path)
-	rootFD, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &bindError{Path: path, What: "open /", Err: err}
-	}
-	fd := rootFD
 	cur := "/"
 	rest := splitPath(orig)
+	var fd int
+	var err error
+	if from != nil && from.isDir() && orig != from.real && within(orig, from.real) {
+		fd, err = unix.FcntlInt(from.f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return nil, &bindError{Path: path, What: "duplicate the descriptor of " + from.real, Err: err}
+		}
+		cur, rest = from.real, splitPath(strings.TrimPrefix(orig, from.real))
+	} else if fd, err = unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+		return nil, &bindError{Path: path, What: "open /", Err: err}
+	}
 	links := 0
 	// last is the stat of fd when have is set: the walk's own stat of the
 	// component it stepped into, so the end needs none of its own.

@@ -1027,8 +1027,14 @@ func (p *planner) isSystem(path string) bool {
 // cannot be had, each is bound on its own.
 func (p *planner) etc(home string) error {
 	var srcs []etcSource
+	// One walk to /etc for all of them (pinFrom); without it, each walks
+	// from the root.
+	etcDir, err := pin("/etc", p.writable)
+	if err == nil {
+		defer etcDir.f.Close()
+	}
 	for _, f := range etcPaths() {
-		pn, err := pin(f, p.writable)
+		pn, err := pinFrom(etcDir, f, p.writable)
 		if err != nil {
 			// A file this host lacks is left out silently (asked only
 			// when pinning failed: most are there); one that cannot be
