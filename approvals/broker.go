@@ -56,7 +56,9 @@ type Broker struct {
 	clock  Clock
 	log    *slog.Logger
 	person string
-	pid    int
+	// personName is person, or the login name, looked up on first use.
+	personName func() string
+	pid        int
 
 	mu      sync.Mutex
 	pending map[string]*pending
@@ -123,9 +125,15 @@ func New(opts Options) (*Broker, error) {
 	if b.pid == 0 {
 		b.pid = os.Getpid()
 	}
-	if b.person == "" {
-		b.person = loginName()
-	}
+	// The person's login name is looked up (the user database, through
+	// the C library's name service) only when a person first answers:
+	// most kernels never ask one.
+	b.personName = sync.OnceValue(func() string {
+		if b.person != "" {
+			return b.person
+		}
+		return loginName()
+	})
 	if opts.SocketDir != "" {
 		if err := b.listen(opts.SocketDir); err != nil {
 			return nil, err
@@ -337,7 +345,7 @@ func (b *Broker) answer(p *pending, a Answer, parseErr error, via, sentGrant str
 	if !b.claim(p) {
 		return Outcome{}, errDecided
 	}
-	o := Outcome{Answer: a, Decider: "person:" + b.person, Via: via}
+	o := Outcome{Answer: a, Decider: "person:" + b.personName(), Via: via}
 	switch {
 	case parseErr != nil:
 		o = Outcome{Answer: Error, Decider: "error", Via: via, Err: parseErr}

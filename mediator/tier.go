@@ -16,7 +16,9 @@ func resolveOnce(requested sandbox.Tier) func() (sandbox.Tier, error) {
 		if requested == sandbox.Tier0 {
 			return requested, nil // no probe needed: the caller asked for none
 		}
-		return sandbox.Resolve(requested, sandbox.ProbeHost())
+		// Only what the request's answer depends on is probed (for auto
+		// and tier 1, tier 1's needs; Plan checks each box's own).
+		return sandbox.Resolve(requested, sandbox.ProbeHostFor(requested))
 	})
 }
 

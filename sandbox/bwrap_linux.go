@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bytes"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,28 +21,19 @@ type bwrapInfo = BwrapReport
 // between runs, so most starts never read a version.
 var bwrapVersionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`bubblewrap ([0-9]+\.[0-9]+\.[0-9]+)`) })
 
-// bwrapCandidates are the places bubblewrap is looked for: the PATH's
-// directories only root could have written (hostProgramDirs), then the usual
-// system locations.
-func bwrapCandidates(pathEnv string) []string {
-	var out []string
-	for _, d := range hostProgramDirs(pathEnv, "/usr/bin", "/usr/local/bin", "/bin") {
-		out = append(out, filepath.Join(d, "bwrap"))
-	}
-	return out
-}
-
+// findBwrap finds the host's bubblewrap: in the PATH's directories only
+// root could have written (hostProgram), then the usual system locations;
+// a root-owned executable file no one else may write.
 func findBwrap(pathEnv string) bwrapInfo {
-	for _, c := range bwrapCandidates(pathEnv) {
-		st, err := os.Stat(c)
-		if err != nil || !st.Mode().IsRegular() || st.Mode()&0o111 == 0 || !rootsFile(c, st) {
-			continue
-		}
-		// Read once per file (probecache_linux.go): the probe and the
-		// plan of every run ask.
-		return cachedBwrap(c, st, func() bwrapInfo { return readBwrap(c, st) })
+	c, st := hostProgram(pathEnv, "bwrap", func(c string, st os.FileInfo) bool {
+		return st.Mode().IsRegular() && st.Mode()&0o111 != 0 && rootsFile(c, st)
+	}, "/usr/bin", "/usr/local/bin", "/bin")
+	if c == "" {
+		return bwrapInfo{Err: "bwrap not found on PATH nor in /usr/bin, /usr/local/bin, /bin"}
 	}
-	return bwrapInfo{Err: "bwrap not found on PATH nor in /usr/bin, /usr/local/bin, /bin"}
+	// Read once per file (probecache_linux.go): the probe and the plan of
+	// every run ask.
+	return cachedBwrap(c, st, func() bwrapInfo { return readBwrap(c, st) })
 }
 
 // readBwrap reads what the bubblewrap at c (st) was built with.

@@ -337,14 +337,31 @@ func (p *planner) proxyForUser(pn *pinned) error {
 
 // etcPaths expands etcFiles: an entry with a '*' names every match (the
 // JDK's directory carries its version).
+// Each directory a pattern lies in is read once (filepath.Glob read /etc
+// once per pattern), and its names matched as Glob matches them.
 func etcPaths() []string {
 	var out []string
+	names := map[string][]string{}
 	for _, f := range etcFiles {
 		if !strings.Contains(f, "*") {
 			out = append(out, f)
 			continue
 		}
-		m, _ := filepath.Glob(f)
+		dir, pat := filepath.Split(f)
+		ns, ok := names[dir]
+		if !ok {
+			if d, err := os.Open(dir); err == nil {
+				ns, _ = d.Readdirnames(-1)
+				d.Close()
+			}
+			names[dir] = ns
+		}
+		var m []string
+		for _, n := range ns {
+			if ok, _ := filepath.Match(pat, n); ok {
+				m = append(m, dir+n)
+			}
+		}
 		sort.Strings(m)
 		out = append(out, m...)
 	}

@@ -6,25 +6,61 @@ import (
 	"syscall"
 )
 
-// hostProgramDirs are the absolute directories of pathEnv that bubblewrap and
-// runsc may be taken from, then the system's own: the host runs these
-// programs itself, so a PATH entry where a box could have put a program of
-// its own (a workspace's bin, a user's directory, one others may write) is
-// passed over, as is a relative entry. See rootOnly.
-func hostProgramDirs(pathEnv string, system ...string) []string {
+// hostProgram finds the host's own program name: the first file of that
+// name in an absolute directory of pathEnv that usable accepts and that the
+// directory may give (hostProgramDir), else the first in the system
+// directories usable accepts. The host runs these programs itself, so a
+// PATH entry where a box could have put a program of its own (a
+// workspace's bin, a user's directory, one others may write) is passed
+// over, as is a relative entry. The directory is judged only once a file
+// of that name lies in it: the answer is the one judging every directory
+// first would give, without walking the PATH's directories that hold no
+// such program (most of them), which was most of what a probe cost.
+func hostProgram(pathEnv, name string, usable func(p string, st os.FileInfo) bool, system ...string) (string, os.FileInfo) {
+	var refused []string
+	judged := false
+	for _, d := range filepath.SplitList(pathEnv) {
+		if !filepath.IsAbs(d) {
+			continue
+		}
+		p := filepath.Join(d, name)
+		st, err := os.Stat(p)
+		if err != nil || !usable(p, st) {
+			continue
+		}
+		if !judged {
+			refused, judged = refusedProgramDirs(), true
+		}
+		if hostProgramDir(d, refused) {
+			return p, st
+		}
+	}
+	for _, d := range system {
+		p := filepath.Join(d, name)
+		if st, err := os.Stat(p); err == nil && usable(p, st) {
+			return p, st
+		}
+	}
+	return "", nil
+}
+
+// refusedProgramDirs are the trees no host program is taken from: those a
+// box may write or was let write (UseEtcCache), and the working directory,
+// where a box most often writes (and where a box of an airlock run as root
+// writes as root).
+func refusedProgramDirs() []string {
 	_, refused := etcCacheConfig()
-	// The working directory is where a box most often writes (and where a
-	// box of an airlock run as root writes as root).
 	if wd, err := os.Getwd(); err == nil {
 		refused = append(append([]string(nil), refused...), wd)
 	}
-	var out []string
-	for _, d := range filepath.SplitList(pathEnv) {
-		if filepath.IsAbs(d) && rootOnly(d) && withinAny(filepath.Clean(d), refused) == "" && withinAny(resolved(d), refused) == "" {
-			out = append(out, d)
-		}
-	}
-	return append(out, system...)
+	return refused
+}
+
+// hostProgramDir reports whether a program in the PATH directory d may be
+// run by the host: only root could have put it there (rootOnly), and
+// neither d nor what its links resolve to lies in a refused tree.
+func hostProgramDir(d string, refused []string) bool {
+	return rootOnly(d) && withinAny(filepath.Clean(d), refused) == "" && withinAny(resolved(d), refused) == ""
 }
 
 // rootOnly reports whether only root could have put a file in dir: dir,
@@ -34,8 +70,7 @@ func hostProgramDirs(pathEnv string, system ...string) []string {
 // as another user airlock runs it for; none of them could write there. A
 // box of an airlock run as root may write root's directories it was
 // granted: those a box may write or was let write (UseEtcCache), and the
-// working directory, are passed over
-// (hostProgramDirs).
+// working directory, are passed over (refusedProgramDirs).
 func rootOnly(dir string) bool {
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {

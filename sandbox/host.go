@@ -29,6 +29,20 @@ const runscMissing = "gVisor (runsc) is not installed on this host (a runsc in t
 // ProbeHost probes this host (see Probe) and returns the result to keep.
 func ProbeHost() Host { return Host{report: Probe()} }
 
+// ProbeHostFor probes what Resolve needs to answer requested and returns
+// the result to keep: for auto and tier 1, only what decides tier 1
+// (bubblewrap, user namespaces, seccomp), whose Report holds those parts
+// and their findings alone; for tier 2 (and anything else), the whole
+// probe, as ProbeHost. Resolve(requested, ProbeHostFor(requested)) answers
+// as Resolve(requested, ProbeHost()) does.
+func ProbeHostFor(requested Tier) Host {
+	switch requested {
+	case TierAuto, Tier1:
+		return Host{report: probeFor(Tier1)}
+	}
+	return ProbeHost()
+}
+
 // HostFrom is the Host a report describes: a report read elsewhere (a
 // node's attestation), or one a test builds.
 func HostFrom(r Report) Host { return Host{report: r} }

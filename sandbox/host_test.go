@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -79,6 +80,36 @@ func TestProbeHostKeepsTheProbe(t *testing.T) {
 	h, r := ProbeHost(), Probe()
 	if h.Best() != r.Tier() || h.Report().Why != r.Why {
 		t.Errorf("ProbeHost() = tier %v (%s), Probe() = tier %v (%s)", h.Best(), h.Report().Why, r.Tier(), r.Why)
+	}
+}
+
+// TestProbeHostForResolvesAsTheWholeProbe: the narrower probe a kernel
+// resolves its tier with answers every request as the whole probe does,
+// and what it reports of tier 1 (the tier, why, the findings of
+// bubblewrap, user namespaces and seccomp) is the whole probe's.
+func TestProbeHostForResolvesAsTheWholeProbe(t *testing.T) {
+	full := ProbeHost()
+	for _, req := range []Tier{TierAuto, Tier0, Tier1, Tier2} {
+		t.Run(req.String(), func(t *testing.T) {
+			h := ProbeHostFor(req)
+			got, gotErr := Resolve(req, h)
+			want, wantErr := Resolve(req, full)
+			if got != want || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+				t.Errorf("Resolve(%v, ProbeHostFor) = %v, %v; with the whole probe %v, %v", req, got, gotErr, want, wantErr)
+			}
+			r, fr := h.Report(), full.Report()
+			if r.Best != fr.Best || r.Why != fr.Why || r.Protected != fr.Protected || r.Bubblewrap != fr.Bubblewrap {
+				t.Errorf("ProbeHostFor(%v) reports tier %v (%s), bubblewrap %+v; the whole probe tier %v (%s), %+v", req, r.Best, r.Why, r.Bubblewrap, fr.Best, fr.Why, fr.Bubblewrap)
+			}
+			if len(r.Findings) > len(fr.Findings) {
+				t.Fatalf("ProbeHostFor(%v) has %d findings, the whole probe %d", req, len(r.Findings), len(fr.Findings))
+			}
+			for i, f := range r.Findings {
+				if f != fr.Findings[i] {
+					t.Errorf("finding %d = %+v, the whole probe's %+v", i, f, fr.Findings[i])
+				}
+			}
+		})
 	}
 }
 

@@ -56,6 +56,9 @@ func Probe() Report {
 	return r
 }
 
+// probeFor is Probe: off Linux there is nothing to narrow.
+func probeFor(Tier) Report { return Probe() }
+
 // mechanisms are the tiers this build runs off Linux: tier 0 only.
 var mechanisms = map[Tier]Mechanism{Tier0: none{}}
 

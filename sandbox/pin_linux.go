@@ -23,6 +23,9 @@ type pinned struct {
 	real     string // the path with every link resolved
 	dev, ino uint64
 	mode     uint32
+	// st is what f was found to be when pin opened it; zero in a pinned
+	// made otherwise.
+	st unix.Stat_t
 }
 
 func (p *pinned) isDir() bool { return p.mode&unix.S_IFMT == unix.S_IFDIR }
@@ -73,20 +76,37 @@ func withinAny(p string, dirs []string) string {
 // there could re-point it), and when a path spelled outside them reaches its
 // target inside one (the bind would follow a link into agent-controlled
 // ground).
-func pin(path string, writable []string) (*pinned, error) {
+func pin(path string, writable []string) (*pinned, error) { return pinFrom(nil, path, writable) }
+
+// pinFrom is pin with the walk started at from, a directory pinned with
+// the same writable, when path lies lexically beneath from's resolved
+// path: the components up to it are taken as they were resolved then
+// (from nil, or path elsewhere, walks from the root). The /etc step pins
+// its few dozen files from one pin of /etc, not each from the root.
+func pinFrom(from *pinned, path string, writable []string) (*pinned, error) {
 	defer starttrace.Begin("pin")()
 	if !filepath.IsAbs(path) {
 		return nil, &bindError{Path: path, What: "not an absolute path"}
 	}
 	orig := filepath.Clean(path)
-	rootFD, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &bindError{Path: path, What: "open /", Err: err}
-	}
-	fd := rootFD
 	cur := "/"
 	rest := splitPath(orig)
+	var fd int
+	var err error
+	if from != nil && from.isDir() && orig != from.real && within(orig, from.real) {
+		fd, err = unix.FcntlInt(from.f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return nil, &bindError{Path: path, What: "duplicate the descriptor of " + from.real, Err: err}
+		}
+		cur, rest = from.real, splitPath(strings.TrimPrefix(orig, from.real))
+	} else if fd, err = unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+		return nil, &bindError{Path: path, What: "open /", Err: err}
+	}
 	links := 0
+	// last is the stat of fd when have is set: the walk's own stat of the
+	// component it stepped into, so the end needs none of its own.
+	var last unix.Stat_t
+	have := false
 	closeFD := func() {
 		if fd >= 0 {
 			unix.Close(fd)
@@ -108,7 +128,7 @@ func pin(path string, writable []string) (*pinned, error) {
 				return nil, &bindError{Path: path, What: "open " + parent, Err: err}
 			}
 			closeFD()
-			fd, cur = nfd, parent
+			fd, cur, have = nfd, parent, false
 			continue
 		}
 		next := filepath.Join(cur, name)
@@ -147,7 +167,7 @@ func pin(path string, writable []string) (*pinned, error) {
 				if err != nil {
 					return nil, &bindError{Path: path, What: "open /", Err: err}
 				}
-				cur = "/"
+				cur, have = "/", false
 			}
 			rest = append(splitPath(target), rest...)
 			continue
@@ -158,20 +178,22 @@ func pin(path string, writable []string) (*pinned, error) {
 			return nil, &bindError{Path: path, What: next + " is not a directory"}
 		}
 		closeFD()
-		fd, cur = nfd, next
+		fd, cur, last, have = nfd, next, st, true
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		closeFD()
-		return nil, &bindError{Path: path, What: "stat", Err: err}
+	if !have {
+		if err := unix.Fstat(fd, &last); err != nil {
+			closeFD()
+			return nil, &bindError{Path: path, What: "stat", Err: err}
+		}
 	}
+	st := last
 	if withinAny(orig, writable) == "" {
 		if w := withinAny(cur, writable); w != "" {
 			closeFD()
 			return nil, &bindError{Path: path, What: fmt.Sprintf("resolves to %s inside the writable directory %s", cur, w)}
 		}
 	}
-	return &pinned{f: os.NewFile(uintptr(fd), cur), real: cur, dev: uint64(st.Dev), ino: st.Ino, mode: st.Mode}, nil
+	return &pinned{f: os.NewFile(uintptr(fd), cur), real: cur, dev: uint64(st.Dev), ino: st.Ino, mode: st.Mode, st: st}, nil
 }
 
 func splitPath(p string) []string {

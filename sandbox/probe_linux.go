@@ -3,7 +3,6 @@ package sandbox
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -44,14 +43,45 @@ func Probe() Report {
 	return r
 }
 
+// probeFor probes what Resolve needs to answer requested: tier 2 needs
+// the whole probe (runsc, and tier 1 beneath it); auto and tier 1 need
+// only what decides tier 1 (bubblewrap, user namespaces, seccomp) and
+// its findings. The rest of a full probe (runsc's ELF and build
+// information, cgroup hierarchy, Landlock, Yama, KVM) is read where a box
+// needs it (Plan, the runner's cgroup) or by `airlock sandbox check`, and
+// on every start it was most of the probe's time.
+func probeFor(requested Tier) Report {
+	if requested == Tier2 {
+		return Probe()
+	}
+	defer starttrace.Begin("probe")()
+	r := Report{OS: "linux", Protected: true}
+	var uts unix.Utsname
+	if unix.Uname(&uts) == nil {
+		r.Kernel = unix.ByteSliceToString(uts.Release[:])
+	}
+	r.Bubblewrap = findBwrap(os.Getenv("PATH"))
+	r.UserNS = probeUserNS(r.Bubblewrap)
+	r.Seccomp = probeSeccomp()
+	r.decide(r.tier1Findings())
+	return r
+}
+
 func (r *Report) add(sev, topic, text, fix string) {
 	r.Findings = append(r.Findings, Finding{Severity: sev, Topic: topic, Text: text, Fix: fix})
 }
 
 func (r *Report) findings() {
+	tier1, why := r.tier1Findings()
+	r.hostFindings()
+	r.decide(tier1, why)
+}
+
+// tier1Findings are the findings of what tier 1 needs (bubblewrap, user
+// namespaces, seccomp): whether the host gives it, and why not.
+func (r *Report) tier1Findings() (tier1 bool, why []string) {
 	bw := r.Bubblewrap
-	tier1 := true
-	var why []string
+	tier1 = true
 	switch {
 	case bw.Path == "":
 		tier1 = false
@@ -98,6 +128,12 @@ func (r *Report) findings() {
 		tier1 = false
 		why = append(why, "seccomp filters are unavailable")
 	}
+	return tier1, why
+}
+
+// hostFindings are the findings of the rest: cgroup, Landlock, channels,
+// Yama, gVisor, KVM.
+func (r *Report) hostFindings() {
 	cg := r.Cgroup
 	switch {
 	case cg.Version == 0:
@@ -125,10 +161,14 @@ func (r *Report) findings() {
 	if !r.KVM {
 		r.add(SevInfo, "kvm", "/dev/kvm is absent; microVM isolation is unavailable.", "Run on a host or VM with KVM (nested virtualisation enabled) if microVMs are wanted.")
 	}
+}
+
+// decide sets the best tier from tier1Findings' answer.
+func (r *Report) decide(tier1 bool, why []string) {
 	switch {
 	case tier1:
 		r.Best = Tier1
-		r.Why = "bubblewrap " + bw.Version + " with user namespaces and seccomp"
+		r.Why = "bubblewrap " + r.Bubblewrap.Version + " with user namespaces and seccomp"
 	default:
 		r.Best = Tier0
 		r.Protected = false
@@ -237,13 +277,10 @@ func ptraceScoped() (bool, string) {
 }
 
 func probeGVisor(pathEnv string) string {
-	for _, d := range hostProgramDirs(pathEnv, "/usr/local/bin", "/usr/bin", "/usr/sbin") {
-		p := filepath.Join(d, "runsc")
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 && rootsFile(p, st) {
-			return p
-		}
-	}
-	return ""
+	p, _ := hostProgram(pathEnv, "runsc", func(p string, st os.FileInfo) bool {
+		return st.Mode().IsRegular() && st.Mode()&0o111 != 0 && rootsFile(p, st)
+	}, "/usr/local/bin", "/usr/bin", "/usr/sbin")
+	return p
 }
 
 func probeKVM() bool {

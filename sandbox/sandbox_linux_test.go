@@ -93,35 +93,56 @@ func TestPin(t *testing.T) {
 		{"missing", filepath.Join(root, "nope"), "", "no such file"},
 		{"relative", "outside/secret", "", "not an absolute path"},
 	}
+	// Each path is pinned by a walk from the root, and by one from a pin
+	// of the tree above it (pinFrom), which must answer alike.
+	from, err := pin(root, []string{work})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer from.f.Close()
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			pn, err := pin(tt.path, []string{work})
-			if tt.refuse != "" {
-				if err == nil {
-					pn.f.Close()
-					t.Fatalf("pin(%s) = %s, want refusal containing %q", tt.path, pn.real, tt.refuse)
-				}
-				if !strings.Contains(err.Error(), tt.refuse) {
-					t.Fatalf("pin(%s) error = %q, want it to contain %q", tt.path, err, tt.refuse)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("pin(%s): %v", tt.path, err)
-			}
-			defer pn.f.Close()
-			if pn.real != tt.wantReal {
-				t.Errorf("pin(%s).real = %s, want %s", tt.path, pn.real, tt.wantReal)
-			}
-			var st os.FileInfo
-			st, err = os.Stat(tt.wantReal)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !os.SameFile(st, mustStatFD(t, pn.f)) {
-				t.Errorf("pin(%s) holds a different file than %s", tt.path, tt.wantReal)
-			}
-		})
+		for _, via := range []struct {
+			name string
+			pin  func(path string, writable []string) (*pinned, error)
+		}{
+			{"from the root", pin},
+			{"from a pinned parent", func(path string, writable []string) (*pinned, error) { return pinFrom(from, path, writable) }},
+		} {
+			t.Run(tt.name+"/"+via.name, func(t *testing.T) {
+				testPin(t, via.pin, tt.path, []string{work}, tt.wantReal, tt.refuse)
+			})
+		}
+	}
+}
+
+// testPin checks what pinning path gives: a refusal containing refuse, or
+// (refuse "") a descriptor of wantReal.
+func testPin(t *testing.T, pin func(string, []string) (*pinned, error), path string, writable []string, wantReal, refuse string) {
+	t.Helper()
+	pn, err := pin(path, writable)
+	if refuse != "" {
+		if err == nil {
+			pn.f.Close()
+			t.Fatalf("pin(%s) = %s, want refusal containing %q", path, pn.real, refuse)
+		}
+		if !strings.Contains(err.Error(), refuse) {
+			t.Fatalf("pin(%s) error = %q, want it to contain %q", path, err, refuse)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("pin(%s): %v", path, err)
+	}
+	defer pn.f.Close()
+	if pn.real != wantReal {
+		t.Errorf("pin(%s).real = %s, want %s", path, pn.real, wantReal)
+	}
+	st, err := os.Stat(wantReal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(st, mustStatFD(t, pn.f)) {
+		t.Errorf("pin(%s) holds a different file than %s", path, wantReal)
 	}
 }
 

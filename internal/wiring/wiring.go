@@ -540,15 +540,19 @@ func (a auditRecorder) Record(ctx context.Context, r mediator.Record) error {
 	for k, v := range r.Fields {
 		fields[k] = v
 	}
-	// The log hashes its own encoding of plain JSON values; structs are
-	// turned into them first so the record reads back exactly as hashed.
-	b, err := json.Marshal(fields)
-	if err != nil {
-		return fmt.Errorf("audit fields: %w", err)
-	}
-	fields = nil
-	if err := json.Unmarshal(b, &fields); err != nil {
-		return fmt.Errorf("audit fields: %w", err)
+	// The log hashes its own encoding of plain JSON values, turning
+	// structs into them itself (audit.Record.Fields). A sink that also
+	// traces is given them plain already, so its spans carry the values
+	// as recorded.
+	if a.log == nil {
+		b, err := json.Marshal(fields)
+		if err != nil {
+			return fmt.Errorf("audit fields: %w", err)
+		}
+		fields = nil
+		if err := json.Unmarshal(b, &fields); err != nil {
+			return fmt.Errorf("audit fields: %w", err)
+		}
 	}
 	rec := audit.Record{Kind: nonEmpty(r.Kind, "decision"), Time: r.Time,
 		CallDigest: strings.TrimPrefix(r.CallDigest, "sha256:"), Verdict: r.Verdict.String(),

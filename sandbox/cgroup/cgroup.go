@@ -90,6 +90,15 @@ type Info struct {
 	// made in (airlock's own cgroup there). On version 2 every controller
 	// maps to the same directory.
 	Parents map[string]string `json:"parents,omitempty"`
+	// mounts1 are the v1 hierarchies' mounts Detect read, by controller
+	// (nil when none were read): a Group's Start places its thread by
+	// them without reading the mount table again.
+	mounts1 map[string]mount
+}
+
+// mount is one cgroup hierarchy's mount.
+type mount struct {
+	point, root string
 }
 
 // Has reports whether controller c is usable.

@@ -41,11 +41,6 @@ func readHost() (host, error) {
 	return host{mountinfo: mi, cgroup: cg}, nil
 }
 
-// mount is one cgroup hierarchy's mount.
-type mount struct {
-	point, root string
-}
-
 // layout is what the host text says: v1 mounts by controller, the v2 mount,
 // and this process's path in each hierarchy.
 type layout struct {
@@ -178,7 +173,7 @@ func DetectVersion(v int) Info {
 }
 
 func detect1(l layout) Info {
-	info := Info{Parents: map[string]string{}, Writable: true}
+	info := Info{Parents: map[string]string{}, Writable: true, mounts1: l.v1}
 	var missing, notWritable []string
 	for _, c := range []string{Memory, CPU, Pids, Freezer, CPUAcct} {
 		m, ok := l.v1[c]
@@ -288,6 +283,23 @@ type Group struct {
 	mu     sync.Mutex
 	closed bool
 	done   chan struct{} // closed by Close; releases a parked thread
+	// back, on v1, is closed once the thread the last Start forked from
+	// has left the group again (or is parked); nil before any Start.
+	back chan struct{}
+	// mounts1 are the v1 mounts Detect read (Info.mounts1), nil when
+	// unknown: Start then reads the mount table.
+	mounts1 map[string]mount
+}
+
+// settle waits until no thread of airlock's is in the group (see Start):
+// until then the group's process list holds airlock itself.
+func (g *Group) settle() {
+	g.mu.Lock()
+	b := g.back
+	g.mu.Unlock()
+	if b != nil {
+		<-b
+	}
 }
 
 // New makes a group named name (airlock-NAME in each hierarchy) with limits
@@ -318,7 +330,7 @@ func (i Info) New(name string, l Limits) (*Group, error) {
 			return nil, unavailable(need[c], "the %s cgroup controller is not usable here (cgroup v%d): %s", c, i.Version, i.Reason)
 		}
 	}
-	g := &Group{version: i.Version, dirs: map[string]string{}, limits: l, done: make(chan struct{})}
+	g := &Group{version: i.Version, dirs: map[string]string{}, limits: l, done: make(chan struct{}), mounts1: i.mounts1}
 	fail := func(err error) (*Group, error) {
 		g.removeDirs()
 		return nil, err
@@ -541,6 +553,11 @@ func (g *Group) Dir(c string) string { return g.dirs[c] }
 // (the child inherits the forking thread's cgroups) and moves the thread
 // back. Should the move back fail, the thread is parked until Close and then
 // ends with its goroutine, so no other work ever runs on it.
+//
+// On v1 Start returns once start has, while the thread moves back: the box
+// starts meanwhile. Whatever lists, adds to or kills the group's processes
+// (Procs, AddPID, Kill, Close, another Start) first waits for the move, so
+// it never finds airlock's own thread among them.
 func (g *Group) Start(attr *syscall.SysProcAttr, start func() error) error {
 	if g.isClosed() {
 		return errs.Invalidf("cgroups: group is closed")
@@ -559,15 +576,21 @@ func (g *Group) Start(attr *syscall.SysProcAttr, start func() error) error {
 		attr.UseCgroupFD, attr.CgroupFD = false, 0
 		return err
 	}
+	g.settle()
 	errc := make(chan error, 1)
+	back := make(chan struct{})
+	g.mu.Lock()
+	g.back = back
+	g.mu.Unlock()
 	go func() {
 		runtime.LockOSThread()
 		// LockOSThread also keeps the runtime from cloning new threads off
 		// this one, so no Go thread but this one joins the group.
 		tid := unix.Gettid()
-		old, err := threadCgroups(tid)
+		old, err := threadCgroups(tid, g.mounts1)
 		if err != nil {
 			runtime.UnlockOSThread()
+			close(back)
 			errc <- errs.Wrap(errs.Unavailable, err, "cgroups: read this thread's cgroups")
 			return
 		}
@@ -575,13 +598,16 @@ func (g *Group) Start(attr *syscall.SysProcAttr, start func() error) error {
 		if err == nil {
 			err = start()
 		}
+		// The child is in the group from its fork on; the caller goes on
+		// with it while this thread leaves (settle waits for that).
+		errc <- err
 		if _, backErr := g.moveThread(tid, restrict(old, moved)); backErr != nil {
-			errc <- err
+			close(back)
 			<-g.done // the thread stays locked and ends with this goroutine
 			return
 		}
 		runtime.UnlockOSThread()
-		errc <- err
+		close(back)
 	}()
 	return <-errc
 }
@@ -633,17 +659,23 @@ func (g *Group) moveThread(tid int, to map[string]string) ([]string, error) {
 	return moved, nil
 }
 
-// threadCgroups maps each v1 controller to the directory tid is in now.
-func threadCgroups(tid int) (map[string]string, error) {
+// threadCgroups maps each v1 controller to the directory tid is in now,
+// under mounts (the hierarchies by controller; nil reads the mount table).
+func threadCgroups(tid int, mounts map[string]mount) (map[string]string, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/cgroup", tid))
 	if err != nil {
 		return nil, err
 	}
-	mi, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
+	var mi []byte
+	if mounts == nil {
+		if mi, err = os.ReadFile("/proc/self/mountinfo"); err != nil {
+			return nil, err
+		}
 	}
 	l := parseLayout(host{mountinfo: mi, cgroup: b})
+	if mounts != nil {
+		l.v1 = mounts
+	}
 	out := map[string]string{}
 	for c, p := range l.paths1 {
 		if m, ok := l.v1[c]; ok {
@@ -658,6 +690,7 @@ func threadCgroups(tid int) (map[string]string, error) {
 // AddPID moves the process pid (all its threads) into the group. Processes
 // it already started stay where they are: prefer Start.
 func (g *Group) AddPID(pid int) error {
+	g.settle()
 	for _, d := range g.Dirs() {
 		if err := writeFile(filepath.Join(d, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
 			return errs.Wrap(errs.Unavailable, err, "cgroups: add process %d to %s", pid, d)
@@ -668,6 +701,7 @@ func (g *Group) AddPID(pid int) error {
 
 // Procs lists the processes in the group (in any of its directories).
 func (g *Group) Procs() ([]int, error) {
+	g.settle()
 	seen := map[int]bool{}
 	var out []int
 	for _, d := range g.Dirs() {
