@@ -235,7 +235,9 @@ var nested = map[string]string{"policy-load": "kernel-build", "audit-open": "ker
 	// the box's /etc, one view bound once (sandbox.UseEtcCache)
 	"etc-view": "plan", "etc-view-build": "plan",
 	// the allowed decision's fsync, beside the start (audit.Log.AppendDeferred)
-	"audit-fsync-background": "audit-append"}
+	"audit-fsync-background": "audit-append",
+	// a box with network: the proxy's ping, beside the plan (net_linux.go)
+	"egress-ping": "plan"}
 
 // breakdown is the median of each phase over the traces, in the order the
 // phases ran, and what no phase covers ("other": the mediator's decision,

@@ -24,9 +24,9 @@ import (
 )
 
 // tierCase is a tier the conformance suite runs, or the reason it cannot.
-// net boxes reach a real egress proxy, which puts airlock's init inside
-// the box (it runs the forwarder); the others are started by bubblewrap
-// directly.
+// net boxes reach a real egress proxy: at tier 1 the box's exec step hands
+// the forwarder's listeners to the host (net_linux.go), at tier 2 airlock's
+// init runs the forwarder inside.
 type tierCase struct {
 	tier sandbox.Tier
 	net  bool

@@ -144,7 +144,7 @@ func (t *bwrapDirect) command(r *run, cmd *exec.Cmd, stderr io.Writer) error {
 	cmd.Path, cmd.Args = r.box.Path, r.box.CommandLine(r.req.Argv)
 	cmd.Stderr = io.MultiWriter(&limitedBuffer{b: &t.diag, n: 4 << 10}, stderr)
 	cmd.ExtraFiles = r.box.ExtraFiles
-	return nil
+	return r.serveNet() // a box with network: its listeners (net_linux.go)
 }
 
 func (*bwrapDirect) started(r *run, cmd *exec.Cmd) int { return bwrapStarted(r, cmd) }

@@ -8,7 +8,12 @@
 // also serves the hidden `__airlock-connect HOST PORT` mode that git and ssh
 // use as a ProxyCommand.
 //
-// Only sandbox/boxinit, cmd/airlock (for the hidden mode) and tests import it.
+// For a box without an init the same forwarder runs on the host instead
+// (Host, host.go): the box's exec step makes the listeners inside and hands
+// them out, and runner serves them.
+//
+// Only sandbox/boxinit, runner (Host), cmd/airlock (for the hidden mode)
+// and tests import it.
 package forward
 
 import (
@@ -126,6 +131,13 @@ func start(ctx context.Context, cfg Config) (*forwarder, error) {
 		f.close()
 	}()
 	return f, nil
+}
+
+// Ping checks that the egress proxy answers on socket (a path) with token,
+// and reports whether it serves models (ModelEnv is then wanted): what a
+// forwarder on the host (Host) asks before the box starts.
+func Ping(ctx context.Context, socket, token string) (models bool, err error) {
+	return ping(ctx, socket, token)
 }
 
 // ping checks the socket and the token before the box starts, so a wrong
