@@ -54,7 +54,7 @@ func (r *run) serveNet() error {
 	if m.err != nil {
 		return errs.Wrap(errs.Unavailable, m.err, "run")
 	}
-	h, err := forward.ServeHost(sock, forward.Config{Socket: n.ProxySocket, Token: n.Token}, m.models)
+	h, err := forward.ServeHost(sock, forward.Config{Socket: n.ProxySocket, Token: n.Token, Serve: n.Serve}, m.models)
 	if err != nil {
 		return errs.Wrap(errs.Unavailable, err, "run")
 	}

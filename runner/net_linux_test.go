@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-run/airlock/egress"
 	"github.com/airlock-run/airlock/egress/wire"
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/sandbox"
@@ -37,10 +38,43 @@ func hostSockets(t *testing.T) int {
 // listener and no socket of the run is left on the host.
 func TestNetBoxWithoutInit(t *testing.T) {
 	requireTier1(t)
-	spec := withNet(t, tierCase{tier: sandbox.Tier1, net: true}, baseSpec(t))
+	for _, own := range []bool{false, true} {
+		name := "over the proxy's socket"
+		if own {
+			name = "the proxy's own accept loop"
+		}
+		t.Run(name, func(t *testing.T) { netBoxWithoutInit(t, own) })
+	}
+}
+
+// netBoxWithoutInit is TestNetBoxWithoutInit with the box's connections
+// handed to the proxy's socket, or accepted by the proxy itself (own).
+func netBoxWithoutInit(t *testing.T, own bool) {
+	spec := baseSpec(t)
+	token, err := wire.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	px, err := egress.New(egress.Options{Box: "test", Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, path, dir, err := egress.Listen("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go px.Serve(ln)
+	t.Cleanup(func() { px.Close(); ln.Close(); os.RemoveAll(dir) })
+	spec.Net = &sandbox.NetSpec{ProxySocket: path, Token: token}
+	if own {
+		spec.Net.Serve = px.ServeBox
+	}
 	before := hostSockets(t)
+	// The proxy refuses every destination: the request reaches it and
+	// comes back refused.
 	o := runIn(t, sandbox.Tier1, spec, "", "sh", "-c",
-		`ls /proc/self/fd; test -e /run/airlock/egress.sock && echo proxy-socket-$((6*7)); cat /proc/net/tcp; cat /proc/1/cmdline; echo`)
+		`ls /proc/self/fd; test -e /run/airlock/egress.sock && echo proxy-socket-$((6*7)); cat /proc/net/tcp; cat /proc/1/cmdline; echo;
+		if command -v curl >/dev/null; then curl -sS -x "$HTTP_PROXY" http://192.0.2.1:80/ 2>&1; else echo no-curl; fi`)
 	if o.err != nil || o.res.ExitCode != 0 {
 		t.Fatalf("run: %v, exit %d: %s", o.err, o.res.ExitCode, o.stderr)
 	}
@@ -68,6 +102,9 @@ func TestNetBoxWithoutInit(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(o.res.Description.Notes, "\n"), "handed them to airlock on the host") {
 		t.Errorf("the evidence does not say where the listeners went: %q", o.res.Description.Notes)
+	}
+	if !strings.Contains(o.stdout, "no-curl") && !strings.Contains(o.stdout, "blocked by airlock egress policy: 192.0.2.1:80") {
+		t.Errorf("a request through the box's port did not come back refused by the proxy: %q", o.stdout)
 	}
 	if after := hostSockets(t); after != before {
 		t.Errorf("the run left %d sockets open on the host (before %d, after %d)", after-before, before, after)

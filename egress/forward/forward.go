@@ -56,6 +56,11 @@ type Config struct {
 	// socket: for a box whose sockets belong to a kernel of its own
 	// (gVisor), which cannot pass them to the host.
 	Copy bool
+	// Serve, when set, is the proxy's own accept loop for a listener of the
+	// box's (egress.Proxy.ServeBox): a forwarder on the host, in the
+	// proxy's process (Host), gives it the listeners instead of handing
+	// each connection over the socket.
+	Serve func(ln net.Listener, mode string) error
 	// Log receives diagnostics. nil discards them.
 	Log *slog.Logger
 }

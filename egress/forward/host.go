@@ -20,7 +20,8 @@ import (
 // box's network namespace (where only a process inside can make them) and
 // sent them over a socket pair (sandbox/boxconf.Listen); Host accepts on
 // them and hands each connection, unread, to the proxy at cfg.Socket with
-// the box's token, as the in-box forwarder does. The box itself then holds
+// the box's token, as the in-box forwarder does, or, when cfg.Serve is
+// set, lets the proxy accept on them itself. The box itself then holds
 // neither the token nor the proxy's socket, and no process of airlock's.
 type Host struct {
 	f    *forwarder
@@ -88,6 +89,18 @@ func (h *Host) receive() {
 	}
 	h.f.http, h.f.socks = lns[0], lns[1]
 	h.f.wg.Add(2)
+	if serve := h.f.cfg.Serve; serve != nil {
+		// The proxy accepts on them itself: no socket between.
+		for ln, mode := range map[net.Listener]string{h.f.http: wire.ModeHTTP, h.f.socks: wire.ModeSOCKS} {
+			go func() {
+				defer h.f.wg.Done()
+				if err := serve(ln, mode); err != nil && !h.isClosed() {
+					h.f.log.Warn("egress forwarder: the proxy stopped serving a box listener", "err", err)
+				}
+			}()
+		}
+		return
+	}
 	go h.f.serve(h.f.http, wire.ModeHTTPFD)
 	go h.f.serve(h.f.socks, wire.ModeSOCKSFD)
 }

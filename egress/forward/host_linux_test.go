@@ -69,12 +69,23 @@ func hostWord(t *testing.T, box *os.File) byte {
 // TestHostServesHandedOutListeners: the listeners the box's exec step
 // hands out are served like the in-box forwarder's (an HTTP CONNECT and a
 // SOCKS5 tunnel to the allowed echo server, a refusal for anything else),
-// and Close leaves no listener behind.
+// whether each connection goes over the proxy's socket or the proxy
+// accepts on them itself (Config.Serve), and Close leaves no listener
+// behind.
 func TestHostServesHandedOutListeners(t *testing.T) {
-	socket, token, echo := proxyFor(t)
-	for _, models := range []bool{false, true} {
+	px, socket, token, echo := newProxy(t)
+	for _, tc := range []struct {
+		name   string
+		models bool
+		serve  func(net.Listener, string) error
+	}{
+		{"over the socket", false, nil},
+		{"over the socket, with models", true, nil},
+		{"the proxy's own accept loop", false, px.ServeBox},
+	} {
+		models := tc.models
 		host, box := pair(t)
-		h, err := ServeHost(host, Config{Socket: socket, Token: token}, models)
+		h, err := ServeHost(host, Config{Socket: socket, Token: token, Serve: tc.serve}, models)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +94,7 @@ func TestHostServesHandedOutListeners(t *testing.T) {
 			want = 'm'
 		}
 		if got := hostWord(t, box); got != want {
-			t.Fatalf("models %v: the host said %q, want %q", models, got, want)
+			t.Fatalf("%s: the host said %q, want %q", tc.name, got, want)
 		}
 		hl, httpAddr := tcpListener(t, [4]byte{127, 0, 0, 1})
 		sl, socksAddr := tcpListener(t, [4]byte{127, 0, 0, 1})
@@ -102,7 +113,7 @@ func TestHostServesHandedOutListeners(t *testing.T) {
 		io.WriteString(c, "CONNECT "+echo.String()+" HTTP/1.1\r\n\r\n")
 		buf := make([]byte, 64)
 		if n, err := c.Read(buf); err != nil || !strings.HasPrefix(string(buf[:n]), "HTTP/1.1 200") {
-			t.Fatalf("CONNECT through the handed-out listener: got %q %v, want 200", buf[:n], err)
+			t.Fatalf("%s: CONNECT through the handed-out listener: got %q %v, want 200", tc.name, buf[:n], err)
 		}
 		io.WriteString(c, "ping")
 		if n, err := io.ReadFull(c, buf[:4]); err != nil || string(buf[:n]) != "ping" {
@@ -135,7 +146,7 @@ func TestHostServesHandedOutListeners(t *testing.T) {
 		for _, a := range []string{httpAddr, socksAddr} {
 			if c, err := net.Dial("tcp", a); err == nil {
 				c.Close()
-				t.Fatalf("%s still accepts after Close", a)
+				t.Fatalf("%s: %s still accepts after Close", tc.name, a)
 			}
 		}
 	}
