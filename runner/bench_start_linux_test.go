@@ -236,8 +236,9 @@ var nested = map[string]string{"policy-load": "kernel-build", "audit-open": "ker
 	"etc-view": "plan", "etc-view-build": "plan",
 	// the allowed decision's fsync, beside the start (audit.Log.AppendDeferred)
 	"audit-fsync-background": "audit-append",
-	// a box with network: the proxy's ping, beside the plan (net_linux.go)
-	"egress-ping": "plan"}
+	// a box with network: the proxy's ping, beside the plan, and inside the
+	// box its exec step's start and its listeners (net_linux.go)
+	"egress-ping": "plan", "box-exec-step": "box-run", "box-listen": "box-run"}
 
 // breakdown is the median of each phase over the traces, in the order the
 // phases ran, and what no phase covers ("other": the mediator's decision,

@@ -2,6 +2,9 @@ package runner
 
 import (
 	"context"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/airlock-run/airlock/egress/forward"
 	"github.com/airlock-run/airlock/errs"
@@ -59,5 +62,41 @@ func (r *run) serveNet() error {
 		return errs.Wrap(errs.Unavailable, err, "run")
 	}
 	r.closers = append(r.closers, h.Close)
+	if starttrace.On() {
+		r.net = netRun{host: h, wall: time.Now(), mono: monotonic()}
+	}
 	return nil
+}
+
+// netRun is what the start trace needs of a box's served network: the
+// host half, and one reading of both clocks to place the box's times.
+type netRun struct {
+	host *forward.Host
+	wall time.Time
+	mono int64
+}
+
+// traceNet adds the box's own phases to the start trace, once the box has
+// ended: from bubblewrap's start to the exec step's (bubblewrap's setup and
+// the Go start of the step), and the step's making and handing out of the
+// listeners.
+func (r *run) traceNet() {
+	if r.net.host == nil {
+		return
+	}
+	began, sent, ok := r.net.host.BoxTimes()
+	if !ok {
+		return
+	}
+	at := func(mono int64) time.Time { return r.net.wall.Add(time.Duration(mono - r.net.mono)) }
+	starttrace.Span("box-exec-step", r.execAt, at(began).Sub(r.execAt))
+	starttrace.Span("box-listen", at(began), time.Duration(sent-began))
+}
+
+// monotonic is CLOCK_MONOTONIC in nanoseconds, the clock the box's times
+// are read from.
+func monotonic() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
 }

@@ -122,9 +122,10 @@ type run struct {
 	nsInit int
 	// pendingCG is the cgroup being made beside the plan; launch takes it.
 	pendingCG pendingGroup
-	// ping is the egress proxy's answer, asked beside the plan
-	// (net_linux.go).
+	// ping is the egress proxy's answer, asked beside the plan, and net
+	// what the start trace needs of the served network (net_linux.go).
 	ping pendingPing
+	net  netRun
 }
 
 // pendingGroup is a cgroup being made (startGroup); nil when the run asks
@@ -301,6 +302,7 @@ func (r *run) wait(ctx context.Context, cmd *exec.Cmd) (Result, error) {
 		return Result{}, errs.Wrap(errs.Unavailable, ctx.Err(), "run: cancelled")
 	}
 	starttrace.Since("box-run", r.execAt)
+	r.traceNet()
 	// Whatever the command left behind goes with it.
 	endClean := starttrace.Begin("box-teardown")
 	r.cleanup(cmd)

@@ -6,6 +6,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/starttrace"
 	"github.com/airlock-run/airlock/sandbox/boxconf"
 	"github.com/airlock-run/airlock/sandbox/landlock"
 )
@@ -50,7 +51,8 @@ func (p *planner) planListen(ex *pinned) error {
 	}
 	p.box.netHost = os.NewFile(uintptr(fds[0]), "egress-listen")
 	fd := p.file(os.NewFile(uintptr(fds[1]), "egress-listen-box"), true)
-	p.listen = &boxconf.Listen{FD: fd, HTTPPort: boxHTTPPort, SOCKSPort: boxSOCKSPort, Exe: boxInitPath, ConnectExe: boxConnPath}
+	p.listen = &boxconf.Listen{FD: fd, HTTPPort: boxHTTPPort, SOCKSPort: boxSOCKSPort, Exe: boxInitPath, ConnectExe: boxConnPath,
+		Trace: starttrace.On()}
 	return nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -30,6 +32,9 @@ type Host struct {
 
 	mu     sync.Mutex
 	closed bool
+	// began and sent are the exec step's times, when it traces
+	// (CLOCK_MONOTONIC nanoseconds); read after done.
+	began, sent int64
 }
 
 // Handed-out listeners in the order the exec step sends them, and the
@@ -142,10 +147,11 @@ func (h *Host) take() ([2]net.Listener, error) {
 			}
 		}
 	}()
+	times, words := strings.CutPrefix(string(buf[:n]), listenWords)
 	switch {
 	case n == 0 && len(fds) == 0:
 		return lns, errors.New("the box ended before it sent them")
-	case string(buf[:n]) != listenWords || len(fds) != 2 || flags&(unix.MSG_CTRUNC|unix.MSG_TRUNC) != 0:
+	case !words || !h.times(times) || len(fds) != 2 || flags&(unix.MSG_CTRUNC|unix.MSG_TRUNC) != 0:
 		return lns, fmt.Errorf("a message of %d bytes with %d descriptors is not the listeners", n, len(fds))
 	}
 	for i, fd := range fds {
@@ -168,6 +174,37 @@ func (h *Host) take() ([2]net.Listener, error) {
 		lns[i] = ln
 	}
 	return lns, nil
+}
+
+// times reads what follows the words: nothing, or the exec step's " BEGAN
+// SENT" (boxconf.Listen.Trace).
+func (h *Host) times(rest string) bool {
+	if rest == "" {
+		return true
+	}
+	f := strings.Fields(rest)
+	if len(f) != 2 || rest[0] != ' ' {
+		return false
+	}
+	b, err1 := strconv.ParseInt(f[0], 10, 64)
+	s, err2 := strconv.ParseInt(f[1], 10, 64)
+	if err1 != nil || err2 != nil || b <= 0 || s < b {
+		return false
+	}
+	h.began, h.sent = b, s
+	return true
+}
+
+// BoxTimes reports, once the box has handed its listeners out, when its exec
+// step began and when it sent them (CLOCK_MONOTONIC nanoseconds), if it was
+// asked to trace (boxconf.Listen.Trace); ok is false otherwise.
+func (h *Host) BoxTimes() (began, sent int64, ok bool) {
+	select {
+	case <-h.done:
+	default:
+		return 0, 0, false
+	}
+	return h.began, h.sent, h.began > 0
 }
 
 // checkListener makes sure fd is a listening IPv4 TCP socket on loopback:

@@ -78,10 +78,12 @@ func TestHostServesHandedOutListeners(t *testing.T) {
 		name   string
 		models bool
 		serve  func(net.Listener, string) error
+		times  string
 	}{
-		{"over the socket", false, nil},
-		{"over the socket, with models", true, nil},
-		{"the proxy's own accept loop", false, px.ServeBox},
+		{"over the socket", false, nil, ""},
+		{"over the socket, with models", true, nil, ""},
+		{"the proxy's own accept loop", false, px.ServeBox, ""},
+		{"with the exec step's times", false, px.ServeBox, " 5 9"},
 	} {
 		models := tc.models
 		host, box := pair(t)
@@ -98,7 +100,7 @@ func TestHostServesHandedOutListeners(t *testing.T) {
 		}
 		hl, httpAddr := tcpListener(t, [4]byte{127, 0, 0, 1})
 		sl, socksAddr := tcpListener(t, [4]byte{127, 0, 0, 1})
-		if err := unix.Sendmsg(int(box.Fd()), []byte(listenWords), unix.UnixRights(hl, sl), nil, 0); err != nil {
+		if err := unix.Sendmsg(int(box.Fd()), []byte(listenWords+tc.times), unix.UnixRights(hl, sl), nil, 0); err != nil {
 			t.Fatal(err)
 		}
 		// The exec step closes its own copies before the command runs.
@@ -142,6 +144,10 @@ func TestHostServesHandedOutListeners(t *testing.T) {
 		}
 		d.Close()
 
+		began, sent, ok := h.BoxTimes()
+		if ok != (tc.times != "") || (ok && (began != 5 || sent != 9)) {
+			t.Errorf("%s: the exec step's times read as %d %d %v", tc.name, began, sent, ok)
+		}
 		h.Close()
 		for _, a := range []string{httpAddr, socksAddr} {
 			if c, err := net.Dial("tcp", a); err == nil {
@@ -170,6 +176,9 @@ func TestHostRefusesWhatIsNotTheListeners(t *testing.T) {
 		{"one listener", listenWords, func(t *testing.T) []int { return []int{loop(t)} }},
 		{"three listeners", listenWords, func(t *testing.T) []int { return []int{loop(t), loop(t), loop(t)} }},
 		{"other words", "socks http", func(t *testing.T) []int { return []int{loop(t), loop(t)} }},
+		{"longer words", listenWords + "x", func(t *testing.T) []int { return []int{loop(t), loop(t)} }},
+		{"times that are not numbers", listenWords + " 1 x", func(t *testing.T) []int { return []int{loop(t), loop(t)} }},
+		{"one time", listenWords + " 1", func(t *testing.T) []int { return []int{loop(t), loop(t)} }},
 		{"no descriptors", listenWords, func(t *testing.T) []int { return nil }},
 		{"a listener on every address", listenWords, func(t *testing.T) []int {
 			fd, _ := tcpListener(t, [4]byte{})

@@ -85,6 +85,7 @@ type Walls struct {
 //
 //	host ──one byte: 'm' (the proxy serves models) or '-'──▶ exec step
 //	host ◀──"http socks" with both listeners as SCM_RIGHTS── exec step
+//	        (then " BEGAN SENT" when Trace is set)
 //
 // The host writes its byte before bubblewrap starts, so the exec step never
 // waits on it. The exec step closes its listeners and FD before it executes
@@ -97,6 +98,9 @@ type Listen struct {
 	// Exe and ConnectExe are the airlock binary inside the box, as in Net.
 	Exe        string `json:"exe"`
 	ConnectExe string `json:"connect_exe"`
+	// Trace asks the exec step to add to its words when it began and when
+	// it sent (CLOCK_MONOTONIC nanoseconds), for airlock's start trace.
+	Trace bool `json:"trace,omitempty"`
 }
 
 // ListenModels and ListenPlain are the host's byte on a Listen socket.

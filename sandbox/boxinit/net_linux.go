@@ -4,6 +4,7 @@ package boxinit
 
 import (
 	"fmt"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -23,6 +24,7 @@ const listenBacklog = 4096
 // the backlog) and only airlock on the host holds them. It returns the
 // environment that points the box's programs at them.
 func handOutListeners(l *boxconf.Listen) (env []string, err error) {
+	began := monotonic()
 	defer unix.Close(l.FD)
 	// The host's byte was written before bubblewrap started.
 	var b [1]byte
@@ -43,7 +45,11 @@ func handOutListeners(l *boxconf.Listen) (env []string, err error) {
 		}
 		fds = append(fds, fd)
 	}
-	if err := unix.Sendmsg(l.FD, []byte("http socks"), unix.UnixRights(fds...), nil, 0); err != nil {
+	words := "http socks"
+	if l.Trace {
+		words += " " + strconv.FormatInt(began, 10) + " " + strconv.FormatInt(monotonic(), 10)
+	}
+	if err := unix.Sendmsg(l.FD, []byte(words), unix.UnixRights(fds...), nil, 0); err != nil {
 		return nil, fmt.Errorf("egress listeners: hand them to airlock: %v", err)
 	}
 	env = forward.Env(l.HTTPPort, l.SOCKSPort, l.Exe, l.ConnectExe)
@@ -70,4 +76,12 @@ func loopbackListener(port int) (int, error) {
 		return -1, fmt.Errorf("egress listeners: listen on 127.0.0.1:%d: %v", port, err)
 	}
 	return fd, nil
+}
+
+// monotonic is CLOCK_MONOTONIC in nanoseconds, the clock the host shares
+// with the box (a box has no time namespace of its own).
+func monotonic() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
 }
