@@ -46,8 +46,8 @@ type tierRunner interface {
 var tierRunners = map[sandbox.Tier]func(*sandbox.Box) tierRunner{
 	sandbox.Tier0: func(*sandbox.Box) tierRunner { return unconfined{} },
 	// bubblewrap starts the command itself, or airlock's init as the box's
-	// PID 1 (a box with network, or a bubblewrap without --ro-bind-fd):
-	// the box's shape, which its plan decided.
+	// PID 1 (a bubblewrap without --ro-bind-fd, or a box with network on a
+	// kernel without Landlock): the box's shape, which its plan decided.
 	sandbox.Tier1: func(b *sandbox.Box) tierRunner {
 		if b.Direct() {
 			return &bwrapDirect{}

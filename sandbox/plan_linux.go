@@ -950,11 +950,11 @@ func (b *Box) CheckCommand(name string) error {
 // stays, and so does everything a program changes through system calls
 // rather than /proc files (prctl(PR_SET_NAME) for its name; writing
 // /proc/self/comm or oom_score_adj answers EROFS). airlock's own process in
-// the box, the init that is PID 1 when the box has a network, is not
+// the box, the init that is PID 1 where a box has one (see Box), is not
 // dumpable: its /proc entries belong to the namespace's owner and answer
 // EACCES to the box, which holds no CAP_SYS_PTRACE; a mount over /proc/1
 // would add nothing (its threads are reachable as /proc/TID anyway). In a
-// box without network PID 1 is bubblewrap's reaper, under the same filter
+// box without an init PID 1 is bubblewrap's reaper, under the same filter
 // as the command.
 func procCover() []string {
 	args := []string{"--tmpfs", "/proc/sys"}
