@@ -118,6 +118,14 @@ func withNet(t *testing.T, tc tierCase, spec sandbox.Spec) sandbox.Spec {
 	if !tc.net {
 		return spec
 	}
+	_, spec.Net = netProxy(t)
+	return spec
+}
+
+// netProxy starts an egress proxy that refuses every destination, and
+// returns it with the NetSpec that reaches it through its socket.
+func netProxy(t *testing.T) (*egress.Proxy, *sandbox.NetSpec) {
+	t.Helper()
 	token, err := wire.NewToken()
 	if err != nil {
 		t.Fatal(err)
@@ -132,8 +140,7 @@ func withNet(t *testing.T, tc tierCase, spec sandbox.Spec) sandbox.Spec {
 	}
 	go px.Serve(ln)
 	t.Cleanup(func() { px.Close(); ln.Close(); os.RemoveAll(dir) })
-	spec.Net = &sandbox.NetSpec{ProxySocket: path, Token: token}
-	return spec
+	return px, &sandbox.NetSpec{ProxySocket: path, Token: token}
 }
 
 func sorted(l []string) []string {

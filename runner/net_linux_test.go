@@ -51,21 +51,8 @@ func TestNetBoxWithoutInit(t *testing.T) {
 // handed to the proxy's socket, or accepted by the proxy itself (own).
 func netBoxWithoutInit(t *testing.T, own bool) {
 	spec := baseSpec(t)
-	token, err := wire.NewToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	px, err := egress.New(egress.Options{Box: "test", Token: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, path, dir, err := egress.Listen("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go px.Serve(ln)
-	t.Cleanup(func() { px.Close(); ln.Close(); os.RemoveAll(dir) })
-	spec.Net = &sandbox.NetSpec{ProxySocket: path, Token: token}
+	var px *egress.Proxy
+	px, spec.Net = netProxy(t)
 	if own {
 		spec.Net.Serve = px.ServeBox
 	}
@@ -115,7 +102,8 @@ func netBoxWithoutInit(t *testing.T, own bool) {
 // never starts: the check runs on the host before bubblewrap.
 func TestNetBoxRefusedByProxy(t *testing.T) {
 	requireTier1(t)
-	spec := withNet(t, tierCase{tier: sandbox.Tier1, net: true}, baseSpec(t))
+	spec := baseSpec(t)
+	_, spec.Net = netProxy(t)
 	other, err := wire.NewToken()
 	if err != nil {
 		t.Fatal(err)

@@ -230,15 +230,27 @@ func TestHostRefusesWhatIsNotTheListeners(t *testing.T) {
 			return []int{loop(t), int(f.Fd())}
 		}},
 	}
+	// served is a Host on a fresh pair whose byte the box has read.
+	served := func(t *testing.T) (*Host, *os.File) {
+		host, box := pair(t)
+		h, err := ServeHost(host, Config{Socket: socket, Token: token}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(h.Close)
+		hostWord(t, box)
+		return h, box
+	}
+	ended := func(t *testing.T, h *Host, why string) {
+		select {
+		case <-h.done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the host still waits " + why)
+		}
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			host, box := pair(t)
-			h, err := ServeHost(host, Config{Socket: socket, Token: token}, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer h.Close()
-			hostWord(t, box)
+			h, box := served(t)
 			fds := tc.fds(t)
 			var oob []byte
 			if len(fds) > 0 {
@@ -247,30 +259,16 @@ func TestHostRefusesWhatIsNotTheListeners(t *testing.T) {
 			if err := unix.Sendmsg(int(box.Fd()), []byte(tc.words), oob, nil, 0); err != nil {
 				t.Fatal(err)
 			}
-			select {
-			case <-h.done:
-			case <-time.After(30 * time.Second):
-				t.Fatal("the host still waits after a message that is not the listeners")
-			}
+			ended(t, h, "after a message that is not the listeners")
 			if h.f.http != nil || h.f.socks != nil {
 				t.Fatal("the host serves what is not the two loopback listeners")
 			}
 		})
 	}
 	t.Run("the box ends without sending", func(t *testing.T) {
-		host, box := pair(t)
-		h, err := ServeHost(host, Config{Socket: socket, Token: token}, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer h.Close()
-		hostWord(t, box)
+		h, box := served(t)
 		box.Close()
-		select {
-		case <-h.done:
-		case <-time.After(30 * time.Second):
-			t.Fatal("the host still waits for a box that has ended")
-		}
+		ended(t, h, "for a box that has ended")
 	})
 	t.Run("an invalid token", func(t *testing.T) {
 		host, _ := pair(t)
