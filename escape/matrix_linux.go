@@ -671,9 +671,15 @@ func runBoxed(ctx context.Context, w *world, a attempt, exe string, m MechanismS
 			s.Env = append(s.Env, w.naiveEnv()...)
 		}
 	}
+	// The attack tool is the airlock binary, bound read-only into the box
+	// at its own path: the box's in-box code may be airlock-box, which
+	// has no attacks in it.
 	tool := exe
 	if m.Tier >= 1 {
-		tool = sandbox.InitPath
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			tool = real
+		}
+		s.Read = append(s.Read, tool)
 	}
 	var buf lockedBuffer
 	res, err := runner.Run(ctx, exe, runner.Request{

@@ -303,6 +303,7 @@ func (p *planner) execWall(wdReal string) (execArgs []string, err error) {
 		p.box.config.Walls = walls
 		return nil, nil
 	}
+	walls.Proto = boxconf.Fingerprint() // the exec step's only configuration
 	data, err := json.Marshal(walls)
 	if err != nil {
 		return nil, err
@@ -349,11 +350,19 @@ func (p *planner) execList(es *ExecSpec, wdReal string, abi int) (*boxconf.Exec,
 		paths = append(paths, "/tmp", "/var/tmp", "/dev/shm")
 	}
 	if p.spec.Net != nil && proxyCommandUsers(es.Programs) {
-		// git's and ssh's proxy command is airlock itself
-		// (airlock-connect). It is the same file as the box's init, so
-		// the rule lets the box run airlock's other modes too: it is
-		// given only to a list that has a program needing it.
+		// git's and ssh's proxy command is the box's in-box code
+		// (airlock-connect), the same file as its init, so the rule lets
+		// the box run that file's other modes too: it is given only to a
+		// list that has a program needing it. With airlock-box those are
+		// the in-box modes alone, each of which needs descriptors only
+		// airlock hands the box's init; with the airlock binary, they
+		// are all of airlock's.
 		paths = append(paths, boxInitPath, boxConnPath)
+		if p.smallInit {
+			p.box.Notes = append(p.box.Notes, "proxy command: the exec wall lets git and ssh run "+BoxBinary+" as their proxy command, which holds only the in-box code (init, exec step, airlock-connect), not the airlock binary and its other modes")
+		} else {
+			p.box.Notes = append(p.box.Notes, "proxy command: the exec wall lets git and ssh run the airlock binary as their proxy command, and so the box may run airlock's other modes (put "+BoxBinary+" beside airlock to narrow this to the in-box code)")
+		}
 	}
 	what := "only the programs the policy lists (and their loaders and helpers)"
 	if es.RunWritten {

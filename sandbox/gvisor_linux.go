@@ -487,15 +487,11 @@ func planGVisor(b *Box, spec Spec, exe string) error {
 		{ociMount{Destination: "/run", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=755"}}, 0},
 	}
 
-	// The airlock binary, read-only and never from a writable directory
-	// (CVE-2019-5736).
-	ex, err := pin(exe, p.writable)
+	// The in-box code (airlock-box, else the airlock binary), read-only
+	// and never from a writable directory (CVE-2019-5736).
+	ex, err := p.pinInit(exe)
 	if err != nil {
-		return errs.Wrap(errs.Unavailable, err, "sandbox: airlock binary")
-	}
-	if w := withinAny(ex.real, p.writable); w != "" && spec.Writable {
-		ex.f.Close()
-		return p.refuse(exe, "the airlock binary lies inside the writable directory "+w+"; install it elsewhere")
+		return err
 	}
 	p.bindFD(ex, boxInitPath, false, 2)
 

@@ -24,8 +24,10 @@ import (
 // Paths inside the box that airlock itself uses. /run is the box's own
 // tmpfs, so nothing here touches the host.
 const (
-	// InitPath is where the airlock binary is inside the box (read-only);
-	// the box's programs may run it, for instance as a proxy command.
+	// InitPath is where the in-box code is inside the box (read-only):
+	// airlock-box when it lies beside the airlock binary and passes the
+	// checks of initbin_linux.go, else the airlock binary itself. The
+	// box's programs may run it, for instance as a proxy command.
 	InitPath     = "/run/airlock/airlock"
 	boxInitPath  = InitPath
 	boxProxyPath = "/run/airlock/egress.sock"
@@ -126,6 +128,7 @@ type Box struct {
 	options []string   // bubblewrap's options (Fingerprint)
 	control *os.File   // a warm box's control socket (warm_linux.go)
 	watch   *repoWatch // repositories known at plan time (gitprot_linux.go)
+	initBin string     // the host file bound at InitPath (initbin_linux.go)
 }
 
 // Stub is a placeholder made for a protected path that did not exist.
@@ -174,6 +177,7 @@ func (b *Box) SendConfig(argv []string) error {
 	}
 	c := b.config
 	c.Argv = argv
+	c.Proto = boxconf.Fingerprint()
 	if b.gv != nil {
 		c.Argv = b.gv.argv(argv) // tier 2: HOME made first (gvisor_linux.go)
 	}
@@ -427,6 +431,9 @@ type planner struct {
 	// mounted at /dev/mqueue for the init to empty after every call, and
 	// its root read-only, as nothing of it is brought back between calls.
 	warm bool
+	// smallInit: the box's in-box code is airlock-box, not the airlock
+	// binary (initbin_linux.go).
+	smallInit bool
 }
 
 func (p *planner) file(f *os.File, child bool) int {
@@ -696,16 +703,12 @@ func (p *planner) plan(exe string) error {
 		p.ops = append(p.ops, op{dest: "/dev/mqueue", args: []string{"--mqueue", "/dev/mqueue"}})
 	}
 
-	// The airlock binary, read-only, never from a writable directory
-	// (CVE-2019-5736: a box that can write the runtime's binary owns the
-	// next run).
-	ex, err := pin(exe, p.writable)
+	// The in-box code (airlock-box, else the airlock binary), read-only,
+	// never from a writable directory (CVE-2019-5736: a box that can
+	// write the runtime's binary owns the next run).
+	ex, err := p.pinInit(exe)
 	if err != nil {
-		return errs.Wrap(errs.Unavailable, err, "sandbox: airlock binary")
-	}
-	if w := withinAny(ex.real, p.writable); w != "" && spec.Writable {
-		ex.f.Close()
-		return p.refuse(exe, "the airlock binary lies inside the writable directory "+w+"; install it elsewhere")
+		return err
 	}
 	p.bindFD(ex, boxInitPath, false, 2)
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # fleet.sh starts a fleet on this machine — airlock-server and two nodes
-# (airlock-node, which scripts/setup.sh builds beside airlock), one at sandbox
+# (airlock-node, which scripts/setup.sh builds beside airlock with the
+# airlock-box their boxes run inside), one at sandbox
 # tier 1 and one without a sandbox — runs jobs through it, shows
 # where each ran, and stops everything. State lives in a directory of its own
 # (FLEET_DIR, default a new temporary one), so it never touches a real fleet.

@@ -11,7 +11,7 @@ go vet ./...
 # airlock ships for linux/amd64 and linux/arm64, and the mediator alone
 # (tier 0) elsewhere: every platform must at least build, the node too.
 for target in linux/arm64 darwin/arm64; do
-	for cmd in airlock airlock-node; do
+	for cmd in airlock airlock-box airlock-node; do
 		GOOS=${target%/*} GOARCH=${target#*/} go build -o /dev/null ./cmd/$cmd || { echo "build of $cmd for $target failed" >&2; exit 1; }
 	done
 done

@@ -1,9 +1,10 @@
 // Command airlock-node is `airlock node`: a node of the fleet, which links
 // the Temporal SDK. It is a binary of its own so that the airlock binary,
 // which every `airlock run`, its guard and every box's init start, never
-// carries the SDK; `airlock node` hands its arguments here. Its own boxes'
-// init is this binary, so a node's boxes never run an init of another
-// build than the planner that made their plan.
+// carries the SDK; `airlock node` hands its arguments here. Its own boxes
+// run the airlock-box beside it (scripts/setup.sh builds both), else this
+// binary; either refuses a plan of another build's protocol
+// (boxconf.Fingerprint).
 package main
 
 import (

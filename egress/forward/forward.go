@@ -8,7 +8,8 @@
 // also serves the hidden `__airlock-connect HOST PORT` mode that git and ssh
 // use as a ProxyCommand.
 //
-// Only sandbox/boxinit, cmd/airlock (for the hidden mode) and tests import it.
+// Only sandbox/boxinit, the binaries that run in a box (cmd/airlock-box,
+// cmd/airlock and cmd/airlock-node, for the hidden mode) and tests import it.
 package forward
 
 import (

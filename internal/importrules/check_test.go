@@ -99,12 +99,23 @@ var ioPackages = []string{
 // depRules are "package P must not depend on Q" for packages outside the
 // module, where the table cannot reach. A direct rule counts only P's own
 // imports; the others count everything P links.
-var depRules = []struct {
+type depRule struct {
 	who    func(name string, r row) bool
 	banned string
 	direct bool
 	why    string
-}{
+}
+
+// in reports whether list holds the rule's banned package, or one under
+// it; an airlock package is banned alone (sandbox, not sandbox/boxinit).
+func (d depRule) in(list []string) bool {
+	if strings.HasPrefix(d.banned, module+"/") {
+		return slices.Contains(list, d.banned)
+	}
+	return hasPrefixIn(list, d.banned)
+}
+
+var depRules = append([]depRule{
 	{func(_ string, r row) bool { return r.layer < jobs }, "go.temporal.io/sdk", false,
 		"only jobs and the layers above it reach Temporal"},
 	{func(p string, r row) bool { return p != "jobs" && !strings.HasPrefix(p, "jobs/") && r.layer != tests },
@@ -113,6 +124,38 @@ var depRules = []struct {
 		"go.temporal.io/server", false, "only jobs/server imports the Temporal server, and only airlock-server links it (the airlock binary never carries it)"},
 	{func(p string, _ row) bool { return slices.Contains(temporalFree, p) }, "go.temporal.io", false,
 		"the airlock binary links no Temporal package, since every `airlock run`, its guard and every box's init pay for what it links: the node is airlock-node and the server airlock-server (internal/fleetcli), and the CLI's HTTP clients read jobs/wire and api/wire"},
+}, boxDepRules()...)
+
+// boxBinary is the in-box binary: every box starts it, so it pays for
+// each package it links; boxBanned is what it must not link, checked
+// against its whole closure (go list -deps).
+const boxBinary = "cmd/airlock-box"
+
+var boxBanned = []struct{ pkg, what string }{
+	{"net/http", "the HTTP stack (the CONNECT answer is read exactly by egress/forward)"},
+	{"crypto/tls", "TLS"},
+	{module + "/policy", "the policy"},
+	{module + "/mediator", "the mediator"},
+	{module + "/runner", "the runner"},
+	{module + "/sandbox", "the host planner"},
+	{module + "/audit", "the audit log"},
+	{module + "/egress", "the egress proxy (only its in-box half, egress/forward)"},
+	{module + "/internal/cli", "the CLI"},
+	{module + "/escape", "the escape matrix"},
+	{"modernc.org/sqlite", "SQLite"},
+	{"modernc.org/libc", "SQLite's C runtime"},
+	{"github.com/modelcontextprotocol/go-sdk", "the MCP SDK"},
+	{"go.temporal.io", "Temporal"},
+	{"encoding/gob", "gob"},
+}
+
+// boxDepRules are boxBanned as depRules.
+func boxDepRules() (out []depRule) {
+	for _, b := range boxBanned {
+		out = append(out, depRule{who: func(p string, _ row) bool { return p == boxBinary }, banned: b.pkg,
+			why: "airlock-box, which every box starts, links only the in-box code (sandbox/boxinit, egress/forward), not " + b.what})
+	}
+	return out
 }
 
 // temporalFree are the packages of the airlock binary that must link no
@@ -151,9 +194,9 @@ func violations(pkgs map[string]*pkg, tab map[string]row) []violation {
 		for _, d := range depRules {
 			switch {
 			case !d.who(name, r):
-			case hasPrefixIn(p.AllImports, d.banned):
+			case d.in(p.AllImports):
 				add(name, "", "imports %s: %s", d.banned, d.why)
-			case !d.direct && hasPrefixIn(p.Deps, d.banned):
+			case !d.direct && d.in(p.Deps):
 				add(name, "", "depends on %s: %s", d.banned, d.why)
 			}
 		}

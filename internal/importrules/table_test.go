@@ -130,6 +130,7 @@ var table = map[string]row{
 	// mains
 	"cmd/airlock":        {layer: mains, may: []string{"egress/forward", "escape", "internal/cli", "internal/starttrace", "sandbox", "sandbox/boxinit"}},
 	"cmd/airlock-node":   {layer: mains, may: []string{"egress/forward", "escape", "internal/cli", "internal/fleetcli", "sandbox", "sandbox/boxinit"}},
+	"cmd/airlock-box":    {layer: mains, may: []string{"egress/forward", "sandbox/boxinit"}}, // the in-box binary: see boxBanned
 	"cmd/airlock-server": {layer: mains, may: []string{"internal/cli", "internal/fleetcli", "jobs/server"}},
 
 	// tests

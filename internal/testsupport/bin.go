@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,14 +19,31 @@ const module = "github.com/airlock-run/airlock"
 // built is the binary AirlockBin built for this test process, once;
 // builtNode NodeBin's.
 var (
-	built     = sync.OnceValues(func() (string, error) { return build("./cmd/airlock", "airlock") })
-	builtNode = sync.OnceValues(func() (string, error) { return build("./cmd/airlock-node", "airlock-node") })
+	built     = sync.OnceValues(func() (string, error) { return buildWithBox("./cmd/airlock", "airlock") })
+	builtNode = sync.OnceValues(func() (string, error) { return buildWithBox("./cmd/airlock-node", "airlock-node") })
+	builtBox  = sync.OnceValues(func() (string, error) { return build("./cmd/airlock-box", BoxBinary, "") })
 )
 
+// buildWithBox builds pkg as name and airlock-box beside it, as
+// scripts/setup.sh does: the boxes that binary plans run that one inside.
+func buildWithBox(pkg, name string) (string, error) {
+	bin, err := build(pkg, name, "")
+	if err == nil {
+		_, err = build("./cmd/airlock-box", BoxBinary, filepath.Dir(bin))
+	}
+	return bin, err
+}
+
+// BoxBinary is the in-box binary's name (sandbox.BoxBinary; this package
+// imports no airlock package).
+const BoxBinary = "airlock-box"
+
 // AirlockBin returns the airlock binary the test runs: $AIRLOCK_BIN when set
-// (scripts/test.sh builds it once for every package), else one built from
-// this checkout's cmd/airlock, once per test binary. A build that fails
-// fails the test: a test that needs the binary proves nothing without it.
+// (scripts/test.sh builds it once for every package, with airlock-box
+// beside it), else one built from this checkout's cmd/airlock, once per
+// test binary, with cmd/airlock-box built beside it (the boxes it plans run
+// that one inside). A build that fails fails the test: a test that needs
+// the binary proves nothing without it.
 func AirlockBin(t testing.TB) string {
 	t.Helper()
 	if b := binFromEnv(t, "AIRLOCK_BIN", "airlock"); b != "" {
@@ -42,7 +60,7 @@ func AirlockBin(t testing.TB) string {
 // Temporal SDK) the test runs: $AIRLOCK_NODE_BIN when set, else the
 // airlock-node beside AirlockBin's binary (scripts/setup.sh builds both),
 // else one built from this checkout's cmd/airlock-node, once per test
-// binary.
+// binary, with airlock-box beside it.
 func NodeBin(t testing.TB) string {
 	t.Helper()
 	if b := binFromEnv(t, "AIRLOCK_NODE_BIN", "airlock-node"); b != "" {
@@ -55,6 +73,23 @@ func NodeBin(t testing.TB) string {
 	bin, err := builtNode()
 	if err != nil {
 		t.Fatalf("build airlock-node: %v", err)
+	}
+	return bin
+}
+
+// BoxBin returns an airlock-box binary (cmd/airlock-box, built without
+// cgo as scripts/setup.sh builds it): the one beside AirlockBin's binary,
+// else one built from this checkout into a directory of its own, once per
+// test binary.
+func BoxBin(t testing.TB) string {
+	t.Helper()
+	beside := filepath.Join(filepath.Dir(AirlockBin(t)), BoxBinary)
+	if st, err := os.Stat(beside); err == nil && st.Mode().IsRegular() {
+		return beside
+	}
+	bin, err := builtBox()
+	if err != nil {
+		t.Fatalf("build %s: %v", BoxBinary, err)
 	}
 	return bin
 }
@@ -73,20 +108,26 @@ func binFromEnv(t testing.TB, key, name string) string {
 	return b
 }
 
-// build compiles pkg (./cmd/airlock, ./cmd/airlock-node) as name into a
-// fresh temporary directory.
-func build(pkg, name string) (string, error) {
+// build compiles pkg (./cmd/airlock, ./cmd/airlock-node, ./cmd/airlock-box)
+// as name into dir, "" for a fresh temporary directory. airlock-box is
+// built without cgo, as scripts/setup.sh builds it: a static binary starts
+// in half the time of one the dynamic loader must link first.
+func build(pkg, name, dir string) (string, error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return "", err
 	}
-	dir, err := os.MkdirTemp("", "airlock-test-bin-")
-	if err != nil {
-		return "", err
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "airlock-test-bin-"); err != nil {
+			return "", err
+		}
 	}
 	bin := filepath.Join(dir, name)
 	cmd := exec.Command("go", "build", "-o", bin, pkg)
 	cmd.Dir = root
+	if name == BoxBinary {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build %s in %s: %v\n%s", pkg, root, err, out)
 	}
@@ -126,4 +167,30 @@ func isModule(path string) bool {
 		}
 	}
 	return false
+}
+
+// CopyBin copies the binary src to dst (which must not exist) with mode,
+// past the umask: for tests that put a binary where what lies beside it
+// is theirs to choose.
+func CopyBin(t testing.TB, src, dst string, mode os.FileMode) {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dst, mode); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -39,6 +39,8 @@ type Config struct {
 	// and everything it starts. Nil means none (the kernel has no
 	// Landlock).
 	Walls *Walls `json:"walls,omitempty"`
+	// Proto is the host's Fingerprint; the init refuses another.
+	Proto string `json:"proto"`
 }
 
 // Walls are the Landlock rules of a box.
@@ -73,6 +75,9 @@ type Walls struct {
 	Ptrace  bool `json:"ptrace,omitempty"`
 	// SetGID is the filter's set-group-ID option (Config.SetGID).
 	SetGID bool `json:"setgid,omitempty"`
+	// Proto is the host's Fingerprint, set when the walls are the exec
+	// step's only configuration (FlagExecWall); the step refuses another.
+	Proto string `json:"proto,omitempty"`
 }
 
 // Exec is the exec allowlist the in-box init applies with Landlock before

@@ -224,6 +224,9 @@ func readConfig(fd int) (boxconf.Config, error) {
 	if err := json.Unmarshal(data, &cfg); err != nil {
 		return cfg, fmt.Errorf("config: %v", err)
 	}
+	if err := sameProtocol(cfg.Proto); err != nil {
+		return cfg, err
+	}
 	for _, p := range cfg.Pins {
 		var s unix.Stat_t
 		if err := unix.Lstat(p.Path, &s); err != nil {
@@ -234,6 +237,17 @@ func readConfig(fd int) (boxconf.Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// sameProtocol refuses a configuration planned by another build: the
+// host's airlock and this in-box code must read the protocol alike, or a
+// field this build does not know (a wall) would be dropped unseen.
+func sameProtocol(proto string) error {
+	if proto == boxconf.Fingerprint() {
+		return nil
+	}
+	exe, _ := os.Executable()
+	return fmt.Errorf("the in-box code %s is of another build than the airlock that planned this box (protocol %q, this one %q); nothing ran: build airlock-box again beside airlock (scripts/setup.sh does both)", exe, proto, boxconf.Fingerprint())
 }
 
 func closeRangeExec() error {

@@ -17,6 +17,9 @@ func configFD(t *testing.T, cfg boxconf.Config) int {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cfg.Proto == "" {
+		cfg.Proto = boxconf.Fingerprint()
+	}
 	data, _ := json.Marshal(cfg)
 	w.Write(data)
 	w.Close()
@@ -48,6 +51,15 @@ func TestRunRefusesASwappedBind(t *testing.T) {
 				t.Errorf("got %+v, want nothing started and an error containing %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestRunRefusesAnotherProtocol: a configuration planned by another build
+// (another Fingerprint) starts nothing.
+func TestRunRefusesAnotherProtocol(t *testing.T) {
+	got := run(configFD(t, boxconf.Config{Argv: []string{"/bin/true"}, Proto: "0123"}), nil)
+	if got.Started || !strings.Contains(got.Error, "of another build") {
+		t.Errorf("got %+v, want nothing started and the protocol named", got)
 	}
 }
 

@@ -1,9 +1,11 @@
-// Package boxinit is the code that runs inside the box: airlock's own binary,
-// re-executed by bubblewrap in a hidden mode, sets up what must be done from
+// Package boxinit is the code that runs inside the box: the small
+// airlock-box binary (cmd/airlock-box) or, where there is none beside it,
+// airlock's own binary re-executed in a hidden mode, sets up what must be done from
 // inside (checking the pinned binds, no_new_privs, seccomp, forwarders,
 // closing descriptors) and then starts the target and waits for it. It is
-// imported only by cmd/airlock (to dispatch the hidden mode) and by tests
-// that re-execute themselves.
+// imported only by the binaries that run in a box (cmd/airlock-box, and
+// cmd/airlock and cmd/airlock-node to dispatch the hidden mode) and by
+// tests that re-execute themselves.
 //
 // The host side talks to it only through sandbox/boxconf: a configuration
 // pipe in, a status pipe out.

@@ -63,6 +63,9 @@ func execWall(args []string) int {
 	if err == nil {
 		err = json.Unmarshal(data, &w)
 	}
+	if err == nil {
+		err = sameProtocol(w.Proto)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "airlock: box: landlock walls: read them: %v\n", err)
 		return 125

@@ -1,0 +1,224 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-run/airlock/errs"
+)
+
+// BoxBinary is the name of the small in-box binary (cmd/airlock-box) that
+// the box runs as its init and exec step, and as git's and ssh's proxy
+// command, when it lies beside the airlock binary and only its owner may
+// change it. It links the in-box code alone, so it starts in a fraction of
+// the airlock binary's time, and a box let run its proxy command can run
+// none of airlock's other modes.
+const BoxBinary = "airlock-box"
+
+// boxBin is the decision, made once per airlock binary per process, of
+// what the box runs inside itself: the airlock-box beside exe, held open
+// since it was checked (so no file swapped in later is what gets bound),
+// or nothing, with why the one beside was passed over.
+type boxBin struct {
+	pn   *pinned // nil: the airlock binary itself
+	path string  // the path beside exe
+	why  string  // why pn is nil ("" when there is none beside)
+}
+
+// naiveBoxBin, set only by this package's tests, takes the file beside
+// exe unchecked: the shape the checks below replace, for the attack tests
+// to show a planted file running first.
+var naiveBoxBin bool
+
+var boxBins struct {
+	sync.Mutex
+	m map[string]*boxBin
+}
+
+// boxBinFor is the in-box binary decided for the airlock binary exe.
+func boxBinFor(exe string) *boxBin {
+	boxBins.Lock()
+	defer boxBins.Unlock()
+	if b, ok := boxBins.m[exe]; ok {
+		return b
+	}
+	b := chooseBoxBin(exe)
+	if boxBins.m == nil {
+		boxBins.m = map[string]*boxBin{}
+	}
+	boxBins.m[exe] = b
+	return b
+}
+
+// chooseBoxBin checks the airlock-box beside exe (its links resolved) as
+// airlock checks any program the host runs for it, and the more so as
+// every box runs this one: a regular, executable file, owned by root or
+// this user and writable by no one else, in directories of theirs that no
+// one else may change (a sticky one, like /tmp, excepted above the first),
+// reached by no link in a directory a box may write, and lying neither in
+// or under the working directory nor in a directory a box may write or was
+// let write (hostProgramDirs). Each link's target is held to the same.
+func chooseBoxBin(exe string) *boxBin {
+	real, err := filepath.EvalSymlinks(exe)
+	if err != nil {
+		real = exe
+	}
+	b := &boxBin{path: filepath.Join(filepath.Dir(real), BoxBinary)}
+	if _, err := os.Lstat(b.path); err != nil {
+		return b
+	}
+	_, refused := etcCacheConfig()
+	// The working directory is where a box most often writes; a process
+	// working in / (a service) names no such place, and each box's own
+	// writable places and working directory are weighed at its plan.
+	if wd, err := os.Getwd(); err == nil && resolved(wd) != "/" {
+		refused = append(append([]string(nil), refused...), wd, resolved(wd))
+	}
+	if naiveBoxBin {
+		refused = nil
+	}
+	pn, err := pin(b.path, refused)
+	if err == nil && !naiveBoxBin {
+		err = trustedBoxBin(b.path, pn, refused)
+		if err != nil {
+			pn.f.Close()
+		}
+	}
+	if err != nil {
+		b.why = err.Error()
+		return b
+	}
+	b.pn = pn
+	return b
+}
+
+// trustedBoxBin checks the pinned file and the directories of both its
+// spelled path and its resolved one.
+func trustedBoxBin(path string, pn *pinned, refused []string) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(pn.f.Fd()), &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("%s is not a regular file", pn.real)
+	}
+	if err := ownedOnly(pn.real, st.Uid, st.Mode); err != nil {
+		return err
+	}
+	if st.Mode&0o111 == 0 {
+		return fmt.Errorf("%s is not executable", pn.real)
+	}
+	for _, p := range []string{filepath.Clean(path), pn.real} {
+		if w := withinAny(p, refused); w != "" {
+			return fmt.Errorf("%s lies in %s, the working directory or a directory a box may write", p, w)
+		}
+		if err := ownedDirs(filepath.Dir(p)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ownedOnly refuses what someone other than root or this user owns, or
+// group or others may write.
+func ownedOnly(p string, uid, mode uint32) error {
+	if uid != 0 && int(uid) != os.Geteuid() {
+		return fmt.Errorf("%s is uid %d's, neither root's nor this user's", p, uid)
+	}
+	if mode&0o022 != 0 {
+		return fmt.Errorf("%s may be written by its group or others", p)
+	}
+	return nil
+}
+
+// ownedDirs checks dir and every directory above it with ownedOnly; above
+// the first, a sticky directory (like /tmp) that others may write is let
+// pass, as no one may move another's entry out of it.
+func ownedDirs(dir string) error {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return err
+	}
+	for d, first := filepath.Clean(real), true; ; d, first = filepath.Dir(d), false {
+		var st unix.Stat_t
+		if err := unix.Stat(d, &st); err != nil {
+			return err
+		}
+		mode := st.Mode
+		if !first && mode&unix.S_ISVTX != 0 {
+			mode &^= 0o022
+		}
+		if err := ownedOnly(d, st.Uid, mode); err != nil {
+			return err
+		}
+		if d == "/" {
+			return nil
+		}
+	}
+}
+
+// pinInit pins what the box runs inside itself for the airlock binary exe
+// and says which in the box's notes: the airlock-box beside exe when it
+// passed boxBinFor's checks and lies outside what this box may write, else
+// exe itself. exe is pinned and checked either way: the host runs it too
+// (the guard, tier 2's launcher), and a box that could write it would own
+// the next run.
+func (p *planner) pinInit(exe string) (*pinned, error) {
+	ex, err := pin(exe, p.writable)
+	if err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "sandbox: airlock binary")
+	}
+	if w := withinAny(ex.real, p.writable); w != "" && p.spec.Writable {
+		ex.f.Close()
+		return nil, p.refuse(exe, "the airlock binary lies inside the writable directory "+w+"; install it elsewhere")
+	}
+	b := boxBinFor(exe)
+	why := b.why
+	if b.pn != nil {
+		if w := p.boxMayWrite(b.path, b.pn.real); w != "" && !naiveBoxBin {
+			why = w
+		} else if dup, err := unix.FcntlInt(b.pn.f.Fd(), unix.F_DUPFD_CLOEXEC, 0); err != nil {
+			why = "duplicate its descriptor: " + err.Error()
+		} else {
+			ex.f.Close()
+			p.smallInit = true
+			p.box.initBin = b.pn.real
+			p.box.Notes = append(p.box.Notes, "in-box code: "+BoxBinary+" ("+b.pn.real+"), which runs only the box's init, exec step and proxy command, not the airlock binary")
+			return &pinned{f: os.NewFile(uintptr(dup), b.pn.real), real: b.pn.real, dev: b.pn.dev, ino: b.pn.ino, mode: b.pn.mode}, nil
+		}
+	}
+	p.box.initBin = ex.real
+	if why != "" {
+		p.box.Notes = append(p.box.Notes, "in-box code: the airlock binary itself; "+b.path+" was passed over: "+why)
+	}
+	return ex, nil
+}
+
+// boxMayWrite says which of paths lies where this box may write or works
+// (its working directory, in either spelling), "" when none does.
+func (p *planner) boxMayWrite(paths ...string) string {
+	dirs := append(append([]string(nil), p.writable...), filepath.Clean(p.spec.Workdir), resolved(p.spec.Workdir))
+	for _, x := range paths {
+		if w := withinAny(filepath.Clean(x), dirs); w != "" {
+			return x + " lies in " + w + ", which this box may write or works in"
+		}
+	}
+	return ""
+}
+
+// InitBinary is the file a box planned for the airlock binary exe runs
+// inside itself, and whether it is the small airlock-box: what boxBinFor
+// decided for exe, before any one box's writable directories are weighed.
+func InitBinary(exe string) (path string, small bool) {
+	if b := boxBinFor(exe); b.pn != nil {
+		return b.pn.real, true
+	}
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		return real, false
+	}
+	return exe, false
+}
