@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/airlock-run/airlock/egress"
+	"github.com/airlock-run/airlock/egress/wire"
 )
 
 // sink is a loopback server that, per connection, either sends size bytes
@@ -191,13 +192,21 @@ func bareRelay(tb testing.TB, target string) string {
 }
 
 // BenchmarkConnectSetup measures, in the same run, the time to a first
-// echoed byte over a direct connection and over a new tunnel through
-// forwarder and proxy, setupRounds times each per iteration, alternating,
-// and reports the median added time.
+// echoed byte over a direct connection, over a new tunnel through forwarder
+// and proxy (the way of a box whose init runs the forwarder), and through a
+// listener the proxy accepts on itself (Proxy.ServeBox: a tier-1 box's
+// handed-out listener, one hop fewer), setupRounds times each per
+// iteration, alternating, and reports the median added times.
 func BenchmarkConnectSetup(b *testing.B) {
 	ln := sink(b, 0)
 	s := benchStack(b, ln.Addr().(*net.TCPAddr).Port)
 	target := ln.Addr().String()
+	boxLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go s.proxy.ServeBox(boxLn, wire.ModeHTTP)
+	b.Cleanup(func() { boxLn.Close() })
 	one := []byte{'x'}
 	roundTrip := func(c net.Conn, r io.Reader) {
 		if _, err := c.Write(one); err != nil {
@@ -209,7 +218,7 @@ func BenchmarkConnectSetup(b *testing.B) {
 		}
 		c.Close()
 	}
-	var direct, proxied []time.Duration
+	var direct, proxied, served []time.Duration
 	for b.Loop() {
 		for range setupRounds {
 			t0 := time.Now()
@@ -224,18 +233,27 @@ func BenchmarkConnectSetup(b *testing.B) {
 				b.Fatal(err)
 			}
 			roundTrip(pc, br)
+			t2 := time.Now()
+			sc, sbr, err := tunnel(boxLn.Addr().String(), target)
+			if err != nil {
+				b.Fatal(err)
+			}
+			roundTrip(sc, sbr)
 			direct = append(direct, t1.Sub(t0))
-			proxied = append(proxied, time.Since(t1))
+			proxied = append(proxied, t2.Sub(t1))
+			served = append(served, time.Since(t2))
 		}
 	}
 	median := func(ds []time.Duration) time.Duration {
 		slices.Sort(ds)
 		return ds[len(ds)/2]
 	}
-	md, mp := median(direct), median(proxied)
+	md, mp, ms := median(direct), median(proxied), median(served)
 	b.ReportMetric(float64(md.Microseconds()), "direct-µs")
 	b.ReportMetric(float64(mp.Microseconds()), "proxied-µs")
 	b.ReportMetric(float64((mp - md).Microseconds()), "added-µs")
+	b.ReportMetric(float64(ms.Microseconds()), "served-µs")
+	b.ReportMetric(float64((ms - md).Microseconds()), "served-added-µs")
 }
 
 // setupRounds is how many tunnels each iteration of BenchmarkConnectSetup

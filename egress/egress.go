@@ -289,7 +289,26 @@ var ErrClosed = errors.New("egress: proxy closed")
 
 // Serve accepts connections on ln until ln fails or the Proxy is closed, and
 // serves each. It returns ErrClosed after Close.
-func (p *Proxy) Serve(ln net.Listener) error {
+func (p *Proxy) Serve(ln net.Listener) error { return p.serveOn(ln, p.handle) }
+
+// ServeBox accepts, on one of the box's own forwarder listeners (a loopback
+// port of the box's network namespace that the box handed out to airlock,
+// egress/forward's Host), clients speaking mode's protocol (wire.ModeHTTP or
+// wire.ModeSOCKS) from their first byte, and serves each as a client handed
+// over on the socket would be, with the same decisions and records: the box
+// reaches the proxy through the same port, with one hop fewer. No token is
+// asked: the listener is the box's by construction, and the socket is not
+// there to be reached. It returns ErrClosed after Close.
+func (p *Proxy) ServeBox(ln net.Listener, mode string) error {
+	if mode != wire.ModeHTTP && mode != wire.ModeSOCKS {
+		ln.Close()
+		return fmt.Errorf("egress: no box listener of mode %q", mode)
+	}
+	return p.serveOn(ln, func(c net.Conn) { p.handleBox(c, mode) })
+}
+
+// serveOn is Serve's accept loop, with handle for each connection.
+func (p *Proxy) serveOn(ln net.Listener, handle func(net.Conn)) error {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -324,7 +343,7 @@ func (p *Proxy) Serve(ln net.Listener) error {
 		go func() {
 			defer p.wg.Done()
 			defer p.untrackBox(c)
-			p.handle(c)
+			handle(c)
 		}()
 	}
 }
@@ -456,6 +475,20 @@ func (p *Proxy) handle(c net.Conn) {
 	case wire.ModeHTTP, wire.ModeHTTPFD:
 		p.serveHTTP(cl)
 	default:
+		p.serveSOCKS(cl)
+	}
+	linger(cl.Conn)
+}
+
+// handleBox serves c, accepted on a box's listener (ServeBox), as mode's
+// protocol: what handle does for a client socket passed with mode's "-fd"
+// preamble.
+func (p *Proxy) handleBox(c net.Conn, mode string) {
+	c.SetDeadline(p.o.Now().Add(p.o.HeaderTimeout))
+	cl := newClient(c, nil)
+	if mode == wire.ModeHTTP {
+		p.serveHTTP(cl)
+	} else {
 		p.serveSOCKS(cl)
 	}
 	linger(cl.Conn)

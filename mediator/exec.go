@@ -448,7 +448,7 @@ func (k *Kernel) startEgress(ctx context.Context, p *policy.Policy, call Call, s
 			k.run.warn("egress: the count of refused connections could not be recorded: " + err.Error())
 		}
 	}
-	eg.ns = &sandbox.NetSpec{ProxySocket: path, Token: token}
+	eg.ns = &sandbox.NetSpec{ProxySocket: path, Token: token, Serve: px.ServeBox}
 	return eg, nil
 }
 

@@ -313,8 +313,8 @@ func TestKeptHome(t *testing.T) {
 // TestRootOnAnotherUsersCheckout: airlock as root on a checkout owned by
 // another user runs the box as that user: the box writes the user's files,
 // what it makes belongs to the user, and root's standing (a root-only file
-// in the tree) does not come along. Both shapes: the init's forwarder
-// must reach the egress socket as that user. The box's group is then the
+// in the tree) does not come along. Both shapes: with network the box,
+// as that user, hands its listeners to airlock (root). The box's group is then the
 // user's, so `chmod g+s` works on a directory (set-user-ID stays refused).
 func TestRootOnAnotherUsersCheckout(t *testing.T) {
 	requireTier1(t)

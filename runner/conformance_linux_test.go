@@ -24,9 +24,9 @@ import (
 )
 
 // tierCase is a tier the conformance suite runs, or the reason it cannot.
-// net boxes reach a real egress proxy, which puts airlock's init inside
-// the box (it runs the forwarder); the others are started by bubblewrap
-// directly.
+// net boxes reach a real egress proxy: at tier 1 the box's exec step hands
+// the forwarder's listeners to the host (net_linux.go), at tier 2 airlock's
+// init runs the forwarder inside.
 type tierCase struct {
 	tier sandbox.Tier
 	net  bool
@@ -118,6 +118,14 @@ func withNet(t *testing.T, tc tierCase, spec sandbox.Spec) sandbox.Spec {
 	if !tc.net {
 		return spec
 	}
+	_, spec.Net = netProxy(t)
+	return spec
+}
+
+// netProxy starts an egress proxy that refuses every destination, and
+// returns it with the NetSpec that reaches it through its socket.
+func netProxy(t *testing.T) (*egress.Proxy, *sandbox.NetSpec) {
+	t.Helper()
 	token, err := wire.NewToken()
 	if err != nil {
 		t.Fatal(err)
@@ -132,8 +140,7 @@ func withNet(t *testing.T, tc tierCase, spec sandbox.Spec) sandbox.Spec {
 	}
 	go px.Serve(ln)
 	t.Cleanup(func() { px.Close(); ln.Close(); os.RemoveAll(dir) })
-	spec.Net = &sandbox.NetSpec{ProxySocket: path, Token: token}
-	return spec
+	return px, &sandbox.NetSpec{ProxySocket: path, Token: token}
 }
 
 func sorted(l []string) []string {

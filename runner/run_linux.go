@@ -61,6 +61,7 @@ func prepare(exe string, req Request) (*run, error) {
 	// other (Plan gives the tier asked for or fails), and on two cores
 	// the half millisecond of directory writes runs beside the plan.
 	cg := startGroup(req)
+	ping := startPing(req) // net_linux.go
 	box, err := sandbox.Plan(req.Spec, req.Tier, exe)
 	if err != nil {
 		cg.discard()
@@ -72,7 +73,9 @@ func prepare(exe string, req Request) (*run, error) {
 		box.Close()
 		return nil, err
 	}
-	return newRun(exe, req, box, tr, cg), nil
+	r := newRun(exe, req, box, tr, cg)
+	r.ping = ping
+	return r, nil
 }
 
 // newRun is the run of req in the planned box, started by tr, with cg the
@@ -119,6 +122,10 @@ type run struct {
 	nsInit int
 	// pendingCG is the cgroup being made beside the plan; launch takes it.
 	pendingCG pendingGroup
+	// ping is the egress proxy's answer, asked beside the plan, and net
+	// what the start trace needs of the served network (net_linux.go).
+	ping pendingPing
+	net  netRun
 }
 
 // pendingGroup is a cgroup being made (startGroup); nil when the run asks
@@ -295,6 +302,7 @@ func (r *run) wait(ctx context.Context, cmd *exec.Cmd) (Result, error) {
 		return Result{}, errs.Wrap(errs.Unavailable, ctx.Err(), "run: cancelled")
 	}
 	starttrace.Since("box-run", r.execAt)
+	r.traceNet()
 	// Whatever the command left behind goes with it.
 	endClean := starttrace.Begin("box-teardown")
 	r.cleanup(cmd)

@@ -46,8 +46,8 @@ type tierRunner interface {
 var tierRunners = map[sandbox.Tier]func(*sandbox.Box) tierRunner{
 	sandbox.Tier0: func(*sandbox.Box) tierRunner { return unconfined{} },
 	// bubblewrap starts the command itself, or airlock's init as the box's
-	// PID 1 (a box with network, or a bubblewrap without --ro-bind-fd):
-	// the box's shape, which its plan decided.
+	// PID 1 (a bubblewrap without --ro-bind-fd, or a box with network on a
+	// kernel without Landlock): the box's shape, which its plan decided.
 	sandbox.Tier1: func(b *sandbox.Box) tierRunner {
 		if b.Direct() {
 			return &bwrapDirect{}
@@ -144,7 +144,7 @@ func (t *bwrapDirect) command(r *run, cmd *exec.Cmd, stderr io.Writer) error {
 	cmd.Path, cmd.Args = r.box.Path, r.box.CommandLine(r.req.Argv)
 	cmd.Stderr = io.MultiWriter(&limitedBuffer{b: &t.diag, n: 4 << 10}, stderr)
 	cmd.ExtraFiles = r.box.ExtraFiles
-	return nil
+	return r.serveNet() // a box with network: its listeners (net_linux.go)
 }
 
 func (*bwrapDirect) started(r *run, cmd *exec.Cmd) int { return bwrapStarted(r, cmd) }

@@ -281,7 +281,7 @@ func (p *planner) execWall(wdReal string) (execArgs []string, err error) {
 			return nil, err
 		}
 	}
-	if !p.direct || walls.Exec != nil {
+	if !p.direct || walls.Exec != nil || p.listen != nil {
 		walls.Write = p.writePaths(wdReal)
 		p.box.Notes = append(p.box.Notes, fmt.Sprintf("write wall: Landlock (ABI %d) lets the box write only beneath %s", abi, strings.Join(walls.Write, ", ")))
 		if abi >= 6 {
@@ -299,6 +299,7 @@ func (p *planner) execWall(wdReal string) (execArgs []string, err error) {
 	if walls.Exec == nil && walls.Write == nil {
 		return nil, nil
 	}
+	walls.Listen = p.listen // a direct box with network (net_linux.go)
 	if !p.direct {
 		p.box.config.Walls = walls
 		return nil, nil

@@ -76,10 +76,12 @@ var refusedWrite = []string{"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "
 // becomes descriptor 3+i), then calls Started and SendConfig, and after
 // bubblewrap has ended ReadStatus (unless Direct) and Close.
 //
-// Two shapes: with network, airlock's init is the box's PID 1 (it runs
-// the egress forwarder, checks every bind from inside, installs the
-// filter and starts the command); without, bubblewrap starts the command
-// itself under airlock's filter (Direct), which saves starting the init.
+// Two shapes: bubblewrap starts the command itself under airlock's filter
+// (Direct), which saves starting an init; with network its exec step hands
+// the forwarder's listeners to the host first (NetHost, net_linux.go).
+// Where that cannot be (no --ro-bind-fd, no Landlock, a warm box),
+// airlock's init is the box's PID 1: it runs the egress forwarder, checks
+// every bind from inside, installs the filter and starts the command.
 type Box struct {
 	Tier Tier
 	// Path is bubblewrap's path.
@@ -129,6 +131,7 @@ type Box struct {
 	control *os.File   // a warm box's control socket (warm_linux.go)
 	watch   *repoWatch // repositories known at plan time (gitprot_linux.go)
 	initBin string     // the host file bound at InitPath (initbin_linux.go)
+	netHost *os.File   // a direct box's egress listeners arrive here (net_linux.go)
 }
 
 // Stub is a placeholder made for a protected path that did not exist.
@@ -243,14 +246,14 @@ func (b *Box) ReadStatus() (boxconf.Status, error) {
 // Close releases every descriptor and removes the stubs.
 func (b *Box) Close() error {
 	b.gv.close() // tier 2: its processes and directory first (gvisor_linux.go)
-	for _, fs := range [][]*os.File{b.child, b.keep, {b.configW, b.statusR, b.infoR, b.control}} {
+	for _, fs := range [][]*os.File{b.child, b.keep, {b.configW, b.statusR, b.infoR, b.control, b.netHost}} {
 		for _, f := range fs {
 			if f != nil {
 				f.Close()
 			}
 		}
 	}
-	b.child, b.keep, b.configW, b.statusR, b.infoR, b.control = nil, nil, nil, nil, nil, nil
+	b.child, b.keep, b.configW, b.statusR, b.infoR, b.control, b.netHost = nil, nil, nil, nil, nil, nil, nil
 	// Release this run's share of the placeholders, then remove those no
 	// other run holds.
 	for _, f := range b.locks {
@@ -427,6 +430,9 @@ type planner struct {
 	// runAs is the user the box runs as when not airlock's own (see
 	// chooseUser); nil is airlock's.
 	runAs *RunAs
+	// listen, for a direct box with network, is how its exec step hands
+	// the forwarder's listeners out (net_linux.go).
+	listen *boxconf.Listen
 	// warm is a warm box's plan (warm_linux.go): its POSIX message queues
 	// mounted at /dev/mqueue for the init to empty after every call, and
 	// its root read-only, as nothing of it is brought back between calls.
@@ -564,9 +570,11 @@ func (m bubblewrap) planShape(spec Spec, exe string, serve bool) (*Box, error) {
 		return nil, errs.Invalidf("sandbox: the airlock binary path %q is not absolute", exe)
 	}
 	p := &planner{spec: spec, bw: bw, box: &Box{Tier: Tier1, Path: bw.Path, Mechanism: m.Name(), Version: bw.Version},
-		// The init is needed to run the egress forwarder, and to check
-		// the binds from inside where bubblewrap cannot bind a descriptor.
-		direct: spec.Net == nil && bw.BindFD && !serve, warm: serve}
+		// The init is needed to check the binds from inside where
+		// bubblewrap cannot bind a descriptor, and to run the egress
+		// forwarder where the exec step cannot hand its listeners out
+		// (net_linux.go).
+		direct: (spec.Net == nil || netDirect()) && bw.BindFD && !serve, warm: serve}
 	if err := p.plan(exe); err != nil {
 		p.box.Close()
 		return nil, err
@@ -719,7 +727,11 @@ func (p *planner) plan(exe string) error {
 	}
 
 	// The one way out.
-	if spec.Net != nil {
+	if spec.Net != nil && p.direct {
+		if err := p.planListen(ex); err != nil {
+			return err
+		}
+	} else if spec.Net != nil {
 		pn, err := p.pinProxy()
 		if err != nil {
 			return err
@@ -853,7 +865,11 @@ func (p *planner) plan(exe string) error {
 		b.boxOnly = p.boxOnly
 		b.env = spec.Env
 		b.workdir = wd.real
-		b.Notes = append(b.Notes, "no airlock init inside: bubblewrap started the command under airlock's seccomp filter (no forwarder was needed)")
+		if p.listen != nil {
+			b.Notes = append(b.Notes, "no airlock init inside: the exec step made the egress forwarder's loopback listeners and handed them to airlock on the host, which serves them")
+		} else {
+			b.Notes = append(b.Notes, "no airlock init inside: bubblewrap started the command under airlock's seccomp filter (no forwarder was needed)")
+		}
 		return nil
 	}
 	b.Argv = append(append(b.Argv, boxInitPath, InitArg), p.sealArgs...)
@@ -937,11 +953,11 @@ func (b *Box) CheckCommand(name string) error {
 // stays, and so does everything a program changes through system calls
 // rather than /proc files (prctl(PR_SET_NAME) for its name; writing
 // /proc/self/comm or oom_score_adj answers EROFS). airlock's own process in
-// the box, the init that is PID 1 when the box has a network, is not
+// the box, the init that is PID 1 where a box has one (see Box), is not
 // dumpable: its /proc entries belong to the namespace's owner and answer
 // EACCES to the box, which holds no CAP_SYS_PTRACE; a mount over /proc/1
 // would add nothing (its threads are reachable as /proc/TID anyway). In a
-// box without network PID 1 is bubblewrap's reaper, under the same filter
+// box without an init PID 1 is bubblewrap's reaper, under the same filter
 // as the command.
 func procCover() []string {
 	args := []string{"--tmpfs", "/proc/sys"}

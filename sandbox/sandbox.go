@@ -13,6 +13,7 @@ package sandbox
 
 import (
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/airlock-run/airlock/policy/protected"
@@ -128,6 +129,12 @@ type NetSpec struct {
 	// Token authenticates this box to the proxy; it reaches the box through
 	// a descriptor, never argv or environment.
 	Token string
+	// Serve, when set, is the proxy's accept loop for the box's own
+	// forwarder listeners (egress.Proxy.ServeBox), for a proxy in
+	// airlock's process: a box whose exec step hands its listeners to the
+	// host is then served by the proxy directly. nil hands each of its
+	// connections to ProxySocket.
+	Serve func(ln net.Listener, mode string) error
 }
 
 // Bind is an extra read-only bind of Src (host) at Dst (box). Dst empty means

@@ -8,8 +8,13 @@
 // also serves the hidden `__airlock-connect HOST PORT` mode that git and ssh
 // use as a ProxyCommand.
 //
-// Only sandbox/boxinit, the binaries that run in a box (cmd/airlock-box,
-// cmd/airlock and cmd/airlock-node, for the hidden mode) and tests import it.
+// For a box without an init the same forwarder runs on the host instead
+// (Host, host.go): the box's exec step makes the listeners inside and hands
+// them out, and runner serves them.
+//
+// Only sandbox/boxinit, runner (Host), the binaries that run in a box
+// (cmd/airlock-box, cmd/airlock and cmd/airlock-node, for the hidden mode)
+// and tests import it.
 package forward
 
 import (
@@ -52,6 +57,11 @@ type Config struct {
 	// socket: for a box whose sockets belong to a kernel of its own
 	// (gVisor), which cannot pass them to the host.
 	Copy bool
+	// Serve, when set, is the proxy's own accept loop for a listener of the
+	// box's (egress.Proxy.ServeBox): a forwarder on the host, in the
+	// proxy's process (Host), gives it the listeners instead of handing
+	// each connection over the socket.
+	Serve func(ln net.Listener, mode string) error
 	// Log receives diagnostics. nil discards them.
 	Log *slog.Logger
 }
@@ -127,6 +137,13 @@ func start(ctx context.Context, cfg Config) (*forwarder, error) {
 		f.close()
 	}()
 	return f, nil
+}
+
+// Ping checks that the egress proxy answers on socket (a path) with token,
+// and reports whether it serves models (ModelEnv is then wanted): what a
+// forwarder on the host (Host) asks before the box starts.
+func Ping(ctx context.Context, socket, token string) (models bool, err error) {
+	return ping(ctx, socket, token)
 }
 
 // ping checks the socket and the token before the box starts, so a wrong

@@ -22,6 +22,13 @@ import (
 // an echo server, returning the socket, token and echo address.
 func proxyFor(t *testing.T) (socket, token string, echo netip.AddrPort) {
 	t.Helper()
+	_, socket, token, echo = newProxy(t)
+	return socket, token, echo
+}
+
+// newProxy is proxyFor with the proxy itself.
+func newProxy(t *testing.T) (px *egress.Proxy, socket, token string, echo netip.AddrPort) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +63,7 @@ func proxyFor(t *testing.T) (socket, token string, echo netip.AddrPort) {
 	}
 	go p.Serve(pln)
 	t.Cleanup(func() { p.Close(); os.RemoveAll(dir) })
-	return path, token, echo
+	return p, path, token, echo
 }
 
 func TestEnv(t *testing.T) {

@@ -31,7 +31,7 @@ func requireLandlock(t testing.TB) {
 }
 
 // proxy starts an egress proxy that refuses every host: enough for a box
-// with network, whose in-box init runs the forwarder and checks in with it.
+// with network, whose exec step hands the forwarder's listeners out.
 func proxy(t *testing.T) *sandbox.NetSpec {
 	t.Helper()
 	token, err := wire.NewToken()
@@ -53,7 +53,8 @@ func proxy(t *testing.T) *sandbox.NetSpec {
 
 // wallRun runs argv in a fix-mode tier-1 box over wd (writable) through the
 // runner and the built airlock binary, with the exec wall es (nil: none)
-// and, when net, the box shape that has airlock's init inside.
+// and, when net, the box shape whose exec step also hands out the
+// forwarder's listeners.
 func wallRun(t *testing.T, wd string, es *sandbox.ExecSpec, net bool, argv ...string) (runner.Result, string) {
 	t.Helper()
 	spec := sandbox.Spec{Workdir: wd, Writable: true, Write: []string{wd}, Exec: es,
@@ -75,7 +76,8 @@ func wallRun(t *testing.T, wd string, es *sandbox.ExecSpec, net bool, argv ...st
 // deletes the victim while there is no wall, and cannot be executed at all
 // with it, however the command reaches it; the listed programs still run.
 // Both box shapes are tried: bubblewrap starting the command (no network)
-// and airlock's init starting it (network).
+// and the exec step that also hands out the forwarder's listeners
+// (network).
 func TestExecWall(t *testing.T) {
 	requireRoot(t)
 	requireBwrap(t)
@@ -98,7 +100,7 @@ func TestExecWall(t *testing.T) {
 	for _, net := range []bool{false, true} {
 		shape := "no init (no network)"
 		if net {
-			shape = "init (network)"
+			shape = "listeners handed out (network)"
 		}
 		t.Run(shape, func(t *testing.T) {
 			for _, a := range attacks {
@@ -285,8 +287,8 @@ func medianOf(ds []time.Duration) time.Duration {
 
 // TestWriteWall: the box's /run is a writable tmpfs that holds only
 // airlock's own files. A box with no airlock code inside (no network, no
-// exec wall) can write there, as the mounts allow; a box with the init
-// (network) or the exec step (an exec wall) has the Landlock write wall,
+// exec wall) can write there, as the mounts allow; a box with network or
+// an exec wall has the exec step, and with it the Landlock write wall,
 // which leaves only the write grants, the temporary directories, HOME, /dev
 // and /proc writable.
 func TestWriteWall(t *testing.T) {
@@ -304,7 +306,7 @@ func TestWriteWall(t *testing.T) {
 		es   *sandbox.ExecSpec
 		net  bool
 	}{
-		{"init", nil, true},
+		{"network", nil, true},
 		{"exec step", &sandbox.ExecSpec{Programs: []string{"sh", "cat", "echo", "mkdir", "mv", "rm"}}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -86,7 +86,7 @@ var table = map[string]row{
 
 	// host
 	"sandbox":   {layer: host, may: []string{"internal/privfile", "internal/starttrace", "policy/protected", "sandbox/boxconf", "sandbox/cgroup", "sandbox/landlock", "sandbox/lookpath", "sandbox/seccomp"}},
-	"runner":    {layer: host, may: []string{"internal/starttrace", "sandbox", "sandbox/boxconf", "sandbox/cgroup"}, starts: "the only code that executes processes on the host (DESIGN.md)"},
+	"runner":    {layer: host, may: []string{"egress/forward", "internal/starttrace", "sandbox", "sandbox/boxconf", "sandbox/cgroup"}, starts: "the only code that executes processes on the host (DESIGN.md)"},
 	"approvals": {layer: host, may: []string{"audit", "internal/privfile", "policy"}},
 	"offload":   {layer: host, may: []string{"files", "fit"}},
 	"sandbox/boxinit": {layer: host, may: []string{"sandbox/boxconf", "sandbox/landlock", "sandbox/lookpath", "sandbox/seccomp", "egress/forward"},

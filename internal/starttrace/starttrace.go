@@ -75,6 +75,14 @@ func Since(name string, t time.Time) {
 	}
 }
 
+// Span records the phase name as having run for d from t: a phase timed
+// elsewhere (inside a box, on the clock it shares with the host).
+func Span(name string, t time.Time, d time.Duration) {
+	if on {
+		add(name, t, d)
+	}
+}
+
 // maxPhases bounds what a long-lived process (airlock mcp serve, run with
 // the variable set) keeps: the trace is of a start, not of a session.
 const maxPhases = 4096

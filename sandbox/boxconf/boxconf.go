@@ -78,7 +78,41 @@ type Walls struct {
 	// Proto is the host's Fingerprint, set when the walls are the exec
 	// step's only configuration (FlagExecWall); the step refuses another.
 	Proto string `json:"proto,omitempty"`
+	// Listen, when set, asks the exec step of a box without an init to
+	// make the egress forwarder's loopback listeners in the box's network
+	// namespace and hand them to the host, which serves them (see Listen).
+	Listen *Listen `json:"listen,omitempty"`
 }
+
+// Listen is how the exec step of a box with network and no init hands the
+// forwarder's listeners out. Descriptor FD is one end of a SOCK_SEQPACKET
+// Unix socket pair whose other end airlock holds on the host:
+//
+//	host ──one byte: 'm' (the proxy serves models) or '-'──▶ exec step
+//	host ◀──"http socks" with both listeners as SCM_RIGHTS── exec step
+//	        (then " BEGAN SENT" when Trace is set)
+//
+// The host writes its byte before bubblewrap starts, so the exec step never
+// waits on it. The exec step closes its listeners and FD before it executes
+// the command: the box keeps no listener of its own, and its only way out
+// stays the two loopback ports, now accepted by airlock on the host.
+type Listen struct {
+	FD        int `json:"fd"`
+	HTTPPort  int `json:"http_port"`
+	SOCKSPort int `json:"socks_port"`
+	// Exe and ConnectExe are the airlock binary inside the box, as in Net.
+	Exe        string `json:"exe"`
+	ConnectExe string `json:"connect_exe"`
+	// Trace asks the exec step to add to its words when it began and when
+	// it sent (CLOCK_MONOTONIC nanoseconds), for airlock's start trace.
+	Trace bool `json:"trace,omitempty"`
+}
+
+// ListenModels and ListenPlain are the host's byte on a Listen socket.
+const (
+	ListenModels = 'm'
+	ListenPlain  = '-'
+)
 
 // Exec is the exec allowlist the in-box init applies with Landlock before
 // the target starts.

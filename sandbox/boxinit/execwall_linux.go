@@ -70,6 +70,15 @@ func execWall(args []string) int {
 		fmt.Fprintf(os.Stderr, "airlock: box: landlock walls: read them: %v\n", err)
 		return 125
 	}
+	env := os.Environ()
+	if w.Listen != nil { // a box with network: net_linux.go
+		extra, err := handOutListeners(w.Listen)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "airlock: box: %v\n", err)
+			return 125
+		}
+		env = append(env, extra...)
+	}
 	dir, _ := os.Getwd()
 	path, err := lookpath.LookPath(argv[0], os.Getenv("PATH"), dir)
 	if err != nil {
@@ -104,7 +113,7 @@ func execWall(args []string) int {
 		fmt.Fprintf(os.Stderr, "airlock: box: close inherited descriptors: %v\n", err)
 		return 125
 	}
-	err = unix.Exec(path, argv, os.Environ())
+	err = unix.Exec(path, argv, env)
 	if errors.Is(err, unix.EACCES) && w.Exec != nil {
 		fmt.Fprintln(os.Stderr, refusedExec(argv[0]))
 		return 126
