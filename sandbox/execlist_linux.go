@@ -305,6 +305,9 @@ func (p *planner) execWall(wdReal string) (execArgs []string, err error) {
 		return nil, nil
 	}
 	walls.Proto = boxconf.Fingerprint() // the exec step's only configuration
+	// The command's environment, which bubblewrap does not set: the step
+	// itself starts with none (boxconf.Walls.Env).
+	walls.Env = append([]string{}, p.spec.Env...)
 	data, err := json.Marshal(walls)
 	if err != nil {
 		return nil, err

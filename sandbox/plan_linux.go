@@ -615,6 +615,21 @@ func validate(spec Spec) error {
 	return nil
 }
 
+// directEnv sets env for a box without an init whose command bubblewrap
+// starts itself. Where airlock's exec step runs first, bubblewrap sets
+// nothing: the step, which runs before the walls and the filter, is given
+// the command's environment with the walls (boxconf.Walls.Env) and starts
+// with none, so no LD_PRELOAD or GODEBUG of the box's reaches its loader
+// or its Go runtime.
+func directEnv(env []string) []string {
+	var args []string
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		args = append(args, "--setenv", k, v)
+	}
+	return args
+}
+
 func (p *planner) refuse(path, why string) error {
 	return errs.Unavailablef("sandbox: %s: %s", path, why)
 }
@@ -653,11 +668,8 @@ func (p *planner) plan(exe string) error {
 		// PID 1 reaper as well, so the one other process in the box is as
 		// filtered as the command and holds nothing the command lacks.
 		// bubblewrap always sets no_new_privs. The environment goes in
-		// the options descriptor; bubblewrap itself starts with none.
-		for _, kv := range spec.Env {
-			k, v, _ := strings.Cut(kv, "=")
-			args = append(args, "--setenv", k, v)
-		}
+		// the options descriptor (directEnv); bubblewrap itself starts
+		// with none.
 	} else {
 		// airlock's init is PID 1: bubblewrap's reaper would stay
 		// dumpable and unfiltered, its memory open to the target via
@@ -777,6 +789,9 @@ func (p *planner) plan(exe string) error {
 	execArgs, err := p.execWall(wd.real) // the exec allowlist: execlist_linux.go
 	if err != nil {
 		return err
+	}
+	if p.direct && execArgs == nil {
+		args = append(args, directEnv(spec.Env)...)
 	}
 	if p.sealed {
 		// For the seal alone; the in-box code drops both. bubblewrap's

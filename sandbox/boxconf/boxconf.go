@@ -78,6 +78,14 @@ type Walls struct {
 	// Proto is the host's Fingerprint, set when the walls are the exec
 	// step's only configuration (FlagExecWall); the step refuses another.
 	Proto string `json:"proto,omitempty"`
+	// Env is the command's whole environment, for the exec step of a
+	// box without an init (Proto set). bubblewrap starts the step with
+	// none: the box's environment is the policy's for its programs, and
+	// in the step, which runs before the walls and the filter (with the
+	// seal's capability), an LD_PRELOAD or LD_LIBRARY_PATH would have the
+	// dynamic loader run a library the box names, and a GODEBUG would
+	// steer its Go runtime.
+	Env []string `json:"env,omitempty"`
 	// Listen, when set, asks the exec step of a box without an init to
 	// make the egress forwarder's loopback listeners in the box's network
 	// namespace and hand them to the host, which serves them (see Listen).

@@ -70,7 +70,15 @@ func execWall(args []string) int {
 		fmt.Fprintf(os.Stderr, "airlock: box: landlock walls: read them: %v\n", err)
 		return 125
 	}
-	env := os.Environ()
+	// The command's environment is the walls' own: this step started
+	// with none (boxconf.Walls.Env), so nothing of the box's steered its
+	// loader or its runtime. PWD names the working directory, as
+	// bubblewrap would set it for the command.
+	env := append([]string(nil), w.Env...)
+	dir, _ := os.Getwd()
+	if lookpath.EnvValue(env, "PWD") == "" && dir != "" {
+		env = append(env, "PWD="+dir)
+	}
 	if w.Listen != nil { // a box with network: net_linux.go
 		extra, err := handOutListeners(w.Listen)
 		if err != nil {
@@ -79,8 +87,7 @@ func execWall(args []string) int {
 		}
 		env = append(env, extra...)
 	}
-	dir, _ := os.Getwd()
-	path, err := lookpath.LookPath(argv[0], os.Getenv("PATH"), dir)
+	path, err := lookpath.LookPath(argv[0], lookpath.EnvValue(env, "PATH"), dir)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "airlock: box: %v inside the box\n", err)
 		return 127
