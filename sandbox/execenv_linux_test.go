@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"debug/elf"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,6 +60,21 @@ func TestExecStepEnvironment(t *testing.T) {
 	})
 	t.Run("go runtime of the airlock binary", func(t *testing.T) {
 		goDebugNotInStep(t, airlockIn(t, t.TempDir()), false)
+	})
+	t.Run("an environment larger than a pipe", func(t *testing.T) {
+		// Each variable under the kernel's 128 KiB for one string.
+		big := strings.Repeat("x", 40<<10)
+		spec := walledSpec(t)
+		spec.Env = append(spec.Env, "BIG="+big, "BIG2="+big, "BIG3="+big)
+		box, err := Plan(spec, Tier1, airlockIn(t, t.TempDir()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := runBox(t, box, []string{"/bin/sh", "-c", `echo ${#BIG}${#BIG2}${#BIG3}`})
+		n := len(big)
+		if want := fmt.Sprintf("%d%d%d\n", n, n, n); o.code != 0 || o.out != want {
+			t.Fatalf("got exit %d and %.200q, want 0 and %q", o.code, o.out, want)
+		}
 	})
 	t.Run("loader of the airlock binary", func(t *testing.T) {
 		exe := airlockIn(t, t.TempDir())

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/sandbox/boxconf"
 	"github.com/airlock-run/airlock/sandbox/landlock"
@@ -316,10 +318,15 @@ func (p *planner) execWall(wdReal string) (execArgs []string, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// The write must not wait for bubblewrap: a pipe holds 64 KiB, and the
+	// command's environment can take more; the kernel grows one to its
+	// pipe-max-size (1 MiB by default) for anyone.
 	if len(data) > 60<<10 {
-		r.Close()
-		wr.Close()
-		return nil, errs.New(errs.Internal, "sandbox: Landlock rules of %d bytes do not fit a pipe", len(data))
+		if _, err := unix.FcntlInt(wr.Fd(), unix.F_SETPIPE_SZ, len(data)); err != nil {
+			r.Close()
+			wr.Close()
+			return nil, errs.New(errs.Unavailable, "sandbox: the Landlock rules and the environment, %d bytes, do not fit a pipe; pass fewer or smaller variables", len(data))
+		}
 	}
 	_, err = wr.Write(data)
 	wr.Close()
