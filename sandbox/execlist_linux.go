@@ -411,7 +411,11 @@ func (p *planner) sealWritten(walls *boxconf.Walls) error {
 	} else {
 		walls.NoExec = points
 		opts := p.filterOptions()
-		walls.Seccomp, walls.Ptrace, walls.SetGID = true, opts.Ptrace, opts.SetGID
+		code, err := p.filterCode()
+		if err != nil {
+			return err
+		}
+		walls.Seccomp, walls.Ptrace, walls.SetGID, walls.Filter = true, opts.Ptrace, opts.SetGID, code
 		p.box.Notes = append(p.box.Notes, "the exec step, not bubblewrap, loads the seccomp filter (after the noexec seal); bubblewrap's reaper runs without it, without capabilities, outside the command's Landlock domain (which keeps the command from tracing it)")
 	}
 	p.box.Notes = append(p.box.Notes, "written files cannot run: "+strings.Join(points, ", ")+" are mounted noexec, nosuid, nodev (shell.run_written is off)")

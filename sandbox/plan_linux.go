@@ -423,6 +423,7 @@ type planner struct {
 	pins     []boxconf.Pin
 	boxOnly  map[string]bool
 	sealed   bool     // the in-box code seals the writable mounts: execlist_linux.go
+	code     []byte   // the seccomp filter, once compiled (filterCode)
 	sealArgs []string // the init's flags for it, before its others
 	// lock is the root lock held while protect makes or adopts that
 	// root's placeholders.
@@ -615,6 +616,23 @@ func validate(spec Spec) error {
 	return nil
 }
 
+// filterCode is the box's seccomp filter, compiled once: what bubblewrap
+// loads, or what the in-box code is handed to load as it is
+// (boxconf.Config.Filter), so the filter is this build's whatever build
+// the in-box code is.
+func (p *planner) filterCode() ([]byte, error) {
+	if p.code != nil {
+		return p.code, nil
+	}
+	defer starttrace.Begin("seccomp-compile")()
+	prog, err := seccomp.Program(runtime.GOARCH, p.filterOptions())
+	if err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "sandbox: seccomp filter")
+	}
+	p.code = seccomp.Encode(prog)
+	return p.code, nil
+}
+
 // directEnv sets env for a box without an init whose command bubblewrap
 // starts itself. Where airlock's exec step runs first, bubblewrap sets
 // nothing: the step, which runs before the walls and the filter, is given
@@ -802,18 +820,15 @@ func (p *planner) plan(exe string) error {
 		args = append(dropArg(args, "--disable-userns"), "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP")
 	}
 	var cfgN, stN int
+	code, err := p.filterCode()
+	if err != nil {
+		return err
+	}
 	if p.direct && !p.sealed {
-		endSeccomp := starttrace.Begin("seccomp-compile")
-		prog, err := seccomp.Program(runtime.GOARCH, p.filterOptions())
-		endSeccomp()
-		if err != nil {
-			return errs.Wrap(errs.Unavailable, err, "sandbox: seccomp filter")
-		}
 		fr, fw, err := os.Pipe()
 		if err != nil {
 			return err
 		}
-		code := seccomp.Encode(prog)
 		if len(code) > 60<<10 {
 			fr.Close()
 			fw.Close()
@@ -870,7 +885,7 @@ func (p *planner) plan(exe string) error {
 	b.config.Ptrace = spec.Ptrace
 	b.config.SetGID = p.filterOptions().SetGID
 	b.config.Pins = p.pins
-	b.config.Seccomp = true
+	b.config.Seccomp, b.config.Filter = true, code
 	b.Seccomp = true
 	b.Argv = []string{p.bw.Path, "--args", strconv.Itoa(argsN), "--"}
 	if p.direct {

@@ -25,6 +25,12 @@ type Config struct {
 	Seccomp bool `json:"seccomp"`
 	// Ptrace widens the filter to allow ptrace.
 	Ptrace bool `json:"ptrace,omitempty"`
+	// Filter is the filter the host compiled (seccomp.Encode), which the
+	// init loads as it is when Seccomp is set: the box's filter is the
+	// host build's, never the in-box code's own idea of it (an
+	// airlock-box of an older build with the same protocol would load an
+	// older filter).
+	Filter []byte `json:"filter,omitempty"`
 	// SetGID lets the filter allow S_ISGID on directories (seccomp.Options).
 	SetGID bool `json:"setgid,omitempty"`
 	// Net, when set, starts the in-box forwarder to the egress proxy.
@@ -73,6 +79,8 @@ type Walls struct {
 	// filter's option.
 	Seccomp bool `json:"seccomp,omitempty"`
 	Ptrace  bool `json:"ptrace,omitempty"`
+	// Filter is the host's filter the step loads (Config.Filter).
+	Filter []byte `json:"filter,omitempty"`
 	// SetGID is the filter's set-group-ID option (Config.SetGID).
 	SetGID bool `json:"setgid,omitempty"`
 	// Proto is the host's Fingerprint, set when the walls are the exec

@@ -109,7 +109,7 @@ func execWall(args []string) int {
 		return 125
 	}
 	if w.Seccomp {
-		if err := installSeccomp(w.Ptrace, w.SetGID); err != nil {
+		if err := installSeccomp(w.Filter); err != nil {
 			fmt.Fprintf(os.Stderr, "airlock: box: seccomp: %v\n", err)
 			return 125
 		}
