@@ -302,6 +302,7 @@ func (p *planner) execWall(wdReal string) (execArgs []string, err error) {
 		return nil, nil
 	}
 	walls.Listen = p.listen // a direct box with network (net_linux.go)
+	walls.Access = boxconf.AccessWord(landlock.Handled(wallRules(walls), abi))
 	if !p.direct {
 		p.box.config.Walls = walls
 		return nil, nil
@@ -336,6 +337,17 @@ func (p *planner) execWall(wdReal string) (execArgs []string, err error) {
 	}
 	n := p.file(r, true)
 	return []string{boxInitPath, InitArg, boxconf.FlagExecWall, strconv.Itoa(n), "--"}, nil
+}
+
+// wallRules are the Landlock rules of walls as the in-box code builds them
+// (boxinit's applyWalls), without the paths: what they handle
+// (boxconf.Walls.Access) depends only on which walls there are.
+func wallRules(w *boxconf.Walls) landlock.Rules {
+	r := landlock.Rules{WriteWall: w.Write != nil, Scope: w.Scope}
+	if w.Exec != nil {
+		r.ExecWall, r.Hide = true, w.Exec.Hide
+	}
+	return r
 }
 
 // execList is the exec wall of es.

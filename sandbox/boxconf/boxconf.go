@@ -81,6 +81,13 @@ type Walls struct {
 	Ptrace  bool `json:"ptrace,omitempty"`
 	// Filter is the host's filter the step loads (Config.Filter).
 	Filter []byte `json:"filter,omitempty"`
+	// Access is what the host's Landlock code handles for these walls on
+	// this kernel (landlock.Handled, "FS SCOPED" in hexadecimal). The
+	// in-box code builds the ruleset itself, from paths only it can open,
+	// and refuses walls its own build would handle otherwise: an
+	// airlock-box of another build with the same protocol would put
+	// other walls on the box than the host planned and reports.
+	Access string `json:"access,omitempty"`
 	// SetGID is the filter's set-group-ID option (Config.SetGID).
 	SetGID bool `json:"setgid,omitempty"`
 	// Proto is the host's Fingerprint, set when the walls are the exec

@@ -20,12 +20,22 @@ import (
 
 // applyWalls restricts the calling thread, and everything it starts, to
 // executing what w.Exec lists and writing beneath w.Write.
+// The rules are built as the host's WallRules builds them; what they
+// handle must be what the host's build said (boxconf.Walls.Access).
 func applyWalls(w *boxconf.Walls) error {
 	r := landlock.Rules{WriteWall: w.Write != nil, Write: w.Write, Scope: w.Scope}
 	if w.Exec != nil {
 		r.ExecWall, r.Exec, r.Hide = true, w.Exec.Paths, w.Exec.Hide
 	}
-	_, err := landlock.Restrict(r)
+	abi, err := landlock.ABI()
+	if err != nil {
+		return err
+	}
+	if fs, scoped := landlock.Handled(r, abi); boxconf.AccessWord(fs, scoped) != w.Access {
+		exe, _ := os.Executable()
+		return fmt.Errorf("the in-box code %s is of another build than the airlock that planned this box: it would handle Landlock rights %q, the host planned %q; nothing ran: build airlock-box again beside airlock (scripts/setup.sh does both)", exe, boxconf.AccessWord(fs, scoped), w.Access)
+	}
+	_, err = landlock.Restrict(r)
 	return err
 }
 
