@@ -9,7 +9,9 @@
 // Both pipes are descriptors inherited through bubblewrap whose numbers are
 // flags on boxinit's command line; boxinit marks them close-on-exec before
 // the target starts, so the target can read neither. Secrets (the proxy
-// token, the environment) travel only in the config pipe.
+// token, the environment) travel only in the config pipe, or for the exec
+// step of a box without an init in its walls' descriptor (Walls.Env):
+// airlock's in-box code starts with no environment of the box's.
 package boxconf
 
 // Config is what the in-box init needs.
