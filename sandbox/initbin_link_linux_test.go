@@ -71,3 +71,54 @@ func TestBoxBinaryLinkedIntoAProject(t *testing.T) {
 		t.Errorf("the plan does not say the link was passed over: %q", note)
 	}
 }
+
+// TestBoxBinaryWithAnotherName: the same file under a second name (a hard
+// link) is as writable as the most writable place that name lies in. Here
+// the other name is in a box's kept home, which the box writes: it
+// rewrites the file through it, and the next box ran that as its exec
+// step. airlock-box is now taken only when it has no other name.
+func TestBoxBinaryWithAnotherName(t *testing.T) {
+	needTier1(t)
+	dir := filepath.Join(t.TempDir(), "bin")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exe := airlockIn(t, dir)
+	small := filepath.Join(dir, BoxBinary)
+	testsupport.CopyBin(t, testsupport.BoxBin(t), small, 0o755)
+	home := t.TempDir()
+	other := filepath.Join(home, "tool")
+	if err := os.Link(small, other); err != nil {
+		t.Skipf("no hard link here: %v", err)
+	}
+	t.Cleanup(func() {
+		boxBins.Lock()
+		delete(boxBins.m, exe)
+		boxBins.Unlock()
+	})
+
+	spec := walledSpec(t)
+	spec.HomeDir = home
+	spec.Env = append(spec.Env, "HOME=/home/box")
+	spec.Exec.RunWritten = true
+	box, err := Plan(spec, Tier1, exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := runBox(t, box, []string{"/bin/sh", "-c", "printf '%s' '" + planted + "' > /home/box/tool && echo rewrote"})
+	if data, _ := os.ReadFile(small); string(data) != planted {
+		t.Fatalf("the kept home's box could not rewrite %s through its other name (exit %d, %q), so this case shows nothing", small, o.code, o.out)
+	}
+
+	box, err = Plan(walledSpec(t), Tier1, exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o = runBox(t, box, []string{"/bin/sh", "-c", "echo ran"})
+	if strings.Contains(o.out, plantedMark) {
+		t.Fatalf("what a box wrote through the other name ran as the next box's exec step: %q", o.out)
+	}
+	if o.code != 0 || o.out != "ran\n" || box.initBin != realPath(t, exe) {
+		t.Fatalf("got exit %d and %q binding %s, want the command's output and the airlock binary %s", o.code, o.out, box.initBin, exe)
+	}
+}

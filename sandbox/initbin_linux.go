@@ -64,7 +64,8 @@ func boxBinFor(exe string) *boxBin {
 // its own in exe's real directory, not a link: that directory is one no
 // box may write (a box that could is refused, pinInit), while a link's
 // target may lie where a box of another run wrote it in place, and a link
-// on the way where one re-points it.
+// on the way where one re-points it. For the same reason it must have no
+// other name (a hard link), which could lie where a box writes.
 func chooseBoxBin(exe string) *boxBin {
 	real, err := filepath.EvalSymlinks(exe)
 	if err != nil {
@@ -111,6 +112,9 @@ func trustedBoxBin(path string, pn *pinned, refused []string) error {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fmt.Errorf("%s is not a regular file", pn.real)
+	}
+	if st.Nlink != 1 {
+		return fmt.Errorf("%s has %d names (hard links); one elsewhere may lie where a box writes: make it a copy of its own", pn.real, st.Nlink)
 	}
 	if err := ownedOnly(pn.real, st.Uid, st.Mode); err != nil {
 		return err
