@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/sandbox/boxconf"
 	"github.com/airlock-run/airlock/sandbox/landlock"
@@ -300,11 +302,15 @@ func (p *planner) execWall(wdReal string) (execArgs []string, err error) {
 		return nil, nil
 	}
 	walls.Listen = p.listen // a direct box with network (net_linux.go)
+	walls.Access = boxconf.AccessWord(landlock.Handled(wallRules(walls), abi))
 	if !p.direct {
 		p.box.config.Walls = walls
 		return nil, nil
 	}
 	walls.Proto = boxconf.Fingerprint() // the exec step's only configuration
+	// The command's environment, which bubblewrap does not set: the step
+	// itself starts with none (boxconf.Walls.Env).
+	walls.Env = append([]string{}, p.spec.Env...)
 	data, err := json.Marshal(walls)
 	if err != nil {
 		return nil, err
@@ -313,10 +319,15 @@ func (p *planner) execWall(wdReal string) (execArgs []string, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// The write must not wait for bubblewrap: a pipe holds 64 KiB, and the
+	// command's environment can take more; the kernel grows one to its
+	// pipe-max-size (1 MiB by default) for anyone.
 	if len(data) > 60<<10 {
-		r.Close()
-		wr.Close()
-		return nil, errs.New(errs.Internal, "sandbox: Landlock rules of %d bytes do not fit a pipe", len(data))
+		if _, err := unix.FcntlInt(wr.Fd(), unix.F_SETPIPE_SZ, len(data)); err != nil {
+			r.Close()
+			wr.Close()
+			return nil, errs.New(errs.Unavailable, "sandbox: the Landlock rules and the environment, %d bytes, do not fit a pipe; pass fewer or smaller variables", len(data))
+		}
 	}
 	_, err = wr.Write(data)
 	wr.Close()
@@ -326,6 +337,17 @@ func (p *planner) execWall(wdReal string) (execArgs []string, err error) {
 	}
 	n := p.file(r, true)
 	return []string{boxInitPath, InitArg, boxconf.FlagExecWall, strconv.Itoa(n), "--"}, nil
+}
+
+// wallRules are the Landlock rules of walls as the in-box code builds them
+// (boxinit's applyWalls), without the paths: what they handle
+// (boxconf.Walls.Access) depends only on which walls there are.
+func wallRules(w *boxconf.Walls) landlock.Rules {
+	r := landlock.Rules{WriteWall: w.Write != nil, Scope: w.Scope}
+	if w.Exec != nil {
+		r.ExecWall, r.Hide = true, w.Exec.Hide
+	}
+	return r
 }
 
 // execList is the exec wall of es.
@@ -401,7 +423,11 @@ func (p *planner) sealWritten(walls *boxconf.Walls) error {
 	} else {
 		walls.NoExec = points
 		opts := p.filterOptions()
-		walls.Seccomp, walls.Ptrace, walls.SetGID = true, opts.Ptrace, opts.SetGID
+		code, err := p.filterCode()
+		if err != nil {
+			return err
+		}
+		walls.Seccomp, walls.Ptrace, walls.SetGID, walls.Filter = true, opts.Ptrace, opts.SetGID, code
 		p.box.Notes = append(p.box.Notes, "the exec step, not bubblewrap, loads the seccomp filter (after the noexec seal); bubblewrap's reaper runs without it, without capabilities, outside the command's Landlock domain (which keeps the command from tracing it)")
 	}
 	p.box.Notes = append(p.box.Notes, "written files cannot run: "+strings.Join(points, ", ")+" are mounted noexec, nosuid, nodev (shell.run_written is off)")

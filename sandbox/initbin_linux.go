@@ -54,14 +54,18 @@ func boxBinFor(exe string) *boxBin {
 	return b
 }
 
-// chooseBoxBin checks the airlock-box beside exe (its links resolved) as
-// airlock checks any program the host runs for it, and the more so as
+// chooseBoxBin checks the airlock-box beside exe (exe's links resolved)
+// as airlock checks any program the host runs for it, and the more so as
 // every box runs this one: a regular, executable file, owned by root or
 // this user and writable by no one else, in directories of theirs that no
 // one else may change (a sticky one, like /tmp, excepted above the first),
-// reached by no link in a directory a box may write, and lying neither in
-// or under the working directory nor in a directory a box may write or was
-// let write (hostProgramDirs). Each link's target is held to the same.
+// and lying neither in or under the working directory nor in a directory a
+// box may write or was let write (hostProgramDirs). It must be a file of
+// its own in exe's real directory, not a link: that directory is one no
+// box may write (a box that could is refused, pinInit), while a link's
+// target may lie where a box of another run wrote it in place, and a link
+// on the way where one re-points it. For the same reason it must have no
+// other name (a hard link), which could lie where a box writes.
 func chooseBoxBin(exe string) *boxBin {
 	real, err := filepath.EvalSymlinks(exe)
 	if err != nil {
@@ -103,8 +107,14 @@ func trustedBoxBin(path string, pn *pinned, refused []string) error {
 	if err := unix.Fstat(int(pn.f.Fd()), &st); err != nil {
 		return err
 	}
+	if pn.real != filepath.Clean(path) {
+		return fmt.Errorf("%s is a link to %s; put the file itself beside the airlock binary", path, pn.real)
+	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fmt.Errorf("%s is not a regular file", pn.real)
+	}
+	if st.Nlink != 1 {
+		return fmt.Errorf("%s has %d names (hard links); one elsewhere may lie where a box writes: make it a copy of its own", pn.real, st.Nlink)
 	}
 	if err := ownedOnly(pn.real, st.Uid, st.Mode); err != nil {
 		return err

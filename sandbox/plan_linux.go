@@ -423,6 +423,7 @@ type planner struct {
 	pins     []boxconf.Pin
 	boxOnly  map[string]bool
 	sealed   bool     // the in-box code seals the writable mounts: execlist_linux.go
+	code     []byte   // the seccomp filter, once compiled (filterCode)
 	sealArgs []string // the init's flags for it, before its others
 	// lock is the root lock held while protect makes or adopts that
 	// root's placeholders.
@@ -615,6 +616,38 @@ func validate(spec Spec) error {
 	return nil
 }
 
+// filterCode is the box's seccomp filter, compiled once: what bubblewrap
+// loads, or what the in-box code is handed to load as it is
+// (boxconf.Config.Filter), so the filter is this build's whatever build
+// the in-box code is.
+func (p *planner) filterCode() ([]byte, error) {
+	if p.code != nil {
+		return p.code, nil
+	}
+	defer starttrace.Begin("seccomp-compile")()
+	prog, err := seccomp.Program(runtime.GOARCH, p.filterOptions())
+	if err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "sandbox: seccomp filter")
+	}
+	p.code = seccomp.Encode(prog)
+	return p.code, nil
+}
+
+// directEnv sets env for a box without an init whose command bubblewrap
+// starts itself. Where airlock's exec step runs first, bubblewrap sets
+// nothing: the step, which runs before the walls and the filter, is given
+// the command's environment with the walls (boxconf.Walls.Env) and starts
+// with none, so no LD_PRELOAD or GODEBUG of the box's reaches its loader
+// or its Go runtime.
+func directEnv(env []string) []string {
+	var args []string
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		args = append(args, "--setenv", k, v)
+	}
+	return args
+}
+
 func (p *planner) refuse(path, why string) error {
 	return errs.Unavailablef("sandbox: %s: %s", path, why)
 }
@@ -653,11 +686,8 @@ func (p *planner) plan(exe string) error {
 		// PID 1 reaper as well, so the one other process in the box is as
 		// filtered as the command and holds nothing the command lacks.
 		// bubblewrap always sets no_new_privs. The environment goes in
-		// the options descriptor; bubblewrap itself starts with none.
-		for _, kv := range spec.Env {
-			k, v, _ := strings.Cut(kv, "=")
-			args = append(args, "--setenv", k, v)
-		}
+		// the options descriptor (directEnv); bubblewrap itself starts
+		// with none.
 	} else {
 		// airlock's init is PID 1: bubblewrap's reaper would stay
 		// dumpable and unfiltered, its memory open to the target via
@@ -778,6 +808,9 @@ func (p *planner) plan(exe string) error {
 	if err != nil {
 		return err
 	}
+	if p.direct && execArgs == nil {
+		args = append(args, directEnv(spec.Env)...)
+	}
 	if p.sealed {
 		// For the seal alone; the in-box code drops both. bubblewrap's
 		// --disable-userns puts the command in a nested user namespace
@@ -787,18 +820,15 @@ func (p *planner) plan(exe string) error {
 		args = append(dropArg(args, "--disable-userns"), "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP")
 	}
 	var cfgN, stN int
+	code, err := p.filterCode()
+	if err != nil {
+		return err
+	}
 	if p.direct && !p.sealed {
-		endSeccomp := starttrace.Begin("seccomp-compile")
-		prog, err := seccomp.Program(runtime.GOARCH, p.filterOptions())
-		endSeccomp()
-		if err != nil {
-			return errs.Wrap(errs.Unavailable, err, "sandbox: seccomp filter")
-		}
 		fr, fw, err := os.Pipe()
 		if err != nil {
 			return err
 		}
-		code := seccomp.Encode(prog)
 		if len(code) > 60<<10 {
 			fr.Close()
 			fw.Close()
@@ -855,7 +885,7 @@ func (p *planner) plan(exe string) error {
 	b.config.Ptrace = spec.Ptrace
 	b.config.SetGID = p.filterOptions().SetGID
 	b.config.Pins = p.pins
-	b.config.Seccomp = true
+	b.config.Seccomp, b.config.Filter = true, code
 	b.Seccomp = true
 	b.Argv = []string{p.bw.Path, "--args", strconv.Itoa(argsN), "--"}
 	if p.direct {

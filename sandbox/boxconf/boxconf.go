@@ -9,7 +9,9 @@
 // Both pipes are descriptors inherited through bubblewrap whose numbers are
 // flags on boxinit's command line; boxinit marks them close-on-exec before
 // the target starts, so the target can read neither. Secrets (the proxy
-// token, the environment) travel only in the config pipe.
+// token, the environment) travel only in the config pipe, or for the exec
+// step of a box without an init in its walls' descriptor (Walls.Env):
+// airlock's in-box code starts with no environment of the box's.
 package boxconf
 
 // Config is what the in-box init needs.
@@ -25,6 +27,12 @@ type Config struct {
 	Seccomp bool `json:"seccomp"`
 	// Ptrace widens the filter to allow ptrace.
 	Ptrace bool `json:"ptrace,omitempty"`
+	// Filter is the filter the host compiled (seccomp.Encode), which the
+	// init loads as it is when Seccomp is set: the box's filter is the
+	// host build's, never the in-box code's own idea of it (an
+	// airlock-box of an older build with the same protocol would load an
+	// older filter).
+	Filter []byte `json:"filter,omitempty"`
 	// SetGID lets the filter allow S_ISGID on directories (seccomp.Options).
 	SetGID bool `json:"setgid,omitempty"`
 	// Net, when set, starts the in-box forwarder to the egress proxy.
@@ -73,11 +81,28 @@ type Walls struct {
 	// filter's option.
 	Seccomp bool `json:"seccomp,omitempty"`
 	Ptrace  bool `json:"ptrace,omitempty"`
+	// Filter is the host's filter the step loads (Config.Filter).
+	Filter []byte `json:"filter,omitempty"`
+	// Access is what the host's Landlock code handles for these walls on
+	// this kernel (landlock.Handled, "FS SCOPED" in hexadecimal). The
+	// in-box code builds the ruleset itself, from paths only it can open,
+	// and refuses walls its own build would handle otherwise: an
+	// airlock-box of another build with the same protocol would put
+	// other walls on the box than the host planned and reports.
+	Access string `json:"access,omitempty"`
 	// SetGID is the filter's set-group-ID option (Config.SetGID).
 	SetGID bool `json:"setgid,omitempty"`
 	// Proto is the host's Fingerprint, set when the walls are the exec
 	// step's only configuration (FlagExecWall); the step refuses another.
 	Proto string `json:"proto,omitempty"`
+	// Env is the command's whole environment, for the exec step of a
+	// box without an init (Proto set). bubblewrap starts the step with
+	// none: the box's environment is the policy's for its programs, and
+	// in the step, which runs before the walls and the filter (with the
+	// seal's capability), an LD_PRELOAD or LD_LIBRARY_PATH would have the
+	// dynamic loader run a library the box names, and a GODEBUG would
+	// steer its Go runtime.
+	Env []string `json:"env,omitempty"`
 	// Listen, when set, asks the exec step of a box without an init to
 	// make the egress forwarder's loopback listeners in the box's network
 	// namespace and hand them to the host, which serves them (see Listen).

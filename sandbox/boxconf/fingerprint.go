@@ -38,6 +38,12 @@ var fingerprint = sync.OnceValue(func() string {
 	return hex.EncodeToString(sum[:12])
 })
 
+// AccessWord is Walls.Access for the file-system rights fs and the scopes
+// a Landlock ruleset handles.
+func AccessWord(fs, scoped uint64) string {
+	return strconv.FormatUint(fs, 16) + " " + strconv.FormatUint(scoped, 16)
+}
+
 // describe writes t's shape: its kind, and for a struct each field's name,
 // JSON tag and type, the types it holds described once each.
 func describe(b *strings.Builder, t reflect.Type, seen map[reflect.Type]bool) {

@@ -201,7 +201,7 @@ func takeStanding(cfg boxconf.Config) (seccomp bool, err error) {
 		}
 	}
 	if cfg.Seccomp {
-		if err := installSeccomp(cfg.Ptrace, cfg.SetGID); err != nil {
+		if err := installSeccomp(cfg.Filter); err != nil {
 			return false, fmt.Errorf("seccomp: %v", err)
 		}
 		return true, nil

@@ -94,6 +94,8 @@ func TestRunFailsWhenTheWallCannotBeApplied(t *testing.T) {
 		t.Skip("needs Landlock")
 	}
 	cfg := boxconf.Config{Argv: []string{"/bin/true"}, Walls: &boxconf.Walls{Exec: &boxconf.Exec{Paths: []string{"/bin/true"}, Hide: []string{"not/absolute"}}}}
+	abi, _ := landlock.ABI()
+	cfg.Walls.Access = boxconf.AccessWord(landlock.Handled(landlock.Rules{ExecWall: true, Hide: cfg.Walls.Exec.Hide}, abi))
 	done := make(chan boxconf.Status)
 	// run locks its thread and sets no_new_privs on it; the goroutine
 	// ends locked, so the thread goes with it.

@@ -20,12 +20,22 @@ import (
 
 // applyWalls restricts the calling thread, and everything it starts, to
 // executing what w.Exec lists and writing beneath w.Write.
+// The rules are built as the host's WallRules builds them; what they
+// handle must be what the host's build said (boxconf.Walls.Access).
 func applyWalls(w *boxconf.Walls) error {
 	r := landlock.Rules{WriteWall: w.Write != nil, Write: w.Write, Scope: w.Scope}
 	if w.Exec != nil {
 		r.ExecWall, r.Exec, r.Hide = true, w.Exec.Paths, w.Exec.Hide
 	}
-	_, err := landlock.Restrict(r)
+	abi, err := landlock.ABI()
+	if err != nil {
+		return err
+	}
+	if fs, scoped := landlock.Handled(r, abi); boxconf.AccessWord(fs, scoped) != w.Access {
+		exe, _ := os.Executable()
+		return fmt.Errorf("the in-box code %s is of another build than the airlock that planned this box: it would handle Landlock rights %q, the host planned %q; nothing ran: build airlock-box again beside airlock (scripts/setup.sh does both)", exe, boxconf.AccessWord(fs, scoped), w.Access)
+	}
+	_, err = landlock.Restrict(r)
 	return err
 }
 
@@ -70,7 +80,15 @@ func execWall(args []string) int {
 		fmt.Fprintf(os.Stderr, "airlock: box: landlock walls: read them: %v\n", err)
 		return 125
 	}
-	env := os.Environ()
+	// The command's environment is the walls' own: this step started
+	// with none (boxconf.Walls.Env), so nothing of the box's steered its
+	// loader or its runtime. PWD names the working directory, as
+	// bubblewrap would set it for the command.
+	env := append([]string(nil), w.Env...)
+	dir, _ := os.Getwd()
+	if lookpath.EnvValue(env, "PWD") == "" && dir != "" {
+		env = append(env, "PWD="+dir)
+	}
 	if w.Listen != nil { // a box with network: net_linux.go
 		extra, err := handOutListeners(w.Listen)
 		if err != nil {
@@ -79,8 +97,7 @@ func execWall(args []string) int {
 		}
 		env = append(env, extra...)
 	}
-	dir, _ := os.Getwd()
-	path, err := lookpath.LookPath(argv[0], os.Getenv("PATH"), dir)
+	path, err := lookpath.LookPath(argv[0], lookpath.EnvValue(env, "PATH"), dir)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "airlock: box: %v inside the box\n", err)
 		return 127
@@ -102,7 +119,7 @@ func execWall(args []string) int {
 		return 125
 	}
 	if w.Seccomp {
-		if err := installSeccomp(w.Ptrace, w.SetGID); err != nil {
+		if err := installSeccomp(w.Filter); err != nil {
 			fmt.Fprintf(os.Stderr, "airlock: box: seccomp: %v\n", err)
 			return 125
 		}

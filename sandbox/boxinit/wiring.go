@@ -12,8 +12,11 @@ import (
 
 // installSeccomp sets no_new_privs and installs the box's filter on every
 // thread of this init (TSYNC); the target inherits it across fork and exec.
-func installSeccomp(ptrace, setgid bool) error {
-	return seccomp.Install(seccomp.Options{Ptrace: ptrace, SetGID: setgid})
+// The filter is the one the host compiled (boxconf.Config.Filter), loaded
+// as it is: this build's own would be another build's filter whenever
+// the host is another build.
+func installSeccomp(code []byte) error {
+	return seccomp.InstallCode(code)
 }
 
 // startNet starts the in-box forwarder to the egress proxy and returns the

@@ -78,6 +78,27 @@ func writeAccess(abi int) uint64 {
 	return w
 }
 
+// Handled is what Restrict has the kernel handle for r on a kernel of
+// Landlock ABI abi: the file-system rights and the scopes. The host sends
+// it with the walls it plans, and the in-box code refuses walls its own
+// build would handle otherwise (boxconf.Walls.Access): the walls a box
+// gets are the ones the host planned and reports.
+func Handled(r Rules, abi int) (fs, scoped uint64) {
+	if r.ExecWall {
+		fs |= unix.LANDLOCK_ACCESS_FS_EXECUTE
+		if len(r.Hide) > 0 {
+			fs |= unix.LANDLOCK_ACCESS_FS_READ_FILE
+		}
+	}
+	if r.WriteWall {
+		fs |= writeAccess(abi)
+	}
+	if r.Scope && abi >= scopeABI {
+		scoped = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | unix.LANDLOCK_SCOPE_SIGNAL
+	}
+	return fs, scoped
+}
+
 // Restrict applies r to the calling thread and every process it starts
 // from now on. It sets no_new_privs (the kernel requires it of an
 // unprivileged caller). Only the calling thread is restricted: the caller
@@ -95,26 +116,15 @@ func Restrict(r Rules) (skipped []string, err error) {
 	if abi < 1 {
 		return nil, &Error{Op: "landlock_create_ruleset", Err: unix.EOPNOTSUPP}
 	}
-	var handled, execGrant uint64
-	if r.ExecWall {
-		handled |= unix.LANDLOCK_ACCESS_FS_EXECUTE
-		execGrant = unix.LANDLOCK_ACCESS_FS_EXECUTE
-		if len(r.Hide) > 0 {
-			// The kernel opens what it executes for reading too.
-			handled |= unix.LANDLOCK_ACCESS_FS_READ_FILE
-			execGrant |= unix.LANDLOCK_ACCESS_FS_READ_FILE
-		}
-	}
+	handled, scoped := Handled(r, abi)
+	// The kernel opens what it executes for reading too (Hide).
+	execGrant := handled & (unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_READ_FILE)
 	write := writeAccess(abi)
-	if r.WriteWall {
-		handled |= write
-	}
-	attr := rulesetAttr{handledFS: handled}
+	attr := rulesetAttr{handledFS: handled, scoped: scoped}
 	// Eight bytes (only handled_access_fs, which every ABI has) unless
 	// scopes are asked for.
 	size := uintptr(8)
-	if r.Scope && abi >= scopeABI {
-		attr.scoped = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | unix.LANDLOCK_SCOPE_SIGNAL
+	if scoped != 0 {
 		size = unsafe.Sizeof(attr)
 	}
 	if handled == 0 && attr.scoped == 0 {

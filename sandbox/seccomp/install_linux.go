@@ -3,7 +3,6 @@
 package seccomp
 
 import (
-	"fmt"
 	"runtime"
 	"unsafe"
 
@@ -24,27 +23,7 @@ func Install(opts Options) error {
 	for i, r := range raw {
 		filters[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
 	}
-	fprog := unix.SockFprog{Len: uint16(len(filters)), Filter: &filters[0]}
-
-	// no_new_privs is per thread; TSYNC copies it to the other threads, but
-	// only from the thread that loads the filter, so both happen on one.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return &InstallError{Op: "prctl(PR_SET_NO_NEW_PRIVS)", Err: err}
-	}
-	r, _, errno := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
-		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
-	runtime.KeepAlive(filters)
-	if errno != 0 {
-		return &InstallError{Op: "seccomp(SECCOMP_SET_MODE_FILTER, TSYNC)", Err: errno}
-	}
-	if r != 0 {
-		// With TSYNC a positive result is the id of a thread that could
-		// not be synchronised; nothing was loaded.
-		return &InstallError{Op: "seccomp(SECCOMP_SET_MODE_FILTER, TSYNC)", Err: fmt.Errorf("thread %d could not be synchronised", r)}
-	}
-	return nil
+	return load(filters)
 }
 
 // Supported reports whether the kernel can load this package's filter:
