@@ -360,3 +360,31 @@ func BenchmarkBwrapOps(b *testing.B) {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// TestInBoxBinaryBoundOnlyWhereRun: a box bubblewrap starts directly with
+// no exec wall has nothing at InitPath (nothing in it runs airlock's code);
+// a walled box, whose exec step is that code, has it bound, read-only.
+func TestInBoxBinaryBoundOnlyWhereRun(t *testing.T) {
+	needTier1(t)
+	exe := airlockIn(t, t.TempDir())
+	probe := []string{"/bin/sh", "-c", "if [ -e " + InitPath + " ]; then echo there; else echo absent; fi; ( : >> " + InitPath + " ) 2>/dev/null && echo writable; echo done"}
+	tests := []struct {
+		name string
+		spec Spec
+		want string
+	}{
+		{"direct, no wall", Spec{Workdir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}}, "absent\ndone\n"},
+		{"exec wall", walledSpec(t), "there\ndone\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			box, err := Plan(tc.spec, Tier1, exe)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o := runBox(t, box, probe); o.code != 0 || o.out != tc.want {
+				t.Fatalf("got exit %d and %q, want 0 and %q", o.code, o.out, tc.want)
+			}
+		})
+	}
+}

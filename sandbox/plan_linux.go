@@ -706,11 +706,19 @@ func (p *planner) plan(exe string) error {
 	// The in-box code (airlock-box, else the airlock binary), read-only,
 	// never from a writable directory (CVE-2019-5736: a box that can
 	// write the runtime's binary owns the next run).
+	// It is pinned (and refused from a writable directory) whether or
+	// not it is bound: a box that could write it would own the host's
+	// next run all the same.
 	ex, err := p.pinInit(exe)
 	if err != nil {
 		return err
 	}
-	p.bindFD(ex, boxInitPath, false, 2)
+	if p.runsInBox() {
+		p.bindFD(ex, boxInitPath, false, 2)
+	} else {
+		ex.f.Close()
+		b.Notes = append(b.Notes, "in-box code: not bound at "+boxInitPath+": nothing in this box runs it (no init, exec step or proxy command)")
+	}
 
 	// What the policy grants, with the covers of what it would expose
 	// (pin_linux.go, shared with tier 2).
@@ -860,6 +868,15 @@ func (p *planner) plan(exe string) error {
 	b.Argv = append(b.Argv,
 		boxconf.FlagConfig, strconv.Itoa(cfgN), boxconf.FlagStatus, strconv.Itoa(stN))
 	return nil
+}
+
+// runsInBox reports whether anything in the box runs the in-box code at
+// InitPath: the init (a box with a network, or a warm one) and the exec
+// step of an exec wall (a proxy command comes only with a network). A box
+// bubblewrap starts directly with no wall runs none of it, so it is not
+// bound there: one bind fewer, and nothing of airlock's for the box to run.
+func (p *planner) runsInBox() bool {
+	return !p.direct || p.spec.Exec != nil || p.spec.Net != nil
 }
 
 // dropArg returns args without each argument equal to flag (a flag that
