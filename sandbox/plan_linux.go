@@ -690,9 +690,14 @@ func (p *planner) plan(exe string) error {
 		// writable /proc/sys would let the box set kernel.core_pattern.
 		// bubblewrap's own cover skips /proc/sys (its 0555 mode fails
 		// access(W_OK) without capabilities), so airlock replaces it with a
-		// read-only tmpfs holding read-only views of kernel, vm and fs (not
-		// net, which would show the host's network settings), and covers
-		// /proc/irq and /proc/bus the same way.
+		// read-only tmpfs holding read-only views of kernel, vm and fs, and
+		// covers /proc/irq and /proc/bus the same way. Not net: in the box's
+		// own network namespace it shows mostly that namespace's settings,
+		// but the host-wide ones too (netfilter's conntrack limits, bridge),
+		// and nothing in a box needs it; nor user, dev, debug, abi, crypto.
+		// Each of these mounts is needed for this view: a bind covers one
+		// path, and bubblewrap has no read-only tmpfs (BenchmarkBwrapOps
+		// times them).
 		op{dest: "/proc", order: 5, args: procCover()},
 		op{dest: "/dev", args: []string{"--dev", "/dev"}},
 		op{dest: "/tmp", args: []string{"--tmpfs", "/tmp"}},
