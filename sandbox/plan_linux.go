@@ -876,11 +876,12 @@ func (p *planner) plan(exe string) error {
 	return nil
 }
 
-// runsInBox reports whether anything in the box runs the in-box code at
-// InitPath: the init (a box with a network, or a warm one) and the exec
-// step of an exec wall (a proxy command comes only with a network). A box
-// bubblewrap starts directly with no wall runs none of it, so it is not
-// bound there: one bind fewer, and nothing of airlock's for the box to run.
+// runsInBox reports whether anything in the box may run the in-box code
+// at InitPath: an init (a box bubblewrap does not start directly, a warm
+// one), an exec step (an exec wall's), or anything of a box with a network
+// (its forwarder, git's proxy command). A box bubblewrap starts directly
+// with no wall and no network runs none of it, so it is not bound there:
+// one bind fewer, and nothing of airlock's for the box to run.
 func (p *planner) runsInBox() bool {
 	return bindInBoxAlways.Load() || !p.direct || p.spec.Exec != nil || p.spec.Net != nil
 }
