@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -728,9 +729,14 @@ func (p *planner) plan(exe string) error {
 		// writable /proc/sys would let the box set kernel.core_pattern.
 		// bubblewrap's own cover skips /proc/sys (its 0555 mode fails
 		// access(W_OK) without capabilities), so airlock replaces it with a
-		// read-only tmpfs holding read-only views of kernel, vm and fs (not
-		// net, which would show the host's network settings), and covers
-		// /proc/irq and /proc/bus the same way.
+		// read-only tmpfs holding read-only views of kernel, vm and fs, and
+		// covers /proc/irq and /proc/bus the same way. Not net: in the box's
+		// own network namespace it shows mostly that namespace's settings,
+		// but the host-wide ones too (netfilter's conntrack limits, bridge),
+		// and nothing in a box needs it; nor user, dev, debug, abi, crypto.
+		// Each of these mounts is needed for this view: a bind covers one
+		// path, and bubblewrap has no read-only tmpfs (BenchmarkBwrapOps
+		// times them).
 		op{dest: "/proc", order: 5, args: procCover()},
 		op{dest: "/dev", args: []string{"--dev", "/dev"}},
 		op{dest: "/tmp", args: []string{"--tmpfs", "/tmp"}},
@@ -744,11 +750,19 @@ func (p *planner) plan(exe string) error {
 	// The in-box code (airlock-box, else the airlock binary), read-only,
 	// never from a writable directory (CVE-2019-5736: a box that can
 	// write the runtime's binary owns the next run).
+	// It is pinned (and refused from a writable directory) whether or
+	// not it is bound: a box that could write it would own the host's
+	// next run all the same.
 	ex, err := p.pinInit(exe)
 	if err != nil {
 		return err
 	}
-	p.bindFD(ex, boxInitPath, false, 2)
+	if p.runsInBox() {
+		p.bindFD(ex, boxInitPath, false, 2)
+	} else {
+		ex.f.Close()
+		b.Notes = append(b.Notes, "in-box code: not bound at "+boxInitPath+": nothing in this box runs it (no init, exec step or proxy command)")
+	}
 
 	// What the policy grants, with the covers of what it would expose
 	// (pin_linux.go, shared with tier 2).
@@ -907,6 +921,25 @@ func (p *planner) plan(exe string) error {
 		boxconf.FlagConfig, strconv.Itoa(cfgN), boxconf.FlagStatus, strconv.Itoa(stN))
 	return nil
 }
+
+// runsInBox reports whether anything in the box may run the in-box code
+// at InitPath: an init (a box bubblewrap does not start directly, a warm
+// one), an exec step (an exec wall's), or anything of a box with a network
+// (its forwarder, git's proxy command). A box bubblewrap starts directly
+// with no wall and no network runs none of it, so it is not bound there:
+// one bind fewer, and nothing of airlock's for the box to run.
+func (p *planner) runsInBox() bool {
+	return bindInBoxAlways.Load() || !p.direct || p.spec.Exec != nil || p.spec.Net != nil
+}
+
+// bindInBoxAlways: see BindInBoxAlways.
+var bindInBoxAlways atomic.Bool
+
+// BindInBoxAlways makes every tier-1 box bind the in-box code at InitPath,
+// read-only and pinned as elsewhere, even one nothing inside runs: for
+// tests whose probe inside the box is the binary found there (the test
+// binary, given as the airlock binary). airlock itself never sets it.
+func BindInBoxAlways(on bool) { bindInBoxAlways.Store(on) }
 
 // dropArg returns args without each argument equal to flag (a flag that
 // takes no value).
