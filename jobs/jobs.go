@@ -89,6 +89,7 @@ const (
 	LeaseActivity       = wire.LeaseActivity
 	CallActivity        = wire.CallActivity
 	CloseActivity       = wire.CloseActivity
+	LeaseCallActivity   = wire.LeaseCallActivity
 	SignalCall          = wire.SignalCall
 	SignalRelease       = wire.SignalRelease
 	QueryTrace          = wire.QueryTrace

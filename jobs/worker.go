@@ -339,7 +339,35 @@ func (n *Node) registerCalls(w worker.Worker, cr CallRunner) {
 		ends.end(req.Job.ID)
 		return nil
 	}
+	// leaseCall is a closed job of one call's whole lease: open, the
+	// call, close, under one activity's heartbeats (a kill or the server
+	// forgetting the activity cancels the call, whose box is torn down,
+	// and the kernel is closed before the answer), so the job pays one
+	// round trip through Temporal for what open, lease, call and close
+	// pay four.
+	leaseCall := func(ctx context.Context, req CallRequest) (CallResult, error) {
+		if err := wrong(req.Node); err != nil {
+			return CallResult{}, err
+		}
+		defer n.slots.start(req.Job.ID)()
+		r, err := heartbeating(ctx, n.client, cfg, req.Node, func(ctx context.Context) (CallResult, error) {
+			if _, err := cr.Open(ctx, LeaseRequest{Job: req.Job, Node: req.Node}); err != nil {
+				return CallResult{}, err
+			}
+			defer func() {
+				if cerr := cr.Close(context.WithoutCancel(ctx), req.Job.ID); cerr != nil && cfg.Log != nil {
+					cfg.Log.Warn("close of a job's kernel at the end of its lease", "job", req.Job.ID, "err", cerr)
+				}
+			}()
+			return cr.Call(ctx, req)
+		})
+		if err == nil {
+			r.Node, r.Call = cfg.ID, req.Call.ID
+		}
+		return r, err
+	}
 	w.RegisterActivityWithOptions(open, activity.RegisterOptions{Name: OpenActivity})
+	w.RegisterActivityWithOptions(leaseCall, activity.RegisterOptions{Name: LeaseCallActivity})
 	w.RegisterActivityWithOptions(hold, activity.RegisterOptions{Name: LeaseActivity})
 	w.RegisterActivityWithOptions(call, activity.RegisterOptions{Name: CallActivity})
 	w.RegisterActivityWithOptions(closeKernel, activity.RegisterOptions{Name: CloseActivity})

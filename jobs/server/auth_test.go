@@ -79,7 +79,7 @@ func TestWithoutBindingANodeAnswersAnotherNodesClaim(t *testing.T) {
 	defer cancel()
 	run, err := n0.WorkflowService().PollActivityTaskQueue(rctx, &workflowservice.PollActivityTaskQueueRequest{
 		Namespace: jobs.DefaultNamespace, TaskQueue: &taskqueuepb.TaskQueue{Name: jobs.NodeQueue("n0")}})
-	if err != nil || run.GetActivityType().GetName() != jobs.OpenActivity {
+	if err != nil || run.GetActivityType().GetName() != jobs.LeaseCallActivity {
 		t.Fatalf("poll node.n0: %v, %v; want the floor job's lease opened", run, err)
 	}
 	f.server.Kill(ctx, "j-steal")
