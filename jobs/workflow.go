@@ -87,14 +87,7 @@ func Workflow(ctx workflow.Context, j Job) (Result, error) {
 // runOn runs the job on the node that claimed it, under heartbeats, taking
 // the job's questions and answers while it runs (version 1 and later).
 func runOn(ctx workflow.Context, j Job, c Claim, q *questions, version workflow.Version) (Result, error) {
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:              NodeQueue(c.Node),
-		ScheduleToStartTimeout: nodeStartTimeout,
-		StartToCloseTimeout:    runTimeout(j) + time.Minute,
-		HeartbeatTimeout:       HeartbeatTimeout,
-		WaitForCancellation:    true,
-		RetryPolicy:            once,
-	})
+	actx := workflow.WithActivityOptions(ctx, runOptions(j, c))
 	var r Result
 	var err error
 	run := workflow.ExecuteActivity(actx, RunActivity, RunRequest{Job: j, Node: c.Node})
@@ -126,6 +119,21 @@ func runOn(ctx workflow.Context, j Job, c Claim, q *questions, version workflow.
 			ErrBelowFloor, nil)
 	}
 	return r, err
+}
+
+// runOptions are the options of a job's run on the node that claimed it
+// (the one run activity, or the one-call lease): held to the job's run
+// timeout, heartbeating, never retried, and waited for when cancelled, so
+// a kill ends once the node tore the box down.
+func runOptions(j Job, c Claim) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		TaskQueue:              NodeQueue(c.Node),
+		ScheduleToStartTimeout: nodeStartTimeout,
+		StartToCloseTimeout:    runTimeout(j) + time.Minute,
+		HeartbeatTimeout:       HeartbeatTimeout,
+		WaitForCancellation:    true,
+		RetryPolicy:            once,
+	}
 }
 
 // nodeLost reports whether a run failed because its node went silent.
@@ -504,14 +512,7 @@ func runCalls(ctx workflow.Context, j Job, c Claim, q *questions, tr *jobTrace) 
 // taken from the claiming node while it runs, and the trace shows the call
 // running from the moment it was handed to the node, then its result.
 func runLeaseCall(ctx workflow.Context, j Job, c Claim, q *questions, tr *jobTrace) (Result, error) {
-	opts := workflow.ActivityOptions{
-		TaskQueue:              NodeQueue(c.Node),
-		ScheduleToStartTimeout: nodeStartTimeout,
-		StartToCloseTimeout:    runTimeout(j) + time.Minute,
-		HeartbeatTimeout:       HeartbeatTimeout,
-		WaitForCancellation:    true,
-		RetryPolicy:            once,
-	}
+	opts := runOptions(j, c)
 	l := &lease{ctx: ctx, j: j, c: c, q: q, tr: tr, sel: workflow.NewSelector(ctx), opts: opts}
 	call := tr.first(j)[0]
 	l.cur = &call

@@ -15,25 +15,11 @@ import (
 // slot before its claim; a job no quota bounds takes none, and its
 // history goes from its start straight to its claim.
 func TestAttackJobMarksItselfQuotaFree(t *testing.T) {
-	dev, err := Start(context.Background(), jobs.DevConfig{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Stop()
-	srv, err := jobs.Dial(dev.HostPort(), dev.Namespace(), nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
 	q, err := jobs.NewQuotas(jobs.QuotaConfig{Pools: map[string]int{"ci": 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop, err := srv.OrchestrateWith(q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	_, srv := startPlain(t, q)
 	ctx := context.Background()
 	start := func(id, pool string) {
 		j := jobs.Job{ID: id, Pool: pool, Tenant: "acme", Argv: []string{"true"}, ClaimTimeout: time.Minute, QuotaFree: true}
@@ -70,4 +56,27 @@ func TestAttackJobMarksItselfQuotaFree(t *testing.T) {
 	if strings.Contains(h, jobs.AcquireActivity) || !strings.Contains(h, jobs.ClaimActivity) {
 		t.Fatalf("a job no quota bounds: want its claim without a slot's ask:\n%s", h)
 	}
+}
+
+// startPlain starts an embedded server without authentication (any local
+// process may poll any queue: the old shape, or a test's own) and the
+// server's client orchestrating its jobs under q (nil: no quota).
+func startPlain(t *testing.T, q *jobs.Quotas) (jobs.DevServer, *jobs.Client) {
+	t.Helper()
+	dev, err := Start(context.Background(), jobs.DevConfig{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.Stop() })
+	srv, err := jobs.Dial(dev.HostPort(), dev.Namespace(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	stop, err := srv.OrchestrateWith(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return dev, srv
 }
