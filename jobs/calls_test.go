@@ -84,6 +84,21 @@ func registerLease(env *testsuite.TestWorkflowEnvironment, call func(context.Con
 		l.note("close")
 		return nil
 	}, activity.RegisterOptions{Name: CloseActivity})
+	// A closed job of one call: its open, call and close in one activity,
+	// noted as one ("lease-call"), which a silent node fails as the lease
+	// above does.
+	env.RegisterActivityWithOptions(func(ctx context.Context, req CallRequest) (CallResult, error) {
+		l.note("lease-call@" + activity.GetInfo(ctx).TaskQueue + ":" + req.Call.ID)
+		if l.holdErr != nil {
+			select {
+			case <-ctx.Done():
+				return CallResult{}, ctx.Err()
+			case <-time.After(l.holdFor):
+				return CallResult{}, l.holdErr
+			}
+		}
+		return call(ctx, req)
+	}, activity.RegisterOptions{Name: LeaseCallActivity})
 	return l
 }
 
@@ -579,4 +594,107 @@ func checkErr(t *testing.T, err error, want string) {
 	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
 		t.Fatalf("got %v, want %q", err, want)
 	}
+}
+
+// TestOneCallJobIsOneLease: a closed job of one call (the command of the
+// old shape, or one call of Calls) runs as one activity on the claiming
+// node's queue, its lease and its call at once; a job of more calls, and
+// an open job, still open a lease, run each call and close it. Every one
+// shows its calls in its trace and result.
+func TestOneCallJobIsOneLease(t *testing.T) {
+	tests := []struct {
+		name  string
+		job   Job
+		want  string
+		calls int
+	}{
+		{"a command", job(nil), "lease-call@node.n1:c1", 1},
+		{"one call", callsJob(func(j *Job) { j.Calls = j.Calls[:1] }), "lease-call@node.n1:c1", 1},
+		{"three calls", callsJob(nil), "open@node.n1 call:c1 call:c2 call:c3 close", 3},
+		{"an open job of one call", callsJob(func(j *Job) { j.Calls, j.Open, j.IdleTimeout = j.Calls[:1], true, time.Second }),
+			"open@node.n1 call:c1 close", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestWorkflowEnvironment()
+			claimBy(env, Claim{Node: "n1", Tier: 1})
+			log := registerLease(env, tiered(nil))
+			env.ExecuteWorkflow(Workflow, tt.job)
+			if err := env.GetWorkflowError(); err != nil {
+				t.Fatal(err)
+			}
+			var r Result
+			if err := env.GetWorkflowResult(&r); err != nil {
+				t.Fatal(err)
+			}
+			if got := log.String(); got != tt.want {
+				t.Errorf("activities on the node: got %q, want %q", got, tt.want)
+			}
+			if r.Node != "n1" || r.Tier != 1 || (len(tt.job.Calls) == 0 && r.Stdout != "ran make test") {
+				t.Errorf("result: got %+v", r)
+			}
+			tr := traceOf(t, env)
+			if len(tr.Calls) != tt.calls || tr.LowestTier != 1 {
+				t.Fatalf("trace: got %+v, want %d calls at tier 1", tr, tt.calls)
+			}
+			for i, c := range tr.Calls {
+				if c.Node != "n1" || c.Tier != 1 || c.Verdict != "allow" || c.Started.IsZero() || c.Ended.IsZero() {
+					t.Errorf("trace call %d: got %+v, want it on n1 at tier 1, allowed, started and ended", i, c)
+				}
+			}
+		})
+	}
+}
+
+// TestOneCallLeaseHoldsTheGuarantees: the one activity of a one-call job
+// keeps what the lease and its call kept apart: a tier below the floor
+// fails the job, a silent node fails it as lost (and its trace says so),
+// a kill cancels the activity and waits for the node's answer.
+func TestOneCallLeaseHoldsTheGuarantees(t *testing.T) {
+	t.Run("below its floor", func(t *testing.T) {
+		var s testsuite.WorkflowTestSuite
+		env := s.NewTestWorkflowEnvironment()
+		claimBy(env, Claim{Node: "n1", Tier: 1})
+		registerLease(env, tiered(map[string]int{"c1": 0}))
+		env.ExecuteWorkflow(Workflow, job(nil))
+		if err := env.GetWorkflowError(); appType(err) != ErrBelowFloor {
+			t.Fatalf("got %v, want %s", err, ErrBelowFloor)
+		}
+	})
+	t.Run("its node lost", func(t *testing.T) {
+		var s testsuite.WorkflowTestSuite
+		env := s.NewTestWorkflowEnvironment()
+		claimBy(env, Claim{Node: "n1", Tier: 1})
+		log := registerLease(env, tiered(nil))
+		log.holdErr = temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
+		log.holdFor = time.Second
+		env.ExecuteWorkflow(Workflow, job(nil))
+		if err := env.GetWorkflowError(); appType(err) != ErrNodeLost {
+			t.Fatalf("got %v, want %s", err, ErrNodeLost)
+		}
+		tr := traceOf(t, env)
+		if len(tr.Calls) != 1 || !strings.Contains(tr.Calls[0].Reason, "node n1 was lost") {
+			t.Fatalf("trace: got %+v, want the call lost with its node", tr)
+		}
+	})
+	t.Run("killed", func(t *testing.T) {
+		var s testsuite.WorkflowTestSuite
+		env := s.NewTestWorkflowEnvironment()
+		claimBy(env, Claim{Node: "n1", Tier: 1})
+		var canceled []string
+		env.SetOnActivityCanceledListener(func(info *activity.Info) { canceled = append(canceled, info.ActivityType.Name) })
+		registerLease(env, func(ctx context.Context, req CallRequest) (CallResult, error) {
+			<-ctx.Done()
+			return CallResult{}, ctx.Err()
+		})
+		env.RegisterDelayedCallback(env.CancelWorkflow, time.Second)
+		env.ExecuteWorkflow(Workflow, job(nil))
+		if err := env.GetWorkflowError(); !temporal.IsCanceledError(err) {
+			t.Fatalf("got %v, want the job killed", err)
+		}
+		if strings.Join(canceled, " ") != LeaseCallActivity {
+			t.Fatalf("cancelled: got %q, want the one lease-call", canceled)
+		}
+	})
 }

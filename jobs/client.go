@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -24,6 +25,10 @@ import (
 // Client starts and reads jobs.
 type Client struct {
 	c client.Client
+	// quotas are the quotas this client's orchestration holds (nil
+	// before OrchestrateWith): Start marks a job QuotaFree only when they
+	// say no quota applies to it.
+	quotas atomic.Pointer[Quotas]
 }
 
 // Dial connects to a Temporal frontend. tlsConfig is the client's mutual
@@ -63,6 +68,7 @@ func (c *Client) OrchestrateWith(q *Quotas) (stop func(), err error) {
 		}
 	}
 	q.running = c.running
+	c.quotas.Store(q)
 	w := worker.New(c.c, WorkflowQueue, worker.Options{DisableRegistrationAliasing: true})
 	w.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
 	registerQuotas(w, q)
@@ -73,16 +79,25 @@ func (c *Client) OrchestrateWith(q *Quotas) (stop func(), err error) {
 	return w.Stop, nil
 }
 
-// Start starts j's workflow under j.ID.
+// Start starts j's workflow under j.ID. j.QuotaFree is this client's to
+// set, whatever j says: true only when the quotas of its orchestration
+// bound neither j's pool nor its tenant (a client that orchestrates
+// nothing knows no quotas, and its jobs take their slot as before).
 func (c *Client) Start(ctx context.Context, j Job) error {
 	if err := j.Validate(); err != nil {
 		return err
 	}
+	q := c.quotas.Load()
+	j.QuotaFree = q != nil && !q.Applies(j.Pool, j.Tenant)
 	// The summary rides in the memo, which Temporal's visibility returns
 	// with every list entry: the server keeps no list of its own to lose.
+	// Eager: the start's answer carries the workflow's first task to this
+	// client's own worker (OrchestrateWith), a trip through the queue
+	// fewer; a client that orchestrates nothing gets none and the task
+	// goes through the queue as before.
 	_, err := c.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: j.ID, TaskQueue: WorkflowQueue,
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		Memo:                  map[string]any{memoKey: j.Summary()}}, WorkflowName, j)
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE, EnableEagerStart: true,
+		Memo: map[string]any{memoKey: j.Summary()}}, WorkflowName, j)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &already) {
 		return errs.Invalidf("job %s: an id already used", j.ID)

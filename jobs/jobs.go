@@ -9,13 +9,17 @@
 // A job is routed in two steps, because a worker that stopped can still
 // hold a poll that takes a task:
 //
-//	workflow ──claim──▶ <pool>          (any node of the pool)
+//	workflow ──quota──▶ airlock.workflows (a slot, only when a quota bounds the job)
+//	         ──claim──▶ <pool>          (any node of the pool)
 //	         ──claim──▶ floor.<pool>    (tier-1 nodes only: every command job)
 //	         ◀─ node id, tier ──
 //	         ──open───▶ node.<id>       (the node that claimed: the job's kernel)
 //	         ──lease──▶ node.<id>       (held, heartbeating, for the job's life)
 //	         ──call───▶ node.<id>       (each call of the job, one activity each)
 //	         ──close──▶ node.<id>
+//
+// A closed job of one call runs its open, call and close as one activity
+// instead (LeaseCallActivity, heartbeating throughout).
 //
 // The claim is short (claimStartToClose): a claim taken by a stale poll is
 // never answered and is put to the queue again until the claim timeout
@@ -89,6 +93,7 @@ const (
 	LeaseActivity       = wire.LeaseActivity
 	CallActivity        = wire.CallActivity
 	CloseActivity       = wire.CloseActivity
+	LeaseCallActivity   = wire.LeaseCallActivity
 	SignalCall          = wire.SignalCall
 	SignalRelease       = wire.SignalRelease
 	QueryTrace          = wire.QueryTrace

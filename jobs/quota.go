@@ -137,6 +137,18 @@ func limit(m map[string]int, name string) (n int, key string) {
 	return m[AnyName], AnyName
 }
 
+// Applies says whether a quota bounds a job of pool and tenant: one names
+// the pool or the tenant, or a * quota holds either. A job no quota
+// applies to takes no slot (Job.QuotaFree), so it pays no round trip to
+// the server's queue for one.
+func (q *Quotas) Applies(pool, tenant string) bool {
+	if n, _ := limit(q.cfg.Pools, pool); n > 0 {
+		return true
+	}
+	n, _ := limit(q.cfg.Tenants, tenant)
+	return n > 0
+}
+
 // fullLocked names the quota that leaves no room for req, or "".
 func (q *Quotas) fullLocked(req SlotRequest) string {
 	var pool, tenant int

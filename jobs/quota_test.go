@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -372,6 +373,55 @@ func TestWorkflowWaitsForSlot(t *testing.T) {
 			}
 			if g := ask(t, f.q, "j-1", "build", "acme"); tt.job.Tenant != "" && g.Granted {
 				t.Errorf("the ended job's late ask was granted")
+			}
+		})
+	}
+}
+
+// TestQuotasApply: a quota applies to a job when it names the job's pool
+// or tenant, or a * quota holds either; with none the job takes no slot.
+func TestQuotasApply(t *testing.T) {
+	tests := []struct {
+		name         string
+		cfg          QuotaConfig
+		pool, tenant string
+		want         bool
+	}{
+		{"no quota", QuotaConfig{}, "build", "acme", false},
+		{"the pool's", QuotaConfig{Pools: map[string]int{"build": 1}}, "build", "acme", true},
+		{"another pool's", QuotaConfig{Pools: map[string]int{"ci": 1}}, "build", "acme", false},
+		{"the tenant's", QuotaConfig{Tenants: map[string]int{"acme": 2}}, "build", "acme", true},
+		{"another tenant's", QuotaConfig{Tenants: map[string]int{"beta": 2}}, "build", "acme", false},
+		{"every pool's", QuotaConfig{Pools: map[string]int{AnyName: 3}}, "build", "acme", true},
+		{"every tenant's", QuotaConfig{Tenants: map[string]int{AnyName: 3}}, "build", "acme", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := newQuotas(t, tt.cfg).Applies(tt.pool, tt.tenant); got != tt.want {
+				t.Fatalf("Applies(%s, %s) = %v, want %v", tt.pool, tt.tenant, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestQuotaFreeJobTakesNoSlot: a job the server started QuotaFree asks no
+// slot and releases none, its run the same; one without the mark asks.
+func TestQuotaFreeJobTakesNoSlot(t *testing.T) {
+	for _, free := range []bool{true, false} {
+		t.Run(fmt.Sprintf("quota free %v", free), func(t *testing.T) {
+			fl := &fleet{claims: []func() (Claim, error){node("n1", 1)}, runTier: 1}
+			f := &quotaFleet{fleet: fl, q: newQuotas(t, QuotaConfig{Pools: map[string]int{"build": 1}})}
+			env := quotaEnv(f)
+			env.ExecuteWorkflow(Workflow, tenantJob(func(j *Job) { j.QuotaFree = free }))
+			if err := env.GetWorkflowError(); err != nil {
+				t.Fatal(err)
+			}
+			want := 1
+			if free {
+				want = 0
+			}
+			if f.asks != want || f.releases != want {
+				t.Fatalf("asks %d, releases %d; want %d each", f.asks, f.releases, want)
 			}
 		})
 	}

@@ -38,9 +38,11 @@ const slotWait = 30 * time.Second
 // error too (an ask may have been granted as the job was killed), and is
 // safe to call when nothing was taken. A job without a tenant was started
 // around the API (by the server's own Temporal identity, the one that may
-// start workflows) and takes none.
+// start workflows) and takes none; nor does a job the server started
+// QuotaFree (no quota named its pool or tenant), read from the workflow's
+// input, so its replay takes the same branch.
 func holdSlot(ctx workflow.Context, j Job) (release func(), err error) {
-	if j.Tenant == "" || workflow.GetVersion(ctx, versionQuota, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if j.Tenant == "" || j.QuotaFree || workflow.GetVersion(ctx, versionQuota, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return func() {}, nil
 	}
 	req := SlotRequest{Job: j.ID, Pool: j.Pool, Tenant: j.Tenant}

@@ -3,6 +3,8 @@ package jobs
 import (
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"go.temporal.io/sdk/worker"
@@ -49,5 +51,30 @@ func TestReplayCatchesAChangedWorkflow(t *testing.T) {
 	r.RegisterWorkflowWithOptions(changed, workflow.RegisterOptions{Name: WorkflowName})
 	if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err == nil {
 		t.Fatal("a changed workflow replayed against the recording without an error")
+	}
+}
+
+// TestReplayCoversEveryShape: the recordings hold every shape the
+// workflow's version markers choose between, so each branch kept for the
+// jobs of an older build is replayed, not only the newest: the one run
+// activity, the lease with its calls, the one-call lease, and the quota's
+// slot.
+func TestReplayCoversEveryShape(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.history.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.Write(b)
+	}
+	for _, activity := range []string{RunActivity, OpenActivity, LeaseActivity, CallActivity, CloseActivity, LeaseCallActivity, AcquireActivity, ReleaseActivity, AnswerActivity} {
+		if !regexp.MustCompile(`"name":\s*"` + regexp.QuoteMeta(activity) + `"`).MatchString(all.String()) {
+			t.Errorf("no recorded history schedules %s (run go test ./cmd/airlock-server -run TestFleet -update)", activity)
+		}
 	}
 }

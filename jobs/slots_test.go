@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -35,5 +36,36 @@ func TestSlots(t *testing.T) {
 	}
 	if s.reserve("f") {
 		t.Error("more claims answered than the bound")
+	}
+}
+
+// TestSlotsWaitForRoom: a claim on a full node waits for a box to end and
+// takes its slot, and declines when none ends within its wait or its
+// context ends; the bound holds throughout.
+func TestSlotsWaitForRoom(t *testing.T) {
+	s := &slots{max: 1, reserved: map[string]time.Time{}, now: time.Now}
+	release := s.start("a")
+	ctx := context.Background()
+	start := time.Now()
+	if s.reserveWithin(ctx, "b", 50*time.Millisecond) {
+		t.Fatal("a full node answered a claim with no box ended")
+	}
+	if d := time.Since(start); d < 50*time.Millisecond {
+		t.Fatalf("declined after %s, before its wait", d)
+	}
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		release()
+	}()
+	if !s.reserveWithin(ctx, "b", 5*time.Second) {
+		t.Fatal("a box ended and the waiting claim did not take its slot")
+	}
+	if s.reserveWithin(ctx, "c", 20*time.Millisecond) {
+		t.Fatal("a second claim took the one slot too")
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if s.reserveWithin(cctx, "c", 5*time.Second) {
+		t.Fatal("a claim whose context ended was answered")
 	}
 }

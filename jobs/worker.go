@@ -67,6 +67,44 @@ type slots struct {
 	running  int
 	reserved map[string]time.Time
 	now      func() time.Time
+	// freed is closed (and replaced) when a box ends, to wake the claims
+	// waiting for room (nil until one waits).
+	freed chan struct{}
+}
+
+// claimWait is how long a claim waits on a full node for a box to end
+// before it declines: well within claimStartToClose, so a claim answered
+// late is never taken for one a stale poll holds. A short job's box frees
+// up in far less; the claim then takes it at once instead of going back
+// to the queue for a second's pause and a round trip through Temporal,
+// and while Concurrency claims of one queue wait, the node's worker of
+// that queue polls no more, so the queue's other jobs go to nodes with
+// room.
+const claimWait = claimStartToClose / 2
+
+// reserveWithin is reserve, waiting up to d (or until ctx ends) for room.
+func (s *slots) reserveWithin(ctx context.Context, job string, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		if s.freed == nil {
+			s.freed = make(chan struct{})
+		}
+		freed := s.freed
+		s.mu.Unlock()
+		if s.reserve(job) {
+			return true
+		}
+		select {
+		case <-freed:
+		case <-t.C:
+			// A reservation whose run never came may have lapsed.
+			return s.reserve(job)
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // reserveFor is how long an answered claim holds a slot for its run.
@@ -99,6 +137,10 @@ func (s *slots) start(job string) (release func()) {
 	return func() {
 		s.mu.Lock()
 		s.running--
+		if s.freed != nil {
+			close(s.freed)
+			s.freed = nil
+		}
 		s.mu.Unlock()
 	}
 }
@@ -176,7 +218,7 @@ func (n *Node) newWorker(q string) worker.Worker {
 		n.registerCalls(w, cr)
 		w.RegisterActivityWithOptions(deliverActivity(cfg.Waiters), activity.RegisterOptions{Name: AnswerActivity})
 	} else {
-		claim := func(ctx context.Context, req ClaimRequest) (Claim, error) { return n.claim(cfg, req) }
+		claim := func(ctx context.Context, req ClaimRequest) (Claim, error) { return n.claim(ctx, cfg, req) }
 		w.RegisterActivityWithOptions(claim, activity.RegisterOptions{Name: ClaimActivity})
 	}
 	return w
@@ -210,7 +252,7 @@ func (n *Node) SetFloor(optedOut, floor bool) error {
 // claim answers a claim with the node's id and tier, or declines it when
 // the node is stopping, below the job's floor (unless an opt-out or the
 // server's --dev lets it), or opted out and the job tainted.
-func (n *Node) claim(cfg NodeConfig, req ClaimRequest) (Claim, error) {
+func (n *Node) claim(ctx context.Context, cfg NodeConfig, req ClaimRequest) (Claim, error) {
 	if n.stopping.Load() {
 		return Claim{}, temporal.NewApplicationError("node "+cfg.ID+" is stopping", "Declined")
 	}
@@ -223,10 +265,17 @@ func (n *Node) claim(cfg NodeConfig, req ClaimRequest) (Claim, error) {
 		return Claim{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("node %s runs at sandbox tier %d, below job %s's floor %d", cfg.ID, cfg.Tier, req.Job, req.Floor), ErrBelowFloor, nil)
 	}
-	// Checked before any box starts: a full node declines, and the job
-	// is claimed again (by this node once it has room, or another).
-	if !n.slots.reserve(req.Job) {
+	// Checked before any box starts: a full node waits a moment for a
+	// box to end, then declines, and the job is claimed again (by this
+	// node once it has room, or another).
+	if !n.slots.reserveWithin(ctx, req.Job, claimWait) {
 		return Claim{}, temporal.NewApplicationError(fmt.Sprintf("node %s runs its %d boxes at once (--max-boxes)", cfg.ID, cfg.Concurrency), "Declined")
+	}
+	if n.stopping.Load() || n.optedOut.Load() != optedOut {
+		// Stopped, or its opt-out changed, while the claim waited: the
+		// checks above read what no longer holds, so it declines and its
+		// reservation lapses unused.
+		return Claim{}, temporal.NewApplicationError("node "+cfg.ID+" is stopping or its opt-out changed", "Declined")
 	}
 	return Claim{Node: cfg.ID, Tier: cfg.Tier, OptedOut: optedOut}, nil
 }
@@ -339,7 +388,35 @@ func (n *Node) registerCalls(w worker.Worker, cr CallRunner) {
 		ends.end(req.Job.ID)
 		return nil
 	}
+	// leaseCall is a closed job of one call's whole lease: open, the
+	// call, close, under one activity's heartbeats (a kill or the server
+	// forgetting the activity cancels the call, whose box is torn down,
+	// and the kernel is closed before the answer), so the job pays one
+	// round trip through Temporal for what open, lease, call and close
+	// pay four.
+	leaseCall := func(ctx context.Context, req CallRequest) (CallResult, error) {
+		if err := wrong(req.Node); err != nil {
+			return CallResult{}, err
+		}
+		defer n.slots.start(req.Job.ID)()
+		r, err := heartbeating(ctx, n.client, cfg, req.Node, func(ctx context.Context) (CallResult, error) {
+			if _, err := cr.Open(ctx, LeaseRequest{Job: req.Job, Node: req.Node}); err != nil {
+				return CallResult{}, err
+			}
+			defer func() {
+				if cerr := cr.Close(context.WithoutCancel(ctx), req.Job.ID); cerr != nil && cfg.Log != nil {
+					cfg.Log.Warn("close of a job's kernel at the end of its lease", "job", req.Job.ID, "err", cerr)
+				}
+			}()
+			return cr.Call(ctx, req)
+		})
+		if err == nil {
+			r.Node, r.Call = cfg.ID, req.Call.ID
+		}
+		return r, err
+	}
 	w.RegisterActivityWithOptions(open, activity.RegisterOptions{Name: OpenActivity})
+	w.RegisterActivityWithOptions(leaseCall, activity.RegisterOptions{Name: LeaseCallActivity})
 	w.RegisterActivityWithOptions(hold, activity.RegisterOptions{Name: LeaseActivity})
 	w.RegisterActivityWithOptions(call, activity.RegisterOptions{Name: CallActivity})
 	w.RegisterActivityWithOptions(closeKernel, activity.RegisterOptions{Name: CloseActivity})

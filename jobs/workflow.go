@@ -64,8 +64,13 @@ func Workflow(ctx workflow.Context, j Job) (Result, error) {
 		// one is a lease on the claiming node and its calls through it.
 		// While either goes on, the node runs the job (QueryPlacement).
 		r, err := placed(ctx, c.Node, func() (Result, error) {
-			if workflow.GetVersion(ctx, versionCalls, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+			switch workflow.GetVersion(ctx, versionCalls, workflow.DefaultVersion, versionLeaseCall) {
+			case workflow.DefaultVersion:
 				return runOn(ctx, j, c, q, version)
+			case versionLeaseCall:
+				if oneCall(j) {
+					return runLeaseCall(ctx, j, c, q, tr)
+				}
 			}
 			return runCalls(ctx, j, c, q, tr)
 		})
@@ -82,14 +87,7 @@ func Workflow(ctx workflow.Context, j Job) (Result, error) {
 // runOn runs the job on the node that claimed it, under heartbeats, taking
 // the job's questions and answers while it runs (version 1 and later).
 func runOn(ctx workflow.Context, j Job, c Claim, q *questions, version workflow.Version) (Result, error) {
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:              NodeQueue(c.Node),
-		ScheduleToStartTimeout: nodeStartTimeout,
-		StartToCloseTimeout:    runTimeout(j) + time.Minute,
-		HeartbeatTimeout:       HeartbeatTimeout,
-		WaitForCancellation:    true,
-		RetryPolicy:            once,
-	})
+	actx := workflow.WithActivityOptions(ctx, runOptions(j, c))
 	var r Result
 	var err error
 	run := workflow.ExecuteActivity(actx, RunActivity, RunRequest{Job: j, Node: c.Node})
@@ -121,6 +119,21 @@ func runOn(ctx workflow.Context, j Job, c Claim, q *questions, version workflow.
 			ErrBelowFloor, nil)
 	}
 	return r, err
+}
+
+// runOptions are the options of a job's run on the node that claimed it
+// (the one run activity, or the one-call lease): held to the job's run
+// timeout, heartbeating, never retried, and waited for when cancelled, so
+// a kill ends once the node tore the box down.
+func runOptions(j Job, c Claim) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		TaskQueue:              NodeQueue(c.Node),
+		ScheduleToStartTimeout: nodeStartTimeout,
+		StartToCloseTimeout:    runTimeout(j) + time.Minute,
+		HeartbeatTimeout:       HeartbeatTimeout,
+		WaitForCancellation:    true,
+		RetryPolicy:            once,
+	}
 }
 
 // nodeLost reports whether a run failed because its node went silent.
@@ -279,8 +292,20 @@ func (q *questions) listen(ctx workflow.Context, j Job, node string, sel workflo
 }
 
 // versionCalls marks the workflow shape that runs a job as a lease on the
-// claiming node and its calls through it, one activity each.
+// claiming node and its calls through it, one activity each (version 1),
+// and, from versionLeaseCall on, a closed job of one call as one
+// activity that is its lease and its call at once.
 const versionCalls = "calls"
+
+// versionLeaseCall is versionCalls' version whose closed jobs of one call
+// run as LeaseCallActivity: open, the call and close on the node in one
+// round trip instead of four. Every other job runs as in version 1.
+const versionLeaseCall workflow.Version = 2
+
+// oneCall says whether j runs as one LeaseCallActivity: a closed job
+// (nothing signals it calls later) of exactly one call. It reads only
+// the workflow's input, so a replay takes the branch the run took.
+func oneCall(j Job) bool { return !j.Open && len(j.JobCalls()) == 1 }
 
 // openTimeout bounds building a job's kernel and directory on its node.
 const openTimeout = 2 * time.Minute
@@ -475,6 +500,43 @@ func runCalls(ctx workflow.Context, j Job, c Claim, q *questions, tr *jobTrace) 
 		cancelHold()
 	}
 	return r, err
+}
+
+// runLeaseCall runs a closed job of one call as one activity on the
+// claiming node (LeaseCallActivity): the node opens the job's kernel, runs
+// the call through it and closes it, heartbeating all the while. Each
+// guarantee of runCalls holds: the call runs once (never retried), the
+// activity's heartbeat silence is the node lost (Workflow claims an
+// idempotent job again), a kill cancels it and the node tears the box and
+// the kernel down before it answers, the job's questions and answers are
+// taken from the claiming node while it runs, and the trace shows the call
+// running from the moment it was handed to the node, then its result.
+func runLeaseCall(ctx workflow.Context, j Job, c Claim, q *questions, tr *jobTrace) (Result, error) {
+	opts := runOptions(j, c)
+	l := &lease{ctx: ctx, j: j, c: c, q: q, tr: tr, sel: workflow.NewSelector(ctx), opts: opts}
+	call := tr.first(j)[0]
+	l.cur = &call
+	tr.started(ctx, call, c.Node)
+	f := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), LeaseCallActivity, CallRequest{Job: j, Node: c.Node, Call: call})
+	l.sel.AddFuture(f, func(f workflow.Future) {
+		var r CallResult
+		err := f.Get(ctx, &r)
+		l.cur = nil
+		l.ended(call, r, err)
+	})
+	q.listen(ctx, j, c.Node, l.sel)
+	// A kill does not end the wait: the activity's cancellation reaches
+	// the node, which answers once the box and the kernel are gone.
+	for l.cur != nil {
+		l.sel.Select(ctx)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return l.result(), temporal.NewCanceledError("job " + j.ID + " was killed")
+	case l.curErr != nil:
+		return l.result(), l.curErr
+	}
+	return l.result(), l.fail
 }
 
 // nodeError is the job's failure for an activity on the claiming node that

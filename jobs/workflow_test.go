@@ -321,7 +321,7 @@ func TestNodeClaimRules(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			n := &Node{cfg: NodeConfig{ID: "n", Pool: "p", Tier: tt.tier, Concurrency: 1}, slots: &slots{max: 1, reserved: map[string]time.Time{}, now: time.Now}}
 			n.optedOut.Store(tt.optedOut)
-			c, err := n.claim(n.cfg, tt.req)
+			c, err := n.claim(context.Background(), n.cfg, tt.req)
 			if tt.wantErr == "" {
 				if err != nil || c.Node != "n" || c.OptedOut != tt.optedOut {
 					t.Fatalf("got %+v, %v; want a claim by n (opted out %v)", c, err, tt.optedOut)

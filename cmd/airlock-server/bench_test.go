@@ -46,18 +46,39 @@ func BenchmarkJobFirstByte(b *testing.B) {
 }
 
 // BenchmarkHundredJobs is 100 short floor jobs started at once over three
-// tier-1 nodes: throughput, and each job's start → result latency.
+// tier-1 nodes: throughput, and each job's start → result latency. Beside
+// it, in the same run and on the same Temporal server, the server's own
+// rate for 100 workflows started at once that do nothing (empty-wf/s)
+// and that run two empty activities in sequence (2act-wf/s, a short
+// job's claim and lease): jobs/s over them (ratio-empty, ratio-2act)
+// says how much of a job's time is Temporal's, not airlock's.
 func BenchmarkHundredJobs(b *testing.B) {
 	requireTier1(b)
 	f := startFleet(b, 5*time.Minute)
 	for _, n := range []string{"h1", "h2", "h3"} {
 		f.node(n, "1")
 	}
+	tc, err := jobsClient(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tc.Close()
 	const jobs = 100
 	var lat []time.Duration
-	var elapsed time.Duration
+	var elapsed, empty, twoSteps time.Duration
 	perNode := map[string]int{}
+	baseline := func(steps int) time.Duration {
+		d, err := tc.Baseline(f.ctx, jobs, steps)
+		if err != nil {
+			b.Fatalf("baseline of %d steps: %v", steps, err)
+		}
+		return d
+	}
+	iters := 0
 	for b.Loop() {
+		iters++
+		empty += baseline(0)
+		twoSteps += baseline(2)
 		start := time.Now()
 		var mu sync.Mutex
 		var wg sync.WaitGroup
@@ -84,7 +105,13 @@ func BenchmarkHundredJobs(b *testing.B) {
 	}
 	slices.Sort(lat)
 	pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Milliseconds()) }
-	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "jobs/s")
+	rate := float64(len(lat)) / elapsed.Seconds()
+	emptyRate, twoRate := float64(iters*jobs)/empty.Seconds(), float64(iters*jobs)/twoSteps.Seconds()
+	b.ReportMetric(rate, "jobs/s")
+	b.ReportMetric(emptyRate, "empty-wf/s")
+	b.ReportMetric(twoRate, "2act-wf/s")
+	b.ReportMetric(rate/emptyRate, "ratio-empty")
+	b.ReportMetric(rate/twoRate, "ratio-2act")
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
 	b.Logf("jobs per node: %v", perNode)

@@ -316,6 +316,7 @@ func TestFleet(t *testing.T) {
 		}
 		if *update {
 			recordHistory(t, f, ids[0], "floor-job.history.json")
+			recordHistory(t, f, ids[1], "lease-call-job.history.json")
 		}
 	})
 	t.Run("an outside event's job runs on the tier-1 node with the event as input", func(t *testing.T) {
@@ -418,8 +419,17 @@ func TestFleet(t *testing.T) {
 }
 
 // recordHistory writes the workflow history of job id to jobs/testdata,
-// which the replay test holds the workflow to.
+// which the replay test holds the workflow to. A recording there is kept:
+// each is the shape jobs of some build ran in, which the workflow's
+// version markers must still replay, so -update adds the missing ones and
+// never writes a newer shape over an older one (remove a file to record
+// it again).
 func recordHistory(t *testing.T, f *fleet, id, name string) {
+	path := filepath.Join("..", "..", "jobs", "testdata", name)
+	if _, err := os.Stat(path); err == nil {
+		t.Logf("%s kept: a recorded shape is never written over", name)
+		return
+	}
 	c, err := jobsClient(f)
 	if err != nil {
 		t.Fatal(err)
@@ -429,7 +439,7 @@ func recordHistory(t *testing.T, f *fleet, id, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join("..", "..", "jobs", "testdata", name), b, 0o644); err != nil {
+	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

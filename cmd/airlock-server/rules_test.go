@@ -202,6 +202,7 @@ func TestFleetRules(t *testing.T) {
 		})
 		if *update {
 			recordHistory(t, f, id, "approval-job.history.json")
+			recordHistory(t, f, id, "approval-lease-call.history.json")
 		}
 	})
 	short := filepath.Join(f.dir, "ask-short.yaml")

@@ -34,6 +34,9 @@ func TestAttackOptedOutNodeClaimsTier1(t *testing.T) {
 		{"a run at tier 1", jobs.RunActivity, `{"node":"n0","tier":1,"exit_code":0}`},
 		{"a call at tier 1", jobs.CallActivity, `{"call":"c1","node":"n0","tier":1,"exit_code":0}`},
 		{"a call in another node's name", jobs.CallActivity, `{"call":"c1","node":"n1","tier":0,"exit_code":0}`},
+		{"a lease of one call at tier 1", jobs.LeaseCallActivity, `{"call":"c1","node":"n0","tier":1,"exit_code":0}`},
+		{"a lease of one call in another node's name", jobs.LeaseCallActivity, `{"call":"c1","node":"n1","tier":0,"exit_code":0}`},
+		{"a lease of one call giving its opt-out twice", jobs.LeaseCallActivity, `{"call":"c1","node":"n0","tier":0,"exit_code":0,"opted_out":false,"opted_out":true}`},
 		{"a claim giving the tier twice", jobs.ClaimActivity, `{"node":"n0","tier":0,"Tier":1,"opted_out":true}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -47,6 +50,7 @@ func TestAttackOptedOutNodeClaimsTier1(t *testing.T) {
 			{jobs.ClaimActivity, `{"node":"n0","tier":0,"opted_out":true}`},
 			{jobs.RunActivity, `{"node":"n0","tier":0,"exit_code":0}`},
 			{jobs.CallActivity, `{"call":"c1","node":"n0","tier":0,"exit_code":0}`},
+			{jobs.LeaseCallActivity, `{"call":"c1","node":"n0","tier":0,"exit_code":0}`},
 		} {
 			if why := tk.checkAnswer(n0, r.activity, payload(r.result)); why != "" {
 				t.Errorf("%s %s: %s", r.activity, r.result, why)

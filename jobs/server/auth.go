@@ -461,9 +461,9 @@ func (tk *tokens) checkAnswer(id pki.Identity, activity string, result *commonpb
 }
 
 // runLike is an activity that runs a claimed job's work on the claiming
-// node (a run, a call): its answer reports the tier it ran at.
+// node (a run, a call, a lease of one call): its answer reports the tier it ran at.
 func runLike(activity string) bool {
-	return activity == jobs.RunActivity || activity == jobs.CallActivity
+	return activity == jobs.RunActivity || activity == jobs.CallActivity || activity == jobs.LeaseCallActivity
 }
 
 // checkHeld holds a node's claim, run or call result to what the server

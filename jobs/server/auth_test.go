@@ -79,7 +79,7 @@ func TestWithoutBindingANodeAnswersAnotherNodesClaim(t *testing.T) {
 	defer cancel()
 	run, err := n0.WorkflowService().PollActivityTaskQueue(rctx, &workflowservice.PollActivityTaskQueueRequest{
 		Namespace: jobs.DefaultNamespace, TaskQueue: &taskqueuepb.TaskQueue{Name: jobs.NodeQueue("n0")}})
-	if err != nil || run.GetActivityType().GetName() != jobs.OpenActivity {
+	if err != nil || run.GetActivityType().GetName() != jobs.LeaseCallActivity {
 		t.Fatalf("poll node.n0: %v, %v; want the floor job's lease opened", run, err)
 	}
 	f.server.Kill(ctx, "j-steal")
@@ -174,21 +174,7 @@ func floorJob(id string) jobs.Job {
 // frontend with no authentication lets any local process with the SDK
 // poll floor.<pool> and take a floor job's claim at tier 0.
 func TestWithoutAuthAnyLocalProcessTakesFloorWork(t *testing.T) {
-	dev, err := Start(context.Background(), jobs.DevConfig{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Stop()
-	srv, err := jobs.Dial(dev.HostPort(), dev.Namespace(), nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	stop, err := srv.Orchestrate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	dev, srv := startPlain(t, nil)
 	c, err := sdkClient(t, dev.HostPort(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -83,7 +83,7 @@ func Start(ctx context.Context, cfg jobs.DevConfig) (jobs.DevServer, error) {
 		temporal.WithCustomMetricsHandler(metrics.NoopMetricsHandler),
 	}
 	if cfg.Auth == nil {
-		opts = append(opts, temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{}))
+		opts = append(opts, temporal.WithDynamicConfigClient(devConfig(nil)))
 	} else {
 		authOpts, err := authOptions(cfg.Auth, cfg.Namespace, filepath.Join(cfg.Dir, "task-bindings.json"))
 		if err != nil {
@@ -105,6 +105,22 @@ func Start(ctx context.Context, cfg jobs.DevConfig) (jobs.DevServer, error) {
 	return &dev{srv: srv, hostPort: front, namespace: cfg.Namespace}, nil
 }
 
+// devConfig is the embedded server's dynamic configuration, with extra.
+// Its task queues have one partition each (a cluster's default is four):
+// in one process with one history shard, more partitions only split a
+// queue's pollers, so a task lands where no poll waits, is written to the
+// database and forwarded, where with one it meets a waiting poll at once.
+func devConfig(extra map[dynamicconfig.Key]any) dynamicconfig.StaticClient {
+	c := dynamicconfig.StaticClient{
+		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
+		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
+	}
+	for k, v := range extra {
+		c[k] = v
+	}
+	return c
+}
+
 // authOptions make every service require a certificate of the fleet CA
 // (the frontend, the services behind it and their membership ring alike,
 // so no local process reaches matching around the frontend) and authorize
@@ -118,7 +134,7 @@ func authOptions(a *jobs.DevAuth, namespace, bindings string) ([]temporal.Server
 		temporal.WithTLSConfigFactory(tp),
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper{bound: a.Bound} }),
 		temporal.WithAuthorizer(&authorizer{namespace: namespace, eligible: a.Eligible}),
-		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{dynamicconfig.EnableRingpopTLS.Key(): true}),
+		temporal.WithDynamicConfigClient(devConfig(map[dynamicconfig.Key]any{dynamicconfig.EnableRingpopTLS.Key(): true})),
 	}
 	if !unboundAnswers {
 		tk, err := keptTokens(bindings, a.Eligible, a.Standing)

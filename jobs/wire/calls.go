@@ -39,6 +39,13 @@ const (
 	CallActivity = "airlock.call"
 	// CloseActivity tears the job's kernel down.
 	CloseActivity = "airlock.close"
+	// LeaseCallActivity is the whole lease of a closed job of one call:
+	// it opens the job's kernel, runs the call through it and closes it,
+	// heartbeating throughout (its silence is the node lost, its
+	// cancellation a kill), and answers the call's result. A node that
+	// does not know it fails the job rather than hold a lease that runs
+	// nothing.
+	LeaseCallActivity = "airlock.lease.call"
 	// SignalCall carries a Call to an open job.
 	SignalCall = "airlock.call"
 	// SignalRelease ends an open job once its calls are done.

@@ -115,6 +115,14 @@ type Job struct {
 	// a slot of its pool's and its tenant's quotas while it runs; "" (a
 	// job started around the API) holds none.
 	Tenant string `json:"tenant,omitempty"`
+	// QuotaFree is the server's word, when it started the job, that no
+	// quota of its configuration then (--pool-quota, --tenant-quota, or
+	// one of *) named the job's pool or tenant: the workflow takes no
+	// slot. It rides in the workflow's input, so a replay reads it as it
+	// was. Only jobs.Client.Start sets it (from the quotas its
+	// orchestration holds), overriding whatever the job said; a job
+	// without it takes its slot as before.
+	QuotaFree bool `json:"quota_free,omitempty"`
 	// Calls are the job's calls, run in order through one kernel on the
 	// node that claimed the job; empty is the one call Argv or Command
 	// names (see JobCalls). A job's later calls do not run after one
