@@ -137,7 +137,10 @@ func jobKernel(env *cli.Env, tier sandbox.Tier, store *files.Store) node.KernelF
 			}
 			return ""
 		}
-		k, err := wiring.Build(wiring.Config{PolicyFile: policyFile, Workdir: filepath.Join(dir, "work"), Dir: dir,
+		// The host's caches (probe, /etc views) are the node's, shared by
+		// its jobs: under a job's own HOME every job would build them anew.
+		cacheDir, _ := statePaths(dir)
+		k, err := wiring.Build(wiring.Config{PolicyFile: policyFile, Workdir: filepath.Join(dir, "work"), Dir: dir, CacheDir: cacheDir,
 			Mode: j.Mode, Getenv: getenv, AuditFile: filepath.Join(dir, "audit.jsonl"),
 			GrantsFile: filepath.Join(dir, "grants.json"), Log: env.Log, Tier: tier, Exe: env.Exe,
 			StoreDir: store.Dir(), Offloader: &offload.Offloader{Store: store, Threshold: offload.DefaultThreshold},

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/airlock-run/airlock/audit"
+
 	"github.com/airlock-run/airlock/internal/testsupport"
 	"github.com/airlock-run/airlock/sandbox"
 )
@@ -45,5 +47,44 @@ func TestNoHostProgramFromAPathABoxWrote(t *testing.T) {
 	defer k.Close()
 	if got := sandbox.Probe().Bubblewrap.Path; got == planted {
 		t.Errorf("bubblewrap taken from %s, which an earlier box could write", got)
+	}
+}
+
+// TestCacheDirHoldsTheHostCaches: kernels given one CacheDir (a node's
+// jobs, each with a HOME of its own) keep the /etc views there, not under
+// their own state, so a job's box reuses the view an earlier job's made;
+// without one the views stay in airlock's state directory.
+func TestCacheDirHoldsTheHostCaches(t *testing.T) {
+	oldDir, oldWritable := sandbox.EtcCache()
+	t.Cleanup(func() { sandbox.UseEtcCache(oldDir, oldWritable) })
+	shared := t.TempDir()
+	for _, tc := range []struct {
+		name     string
+		cacheDir string
+		want     func(getenv func(string) string) string
+	}{
+		{"a cache directory given", shared, func(func(string) string) string { return filepath.Join(shared, EtcViewDir) }},
+		{"none given", "", func(getenv func(string) string) string {
+			state, err := audit.DefaultPath(getenv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return filepath.Join(filepath.Dir(state), EtcViewDir)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for i := 0; i < 2; i++ { // two kernels of different homes
+				_, work, getenv := privateWorld(t)
+				k, err := Build(Config{Dir: work, Getenv: getenv, Mode: "observe", CacheDir: tc.cacheDir})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, _ := sandbox.EtcCache()
+				k.Close()
+				if want := tc.want(getenv); got != want {
+					t.Errorf("kernel %d: /etc views in %s, want %s", i, got, want)
+				}
+			}
+		})
 	}
 }

@@ -70,6 +70,12 @@ type Config struct {
 	// never write it: a pin decides whether a changed definition needs a
 	// person.
 	PinsDir string
+	// CacheDir holds the host's caches (the probe's answer and the box's
+	// /etc views); "" is airlock's state directory. A node gives all its
+	// jobs its own state directory: each job has a HOME of its own, and
+	// caches under it would be built afresh for every job. A box may never
+	// write it.
+	CacheDir string
 	// Log receives diagnostics; nil drops them.
 	Log *slog.Logger
 
@@ -308,7 +314,9 @@ func privatePaths(cfg Config) (hostPaths, error) {
 			return h, err
 		}
 	}
-	if state, err := audit.DefaultPath(cfg.Getenv); err == nil {
+	if c := abs(cfg.CacheDir); c != "" {
+		h.probe, h.etcView = filepath.Join(c, ProbeCacheFile), filepath.Join(c, EtcViewDir)
+	} else if state, err := audit.DefaultPath(cfg.Getenv); err == nil {
 		h.probe = filepath.Join(filepath.Dir(state), ProbeCacheFile)
 		h.etcView = filepath.Join(filepath.Dir(state), EtcViewDir)
 	}
