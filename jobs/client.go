@@ -68,6 +68,11 @@ func (c *Client) OrchestrateWith(q *Quotas) (stop func(), err error) {
 		}
 	}
 	q.running = c.running
+	// Before any job asks: a job started quota free that a quota now
+	// bounds counts against it while it runs.
+	if err := c.adoptQuotaFree(context.Background(), q); err != nil {
+		return nil, err
+	}
 	c.quotas.Store(q)
 	w := worker.New(c.c, WorkflowQueue, worker.Options{DisableRegistrationAliasing: true})
 	w.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
@@ -77,6 +82,28 @@ func (c *Client) OrchestrateWith(q *Quotas) (stop func(), err error) {
 	}
 	go q.Sweep(context.Background())
 	return w.Stop, nil
+}
+
+// adoptQuotaFree gives each running job that was started quota free and
+// that q bounds (the server started again with a quota added) a slot of
+// q: it took none, and would otherwise run beside the quota's full count.
+// Its workflow never releases the slot (it holds none to its knowledge):
+// Sweep frees it once the job ends. A list that fails fails the start,
+// rather than run with quotas that do not see every job.
+func (c *Client) adoptQuotaFree(ctx context.Context, q *Quotas) error {
+	infos, err := c.list(ctx, true)
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, err, "quotas: jobs started quota free")
+	}
+	for _, info := range infos {
+		s := c.status(ctx, info)
+		if s.Summary.QuotaFree && s.Summary.Tenant != "" && q.Applies(s.Summary.Pool, s.Summary.Tenant) {
+			if err := q.adopt(Slot{Job: s.ID, Pool: s.Summary.Pool, Tenant: s.Summary.Tenant, Since: s.Started}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Start starts j's workflow under j.ID. j.QuotaFree is this client's to

@@ -149,6 +149,21 @@ func (q *Quotas) Applies(pool, tenant string) bool {
 	return n > 0
 }
 
+// adopt holds slot s for a running job that took none (adoptQuotaFree),
+// whether or not the quota has room: the job runs already.
+func (q *Quotas) adopt(s Slot) error {
+	if err := errors.Join(CheckName("job id", s.Job), CheckName("pool", s.Pool), CheckName("tenant", s.Tenant)); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if _, ok := q.held[s.Job]; ok {
+		return nil
+	}
+	q.held[s.Job] = s
+	return q.saveLocked()
+}
+
 // fullLocked names the quota that leaves no room for req, or "".
 func (q *Quotas) fullLocked(req SlotRequest) string {
 	var pool, tenant int

@@ -80,3 +80,79 @@ func startPlain(t *testing.T, q *jobs.Quotas) (jobs.DevServer, *jobs.Client) {
 	t.Cleanup(stop)
 	return dev, srv
 }
+
+// TestAttackQuotaAddedAfterAJobStartedFree: a tenant's job started while
+// no quota bounded it takes no slot; the server restarts with a quota of 1
+// for the tenant. The job still runs, so it counts against that quota: a
+// second job of the tenant waits for its slot instead of being granted
+// one beside it.
+func TestAttackQuotaAddedAfterAJobStartedFree(t *testing.T) {
+	dev, err := Start(context.Background(), jobs.DevConfig{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.Stop() })
+	ctx := context.Background()
+	orchestrate := func(q *jobs.Quotas) (*jobs.Client, func()) {
+		c, err := jobs.Dial(dev.HostPort(), dev.Namespace(), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop, err := c.OrchestrateWith(q)
+		if err != nil {
+			c.Close()
+			t.Fatal(err)
+		}
+		return c, func() { stop(); c.Close() }
+	}
+	waitFor := func(c *jobs.Client, id, activity string) {
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			b, err := c.History(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(b), activity) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("job %s: no %s in its history:\n%s", id, activity, b)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	job := func(id string) jobs.Job {
+		return jobs.Job{ID: id, Pool: "ci", Tenant: "acme", Argv: []string{"true"}, ClaimTimeout: time.Minute}
+	}
+
+	// No quota: the job is started quota free and waits for a node.
+	before, stopBefore := orchestrate(nil)
+	if err := before.Start(ctx, job("j-free")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(before, "j-free", jobs.ClaimActivity)
+	stopBefore()
+
+	// The server again, now with a quota of one job for acme.
+	q, err := jobs.NewQuotas(jobs.QuotaConfig{Tenants: map[string]int{"acme": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, stopAfter := orchestrate(q)
+	t.Cleanup(stopAfter)
+	t.Cleanup(func() { after.Kill(ctx, "j-free"); after.Kill(ctx, "j-next") })
+	if err := after.Start(ctx, job("j-next")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(after, "j-next", jobs.AcquireActivity)
+	time.Sleep(time.Second) // an ask granted at once is recorded by now
+	held := q.Usage().Held
+	for _, s := range held {
+		if s.Job == "j-next" {
+			t.Fatalf("tenant acme's quota of 1 granted j-next a slot while j-free still runs: slots %+v", held)
+		}
+	}
+	if len(held) != 1 || held[0].Job != "j-free" {
+		t.Fatalf("slots held: %+v, want the running j-free's", held)
+	}
+}

@@ -283,6 +283,10 @@ type Summary struct {
 	// more (a lease).
 	Calls int  `json:"calls,omitempty"`
 	Open  bool `json:"open,omitempty"`
+	// QuotaFree is the job's QuotaFree as it was started: a server that
+	// starts again under a quota bounding the job counts it while it runs
+	// (it holds no slot its quota would see).
+	QuotaFree bool `json:"quota_free,omitempty"`
 	// MCP names the job's MCP servers (their commands are not shown).
 	MCP []string `json:"mcp,omitempty"`
 }
@@ -292,7 +296,7 @@ func (j Job) Summary() Summary {
 	return Summary{Pool: j.Pool, Queue: j.Queue(), Floor: j.Floor(), OutsideEvent: j.FromOutside(), Tainted: j.Tainted,
 		Taint: j.Taint, Model: j.Model, Parent: j.Parent, Dev: j.Dev, Source: j.Source,
 		Command: j.Describe(), Agent: j.Agent, Idempotent: j.Idempotent, Retries: j.Retries,
-		Calls: len(j.JobCalls()), Open: j.Open, Tenant: j.Tenant, MCP: slices.Sorted(maps.Keys(j.MCP))}
+		Calls: len(j.JobCalls()), Open: j.Open, Tenant: j.Tenant, QuotaFree: j.QuotaFree, MCP: slices.Sorted(maps.Keys(j.MCP))}
 }
 
 // Claim is a node's answer to a claim: who it is and the tier it runs at.
