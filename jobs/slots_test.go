@@ -69,3 +69,35 @@ func TestSlotsWaitForRoom(t *testing.T) {
 		t.Fatal("a claim whose context ended was answered")
 	}
 }
+
+// TestAttackDeclinedClaimKeepsNoSlot: a claim that waited on a full node
+// and then declined (the node's opt-out changed, or it began to stop,
+// while it waited) gives its reservation back at once: the box that ended
+// is free for the next claim, not held for reserveFor by a job the node
+// said no to.
+func TestAttackDeclinedClaimKeepsNoSlot(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(n *Node)
+	}{
+		{"opt-out changed", func(n *Node) { n.optedOut.Store(true) }},
+		{"node stopping", func(n *Node) { n.stopping.Store(true) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := NodeConfig{ID: "n1", Pool: "ci", Concurrency: 1}
+			n := &Node{cfg: cfg, slots: &slots{max: 1, reserved: map[string]time.Time{}, now: time.Now}}
+			release := n.slots.start("a")
+			go func() {
+				time.Sleep(20 * time.Millisecond)
+				tc.change(n)
+				release()
+			}()
+			if _, err := n.claim(context.Background(), cfg, ClaimRequest{Job: "b"}); err == nil {
+				t.Fatal("a claim answered although the node changed while it waited")
+			}
+			if !n.slots.reserve("c") {
+				t.Fatal("a declined claim still holds the node's only slot")
+			}
+		})
+	}
+}

@@ -127,6 +127,18 @@ func (s *slots) reserve(job string) bool {
 	return true
 }
 
+// unreserve gives back job's reservation, of a claim the node declined,
+// and wakes the claims waiting for room.
+func (s *slots) unreserve(job string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.reserved, job)
+	if s.freed != nil {
+		close(s.freed)
+		s.freed = nil
+	}
+}
+
 // start turns job's reservation (if any) into a running box; release
 // ends it.
 func (s *slots) start(job string) (release func()) {
@@ -273,8 +285,10 @@ func (n *Node) claim(ctx context.Context, cfg NodeConfig, req ClaimRequest) (Cla
 	}
 	if n.stopping.Load() || n.optedOut.Load() != optedOut {
 		// Stopped, or its opt-out changed, while the claim waited: the
-		// checks above read what no longer holds, so it declines and its
-		// reservation lapses unused.
+		// checks above read what no longer holds, so it declines, and
+		// gives its slot back now (held for reserveFor, it would keep
+		// the node full for a job it said no to).
+		n.slots.unreserve(req.Job)
 		return Claim{}, temporal.NewApplicationError("node "+cfg.ID+" is stopping or its opt-out changed", "Declined")
 	}
 	return Claim{Node: cfg.ID, Tier: cfg.Tier, OptedOut: optedOut}, nil
