@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-run/airlock/internal/wiring"
 	"github.com/airlock-run/airlock/policy"
 )
 
@@ -45,6 +46,12 @@ func TestNodeStateReach(t *testing.T) {
 		{"a write into the state", `["."]`, `["` + filepath.Join(state, "files") + `"]`, true},
 		{"a server's state beside the node's", `["` + filepath.Join(airlock, "server") + `"]`, `[]`, true},
 		{"airlock's state", `["` + airlock + `"]`, `[]`, true},
+		// The node's caches, shared by all its jobs (jobKernel's CacheDir):
+		// a job that wrote a view or the probe's answer would hand every
+		// later job's box its /etc or its tier.
+		{"the node's /etc views", `["` + filepath.Join(state, wiring.EtcViewDir) + `"]`, `["` + filepath.Join(state, wiring.EtcViewDir) + `"]`, true},
+		{"the node's probe cache", `["."]`, `["` + filepath.Join(state, wiring.ProbeCacheFile) + `"]`, true},
+		{"the views through a glob", `["."]`, `["` + state + `/etc-*/**"]`, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
