@@ -16,7 +16,7 @@ import (
 //
 // Both are timed by the CPU time of the one thread they run on, so other
 // load on the machine does not skew the ratio. It fails when the estimate is
-// not at least minSpeedup times as fast.
+// not at least minSpeedup times as fast over at least minPasses passes.
 func BenchmarkCountVsExact(b *testing.B) {
 	samples := append(loadCorpus(b), loadWide(b)...)
 	size := 0
@@ -29,6 +29,10 @@ func BenchmarkCountVsExact(b *testing.B) {
 	if _, err := c.Count(samples[0].text); err != nil { // load the vocabulary
 		b.Fatal(err)
 	}
+	// Count's own tables are built on first use too: neither side's
+	// one-time set-up is timed (the first, one-iteration round of a
+	// benchmark would otherwise judge the estimate by its set-up).
+	Count(samples[0].text)
 	b.SetBytes(int64(size))
 	var est, exact time.Duration
 	for b.Loop() {
@@ -50,7 +54,10 @@ func BenchmarkCountVsExact(b *testing.B) {
 	b.ReportMetric(ratio, "x-faster")
 	b.Logf("%d samples, %d bytes: Count %.1f MB/s, cl100k %.1f MB/s (CPU time): Count is %.1fx faster",
 		len(samples), size, mbs(est), mbs(exact), ratio)
-	if ratio < minSpeedup {
+	// Judged on a run of several passes only: go test first calls a
+	// benchmark for one pass to size it, and one pass of the exact
+	// tokenizer swings by a quarter with where its garbage is collected.
+	if b.N >= minPasses && ratio < minSpeedup {
 		b.Errorf("Count is %.1f times as fast as the exact tokenizer, want at least %d", ratio, minSpeedup)
 	}
 }
@@ -66,3 +73,6 @@ func threadCPU(b *testing.B) time.Duration {
 
 // minSpeedup is how many times faster than the exact tokenizer Count must be.
 const minSpeedup = 20
+
+// minPasses is how many passes a run needs before its ratio is judged.
+const minPasses = 3
