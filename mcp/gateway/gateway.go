@@ -231,7 +231,15 @@ func (g *Gateway) Serve(ctx context.Context, client Conn) error {
 	server.Close()
 	client.Close()
 	if !ran {
-		<-srv.Done
+		runErr = <-srv.Done
+	}
+	// A server the policy refused never ran: that is the session's end
+	// whichever side the gateway saw go first (the client, told the
+	// server cannot be reached, may well hang up before the server's
+	// output is seen to end).
+	var d *errs.Denial
+	if result == nil && errors.As(runErr, &d) {
+		result = runErr
 	}
 	return result
 }
