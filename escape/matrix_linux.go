@@ -401,20 +401,15 @@ func AttemptIDs() map[string]string {
 }
 
 // useEtcViews gives the boxes their /etc as a run through the CLI does:
-// one view (sandbox.UseEtcCache), kept in a directory of the matrix's own
-// beside the targets, which no box may write. restore puts back what was
-// set before and removes the directory.
-func useEtcViews(parent string) (restore func(), err error) {
+// one view (sandbox.CacheConfig.EtcViewDir), kept in a directory of the
+// matrix's own beside the targets, which no box may write. Every box's
+// spec carries the caches returned; remove removes the directory.
+func useEtcViews(parent string) (caches *sandbox.Caches, remove func(), err error) {
 	dir, err := os.MkdirTemp(parent, "airlock-escape-etc-")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	oldDir, oldWritable := sandbox.EtcCache()
-	sandbox.UseEtcCache(dir, nil)
-	return func() {
-		sandbox.UseEtcCache(oldDir, oldWritable)
-		sandbox.RemoveEtcCache(dir)
-	}, nil
+	return sandbox.NewCaches(sandbox.CacheConfig{EtcViewDir: dir}), func() { sandbox.RemoveEtcCache(dir) }, nil
 }
 
 // Run runs the matrix: every attempt unconfined, then on every mechanism the
@@ -466,11 +461,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, errs.Wrap(errs.Unavailable, err, "escape: set up the targets")
 	}
 	defer w.close()
-	restore, err := useEtcViews(tmp)
+	caches, remove, err := useEtcViews(tmp)
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "escape: the directory of the boxes' /etc views")
 	}
-	defer restore()
+	defer remove()
+	w.caches = caches
 
 	code := map[string]attempt{}
 	for _, a := range attempts() {
@@ -564,7 +560,8 @@ func (r *run) finish() {
 func spec(r *run, a attempt) sandbox.Spec {
 	s := sandbox.Spec{
 		Workdir: r.wd, Writable: true, Write: []string{r.wd},
-		Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/home/box", "LANG=C.UTF-8"},
+		Env:    []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/home/box", "LANG=C.UTF-8"},
+		Caches: r.w.caches,
 	}
 	if a.spec != nil {
 		a.spec(&s)

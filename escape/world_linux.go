@@ -28,6 +28,7 @@ import (
 	"github.com/airlock-run/airlock/egress/forward"
 	"github.com/airlock-run/airlock/egress/wire"
 	"github.com/airlock-run/airlock/netrule"
+	"github.com/airlock-run/airlock/sandbox"
 )
 
 // world is everything the attempts aim at, set up outside the box: a flag
@@ -50,6 +51,9 @@ type world struct {
 	egressLookups           *lookups
 	naiveProxy              string // host:port of the proxy without checks
 	naiveLookups            *lookups
+
+	// caches are the boxes' host caches (their /etc views); nil, none.
+	caches *sandbox.Caches
 
 	seq     int
 	mu      sync.Mutex

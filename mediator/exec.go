@@ -118,6 +118,7 @@ func (k *Kernel) box(ctx context.Context, call Call, what string, network bool) 
 	if err != nil {
 		return box{}, err
 	}
+	spec.Caches = k.run.caches // weighed against this kernel's paths alone
 	if err := k.checkPrivate(spec); err != nil {
 		return box{}, err
 	}

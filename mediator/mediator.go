@@ -286,6 +286,11 @@ type Options struct {
 	// AfterDecide, for tests, runs between a file call's decision and its
 	// execution; nil (always, outside tests) runs nothing.
 	AfterDecide func(Call)
+	// Caches are the kernel's host caches (sandbox.NewCaches: the probe's
+	// readings, the box's /etc views, and the paths its boxes may write
+	// or were let write, which they are weighed against); every box the
+	// kernel plans carries them. Nil keeps none across runs.
+	Caches *sandbox.Caches
 	// Taint, when it returns a reason, says the caller has read text from
 	// outside (a fleet job an outside event started, say): every call
 	// that can send data out — a connection, a tool not annotated
@@ -302,6 +307,7 @@ type runConfig struct {
 	outputCap int64
 	offloader *offload.Offloader
 	scope     files.Scope
+	caches    *sandbox.Caches
 }
 
 // DefaultOutputCap bounds what one call's programs may write when a front
@@ -327,8 +333,8 @@ func New(p *policy.Policy, world policy.World, o Options) (*Kernel, error) {
 	k := &Kernel{world: world, approver: o.Approver, recorder: o.Recorder,
 		now: o.Now, policy: p, checker: c, private: o.Private,
 		run: runConfig{exe: o.Exe, environ: o.Environ, warn: o.Warn, outputCap: o.OutputCap,
-			offloader: o.Offloader, scope: o.Scope},
-		tier: resolveOnce(o.Tier), afterDecide: o.AfterDecide, taint: o.Taint}
+			offloader: o.Offloader, scope: o.Scope, caches: o.Caches},
+		tier: resolveOnce(o.Tier, o.Caches), afterDecide: o.AfterDecide, taint: o.Taint}
 	given := o.Taint
 	k.tracksTaint = given != nil
 	if given == nil {

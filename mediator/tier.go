@@ -10,15 +10,16 @@ import (
 // resolveOnce turns the requested tier into the concrete one, probing the
 // host at most once for the kernel's life (sandbox.Resolve: auto is the
 // best the host gives, and a host that gives no confinement fails every
-// call that needs a box rather than running it at tier 0).
-func resolveOnce(requested sandbox.Tier) func() (sandbox.Tier, error) {
+// call that needs a box rather than running it at tier 0), under the
+// kernel's caches.
+func resolveOnce(requested sandbox.Tier, caches *sandbox.Caches) func() (sandbox.Tier, error) {
 	return sync.OnceValues(func() (sandbox.Tier, error) {
 		if requested == sandbox.Tier0 {
 			return requested, nil // no probe needed: the caller asked for none
 		}
 		// Only what the request's answer depends on is probed (for auto
 		// and tier 1, tier 1's needs; Plan checks each box's own).
-		return sandbox.Resolve(requested, sandbox.ProbeHostFor(requested))
+		return sandbox.Resolve(requested, caches.ProbeHostFor(requested))
 	})
 }
 

@@ -54,7 +54,7 @@ type startSubject struct {
 // the start trace of the airlock runs (AIRLOCK_TRACE_START): the median of
 // each phase.
 //
-// The box's /etc as one view bound once (sandbox.UseEtcCache), against the
+// The box's /etc as one view bound once (sandbox.CacheConfig.EtcViewDir), against the
 // tree before it (27 binds of the host's files and 6 generated files, each
 // a mount, a remount and a reading of the mount table for bubblewrap), in
 // one run on the 2-core machine with other work on it, 40 runs each:
@@ -250,7 +250,7 @@ func traceOf(stderr []byte) (starttrace.Trace, bool) {
 // nested are the phases timed inside another one: shown, not summed.
 var nested = map[string]string{"policy-load": "kernel-build", "audit-open": "kernel-build",
 	"audit-fsync": "audit-append", "pin": "plan", "seccomp-compile": "plan", "bwrap-start": "box-run",
-	// the box's /etc, one view bound once (sandbox.UseEtcCache)
+	// the box's /etc, one view bound once (sandbox.CacheConfig.EtcViewDir)
 	"etc-view": "plan", "etc-view-build": "plan",
 	// the allowed decision's fsync, beside the start (audit.Log.AppendDeferred)
 	"audit-fsync-background": "audit-append",

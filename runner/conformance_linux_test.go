@@ -103,7 +103,7 @@ var runVia = Run
 func runIn(t *testing.T, tier sandbox.Tier, spec sandbox.Spec, stdin string, argv ...string) outcome {
 	t.Helper()
 	var o, e bytes.Buffer
-	req := Request{Argv: argv, Spec: spec, Tier: tier, Stdout: &o, Stderr: &e}
+	req := Request{Argv: argv, Spec: testSpec(spec), Tier: tier, Stdout: &o, Stderr: &e}
 	if stdin != "" {
 		req.Stdin = strings.NewReader(stdin)
 	}
@@ -150,11 +150,11 @@ func sorted(l []string) []string {
 }
 
 func baseSpec(t *testing.T) sandbox.Spec {
-	return sandbox.Spec{Workdir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin", "HOME=/home/box"}}
+	return testSpec(sandbox.Spec{Workdir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin", "HOME=/home/box"}})
 }
 
 func fixSpec(t *testing.T, wd string) sandbox.Spec {
-	return sandbox.Spec{Workdir: wd, Write: []string{wd}, Writable: true, Env: []string{"PATH=/usr/bin:/bin", "HOME=/home/box"}}
+	return testSpec(sandbox.Spec{Workdir: wd, Write: []string{wd}, Writable: true, Env: []string{"PATH=/usr/bin:/bin", "HOME=/home/box"}})
 }
 
 // TestConformance runs the rows every tier must pass: how a command is

@@ -45,13 +45,10 @@ func TestEtcViewShowsWhatTheBindsShowed(t *testing.T) {
 		testsupport.Missing(t, "tier 1 unavailable here: %s", r.Why)
 	}
 	spec := sandbox.Spec{Workdir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin", "HOME=/home/box"}}
-	oldDir, oldWritable := sandbox.EtcCache()
-	t.Cleanup(func() { sandbox.UseEtcCache(oldDir, oldWritable) })
-	sandbox.UseEtcCache("", nil)
-	binds := boxEtc(t, spec)
+	binds := boxEtc(t, spec) // no caches: /etc file by file
 
 	cache := filepath.Join(t.TempDir(), "etc-views")
-	sandbox.UseEtcCache(cache, nil)
+	spec.Caches = sandbox.NewCaches(sandbox.CacheConfig{EtcViewDir: cache})
 	made := boxEtc(t, spec)  // the view made
 	again := boxEtc(t, spec) // and taken again
 	if views, _ := filepath.Glob(filepath.Join(cache, "*.rec")); len(views) != 1 {

@@ -27,19 +27,30 @@ func TestMain(m *testing.M) {
 		}
 	}
 	// The boxes get their /etc as a run through the CLI does: one view,
-	// kept in a directory no box of these tests may write.
+	// kept in a directory no box of these tests may write (testCaches,
+	// which the specs of runIn, baseSpec and fixSpec carry).
 	views, err := os.MkdirTemp("", "airlock-runner-etc-")
 	if err != nil {
 		panic(err)
 	}
-	sandbox.UseEtcCache(views, nil)
+	testCaches = sandbox.NewCaches(sandbox.CacheConfig{EtcViewDir: views})
 	// The attack tool is the test binary found at sandbox.InitPath, in
 	// boxes with nothing of airlock's running inside too.
 	sandbox.BindInBoxAlways(true)
 	code := m.Run()
-	sandbox.UseEtcCache("", nil)
 	sandbox.RemoveEtcCache(views)
 	os.Exit(code)
+}
+
+// testCaches are the host caches of the tests' boxes, as a kernel's.
+var testCaches *sandbox.Caches
+
+// testSpec is spec as these tests run it: with testCaches.
+func testSpec(spec sandbox.Spec) sandbox.Spec {
+	if spec.Caches == nil {
+		spec.Caches = testCaches
+	}
+	return spec
 }
 
 func testExe(t testing.TB) string {

@@ -23,9 +23,11 @@ var bwrapVersionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCo
 
 // findBwrap finds the host's bubblewrap: in the PATH's directories only
 // root could have written (hostProgram), then the usual system locations;
-// a root-owned executable file no one else may write.
-func findBwrap(pathEnv string) bwrapInfo {
-	c, st := hostProgram(pathEnv, "bwrap", func(c string, st os.FileInfo) bool {
+// a root-owned executable file no one else may write. caches is the
+// kernel's: its list says where bubblewrap is never taken from, and it
+// keeps what was read.
+func findBwrap(pathEnv string, caches *Caches) bwrapInfo {
+	c, st := hostProgram(pathEnv, "bwrap", caches, func(c string, st os.FileInfo) bool {
 		return st.Mode().IsRegular() && st.Mode()&0o111 != 0 && rootsFile(c, st)
 	}, "/usr/bin", "/usr/local/bin", "/bin")
 	if c == "" {
@@ -33,7 +35,7 @@ func findBwrap(pathEnv string) bwrapInfo {
 	}
 	// Read once per file (probecache_linux.go): the probe and the plan of
 	// every run ask.
-	return cachedBwrap(c, st, func() bwrapInfo { return readBwrap(c, st) })
+	return cachedBwrap(caches, c, st, func() bwrapInfo { return readBwrap(c, st) })
 }
 
 // readBwrap reads what the bubblewrap at c (st) was built with.

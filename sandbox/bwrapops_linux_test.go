@@ -295,13 +295,9 @@ func BenchmarkBwrapOps(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	oldDir, oldWritable := EtcCache()
-	UseEtcCache(views, nil)
-	b.Cleanup(func() {
-		UseEtcCache(oldDir, oldWritable)
-		RemoveEtcCache(views)
-	})
-	spec := Spec{Workdir: b.TempDir(), Env: []string{"PATH=/usr/bin:/bin", "HOME=/home/airlock"}}
+	b.Cleanup(func() { RemoveEtcCache(views) })
+	spec := Spec{Workdir: b.TempDir(), Env: []string{"PATH=/usr/bin:/bin", "HOME=/home/airlock"},
+		Caches: NewCaches(CacheConfig{EtcViewDir: views})}
 	exe, err := os.Executable()
 	if err != nil {
 		b.Fatal(err)

@@ -9,10 +9,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -27,7 +27,7 @@ import (
 // mount table: about a third of a bare bubblewrap's start for /etc alone.
 // The view is the same when it is one directory holding copies of exactly
 // those files, bound once: the etc view. It is assembled in airlock's state
-// directory (UseEtcCache) from the same pinned descriptors the binds would
+// directory (CacheConfig.EtcViewDir) from the same pinned descriptors the binds would
 // take, kept by content, and bound read-only at /etc.
 //
 // The view is a snapshot: what a copy holds is what the pinned file held
@@ -79,28 +79,7 @@ const (
 // the same tick of the file system's clock, unseen (a variable for tests).
 var etcRacyWindow = 2 * time.Second
 
-var etcCache = struct {
-	sync.Mutex
-	dir         string
-	boxWritable []string
-}{}
-
-// UseEtcCache names the directory the etc views are kept in, a private
-// path of airlock's own state; "" binds /etc's files one by one.
-// boxWritable are the paths a box may write now or an earlier box was let
-// write (privfile refuses the directory there; no host program is taken
-// from a PATH directory there, hostProgramDirs).
-func UseEtcCache(dir string, boxWritable []string) {
-	etcCache.Lock()
-	defer etcCache.Unlock()
-	etcCache.dir, etcCache.boxWritable = dir, append([]string(nil), boxWritable...)
-}
-
-// EtcCache returns what UseEtcCache was last given (a caller setting its
-// own directory for a while puts the old one back).
-func EtcCache() (dir string, boxWritable []string) { return etcCacheConfig() }
-
-// RemoveEtcCache removes a directory UseEtcCache was given and every view
+// RemoveEtcCache removes a view directory (CacheConfig.EtcViewDir) and every view
 // in it (copies of read-only directories are read-only too), never
 // following a link.
 func RemoveEtcCache(dir string) {
@@ -110,12 +89,6 @@ func RemoveEtcCache(dir string) {
 	}
 	defer unix.Close(fd)
 	removeTree(fd, filepath.Base(dir))
-}
-
-func etcCacheConfig() (string, []string) {
-	etcCache.Lock()
-	defer etcCache.Unlock()
-	return etcCache.dir, etcCache.boxWritable
 }
 
 // etcSource is one of etcFiles as the box sees it: box is its path there,
@@ -223,7 +196,10 @@ func noView(format string, a ...any) error { return &errNoView{fmt.Sprintf(forma
 // view from the cache, or returns why it cannot (nothing bound then).
 func (p *planner) etcView(srcs []etcSource, gens []etcGen) error {
 	defer starttrace.Begin("etc-view")()
-	dir, boxWritable := etcCacheConfig()
+	// The kernel's own list (Spec.Caches): another kernel of this
+	// process may let its boxes write elsewhere.
+	dir := p.spec.Caches.etcViewDir()
+	boxWritable := append(slices.Clone(p.spec.Caches.boxWritable()), p.writable...)
 	if dir == "" {
 		return noView("no cache directory")
 	}
@@ -235,7 +211,7 @@ func (p *planner) etcView(srcs []etcSource, gens []etcGen) error {
 	if w := withinAny(filepath.Clean(dir), p.writable); w != "" {
 		return noView("the cache %s lies in the writable directory %s", dir, w)
 	}
-	base, err := privfile.OpenDir(dir, privfile.Options{MakeDirs: true, BoxWritable: append(boxWritable, p.writable...)})
+	base, err := privfile.OpenDir(dir, privfile.Options{MakeDirs: true, BoxWritable: boxWritable})
 	if err != nil {
 		return noView("%v", err)
 	}
@@ -243,7 +219,7 @@ func (p *planner) etcView(srcs []etcSource, gens []etcGen) error {
 	uid, gid := p.boxIDs()
 	key := etcKey(srcs, gens, uid, gid)
 	recPath := filepath.Join(base.Name(), key+".rec")
-	opts := privfile.Options{BoxWritable: append(boxWritable, p.writable...)}
+	opts := privfile.Options{BoxWritable: boxWritable}
 	name := key
 	lock, st, err := openView(base, key, recPath, srcs, opts)
 	if err != nil {

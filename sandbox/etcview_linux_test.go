@@ -18,6 +18,8 @@ import (
 // directory the views go to.
 type etcWorld struct {
 	src, cache string
+	// caches are a kernel's, keeping its views in cache.
+	caches *Caches
 }
 
 func newEtcWorld(t *testing.T) etcWorld {
@@ -39,8 +41,8 @@ func newEtcWorld(t *testing.T) etcWorld {
 	}
 	old := etcRacyWindow
 	etcRacyWindow = 0 // the test changes its sources within the window
-	t.Cleanup(func() { etcRacyWindow = old; UseEtcCache("", nil) })
-	UseEtcCache(w.cache, nil)
+	t.Cleanup(func() { etcRacyWindow = old })
+	w.caches = NewCaches(CacheConfig{EtcViewDir: w.cache})
 	return w
 }
 
@@ -48,7 +50,7 @@ func newEtcWorld(t *testing.T) etcWorld {
 // returns the view's directory (its host path) or the error.
 func (w etcWorld) plan(t *testing.T) (string, *Box, error) {
 	t.Helper()
-	p := &planner{box: &Box{}, bw: bwrapInfo{BindFD: true}}
+	p := &planner{box: &Box{}, bw: bwrapInfo{BindFD: true}, spec: Spec{Caches: w.caches}}
 	var srcs []etcSource
 	for _, bh := range [][2]string{{"/etc/file", "file"}, {"/etc/ssl/dir", "dir"}} {
 		box, host := bh[0], bh[1]
@@ -259,7 +261,7 @@ func TestEtcViewRefuses(t *testing.T) {
 
 func TestEtcViewNotInAWritableDirectory(t *testing.T) {
 	w := newEtcWorld(t)
-	p := &planner{box: &Box{}, bw: bwrapInfo{BindFD: true}, writable: []string{filepath.Dir(w.cache)}}
+	p := &planner{box: &Box{}, bw: bwrapInfo{BindFD: true}, writable: []string{filepath.Dir(w.cache)}, spec: Spec{Caches: w.caches}}
 	err := p.etcView(nil, []etcGen{{"/etc/hostname", "airlock\n"}})
 	var nv *errNoView
 	if !errors.As(err, &nv) {
@@ -318,14 +320,13 @@ func TestEtcViewGivesWayToABindBeneathEtc(t *testing.T) {
 	if r := Probe(); r.Tier() < Tier1 {
 		testsupport.Missing(t, "tier 1 unavailable here: %s", r.Why)
 	}
-	UseEtcCache(filepath.Join(t.TempDir(), "etc-views"), nil)
-	t.Cleanup(func() { UseEtcCache("", nil) })
+	caches := NewCaches(CacheConfig{EtcViewDir: filepath.Join(t.TempDir(), "etc-views")})
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	plan := func(read []string) []string {
-		b, err := Plan(Spec{Workdir: t.TempDir(), Read: read, Env: []string{"PATH=/usr/bin:/bin", "HOME=/home/box"}}, Tier1, exe)
+		b, err := Plan(Spec{Workdir: t.TempDir(), Read: read, Env: []string{"PATH=/usr/bin:/bin", "HOME=/home/box"}, Caches: caches}, Tier1, exe)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -145,7 +145,7 @@ func (m gvisor) planBox(spec Spec, exe string, dry bool) (*Box, error) {
 	if spec.Ptrace {
 		return nil, errs.Unavailablef("sandbox tier 2: sandbox.ptrace is not offered in a gVisor box (use --sandbox 1)")
 	}
-	gv := probeRunsc(os.Getenv("PATH"))
+	gv := probeRunsc(os.Getenv("PATH"), spec.Caches)
 	if !gv.Usable {
 		return nil, errs.Unavailablef("sandbox tier 2: %s (%s)", gv.Why, gv.Fix)
 	}

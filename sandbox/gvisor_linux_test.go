@@ -57,7 +57,7 @@ func TestCheckRunscReadsTheBinary(t *testing.T) {
 	if got := checkRunsc(RunscReport{Path: real}); got.Static || got.Usable {
 		t.Errorf("%s read as static %v, usable %v; want a dynamically linked, refused binary", real, got.Static, got.Usable)
 	}
-	if gv := probeRunsc(os.Getenv("PATH")); gv.Path != "" {
+	if gv := probeRunsc(os.Getenv("PATH"), nil); gv.Path != "" {
 		t.Logf("runsc on PATH: %+v", gv)
 		if gv.Usable && (!gv.Static || gv.Date < gvisorFloor) {
 			t.Errorf("usable runsc %+v is not static and recent", gv)

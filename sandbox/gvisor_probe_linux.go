@@ -20,14 +20,14 @@ var (
 
 // probeRunsc finds runsc (PATH, then the system directories) and checks
 // what can be checked without running it: a regular executable, static,
-// and no older than gvisorFloor.
-func probeRunsc(pathEnv string) RunscReport {
-	r := RunscReport{Path: probeGVisor(pathEnv), Platform: gvisorPlatform}
+// and no older than gvisorFloor, under the kernel's caches c.
+func probeRunsc(pathEnv string, c *Caches) RunscReport {
+	r := RunscReport{Path: probeGVisor(pathEnv, c), Platform: gvisorPlatform}
 	if r.Path == "" {
 		r.Why, r.Fix = runscMissing, gvisorInstall
 		return r
 	}
-	return cachedRunsc(r) // checkRunsc, once per file (probecache_linux.go)
+	return cachedRunsc(c, r) // checkRunsc, once per file (probecache_linux.go)
 }
 
 func checkRunsc(r RunscReport) RunscReport {

@@ -68,7 +68,7 @@ func TestProbeRunscFiles(t *testing.T) {
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
 			path := r.file(t)
-			got := probeRunsc(filepath.Dir(path))
+			got := probeRunsc(filepath.Dir(path), nil)
 			if got.Path != path {
 				t.Fatalf("found %q on PATH %s, want %q", got.Path, filepath.Dir(path), path)
 			}
@@ -85,7 +85,7 @@ func TestProbeRunscFiles(t *testing.T) {
 		if err != nil {
 			testsupport.Missing(t, "no runsc on PATH: %v", err)
 		}
-		got := probeRunsc(filepath.Dir(path))
+		got := probeRunsc(filepath.Dir(path), nil)
 		if !got.Usable || !got.Static || got.Date < gvisorFloor {
 			t.Errorf("the installed runsc is refused: %+v", got)
 		}

@@ -15,8 +15,10 @@ import (
 // over, as is a relative entry. The directory is judged only once a file
 // of that name lies in it: the answer is the one judging every directory
 // first would give, without walking the PATH's directories that hold no
-// such program (most of them), which was most of what a probe cost.
-func hostProgram(pathEnv, name string, usable func(p string, st os.FileInfo) bool, system ...string) (string, os.FileInfo) {
+// such program (most of them), which was most of what a probe cost. c is
+// the kernel's caches, whose list names where its boxes may write or were
+// let write.
+func hostProgram(pathEnv, name string, c *Caches, usable func(p string, st os.FileInfo) bool, system ...string) (string, os.FileInfo) {
 	var refused []string
 	judged := false
 	for _, d := range filepath.SplitList(pathEnv) {
@@ -29,7 +31,7 @@ func hostProgram(pathEnv, name string, usable func(p string, st os.FileInfo) boo
 			continue
 		}
 		if !judged {
-			refused, judged = refusedProgramDirs(), true
+			refused, judged = refusedProgramDirs(c), true
 		}
 		if hostProgramDir(d, refused) {
 			return p, st
@@ -45,11 +47,11 @@ func hostProgram(pathEnv, name string, usable func(p string, st os.FileInfo) boo
 }
 
 // refusedProgramDirs are the trees no host program is taken from: those a
-// box may write or was let write (UseEtcCache), and the working directory,
-// where a box most often writes (and where a box of an airlock run as root
-// writes as root).
-func refusedProgramDirs() []string {
-	_, refused := etcCacheConfig()
+// box of c's kernel may write or was let write (CacheConfig.BoxWritable),
+// and the working directory, where a box most often writes (and where a
+// box of an airlock run as root writes as root).
+func refusedProgramDirs(c *Caches) []string {
+	refused := c.boxWritable()
 	if wd, err := os.Getwd(); err == nil {
 		refused = append(append([]string(nil), refused...), wd)
 	}
@@ -69,7 +71,7 @@ func hostProgramDir(d string, refused []string) bool {
 // may move root's directory out of it). A box runs as airlock's user, or
 // as another user airlock runs it for; none of them could write there. A
 // box of an airlock run as root may write root's directories it was
-// granted: those a box may write or was let write (UseEtcCache), and the
+// granted: those a box may write or was let write (CacheConfig), and the
 // working directory, are passed over (refusedProgramDirs).
 func rootOnly(dir string) bool {
 	real, err := filepath.EvalSymlinks(dir)

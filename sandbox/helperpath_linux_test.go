@@ -59,17 +59,17 @@ func TestHelpersNotFromDirsOthersMayWrite(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := tc.dir + ":/usr/bin:/bin"
-			if bw := findBwrap(path); bw.Path == filepath.Join(tc.dir, "bwrap") {
+			if bw := findBwrap(path, nil); bw.Path == filepath.Join(tc.dir, "bwrap") {
 				t.Errorf("bubblewrap taken from %s", bw.Path)
 			}
-			if p := probeGVisor(path); p == filepath.Join(tc.dir, "runsc") {
+			if p := probeGVisor(path, nil); p == filepath.Join(tc.dir, "runsc") {
 				t.Errorf("runsc taken from %s", p)
 			}
 		})
 	}
 	// A root-owned directory no one else may write is still searched.
 	ok := planted("system", 0, 0o755)
-	if bw := findBwrap(ok + ":/usr/bin"); bw.Path != filepath.Join(ok, "bwrap") {
+	if bw := findBwrap(ok+":/usr/bin", nil); bw.Path != filepath.Join(ok, "bwrap") {
 		t.Errorf("bubblewrap from a root-owned directory: got %q", bw.Path)
 	}
 }
@@ -88,7 +88,7 @@ func TestHelpersNotFromTheWorkingDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(ws)
-	if bw := findBwrap(bin + ":/usr/bin:/bin"); bw.Path == filepath.Join(bin, "bwrap") {
+	if bw := findBwrap(bin+":/usr/bin:/bin", nil); bw.Path == filepath.Join(bin, "bwrap") {
 		t.Errorf("bubblewrap taken from the working directory: %s", bw.Path)
 	}
 }

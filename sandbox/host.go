@@ -27,7 +27,9 @@ type Host struct {
 const runscMissing = "gVisor (runsc) is not installed on this host (a runsc in the working directory, or in a directory a box or another user may write, is not used)"
 
 // ProbeHost probes this host (see Probe) and returns the result to keep.
-func ProbeHost() Host { return Host{report: Probe()} }
+// It keeps no cache across runs; a kernel probes under its own Caches
+// (Caches.ProbeHost).
+func ProbeHost() Host { return (*Caches)(nil).ProbeHost() }
 
 // ProbeHostFor probes what Resolve needs to answer requested and returns
 // the result to keep: for auto and tier 1, only what decides tier 1
@@ -35,13 +37,7 @@ func ProbeHost() Host { return Host{report: Probe()} }
 // and their findings alone; for tier 2 (and anything else), the whole
 // probe, as ProbeHost. Resolve(requested, ProbeHostFor(requested)) answers
 // as Resolve(requested, ProbeHost()) does.
-func ProbeHostFor(requested Tier) Host {
-	switch requested {
-	case TierAuto, Tier1:
-		return Host{report: probeFor(Tier1)}
-	}
-	return ProbeHost()
-}
+func ProbeHostFor(requested Tier) Host { return (*Caches)(nil).ProbeHostFor(requested) }
 
 // HostFrom is the Host a report describes: a report read elsewhere (a
 // node's attestation), or one a test builds.

@@ -59,8 +59,9 @@ func boxBinFor(exe string) *boxBin {
 // every box runs this one: a regular, executable file, owned by root or
 // this user and writable by no one else, in directories of theirs that no
 // one else may change (a sticky one, like /tmp, excepted above the first),
-// and lying neither in or under the working directory nor in a directory a
-// box may write or was let write (hostProgramDirs). It must be a file of
+// and lying neither in or under the working directory nor (checked per
+// plan, boxMayWrite) in a directory a box may write or was let write. It
+// must be a file of
 // its own in exe's real directory, not a link: that directory is one no
 // box may write (a box that could is refused, pinInit), while a link's
 // target may lie where a box of another run wrote it in place, and a link
@@ -75,12 +76,14 @@ func chooseBoxBin(exe string) *boxBin {
 	if _, err := os.Lstat(b.path); err != nil {
 		return b
 	}
-	_, refused := etcCacheConfig()
 	// The working directory is where a box most often writes; a process
-	// working in / (a service) names no such place, and each box's own
-	// writable places and working directory are weighed at its plan.
+	// working in / (a service) names no such place. Each box's own
+	// writable places and working directory, and the paths its kernel's
+	// boxes were let write, are weighed at its plan (pinInit): this
+	// choice is made once per process, for every kernel in it.
+	var refused []string
 	if wd, err := os.Getwd(); err == nil && resolved(wd) != "/" {
-		refused = append(append([]string(nil), refused...), wd, resolved(wd))
+		refused = []string{wd, resolved(wd)}
 	}
 	if naiveBoxBin {
 		refused = nil
@@ -209,12 +212,14 @@ func (p *planner) pinInit(exe string) (*pinned, error) {
 }
 
 // boxMayWrite says which of paths lies where this box may write or works
-// (its working directory, in either spelling), "" when none does.
+// (its working directory, in either spelling) or where a box of its kernel
+// may write or was let write (Spec.Caches), "" when none does.
 func (p *planner) boxMayWrite(paths ...string) string {
 	dirs := append(append([]string(nil), p.writable...), filepath.Clean(p.spec.Workdir), resolved(p.spec.Workdir))
+	dirs = append(dirs, p.spec.Caches.boxWritable()...)
 	for _, x := range paths {
 		if w := withinAny(filepath.Clean(x), dirs); w != "" {
-			return x + " lies in " + w + ", which this box may write or works in"
+			return x + " lies in " + w + ", which this box may write or works in, or a box of this kernel may write or was let write"
 		}
 	}
 	return ""

@@ -56,8 +56,12 @@ func Probe() Report {
 	return r
 }
 
+// probe is Probe: off Linux no probe reads binaries, so there is nothing
+// to cache.
+func probe(*Caches) Report { return Probe() }
+
 // probeFor is Probe: off Linux there is nothing to narrow.
-func probeFor(Tier) Report { return Probe() }
+func probeFor(Tier, *Caches) Report { return Probe() }
 
 // mechanisms are the tiers this build runs off Linux: tier 0 only.
 var mechanisms = map[Tier]Mechanism{Tier0: none{}}
@@ -75,14 +79,5 @@ func Plan(spec Spec, tier Tier, exe string) (*Box, error) {
 	return m.plan(spec, exe)
 }
 
-// UseProbeCache does nothing here: no probe reads binaries.
-func UseProbeCache(string, []string) {}
-
-// UseEtcCache does nothing here: no box has an /etc of airlock's making.
-func UseEtcCache(string, []string) {}
-
 // RemoveEtcCache removes dir.
 func RemoveEtcCache(dir string) { os.RemoveAll(dir) }
-
-// EtcCache returns nothing here.
-func EtcCache() (dir string, boxWritable []string) { return "", nil }

@@ -514,7 +514,7 @@ var mechanisms = map[Tier]Mechanism{
 // noMechanism is why a tier without an entry in mechanisms is refused.
 func noMechanism(t Tier) error {
 	if t == Tier2 {
-		return tier2Unavailable()
+		return tier2Unavailable(nil)
 	}
 	return errs.Unavailablef("sandbox tier %s: this build of airlock does not run it", t)
 }
@@ -553,7 +553,7 @@ func (m bubblewrap) plan(spec Spec, exe string) (*Box, error) { return m.planSha
 // planShape plans the box; serve asks for airlock's init as PID 1 whatever
 // the spec (a warm box, warm_linux.go).
 func (m bubblewrap) planShape(spec Spec, exe string, serve bool) (*Box, error) {
-	bw := findBwrap(os.Getenv("PATH"))
+	bw := findBwrap(os.Getenv("PATH"), spec.Caches)
 	if bw.Path == "" || bw.Err != "" {
 		return nil, errs.Unavailablef("sandbox tier 1: %s (install bubblewrap 0.12.0 or later, or run with --sandbox off to accept no confinement)", bw.Err)
 	}
@@ -1150,7 +1150,7 @@ func (p *planner) etc(home string) error {
 		if !errors.As(err, &nv) {
 			return err
 		}
-		if d, _ := etcCacheConfig(); d != "" {
+		if p.spec.Caches.etcViewDir() != "" {
 			p.box.Notes = append(p.box.Notes, "/etc bound file by file: "+err.Error())
 		}
 	}

@@ -22,21 +22,25 @@ const fixedBwrap = "0.12.0"
 
 // Probe reports what this host can do, without starting any process: it
 // reads the bubblewrap binary, /proc and /sys. The CLI adds the result of
-// actually starting a box (runner.Check) to it.
-func Probe() Report {
+// actually starting a box (runner.Check) to it. It keeps no cache across
+// runs; a kernel probes under its own (Caches.Probe).
+func Probe() Report { return probe(nil) }
+
+// probe is Probe under c.
+func probe(c *Caches) Report {
 	defer starttrace.Begin("probe")()
 	r := Report{OS: "linux", Protected: true}
 	var uts unix.Utsname
 	if unix.Uname(&uts) == nil {
 		r.Kernel = unix.ByteSliceToString(uts.Release[:])
 	}
-	r.Bubblewrap = (findBwrap(os.Getenv("PATH")))
+	r.Bubblewrap = findBwrap(os.Getenv("PATH"), c)
 	r.UserNS = probeUserNS(r.Bubblewrap)
 	r.Seccomp = probeSeccomp()
 	r.Cgroup = probeCgroup()
 	r.Yama = probeYama()
 	r.Landlock = probeLandlock() // execlist_linux.go
-	r.Runsc = probeRunsc(os.Getenv("PATH"))
+	r.Runsc = probeRunsc(os.Getenv("PATH"), c)
 	r.GVisor = r.Runsc.Path
 	r.KVM = probeKVM()
 	r.findings()
@@ -50,9 +54,9 @@ func Probe() Report {
 // information, cgroup hierarchy, Landlock, Yama, KVM) is read where a box
 // needs it (Plan, the runner's cgroup) or by `airlock sandbox check`, and
 // on every start it was most of the probe's time.
-func probeFor(requested Tier) Report {
+func probeFor(requested Tier, c *Caches) Report {
 	if requested == Tier2 {
-		return Probe()
+		return probe(c)
 	}
 	defer starttrace.Begin("probe")()
 	r := Report{OS: "linux", Protected: true}
@@ -60,7 +64,7 @@ func probeFor(requested Tier) Report {
 	if unix.Uname(&uts) == nil {
 		r.Kernel = unix.ByteSliceToString(uts.Release[:])
 	}
-	r.Bubblewrap = findBwrap(os.Getenv("PATH"))
+	r.Bubblewrap = findBwrap(os.Getenv("PATH"), c)
 	r.UserNS = probeUserNS(r.Bubblewrap)
 	r.Seccomp = probeSeccomp()
 	r.decide(r.tier1Findings())
@@ -276,8 +280,8 @@ func ptraceScoped() (bool, string) {
 	return true, ""
 }
 
-func probeGVisor(pathEnv string) string {
-	p, _ := hostProgram(pathEnv, "runsc", func(p string, st os.FileInfo) bool {
+func probeGVisor(pathEnv string, c *Caches) string {
+	p, _ := hostProgram(pathEnv, "runsc", c, func(p string, st os.FileInfo) bool {
 		return st.Mode().IsRegular() && st.Mode()&0o111 != 0 && rootsFile(p, st)
 	}, "/usr/local/bin", "/usr/bin", "/usr/sbin")
 	return p
@@ -298,7 +302,7 @@ func usernsBlocked(bw bwrapInfo) string {
 	return strings.TrimSuffix(u.Why, ".") + " (" + strings.TrimSuffix(u.Fix, ".") + ")"
 }
 
-func tier2Unavailable() error {
-	gv := probeRunsc(os.Getenv("PATH"))
+func tier2Unavailable(c *Caches) error {
+	gv := probeRunsc(os.Getenv("PATH"), c)
 	return errs.Unavailablef("sandbox tier 2: %s (%s)", gv.Why, gv.Fix)
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -17,8 +16,8 @@ import (
 // build information. What it learns changes only when the file does, so it
 // is kept, keyed by the file's identity (path, device, inode, size, mode,
 // owner, modification and change times) and the kernel's release: once per
-// process in memory, and across runs in airlock's state directory when the
-// wiring names a file for it (UseProbeCache). The sysctls, the cgroup
+// kernel in memory, and across runs in airlock's state directory when the
+// wiring names a file for it (CacheConfig.ProbeFile). The sysctls, the cgroup
 // hierarchy and the rest are read live every time: reading them is what a
 // key over them would cost.
 //
@@ -29,34 +28,6 @@ import (
 
 // maxProbeCache bounds what is read of the cache file.
 const maxProbeCache = 1 << 20
-
-// probeCacheFile is the state the probe keeps across runs.
-type probeCacheFile struct {
-	Bwrap map[string]BwrapReport `json:"bwrap,omitempty"`
-	Runsc map[string]RunscReport `json:"runsc,omitempty"`
-}
-
-var binCache = struct {
-	sync.Mutex
-	path        string
-	boxWritable []string
-	loaded      bool
-	c           probeCacheFile
-}{}
-
-// UseProbeCache names the file the probe keeps what it read from the
-// bubblewrap and runsc binaries in, across runs; "" keeps it in memory
-// only. boxWritable are the paths a box may write now (privfile refuses
-// the file there).
-func UseProbeCache(path string, boxWritable []string) {
-	binCache.Lock()
-	defer binCache.Unlock()
-	if binCache.path != path {
-		binCache.path, binCache.loaded = path, false
-		binCache.c = probeCacheFile{}
-	}
-	binCache.boxWritable = boxWritable
-}
 
 // identity is the key of the file st describes at path.
 func identity(path string, st os.FileInfo) (string, bool) {
@@ -74,50 +45,52 @@ func identity(path string, st os.FileInfo) (string, bool) {
 }
 
 // loadLocked reads the cache file once; a file that is not airlock's own
-// or does not parse is no cache. The caller holds binCache.
-func loadLocked() {
-	if binCache.loaded {
+// (for c: it lies where c's boxes may write) or does not parse is no
+// cache. The caller holds m.
+func loadLocked(c *Caches, m *probeMemo, path string) {
+	if m.loaded {
 		return
 	}
-	binCache.loaded = true
-	binCache.c = probeCacheFile{}
-	if binCache.path == "" {
+	m.loaded = true
+	m.c = probeCacheFile{}
+	if path == "" {
 		return
 	}
-	data, err := privfile.ReadFile(binCache.path, maxProbeCache, privfile.Options{BoxWritable: binCache.boxWritable})
+	data, err := privfile.ReadFile(path, maxProbeCache, privfile.Options{BoxWritable: c.boxWritable()})
 	if err != nil {
 		return
 	}
-	var c probeCacheFile
-	if json.Unmarshal(data, &c) == nil {
-		binCache.c = c
+	var f probeCacheFile
+	if json.Unmarshal(data, &f) == nil {
+		m.c = f
 	}
 }
 
 // storeLocked writes the cache back; failing to is only a slower next
-// start. The caller holds binCache.
-func storeLocked() {
-	if binCache.path == "" {
+// start. The caller holds m.
+func storeLocked(c *Caches, m *probeMemo, path string) {
+	if path == "" {
 		return
 	}
-	data, err := json.Marshal(binCache.c)
+	data, err := json.Marshal(m.c)
 	if err != nil {
 		return
 	}
-	privfile.WriteFile(binCache.path, data, 0o600, privfile.Options{MakeDirs: true, BoxWritable: binCache.boxWritable})
+	privfile.WriteFile(path, data, 0o600, privfile.Options{MakeDirs: true, BoxWritable: c.boxWritable()})
 }
 
-// cachedBwrap is what the bubblewrap at path was found to be, computing it
-// with read when the file is new or changed.
-func cachedBwrap(path string, st os.FileInfo, read func() bwrapInfo) bwrapInfo {
+// cachedBwrap is what the bubblewrap at path was found to be, kept in c,
+// computing it with read when the file is new or changed.
+func cachedBwrap(c *Caches, path string, st os.FileInfo, read func() bwrapInfo) bwrapInfo {
 	key, ok := identity(path, st)
 	if !ok {
 		return read()
 	}
-	binCache.Lock()
-	defer binCache.Unlock()
-	loadLocked()
-	if info, ok := binCache.c.Bwrap[key]; ok && info.Path == path {
+	m, file := c.memo()
+	m.Lock()
+	defer m.Unlock()
+	loadLocked(c, m, file)
+	if info, ok := m.c.Bwrap[key]; ok && info.Path == path {
 		return info
 	}
 	info := read()
@@ -125,13 +98,13 @@ func cachedBwrap(path string, st os.FileInfo, read func() bwrapInfo) bwrapInfo {
 		return info // not kept: a read that failed is tried again
 	}
 	// One entry per binary: the key of a changed file replaces the old.
-	binCache.c.Bwrap = map[string]BwrapReport{key: info}
-	storeLocked()
+	m.c.Bwrap = map[string]BwrapReport{key: info}
+	storeLocked(c, m, file)
 	return info
 }
 
 // cachedRunsc is checkRunsc of the runsc at r.Path, kept like cachedBwrap.
-func cachedRunsc(r RunscReport) RunscReport {
+func cachedRunsc(c *Caches, r RunscReport) RunscReport {
 	st, err := os.Stat(r.Path)
 	if err != nil {
 		return checkRunsc(r)
@@ -140,14 +113,15 @@ func cachedRunsc(r RunscReport) RunscReport {
 	if !ok {
 		return checkRunsc(r)
 	}
-	binCache.Lock()
-	defer binCache.Unlock()
-	loadLocked()
-	if got, ok := binCache.c.Runsc[key]; ok && got.Path == r.Path {
+	m, file := c.memo()
+	m.Lock()
+	defer m.Unlock()
+	loadLocked(c, m, file)
+	if got, ok := m.c.Runsc[key]; ok && got.Path == r.Path {
 		return got
 	}
 	got := checkRunsc(r)
-	binCache.c.Runsc = map[string]RunscReport{key: got}
-	storeLocked()
+	m.c.Runsc = map[string]RunscReport{key: got}
+	storeLocked(c, m, file)
 	return got
 }

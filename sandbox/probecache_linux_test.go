@@ -19,10 +19,9 @@ func fakeBwrap(t *testing.T, dir, content string) string {
 	return p
 }
 
-func useCache(t *testing.T, path string) {
-	UseProbeCache(path, nil)
-	t.Cleanup(func() { UseProbeCache("", nil) })
-}
+// useCache is a kernel's caches keeping the probe's readings in path, as a
+// new process makes them: nothing in memory yet.
+func useCache(path string) *Caches { return NewCaches(CacheConfig{ProbeFile: path}) }
 
 // TestProbeCacheKeyedByIdentity: what was read of bubblewrap is kept across
 // processes (a new load of the file) and read again once the binary
@@ -31,29 +30,28 @@ func TestProbeCacheKeyedByIdentity(t *testing.T) {
 	bin, state := t.TempDir(), filepath.Join(t.TempDir(), "state")
 	fakeBwrap(t, bin, "bubblewrap 0.11.0 --clearenv")
 	cache := filepath.Join(state, "probe-cache.json")
-	useCache(t, cache)
-	if got := findBwrap(bin); got.Version != "0.11.0" || got.BindFD || !got.ClearEnv {
+	c := useCache(cache)
+	if got := findBwrap(bin, c); got.Version != "0.11.0" || got.BindFD || !got.ClearEnv {
 		t.Fatalf("first read: got %+v", got)
 	}
 	if _, err := os.Stat(cache); err != nil {
 		t.Fatalf("the cache was not written: %v", err)
 	}
 	// As a new process would: the file, not the memory.
-	UseProbeCache("", nil)
-	useCache(t, cache)
-	var c probeCacheFile
+	c = useCache(cache)
+	var f probeCacheFile
 	data, _ := os.ReadFile(cache)
-	if err := json.Unmarshal(data, &c); err != nil || len(c.Bwrap) != 1 {
+	if err := json.Unmarshal(data, &f); err != nil || len(f.Bwrap) != 1 {
 		t.Fatalf("cache file: %s, %v; want one bubblewrap entry", data, err)
 	}
-	if got := findBwrap(bin); got.Version != "0.11.0" {
+	if got := findBwrap(bin, c); got.Version != "0.11.0" {
 		t.Fatalf("from the cache: got %+v", got)
 	}
 	// A changed binary (new size, times, inode) is read afresh.
 	time.Sleep(10 * time.Millisecond)
 	os.Remove(filepath.Join(bin, "bwrap"))
 	fakeBwrap(t, bin, "bubblewrap 0.12.0 --ro-bind-fd --disable-userns --clearenv")
-	if got := findBwrap(bin); got.Version != "0.12.0" || !got.BindFD || !got.DisableUserns {
+	if got := findBwrap(bin, c); got.Version != "0.12.0" || !got.BindFD || !got.DisableUserns {
 		t.Fatalf("after the binary changed: got %+v, want it read again", got)
 	}
 }
@@ -78,7 +76,8 @@ func TestProbeCacheNotTrustedUnlessOwn(t *testing.T) {
 	lie, _ := json.Marshal(probeCacheFile{Bwrap: map[string]BwrapReport{key: {Path: p, Version: "0.99.0", BindFD: true, DisableUserns: true, ClearEnv: true}}})
 	cache := filepath.Join(state, "probe-cache.json")
 	// reload forgets the cache in memory, as a new process starts.
-	reload := func() { UseProbeCache("", nil); useCache(t, cache) }
+	var c *Caches
+	reload := func() { c = useCache(cache) }
 	plant := func(mode os.FileMode) {
 		os.Remove(cache)
 		if err := os.WriteFile(cache, lie, mode); err != nil {
@@ -88,7 +87,7 @@ func TestProbeCacheNotTrustedUnlessOwn(t *testing.T) {
 		reload()
 	}
 	plant(0o600)
-	if got := findBwrap(bin); got.Version != "0.99.0" {
+	if got := findBwrap(bin, c); got.Version != "0.99.0" {
 		t.Fatalf("airlock's own cache file: got %+v, want its entry used", got)
 	}
 	for _, tc := range []struct {
@@ -119,7 +118,7 @@ func TestProbeCacheNotTrustedUnlessOwn(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.plant()
-			if got := findBwrap(bin); got.Version != "0.8.0" || got.BindFD || got.DisableUserns || got.ClearEnv {
+			if got := findBwrap(bin, c); got.Version != "0.8.0" || got.BindFD || got.DisableUserns || got.ClearEnv {
 				t.Fatalf("got %+v, want the binary read (0.8.0, none of the options)", got)
 			}
 		})

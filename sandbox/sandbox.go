@@ -106,6 +106,13 @@ type Spec struct {
 	// Exec is the exec allowlist (Landlock); nil means any program may
 	// execute (the policy lists none).
 	Exec *ExecSpec
+	// Caches are the host caches of the kernel the box is planned for
+	// (its /etc views, the probe's readings of bubblewrap and runsc) with
+	// the paths that kernel's boxes may write or were let write, which
+	// the plan weighs the caches and the host's programs against. Nil
+	// keeps no /etc view and passes over the working directory alone. It
+	// never crosses a process: a plan is made where its kernel lives.
+	Caches *Caches `json:"-"`
 }
 
 // Limits are resource limits placed on the whole process tree.

@@ -205,7 +205,7 @@ func TestPlanRefuses(t *testing.T) {
 		}, Tier2, errs.Unavailable, "egress proxy socket"},
 		{"unknown tier", base, Tier(7), errs.Invalid, "want 0, 1 or 2"},
 	}
-	if probeRunsc(os.Getenv("PATH")).Usable {
+	if probeRunsc(os.Getenv("PATH"), nil).Usable {
 		// The tier-2 planner refuses what the tier-1 one does.
 		for _, tt := range tests {
 			if tt.tier == Tier1 {
@@ -215,7 +215,7 @@ func TestPlanRefuses(t *testing.T) {
 			}
 		}
 	}
-	if probeGVisor(os.Getenv("PATH")) == "" {
+	if probeGVisor(os.Getenv("PATH"), nil) == "" {
 		tests = append(tests, struct {
 			name  string
 			spec  func() Spec

@@ -8,7 +8,6 @@ import (
 	"github.com/airlock-run/airlock/audit"
 
 	"github.com/airlock-run/airlock/internal/testsupport"
-	"github.com/airlock-run/airlock/sandbox"
 )
 
 // TestNoHostProgramFromAPathABoxWrote: a directory an earlier run let a
@@ -37,15 +36,13 @@ func TestNoHostProgramFromAPathABoxWrote(t *testing.T) {
 	if err := recordBoxWritable(rec, []string{granted}); err != nil {
 		t.Fatal(err)
 	}
-	oldDir, oldWritable := sandbox.EtcCache()
-	t.Cleanup(func() { sandbox.UseEtcCache(oldDir, oldWritable) })
 	t.Setenv("PATH", bin+":/usr/bin:/bin")
 	k, err := Build(Config{Dir: work, Getenv: getenv, Mode: "observe"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer k.Close()
-	if got := sandbox.Probe().Bubblewrap.Path; got == planted {
+	if got := k.Caches.Probe().Bubblewrap.Path; got == planted {
 		t.Errorf("bubblewrap taken from %s, which an earlier box could write", got)
 	}
 }
@@ -55,8 +52,6 @@ func TestNoHostProgramFromAPathABoxWrote(t *testing.T) {
 // their own state, so a job's box reuses the view an earlier job's made;
 // without one the views stay in airlock's state directory.
 func TestCacheDirHoldsTheHostCaches(t *testing.T) {
-	oldDir, oldWritable := sandbox.EtcCache()
-	t.Cleanup(func() { sandbox.UseEtcCache(oldDir, oldWritable) })
 	shared := t.TempDir()
 	for _, tc := range []struct {
 		name     string
@@ -79,7 +74,7 @@ func TestCacheDirHoldsTheHostCaches(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, _ := sandbox.EtcCache()
+				got := k.Caches.Config().EtcViewDir
 				k.Close()
 				if want := tc.want(getenv); got != want {
 					t.Errorf("kernel %d: /etc views in %s, want %s", i, got, want)

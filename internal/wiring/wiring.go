@@ -113,7 +113,11 @@ type Kernel struct {
 	// one call (a report) goes through privfile with it, since an earlier
 	// run may have planted links there.
 	BoxWritable []string
-	closers     []io.Closer
+	// Caches are the kernel's host caches (the probe's, the /etc views)
+	// with the paths its boxes may write or were let write; its own
+	// boxes and probes use them (Caches.Probe).
+	Caches  *sandbox.Caches
+	closers []io.Closer
 }
 
 // Close releases the broker's socket, the terminal and the audit log.
@@ -198,17 +202,18 @@ func Build(cfg Config) (*Kernel, error) {
 		}
 	}
 
-	// The probe's cache lies among the private paths just checked: no box
-	// of this policy may write it.
-	sandbox.UseProbeCache(paths.probe, thisRun)
-	// The views, and the host's own programs (bubblewrap, runsc, found on
-	// PATH), are never taken from where a box may write now or an earlier
-	// box was let write.
+	// The probe's cache and the views lie among the private paths just
+	// checked: no box of this policy may write them. They, and the host's
+	// own programs (bubblewrap, runsc, found on PATH; airlock-box), are
+	// never taken from where a box may write now or an earlier box was
+	// let write. The list is this kernel's: a process (a node) builds a
+	// kernel per job, each job's boxes weighed against its own.
 	written, err := loadBoxWritable(paths.written)
 	if err != nil {
 		return fail(err)
 	}
-	sandbox.UseEtcCache(paths.etcView, append(append([]string(nil), thisRun...), written...))
+	k.Caches = sandbox.NewCaches(sandbox.CacheConfig{ProbeFile: paths.probe, EtcViewDir: paths.etcView,
+		BoxWritable: append(append([]string(nil), thisRun...), written...)})
 
 	grants, err := approvals.LoadGrants(paths.grants)
 	if err != nil {
@@ -262,7 +267,7 @@ func Build(cfg Config) (*Kernel, error) {
 		Private:  k.Private,
 		Tier:     cfg.Tier, Exe: cfg.Exe, Environ: cfg.Environ, Warn: cfg.Warn, OutputCap: cfg.OutputCap,
 		Offloader: cfg.Offloader, Scope: cfg.Scope, AfterDecide: cfg.AfterDecide,
-		Taint: cfg.Taint,
+		Taint: cfg.Taint, Caches: k.Caches,
 	}); err != nil {
 		return fail(err)
 	}
@@ -273,8 +278,8 @@ func Build(cfg Config) (*Kernel, error) {
 // kernel, absolute; "" for what this kernel does not write.
 type hostPaths struct {
 	grants, audit, socketDir, trace, report, store, pins string
-	// probe is the host probe's cache (sandbox.UseProbeCache), etcView
-	// the directory of the box's /etc views (sandbox.UseEtcCache).
+	// probe is the host probe's cache, etcView the directory of the
+	// box's /etc views (sandbox.CacheConfig).
 	probe, etcView string
 	// trusted is the person's trusted policies, written is the record of
 	// paths granted to boxes (trust.go).
@@ -333,7 +338,7 @@ func privatePaths(cfg Config) (hostPaths, error) {
 // beside the default audit log.
 const ProbeCacheFile = "probe-cache.json"
 
-// EtcViewDir holds the box's /etc views (sandbox.UseEtcCache), in
+// EtcViewDir holds the box's /etc views (sandbox.CacheConfig), in
 // airlock's state directory beside the default audit log.
 const EtcViewDir = "etc-views"
 

@@ -1,0 +1,71 @@
+package wiring
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/airlock-run/airlock/internal/testsupport"
+)
+
+// TestKernelsKeepTheirOwnBoxWritableList: two kernels in one process (a
+// node's jobs, each with a HOME and a record of box-writable paths of its
+// own) each weigh the host's programs against their own list. The first
+// kernel's record says an earlier box was let write the directory a
+// bubblewrap on PATH lies in; the second's says nothing of it. Built in
+// that order, the first must still pass over that bubblewrap, and the
+// second may take it.
+func TestKernelsKeepTheirOwnBoxWritableList(t *testing.T) {
+	testsupport.Require(t, testsupport.Root)
+	root, workA, getenvA := privateWorld(t)
+	_, workB, getenvB := privateWorld(t)
+	granted := filepath.Join(root, "granted")
+	bin := filepath.Join(granted, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	planted := filepath.Join(bin, "bwrap")
+	if err := os.WriteFile(planted, []byte("#!/bin/sh\necho planted\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := BoxWritableRecordPath(getenvA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := recordBoxWritable(rec, []string{granted}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+":/usr/bin:/bin")
+	shared := t.TempDir()
+	a, err := Build(Config{Dir: workA, Getenv: getenvA, Mode: "observe", CacheDir: shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Build(Config{Dir: workB, Getenv: getenvB, Mode: "observe", CacheDir: shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if got := a.Caches.Probe().Bubblewrap.Path; got == planted {
+		t.Errorf("kernel A: bubblewrap taken from %s, which an earlier box of A's could write", got)
+	}
+	if got := b.Caches.Probe().Bubblewrap.Path; got != planted {
+		t.Errorf("kernel B: bubblewrap taken from %s, want %s (no box of B's was let write it)", got, planted)
+	}
+	for name, k := range map[string]*Kernel{"A": a, "B": b} {
+		if got, want := k.Caches.Config().EtcViewDir, filepath.Join(shared, EtcViewDir); got != want {
+			t.Errorf("kernel %s: /etc views in %s, want the shared %s", name, got, want)
+		}
+	}
+	if got := a.Caches.Config().BoxWritable; !slices.Contains(got, granted) {
+		t.Errorf("kernel A's box-writable list %v lacks %s, which its record names", got, granted)
+	}
+	if got := b.Caches.Config().BoxWritable; slices.Contains(got, granted) {
+		t.Errorf("kernel B's box-writable list %v holds %s, which only A's record names", got, granted)
+	}
+}
