@@ -34,9 +34,6 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	testCaches = sandbox.NewCaches(sandbox.CacheConfig{EtcViewDir: views})
-	// The attack tool is the test binary found at sandbox.InitPath, in
-	// boxes with nothing of airlock's running inside too.
-	sandbox.BindInBoxAlways(true)
 	code := m.Run()
 	sandbox.RemoveEtcCache(views)
 	os.Exit(code)
@@ -45,11 +42,14 @@ func TestMain(m *testing.M) {
 // testCaches are the host caches of the tests' boxes, as a kernel's.
 var testCaches *sandbox.Caches
 
-// testSpec is spec as these tests run it: with testCaches.
+// testSpec is spec as these tests run it: with testCaches, and the in-box
+// code bound at sandbox.InitPath even in boxes with nothing of airlock's
+// running inside, since the attack tool is the test binary found there.
 func testSpec(spec sandbox.Spec) sandbox.Spec {
 	if spec.Caches == nil {
 		spec.Caches = testCaches
 	}
+	spec.BindInBox = true
 	return spec
 }
 

@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -929,17 +928,8 @@ func (p *planner) plan(exe string) error {
 // with no wall and no network runs none of it, so it is not bound there:
 // one bind fewer, and nothing of airlock's for the box to run.
 func (p *planner) runsInBox() bool {
-	return bindInBoxAlways.Load() || !p.direct || p.spec.Exec != nil || p.spec.Net != nil
+	return p.spec.BindInBox || !p.direct || p.spec.Exec != nil || p.spec.Net != nil
 }
-
-// bindInBoxAlways: see BindInBoxAlways.
-var bindInBoxAlways atomic.Bool
-
-// BindInBoxAlways makes every tier-1 box bind the in-box code at InitPath,
-// read-only and pinned as elsewhere, even one nothing inside runs: for
-// tests whose probe inside the box is the binary found there (the test
-// binary, given as the airlock binary). airlock itself never sets it.
-func BindInBoxAlways(on bool) { bindInBoxAlways.Store(on) }
 
 // dropArg returns args without each argument equal to flag (a flag that
 // takes no value).

@@ -113,6 +113,12 @@ type Spec struct {
 	// keeps no /etc view and passes over the working directory alone. It
 	// never crosses a process: a plan is made where its kernel lives.
 	Caches *Caches `json:"-"`
+	// BindInBox binds the in-box code at InitPath in every tier-1 box,
+	// read-only and pinned as elsewhere, even one nothing inside runs:
+	// for tests whose probe inside the box is the binary found there (the
+	// test binary, given as the airlock binary). airlock itself never
+	// sets it.
+	BindInBox bool
 }
 
 // Limits are resource limits placed on the whole process tree.
