@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlock-run/airlock/internal/testsupport"
 )
 
 // TestCachesWeighTheirOwnList: two kernels' Caches name one view
@@ -44,5 +46,45 @@ func TestCachesWeighTheirOwnList(t *testing.T) {
 	}
 	if got := clean.Config().BoxWritable; len(got) != 0 {
 		t.Errorf("the second Caches' list changed: %v", got)
+	}
+}
+
+// TestBoxBinaryWhereTheKernelsBoxesWrote: an airlock-box in a directory
+// the kernel's list says its boxes may write or were let write
+// (Spec.Caches) is passed over in that kernel's plans only: a plan whose
+// kernel's list does not name it, made before and after in the same
+// process, takes it.
+func TestBoxBinaryWhereTheKernelsBoxesWrote(t *testing.T) {
+	needTier1(t)
+	dir := t.TempDir()
+	exe := airlockIn(t, dir)
+	small := filepath.Join(dir, BoxBinary)
+	testsupport.CopyBin(t, testsupport.BoxBin(t), small, 0o755)
+	wrote := NewCaches(CacheConfig{BoxWritable: []string{dir}})
+	clean := NewCaches(CacheConfig{})
+	for _, tc := range []struct {
+		name   string
+		caches *Caches
+		want   string
+	}{
+		{"a kernel whose boxes never wrote there", clean, small},
+		{"a kernel whose boxes were let write there", wrote, realPath(t, exe)},
+		{"the first kernel again", clean, small},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := walledSpec(t)
+			spec.Caches = tc.caches
+			box, err := Plan(spec, Tier1, exe)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer box.Close()
+			if box.initBin != tc.want {
+				t.Fatalf("the box binds %s, want %s (notes %q)", box.initBin, tc.want, box.Notes)
+			}
+			if tc.want != small && !strings.Contains(lastNote(box.Notes, "in-box code"), "was let write") {
+				t.Errorf("the note %q does not say a box of the kernel was let write there", lastNote(box.Notes, "in-box code"))
+			}
+		})
 	}
 }
