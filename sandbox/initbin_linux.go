@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"debug/elf"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -66,7 +67,9 @@ func boxBinFor(exe string) *boxBin {
 // box may write (a box that could is refused, pinInit), while a link's
 // target may lie where a box of another run wrote it in place, and a link
 // on the way where one re-points it. For the same reason it must have no
-// other name (a hard link), which could lie where a box writes.
+// other name (a hard link), which could lie where a box writes. And it
+// must be a static ELF executable (staticELF): one built with cgo is
+// passed over for the airlock binary, which the plan's notes say.
 func chooseBoxBin(exe string) *boxBin {
 	real, err := filepath.EvalSymlinks(exe)
 	if err != nil {
@@ -133,7 +136,82 @@ func trustedBoxBin(path string, pn *pinned, refused []string) error {
 			return err
 		}
 	}
+	return staticELF(pn)
+}
+
+// maxDynamic bounds what is read of a PT_DYNAMIC segment: a static Go
+// binary's (built as a position-independent executable) holds a few
+// dozen entries.
+const maxDynamic = 1 << 20
+
+// staticELF refuses what is not a statically linked ELF executable: a
+// program interpreter (PT_INTERP) or a shared library it needs (DT_NEEDED
+// in PT_DYNAMIC) means cgo was on when it was built. Such an airlock-box
+// works, but the dynamic loader links it on every box's start, twice the
+// time of a static one, and it depends on the box's /lib as well. Only the
+// program headers are read (a stripped binary has no sections), through
+// the pinned file itself, so what is judged is what would be bound.
+func staticELF(pn *pinned) error {
+	f, err := os.Open(fmt.Sprintf("/proc/self/fd/%d", pn.f.Fd()))
+	if err != nil {
+		return fmt.Errorf("%s: open to read its ELF headers: %v", pn.real, err)
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Dev != pn.dev || st.Ino != pn.ino {
+		return fmt.Errorf("%s changed while its ELF headers were read", pn.real)
+	}
+	const fix = "build it with CGO_ENABLED=0 (CGO_ENABLED=0 go build -o airlock-box ./cmd/airlock-box, as scripts/setup.sh does)"
+	ef, err := elf.NewFile(f)
+	if err != nil {
+		return fmt.Errorf("%s is not an ELF executable (%v); %s", pn.real, err, fix)
+	}
+	for _, prog := range ef.Progs {
+		switch prog.Type {
+		case elf.PT_INTERP:
+			return fmt.Errorf("%s is dynamically linked (it names a program interpreter, built with cgo): it starts twice as slowly; %s", pn.real, fix)
+		case elf.PT_DYNAMIC:
+			needs, err := needsLibraries(ef, prog)
+			if err != nil {
+				return fmt.Errorf("%s: read its dynamic section: %v", pn.real, err)
+			}
+			if needs {
+				return fmt.Errorf("%s is dynamically linked (it needs shared libraries, built with cgo): it starts twice as slowly; %s", pn.real, fix)
+			}
+		}
+	}
 	return nil
+}
+
+// needsLibraries reports whether the dynamic segment prog of ef has a
+// DT_NEEDED entry.
+func needsLibraries(ef *elf.File, prog *elf.Prog) (bool, error) {
+	if prog.Filesz > maxDynamic {
+		return false, fmt.Errorf("%d bytes, over %d", prog.Filesz, maxDynamic)
+	}
+	data := make([]byte, prog.Filesz)
+	if _, err := prog.ReadAt(data, 0); err != nil {
+		return false, err
+	}
+	size := 16 // d_tag and d_val, 8 bytes each
+	if ef.Class == elf.ELFCLASS32 {
+		size = 8
+	}
+	for off := 0; off+size <= len(data); off += size {
+		var tag uint64
+		if size == 16 {
+			tag = ef.ByteOrder.Uint64(data[off:])
+		} else {
+			tag = uint64(ef.ByteOrder.Uint32(data[off:]))
+		}
+		switch elf.DynTag(tag) {
+		case elf.DT_NULL:
+			return false, nil
+		case elf.DT_NEEDED:
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // ownedOnly refuses what someone other than root or this user owns, or
