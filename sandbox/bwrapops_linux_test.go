@@ -406,6 +406,10 @@ func TestInBoxBinaryBoundOnlyWhereRun(t *testing.T) {
 	}{
 		{"direct, no wall", Spec{Workdir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}}, "absent\ndone\n"},
 		{"exec wall", walledSpec(t), "there\ndone\n"},
+		// Spec.BindInBox (for tests whose tool is the binary found there)
+		// binds it in the box whose spec asks, and only there.
+		{"direct, asked to bind it", Spec{Workdir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}, BindInBox: true}, "there\ndone\n"},
+		{"direct, after a plan that asked", Spec{Workdir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}}, "absent\ndone\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/airlock-run/airlock/internal/testsupport"
 )
 
 // TestCachesWeighTheirOwnList: two kernels' Caches name one view
@@ -56,11 +54,8 @@ func TestCachesWeighTheirOwnList(t *testing.T) {
 // process, takes it.
 func TestBoxBinaryWhereTheKernelsBoxesWrote(t *testing.T) {
 	needTier1(t)
-	dir := t.TempDir()
-	exe := airlockIn(t, dir)
-	small := filepath.Join(dir, BoxBinary)
-	testsupport.CopyBin(t, testsupport.BoxBin(t), small, 0o755)
-	wrote := NewCaches(CacheConfig{BoxWritable: []string{dir}})
+	exe, small := withBoxBin(t)
+	wrote := NewCaches(CacheConfig{BoxWritable: []string{filepath.Dir(small)}})
 	clean := NewCaches(CacheConfig{})
 	for _, tc := range []struct {
 		name   string

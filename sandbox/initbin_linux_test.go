@@ -111,16 +111,24 @@ func fileID(t *testing.T, path string) string {
 	return fmt.Sprintf("%x:%d", st.Dev, st.Ino)
 }
 
+// withBoxBin puts the airlock binary and a static airlock-box beside it
+// in a directory of the test's own, and returns both paths.
+func withBoxBin(t *testing.T) (exe, small string) {
+	t.Helper()
+	dir := t.TempDir()
+	exe = airlockIn(t, dir)
+	small = filepath.Join(dir, BoxBinary)
+	testsupport.CopyBin(t, testsupport.BoxBin(t), small, 0o755)
+	return exe, small
+}
+
 // TestBoxRunsAirlockBox: with airlock-box beside the airlock binary, the
 // box's exec step is airlock-box: the file bound at InitPath is it (the
 // box's stat shows its inode), the plan says so, and the command runs
 // walled as before.
 func TestBoxRunsAirlockBox(t *testing.T) {
 	needTier1(t)
-	dir := t.TempDir()
-	exe := airlockIn(t, dir)
-	small := filepath.Join(dir, BoxBinary)
-	testsupport.CopyBin(t, testsupport.BoxBin(t), small, 0o755)
+	exe, small := withBoxBin(t)
 	box, err := Plan(walledSpec(t), Tier1, exe)
 	if err != nil {
 		t.Fatal(err)

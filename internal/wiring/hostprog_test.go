@@ -17,7 +17,23 @@ import (
 func TestNoHostProgramFromAPathABoxWrote(t *testing.T) {
 	testsupport.Require(t, testsupport.Root)
 	root, work, getenv := privateWorld(t)
-	granted := filepath.Join(root, "granted")
+	_, planted := plantBwrapWhereABoxWrote(t, root, getenv)
+	k, err := Build(Config{Dir: work, Getenv: getenv, Mode: "observe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	if got := k.Caches.Probe().Bubblewrap.Path; got == planted {
+		t.Errorf("bubblewrap taken from %s, which an earlier box could write", got)
+	}
+}
+
+// plantBwrapWhereABoxWrote puts a bubblewrap of root's in root/granted/bin,
+// first on PATH, and records granted as a path an earlier box of the
+// world of getenv was let write; it returns granted and the bubblewrap.
+func plantBwrapWhereABoxWrote(t *testing.T, root string, getenv func(string) string) (granted, planted string) {
+	t.Helper()
+	granted = filepath.Join(root, "granted")
 	bin := filepath.Join(granted, "bin")
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		t.Fatal(err)
@@ -25,7 +41,7 @@ func TestNoHostProgramFromAPathABoxWrote(t *testing.T) {
 	if err := os.Chmod(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	planted := filepath.Join(bin, "bwrap")
+	planted = filepath.Join(bin, "bwrap")
 	if err := os.WriteFile(planted, []byte("#!/bin/sh\necho planted\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -37,14 +53,7 @@ func TestNoHostProgramFromAPathABoxWrote(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin+":/usr/bin:/bin")
-	k, err := Build(Config{Dir: work, Getenv: getenv, Mode: "observe"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
-	if got := k.Caches.Probe().Bubblewrap.Path; got == planted {
-		t.Errorf("bubblewrap taken from %s, which an earlier box could write", got)
-	}
+	return granted, planted
 }
 
 // TestCacheDirHoldsTheHostCaches: kernels given one CacheDir (a node's

@@ -1,7 +1,6 @@
 package wiring
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -20,26 +19,7 @@ func TestKernelsKeepTheirOwnBoxWritableList(t *testing.T) {
 	testsupport.Require(t, testsupport.Root)
 	root, workA, getenvA := privateWorld(t)
 	_, workB, getenvB := privateWorld(t)
-	granted := filepath.Join(root, "granted")
-	bin := filepath.Join(granted, "bin")
-	if err := os.MkdirAll(bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	planted := filepath.Join(bin, "bwrap")
-	if err := os.WriteFile(planted, []byte("#!/bin/sh\necho planted\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	rec, err := BoxWritableRecordPath(getenvA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := recordBoxWritable(rec, []string{granted}); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", bin+":/usr/bin:/bin")
+	granted, planted := plantBwrapWhereABoxWrote(t, root, getenvA)
 	shared := t.TempDir()
 	a, err := Build(Config{Dir: workA, Getenv: getenvA, Mode: "observe", CacheDir: shared})
 	if err != nil {
