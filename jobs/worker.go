@@ -230,7 +230,7 @@ func (n *Node) newWorker(q string) worker.Worker {
 		n.registerCalls(w, cr)
 		w.RegisterActivityWithOptions(deliverActivity(cfg.Waiters), activity.RegisterOptions{Name: AnswerActivity})
 	} else {
-		claim := func(ctx context.Context, req ClaimRequest) (Claim, error) { return n.claim(ctx, cfg, req) }
+		claim := func(ctx context.Context, req ClaimRequest) (Claim, error) { return n.answerClaim(ctx, cfg, req) }
 		w.RegisterActivityWithOptions(claim, activity.RegisterOptions{Name: ClaimActivity})
 	}
 	return w
@@ -292,6 +292,57 @@ func (n *Node) claim(ctx context.Context, cfg NodeConfig, req ClaimRequest) (Cla
 		return Claim{}, temporal.NewApplicationError("node "+cfg.ID+" is stopping or its opt-out changed", "Declined")
 	}
 	return Claim{Node: cfg.ID, Tier: cfg.Tier, OptedOut: optedOut}, nil
+}
+
+// claimAnswerTimeout bounds the node's own answer to a claim (answerClaim).
+const claimAnswerTimeout = claimStartToClose
+
+// answerClaim is the claim activity: claim, then the node answers the
+// claim itself rather than leaving the answer to the SDK, which only logs
+// an answer the server refused. A claim may end unanswered however its
+// activity ends: the job killed while the claim waited for room, the
+// claim timed out (its poll's worker gone, or the node slow to answer),
+// the server no longer knowing the task. Its answer is then refused, and
+// the reservation it took is given back at once: held for reserveFor, it
+// would keep the node full (turning other jobs away) for a run that never
+// comes. An answer whose fate is unknown (the server unreachable) keeps
+// the reservation, which lapses after reserveFor.
+func (n *Node) answerClaim(ctx context.Context, cfg NodeConfig, req ClaimRequest) (Claim, error) {
+	c, err := n.claim(ctx, cfg, req)
+	if err != nil {
+		return c, err
+	}
+	if ctx.Err() != nil {
+		// The activity's time ran out while the claim waited: no answer
+		// can be taken now.
+		n.slots.unreserve(req.Job)
+		return Claim{}, temporal.NewApplicationError("node "+cfg.ID+": the claim of job "+req.Job+" ended before it was answered", "Declined")
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimAnswerTimeout)
+	defer cancel()
+	err = n.client.CompleteActivity(actx, activity.GetInfo(ctx).TaskToken, c, nil)
+	switch {
+	case err == nil:
+	case answerUnknown(err):
+		if cfg.Log != nil {
+			cfg.Log.Warn("answer of a claim not known to have reached the server; its box stays reserved for a while", "job", req.Job, "err", err)
+		}
+	default:
+		n.slots.unreserve(req.Job)
+		if cfg.Log != nil {
+			cfg.Log.Info("claim ended before its answer (the job killed, or the claim timed out); its box reservation given back", "job", req.Job, "err", err)
+		}
+	}
+	return Claim{}, activity.ErrResultPending // answered above, one way or the other
+}
+
+// answerUnknown reports whether a refused answer may still have been
+// recorded: the server unreachable or the call out of time, rather than
+// the server saying no.
+func answerUnknown(err error) bool {
+	var un *serviceerror.Unavailable
+	var de *serviceerror.DeadlineExceeded
+	return errors.As(err, &un) || errors.As(err, &de) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // runWithHeartbeat runs the job and heartbeats while it runs, so a lost
