@@ -220,6 +220,9 @@ type Kernel struct {
 	private  []string
 	run      runConfig
 	tier     func() (sandbox.Tier, error)
+	// gvisorTier is tier 2 for a policy with `isolation: gvisor`,
+	// resolved once, under the kernel's caches.
+	gvisorTier func() (sandbox.Tier, error)
 	// afterDecide runs between a file call's decision and its execution
 	// (tests only: the window an attacker swapping a path for a link uses).
 	afterDecide func(Call)
@@ -334,7 +337,7 @@ func New(p *policy.Policy, world policy.World, o Options) (*Kernel, error) {
 		now: o.Now, policy: p, checker: c, private: o.Private,
 		run: runConfig{exe: o.Exe, environ: o.Environ, warn: o.Warn, outputCap: o.OutputCap,
 			offloader: o.Offloader, scope: o.Scope, caches: o.Caches},
-		tier: resolveOnce(o.Tier, o.Caches), afterDecide: o.AfterDecide, taint: o.Taint}
+		tier: resolveOnce(o.Tier, o.Caches), gvisorTier: gvisorOnce(o.Caches), afterDecide: o.AfterDecide, taint: o.Taint}
 	given := o.Taint
 	k.tracksTaint = given != nil
 	if given == nil {

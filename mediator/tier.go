@@ -23,11 +23,14 @@ func resolveOnce(requested sandbox.Tier, caches *sandbox.Caches) func() (sandbox
 	})
 }
 
-// gvisorTier is tier 2 for a policy with `isolation: gvisor`, resolved
-// against one probe of the host for the process's life.
-var gvisorTier = sync.OnceValues(func() (sandbox.Tier, error) {
-	return sandbox.Resolve(sandbox.Tier2, sandbox.ProbeHost())
-})
+// gvisorOnce is tier 2 for a policy with `isolation: gvisor`, resolved
+// against one probe of the host for the kernel's life, under its caches
+// (runsc is never taken from where its boxes may write or were let write).
+func gvisorOnce(caches *sandbox.Caches) func() (sandbox.Tier, error) {
+	return sync.OnceValues(func() (sandbox.Tier, error) {
+		return sandbox.Resolve(sandbox.Tier2, caches.ProbeHost())
+	})
+}
 
 // tierFor is the tier a call under p runs at: `isolation: none` is tier 0,
 // announced every time; otherwise the kernel's resolved tier.
@@ -37,7 +40,7 @@ func (k *Kernel) tierFor(p *policy.Policy, what string) (sandbox.Tier, error) {
 		t, err = sandbox.Tier0, nil
 	}
 	if p.Isolation == "gvisor" {
-		t, err = gvisorTier() // tier 2 or a refusal naming the fix, never a fallback
+		t, err = k.gvisorTier() // tier 2 or a refusal naming the fix, never a fallback
 	}
 	if err != nil {
 		return t, err
