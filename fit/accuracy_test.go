@@ -431,7 +431,7 @@ func (c cell) mean(min float64) (float64, bool) {
 // samples and returns the file.
 func fitRates(obs []pieceObs) string {
 	var common [numPrefix][4]cell
-	var merge [3][3]cell
+	var merge [numMerge][3]cell
 	var short [2][4]cell
 	var words [numPrefix][3][2][maxTabLen + 1]cell
 	var pooled [3][2][maxTabLen + 1]cell
@@ -520,12 +520,12 @@ func fitRates(obs []pieceObs) string {
 	}) {
 		copy(commonCost[pf][:], row)
 	}
-	b.WriteString("}\n\n// mergeCost[class][shape]: a common word in lower case, title case or\n// capitals by its merge class with its prefix (mcMerged, mcBare, mcSplit).\nvar mergeCost = [3][3]int64{\n")
-	writeGrid(&b, 3, 3, func(r, c int) cell { return merge[r][c] }, func(r, c int) float64 {
+	b.WriteString("}\n\n// mergeCost[class][shape]: a common word in lower case, title case or\n// capitals by its merge class with its prefix (mcMerged... mcSplit).\nvar mergeCost = [numMerge][3]int64{\n")
+	writeGrid(&b, numMerge, 3, func(r, c int) cell { return merge[r][c] }, func(r, c int) float64 {
 		if v, ok := merge[r][0].mean(10); ok {
 			return v
 		}
-		return float64(r + 1)
+		return [numMerge]float64{1, 2, 3, 2, 3}[r]
 	})
 	b.WriteString("}\n\n// shortCost[letters-1][class]: a word of one or two letters by its class\n// (shortClass).\nvar shortCost = [2][4]int64{\n")
 	writeGrid(&b, 2, 4, func(r, c int) cell { return short[r][c] }, func(r, c int) float64 { return [4]float64{float64(r + 2), 2, 1, 1}[c] })
@@ -591,7 +591,7 @@ func fitRates(obs []pieceObs) string {
 			_, w := utf8.DecodeRuneInString(o.txt)
 			letters = o.txt[w:]
 		}
-		c, n, r := mixedParts(letters, o.p.prefix(), prefixBit(o.txt, len(o.txt)-len(letters), o.p.prefix()))
+		c, n, r := mixedParts(o.txt, 0, len(o.txt)-len(letters), len(o.txt), o.p.prefix(), prefixBit(o.txt, len(o.txt)-len(letters), o.p.prefix()))
 		mixed = append(mixed, []float64{float64(c) / 1000, float64(n) / 1000, float64(r) / 1000, 1})
 		mixedY = append(mixedY, float64(o.exact))
 		mixedW = append(mixedW, o.w)

@@ -16,11 +16,11 @@ import (
 // faster than running the real byte-pair encoding. It follows the
 // tokenizer's pre-split of text into words, digit groups, punctuation and
 // white space exactly, and estimates the tokens of each piece from what the
-// tokenizer's vocabulary tells (which of some six thousand common words and
+// tokenizer's vocabulary tells (which of its forty thousand words and
 // identifiers, and every word of one or two letters, are one token alone,
 // after a space and after each common prefix such as "." "_" "(" "<" or a
-// tab; which runs of punctuation, and of capitals, are one token) and from
-// rates calibrated per kind of piece. It is the number airlock reports as a text's tokens.
+// tab, and which are two; which runs of punctuation, and of capitals, are
+// one token) and from rates calibrated per kind of piece. It is the number airlock reports as a text's tokens.
 //
 // Count is additive at line starts, as Weigh is.
 func Count(text string) int {
@@ -489,8 +489,8 @@ func shortWord(s string, at int, pf uint8) (end int, cost int64, ok bool) {
 		}
 		return at + n, wordCost(n, shape, pf, shortRough(v, n)), true
 	}
-	if flags, common := commonEntry(hashTail(h, tail&word|lowerMask[k&7])); common {
-		return at + n, commonPrice(flags, shape, pf, prefixBit(s, at, pf), n), true
+	if flags, slot, common := commonEntry(hashTail(h, tail&word|lowerMask[k&7])); common {
+		return at + n, commonPrice(flags, slot, shape, pf, prefixBit(s, at, pf), n), true
 	}
 	return at + n, wordCost(n, shape, pf, isRough(s[at:at+n], false)), true
 }
@@ -505,19 +505,24 @@ func prefixBit(s string, at int, pf uint8) uint16 {
 	return mergeBit[s[at-1]]
 }
 
-// commonPrice prices a common word of n letters, shape shape and flags
-// flags after a prefix of kind pf and merge flag bit: by whether the
-// tokenizer has the prefix and the word as one token, where the flags know
-// (lower and title case, capitals of upperWords), else by the rates of its
-// prefix kind.
-func commonPrice(flags uint32, shape, pf uint8, bit uint16, n int) int64 {
+// commonPrice prices a common word of n letters, shape shape, flags flags
+// and slot slot of wordTable after a prefix of kind pf and merge flag bit:
+// by whether the tokenizer has the prefix and the word as one token, and
+// else whether as two (pairFlags), where the flags know (lower and title
+// case, capitals of upperWords), else by the rates of its prefix kind.
+func commonPrice(flags uint32, slot uint64, shape, pf uint8, bit uint16, n int) int64 {
 	if bit == 0 || shape > shapeUpper || shape == shapeUpper && n <= 3 {
 		return commonCost[pf][shape]
 	}
-	// Without branches on the flags, which no predictor guesses: the
-	// flags of the word's form, then its class as an index of byMerge.
 	f := uint16(flags >> (16 * uint(shape&1)))
-	k := b2i(f&bit != 0)<<1 | b2i(f&mergeBare != 0)
+	if f&bit != 0 {
+		// Merged: most words after a space, the commonest case, which
+		// needs no second look-up.
+		return mergeCost[mcMerged][shape]
+	}
+	// Without branches on the flags, which no predictor guesses: its class
+	// as an index of byMerge.
+	k := b2i(f&mergeBare != 0)<<1 | b2i(pairFlags(slot, shape)&bit != 0)
 	return byMerge[shape][k]
 }
 
@@ -529,11 +534,12 @@ func b2i(b bool) int {
 	return 0
 }
 
-// byMerge[shape][merged<<1|bare] is mergeCost laid out for commonPrice:
-// merged or not with the prefix, and whether the word alone is one token.
+// byMerge[shape][bare<<1|two] is mergeCost laid out for commonPrice, for a
+// word not merged with its prefix: whether the word alone is one token, and
+// whether the prefix and the word are two.
 var byMerge = func() (t [3][4]int64) {
 	for sh := range t {
-		t[sh] = [4]int64{mergeCost[mcSplit][sh], mergeCost[mcBare][sh], mergeCost[mcMerged][sh], mergeCost[mcMerged][sh]}
+		t[sh] = [4]int64{mergeCost[mcSplit][sh], mergeCost[mcPair][sh], mergeCost[mcBareCut][sh], mergeCost[mcBare][sh]}
 	}
 	return t
 }()
@@ -541,9 +547,9 @@ var byMerge = func() (t [3][4]int64) {
 // mergeOf is mergeClass for the shapes the flags know: mcUnknown for
 // camelCase and for capitals of three letters or fewer (held in the table
 // by their lower-case form).
-func mergeOf(flags uint32, shape uint8, bit uint16, n int) uint8 {
+func mergeOf(flags uint32, slot uint64, shape uint8, bit uint16, n int) uint8 {
 	if shape <= shapeTitle || shape == shapeUpper && n > 3 {
-		return mergeClass(flags, shape, bit)
+		return mergeClass(flags, pairFlags(slot, shape), shape, bit)
 	}
 	return mcUnknown
 }
@@ -964,10 +970,10 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 		if shape == shapeUpper && letters > 3 {
 			h = upperHash(h)
 		}
-		if flags, common := commonEntry(h); common && (shape != shapeUpper || letters > 3) {
+		if flags, slot, common := commonEntry(h); common && (shape != shapeUpper || letters > 3) {
 			bit := prefixBit(s, at, prefix)
-			p.attr |= atCommon | uint32(mergeOf(flags, shape, bit, letters))<<atMerge
-			p.cost = commonPrice(flags, shape, prefix, bit, letters)
+			p.attr |= atCommon | uint32(mergeOf(flags, slot, shape, bit, letters))<<atMerge
+			p.cost = commonPrice(flags, slot, shape, prefix, bit, letters)
 			return p
 		}
 	}
@@ -981,7 +987,7 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 		return p
 	}
 	if shape == shapeMixed {
-		p.cost = mixedWordCost(w, prefix, prefixBit(s, at, prefix))
+		p.cost = mixedWordCost(s, from, at, j, prefix, prefixBit(s, at, prefix))
 		return p
 	}
 	rough := isRough(w, shape == shapeUpper)
@@ -1005,11 +1011,13 @@ func capsCost(s string, from, at, end int) int64 {
 	return (capsTokens(s, from, end) + alone) * 1000
 }
 
-// mixedParts splits a camelCase or random-case word into its case segments
-// ("getHTTPServer": get, HTTP, Server) and sums the prices each would have as
-// a word of its own: of common words, of other words and of rough ones (with
-// too few vowels). The first segment carries the word's prefix.
-func mixedParts(w string, prefix uint8, bit uint16) (common, normal, rough int64) {
+// mixedParts splits a camelCase or random-case word s[at:end] (with its
+// prefix s[from:at]) into its case segments ("getHTTPServer": get, HTTP,
+// Server) and sums the prices each would have as a word of its own: of
+// common words, of other words and of rough ones (with too few vowels). The
+// first segment carries the word's prefix.
+func mixedParts(s string, from, at, end int, prefix uint8, bit uint16) (common, normal, rough int64) {
+	w := s[at:end]
 	n := len(w)
 	pf := prefix
 	for i := 0; i < n; {
@@ -1043,7 +1051,16 @@ func mixedParts(w string, prefix uint8, bit uint16) (common, normal, rough int64
 			}
 		}
 		seg := w[i:j]
+		pre := 0 // prefix bytes the segment takes: the first takes the word's
+		if i == 0 {
+			pre = at - from
+		}
 		switch {
+		case shape == shapeUpper && pre <= 1 && j-i+pre <= 8:
+			// Capitals of up to eight bytes with their prefix ("LLVM" of
+			// ";LLVMCore" is ";" "LL" "VM"): exactly as the vocabulary's
+			// tokens of capitals cut them.
+			common += capsTokens(s, at+i-pre, at+j) * 1000
 		case len(seg) < minCommonLen && bit != 0:
 			// One or two letters ("T" of "TException", "Id" of
 			// "userId"): priced as the tokenizer has them.
@@ -1070,9 +1087,10 @@ func mixedParts(w string, prefix uint8, bit uint16) (common, normal, rough int64
 	return common, normal, rough
 }
 
-// mixedWordCost prices a camelCase or random-case word from its segments.
-func mixedWordCost(w string, prefix uint8, bit uint16) int64 {
-	c, n, r := mixedParts(w, prefix, bit)
+// mixedWordCost prices a camelCase or random-case word s[at:end], prefix
+// s[from:at], from its segments.
+func mixedWordCost(s string, from, at, end int, prefix uint8, bit uint16) int64 {
+	c, n, r := mixedParts(s, from, at, end, prefix, bit)
 	return max(1000, (c*mixedCost[0]+n*mixedCost[1]+r*mixedCost[2])/1000+mixedCost[3])
 }
 
