@@ -31,6 +31,13 @@ func commonUpper(h uint64) bool { _, _, ok := commonEntry(upperHash(h)); return 
 // commonWord reports whether the word of hash h is in the table.
 func commonWord(h uint64) bool { _, _, ok := commonEntry(h); return ok }
 
+// commonForm reports whether the word of hash h is in the table and one
+// token in the form shape spells it (see knownForm).
+func commonForm(h uint64, shape uint8) bool {
+	flags, _, ok := commonEntry(h)
+	return ok && knownForm(flags, shape)
+}
+
 // commonEntry returns the merge flags of the word of hash h, its slot (for
 // pairTable), and whether it is in the table at all.
 func commonEntry(h uint64) (flags uint32, slot uint64, ok bool) {
@@ -141,4 +148,23 @@ func commonRune(r rune) bool {
 // a common word.
 func implausible(a, b byte) bool {
 	return oddPair[(uint(a)&31)<<5|uint(b)&31] != 0
+}
+
+// compoundHead and compoundTail (words_table.go) mark the first and the
+// last three letters of the words compoundParts cuts into (the table's
+// words that are one token alone in lower case), by trigram: 2 KiB each,
+// which stay in the first-level cache and spare compoundParts most look-ups
+// in wordTable, which does not.
+const trigrams = 26 * 26 * 26
+
+// trigram is the index of three lower-case ASCII letters s[i:i+3].
+func trigram(s string, i int) uint {
+	t := s[i : i+3]
+	return (uint(t[0]-'a')*26+uint(t[1]-'a'))*26 + uint(t[2]-'a')
+}
+
+// trigramIn reports whether the trigram at s[i:] is marked in set.
+func trigramIn(set *[(trigrams + 63) / 64]uint64, s string, i int) bool {
+	k := trigram(s, i)
+	return k < trigrams && set[k/64]&(1<<(k%64)) != 0
 }
