@@ -1039,7 +1039,7 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 }
 
 // compoundMin is the fewest letters of a word compoundParts tries to cut.
-const compoundMin = 8
+const compoundMin = 10
 
 // compoundParts returns into how few words of the vocabulary (each one
 // token alone in lower case, of minCommonLen letters or more) a word in
