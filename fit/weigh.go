@@ -10,7 +10,7 @@ import (
 )
 
 // Count estimates the tokens a cl100k-class tokenizer takes text for: an
-// approximation (about 2% off on average over prose, code, Markdown, HTML,
+// approximation (about 1% off on average over prose, code, Markdown, HTML,
 // XML, JSON, YAML, TOML, CSV, SQL, logs, listings, diffs, stack traces,
 // base64, hex, CJK text and emoji; see accuracy_test.go) that is many times
 // faster than running the real byte-pair encoding. It follows the

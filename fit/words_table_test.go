@@ -119,15 +119,17 @@ func buildCompoundTrigrams(tb testing.TB) (head, tail [(trigrams + 63) / 64]uint
 // whether cl100k_base takes it alone, after a space and after each of
 // mergeChars as exactly two tokens.
 func pairFlagsOf(tb testing.TB, w string) uint32 {
+	v := vocabulary(tb)
+	two := func(s string) bool { return !v[s] && exactCount(tb, s) == 2 } // a token is one
 	var f uint32
-	if exactCount(tb, w) == 2 {
+	if two(w) {
 		f |= mergeBare
 	}
-	if exactCount(tb, " "+w) == 2 {
+	if two(" " + w) {
 		f |= mergeSpace
 	}
 	for k := 0; k < len(mergeChars); k++ {
-		if exactCount(tb, mergeChars[k:k+1]+w) == 2 {
+		if two(mergeChars[k:k+1] + w) {
 			f |= 1 << (k + 2)
 		}
 	}
