@@ -41,7 +41,8 @@ import (
 // other split has (OCaml, Kotlin, Erlang, Dart, Lua, Delphi, D, Lisp,
 // Makefiles, Dockerfiles, systemd units, Autoconf's m4, LaTeX and an
 // nginx-like configuration), to be measured first once the rules are
-// settled on the fitted and dev kinds. While tuning, run with -split=dev,
+// settled on the fitted and dev kinds (they were: all but Erlang met the
+// targets, and Erlang's mean did). While tuning, run with -split=dev,
 // which neither prints nor checks the final kinds. When rules change again,
 // rotate: the final kinds, once looked at, join dev, and new unseen kinds
 // become the final split.
@@ -537,7 +538,9 @@ const (
 // final kinds, measured once after the rules were settled on the fitted and
 // dev kinds; no rule was tuned to them (to tune to them, rotate them into
 // dev first).
-var heldOutMisses = map[string][2]float64{}
+var heldOutMisses = map[string][2]float64{
+	"erlang": {heldOutMeanTarget, 0.10},
+}
 
 // TestAccuracyKinds prints, for every kind of the wide corpus, the samples,
 // the mean and the worst absolute error of Count against cl100k_base, and
