@@ -274,10 +274,13 @@ func wordTablesSource(t *testing.T, words [wordTableSize]uint64, pairs [wordTabl
 	writeSparse(&b, words[:], 3, "%d: %#016x, ")
 	b.WriteString("}\n\n// pairTable: see pairFlags.\nvar pairTable = [wordTableSize]uint32{")
 	writeSparse(&b, pairs[:], 4, "%d: %#x, ")
-	b.WriteString("}\n\n// compoundHead: see trigramIn.\nvar compoundHead = [(trigrams + 63) / 64]uint64{")
-	writeSparse(&b, head[:], 3, "%d: %#016x, ")
-	b.WriteString("}\n\n// compoundTail: see trigramIn.\nvar compoundTail = [(trigrams + 63) / 64]uint64{")
-	writeSparse(&b, tail[:], 3, "%d: %#016x, ")
+	for _, set := range []struct {
+		name string
+		bits []uint64
+	}{{"compoundHead", head[:]}, {"compoundTail", tail[:]}} {
+		fmt.Fprintf(&b, "}\n\n// %s: see trigramIn.\nvar %s = [(trigrams + 63) / 64]uint64{", set.name, set.name)
+		writeSparse(&b, set.bits, 3, "%d: %#016x, ")
+	}
 	b.WriteString("}\n\n// runeTable marks the runes of commonRunes, bit r-cjkLo.\nvar runeTable = [(cjkHi - cjkLo + 63) / 64]uint64{")
 	writeSparse(&b, runes[:], 3, "%d: %#016x, ")
 	b.WriteString("}\n\n// oddPair: 1 where two letters (low five bits each; row 0 is no letter\n// before) never stand together in a common word.\nvar oddPair = [1024]uint8{")
