@@ -431,7 +431,8 @@ func (c cell) mean(min float64) (float64, bool) {
 // samples and returns the file.
 func fitRates(obs []pieceObs) string {
 	var common [numPrefix][4]cell
-	var merge [3][3]cell
+	var merge [numMerge][3]cell
+	var compound [4][6]cell
 	var short [2][4]cell
 	var words [numPrefix][3][2][maxTabLen + 1]cell
 	var pooled [3][2][maxTabLen + 1]cell
@@ -491,6 +492,8 @@ func fitRates(obs []pieceObs) string {
 				foreign = append(foreign, x)
 				foreignY = append(foreignY, y)
 				foreignW = append(foreignW, o.w)
+			case p.attr&atCompound != 0:
+				compound[p.attr>>atClass&3][min(int(p.merge()), 5)].add(y-float64(max(0, int(p.merge())-5)), o.w)
 			case p.common() && p.merge() != mcUnknown:
 				merge[p.merge()][p.shape()].add(y, o.w)
 			case p.common():
@@ -520,12 +523,19 @@ func fitRates(obs []pieceObs) string {
 	}) {
 		copy(commonCost[pf][:], row)
 	}
-	b.WriteString("}\n\n// mergeCost[class][shape]: a common word in lower case, title case or\n// capitals by its merge class with its prefix (mcMerged, mcBare, mcSplit).\nvar mergeCost = [3][3]int64{\n")
-	writeGrid(&b, 3, 3, func(r, c int) cell { return merge[r][c] }, func(r, c int) float64 {
+	b.WriteString("}\n\n// mergeCost[class][shape]: a common word in lower case, title case or\n// capitals by its merge class with its prefix (mcMerged... mcSplit).\nvar mergeCost = [numMerge][3]int64{\n")
+	writeGrid(&b, numMerge, 3, func(r, c int) cell { return merge[r][c] }, func(r, c int) float64 {
 		if v, ok := merge[r][0].mean(10); ok {
 			return v
 		}
-		return float64(r + 1)
+		return [numMerge]float64{1, 2, 3, 2, 3}[r]
+	})
+	b.WriteString("}\n\n// compoundCost[class][parts]: a word that cuts into parts words of the vocabulary (class: see compoundClass).\nvar compoundCost = [4][6]int64{\n")
+	writeGrid(&b, 4, 6, func(r, c int) cell { return compound[r][c] }, func(r, c int) float64 {
+		if c == 0 {
+			return 0
+		}
+		return float64(c) + [4]float64{0, 1, 0.5, 1}[r]
 	})
 	b.WriteString("}\n\n// shortCost[letters-1][class]: a word of one or two letters by its class\n// (shortClass).\nvar shortCost = [2][4]int64{\n")
 	writeGrid(&b, 2, 4, func(r, c int) cell { return short[r][c] }, func(r, c int) float64 { return [4]float64{float64(r + 2), 2, 1, 1}[c] })
@@ -591,7 +601,7 @@ func fitRates(obs []pieceObs) string {
 			_, w := utf8.DecodeRuneInString(o.txt)
 			letters = o.txt[w:]
 		}
-		c, n, r := mixedParts(letters, o.p.prefix(), prefixBit(o.txt, len(o.txt)-len(letters), o.p.prefix()))
+		c, n, r := mixedParts(o.txt, 0, len(o.txt)-len(letters), len(o.txt), o.p.prefix(), prefixBit(o.txt, len(o.txt)-len(letters), o.p.prefix()))
 		mixed = append(mixed, []float64{float64(c) / 1000, float64(n) / 1000, float64(r) / 1000, 1})
 		mixedY = append(mixedY, float64(o.exact))
 		mixedW = append(mixedW, o.w)

@@ -10,17 +10,17 @@ import (
 )
 
 // Count estimates the tokens a cl100k-class tokenizer takes text for: an
-// approximation (about 2% off on average over prose, code, Markdown, HTML,
+// approximation (about 1% off on average over prose, code, Markdown, HTML,
 // XML, JSON, YAML, TOML, CSV, SQL, logs, listings, diffs, stack traces,
 // base64, hex, CJK text and emoji; see accuracy_test.go) that is many times
 // faster than running the real byte-pair encoding. It follows the
 // tokenizer's pre-split of text into words, digit groups, punctuation and
 // white space exactly, and estimates the tokens of each piece from what the
-// tokenizer's vocabulary tells (which of some six thousand common words and
+// tokenizer's vocabulary tells (which of its forty thousand words and
 // identifiers, and every word of one or two letters, are one token alone,
 // after a space and after each common prefix such as "." "_" "(" "<" or a
-// tab; which runs of punctuation, and of capitals, are one token) and from
-// rates calibrated per kind of piece. It is the number airlock reports as a text's tokens.
+// tab, and which are two; which runs of punctuation, and of capitals, are
+// one token) and from rates calibrated per kind of piece. It is the number airlock reports as a text's tokens.
 //
 // Count is additive at line starts, as Weigh is.
 func Count(text string) int {
@@ -161,13 +161,15 @@ type piece struct {
 
 // Bits of piece.attr.
 const (
-	atPrefix = 4  // words: prefix kind (pfNone...); punct: 1 with a leading space
-	atShape  = 8  // words: shapeLower...
-	atMerge  = 12 // common words: merge class with the prefix (mcMerged...)
-	atCommon = 1 << 16
-	atRough  = 1 << 17
-	atShort  = 1 << 18 // words of one or two letters priced by shortTable
-	atGreedy = 1 << 19 // words in capitals priced by capsCost
+	atPrefix   = 4  // words: prefix kind (pfNone...); punct: 1 with a leading space
+	atShape    = 8  // words: shapeLower...
+	atMerge    = 12 // common words: merge class with the prefix (mcMerged...)
+	atCommon   = 1 << 16
+	atRough    = 1 << 17
+	atShort    = 1 << 18 // words of one or two letters priced by shortTable
+	atGreedy   = 1 << 19 // words in capitals priced by capsCost
+	atCompound = 1 << 20 // words run together, priced by compoundPrice (their parts in the merge bits)
+	atClass    = 21      // words run together: their compoundClass
 )
 
 func (p piece) kind() pieceKind { return pieceKind(p.attr & 15) }
@@ -489,8 +491,25 @@ func shortWord(s string, at int, pf uint8) (end int, cost int64, ok bool) {
 		}
 		return at + n, wordCost(n, shape, pf, shortRough(v, n)), true
 	}
-	if flags, common := commonEntry(hashTail(h, tail&word|lowerMask[k&7])); common {
-		return at + n, commonPrice(flags, shape, pf, prefixBit(s, at, pf), n), true
+	if flags, slot, common := commonEntry(hashTail(h, tail&word|lowerMask[k&7])); common {
+		// commonPrice, written out for the words of lower and title case
+		// this sees, so that the commonest case costs no call.
+		bit := prefixBit(s, at, pf)
+		switch f := uint16(flags >> (16 * uint(shape&1))); {
+		case f&bit != 0:
+			return at + n, mergeCost[mcMerged][shape%3], true
+		case f == 0:
+			// Not a token in this case (see knownForm): priced below.
+		case bit != 0:
+			return at + n, unmergedPrice(f, slot, shape, bit), true
+		default:
+			return at + n, commonCost[pf][shape], true
+		}
+	}
+	if shape == shapeLower && n >= compoundMin {
+		if k, first := compoundParts(s, at, n); k > 1 {
+			return at + n, compoundPrice(k, first, pf, prefixBit(s, at, pf)), true
+		}
 	}
 	return at + n, wordCost(n, shape, pf, isRough(s[at:at+n], false)), true
 }
@@ -505,20 +524,38 @@ func prefixBit(s string, at int, pf uint8) uint16 {
 	return mergeBit[s[at-1]]
 }
 
-// commonPrice prices a common word of n letters, shape shape and flags
-// flags after a prefix of kind pf and merge flag bit: by whether the
-// tokenizer has the prefix and the word as one token, where the flags know
-// (lower and title case, capitals of upperWords), else by the rates of its
-// prefix kind.
-func commonPrice(flags uint32, shape, pf uint8, bit uint16, n int) int64 {
+// commonPrice prices a common word of n letters, shape shape, flags flags
+// and slot slot of wordTable after a prefix of kind pf and merge flag bit:
+// by whether the tokenizer has the prefix and the word as one token, and
+// else whether as two (pairFlags), where the flags know (lower and title
+// case, capitals of upperWords), else by the rates of its prefix kind.
+func commonPrice(flags uint32, slot uint64, shape, pf uint8, bit uint16, n int) int64 {
 	if bit == 0 || shape > shapeUpper || shape == shapeUpper && n <= 3 {
 		return commonCost[pf][shape]
 	}
-	// Without branches on the flags, which no predictor guesses: the
-	// flags of the word's form, then its class as an index of byMerge.
 	f := uint16(flags >> (16 * uint(shape&1)))
-	k := b2i(f&bit != 0)<<1 | b2i(f&mergeBare != 0)
+	if f&bit != 0 {
+		return mergeCost[mcMerged][shape]
+	}
+	return unmergedPrice(f, slot, shape, bit)
+}
+
+// unmergedPrice is commonPrice of a word of form flags f not merged with
+// its prefix. Without branches on the flags, which no predictor guesses: its
+// class as an index of byMerge.
+func unmergedPrice(f uint16, slot uint64, shape uint8, bit uint16) int64 {
+	k := b2i(f&mergeBare != 0)<<1 | b2i(pairFlags(slot, shape)&bit != 0)
 	return byMerge[shape][k]
+}
+
+// knownForm reports whether a word of the table with flags flags is a
+// token in the form shape spells it: its lower or title case is one token
+// somewhere (alone, or after a space or a prefix the flags track). The table
+// folds case, so it also finds words that are tokens only in another case
+// ("errorcode" of "errorCode"), which cost what other words cost. CamelCase
+// and capitals are priced by their own rules.
+func knownForm(flags uint32, shape uint8) bool {
+	return shape > shapeTitle || uint16(flags>>(16*uint(shape&1))) != 0
 }
 
 // b2i is 1 for true and 0 for false.
@@ -529,11 +566,12 @@ func b2i(b bool) int {
 	return 0
 }
 
-// byMerge[shape][merged<<1|bare] is mergeCost laid out for commonPrice:
-// merged or not with the prefix, and whether the word alone is one token.
+// byMerge[shape][bare<<1|two] is mergeCost laid out for commonPrice, for a
+// word not merged with its prefix: whether the word alone is one token, and
+// whether the prefix and the word are two.
 var byMerge = func() (t [3][4]int64) {
 	for sh := range t {
-		t[sh] = [4]int64{mergeCost[mcSplit][sh], mergeCost[mcBare][sh], mergeCost[mcMerged][sh], mergeCost[mcMerged][sh]}
+		t[sh] = [4]int64{mergeCost[mcSplit][sh], mergeCost[mcPair][sh], mergeCost[mcBareCut][sh], mergeCost[mcBare][sh]}
 	}
 	return t
 }()
@@ -541,9 +579,9 @@ var byMerge = func() (t [3][4]int64) {
 // mergeOf is mergeClass for the shapes the flags know: mcUnknown for
 // camelCase and for capitals of three letters or fewer (held in the table
 // by their lower-case form).
-func mergeOf(flags uint32, shape uint8, bit uint16, n int) uint8 {
+func mergeOf(flags uint32, slot uint64, shape uint8, bit uint16, n int) uint8 {
 	if shape <= shapeTitle || shape == shapeUpper && n > 3 {
-		return mergeClass(flags, shape, bit)
+		return mergeClass(flags, pairFlags(slot, shape), shape, bit)
 	}
 	return mcUnknown
 }
@@ -964,10 +1002,18 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 		if shape == shapeUpper && letters > 3 {
 			h = upperHash(h)
 		}
-		if flags, common := commonEntry(h); common && (shape != shapeUpper || letters > 3) {
+		if flags, slot, common := commonEntry(h); common && (shape != shapeUpper || letters > 3) && knownForm(flags, shape) {
 			bit := prefixBit(s, at, prefix)
-			p.attr |= atCommon | uint32(mergeOf(flags, shape, bit, letters))<<atMerge
-			p.cost = commonPrice(flags, shape, prefix, bit, letters)
+			p.attr |= atCommon | uint32(mergeOf(flags, slot, shape, bit, letters))<<atMerge
+			p.cost = commonPrice(flags, slot, shape, prefix, bit, letters)
+			return p
+		}
+	}
+	if shape == shapeLower && letters >= compoundMin {
+		if k, first := compoundParts(s, at, j-at); k > 1 {
+			bit := prefixBit(s, at, prefix)
+			p.attr |= atCompound | uint32(min(k, 15))<<atMerge | uint32(compoundClass(first, prefix, bit))<<atClass
+			p.cost = compoundPrice(k, first, prefix, bit)
 			return p
 		}
 	}
@@ -981,7 +1027,7 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 		return p
 	}
 	if shape == shapeMixed {
-		p.cost = mixedWordCost(w, prefix, prefixBit(s, at, prefix))
+		p.cost = mixedWordCost(s, from, at, j, prefix, prefixBit(s, at, prefix))
 		return p
 	}
 	rough := isRough(w, shape == shapeUpper)
@@ -990,6 +1036,86 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 	}
 	p.cost = wordCost(letters, shape, prefix, rough)
 	return p
+}
+
+// compoundMin is the fewest letters of a word compoundParts tries to cut.
+const compoundMin = 10
+
+// compoundParts returns into how few words of the vocabulary (each one
+// token alone in lower case, of minCommonLen letters or more) a word in
+// lower case s[at:at+n] that is not one of them cuts, or 0 when it does not cut into
+// them, with the flags of the first: names run together
+// ("taskqueueaddrequest", "subnetgroup"), which the tokenizer takes word by
+// word, not at the rates of an unknown word of their length.
+func compoundParts(s string, at, n int) (parts int, first uint32) {
+	w := s[at : at+n] // hashed in s, whose bytes past w let wordHashAt load whole words
+	if n > maxCompound || n < compoundMin || !trigramIn(&compoundHead, w, 0) || !trigramIn(&compoundTail, w, n-3) {
+		return 0, 0 // no word begins or ends it as it begins or ends
+	}
+	// ends has bit e set where a word may end: e is n, or w[e:] cuts into
+	// words, and some word ends in the three letters before e.
+	// best[i] is the fewest words w[i:] cuts into (0: none), next[i] the
+	// length of the first of them; filled from the right.
+	var best, next [maxCompound + 1]uint8
+	ends := uint64(0)
+	if trigramIn(&compoundTail, w, n-3) {
+		ends = 1 << uint(n)
+	}
+	for i := n - minCommonLen; i >= 0; i-- {
+		if i+3 < n && best[i+3] != 0 && trigramIn(&compoundTail, w, i) {
+			ends |= 1 << uint(i+3)
+		}
+		if !trigramIn(&compoundHead, w, i) {
+			continue // no word begins so: most places of a random string
+		}
+		// The ends within reach, from the nearest.
+		for m := ends >> uint(i+minCommonLen) << uint(i+minCommonLen) & (1<<uint(i+maxCommonLen+1) - 1); m != 0; m &= m - 1 {
+			e := bits.TrailingZeros64(m)
+			rest := best[e] // 0 for e == n
+			if best[i] != 0 && rest+1 >= best[i] {
+				continue // no fewer words than a cut found already
+			}
+			if f, _, ok := commonEntry(wordHashAt(s, at+i, e-i)); ok && f&mergeBare != 0 {
+				best[i], next[i] = rest+1, uint8(e-i)
+			}
+		}
+	}
+	if best[0] == 0 {
+		return 0, 0
+	}
+	first, _, _ = commonEntry(wordHashAt(s, at, int(next[0])))
+	return int(best[0]), first
+}
+
+// maxCompound is the longest word compoundParts cuts.
+const maxCompound = 48
+
+// compoundPrice prices a word cut into k words of the vocabulary, the first
+// with flags first, after a prefix of kind prefix and merge flag bit: by
+// whether the prefix and the first word are one token where the flags know,
+// else by the rates of the prefix kind.
+func compoundPrice(k int, first uint32, prefix uint8, bit uint16) int64 {
+	c := compoundClass(first, prefix, bit)
+	if k < len(compoundCost[c]) {
+		return compoundCost[c][k]
+	}
+	return compoundCost[c][len(compoundCost[c])-1] + int64(k-len(compoundCost[c])+1)*1000
+}
+
+// compoundClass is the row of compoundCost of a word run together whose
+// first word has flags first: 0 with no prefix or one that merges with the
+// first word, 1 with one the flags track that does not, else 2 after soft
+// punctuation and 3 after hard.
+func compoundClass(first uint32, prefix uint8, bit uint16) int {
+	switch {
+	case prefix == pfNone || bit != 0 && uint16(first)&bit != 0:
+		return 0
+	case bit != 0:
+		return 1
+	case prefix == pfHard:
+		return 3
+	}
+	return 2
 }
 
 // capsCost prices a word in capitals s[at:end] with its prefix s[from:at]
@@ -1005,11 +1131,13 @@ func capsCost(s string, from, at, end int) int64 {
 	return (capsTokens(s, from, end) + alone) * 1000
 }
 
-// mixedParts splits a camelCase or random-case word into its case segments
-// ("getHTTPServer": get, HTTP, Server) and sums the prices each would have as
-// a word of its own: of common words, of other words and of rough ones (with
-// too few vowels). The first segment carries the word's prefix.
-func mixedParts(w string, prefix uint8, bit uint16) (common, normal, rough int64) {
+// mixedParts splits a camelCase or random-case word s[at:end] (with its
+// prefix s[from:at]) into its case segments ("getHTTPServer": get, HTTP,
+// Server) and sums the prices each would have as a word of its own: of
+// common words, of other words and of rough ones (with too few vowels). The
+// first segment carries the word's prefix.
+func mixedParts(s string, from, at, end int, prefix uint8, bit uint16) (common, normal, rough int64) {
+	w := s[at:end]
 	n := len(w)
 	pf := prefix
 	for i := 0; i < n; {
@@ -1043,7 +1171,16 @@ func mixedParts(w string, prefix uint8, bit uint16) (common, normal, rough int64
 			}
 		}
 		seg := w[i:j]
+		pre := 0 // prefix bytes the segment takes: the first takes the word's
+		if i == 0 {
+			pre = at - from
+		}
 		switch {
+		case shape == shapeUpper && pre <= 1 && j-i+pre <= 8:
+			// Capitals of up to eight bytes with their prefix ("LLVM" of
+			// ";LLVMCore" is ";" "LL" "VM"): exactly as the vocabulary's
+			// tokens of capitals cut them.
+			common += capsTokens(s, at+i-pre, at+j) * 1000
 		case len(seg) < minCommonLen && bit != 0:
 			// One or two letters ("T" of "TException", "Id" of
 			// "userId"): priced as the tokenizer has them.
@@ -1052,7 +1189,7 @@ func mixedParts(w string, prefix uint8, bit uint16) (common, normal, rough int64
 				v |= uint64(seg[1]) << 8
 			}
 			common += shortCost[len(seg)-1][shortClass(v, len(seg), bit)]
-		case len(seg) >= minCommonLen && len(seg) <= maxCommonLen && ((shape != shapeUpper || len(seg) <= 3) && commonWord(wordHash(seg)) ||
+		case len(seg) >= minCommonLen && len(seg) <= maxCommonLen && ((shape != shapeUpper || len(seg) <= 3) && commonForm(wordHash(seg), shape) ||
 			shape == shapeUpper && len(seg) > 3 && commonUpper(wordHash(seg))):
 			common += commonCost[pf][shape]
 		case shape == shapeUpper:
@@ -1070,9 +1207,10 @@ func mixedParts(w string, prefix uint8, bit uint16) (common, normal, rough int64
 	return common, normal, rough
 }
 
-// mixedWordCost prices a camelCase or random-case word from its segments.
-func mixedWordCost(w string, prefix uint8, bit uint16) int64 {
-	c, n, r := mixedParts(w, prefix, bit)
+// mixedWordCost prices a camelCase or random-case word s[at:end], prefix
+// s[from:at], from its segments.
+func mixedWordCost(s string, from, at, end int, prefix uint8, bit uint16) int64 {
+	c, n, r := mixedParts(s, from, at, end, prefix, bit)
 	return max(1000, (c*mixedCost[0]+n*mixedCost[1]+r*mixedCost[2])/1000+mixedCost[3])
 }
 

@@ -33,14 +33,19 @@ import (
 //
 // How the splits were chosen: the dev kinds are the kinds earlier rounds of
 // tuning held out and watched while keeping or dropping rules, so they are
-// no longer unseen. The final kinds were picked from what is installed on
-// the machine (kinds no other split has: reStructuredText, Vim script,
-// Protocol Buffers, PHP, Tcl, Ruby, C#, CMake, and Go assembly from
-// directories no dev sample comes from) before any of them was measured, and
-// were first measured after the rules were settled on the fitted and dev
-// kinds. While tuning, run with -split=dev, which neither prints nor checks
-// the final kinds. When rules change again, rotate: the final kinds, once
-// looked at, join dev, and new unseen kinds become the final split.
+// no longer unseen; the last of them (reStructuredText, Vim script, Protocol
+// Buffers, PHP, Tcl, Ruby, C#, CMake, Go assembly from internal and math)
+// were the final kinds of the round before, measured once and then rotated
+// into dev. The final kinds were picked from what is installed on the
+// machine, or generated here, before any of them was measured: kinds no
+// other split has (OCaml, Kotlin, Erlang, Dart, Lua, Delphi, D, Lisp,
+// Makefiles, Dockerfiles, systemd units, Autoconf's m4, LaTeX and an
+// nginx-like configuration), to be measured first once the rules are
+// settled on the fitted and dev kinds (they were: all but Erlang met the
+// targets, and Erlang's mean did). While tuning, run with -split=dev,
+// which neither prints nor checks the final kinds. When rules change again,
+// rotate: the final kinds, once looked at, join dev, and new unseen kinds
+// become the final split.
 //
 // No file a held-out sample is cut from, nor any file of its directory,
 // feeds the common-word lists (see wordPoolFiles and TestWordPoolDisjoint).
@@ -49,13 +54,16 @@ import (
 var wideDev = map[string]bool{
 	"xml": true, "toml": true, "tsv": true, "cpp": true, "java": true, "typescript": true,
 	"indented-log": true, "ps-top": true, "uuid": true, "perl": true, "asm": true, "conf": true,
+	"rst": true, "vim": true, "proto": true, "php": true, "tcl": true, "ruby": true,
+	"csharp": true, "cmake": true, "asm-lib": true,
 }
 
 // wideFinal names the kinds held out of the fit and of every choice of
 // rules.
 var wideFinal = map[string]bool{
-	"rst": true, "vim": true, "proto": true, "php": true, "tcl": true, "ruby": true,
-	"csharp": true, "cmake": true, "asm-lib": true,
+	"ocaml": true, "kotlin": true, "erlang": true, "dart": true, "lua": true, "delphi": true,
+	"dlang": true, "lisp": true, "makefile": true, "dockerfile": true, "systemd": true,
+	"m4": true, "latex": true, "nginx-conf": true,
 }
 
 // wideHeldOut reports whether kind is held out of the fit (dev or final).
@@ -99,7 +107,7 @@ var wideFiles = map[string][]string{
 	"asm":     {"/usr/local/go/src/runtime/*.s", "/usr/local/go/src/crypto/internal/fips140/*/*.s"},
 	"conf":    {"/usr/share/doc/*/examples/*.conf", "/etc/*.conf", "/usr/share/postgresql/*/*.sample"},
 	"css-min": {"/usr/share/doc/libexpat1-dev/expat.html/*.min.css", "/usr/share/doc/python3/_static/*.css", "/usr/share/gitweb/static/*.css", "/usr/share/doc/nodejs/api/assets/*.css"},
-	// The final kinds.
+	// The final kinds of the round before, now dev.
 	"rst":     {"/root/.pyenv/versions/*/lib/python3.*/site-packages/awscli/examples/ec2/*.rst", "/root/.pyenv/versions/*/lib/python3.*/site-packages/awscli/examples/rds/*.rst", "/usr/share/doc/python3-pip/*.rst"},
 	"vim":     {"/usr/share/vim/vim*/autoload/*.vim", "/usr/share/vim/vim*/ftplugin/*.vim"},
 	"proto":   {"/root/go/pkg/mod/github.com/gogo/protobuf@*/protobuf/google/protobuf/*.proto", "/root/go/pkg/mod/go.temporal.io/server@*/proto/internal/temporal/server/api/*/v1/*.proto"},
@@ -109,6 +117,20 @@ var wideFiles = map[string][]string{
 	"csharp":  {"/root/go/pkg/mod/github.com/apache/thrift@*/lib/netstd/Thrift/*/*.cs", "/root/go/pkg/mod/github.com/apache/thrift@*/lib/netstd/Thrift/*/*/*.cs"},
 	"cmake":   {"/usr/lib/llvm-*/lib/cmake/llvm/*.cmake"},
 	"asm-lib": {"/usr/local/go/src/internal/*/*.s", "/usr/local/go/src/math/*/*.s"},
+	// The final kinds.
+	"ocaml":      {"/root/go/pkg/mod/github.com/apache/thrift@*/lib/ocaml/src/*.ml", "/root/go/pkg/mod/github.com/apache/thrift@*/test/ocaml/*/*.ml"},
+	"kotlin":     {"/root/go/pkg/mod/github.com/apache/thrift@*/lib/kotlin/*/src/*/kotlin/org/apache/thrift/*/*.kt", "/root/go/pkg/mod/github.com/apache/thrift@*/lib/kotlin/src/*/kotlin/org/apache/thrift/*.kt"},
+	"erlang":     {"/root/go/pkg/mod/github.com/apache/thrift@*/lib/erl/src/*.erl"},
+	"dart":       {"/root/go/pkg/mod/github.com/apache/thrift@*/lib/dart/lib/src/*/*.dart"},
+	"lua":        {"/root/go/pkg/mod/github.com/apache/thrift@*/lib/lua/*.lua"},
+	"delphi":     {"/root/go/pkg/mod/github.com/apache/thrift@*/lib/delphi/src/*.pas"},
+	"dlang":      {"/root/go/pkg/mod/github.com/apache/thrift@*/lib/d/src/thrift/*/*.d"},
+	"lisp":       {"/root/go/pkg/mod/github.com/apache/thrift@*/test/cl/*.lisp", "/usr/share/emacs/site-lisp/*/*.el"},
+	"makefile":   {"/root/go/pkg/mod/modernc.org/*/Makefile", "/root/go/pkg/mod/github.com/*/*@*/Makefile", "/usr/lib/postgresql/*/lib/pgxs/src/makefiles/*.mk", "/usr/share/dpkg/*.mk"},
+	"dockerfile": {"/root/go/pkg/mod/github.com/apache/thrift@*/build/docker/*/Dockerfile", "/root/go/pkg/mod/github.com/apache/thrift@*/docker/*/Dockerfile*", "/root/go/pkg/mod/golang.org/x/sys@*/unix/linux/Dockerfile"},
+	"systemd":    {"/usr/lib/systemd/system/systemd-journald.service", "/usr/lib/systemd/system/systemd-logind.service", "/usr/lib/systemd/system/systemd-networkd.service", "/usr/lib/systemd/system/systemd-timesyncd.service", "/usr/lib/systemd/system/getty@.service", "/usr/lib/systemd/system/serial-getty@.service"},
+	"m4":         {"/usr/share/aclocal/*.m4"},
+	"latex":      {"/root/go/pkg/mod/github.com/apache/thrift@*/doc/specs/*.tex", "/root/go/pkg/mod/gonum.org/v1/gonum@*/graph/community/*.tex", "/usr/lib/google-cloud-sdk/platform/gsutil/third_party/httplib2/*.tex"},
 }
 
 // loadWide builds the wide corpus.
@@ -234,6 +256,7 @@ var wideGenerators = map[string]func(*rand.Rand) string{
 	"uuid":           genUUIDs,
 	"cjk-latin":      genCJKLatin,
 	"emoji":          genEmoji,
+	"nginx-conf":     genNginxConf,
 }
 
 var genWords = strings.Fields(`the a of to and in is for on that with as by it from at be this are or an not
@@ -469,6 +492,38 @@ func genEmoji(r *rand.Rand) string {
 	})
 }
 
+// genNginxConf writes an nginx-like configuration: nested blocks of
+// directives with paths, addresses, sizes and regular expressions.
+func genNginxConf(r *rand.Rand) string {
+	var b strings.Builder
+	b.WriteString("user www-data;\nworker_processes auto;\npid /run/nginx.pid;\n\nevents {\n    worker_connections 1024;\n}\n\nhttp {\n")
+	b.WriteString("    include /etc/nginx/mime.types;\n    default_type application/octet-stream;\n    sendfile on;\n    keepalive_timeout 65;\n\n")
+	for b.Len() < wideSampleSize {
+		name := pick(r, genWords)
+		fmt.Fprintf(&b, "    upstream %s_backend {\n", name)
+		for k := 0; k < 1+r.IntN(3); k++ {
+			fmt.Fprintf(&b, "        server 10.%d.%d.%d:%d weight=%d max_fails=%d;\n", r.IntN(256), r.IntN(256), r.IntN(256), 8000+r.IntN(1000), 1+r.IntN(5), 1+r.IntN(3))
+		}
+		b.WriteString("    }\n\n    server {\n")
+		fmt.Fprintf(&b, "        listen %d ssl http2;\n        server_name %s.example.com www.%s.example.com;\n", pick(r, []int{443, 8443}), name, name)
+		fmt.Fprintf(&b, "        ssl_certificate /etc/ssl/certs/%s.pem;\n        ssl_certificate_key /etc/ssl/private/%s.key;\n", name, name)
+		fmt.Fprintf(&b, "        access_log /var/log/nginx/%s.access.log combined;\n        client_max_body_size %dm;\n\n", name, 1+r.IntN(100))
+		for k := 0; k < 2+r.IntN(3); k++ {
+			switch r.IntN(3) {
+			case 0:
+				fmt.Fprintf(&b, "        location /%s/ {\n            proxy_pass http://%s_backend;\n            proxy_set_header Host $host;\n            proxy_set_header X-Real-IP $remote_addr;\n            proxy_read_timeout %ds;\n        }\n\n", pick(r, genWords), name, 10+r.IntN(120))
+			case 1:
+				fmt.Fprintf(&b, "        location ~* \\.(%s|%s)$ {\n            root /srv/%s/static;\n            expires %dd;\n            add_header Cache-Control \"public, max-age=%d\";\n        }\n\n", pick(r, []string{"css", "js", "png"}), pick(r, []string{"svg", "woff2", "ico"}), name, 1+r.IntN(30), 3600*(1+r.IntN(48)))
+			default:
+				fmt.Fprintf(&b, "        # %s\n        location = /%s {\n            return 301 https://$host/%s/$request_uri;\n        }\n\n", genSentence(r, 5+r.IntN(5)), pick(r, genWords), pick(r, genWords))
+			}
+		}
+		b.WriteString("    }\n\n")
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
 // Targets on every held-out kind of the wide corpus: mean and worst
 // absolute error against cl100k_base.
 const (
@@ -484,9 +539,7 @@ const (
 // dev kinds; no rule was tuned to them (to tune to them, rotate them into
 // dev first).
 var heldOutMisses = map[string][2]float64{
-	"cmake": {0.04, 0.13},
-	"php":   {heldOutMeanTarget, 0.10},
-	"rst":   {0.06, 0.125},
+	"erlang": {heldOutMeanTarget, 0.10},
 }
 
 // TestAccuracyKinds prints, for every kind of the wide corpus, the samples,

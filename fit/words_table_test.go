@@ -7,6 +7,7 @@ import (
 	"go/format"
 	"math/bits"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -19,9 +20,11 @@ var updateWordTables = flag.Bool("update-word-tables", false, "rewrite words_tab
 // cannot go out of step with what Count and Weigh look up. With
 // -update-word-tables it rewrites the file instead.
 func TestWordTables(t *testing.T) {
-	words, runes, odd, punct, short, caps := buildWordTable(t), buildRuneTable(), buildOddPair(), buildPunctTable(t), buildShortTable(t), buildCapsTable(t)
+	words, pairs := buildWordTable(t)
+	runes, odd, punct, short, caps := buildRuneTable(), buildOddPair(), buildPunctTable(t), buildShortTable(t), buildCapsTable(t)
+	head, tail := buildCompoundTrigrams(t)
 	if *updateWordTables {
-		if err := os.WriteFile("words_table.go", wordTablesSource(t, words, runes, odd, punct, short, caps), 0o644); err != nil {
+		if err := os.WriteFile("words_table.go", wordTablesSource(t, words, pairs, head, tail, runes, odd, punct, short, caps), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
@@ -32,6 +35,9 @@ func TestWordTables(t *testing.T) {
 		generated string
 	}{
 		{"wordTable", words == wordTable, "commonWords and upperWords"},
+		{"pairTable", pairs == pairTable, "cl100k_base"},
+		{"compoundHead", head == compoundHead, "commonWords and cl100k_base"},
+		{"compoundTail", tail == compoundTail, "commonWords and cl100k_base"},
 		{"runeTable", runes == runeTable, "commonRunes"},
 		{"oddPair", odd == oddPair, "commonWords"},
 		{"punctTable", punct == punctTable, "cl100k_base's vocabulary"},
@@ -65,20 +71,22 @@ func occupied(t []uint64) (n int) {
 	return n
 }
 
-// buildWordTable makes wordTable from the lists: each word's fingerprint at
-// the first free slot from its hash on, with its merge flags, which
-// cl100k_base tells.
-func buildWordTable(tb testing.TB) (t [wordTableSize]uint64) {
+// buildWordTable makes wordTable from the lists and the vocabulary: each
+// word's fingerprint at the first free slot from its hash on, with its
+// merge flags, which cl100k_base tells; and pairTable, the pair flags of
+// the word at the same slot.
+func buildWordTable(tb testing.TB) (t [wordTableSize]uint64, pairs [wordTableSize]uint32) {
 	type entry struct {
-		h     uint64
-		flags uint32
+		h            uint64
+		flags, pairs uint32
 	}
 	var es []entry
-	for _, w := range strings.Fields(commonWords) {
-		es = append(es, entry{wordHash(w), mergeFlagsOf(tb, w) | mergeFlagsOf(tb, strings.ToUpper(w[:1])+w[1:])<<16})
+	for _, w := range append(strings.Fields(commonWords), vocabularyWords(tb)...) {
+		title := strings.ToUpper(w[:1]) + w[1:]
+		es = append(es, entry{wordHash(w), mergeFlagsOf(tb, w) | mergeFlagsOf(tb, title)<<16, pairFlagsOf(tb, w) | pairFlagsOf(tb, title)<<16})
 	}
 	for _, w := range strings.Fields(upperWords) {
-		es = append(es, entry{upperHash(wordHash(w)), mergeFlagsOf(tb, w)})
+		es = append(es, entry{upperHash(wordHash(w)), mergeFlagsOf(tb, w), pairFlagsOf(tb, w)})
 	}
 	for _, e := range es {
 		k, fp := e.h&(wordTableSize-1), fingerprint(e.h)
@@ -86,8 +94,81 @@ func buildWordTable(tb testing.TB) (t [wordTableSize]uint64) {
 			k = (k + 1) & (wordTableSize - 1)
 		}
 		t[k] = uint64(fp) | uint64(e.flags)<<32
+		pairs[k] = e.pairs
 	}
-	return t
+	return t, pairs
+}
+
+// buildCompoundTrigrams makes compoundHead and compoundTail: the first and
+// last three letters of every word of the table that is one token alone in
+// lower case, the words compoundParts cuts into.
+func buildCompoundTrigrams(tb testing.TB) (head, tail [(trigrams + 63) / 64]uint64) {
+	v := vocabulary(tb)
+	for _, w := range append(strings.Fields(commonWords), vocabularyWords(tb)...) {
+		if !v[w] || w != strings.ToLower(w) {
+			continue
+		}
+		h, t := trigram(w, 0), trigram(w, len(w)-3)
+		head[h/64] |= 1 << (h % 64)
+		tail[t/64] |= 1 << (t % 64)
+	}
+	return head, tail
+}
+
+// pairFlagsOf is the pair flags of word w as it is spelled (see pairFlags):
+// whether cl100k_base takes it alone, after a space and after each of
+// mergeChars as exactly two tokens.
+func pairFlagsOf(tb testing.TB, w string) uint32 {
+	v := vocabulary(tb)
+	two := func(s string) bool { return !v[s] && exactCount(tb, s) == 2 } // a token is one
+	var f uint32
+	if two(w) {
+		f |= mergeBare
+	}
+	if two(" " + w) {
+		f |= mergeSpace
+	}
+	for k := 0; k < len(mergeChars); k++ {
+		if two(mergeChars[k:k+1] + w) {
+			f |= 1 << (k + 2)
+		}
+	}
+	return f
+}
+
+// vocabularyWords returns, in lower case and sorted, every word of
+// minCommonLen to maxCommonLen ASCII letters that cl100k_base has as one
+// token in lower, title or mixed case (camelCase identifiers such as
+// "IEnumerable"), alone or after a space or one of mergeChars: which words
+// are one token is the tokenizer's own, not any text's, so the table holds
+// all of them. Words in capitals are upperWords' and capsTable's.
+func vocabularyWords(tb testing.TB) []string {
+	seen := map[string]bool{}
+	for w := range vocabulary(tb) {
+		if len(w) > 0 && (w[0] == ' ' || strings.IndexByte(mergeChars, w[0]) >= 0) {
+			w = w[1:]
+		}
+		if len(w) < minCommonLen || len(w) > maxCommonLen || !asciiLetters(w) || strings.ToUpper(w) == w {
+			continue
+		}
+		seen[strings.ToLower(w)] = true
+	}
+	out := make([]string, 0, len(seen))
+	for w := range seen {
+		out = append(out, w)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// asciiLetters reports whether w is ASCII letters only.
+func asciiLetters(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if letterInfo[w[i]]&liLetter == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // mergeFlagsOf is the merge flags of word w as it is spelled: whether
@@ -186,11 +267,20 @@ func buildOddPair() (t [1024]uint8) {
 
 // wordTablesSource is words_table.go: the tables as composite literals of
 // constants, which the compiler lays out in the binary's data.
-func wordTablesSource(t *testing.T, words [wordTableSize]uint64, runes [(cjkHi - cjkLo + 63) / 64]uint64, odd [1024]uint8, punct [1 << punctTableBits]uint64, short [1 << 12]uint16, caps [1 << capsTableBits]uint64) []byte {
+func wordTablesSource(t *testing.T, words [wordTableSize]uint64, pairs [wordTableSize]uint32, head, tail [(trigrams + 63) / 64]uint64, runes [(cjkHi - cjkLo + 63) / 64]uint64, odd [1024]uint8, punct [1 << punctTableBits]uint64, short [1 << 12]uint16, caps [1 << capsTableBits]uint64) []byte {
 	var b bytes.Buffer
 	b.WriteString("// Code generated by go test ./fit -run TestWordTables -update-word-tables; DO NOT EDIT.\n\npackage fit\n\n")
 	b.WriteString("// wordTable: see words.go.\nvar wordTable = [wordTableSize]uint64{")
 	writeSparse(&b, words[:], 3, "%d: %#016x, ")
+	b.WriteString("}\n\n// pairTable: see pairFlags.\nvar pairTable = [wordTableSize]uint32{")
+	writeSparse(&b, pairs[:], 4, "%d: %#x, ")
+	for _, set := range []struct {
+		name string
+		bits []uint64
+	}{{"compoundHead", head[:]}, {"compoundTail", tail[:]}} {
+		fmt.Fprintf(&b, "}\n\n// %s: see trigramIn.\nvar %s = [(trigrams + 63) / 64]uint64{", set.name, set.name)
+		writeSparse(&b, set.bits, 3, "%d: %#016x, ")
+	}
 	b.WriteString("}\n\n// runeTable marks the runes of commonRunes, bit r-cjkLo.\nvar runeTable = [(cjkHi - cjkLo + 63) / 64]uint64{")
 	writeSparse(&b, runes[:], 3, "%d: %#016x, ")
 	b.WriteString("}\n\n// oddPair: 1 where two letters (low five bits each; row 0 is no letter\n// before) never stand together in a common word.\nvar oddPair = [1024]uint8{")
