@@ -49,6 +49,20 @@ type Log struct {
 	// bg is the fsync AppendDeferred left running, nil when none; its
 	// result is taken by the next Append, Sync or Close.
 	bg chan error
+	// pending is the last record AppendAsync was given, nil once it is
+	// written (or failed); each one waits for the one before it, and
+	// every other write waits for it, so records keep the order of the
+	// calls. asyncErr is the first of them that failed, until Sync or
+	// Close reports it.
+	pending  *asyncRecord
+	asyncErr error
+}
+
+// asyncRecord is one AppendAsync: done closes once its write(2) was made
+// or failed, err then says which.
+type asyncRecord struct {
+	done chan struct{}
+	err  error
 }
 
 var _ Sink = (*Log)(nil)
@@ -117,7 +131,7 @@ func (l *Log) Head() (seq int64, hash string) {
 // Append sets r's Seq, Prev, Hash (and Time when zero), writes it and
 // fsyncs the file.
 func (l *Log) Append(r Record) error {
-	_, err := l.append(r, false)
+	_, err := l.append(r, false, nil)
 	return err
 }
 
@@ -130,17 +144,76 @@ func (l *Log) Append(r Record) error {
 // kernel's wiring does so for the allowed decision of a command, whose
 // result it reports after the run's own record and a Sync).
 func (l *Log) AppendDeferred(r Record) error {
-	_, err := l.append(r, true)
+	_, err := l.append(r, true, nil)
 	return err
 }
 
+// AppendAsync is AppendDeferred taken wholly off the caller's path: the
+// record is encoded, written and fsynced in the background, after every
+// record given before it. written returns once its write(2) is done
+// (nil: it is in the file, in the chain, and survives airlock's death) or
+// failed (the error, which Sync and Close report as well); the record is
+// durable when the next Append, Sync or Close returns without error. A
+// caller may start nothing the record covers before written returns nil,
+// and report nothing of it before one of those returns.
+func (l *Log) AppendAsync(r Record) (written func() error) {
+	a := &asyncRecord{done: make(chan struct{})}
+	l.mu.Lock()
+	prev := l.pending
+	l.pending = a
+	l.mu.Unlock()
+	go func() {
+		if prev != nil {
+			<-prev.done
+		}
+		_, a.err = l.append(r, true, a)
+		l.mu.Lock()
+		if a.err != nil && l.asyncErr == nil {
+			l.asyncErr = a.err
+		}
+		if l.pending == a {
+			l.pending = nil
+		}
+		l.mu.Unlock()
+		close(a.done)
+	}()
+	return func() error {
+		<-a.done
+		return a.err
+	}
+}
+
+// waitPending waits until every record AppendAsync was given before the
+// call is written or failed.
+func (l *Log) waitPending() {
+	l.mu.Lock()
+	a := l.pending
+	l.mu.Unlock()
+	if a != nil {
+		<-a.done
+	}
+}
+
 // Sync returns once every record written is durable: it waits for the
-// fsync AppendDeferred started and reports its failure. An error means a
-// record may be lost; nothing it covers may be reported as recorded.
+// records AppendAsync was given and for the fsync AppendDeferred started,
+// and reports their failure. An error means a record may be lost; nothing
+// it covers may be reported as recorded.
 func (l *Log) Sync() error {
+	l.waitPending()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.takeAsyncErr(); err != nil {
+		return errors.Join(err, l.waitBackground())
+	}
 	return l.waitBackground()
+}
+
+// takeAsyncErr returns, once, the failure of a record AppendAsync was
+// given. The caller holds l.mu.
+func (l *Log) takeAsyncErr() error {
+	err := l.asyncErr
+	l.asyncErr = nil
+	return err
 }
 
 // waitBackground takes the result of the background fsync, if one runs.
@@ -158,12 +231,18 @@ func (l *Log) waitBackground() error {
 	return nil
 }
 
-func (l *Log) append(r Record, deferred bool) (Record, error) {
+// append writes r: fsynced before it returns, or (deferred) with the
+// fsync left running. async is the AppendAsync whose goroutine calls it,
+// nil for every other caller, which first waits for those given before.
+func (l *Log) append(r Record, deferred bool, async *asyncRecord) (Record, error) {
 	if r.Kind == "" {
 		return r, errs.Invalidf("audit: a record needs a kind")
 	}
 	if r.Time.IsZero() {
 		r.Time = l.now()
+	}
+	if async == nil {
+		l.waitPending()
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -235,12 +314,13 @@ func (l *Log) append(r Record, deferred bool) (Record, error) {
 // Close waits for a deferred record's fsync and closes the file; an error
 // from either is returned. Appending after Close fails.
 func (l *Log) Close() error {
+	l.waitPending()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
 		return nil
 	}
-	err := l.waitBackground()
+	err := errors.Join(l.takeAsyncErr(), l.waitBackground())
 	err = errors.Join(err, l.f.Close())
 	l.f = nil
 	return err
