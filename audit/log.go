@@ -24,6 +24,12 @@ type Options struct {
 	// or beneath one of them is refused: the box could rewrite the
 	// evidence or point the log at a file of the host's.
 	BoxWritable []string
+	// TailLater has Open return once the file is opened and checked, and
+	// read and check its last record in the background, beside the
+	// caller's own start: Ready reports the result, and every append
+	// and Head waits for it first and fails with its error. False reads
+	// it before Open returns.
+	TailLater bool
 }
 
 // Log is an open audit log. It is safe for concurrent use by goroutines,
@@ -56,6 +62,10 @@ type Log struct {
 	// Close reports it.
 	pending  *asyncRecord
 	asyncErr error
+	// tail, when set, closes once the last record was read (TailLater);
+	// tailErr then says whether it was sound.
+	tail    chan struct{}
+	tailErr error
 }
 
 // asyncRecord is one AppendAsync: done closes once its write(2) was made
@@ -104,6 +114,17 @@ func Open(path string, opts Options) (*Log, error) {
 	if l.now == nil {
 		l.now = time.Now
 	}
+	if opts.TailLater {
+		l.tail = make(chan struct{})
+		go func() {
+			defer close(l.tail)
+			if l.tailErr = l.lock(); l.tailErr == nil {
+				l.tailErr = l.readTail()
+				l.unlock()
+			}
+		}()
+		return l, nil
+	}
 	if err := l.lock(); err != nil {
 		f.Close()
 		return nil, err
@@ -117,12 +138,27 @@ func Open(path string, opts Options) (*Log, error) {
 	return l, nil
 }
 
+// Ready returns once the log's last record is read and checked, with the
+// reason it cannot be chained onto (Options.TailLater); without
+// TailLater, Open did so already and Ready returns nil.
+func (l *Log) Ready() error {
+	if l.tail == nil {
+		return nil
+	}
+	<-l.tail
+	return l.tailErr
+}
+
 // Path is the file the log writes.
 func (l *Log) Path() string { return l.path }
 
 // Head returns the sequence number and hash of the last record this
-// process wrote or saw; 0 and "" for an empty log.
+// process wrote or saw; 0 and "" for an empty log, or one whose last
+// record could not be chained onto (Ready says why).
 func (l *Log) Head() (seq int64, hash string) {
+	if l.Ready() != nil {
+		return 0, ""
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.seq, l.head
@@ -244,6 +280,9 @@ func (l *Log) append(r Record, deferred bool, async *asyncRecord) (Record, error
 	if async == nil {
 		l.waitPending()
 	}
+	if err := l.Ready(); err != nil {
+		return r, err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
@@ -315,6 +354,7 @@ func (l *Log) append(r Record, deferred bool, async *asyncRecord) (Record, error
 // from either is returned. Appending after Close fails.
 func (l *Log) Close() error {
 	l.waitPending()
+	l.Ready() // the tail's reader uses the file until then
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
