@@ -251,6 +251,10 @@ func (r *run) launch() (*exec.Cmd, error) {
 		return nil, err
 	}
 	asBoxUser(r, cmd)
+	// Last, so that what it waits for ran beside all of the above.
+	if err := req.beforeStart(); err != nil {
+		return nil, err
+	}
 	// Nothing airlock's caller left open without close-on-exec may reach
 	// the command: every descriptor above the standard three is marked, and
 	// the ones meant for bubblewrap are placed by the start itself.
