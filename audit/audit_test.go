@@ -619,3 +619,35 @@ func TestOpenRefusesSteeredPaths(t *testing.T) {
 		})
 	}
 }
+
+// TestLastLine: the last line is found whatever its length against the
+// reads lastLine makes (the first small, each next one twice as big),
+// after another line or as the file's only one.
+func TestLastLine(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []int{0, 1, firstChunk - 2, firstChunk - 1, firstChunk, firstChunk + 1, 3*firstChunk + 7, maxChunk + 5, 5*maxChunk + 3} {
+		for _, before := range []string{"", "an earlier record\n"} {
+			name := fmt.Sprintf("%d bytes after %q", n, before)
+			t.Run(name, func(t *testing.T) {
+				last := bytes.Repeat([]byte("x"), n)
+				content := append(append([]byte(before), last...), '\n')
+				path := filepath.Join(dir, fmt.Sprintf("%d-%d", n, len(before)))
+				if err := os.WriteFile(path, content, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				f, err := os.Open(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				got, err := lastLine(f, int64(len(content)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, last) {
+					t.Errorf("got %d bytes, want the %d of the last line", len(got), len(last))
+				}
+			})
+		}
+	}
+}

@@ -419,14 +419,18 @@ func lastLine(f *os.File, size int64) ([]byte, error) {
 	}
 	end := size - 1
 	var tail []byte
-	const chunk = 64 << 10
+	// A record is a kilobyte or two: the first read is small, and each
+	// further one twice the one before, up to maxChunk. Every page of a
+	// buffer is a page fault at a start, however little of it is used.
+	chunk := int64(firstChunk)
 	for off := end; off > 0; {
-		n := int64(chunk)
+		n := chunk
 		if n > off {
 			n = off
 		}
+		chunk = min(2*chunk, maxChunk)
 		off -= n
-		buf := make([]byte, n)
+		buf := make([]byte, n, n+int64(len(tail)))
 		if _, err := f.ReadAt(buf, off); err != nil {
 			return nil, err
 		}
@@ -440,6 +444,12 @@ func lastLine(f *os.File, size int64) ([]byte, error) {
 	}
 	return tail, nil
 }
+
+// firstChunk and maxChunk bound the reads lastLine makes.
+const (
+	firstChunk = 4 << 10
+	maxChunk   = 64 << 10
+)
 
 func errOr(err, other error) error {
 	if err != nil {
