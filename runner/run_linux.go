@@ -46,7 +46,11 @@ func Run(ctx context.Context, exe string, req Request) (Result, error) {
 	if err != nil {
 		return Result{Description: r.desc}, err
 	}
-	return r.wait(ctx, cmd)
+	res, err := r.wait(ctx, cmd)
+	if req.Ended != nil {
+		req.Ended(res, err) // before finish, deferred above
+	}
+	return res, err
 }
 
 // prepare checks req and plans its box.

@@ -46,6 +46,14 @@ type Request struct {
 	// record of the decision that allowed the command, written beside
 	// the plan. Nil runs nothing.
 	BeforeStart func() error
+	// Ended, when set, is given the run's result and error as soon as the
+	// command has ended and its box is empty, before the host side of
+	// the box is torn down (its cgroup, descriptors and placeholders):
+	// the kernel records the run in it, so the record's fsync runs beside
+	// the teardown. Run calls it once the command started, and returns
+	// after the teardown with the same result and error; Pool.Run and
+	// Start never call it. Nil calls nothing.
+	Ended func(Result, error)
 }
 
 // beforeStart runs req.BeforeStart, when set.
