@@ -92,10 +92,22 @@ func (k *Kernel) Exec(ctx context.Context, call Call, o ExecOptions) (ExecResult
 	if o.Session {
 		b.spec.Limits.Wall = 0
 	}
+	// The run is recorded as soon as it ended, before its box's host side
+	// is torn down (runner.Request.Ended), or after the runner returned
+	// when it never started or ran in a warm box.
+	var recorded bool
+	var rerr error
+	ended := func(r runner.Result, err error) {
+		recorded, rerr = true, k.recordRun(ctx, call, r, err)
+	}
 	r, err := k.runBox(ctx, runner.Request{Argv: argv, Spec: b.spec, Tier: b.tier,
-		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, OutputCap: o.OutputCap, BeforeStart: o.BeforeStart}, o.Session)
+		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, OutputCap: o.OutputCap,
+		BeforeStart: o.BeforeStart, Ended: ended}, o.Session)
 	res.Result = r
-	if rerr := k.recordRun(ctx, call, r, err); rerr != nil && err == nil {
+	if !recorded {
+		rerr = k.recordRun(ctx, call, r, err)
+	}
+	if rerr != nil && err == nil {
 		err = rerr
 	}
 	return res, err
