@@ -557,9 +557,9 @@ func (p *pendingRecords) wait() error {
 // beside the box's plan, and the box starts only once it is in the file
 // (ExecOptions.BeforeStart), so a run airlock did not live to record
 // still leaves its decision; its fsync runs beside the box's run; the
-// run's own record is fsynced as always; and Exec returns (so the front
-// end reports the result) only once Sync says every record of the call
-// is durable. A record that could not be written or fsynced fails the
+// run's own record is written as soon as the command ended and fsynced
+// beside the box's teardown; and Exec returns (so the front end reports
+// the result) only once Sync says every record of the call is durable. A record that could not be written or fsynced fails the
 // call: the command never starts without its decision in the file, and
 // no result is reported without every record durable.
 func (k *Kernel) Exec(ctx context.Context, call mediator.Call, o mediator.ExecOptions) (mediator.ExecResult, error) {
@@ -618,9 +618,16 @@ func (a auditRecorder) Record(ctx context.Context, r mediator.Record) error {
 	// for it to be written before the box starts and syncs before it
 	// returns: a refusal is reported at once, so it is durable first, like
 	// every other record.
-	if p, ok := ctx.Value(syncAfter{}).(*pendingRecords); ok && a.log != nil && rec.Kind == "decision" && r.Verdict == policy.Allow {
+	p, inExec := ctx.Value(syncAfter{}).(*pendingRecords)
+	if inExec && a.log != nil && rec.Kind == "decision" && r.Verdict == policy.Allow {
 		p.add(a.log.AppendAsync(rec))
 		return nil
+	}
+	// The run's record is written at once and its fsync runs beside the
+	// box's teardown (runner.Request.Ended): Kernel.Exec returns the
+	// result only once Sync says it is durable.
+	if inExec && a.log != nil && rec.Kind == "run" {
+		return a.log.AppendDeferred(rec)
 	}
 	return a.l.Append(rec)
 }
