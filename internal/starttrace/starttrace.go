@@ -27,6 +27,12 @@ import (
 // trace include the Go runtime's own start before main.
 const Env = "AIRLOCK_TRACE_START"
 
+// FaultsEnv, set as well, has every phase timed with Begin count the page
+// faults it took (Phase.Faults). It is a choice of its own: the count
+// costs two system calls per phase, which the start's own time should
+// not carry when it is what is measured.
+const FaultsEnv = "AIRLOCK_TRACE_FAULTS"
+
 // Prefix starts the one line Write prints.
 const Prefix = "airlock: start trace: "
 
@@ -40,14 +46,16 @@ type Phase struct {
 	// and Start the first one's.
 	N int `json:"n"`
 	// Faults counts the process's minor page faults while a phase timed
-	// with Begin ran (summed like MS), any goroutine's: on a host where
-	// a fault costs microseconds they are much of a start's time. 0 for
-	// phases timed elsewhere.
+	// with Begin ran (summed like MS), any goroutine's, when FaultsEnv is
+	// set: on a host where a fault costs microseconds they are much of a
+	// start's time. 0 for phases timed elsewhere.
 	Faults int64 `json:"faults,omitempty"`
 }
 
 var (
 	on = os.Getenv(Env) != ""
+	// countFaults is FaultsEnv's answer, under on.
+	countFaults = on && os.Getenv(FaultsEnv) != ""
 	// origin is the caller's clock when it gave one, else this package's
 	// initialisation (early: it imports only the standard library).
 	origin = originOf(os.Getenv(Env))
@@ -75,8 +83,12 @@ func Begin(name string) (end func()) {
 	return func() { addFaults(name, t, time.Since(t), faults()-f0) }
 }
 
-// faults is the process's minor page faults so far.
+// faults is the process's minor page faults so far; 0 unless FaultsEnv
+// asked for them.
 func faults() int64 {
+	if !countFaults {
+		return 0
+	}
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0

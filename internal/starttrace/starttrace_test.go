@@ -51,8 +51,8 @@ func TestOff(t *testing.T) {
 // TestFaults: a phase that touches memory never touched before counts the
 // page faults it took, and phases of one name sum them.
 func TestFaults(t *testing.T) {
-	on, phases = true, nil
-	defer func() { on, phases = false, nil }()
+	on, countFaults, phases = true, true, nil
+	defer func() { on, countFaults, phases = false, false, nil }()
 	const pages = 64
 	for range 2 {
 		end := Begin("touch")
