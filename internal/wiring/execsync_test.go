@@ -23,19 +23,7 @@ import (
 // decision's fsync run beside the start, returns with the decision and the
 // run both in the chain, and a refused command's decision recorded too.
 func TestExecRecordsBeforeReturning(t *testing.T) {
-	state := t.TempDir()
-	env := map[string]string{"HOME": filepath.Join(state, "home"), "XDG_STATE_HOME": filepath.Join(state, "state"),
-		"XDG_CONFIG_HOME": filepath.Join(state, "config"), "XDG_RUNTIME_DIR": filepath.Join(state, "run")}
-	os.MkdirAll(env["XDG_RUNTIME_DIR"], 0o700)
-	work := t.TempDir()
-	if err := os.WriteFile(filepath.Join(work, "airlock.yaml"), []byte("shell: {allow: [\"true\"]}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	k, err := Build(Config{Dir: work, Getenv: func(k string) string { return env[k] }, Tier: sandbox.Tier0, Warn: func(string) {}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
+	k := tier0Kernel(t, "shell: {allow: [\"true\"]}\n")
 	records := func() audit.Report {
 		b, err := os.ReadFile(k.Audit.Path())
 		if err != nil {
@@ -69,6 +57,24 @@ func TestMain(m *testing.M) {
 		os.Exit(execHelper())
 	}
 	os.Exit(m.Run())
+}
+
+// tier0Kernel is a kernel at tier 0 under the policy text, with airlock's
+// state in a directory of the test's own; it is closed with the test.
+func tier0Kernel(t *testing.T, policy string) *Kernel {
+	t.Helper()
+	env := stateEnv(t.TempDir())
+	os.MkdirAll(env["XDG_RUNTIME_DIR"], 0o700)
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "airlock.yaml"), []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k, err := Build(Config{Dir: work, Getenv: func(k string) string { return env[k] }, Tier: sandbox.Tier0, Warn: func(string) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	return k
 }
 
 func stateEnv(state string) map[string]string {
@@ -153,17 +159,7 @@ func TestExecKilledMidRunKeepsDecision(t *testing.T) {
 // recorded, Exec fails with the audit's error and the command never
 // starts: no result goes by without its record.
 func TestExecAuditFailureRunsNothing(t *testing.T) {
-	state, work := t.TempDir(), t.TempDir()
-	env := stateEnv(state)
-	os.MkdirAll(env["XDG_RUNTIME_DIR"], 0o700)
-	if err := os.WriteFile(filepath.Join(work, "airlock.yaml"), []byte("shell: {allow: [echo]}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	k, err := Build(Config{Dir: work, Getenv: func(k string) string { return env[k] }, Tier: sandbox.Tier0, Warn: func(string) {}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
+	k := tier0Kernel(t, "shell: {allow: [echo]}\n")
 	k.Audit.Close() // every write fails from now on
 	var stdout bytes.Buffer
 	res, err := k.Exec(context.Background(), mediator.Call{Kind: mediator.KindShell, Command: "echo ran"}, mediator.ExecOptions{Stdout: &stdout})
