@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -196,5 +197,31 @@ func TestBuildRefusesBrokenLog(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "incomplete") {
 		t.Errorf("Build: got %v, want the log's incomplete last record named", err)
+	}
+}
+
+// closingWriter closes the log at the command's first output: the
+// decision is in the file by then, the run's record cannot be.
+type closingWriter struct {
+	log  *audit.Log
+	once sync.Once
+}
+
+func (w *closingWriter) Write(b []byte) (int, error) {
+	w.once.Do(func() { w.log.Close() })
+	return len(b), nil
+}
+
+// TestExecRunRecordFailureFailsCall: a run whose record cannot be written
+// is reported as the audit's failure, not as the command's result.
+func TestExecRunRecordFailureFailsCall(t *testing.T) {
+	k := tier0Kernel(t, "shell: {allow: [echo]}\n")
+	res, err := k.Exec(context.Background(), mediator.Call{Kind: mediator.KindShell, Command: "echo ran"},
+		mediator.ExecOptions{Stdout: &closingWriter{log: k.Audit}})
+	if err == nil {
+		t.Fatalf("Exec whose run could not be recorded: exit %d, nil error; want the audit's error", res.ExitCode)
+	}
+	if !strings.Contains(err.Error(), "audit") || errs.ClassOf(err) != errs.Unavailable {
+		t.Errorf("error: got %v (class %v), want the audit's, unavailable", err, errs.ClassOf(err))
 	}
 }

@@ -552,16 +552,17 @@ func (p *pendingRecords) wait() error {
 	return nil
 }
 
-// Exec is the kernel's Exec (mediator.Kernel.Exec) with the record of the
-// allowed decision taken off the start's path: it is encoded and written
+// Exec is the kernel's Exec (mediator.Kernel.Exec) with the records taken
+// off the start's path: the allowed decision's is encoded and written
 // beside the box's plan, and the box starts only once it is in the file
 // (ExecOptions.BeforeStart), so a run airlock did not live to record
 // still leaves its decision; its fsync runs beside the box's run; the
-// run's own record is written as soon as the command ended and fsynced
-// beside the box's teardown; and Exec returns (so the front end reports
-// the result) only once Sync says every record of the call is durable. A record that could not be written or fsynced fails the
-// call: the command never starts without its decision in the file, and
-// no result is reported without every record durable.
+// run's own record is written and fsynced beside the box's teardown, as
+// soon as the command ended; and Exec returns (so the front end reports
+// the result) only once Sync says every record of the call is durable. A
+// record that could not be written or fsynced fails the call: the
+// command never starts without its decision in the file, and no result
+// is reported without every record durable.
 func (k *Kernel) Exec(ctx context.Context, call mediator.Call, o mediator.ExecOptions) (mediator.ExecResult, error) {
 	pending := &pendingRecords{}
 	then := o.BeforeStart
@@ -623,11 +624,12 @@ func (a auditRecorder) Record(ctx context.Context, r mediator.Record) error {
 		p.add(a.log.AppendAsync(rec))
 		return nil
 	}
-	// The run's record is written at once and its fsync runs beside the
-	// box's teardown (runner.Request.Ended): Kernel.Exec returns the
-	// result only once Sync says it is durable.
+	// The run's record is written and fsynced beside the box's teardown
+	// (runner.Request.Ended): Kernel.Exec returns the result only once
+	// Sync says it is durable, and fails the call when it is not.
 	if inExec && a.log != nil && rec.Kind == "run" {
-		return a.log.AppendDeferred(rec)
+		a.log.AppendAsync(rec)
+		return nil
 	}
 	return a.l.Append(rec)
 }
