@@ -202,7 +202,9 @@ func (l *Log) AppendAsync(r Record) (written func() error) {
 		if prev != nil {
 			<-prev.done
 		}
+		end := starttrace.Begin("audit-append-background")
 		_, a.err = l.append(r, true, a)
+		end()
 		l.mu.Lock()
 		if a.err != nil && l.asyncErr == nil {
 			l.asyncErr = a.err
