@@ -557,8 +557,8 @@ func (p *pendingRecords) wait() error {
 // beside the box's plan, and the box starts only once it is in the file
 // (ExecOptions.BeforeStart), so a run airlock did not live to record
 // still leaves its decision; its fsync runs beside the box's run; the
-// run's own record is written and fsynced beside the box's teardown, as
-// soon as the command ended; and Exec returns (so the front end reports
+// run's own record is written as soon as the command ended, and fsynced
+// beside the box's teardown; and Exec returns (so the front end reports
 // the result) only once Sync says every record of the call is durable. A
 // record that could not be written or fsynced fails the call: the
 // command never starts without its decision in the file, and no result
@@ -624,12 +624,14 @@ func (a auditRecorder) Record(ctx context.Context, r mediator.Record) error {
 		p.add(a.log.AppendAsync(rec))
 		return nil
 	}
-	// The run's record is written and fsynced beside the box's teardown
-	// (runner.Request.Ended): Kernel.Exec returns the result only once
-	// Sync says it is durable, and fails the call when it is not.
+	// The run's record is written at once, as soon as the command ended
+	// (runner.Request.Ended), and its fsync, a wait on the disk, runs
+	// beside the box's teardown: Kernel.Exec returns the result only once
+	// Sync says it is durable, and fails the call when it is not. (Its
+	// encoding is work for the processor, which a loaded host would not
+	// run any sooner beside the teardown.)
 	if inExec && a.log != nil && rec.Kind == "run" {
-		a.log.AppendAsync(rec)
-		return nil
+		return a.log.AppendDeferred(rec)
 	}
 	return a.l.Append(rec)
 }
