@@ -112,24 +112,64 @@ func TestOpenRefuses(t *testing.T) {
 			os.WriteFile(path, []byte("hello\n"), 0o600)
 		}, "not an airlock audit record"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
-			tc.setup(path)
-			before, _ := os.ReadFile(path)
-			l, err := Open(path, Options{})
-			if err == nil {
-				l.Close()
-				t.Fatalf("Open: got no error, want one containing %q", tc.want)
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("Open: got %q, want it to contain %q", err, tc.want)
-			}
-			after, _ := os.ReadFile(path)
-			if !bytes.Equal(before, after) {
-				t.Errorf("Open changed the file it refused")
-			}
-		})
+	for _, later := range []bool{false, true} {
+		for _, tc := range tests {
+			t.Run(fmt.Sprintf("%s/TailLater=%v", tc.name, later), func(t *testing.T) {
+				path := filepath.Join(dir, fmt.Sprintf("%s-%v", strings.ReplaceAll(tc.name, " ", "-"), later))
+				tc.setup(path)
+				before, _ := os.ReadFile(path)
+				l, err := Open(path, Options{TailLater: later})
+				if later && err == nil {
+					// The tail is read in the background: Ready, and
+					// every append, refuse it instead.
+					err = l.Ready()
+					if aerr := l.Append(sample(9)); err != nil && (aerr == nil || aerr.Error() != err.Error()) {
+						t.Errorf("Append after Ready said %v: got %v, want the same refusal", err, aerr)
+					}
+					l.Close()
+				}
+				if err == nil {
+					if !later {
+						l.Close()
+					}
+					t.Fatalf("Open: got no error, want one containing %q", tc.want)
+				}
+				if !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("Open: got %q, want it to contain %q", err, tc.want)
+				}
+				after, _ := os.ReadFile(path)
+				if !bytes.Equal(before, after) {
+					t.Errorf("Open changed the file it refused")
+				}
+			})
+		}
+	}
+}
+
+// TestOpenTailLater: a sound log opened with TailLater is ready, and
+// appends chain onto its last record as after an Open that read it.
+func TestOpenTailLater(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	if err := os.WriteFile(path, writeLog(t, 3), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(path, Options{TailLater: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(sample(3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Ready(); err != nil {
+		t.Fatal(err)
+	}
+	if seq, _ := l.Head(); seq != 4 {
+		t.Errorf("Head: seq %d, want 4", seq)
+	}
+	l.Close()
+	b, _ := os.ReadFile(path)
+	if rep, err := Verify(bytes.NewReader(b)); err != nil || !rep.OK || rep.Records != 4 {
+		t.Fatalf("got %+v, %v; want an OK chain of 4", rep, err)
 	}
 }
 
@@ -577,5 +617,37 @@ func TestOpenRefusesSteeredPaths(t *testing.T) {
 				t.Errorf("victim changed: %q", b)
 			}
 		})
+	}
+}
+
+// TestLastLine: the last line is found whatever its length against the
+// reads lastLine makes (the first small, each next one twice as big),
+// after another line or as the file's only one.
+func TestLastLine(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []int{0, 1, firstChunk - 2, firstChunk - 1, firstChunk, firstChunk + 1, 3*firstChunk + 7, maxChunk + 5, 5*maxChunk + 3} {
+		for _, before := range []string{"", "an earlier record\n"} {
+			name := fmt.Sprintf("%d bytes after %q", n, before)
+			t.Run(name, func(t *testing.T) {
+				last := bytes.Repeat([]byte("x"), n)
+				content := append(append([]byte(before), last...), '\n')
+				path := filepath.Join(dir, fmt.Sprintf("%d-%d", n, len(before)))
+				if err := os.WriteFile(path, content, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				f, err := os.Open(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				got, err := lastLine(f, int64(len(content)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, last) {
+					t.Errorf("got %d bytes, want the %d of the last line", len(got), len(last))
+				}
+			})
+		}
 	}
 }

@@ -2,7 +2,9 @@ package audit
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -69,5 +71,85 @@ func TestAppendDeferredFailure(t *testing.T) {
 	}
 	if err := l.Append(sample(1)); err != nil {
 		t.Fatalf("Append once the failure was reported: %v", err)
+	}
+}
+
+// TestAppendAsync: records given to AppendAsync reach the file in the
+// order given, before any record appended after them; written reports
+// each one in the file; and Sync returns with them all durable.
+func TestAppendAsync(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		after func(*Log) error
+	}{
+		{"then Append", func(l *Log) error { return l.Append(sample(9)) }},
+		{"then AppendDeferred", func(l *Log) error { return l.AppendDeferred(sample(9)) }},
+		{"then Sync", (*Log).Sync},
+		{"then Close", (*Log).Close},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, path := openTemp(t)
+			var written []func() error
+			for i := range 5 {
+				written = append(written, l.AppendAsync(sample(i)))
+			}
+			if err := tc.after(l); err != nil {
+				t.Fatal(err)
+			}
+			for i, w := range written {
+				if err := w(); err != nil {
+					t.Fatalf("record %d: written says %v, want nil", i, err)
+				}
+			}
+			if err := l.Sync(); err != nil && tc.name != "then Close" {
+				t.Fatal(err)
+			}
+			if l.pending != nil || l.bg != nil {
+				t.Errorf("pending %v, background fsync %v: want both waited for", l.pending, l.bg)
+			}
+			b, _ := os.ReadFile(path)
+			rep, err := Verify(bytes.NewReader(b))
+			if err != nil || !rep.OK {
+				t.Fatalf("got %+v, %v; want an OK chain", rep, err)
+			}
+			var got []string
+			Read(bytes.NewReader(b), func(r Record) error {
+				got = append(got, fmt.Sprint(r.Fields["n"]))
+				return nil
+			})
+			want := "0 1 2 3 4"
+			if tc.name == "then Append" || tc.name == "then AppendDeferred" {
+				want += " 9"
+			}
+			if strings.Join(got, " ") != want {
+				t.Errorf("records in the file: got %v, want %s (the order given)", got, want)
+			}
+		})
+	}
+}
+
+// TestAppendAsyncFailure: a record AppendAsync could not write is
+// reported by written, then by Sync (and only once), so a run waits on
+// it and a result is not reported after it as recorded.
+func TestAppendAsyncFailure(t *testing.T) {
+	l, path := openTemp(t)
+	bad := sample(0)
+	bad.Fields = map[string]any{"unencodable": func() {}}
+	written := l.AppendAsync(bad)
+	if err := written(); err == nil {
+		t.Fatal("written of a record that cannot be encoded: got nil, want its error")
+	}
+	if err := l.Sync(); err == nil {
+		t.Fatal("Sync after a failed AppendAsync: got nil, want its error")
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatalf("Sync once the failure was reported: %v", err)
+	}
+	if err := l.Append(sample(1)); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if rep, err := Verify(bytes.NewReader(b)); err != nil || !rep.OK || rep.Records != 1 {
+		t.Fatalf("got %+v, %v; want the one record that could be written", rep, err)
 	}
 }

@@ -24,6 +24,12 @@ type Options struct {
 	// or beneath one of them is refused: the box could rewrite the
 	// evidence or point the log at a file of the host's.
 	BoxWritable []string
+	// TailLater has Open return once the file is opened and checked, and
+	// read and check its last record in the background, beside the
+	// caller's own start: Ready reports the result, and every append
+	// and Head waits for it first and fails with its error. False reads
+	// it before Open returns.
+	TailLater bool
 }
 
 // Log is an open audit log. It is safe for concurrent use by goroutines,
@@ -49,6 +55,24 @@ type Log struct {
 	// bg is the fsync AppendDeferred left running, nil when none; its
 	// result is taken by the next Append, Sync or Close.
 	bg chan error
+	// pending is the last record AppendAsync was given, nil once it is
+	// written (or failed); each one waits for the one before it, and
+	// every other write waits for it, so records keep the order of the
+	// calls. asyncErr is the first of them that failed, until Sync or
+	// Close reports it.
+	pending  *asyncRecord
+	asyncErr error
+	// tail, when set, closes once the last record was read (TailLater);
+	// tailErr then says whether it was sound.
+	tail    chan struct{}
+	tailErr error
+}
+
+// asyncRecord is one AppendAsync: done closes once its write(2) was made
+// or failed, err then says which.
+type asyncRecord struct {
+	done chan struct{}
+	err  error
 }
 
 var _ Sink = (*Log)(nil)
@@ -90,6 +114,17 @@ func Open(path string, opts Options) (*Log, error) {
 	if l.now == nil {
 		l.now = time.Now
 	}
+	if opts.TailLater {
+		l.tail = make(chan struct{})
+		go func() {
+			defer close(l.tail)
+			if l.tailErr = l.lock(); l.tailErr == nil {
+				l.tailErr = l.readTail()
+				l.unlock()
+			}
+		}()
+		return l, nil
+	}
 	if err := l.lock(); err != nil {
 		f.Close()
 		return nil, err
@@ -103,12 +138,27 @@ func Open(path string, opts Options) (*Log, error) {
 	return l, nil
 }
 
+// Ready returns once the log's last record is read and checked, with the
+// reason it cannot be chained onto (Options.TailLater); without
+// TailLater, Open did so already and Ready returns nil.
+func (l *Log) Ready() error {
+	if l.tail == nil {
+		return nil
+	}
+	<-l.tail
+	return l.tailErr
+}
+
 // Path is the file the log writes.
 func (l *Log) Path() string { return l.path }
 
 // Head returns the sequence number and hash of the last record this
-// process wrote or saw; 0 and "" for an empty log.
+// process wrote or saw; 0 and "" for an empty log, or one whose last
+// record could not be chained onto (Ready says why).
 func (l *Log) Head() (seq int64, hash string) {
+	if l.Ready() != nil {
+		return 0, ""
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.seq, l.head
@@ -117,7 +167,7 @@ func (l *Log) Head() (seq int64, hash string) {
 // Append sets r's Seq, Prev, Hash (and Time when zero), writes it and
 // fsyncs the file.
 func (l *Log) Append(r Record) error {
-	_, err := l.append(r, false)
+	_, err := l.append(r, false, nil)
 	return err
 }
 
@@ -130,17 +180,78 @@ func (l *Log) Append(r Record) error {
 // kernel's wiring does so for the allowed decision of a command, whose
 // result it reports after the run's own record and a Sync).
 func (l *Log) AppendDeferred(r Record) error {
-	_, err := l.append(r, true)
+	_, err := l.append(r, true, nil)
 	return err
 }
 
+// AppendAsync is AppendDeferred taken wholly off the caller's path: the
+// record is encoded, written and fsynced in the background, after every
+// record given before it. written returns once its write(2) is done
+// (nil: it is in the file, in the chain, and survives airlock's death) or
+// failed (the error, which Sync and Close report as well); the record is
+// durable when the next Append, Sync or Close returns without error. A
+// caller may start nothing the record covers before written returns nil,
+// and report nothing of it before one of those returns.
+func (l *Log) AppendAsync(r Record) (written func() error) {
+	a := &asyncRecord{done: make(chan struct{})}
+	l.mu.Lock()
+	prev := l.pending
+	l.pending = a
+	l.mu.Unlock()
+	go func() {
+		if prev != nil {
+			<-prev.done
+		}
+		end := starttrace.Begin("audit-append-background")
+		_, a.err = l.append(r, true, a)
+		end()
+		l.mu.Lock()
+		if a.err != nil && l.asyncErr == nil {
+			l.asyncErr = a.err
+		}
+		if l.pending == a {
+			l.pending = nil
+		}
+		l.mu.Unlock()
+		close(a.done)
+	}()
+	return func() error {
+		<-a.done
+		return a.err
+	}
+}
+
+// waitPending waits until every record AppendAsync was given before the
+// call is written or failed.
+func (l *Log) waitPending() {
+	l.mu.Lock()
+	a := l.pending
+	l.mu.Unlock()
+	if a != nil {
+		<-a.done
+	}
+}
+
 // Sync returns once every record written is durable: it waits for the
-// fsync AppendDeferred started and reports its failure. An error means a
-// record may be lost; nothing it covers may be reported as recorded.
+// records AppendAsync was given and for the fsync AppendDeferred started,
+// and reports their failure. An error means a record may be lost; nothing
+// it covers may be reported as recorded.
 func (l *Log) Sync() error {
+	l.waitPending()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.takeAsyncErr(); err != nil {
+		return errors.Join(err, l.waitBackground())
+	}
 	return l.waitBackground()
+}
+
+// takeAsyncErr returns, once, the failure of a record AppendAsync was
+// given. The caller holds l.mu.
+func (l *Log) takeAsyncErr() error {
+	err := l.asyncErr
+	l.asyncErr = nil
+	return err
 }
 
 // waitBackground takes the result of the background fsync, if one runs.
@@ -158,12 +269,21 @@ func (l *Log) waitBackground() error {
 	return nil
 }
 
-func (l *Log) append(r Record, deferred bool) (Record, error) {
+// append writes r: fsynced before it returns, or (deferred) with the
+// fsync left running. async is the AppendAsync whose goroutine calls it,
+// nil for every other caller, which first waits for those given before.
+func (l *Log) append(r Record, deferred bool, async *asyncRecord) (Record, error) {
 	if r.Kind == "" {
 		return r, errs.Invalidf("audit: a record needs a kind")
 	}
 	if r.Time.IsZero() {
 		r.Time = l.now()
+	}
+	if async == nil {
+		l.waitPending()
+	}
+	if err := l.Ready(); err != nil {
+		return r, err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -235,12 +355,14 @@ func (l *Log) append(r Record, deferred bool) (Record, error) {
 // Close waits for a deferred record's fsync and closes the file; an error
 // from either is returned. Appending after Close fails.
 func (l *Log) Close() error {
+	l.waitPending()
+	l.Ready() // the tail's reader uses the file until then
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
 		return nil
 	}
-	err := l.waitBackground()
+	err := errors.Join(l.takeAsyncErr(), l.waitBackground())
 	err = errors.Join(err, l.f.Close())
 	l.f = nil
 	return err
@@ -299,14 +421,18 @@ func lastLine(f *os.File, size int64) ([]byte, error) {
 	}
 	end := size - 1
 	var tail []byte
-	const chunk = 64 << 10
+	// A record is a kilobyte or two: the first read is small, and each
+	// further one twice the one before, up to maxChunk. Every page of a
+	// buffer is a page fault at a start, however little of it is used.
+	chunk := int64(firstChunk)
 	for off := end; off > 0; {
-		n := int64(chunk)
+		n := chunk
 		if n > off {
 			n = off
 		}
+		chunk = min(2*chunk, maxChunk)
 		off -= n
-		buf := make([]byte, n)
+		buf := make([]byte, n, n+int64(len(tail)))
 		if _, err := f.ReadAt(buf, off); err != nil {
 			return nil, err
 		}
@@ -320,6 +446,12 @@ func lastLine(f *os.File, size int64) ([]byte, error) {
 	}
 	return tail, nil
 }
+
+// firstChunk and maxChunk bound the reads lastLine makes.
+const (
+	firstChunk = 4 << 10
+	maxChunk   = 64 << 10
+)
 
 func errOr(err, other error) error {
 	if err != nil {

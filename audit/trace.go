@@ -24,7 +24,7 @@ type Writer interface {
 var _ Writer = (*Log)(nil)
 
 // Write is Append returning the stored record.
-func (l *Log) Write(r Record) (Record, error) { return l.append(r, false) }
+func (l *Log) Write(r Record) (Record, error) { return l.append(r, false, nil) }
 
 // Traced returns a Sink that passes every record to next and also emits
 // one OpenTelemetry span for it through tracer, named "airlock.<kind>",

@@ -51,6 +51,12 @@ type ExecOptions struct {
 	// (an MCP server behind the gateway): the policy's wall-clock limit
 	// does not apply, and ctx ending tears the box down instead.
 	Session bool
+	// BeforeStart, when set, runs once the box is planned and before
+	// anything of the command's starts (runner.Request.BeforeStart): an
+	// error ends the call there with nothing run. The wiring waits in it
+	// for the allowed decision's record, written beside the plan. Nil
+	// runs nothing.
+	BeforeStart func() error
 }
 
 // ExecResult is how an allowed command ended, with the decision that let it
@@ -86,10 +92,22 @@ func (k *Kernel) Exec(ctx context.Context, call Call, o ExecOptions) (ExecResult
 	if o.Session {
 		b.spec.Limits.Wall = 0
 	}
+	// The run is recorded as soon as it ended, before its box's host side
+	// is torn down (runner.Request.Ended), or after the runner returned
+	// when it never started or ran in a warm box.
+	var recorded bool
+	var rerr error
+	ended := func(r runner.Result, err error) {
+		recorded, rerr = true, k.recordRun(ctx, call, r, err)
+	}
 	r, err := k.runBox(ctx, runner.Request{Argv: argv, Spec: b.spec, Tier: b.tier,
-		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, OutputCap: o.OutputCap}, o.Session)
+		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, OutputCap: o.OutputCap,
+		BeforeStart: o.BeforeStart, Ended: ended}, o.Session)
 	res.Result = r
-	if rerr := k.recordRun(ctx, call, r, err); rerr != nil && err == nil {
+	if !recorded {
+		rerr = k.recordRun(ctx, call, r, err)
+	}
+	if rerr != nil && err == nil {
 		err = rerr
 	}
 	return res, err

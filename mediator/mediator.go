@@ -362,6 +362,13 @@ func New(p *policy.Policy, world policy.World, o Options) (*Kernel, error) {
 	if k.timeout <= 0 {
 		k.timeout = DefaultEscalationTimeout
 	}
+	if o.Tier != sandbox.Tier0 {
+		// The host's probe answers every call the same way and decides
+		// nothing alone: run it now, beside the rest of the start (the
+		// front end's wiring, the decision and its record), so the first
+		// box finds the tier resolved. A call that needs it waits for it.
+		go k.tier()
+	}
 	return k, nil
 }
 

@@ -254,6 +254,9 @@ var nested = map[string]string{"policy-load": "kernel-build", "audit-open": "ker
 	"etc-view": "plan", "etc-view-build": "plan",
 	// the allowed decision's fsync, beside the start (audit.Log.AppendDeferred)
 	"audit-fsync-background": "audit-append",
+	// the decision's and the run's records, written beside the plan and
+	// the teardown (audit.Log.AppendAsync)
+	"audit-append-background": "audit-append",
 	// a box with network: the proxy's ping, beside the plan, and inside the
 	// box its exec step's start and its listeners (net_linux.go)
 	"egress-ping": "plan", "box-exec-step": "box-run", "box-listen": "box-run"}

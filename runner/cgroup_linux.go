@@ -1,9 +1,8 @@
 package runner
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,12 +23,14 @@ type group struct {
 	version string
 }
 
-// groupPrefix names a run's groups: airlock-<runner pid>-<random>, so a
-// later run can tell a group whose runner died.
+// groupName names a run's groups: airlock-<runner pid>-<random>, so a
+// later run can tell a group whose runner died. The random part is 48
+// bits of the runtime's generator (seeded by the kernel for each
+// process): a name taken already fails New, never adopts the group, and
+// crypto/rand's first use costs a start the memory of its per-thread
+// state.
 func groupName() string {
-	var b [6]byte
-	rand.Read(b[:])
-	return fmt.Sprintf("%d-%s", os.Getpid(), hex.EncodeToString(b[:]))
+	return strconv.Itoa(os.Getpid()) + "-" + fmt.Sprintf("%012x", rand.Uint64()&(1<<48-1))
 }
 
 // newGroup makes a cgroup with the limits l, or fails with errs.Unavailable

@@ -46,7 +46,11 @@ func Run(ctx context.Context, exe string, req Request) (Result, error) {
 	if err != nil {
 		return Result{Description: r.desc}, err
 	}
-	return r.wait(ctx, cmd)
+	res, err := r.wait(ctx, cmd)
+	if req.Ended != nil {
+		req.Ended(res, err) // before finish, deferred above
+	}
+	return res, err
 }
 
 // prepare checks req and plans its box.
@@ -251,6 +255,10 @@ func (r *run) launch() (*exec.Cmd, error) {
 		return nil, err
 	}
 	asBoxUser(r, cmd)
+	// Last, so that what it waits for ran beside all of the above.
+	if err := req.beforeStart(); err != nil {
+		return nil, err
+	}
 	// Nothing airlock's caller left open without close-on-exec may reach
 	// the command: every descriptor above the standard three is marked, and
 	// the ones meant for bubblewrap are placed by the start itself.

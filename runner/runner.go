@@ -39,6 +39,29 @@ type Request struct {
 	// OutputCap bounds the bytes passed on from stdout and stderr
 	// together; the rest is dropped and Result.Truncated set. 0 is no cap.
 	OutputCap int64
+	// BeforeStart, when set, runs once the box is planned and before
+	// anything of the command's starts (bubblewrap, the command itself,
+	// a warm box's call); an error ends the run there, with nothing of it
+	// started, and is the run's error. The kernel waits in it for the
+	// record of the decision that allowed the command, written beside
+	// the plan. Nil runs nothing.
+	BeforeStart func() error
+	// Ended, when set, is given the run's result and error as soon as the
+	// command has ended and its box is empty, before the host side of
+	// the box is torn down (its cgroup, descriptors and placeholders):
+	// the kernel records the run in it, so the record's fsync runs beside
+	// the teardown. Run calls it once the command started, and returns
+	// after the teardown with the same result and error; Pool.Run and
+	// Start never call it. Nil calls nothing.
+	Ended func(Result, error)
+}
+
+// beforeStart runs req.BeforeStart, when set.
+func (req Request) beforeStart() error {
+	if req.BeforeStart == nil {
+		return nil
+	}
+	return req.BeforeStart()
 }
 
 // Result is how the command ended.

@@ -123,6 +123,19 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 		}
 		fp = plan.Fingerprint() + fmt.Sprintf("/%+v", lim)
 	}
+	// Before a box of the call's is started or sent the call; the box
+	// started below is the call's from then on, so it needs no second
+	// wait.
+	if err := req.beforeStart(); err != nil {
+		if plan != nil {
+			plan.Close()
+		}
+		if wb != nil {
+			p.put(wb)
+		}
+		return Result{}, err
+	}
+	req.BeforeStart = nil
 	if wb == nil {
 		if wb, err = p.startBox(req, plan, fp); err != nil {
 			return Result{}, err

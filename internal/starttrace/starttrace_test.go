@@ -47,3 +47,26 @@ func TestOff(t *testing.T) {
 		t.Errorf("off: printed %q, kept %d phases; want nothing", b.String(), len(phases))
 	}
 }
+
+// TestFaults: a phase that touches memory never touched before counts the
+// page faults it took, and phases of one name sum them.
+func TestFaults(t *testing.T) {
+	on, countFaults, phases = true, true, nil
+	defer func() { on, countFaults, phases = false, false, nil }()
+	const pages = 64
+	for range 2 {
+		end := Begin("touch")
+		b := make([]byte, pages<<12) // fresh pages from the kernel
+		for i := 0; i < len(b); i += 1 << 12 {
+			b[i] = 1
+		}
+		end()
+	}
+	got := merged(phases)
+	if len(got) != 1 || got[0].N != 2 {
+		t.Fatalf("got phases %+v, want one phase run twice", got)
+	}
+	if got[0].Faults < pages {
+		t.Errorf("faults: got %d, want at least %d (the pages touched)", got[0].Faults, pages)
+	}
+}

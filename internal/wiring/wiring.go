@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/airlock-run/airlock/approvals"
 	"github.com/airlock-run/airlock/audit"
@@ -225,7 +226,9 @@ func Build(cfg Config) (*Kernel, error) {
 	}
 
 	endAudit := starttrace.Begin("audit-open")
-	k.Audit, err = audit.Open(paths.audit, audit.Options{BoxWritable: thisRun})
+	// Its last record is read beside the rest of the wiring, and waited
+	// for below: a log that cannot be chained onto still fails Build.
+	k.Audit, err = audit.Open(paths.audit, audit.Options{BoxWritable: thisRun, TailLater: true})
 	endAudit()
 	if err != nil {
 		return fail(err)
@@ -269,6 +272,9 @@ func Build(cfg Config) (*Kernel, error) {
 		Offloader: cfg.Offloader, Scope: cfg.Scope, AfterDecide: cfg.AfterDecide,
 		Taint: cfg.Taint, Caches: k.Caches,
 	}); err != nil {
+		return fail(err)
+	}
+	if err := k.Audit.Ready(); err != nil {
 		return fail(err)
 	}
 	return k, nil
@@ -519,18 +525,62 @@ func deferrable(sink audit.Sink, log *audit.Log) *audit.Log {
 	return nil
 }
 
-// syncAfter marks the context of a call whose records Kernel.Exec makes
-// durable (audit.Log.Sync) before it returns anything.
+// syncAfter is the context key of a call whose records Kernel.Exec makes
+// durable (audit.Log.Sync) before it returns anything; its value is the
+// call's *pendingRecords.
 type syncAfter struct{}
 
-// Exec is the kernel's Exec (mediator.Kernel.Exec) with the fsync of the
-// allowed decision's record taken off the start's path: that record is
-// written before anything runs and its fsync runs beside the box's
-// start; the run's own record is fsynced as always; and Exec returns
-// (so the front end reports the result) only once Sync says every record
-// of the call is durable. A failed fsync fails the call.
+// pendingRecords are the allowed decisions of one Kernel.Exec being
+// written beside the box's plan (audit.Log.AppendAsync).
+type pendingRecords struct {
+	mu      sync.Mutex
+	written []func() error
+}
+
+func (p *pendingRecords) add(written func() error) {
+	p.mu.Lock()
+	p.written = append(p.written, written)
+	p.mu.Unlock()
+}
+
+// wait returns once every record is in the file, or with the first that
+// could not be written.
+func (p *pendingRecords) wait() error {
+	p.mu.Lock()
+	ws := p.written
+	p.mu.Unlock()
+	for _, w := range ws {
+		if err := w(); err != nil {
+			return errs.Wrap(errs.Unavailable, err, "audit: the decision could not be recorded, so the command was not started")
+		}
+	}
+	return nil
+}
+
+// Exec is the kernel's Exec (mediator.Kernel.Exec) with the records taken
+// off the start's path: the allowed decision's is encoded and written
+// beside the box's plan, and the box starts only once it is in the file
+// (ExecOptions.BeforeStart), so a run airlock did not live to record
+// still leaves its decision; its fsync runs beside the box's run; the
+// run's own record is written as soon as the command ended, and fsynced
+// beside the box's teardown; and Exec returns (so the front end reports
+// the result) only once Sync says every record of the call is durable. A
+// record that could not be written or fsynced fails the call: the
+// command never starts without its decision in the file, and no result
+// is reported without every record durable.
 func (k *Kernel) Exec(ctx context.Context, call mediator.Call, o mediator.ExecOptions) (mediator.ExecResult, error) {
-	res, err := k.Kernel.Exec(context.WithValue(ctx, syncAfter{}, true), call, o)
+	pending := &pendingRecords{}
+	then := o.BeforeStart
+	o.BeforeStart = func() error {
+		if err := pending.wait(); err != nil {
+			return err
+		}
+		if then != nil {
+			return then()
+		}
+		return nil
+	}
+	res, err := k.Kernel.Exec(context.WithValue(ctx, syncAfter{}, pending), call, o)
 	if serr := k.Audit.Sync(); serr != nil {
 		return res, errs.Wrap(errs.Unavailable, serr, "audit: the record could not be made durable")
 	}
@@ -570,10 +620,22 @@ func (a auditRecorder) Record(ctx context.Context, r mediator.Record) error {
 	rec := audit.Record{Kind: nonEmpty(r.Kind, "decision"), Time: r.Time,
 		CallDigest: strings.TrimPrefix(r.CallDigest, "sha256:"), Verdict: r.Verdict.String(),
 		Rule: r.Rule, Reason: r.Reason, Decider: r.Decider, Fields: fields}
-	// Only an allowed command's decision inside Kernel.Exec, which syncs
-	// before it returns: a refusal is reported at once, so it is durable
-	// first, like every other record.
-	if a.log != nil && ctx.Value(syncAfter{}) != nil && rec.Kind == "decision" && r.Verdict == policy.Allow {
+	// Only an allowed command's decision inside Kernel.Exec, which waits
+	// for it to be written before the box starts and syncs before it
+	// returns: a refusal is reported at once, so it is durable first, like
+	// every other record.
+	p, inExec := ctx.Value(syncAfter{}).(*pendingRecords)
+	if inExec && a.log != nil && rec.Kind == "decision" && r.Verdict == policy.Allow {
+		p.add(a.log.AppendAsync(rec))
+		return nil
+	}
+	// The run's record is written at once, as soon as the command ended
+	// (runner.Request.Ended), and its fsync, a wait on the disk, runs
+	// beside the box's teardown: Kernel.Exec returns the result only once
+	// Sync says it is durable, and fails the call when it is not. (Its
+	// encoding is work for the processor, which a loaded host would not
+	// run any sooner beside the teardown.)
+	if inExec && a.log != nil && rec.Kind == "run" {
 		return a.log.AppendDeferred(rec)
 	}
 	return a.l.Append(rec)

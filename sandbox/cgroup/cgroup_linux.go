@@ -54,7 +54,9 @@ type layout struct {
 func parseLayout(h host) layout {
 	l := layout{v1: map[string]mount{}, paths1: map[string]string{}}
 	sc := bufio.NewScanner(bytes.NewReader(h.mountinfo))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	// Grown only for a line that needs it: a buffer's every page is a
+	// page fault on each start, and the table is read twice per box.
+	sc.Buffer(make([]byte, 0, 4<<10), 1<<20)
 	for sc.Scan() {
 		// id parent maj:min root point options [optional...] - fstype source superopts
 		pre, post, ok := strings.Cut(sc.Text(), " - ")

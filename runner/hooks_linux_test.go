@@ -1,0 +1,62 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+)
+
+// TestHooks: BeforeStart runs once before anything of the command's
+// starts, and its error ends the run with nothing run; Ended is given the
+// result Run returns, once, and only for a command that started.
+func TestHooks(t *testing.T) {
+	for _, tc := range tiers() {
+		if tc.net {
+			continue
+		}
+		t.Run(tc.name(), func(t *testing.T) {
+			if tc.skip != "" {
+				tc.gate(t)
+			}
+			refused := errors.New("the decision is not recorded")
+			for _, name := range []string{"allowed", "refused"} {
+				t.Run(name, func(t *testing.T) {
+					var out bytes.Buffer
+					var before, ended int
+					var got Result
+					var gotErr error
+					req := Request{Argv: []string{"/bin/sh", "-c", "echo ran"}, Spec: baseSpec(t), Tier: tc.tier, Stdout: &out,
+						BeforeStart: func() error {
+							before++
+							if out.Len() != 0 {
+								t.Errorf("BeforeStart ran after the command wrote %q", out.String())
+							}
+							if name == "refused" {
+								return refused
+							}
+							return nil
+						},
+						Ended: func(r Result, err error) { ended++; got, gotErr = r, err }}
+					res, err := Run(context.Background(), testExe(t), req)
+					if before != 1 {
+						t.Errorf("BeforeStart ran %d times, want once", before)
+					}
+					if name == "refused" {
+						if !errors.Is(err, refused) || out.Len() != 0 || ended != 0 {
+							t.Fatalf("BeforeStart refusing: err %v, output %q, Ended %d times; want its error, nothing run, no Ended", err, out.String(), ended)
+						}
+						return
+					}
+					if err != nil || out.String() != "ran\n" {
+						t.Fatalf("got %v, output %q; want ran", err, out.String())
+					}
+					if ended != 1 || gotErr != nil || !reflect.DeepEqual(got, res) {
+						t.Errorf("Ended %d times with %+v, %v; want once, with what Run returned (%+v)", ended, got, gotErr, res)
+					}
+				})
+			}
+		})
+	}
+}
