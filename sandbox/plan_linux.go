@@ -878,8 +878,16 @@ func (p *planner) plan(exe string) error {
 	if err != nil {
 		return err
 	}
-	if p.direct && execArgs == nil {
+	switch {
+	case p.direct && execArgs == nil:
 		args = append(args, directEnv(spec.Env)...)
+	case p.direct:
+		// The exec step's own environment, airlock's and never the box's
+		// (the command gets boxconf.Walls.Env): one P, as the init has.
+		// The step runs on one thread, and a second P only has the Go
+		// runtime start another thread for it to idle on (some 25 page
+		// faults, at the start of every box with a wall or a network).
+		args = append(args, "--setenv", "GOMAXPROCS", "1")
 	}
 	if p.sealed {
 		// For the seal alone; the in-box code drops both. bubblewrap's
