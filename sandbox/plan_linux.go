@@ -827,7 +827,7 @@ func (p *planner) plan(exe string) error {
 
 	// The one way out.
 	if spec.Net != nil && p.direct {
-		if err := p.planListen(ex); err != nil {
+		if err := p.planListen(); err != nil {
 			return err
 		}
 	} else if spec.Net != nil {
