@@ -142,3 +142,35 @@ func TestBoxBinaryOfOtherWalls(t *testing.T) {
 		t.Fatalf("got exit %d and %q, want 125 and the other build named", o.code, o.out)
 	}
 }
+
+// TestBoxBinaryOfAnotherProtocol: an airlock-box of a build whose
+// protocol is another (a fingerprint of its own, as a build with other
+// types or another walls' encoding has) runs nothing in a box the host
+// planned: the exec step refuses the walls, naming the fix, and the run
+// ends with 125.
+func TestBoxBinaryOfAnotherProtocol(t *testing.T) {
+	needTier1(t)
+	dir := filepath.Join(t.TempDir(), "bin")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exe := airlockIn(t, dir)
+	const decl = "const fingerprint = \""
+	small := otherBoxBin(t, dir, "sandbox/boxconf/fingerprint.go", func(src string) string {
+		if !strings.Contains(src, decl) {
+			t.Fatalf("fingerprint.go no longer says %q; this test edits it", decl)
+		}
+		return strings.Replace(src, decl, decl+"stale-", 1)
+	})
+	box, err := Plan(walledSpec(t), Tier1, exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if box.initBin != small {
+		t.Fatalf("the box runs %s, want the other airlock-box: %q", box.initBin, box.Notes)
+	}
+	o := runBox(t, box, []string{"/bin/sh", "-c", "echo RAN"})
+	if strings.Contains(o.out, "RAN") || o.code != 125 || !strings.Contains(o.out, "another build") {
+		t.Fatalf("got exit %d and %q, want 125, nothing run and the other build named", o.code, o.out)
+	}
+}

@@ -53,12 +53,15 @@ func readWalls(fd int) (boxconf.Walls, error) {
 	}
 	w, err := boxconf.DecodeWalls(data)
 	if errors.Is(err, boxconf.ErrWallsFormat) {
-		return w, otherBuild("walls in an encoding this build does not read")
+		return boxconf.Walls{}, otherBuild("walls in an encoding this build does not read")
+	}
+	if err == nil {
+		err = sameProtocol(w.Proto)
 	}
 	if err != nil {
-		return w, err
+		return boxconf.Walls{}, err
 	}
-	return w, sameProtocol(w.Proto)
+	return w, nil
 }
 
 // readAll reads descriptor fd to its end, at most limit bytes.
