@@ -35,11 +35,7 @@ func Supported() (bool, string) { return true, "" }
 // in-box code loads exactly that.
 func TestBoxBinaryOfAnotherFilter(t *testing.T) {
 	needTier1(t)
-	dir := filepath.Join(t.TempDir(), "bin")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	exe := airlockIn(t, dir)
+	dir, exe := airlockInBin(t)
 	small := otherBoxBin(t, dir, "sandbox/seccomp/install_linux.go", func(string) string { return weakInstall })
 	box, err := Plan(walledSpec(t), Tier1, exe)
 	if err != nil {
@@ -115,11 +111,7 @@ func TestBoxBinaryOfOtherWalls(t *testing.T) {
 	if abi, err := landlock.ABI(); err != nil || abi < 6 {
 		testsupport.MissingPart(t, "Landlock scopes (ABI 6; this kernel has %d, %v)", abi, err)
 	}
-	dir := filepath.Join(t.TempDir(), "bin")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	exe := airlockIn(t, dir)
+	dir, exe := airlockInBin(t)
 	const scoped = "r.Scope && abi >= scopeABI"
 	small := otherBoxBin(t, dir, "sandbox/landlock/landlock_linux.go", func(src string) string {
 		if !strings.Contains(src, scoped) {
@@ -150,11 +142,7 @@ func TestBoxBinaryOfOtherWalls(t *testing.T) {
 // ends with 125.
 func TestBoxBinaryOfAnotherProtocol(t *testing.T) {
 	needTier1(t)
-	dir := filepath.Join(t.TempDir(), "bin")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	exe := airlockIn(t, dir)
+	dir, exe := airlockInBin(t)
 	const decl = "const fingerprint = \""
 	small := otherBoxBin(t, dir, "sandbox/boxconf/fingerprint.go", func(src string) string {
 		if !strings.Contains(src, decl) {

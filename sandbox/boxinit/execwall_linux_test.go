@@ -2,32 +2,12 @@ package boxinit
 
 import (
 	"encoding/json"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/airlock-run/airlock/sandbox/boxconf"
 )
-
-// wallsFD hands readWalls data the way bubblewrap does: a pipe.
-func wallsFD(t *testing.T, data []byte) int {
-	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		w.Write(data)
-		w.Close()
-	}()
-	t.Cleanup(func() { r.Close() })
-	fd, err := dupFD(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fd
-}
 
 // TestReadWalls: the exec step reads walls of its own encoding and
 // protocol; walls of another build (another fingerprint, or the JSON an
@@ -53,7 +33,7 @@ func TestReadWalls(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := readWalls(wallsFD(t, tc.data))
+			got, err := readWalls(pipeFD(t, tc.data))
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("refused: %v", err)
@@ -70,7 +50,7 @@ func TestReadWalls(t *testing.T) {
 
 // TestReadWallsBounded: walls beyond maxWalls are refused, not read on.
 func TestReadWallsBounded(t *testing.T) {
-	_, err := readWalls(wallsFD(t, make([]byte, maxWalls+4096)))
+	_, err := readWalls(pipeFD(t, make([]byte, maxWalls+4096)))
 	if err == nil || !strings.Contains(err.Error(), "more than") {
 		t.Fatalf("got %v, want a refusal of walls too large", err)
 	}
