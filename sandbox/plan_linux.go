@@ -418,31 +418,34 @@ func sortOps(ops []op) {
 // for its eight mounts), then the other binds, and last what mounts
 // without reading the table (a tmpfs, a directory, a queue), unless
 // something is mounted inside it. The box that results is the same
-// (BenchmarkBwrapOps times the order as ~proc-first).
+// (TestOpOrderView).
 func bwrapOrder(ops []op) []op {
-	placed := make([]bool, len(ops))
-	out := make([]op, 0, len(ops))
-	// ready: every earlier op at or above ops[j]'s destination is placed.
-	ready := func(j int) bool {
+	// after[i] are the ops that must follow ops[i]; waits[j] counts the
+	// ops ops[j] still waits for.
+	after := make([][]int, len(ops))
+	waits := make([]int, len(ops))
+	for j := range ops {
 		for i := 0; i < j; i++ {
-			if !placed[i] && within(ops[j].dest, ops[i].dest) {
-				return false
+			if within(ops[j].dest, ops[i].dest) {
+				after[i] = append(after[i], j)
+				waits[j]++
 			}
 		}
-		return true
 	}
+	placed := make([]bool, len(ops))
+	out := make([]op, 0, len(ops))
 	for len(out) < len(ops) {
 		best := -1
 		for j := range ops {
-			if placed[j] || !ready(j) {
-				continue
-			}
-			if best < 0 || mountCost(ops[j]) < mountCost(ops[best]) {
+			if !placed[j] && waits[j] == 0 && (best < 0 || mountCost(ops[j]) < mountCost(ops[best])) {
 				best = j
 			}
 		}
 		placed[best] = true
 		out = append(out, ops[best])
+		for _, j := range after[best] {
+			waits[j]--
+		}
 	}
 	return out
 }
