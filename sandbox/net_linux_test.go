@@ -2,10 +2,12 @@ package sandbox
 
 import (
 	"net"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/airlock-run/airlock/internal/testsupport"
 	"github.com/airlock-run/airlock/sandbox/boxconf"
 )
 
@@ -27,13 +29,17 @@ echo done
 
 // TestConnectName: in a box with network and no init, the name git runs
 // as its proxy command is the in-box code (a link to the pinned binary at
-// InitPath, no second bind of it), which answers as airlock-connect, and
-// the box can neither change that file through the name nor put another
-// file there: the write wall leaves /run out.
+// InitPath, no second bind of it), which answers as airlock-connect, also
+// under an exec wall that lists git (the wall lets the name run), and the
+// box can neither change that file through the name nor put another file
+// there: the write wall leaves /run out.
 func TestConnectName(t *testing.T) {
 	needTier1(t)
 	if !netDirect() {
 		t.Skip("no Landlock: a box with network has an init here")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		testsupport.MissingPart(t, "git, whose proxy command this is: %v", err)
 	}
 	sock := filepath.Join(t.TempDir(), "egress.sock")
 	l, err := net.Listen("unix", sock)
@@ -42,7 +48,26 @@ func TestConnectName(t *testing.T) {
 	}
 	defer l.Close()
 	exe := airlockIn(t, t.TempDir())
-	spec := Spec{Workdir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}, Net: &NetSpec{ProxySocket: sock, Token: "t"}}
+	tests := []struct {
+		name string
+		exec *ExecSpec
+	}{
+		{"no exec wall", nil},
+		{"exec wall listing git", &ExecSpec{Programs: []string{"sh", "stat", "rm", "ln", "mv", "git"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := Spec{Workdir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}, Exec: tc.exec,
+				Net: &NetSpec{ProxySocket: sock, Token: "t"}}
+			connectNameHolds(t, spec, exe)
+		})
+	}
+}
+
+// connectNameHolds runs connectScript in a box of spec and checks what it
+// found at the proxy command's name.
+func connectNameHolds(t *testing.T, spec Spec, exe string) {
+	t.Helper()
 	box, err := Plan(spec, Tier1, exe)
 	if err != nil {
 		t.Fatal(err)
