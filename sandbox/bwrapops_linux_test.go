@@ -320,7 +320,8 @@ func BenchmarkBwrapOps(b *testing.B) {
 		// What a box without an init or exec step bound before: the
 		// in-box binary at InitPath.
 		{name: "+in-box-binary", drop: none, add: []string{"--ro-bind", exe, InitPath}},
-		{name: "~proc-first", drop: none, move: procFirst}}
+		// The order of depth alone the plan used before bwrapOrder.
+		{name: "~depth-order", drop: none, move: depthOrder}}
 	for _, g := range opGroups {
 		subjects = append(subjects, &subject{name: g.name, drop: g.drop})
 	}
@@ -377,23 +378,6 @@ func BenchmarkBwrapOps(b *testing.B) {
 	fmt.Print("bubblewrap running /usr/bin/true, a default box's options without one kind:\n" + tab.String())
 }
 
-// procFirst moves /proc and its cover before every other mount: the
-// cover's binds and remounts then read a shorter mount table.
-func procFirst(t testing.TB, opts []string) []string {
-	var head, proc, rest []string
-	for _, op := range splitOps(t, opts) {
-		switch {
-		case op[0] == "--proc" || isProcCover(op):
-			proc = append(proc, op...)
-		case len(proc) == 0 && len(rest) == 0 && op[0] != "--symlink":
-			head = append(head, op...)
-		default:
-			rest = append(rest, op...)
-		}
-	}
-	return slices.Concat(head, proc, rest)
-}
-
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // TestInBoxBinaryBoundOnlyWhereRun: a box bubblewrap starts directly with
@@ -440,7 +424,7 @@ echo done
 // depthOrder is opts in the order the plan used before bwrapOrder: the
 // namespace options, then the mounts by the depth of their destination
 // alone (the /proc cover as one after /proc), then the rest.
-func depthOrder(t *testing.T, opts []string) []string {
+func depthOrder(t testing.TB, opts []string) []string {
 	t.Helper()
 	type unit struct {
 		dest string
