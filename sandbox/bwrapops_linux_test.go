@@ -316,7 +316,8 @@ func BenchmarkBwrapOps(b *testing.B) {
 		// What a box without an init or exec step bound before: the
 		// in-box binary at InitPath.
 		{name: "+in-box-binary", drop: none, add: []string{"--ro-bind", exe, InitPath}},
-		{name: "~proc-first", drop: none, move: procFirst}}
+		// The order of depth alone the plan used before bwrapOrder.
+		{name: "~depth-order", drop: none, move: depthOrder}}
 	for _, g := range opGroups {
 		subjects = append(subjects, &subject{name: g.name, drop: g.drop})
 	}
@@ -373,23 +374,6 @@ func BenchmarkBwrapOps(b *testing.B) {
 	fmt.Print("bubblewrap running /usr/bin/true, a default box's options without one kind:\n" + tab.String())
 }
 
-// procFirst moves /proc and its cover before every other mount: the
-// cover's binds and remounts then read a shorter mount table.
-func procFirst(t testing.TB, opts []string) []string {
-	var head, proc, rest []string
-	for _, op := range splitOps(t, opts) {
-		switch {
-		case op[0] == "--proc" || isProcCover(op):
-			proc = append(proc, op...)
-		case len(proc) == 0 && len(rest) == 0 && op[0] != "--symlink":
-			head = append(head, op...)
-		default:
-			rest = append(rest, op...)
-		}
-	}
-	return slices.Concat(head, proc, rest)
-}
-
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // TestInBoxBinaryBoundOnlyWhereRun: a box bubblewrap starts directly with
@@ -421,5 +405,92 @@ func TestInBoxBinaryBoundOnlyWhereRun(t *testing.T) {
 				t.Fatalf("got exit %d and %q, want 0 and %q", o.code, o.out, tc.want)
 			}
 		})
+	}
+}
+
+// viewScript prints the box's mounts without their numbers (mount point,
+// root, options, type, source, the file system's options; a generated
+// file's random name left out) and what lies at the top of its tree (name,
+// type, mode, owner), both sorted.
+const viewScript = `
+awk '{ for (i = 7; $i != "-"; i++) ; print $5, $4, $6, $(i+1), $(i+2), $(i+3) }' /proc/self/mountinfo |
+	sed 's|^\([^ ]* \)/bindfile[^/]*/|\1/bindfile/|' | sort
+for d in / /run /tmp /var/tmp /dev /home /proc/sys /etc; do
+	stat -c '%n %F %a %u:%g' "$d" "$d"/* "$d"/.[!.]* 2>/dev/null
+done | sort
+echo done
+`
+
+// depthOrder is opts in the order the plan used before bwrapOrder: the
+// namespace options, then the mounts by the depth of their destination
+// alone (the /proc cover as one after /proc), then the rest.
+func depthOrder(t testing.TB, opts []string) []string {
+	t.Helper()
+	type unit struct {
+		dest string
+		args []string
+	}
+	var head, tail []string
+	var units []unit
+	var pending []string // --perms or --size, which go with the next op
+	for _, op := range splitOps(t, opts) {
+		switch {
+		case op[0] == "--perms" || op[0] == "--size":
+			pending = append(pending, op...)
+		case bwrapArity[op[0]] == 0 || op[0] == "--hostname" || op[0] == "--cap-drop" || op[0] == "--cap-add":
+			head = append(head, op...)
+		case op[0] == "--info-fd" || op[0] == "--chdir" || op[0] == "--setenv" || op[0] == "--seccomp":
+			tail = append(tail, op...)
+		case isProcCover(op) && len(units) > 0 && units[len(units)-1].dest == "/proc" && units[len(units)-1].args[0] != "--proc":
+			u := &units[len(units)-1]
+			u.args = append(u.args, op...)
+		case isProcCover(op):
+			units = append(units, unit{"/proc", slices.Clone(op)})
+		default:
+			units = append(units, unit{op[len(op)-1], append(pending, op...)})
+			pending = nil
+		}
+	}
+	sort.SliceStable(units, func(i, j int) bool { return depth(units[i].dest) < depth(units[j].dest) })
+	out := head
+	for _, u := range units {
+		out = append(out, u.args...)
+	}
+	return append(out, tail...)
+}
+
+// TestOpOrderView: the box bubblewrap makes from the plan's options, in
+// the order that reads the mount table least (bwrapOrder), is the box it
+// made from the same options in the order of depth alone: the same mounts
+// with the same options and sources, the same files at the top of its
+// tree. The comparison sees a box that differs (one tmpfs left out).
+func TestOpOrderView(t *testing.T) {
+	needTier1(t)
+	spec := Spec{Workdir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin", "HOME=/home/airlock"}}
+	view := func(change func([]string) []string) string {
+		box, opts := boxOptions(t, spec, "/proc/self/exe")
+		out, code := runOptions(t, box, change(opts), []string{"/bin/sh", "-c", viewScript})
+		if code != 0 || !strings.HasSuffix(out, "done\n") {
+			t.Fatalf("the view script ended with %d: %s", code, out)
+		}
+		return out
+	}
+	_, opts := boxOptions(t, spec, "/proc/self/exe")
+	if slices.Equal(depthOrder(t, opts), opts) {
+		t.Fatalf("the plan's order is the order of depth: the test compares nothing")
+	}
+	now := view(func(o []string) []string { return o })
+	before := view(func(o []string) []string { return depthOrder(t, o) })
+	if d := viewDiff(before, now); d != "" {
+		t.Errorf("the box's view changed with the order of its operations (- by depth, + the plan's):\n%s", d)
+	}
+	if !strings.Contains(now, "/proc/keys ") || !strings.Contains(now, "/var/tmp ") {
+		t.Fatalf("the view lacks the mounts it should list:\n%s", now)
+	}
+	other := view(func(o []string) []string {
+		return dropOps(t, o, func(op []string) bool { return op[0] == "--tmpfs" && op[1] == "/var/tmp" })
+	})
+	if viewDiff(now, other) == "" {
+		t.Errorf("a box without its /var/tmp tmpfs shows the same view; the comparison cannot see it")
 	}
 }

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bytes"
 	"debug/elf"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -311,10 +310,7 @@ func (p *planner) execWall(wdReal string) (execArgs []string, err error) {
 	// The command's environment, which bubblewrap does not set: the step
 	// itself starts with none (boxconf.Walls.Env).
 	walls.Env = append([]string{}, p.spec.Env...)
-	data, err := json.Marshal(walls)
-	if err != nil {
-		return nil, err
-	}
+	data := boxconf.EncodeWalls(walls)
 	r, wr, err := os.Pipe()
 	if err != nil {
 		return nil, err

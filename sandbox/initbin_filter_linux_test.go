@@ -35,11 +35,7 @@ func Supported() (bool, string) { return true, "" }
 // in-box code loads exactly that.
 func TestBoxBinaryOfAnotherFilter(t *testing.T) {
 	needTier1(t)
-	dir := filepath.Join(t.TempDir(), "bin")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	exe := airlockIn(t, dir)
+	dir, exe := airlockInBin(t)
 	small := otherBoxBin(t, dir, "sandbox/seccomp/install_linux.go", func(string) string { return weakInstall })
 	box, err := Plan(walledSpec(t), Tier1, exe)
 	if err != nil {
@@ -115,11 +111,7 @@ func TestBoxBinaryOfOtherWalls(t *testing.T) {
 	if abi, err := landlock.ABI(); err != nil || abi < 6 {
 		testsupport.MissingPart(t, "Landlock scopes (ABI 6; this kernel has %d, %v)", abi, err)
 	}
-	dir := filepath.Join(t.TempDir(), "bin")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	exe := airlockIn(t, dir)
+	dir, exe := airlockInBin(t)
 	const scoped = "r.Scope && abi >= scopeABI"
 	small := otherBoxBin(t, dir, "sandbox/landlock/landlock_linux.go", func(src string) string {
 		if !strings.Contains(src, scoped) {
@@ -140,5 +132,33 @@ func TestBoxBinaryOfOtherWalls(t *testing.T) {
 	}
 	if o.code != 125 || !strings.Contains(o.out, "another build") {
 		t.Fatalf("got exit %d and %q, want 125 and the other build named", o.code, o.out)
+	}
+}
+
+// TestBoxBinaryOfAnotherProtocol: an airlock-box of a build whose
+// protocol is another (a fingerprint of its own, as a build with other
+// types or another walls' encoding has) runs nothing in a box the host
+// planned: the exec step refuses the walls, naming the fix, and the run
+// ends with 125.
+func TestBoxBinaryOfAnotherProtocol(t *testing.T) {
+	needTier1(t)
+	dir, exe := airlockInBin(t)
+	const decl = "const fingerprint = \""
+	small := otherBoxBin(t, dir, "sandbox/boxconf/fingerprint.go", func(src string) string {
+		if !strings.Contains(src, decl) {
+			t.Fatalf("fingerprint.go no longer says %q; this test edits it", decl)
+		}
+		return strings.Replace(src, decl, decl+"stale-", 1)
+	})
+	box, err := Plan(walledSpec(t), Tier1, exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if box.initBin != small {
+		t.Fatalf("the box runs %s, want the other airlock-box: %q", box.initBin, box.Notes)
+	}
+	o := runBox(t, box, []string{"/bin/sh", "-c", "echo RAN"})
+	if strings.Contains(o.out, "RAN") || o.code != 125 || !strings.Contains(o.out, "another build") {
+		t.Fatalf("got exit %d and %q, want 125, nothing run and the other build named", o.code, o.out)
 	}
 }

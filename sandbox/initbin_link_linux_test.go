@@ -19,11 +19,7 @@ import (
 // box may write (a box that could is refused), reached by no link.
 func TestBoxBinaryLinkedIntoAProject(t *testing.T) {
 	needTier1(t)
-	dir := filepath.Join(t.TempDir(), "bin")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	exe := airlockIn(t, dir)
+	dir, exe := airlockInBin(t)
 	proj := t.TempDir()
 	target := filepath.Join(proj, "out", BoxBinary)
 	if err := os.Mkdir(filepath.Dir(target), 0o755); err != nil {
@@ -79,11 +75,7 @@ func TestBoxBinaryLinkedIntoAProject(t *testing.T) {
 // step. airlock-box is now taken only when it has no other name.
 func TestBoxBinaryWithAnotherName(t *testing.T) {
 	needTier1(t)
-	dir := filepath.Join(t.TempDir(), "bin")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	exe := airlockIn(t, dir)
+	dir, exe := airlockInBin(t)
 	small := filepath.Join(dir, BoxBinary)
 	testsupport.CopyBin(t, testsupport.BoxBin(t), small, 0o755)
 	home := t.TempDir()

@@ -45,6 +45,17 @@ func airlockIn(t *testing.T, dir string) string {
 	return dst
 }
 
+// airlockInBin puts the airlock binary, as airlockIn does, in a new
+// directory of its own, and returns both.
+func airlockInBin(t *testing.T) (dir, exe string) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "bin")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir, airlockIn(t, dir)
+}
+
 // boxOut is how a box's command ended.
 type boxOut struct {
 	out  string

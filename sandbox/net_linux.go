@@ -35,16 +35,14 @@ func netDirect() bool {
 }
 
 // planListen plans the way out of a box with network and no init: the
-// socket pair the exec step hands the listeners out on, and airlock under
-// the name airlock-connect for git (ex is the pinned airlock binary).
-func (p *planner) planListen(ex *pinned) error {
+// socket pair the exec step hands the listeners out on, and the in-box
+// code under the name airlock-connect for git (linkConnect).
+func (p *planner) planListen() error {
 	n := p.spec.Net
 	if n.ProxySocket == "" || n.Token == "" {
 		return errs.Invalidf("sandbox: network needs the proxy socket and a token")
 	}
-	if err := p.bindConnect(ex); err != nil {
-		return err
-	}
+	p.linkConnect()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return errs.Wrap(errs.Unavailable, err, "sandbox: the egress listeners' socket pair")
@@ -54,6 +52,24 @@ func (p *planner) planListen(ex *pinned) error {
 	p.listen = &boxconf.Listen{FD: fd, HTTPPort: boxHTTPPort, SOCKSPort: boxSOCKSPort, Exe: boxInitPath, ConnectExe: boxConnPath,
 		Trace: starttrace.On()}
 	return nil
+}
+
+// linkConnect names the in-box code airlock-connect for git, which runs
+// its proxy command by name with only HOST PORT: a symbolic link at
+// boxConnPath to boxInitPath, where the pinned binary is bound. A second
+// bind of it (bindConnect, as a box with an init or of tier 2 has) would
+// be one more mount for bubblewrap to make and check against the whole
+// mount table; the link is none, and executing it executes the bound
+// file. The box cannot put another file in its place: this box always has
+// the exec step's write wall (execWall), which does not take in /run, and
+// the link itself is no way to change the file it names (a write through
+// it meets the read-only bind).
+func (p *planner) linkConnect() {
+	p.ops = append(p.ops, op{dest: boxConnPath, order: 0, args: []string{"--symlink", boxInitPath, boxConnPath}})
+	if p.boxOnly == nil {
+		p.boxOnly = map[string]bool{}
+	}
+	p.boxOnly[boxConnPath] = true
 }
 
 // NetHost is airlock's end of the socket pair a box with network and no

@@ -6,6 +6,10 @@
 //	runner ──config pipe (JSON, one document, then EOF)──▶ boxinit
 //	runner ◀──status pipe (JSON, one document)─────────── boxinit
 //
+// The exec step of a box without an init reads only its Walls, from one
+// pipe too, in an encoding of their own read without reflection
+// (EncodeWalls, DecodeWalls): the step runs at the start of every such box.
+//
 // Both pipes are descriptors inherited through bubblewrap whose numbers are
 // flags on boxinit's command line; boxinit marks them close-on-exec before
 // the target starts, so the target can read neither. Secrets (the proxy
@@ -203,8 +207,8 @@ const (
 	FlagStatus = "--status-fd"
 	// FlagExecWall selects the exec step of a box without an init
 	// (bubblewrap starts the command itself): `InitArg --exec-wall-fd N
-	// -- argv...` reads Walls as JSON from descriptor N, applies them and
-	// executes argv in its own place.
+	// -- argv...` reads Walls (EncodeWalls) from descriptor N, applies
+	// them and executes argv in its own place.
 	FlagExecWall = "--exec-wall-fd"
 	// FlagSeal, before the init's other flags and repeated, names one
 	// mount point of the box to make noexec (see Walls.NoExec): the init

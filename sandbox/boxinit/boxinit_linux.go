@@ -246,8 +246,14 @@ func sameProtocol(proto string) error {
 	if proto == boxconf.Fingerprint() {
 		return nil
 	}
+	return otherBuild(fmt.Sprintf("protocol %q, this one %q", proto, boxconf.Fingerprint()))
+}
+
+// otherBuild is the refusal of what another build's host sent, with what
+// told it apart.
+func otherBuild(what string) error {
 	exe, _ := os.Executable()
-	return fmt.Errorf("the in-box code %s is of another build than the airlock that planned this box (protocol %q, this one %q); nothing ran: build airlock-box again beside airlock (scripts/setup.sh does both)", exe, proto, boxconf.Fingerprint())
+	return fmt.Errorf("the in-box code %s is of another build than the airlock that planned this box (%s); nothing ran: build airlock-box again beside airlock (scripts/setup.sh does both)", exe, what)
 }
 
 func closeRangeExec() error {

@@ -13,16 +13,24 @@ import (
 // configFD hands run a configuration the way bubblewrap does: a pipe.
 func configFD(t *testing.T, cfg boxconf.Config) int {
 	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	if cfg.Proto == "" {
 		cfg.Proto = boxconf.Fingerprint()
 	}
 	data, _ := json.Marshal(cfg)
-	w.Write(data)
-	w.Close()
+	return pipeFD(t, data)
+}
+
+// pipeFD is a descriptor of a pipe that yields data, then its end.
+func pipeFD(t *testing.T, data []byte) int {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { // data may be more than a pipe holds
+		w.Write(data)
+		w.Close()
+	}()
 	t.Cleanup(func() { r.Close() })
 	fd, err := dupFD(r)
 	if err != nil {

@@ -3,10 +3,8 @@
 package boxinit
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"runtime"
 	"strconv"
@@ -39,6 +37,56 @@ func applyWalls(w *boxconf.Walls) error {
 	return err
 }
 
+// maxWalls bounds the walls' encoding: the command's environment is most
+// of it, and the host refuses one beyond what a pipe can be grown to.
+const maxWalls = 4 << 20
+
+// readWalls reads the walls from descriptor fd to its end and closes it.
+// Their encoding is boxconf's own (EncodeWalls), read by hand: no
+// reflection at the start of every box. Walls of another encoding, or of
+// another protocol, are another build's: nothing runs.
+func readWalls(fd int) (boxconf.Walls, error) {
+	data, err := readAll(fd, maxWalls)
+	unix.Close(fd)
+	if err != nil {
+		return boxconf.Walls{}, err
+	}
+	w, err := boxconf.DecodeWalls(data)
+	if errors.Is(err, boxconf.ErrWallsFormat) {
+		return boxconf.Walls{}, otherBuild("walls in an encoding this build does not read")
+	}
+	if err == nil {
+		err = sameProtocol(w.Proto)
+	}
+	if err != nil {
+		return boxconf.Walls{}, err
+	}
+	return w, nil
+}
+
+// readAll reads descriptor fd to its end, at most limit bytes.
+func readAll(fd, limit int) ([]byte, error) {
+	buf := make([]byte, 0, 4096)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("read descriptor %d: %v", fd, err)
+		case n == 0:
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+		if len(buf) > limit {
+			return nil, fmt.Errorf("descriptor %d holds more than %d bytes", fd, limit)
+		}
+	}
+}
+
 // refusedExec is what the wall's refusal of the command itself says.
 func refusedExec(name string) string {
 	return fmt.Sprintf("airlock: exec wall: the kernel refused to execute %s: only the programs the policy lists (shell.allow) may run here", name)
@@ -66,16 +114,7 @@ func execWall(args []string) int {
 		return 125
 	}
 	argv := args[2:]
-	f := os.NewFile(uintptr(fd), "exec-wall")
-	data, err := io.ReadAll(io.LimitReader(f, 4<<20))
-	f.Close()
-	var w boxconf.Walls
-	if err == nil {
-		err = json.Unmarshal(data, &w)
-	}
-	if err == nil {
-		err = sameProtocol(w.Proto)
-	}
+	w, err := readWalls(fd)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "airlock: box: landlock walls: read them: %v\n", err)
 		return 125
