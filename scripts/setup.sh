@@ -62,7 +62,10 @@ CGO_ENABLED=0 go build -o bin/airlock-box ./cmd/airlock-box
 # The node links the Temporal SDK, which the airlock binary leaves out;
 # `airlock node` runs the airlock-node beside it.
 go build -o bin/airlock-node ./cmd/airlock-node
-echo "setup: built bin/airlock, bin/airlock-box and bin/airlock-node ($(go version | cut -d' ' -f3), $(bwrap --version 2>/dev/null || echo 'no bubblewrap'))"
+# The MCP front ends link the MCP SDK, which the airlock binary leaves out
+# too: `airlock mcp serve|wrap` runs the airlock-mcp beside it.
+go build -o bin/airlock-mcp ./cmd/airlock-mcp
+echo "setup: built bin/airlock, bin/airlock-box, bin/airlock-node and bin/airlock-mcp ($(go version | cut -d' ' -f3), $(bwrap --version 2>/dev/null || echo 'no bubblewrap'))"
 
 # The MCP tests run real third-party servers and the conformance suite,
 # installed from the npm registry into a folder of the project's own.

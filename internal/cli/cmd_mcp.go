@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"flag"
+	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/files"
@@ -25,21 +27,39 @@ var mcpTool = helperBinary{name: "airlock-mcp", runs: "the MCP front ends run", 
 func mcpCmd() *Command {
 	return &Command{Name: "mcp", Usage: "COMMAND [ARGS]", Short: "MCP server and gateway",
 		Sub: []*Command{
-			{Name: "serve", Usage: MCPServeUsage, Short: "serve airlock's own tools over MCP", Run: mcpRun("serve")},
-			{Name: "wrap", Usage: MCPWrapUsage, Short: "run another MCP server in a box and mediate its tools", Run: mcpRun("wrap")},
+			mcpStub("serve", MCPServeUsage, "serve airlock's own tools over MCP", MCPServeHelp),
+			mcpStub("wrap", MCPWrapUsage, "run another MCP server in a box and mediate its tools", MCPWrapHelp),
 		}}
 }
 
-// mcpRun runs `airlock mcp name`: Env.MCP's command where the binary set
+// mcpStub is `airlock mcp name`: Env.MCP's command where the binary set
 // one (airlock-mcp), else the airlock-mcp beside this binary in this
-// process's place.
-func mcpRun(name string) func(ctx context.Context, env *Env, args []string) error {
-	return func(ctx context.Context, env *Env, args []string) error {
+// process's place. Without one, --help still prints the command's help
+// (all but its flags, which are airlock-mcp's) and how to build it.
+func mcpStub(name, usage, short, long string) *Command {
+	c := &Command{Name: name, Usage: usage, Short: short, Long: long}
+	c.Run = func(ctx context.Context, env *Env, args []string) error {
 		if run := env.MCP[name]; run != nil {
 			return run(ctx, env, args)
 		}
-		return handOver(env, mcpTool, append([]string{"mcp", name}, args...))
+		err := handOver(env, mcpTool, append([]string{"mcp", name}, args...))
+		if len(args) == 1 && isHelpArg(args[0]) {
+			fmt.Fprintf(env.Stdout, "Usage: airlock mcp %s %s\n\n%s\n\nFlags: airlock-mcp lists them; %v\n", name, usage, strings.TrimSpace(long), err)
+			return flag.ErrHelp
+		}
+		return err
 	}
+	return c
+}
+
+// isHelpArg reports whether a is a request for help, as the flag package
+// reads one.
+func isHelpArg(a string) bool {
+	switch a {
+	case "-h", "--h", "-help", "--help":
+		return true
+	}
+	return false
 }
 
 // MCPWrapUsage and MCPWrapHelp are `airlock mcp wrap`'s synopsis and help,
