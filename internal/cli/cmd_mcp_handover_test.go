@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,17 +28,8 @@ func TestMCPHandsOver(t *testing.T) {
 		}
 	}
 	run := func(args ...string) (int, string) {
-		cmd := exec.Command(airlock, args...)
-		cmd.Env = []string{"PATH=" + onPath + ":/usr/bin:/bin", "HOME=" + t.TempDir(), "AIRLOCK_TRACE_FILE=/dev/null"}
-		cmd.Stdin = strings.NewReader("{\"jsonrpc\":\"2.0\"}\n")
-		out, err := cmd.CombinedOutput()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatalf("airlock %v: %v", args, err)
-		}
-		return code, string(out)
+		return runExe(t, airlock, []string{"PATH=" + onPath + ":/usr/bin:/bin", "HOME=" + t.TempDir(), "AIRLOCK_TRACE_FILE=/dev/null"},
+			"{\"jsonrpc\":\"2.0\"}\n", args...)
 	}
 
 	// Nowhere: one line naming the binary and the command that builds it.
