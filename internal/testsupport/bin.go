@@ -121,9 +121,10 @@ func binFromEnv(t testing.TB, key, name string) string {
 }
 
 // build compiles pkg (./cmd/airlock, ./cmd/airlock-node, ./cmd/airlock-box)
-// as name into dir, "" for a fresh temporary directory. airlock-box is
-// built without cgo, as scripts/setup.sh builds it: a static binary starts
-// in half the time of one the dynamic loader must link first.
+// as name into dir, "" for a fresh temporary directory. airlock-box,
+// airlock and airlock-mcp are built without cgo, as scripts/setup.sh builds
+// them: a static binary starts faster than one the dynamic loader must link
+// first.
 func build(pkg, name, dir string) (string, error) {
 	root, err := moduleRoot()
 	if err != nil {
@@ -137,7 +138,7 @@ func build(pkg, name, dir string) (string, error) {
 	bin := filepath.Join(dir, name)
 	cmd := exec.Command("go", "build", "-o", bin, pkg)
 	cmd.Dir = root
-	if name == BoxBinary {
+	if name == BoxBinary || name == "airlock" || name == "airlock-mcp" {
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	}
 	if out, err := cmd.CombinedOutput(); err != nil {
