@@ -67,9 +67,10 @@ CGO_ENABLED=0 go build -o bin/airlock-box ./cmd/airlock-box
 # The node links the Temporal SDK, which the airlock binary leaves out;
 # `airlock node` runs the airlock-node beside it.
 go build -o bin/airlock-node ./cmd/airlock-node
-# The MCP front ends link the MCP SDK, which the airlock binary leaves out
-# too: `airlock mcp serve|wrap` runs the airlock-mcp beside it. Static, as
-# airlock: it is the guard of every box it starts.
+# The MCP front ends link the MCP SDK, and the file store's commands its
+# SQLite driver, which the airlock binary leaves out too: `airlock mcp
+# serve|wrap`, `airlock files` and `airlock read-result` run the airlock-mcp
+# beside it. Static, as airlock: it is the guard of every box it starts.
 CGO_ENABLED=0 go build -o bin/airlock-mcp ./cmd/airlock-mcp
 echo "setup: built bin/airlock, bin/airlock-box, bin/airlock-node and bin/airlock-mcp ($(go version | cut -d' ' -f3), $(bwrap --version 2>/dev/null || echo 'no bubblewrap'))"
 

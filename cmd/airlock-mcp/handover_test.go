@@ -76,3 +76,36 @@ func TestServeThroughHandOver(t *testing.T) {
 		t.Errorf("read_file: error %v, %q; want the file's text", res.IsError, text)
 	}
 }
+
+// TestStoreCommandsThroughHandOver: `airlock files put` and `airlock
+// read-result`, which open the file store and so link SQLite, run in the
+// airlock-mcp beside airlock: a file put through one is read back through
+// the other.
+func TestStoreCommandsThroughHandOver(t *testing.T) {
+	airlock := testsupport.AirlockBin(t)
+	root := t.TempDir()
+	environ := []string{"PATH=/usr/bin:/bin", "HOME=" + filepath.Join(root, "home"), "AIRLOCK_FILES=" + filepath.Join(root, "store")}
+	run := func(stdin string, args ...string) string {
+		cmd := exec.Command(airlock, args...)
+		cmd.Env, cmd.Stdin = environ, strings.NewReader(stdin)
+		out, err := cmd.Output()
+		if err != nil {
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
+			}
+			t.Fatalf("airlock %v: %v: %s", args, err, stderr)
+		}
+		return string(out)
+	}
+	ref := strings.TrimSpace(run("# Notes\n\nkept in the store\n", "files", "put", "-"))
+	if !strings.HasPrefix(ref, "airlock-file:sha256:") {
+		t.Fatalf("files put printed %q, want a reference", ref)
+	}
+	if got := run("", "read-result", ref, "--view", "full"); !strings.Contains(got, "kept in the store") {
+		t.Errorf("read-result %s: %q; want the file's text", ref, got)
+	}
+	if got := run("", "files", "ls"); !strings.Contains(got, ref) {
+		t.Errorf("files ls: %q; want %s listed", got, ref)
+	}
+}

@@ -34,22 +34,33 @@ func mcpCmd() *Command {
 
 // mcpStub is `airlock mcp name`: Env.MCP's command where the binary set
 // one (airlock-mcp), else the airlock-mcp beside this binary in this
-// process's place. Without one, --help still prints the command's help
-// (all but its flags, which are airlock-mcp's) and how to build it.
+// process's place.
 func mcpStub(name, usage, short, long string) *Command {
-	c := &Command{Name: name, Usage: usage, Short: short, Long: long}
-	c.Run = func(ctx context.Context, env *Env, args []string) error {
-		if run := env.MCP[name]; run != nil {
-			return run(ctx, env, args)
-		}
-		err := handOver(env, mcpTool, append([]string{"mcp", name}, args...))
-		if len(args) == 1 && isHelpArg(args[0]) {
-			fmt.Fprintf(env.Stdout, "Usage: airlock mcp %s %s\n\n%s\n\nFlags: airlock-mcp lists them; %v\n", name, usage, strings.TrimSpace(long), err)
-			return flag.ErrHelp
-		}
-		return err
+	return &Command{Name: name, Usage: usage, Short: short, Long: long,
+		Run: func(ctx context.Context, env *Env, args []string) error {
+			if run := env.MCP[name]; run != nil {
+				return run(ctx, env, args)
+			}
+			return handOverOrHelp(env, mcpTool, []string{"mcp", name}, usage, long, args)
+		}}
+}
+
+// storeTool is the binary that runs the commands that open the file store
+// (files, read-result): airlock-mcp links SQLite (files/sqldriver), which
+// the airlock binary leaves out since no `airlock run` opens a store.
+var storeTool = helperBinary{name: "airlock-mcp", runs: "the file store's commands run", links: "SQLite (files/sqldriver)"}
+
+// handOverOrHelp runs the command path (its words after "airlock") with
+// args in the helper binary b, in this process's place. Where b cannot be
+// run, --help still prints the command's help (all but its flags, which
+// are b's) and the fix; anything else is the one-line failure.
+func handOverOrHelp(env *Env, b helperBinary, path []string, usage, long string, args []string) error {
+	err := handOver(env, b, append(append([]string(nil), path...), args...))
+	if len(args) == 1 && isHelpArg(args[0]) {
+		fmt.Fprintf(env.Stdout, "Usage: airlock %s %s\n\n%s\n\nFlags: %s lists them; %v\n", strings.Join(path, " "), usage, strings.TrimSpace(long), b.name, err)
+		return flag.ErrHelp
 	}
-	return c
+	return err
 }
 
 // isHelpArg reports whether a is a request for help, as the flag package

@@ -11,8 +11,8 @@ import (
 	"github.com/airlock-run/airlock/internal/testsupport"
 )
 
-// TestMCPHandsOver: `airlock mcp serve|wrap ...` runs the airlock-mcp
-// binary in its place — the one beside the airlock binary, never one on
+// TestMCPHandsOver: `airlock mcp serve|wrap ...`, `airlock files ...` and
+// `airlock read-result ...` run the airlock-mcp binary in its place — the one beside the airlock binary, never one on
 // PATH — with the same arguments, environment and standard streams (an
 // MCP client speaks on them). A stand-in airlock-mcp echoes what it was
 // given and a line of its standard input.
@@ -38,6 +38,11 @@ func TestMCPHandsOver(t *testing.T) {
 		!strings.Contains(out, "the MCP SDK") || strings.Count(strings.TrimSpace(out), "\n") != 0 {
 		t.Errorf("no airlock-mcp: exit %d, %q; want 125 and one line naming the build", code, out)
 	}
+	code, out = run("files", "ls")
+	if code != 125 || !strings.Contains(out, "go build -o "+filepath.Join(bin, "airlock-mcp")+" ./cmd/airlock-mcp") ||
+		!strings.Contains(out, "SQLite") || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+		t.Errorf("files ls without airlock-mcp: exit %d, %q; want 125 and one line naming the build", code, out)
+	}
 	// On PATH only: never run.
 	standIn(onPath, "on path")
 	if code, out := run("mcp", "serve"); code != 125 || strings.Contains(out, "on path:") {
@@ -50,6 +55,10 @@ func TestMCPHandsOver(t *testing.T) {
 		{"mcp", "serve", "--sandbox", "off", "--workdir", "a b"},
 		{"mcp", "wrap", "--name", "fs", "--", "srv", "--flag"},
 		{"mcp", "serve", "--help"},
+		// The commands that open the file store link SQLite: airlock-mcp's.
+		{"files", "put", "-"},
+		{"files", "ls", "--json"},
+		{"read-result", "airlock-file:sha256:" + strings.Repeat("1", 64), "--budget", "5"},
 	} {
 		code, out := run(args...)
 		if code != 7 || !strings.Contains(out, "beside: "+strings.Join(args, " ")+"\n") ||
