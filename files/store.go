@@ -14,7 +14,8 @@
 // they can be sealed with the tenant's key and erased by job, tree or tenant.
 //
 // The mediator, the offload package, the daemon and the CLI import it; it
-// imports nothing of airlock's but errs.
+// imports nothing of airlock's but errs. Its SQLite driver is linked by
+// files/sqldriver, which only the programs that open a store import.
 package files
 
 import (
@@ -23,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,8 +33,6 @@ import (
 
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/internal/privfile"
-
-	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
 )
 
 // MaxSize is the largest file the store keeps: 32 MiB, the largest payload a
@@ -173,6 +173,9 @@ func Open(dir string, opt Options) (*Store, error) {
 	if err := ensureDir(filepath.Join(abs, "blobs")); err != nil {
 		return nil, err
 	}
+	if !DriverLinked() {
+		return nil, errs.New(errs.Internal, "files: open store %s: this program links no SQLite driver (import files/sqldriver)", abs)
+	}
 	dsn := "file:" + filepath.Join(abs, "meta.db") +
 		"?_pragma=busy_timeout(20000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
@@ -192,6 +195,11 @@ func Open(dir string, opt Options) (*Store, error) {
 	}
 	return s, nil
 }
+
+// DriverLinked reports whether this program links the store's SQLite
+// driver (files/sqldriver): without it Open fails. The airlock binary links
+// none and hands the commands that open a store to airlock-mcp.
+func DriverLinked() bool { return slices.Contains(sql.Drivers(), "sqlite") }
 
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }

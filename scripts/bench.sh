@@ -12,7 +12,7 @@ run() { echo "== $1"; shift; go test -run XXX -count=1 "$@" 2>&1 | grep -E '^(Be
 start() {
 	echo "== start: airlock run -- /bin/true against a bare bubblewrap (target <= 1.5x; with network <= 2x), the peers beside it"
 	mkdir -p bin
-	go build -o bin/airlock ./cmd/airlock
+	CGO_ENABLED=0 go build -o bin/airlock ./cmd/airlock                 # static, as scripts/setup.sh builds it
 	CGO_ENABLED=0 go build -o bin/airlock-box ./cmd/airlock-box # what the boxes run inside (scripts/setup.sh)
 	local out
 	out=$(AIRLOCK_BIN="$PWD/bin/airlock" go test -run XXX -count=1 -bench 'Start$' -benchtime "${START_RUNS:-30}x" ./runner/ 2>&1) || { echo "$out"; return 1; }

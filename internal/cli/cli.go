@@ -1,7 +1,8 @@
 // Package cli is airlock's command line: the command table, flag parsing,
 // help and the mapping of errors to exit codes. Only the mains import it
-// (cmd/airlock, and cmd/airlock-node and cmd/airlock-server through
-// internal/fleetcli, which runs the commands that link Temporal).
+// (cmd/airlock; cmd/airlock-node and cmd/airlock-server through
+// internal/fleetcli, which runs the commands that link Temporal; and
+// cmd/airlock-mcp through internal/mcpcli, which runs the MCP commands).
 // It wires parts together; decisions, confinement and fitting live in their
 // own packages.
 package cli
@@ -49,8 +50,14 @@ type Env struct {
 	// arguments to the airlock-node binary and `airlock server` names
 	// airlock-server.
 	Node, Server func(ctx context.Context, env *Env, args []string) error
+	// MCP runs `airlock mcp NAME` by NAME (serve, wrap). Only the
+	// airlock-mcp binary sets it (internal/mcpcli), so the airlock binary
+	// never links the MCP SDK: there nil, `airlock mcp` hands its arguments
+	// to the airlock-mcp binary.
+	MCP map[string]func(ctx context.Context, env *Env, args []string) error
 	// Exec replaces this process with another program (syscall.Exec in
-	// DefaultEnv): `airlock node` hands over to airlock-node with it. nil,
+	// DefaultEnv): `airlock node` hands over to airlock-node with it, and
+	// `airlock mcp` to airlock-mcp. nil,
 	// as in a test's Env, hands over to nothing.
 	Exec func(argv0 string, argv, envv []string) error
 	// StdoutTerminal and StderrTerminal report whether Stdout and Stderr

@@ -143,11 +143,16 @@ type storeCall struct {
 
 // storeCmd builds a files subcommand: its flags (the store's and those flags
 // adds), nargs positional arguments (-1: any), then run with the store open.
+// A program without the store's SQLite driver (the airlock binary) hands
+// the command to airlock-mcp, which links it.
 func storeCmd(name, usage, short, long string, nargs int, flags func(*flag.FlagSet),
 	run func(ctx context.Context, env *Env, c storeCall) error) *Command {
 	path := "airlock files " + name
 	return &Command{Name: name, Usage: usage, Short: short, Long: long,
 		Run: func(ctx context.Context, env *Env, args []string) error {
+			if !files.DriverLinked() {
+				return handOverOrHelp(env, storeTool, []string{"files", name}, usage, long, args)
+			}
 			fs := NewFlags(env, path, usage, long)
 			sf := addStoreFlags(fs)
 			if flags != nil {

@@ -2,29 +2,82 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/files"
 	"github.com/airlock-run/airlock/internal/wiring"
-	"github.com/airlock-run/airlock/mcp/gateway"
-	"github.com/airlock-run/airlock/mediator"
-	"github.com/airlock-run/airlock/offload"
-	"github.com/airlock-run/airlock/policy"
 )
 
+// mcpTool is the binary that runs `airlock mcp ...`: it links the MCP SDK
+// (and its gob, JSON Schema and OAuth packages), whose start every
+// `airlock run` would otherwise pay for.
+var mcpTool = helperBinary{name: "airlock-mcp", runs: "the MCP front ends run", links: "the MCP SDK"}
+
 // mcpCmd groups airlock's MCP entry points: serve (airlock's own tools) and
-// wrap (a gateway in front of another MCP server).
+// wrap (a gateway in front of another MCP server). Their help and the list
+// of them are this binary's; running one is the airlock-mcp binary's, which
+// sets Env.MCP: here each hands its arguments to the airlock-mcp beside
+// this binary. An MCP client's standard input and output pass through the
+// exec unchanged, so a client configured with `airlock mcp serve` talks to
+// airlock-mcp directly.
 func mcpCmd() *Command {
 	return &Command{Name: "mcp", Usage: "COMMAND [ARGS]", Short: "MCP server and gateway",
-		Sub: []*Command{mcpServeCmd(), mcpWrapCmd()}}
+		Sub: []*Command{
+			mcpStub("serve", MCPServeUsage, "serve airlock's own tools over MCP", MCPServeHelp),
+			mcpStub("wrap", MCPWrapUsage, "run another MCP server in a box and mediate its tools", MCPWrapHelp),
+		}}
 }
 
-const mcpWrapUsage = "[flags] [--http ADDR [--token-file FILE | --no-auth] ...] -- CMD [ARG...]"
+// mcpStub is `airlock mcp name`: Env.MCP's command where the binary set
+// one (airlock-mcp), else the airlock-mcp beside this binary in this
+// process's place.
+func mcpStub(name, usage, short, long string) *Command {
+	return &Command{Name: name, Usage: usage, Short: short, Long: long,
+		Run: func(ctx context.Context, env *Env, args []string) error {
+			if run := env.MCP[name]; run != nil {
+				return run(ctx, env, args)
+			}
+			return handOverOrHelp(env, mcpTool, []string{"mcp", name}, usage, long, args)
+		}}
+}
 
-const mcpWrapLong = `Start the MCP server CMD (stdio) inside a box made from the policy (its files;
+// storeTool is the binary that runs the commands that open the file store
+// (files, read-result): airlock-mcp links SQLite (files/sqldriver), which
+// the airlock binary leaves out since no `airlock run` opens a store.
+var storeTool = helperBinary{name: "airlock-mcp", runs: "the file store's commands run", links: "SQLite (files/sqldriver)"}
+
+// handOverOrHelp runs the command path (its words after "airlock") with
+// args in the helper binary b, in this process's place. Where b cannot be
+// run, --help still prints the command's help (all but its flags, which
+// are b's) and the fix; anything else is the one-line failure.
+func handOverOrHelp(env *Env, b helperBinary, path []string, usage, long string, args []string) error {
+	err := handOver(env, b, append(append([]string(nil), path...), args...))
+	if len(args) == 1 && isHelpArg(args[0]) {
+		fmt.Fprintf(env.Stdout, "Usage: airlock %s %s\n\n%s\n\nFlags: %s lists them; %v\n", strings.Join(path, " "), usage, strings.TrimSpace(long), b.name, err)
+		return flag.ErrHelp
+	}
+	return err
+}
+
+// isHelpArg reports whether a is a request for help, as the flag package
+// reads one.
+func isHelpArg(a string) bool {
+	switch a {
+	case "-h", "--h", "-help", "--help":
+		return true
+	}
+	return false
+}
+
+// MCPWrapUsage and MCPWrapHelp are `airlock mcp wrap`'s synopsis and help,
+// for the airlock-mcp binary that runs it (internal/mcpcli).
+const MCPWrapUsage = "[flags] [--http ADDR [--token-file FILE | --no-auth] ...] -- CMD [ARG...]"
+
+const MCPWrapHelp = `Start the MCP server CMD (stdio) inside a box made from the policy (its files;
 its network only through the egress proxy) and serve it to an MCP client on
 standard input and output, or over streamable HTTP with --http ADDR (one
 boxed server per session).
@@ -40,128 +93,76 @@ else passes through unchanged.
 
 CMD itself is decided as a command by the policy's shell section.
 
-` + httpHelp
+` + MCPHTTPHelp + mcpBinaryHelp
 
-func mcpWrapCmd() *Command {
-	return &Command{Name: "wrap", Usage: mcpWrapUsage, Short: "run another MCP server in a box and mediate its tools", Long: mcpWrapLong,
-		Run: func(ctx context.Context, env *Env, args []string) error {
-			fs := NewFlags(env, "airlock mcp wrap", mcpWrapUsage, mcpWrapLong)
-			kf := addKernelFlags(fs, "the server")
-			hf := addHTTPFlags(fs)
-			prefix := fs.String("name", "", "decide tools as `PREFIX`.tool (default: by their bare names)")
-			callTimeout := fs.Duration("call-timeout", 10*time.Minute, "answer a request the server has not answered within this long with an error (0: wait)")
-			threshold, elicit := addResultFlags(fs)
-			pinsDir := fs.String("pins", "", "`directory` of pinned tool definitions (default: $XDG_STATE_HOME/airlock/mcp-pins)")
-			sf := addStoreFlags(fs)
-			kf.store = sf
-			if err := ParseFlags(fs, args); err != nil {
-				return err
-			}
-			argv := fs.Args()
-			if len(argv) == 0 {
-				return usagef("no server command (airlock mcp wrap %s)", mcpWrapUsage)
-			}
-			if *prefix != "" {
-				*prefix = strings.TrimSuffix(*prefix, ".") + "."
-			}
-			th, err := offload.Threshold(*threshold, 0, 0)
-			if err != nil {
-				return usagef("--offload: %v", err)
-			}
-			ep, err := hf.open(fs, "airlock mcp wrap")
-			if err != nil {
-				return err
-			}
-			if ep != nil {
-				defer ep.ln.Close()
-			}
+// MCPServeUsage and MCPServeHelp are `airlock mcp serve`'s synopsis and
+// help, for the airlock-mcp binary that runs it (internal/mcpcli).
+const MCPServeUsage = "[--policy FILE] [--workdir DIR] [--mode observe|fix] [--sandbox auto|off|1|2] [--http ADDR [--token-file FILE | --no-auth] ...]"
 
-			var withStore func(*wiring.Config)
-			if th > 0 {
-				st, sc, err := sf.open(env)
-				if err != nil {
-					return err
-				}
-				defer st.Close()
-				withStore = func(c *wiring.Config) { c.Offloader, c.Scope = &offload.Offloader{Store: st, Threshold: th}, sc }
-			}
-			// The pins are airlock's own: the kernel refuses a policy
-			// that lets a box write them.
-			dir := *pinsDir
-			if dir == "" {
-				sd, err := stateDir(env)
-				if err != nil {
-					return err
-				}
-				dir = filepath.Join(sd, "mcp-pins")
-			}
-			dir = absFrom(env, dir)
-			k, err := kf.build(env, "airlock mcp wrap", env.IsTerminal, func(c *wiring.Config) {
-				c.PinsDir = dir
-				if withStore != nil {
-					withStore(c)
-				}
-			})
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			checker, err := k.Kernel.Policy().Compile(k.World)
-			if err != nil {
-				return err
-			}
-			pins, err := gateway.OpenPins(gateway.PinsFile(dir, argv))
-			if err != nil {
-				return err
-			}
-			o := gateway.Options{
-				Start:  gateway.Boxed(k.Kernel, mediator.Call{Kind: mediator.KindExec, Argv: argv}, env.Stderr),
-				Kernel: k.Kernel,
-				Listed: func(tool string) bool {
-					d := checker.Tool(tool, nil)
-					// A tool denied only because its arguments did not match
-					// may still be called with other arguments: keep it listed.
-					return d.Verdict != policy.Deny || strings.HasSuffix(d.Rule, ".else")
-				},
-				Prefix:      *prefix,
-				PolicyTools: func() map[string]policy.ToolRule { return k.Kernel.Policy().Tools },
-				Audit:       k.Audit.Append,
-				Pins:        pins,
-				// A server need not say its tools changed: list before each
-				// call, so a changed definition is asked about there.
-				Relist:     true,
-				ApprovePin: pinApprover(k),
-				// Escalations go to the person at the client when it can
-				// show an elicitation, else to the broker and terminal.
-				WithApprover: withApprover(*elicit),
-				CallTimeout:  *callTimeout,
-				Log:          env.Log,
-			}
-			g, err := gateway.New(o)
-			if err != nil {
-				return err
-			}
-			if ep == nil {
-				return g.ServeStdio(ctx, env.Stdin, env.Stdout)
-			}
-			ep.o.Log = env.Log
-			h := g.Handler(ctx, ep.o)
-			return ep.serve(ctx, env, "MCP gateway", h, h.Close)
-		}}
+const MCPServeHelp = `Serve airlock's own tools over MCP: exec (argv, or a shell string where the
+policy's shell.raw allows), read_file, write_file, list_dir, search and
+read_result. Every call is decided by the policy (as 'airlock run' decides),
+escalations go to the person at the MCP client (elicitation, when the client
+supports it and --elicit is not false) or through 'airlock approvals', and
+are denied at the timeout, commands and file tools run in the sandbox, and writes happen only
+in fix mode. A refusal is a JSON-RPC error with code POLICY_DENIED and a
+reason. Every tool takes view, budget and query to fit its answer; an answer
+over the offload threshold is kept in the file store and the model gets a
+stub to read parts of with read_result.
+
+MCP speaks on standard input and output unless --http ADDR is given.
+
+` + MCPHTTPHelp + `
+
+` + storeHelp + mcpBinaryHelp
+
+// MCPHTTPHelp is the help of the HTTP transport both MCP commands take.
+const MCPHTTPHelp = `With --http ADDR, MCP's streamable HTTP transport is served at http://ADDR/mcp
+instead of standard input and output. ADDR is a loopback address unless
+--allow-host names the host names clients use. Every request must carry
+"Authorization: Bearer TOKEN": airlock makes a token and prints it once on
+standard error, or reads it from --token-file FILE (a regular file of yours
+that only you may read: chmod 600). --no-auth, only on a loopback address,
+lets every local process in. A request with a wrong or no token gets 401, one
+whose Host or Origin is not loopback (or a name of --allow-host) 403, one
+whose body is over 8 MiB 413; nothing is started for any of them.
+
+A client is a remote address. Sessions and boxes are capped per client and
+in all (--max-client-sessions, --max-sessions, --max-client-boxes,
+--max-boxes): over a cap, an initialize gets 429 and a call a JSON-RPC error
+that names the flag to raise, and nothing is started. mcp wrap runs one box
+per session; mcp serve one per running tools/call. A session no request has
+touched for --session-idle is ended, and its boxes with it.`
+
+const mcpBinaryHelp = `
+
+The MCP commands are the airlock-mcp binary, which links the MCP SDK that
+the airlock binary leaves out: airlock mcp runs the airlock-mcp beside this
+binary (never one on PATH) with the same arguments and standard streams.`
+
+// KernelFlags are the kernel's flags and the file store's, for the MCP
+// commands of the airlock-mcp binary (internal/mcpcli): they read the
+// policy, the mode, the tier, the audit log and the store as run does.
+type KernelFlags struct{ k *kernelFlags }
+
+// AddKernelFlags defines the kernel's and the store's flags on fs; of
+// names what the working directory belongs to in the help ("the calls").
+func AddKernelFlags(fs *flag.FlagSet, of string) *KernelFlags {
+	k := addKernelFlags(fs, of)
+	k.store = addStoreFlags(fs)
+	return &KernelFlags{k: k}
 }
 
-// pinApprover asks a person, through the kernel like any escalation,
-// whether a changed tool definition may be used; no answer by the policy's
-// escalation timeout is a refusal, and an answer that cannot be recorded
-// keeps the tool blocked.
-func pinApprover(k *wiring.Kernel) func(ctx context.Context, old, new gateway.Definition) error {
-	return func(ctx context.Context, old, new gateway.Definition) error {
-		// The person is shown every member that changed, old and new.
-		args := gateway.ApprovalArgs(old, new)
-		args["pinned_digest"], args["new_digest"] = old.Digest(), new.Digest()
-		call := mediator.Call{Kind: mediator.KindTool, Tool: new.Name, Args: args}
-		return k.Confirm(ctx, call, "mcp.pins", fmt.Sprintf("the definition of the MCP tool %s changed since it was pinned", new.Name))
-	}
+// Build wires the kernel the flags name, for cmd; terminal says whether a
+// person may be asked on this terminal, with (when set) adds to the
+// configuration.
+func (k *KernelFlags) Build(env *Env, cmd string, terminal bool, with func(*wiring.Config)) (*wiring.Kernel, error) {
+	return k.k.build(env, cmd, terminal, with)
+}
+
+// OpenStore opens the file store the flags name.
+func (k *KernelFlags) OpenStore(env *Env) (*files.Store, files.Scope, error) {
+	return k.k.store.open(env)
 }
 
 // stateDir is airlock's directory of the user's state.
@@ -176,14 +177,5 @@ func stateDir(env *Env) (string, error) {
 }
 
 // StateDir is stateDir, for the node's check that no job's policy reaches
-// airlock's own state.
+// airlock's own state and for mcp wrap's pins.
 func StateDir(env *Env) (string, error) { return stateDir(env) }
-
-// withApprover is the gateway's hook for asking the client's person, or nil
-// (every escalation to 'airlock approvals') when elicitation is off.
-func withApprover(elicit bool) func(context.Context, mediator.Approver) context.Context {
-	if !elicit {
-		return nil
-	}
-	return mediator.WithApprover
-}

@@ -60,7 +60,7 @@ node sandbox-optout are this binary's own.`
 
 // nodeBinary is the binary that runs `airlock node`: it links the Temporal
 // SDK, which the airlock binary does not.
-const nodeBinary = "airlock-node"
+var nodeBinary = helperBinary{name: "airlock-node", runs: "nodes run", links: "the Temporal SDK"}
 
 // nodeCmd runs Env.Node, which only the airlock-node binary sets; the
 // airlock binary hands its arguments to that binary (node list and
@@ -76,11 +76,21 @@ func nodeCmd() *Command {
 		}}
 }
 
-// handOver runs the fleet binary name in place of this process, with args
-// and the caller's environment: the one beside the airlock binary. It
-// returns only when it cannot, naming the fix.
-func handOver(env *Env, name string, args []string) error {
-	path, err := fleetBinary(env, name)
+// helperBinary is a binary of airlock's own that runs commands the airlock
+// binary leaves out, so that it need not link (and start) what they link.
+type helperBinary struct {
+	// name is the binary's (and its cmd/ package's) name.
+	name string
+	// runs and links say, in the error naming the fix, what the binary
+	// runs ("nodes run") and what it links that airlock does not.
+	runs, links string
+}
+
+// handOver runs the helper binary b in place of this process, with args
+// and the caller's environment and standard streams: the one beside the
+// airlock binary. It returns only when it cannot, naming the fix.
+func handOver(env *Env, b helperBinary, args []string) error {
+	path, err := besideBinary(env, b)
 	if err != nil {
 		return err
 	}
@@ -91,24 +101,24 @@ func handOver(env *Env, name string, args []string) error {
 	return errs.Wrap(errs.Unavailable, err, "run %s", path)
 }
 
-// fleetBinary finds name beside the airlock binary, and only there. PATH
+// besideBinary finds b beside the airlock binary, and only there. PATH
 // is never searched: its entries may be relative (the working directory,
 // often a workspace a box wrote) or name any directory some box was
 // granted, which no reading of PATH can tell, and a binary a box wrote must
 // never be what the host executes. The one beside is trusted as the
 // airlock binary is, and only while no one but its owner (root or this
 // user) may change it.
-func fleetBinary(env *Env, name string) (string, error) {
+func besideBinary(env *Env, b helperBinary) (string, error) {
 	if env.Exe == "" {
-		return "", errs.Unavailablef("nodes run in the %s binary beside the airlock binary, whose path is unknown: run %s directly", name, name)
+		return "", errs.Unavailablef("%s in the %s binary beside the airlock binary, whose path is unknown: run %s directly", b.runs, b.name, b.name)
 	}
-	beside := filepath.Join(filepath.Dir(env.Exe), name)
+	beside := filepath.Join(filepath.Dir(env.Exe), b.name)
 	err := lookpath.Executable(beside)
 	if err == nil {
 		err = ownedHere(beside)
 	}
 	if err != nil {
-		return "", errs.Unavailablef("nodes run in the %s binary, which links the Temporal SDK that the airlock binary leaves out, and there is none at %s (%v; PATH is not searched): build it beside airlock (`go build -o %s ./cmd/airlock-node`; scripts/setup.sh does)", name, beside, err, beside)
+		return "", errs.Unavailablef("%s in the %s binary, which links %s that the airlock binary leaves out, and there is none at %s (%v; PATH is not searched): build it beside airlock (`go build -o %s ./cmd/%s`; scripts/setup.sh does)", b.runs, b.name, b.links, beside, err, beside, b.name)
 	}
 	return beside, nil
 }

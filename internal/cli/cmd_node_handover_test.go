@@ -32,16 +32,7 @@ func TestNodeHandsOver(t *testing.T) {
 		return p
 	}
 	run := func(args ...string) (int, string) {
-		cmd := exec.Command(airlock, args...)
-		cmd.Env = []string{"PATH=" + onPath + ":/usr/bin:/bin", "HOME=" + t.TempDir(), "AIRLOCK_SERVER=http://127.0.0.1:1"}
-		out, err := cmd.CombinedOutput()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatalf("airlock %v: %v", args, err)
-		}
-		return code, string(out)
+		return runExe(t, airlock, []string{"PATH=" + onPath + ":/usr/bin:/bin", "HOME=" + t.TempDir(), "AIRLOCK_SERVER=http://127.0.0.1:1"}, "", args...)
 	}
 
 	// Nowhere: one line naming the binary and the fix.
@@ -82,6 +73,23 @@ func TestNodeWithoutAirlockNode(t *testing.T) {
 	if code != 125 || !strings.Contains(stderr.String(), "there is none at "+filepath.Join(dir, "airlock-node")) {
 		t.Errorf("got exit %d, %q", code, stderr.String())
 	}
+}
+
+// runExe runs exe with args, the environment environ and stdin as its
+// standard input, and returns its exit code and what it printed.
+func runExe(t *testing.T, exe string, environ []string, stdin string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(exe, args...)
+	cmd.Env = environ
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%s %v: %v", exe, args, err)
+	}
+	return code, string(out)
 }
 
 // copyExe copies the executable from to to.

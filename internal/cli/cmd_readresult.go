@@ -10,6 +10,9 @@ import (
 	"github.com/airlock-run/airlock/offload"
 )
 
+// readResultCmd is `airlock read-result`; like the files commands it opens
+// the store, so a program without its SQLite driver (the airlock binary)
+// hands it to airlock-mcp.
 func readResultCmd() *Command {
 	const usage = "REF [--view V] [--section S | --range A-B | --query Q] [--budget N] [--json]"
 	const long = `Reads part of an offloaded result (or any stored file) fitted to a budget:
@@ -23,6 +26,9 @@ to standard output as {"content": ..., "fit": {...}}.
 ` + storeHelp
 	return &Command{Name: "read-result", Usage: usage, Short: "read part of an offloaded result", Long: long,
 		Run: func(ctx context.Context, env *Env, args []string) error {
+			if !files.DriverLinked() {
+				return handOverOrHelp(env, storeTool, []string{"read-result"}, usage, long, args)
+			}
 			fs := NewFlags(env, "airlock read-result", usage, long)
 			sf := addStoreFlags(fs)
 			view := fs.String("view", "", "stub, summary, section or full")

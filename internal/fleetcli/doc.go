@@ -5,3 +5,7 @@
 // or box init pays for the Temporal SDK: only cmd/airlock-node and
 // cmd/airlock-server import it, and set cli.Env's Node and Server to it.
 package fleetcli
+
+// The node's and the server's file stores need the SQLite driver, which the
+// airlock binary leaves out.
+import _ "github.com/airlock-run/airlock/files/sqldriver"

@@ -124,7 +124,38 @@ var depRules = append([]depRule{
 		"go.temporal.io/server", false, "only jobs/server imports the Temporal server, and only airlock-server links it (the airlock binary never carries it)"},
 	{func(p string, _ row) bool { return slices.Contains(temporalFree, p) }, "go.temporal.io", false,
 		"the airlock binary links no Temporal package, since every `airlock run`, its guard and every box's init pay for what it links: the node is airlock-node and the server airlock-server (internal/fleetcli), and the CLI's HTTP clients read jobs/wire and api/wire"},
-}, boxDepRules()...)
+}, append(mcpDepRules(), boxDepRules()...)...)
+
+// mcpBanned is what the MCP front ends and the file store's commands link
+// that the airlock binary (temporalFree: its main and its CLI) must not,
+// checked against its whole closure (go list -deps): every `airlock run`,
+// its guard and every box's init would pay for their start (gob's and JSON
+// Schema's inits alone take half a millisecond, SQLite's C runtime a
+// millisecond). `airlock mcp`, `airlock files` and `airlock read-result`
+// are the airlock-mcp binary (internal/mcpcli).
+var mcpBanned = []struct{ pkg, what string }{
+	{"github.com/modelcontextprotocol/go-sdk", "the MCP SDK"},
+	{"github.com/google/jsonschema-go", "the MCP SDK's JSON Schema"},
+	{"golang.org/x/oauth2", "the MCP SDK's OAuth"},
+	{"github.com/segmentio/encoding", "the MCP SDK's JSON"},
+	{"encoding/gob", "gob"},
+	{module + "/mcp/serve", "mcp serve"},
+	{module + "/mcp/gateway", "the MCP gateway"},
+	{module + "/mcp/httpfront", "the MCP HTTP front"},
+	{module + "/internal/mcpcli", "the MCP commands"},
+	{module + "/files/sqldriver", "the file store's SQLite driver (no `airlock run` opens a store; `airlock files` and `read-result` are airlock-mcp's)"},
+	{"modernc.org/sqlite", "SQLite"},
+	{"modernc.org/libc", "SQLite's C runtime"},
+}
+
+// mcpDepRules are mcpBanned as depRules.
+func mcpDepRules() (out []depRule) {
+	for _, b := range mcpBanned {
+		out = append(out, depRule{who: func(p string, _ row) bool { return slices.Contains(temporalFree, p) }, banned: b.pkg,
+			why: "the airlock binary links no MCP front end and no SQLite, since every `airlock run`, its guard and every box's init pay for what it links: `airlock mcp`, `files` and `read-result` hand over to airlock-mcp (internal/mcpcli), so it never links " + b.what})
+	}
+	return out
+}
 
 // boxBinary is the in-box binary: every box starts it, so it pays for
 // each package it links; boxBanned is what it must not link, checked

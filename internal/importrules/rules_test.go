@@ -117,7 +117,7 @@ var tableRules = []tableRule{
 		return out
 	}},
 	{"only the mains import the CLI and the escape matrix", func(tab map[string]row) []string {
-		return append(onlyListedBy(tab, "internal/cli", []string{"internal/fleetcli"}, "the CLI is wiring; no part imports it (but its fleet half, internal/fleetcli)"),
+		return append(onlyListedBy(tab, "internal/cli", []string{"internal/fleetcli", "internal/mcpcli"}, "the CLI is wiring; no part imports it (but its fleet and MCP halves, internal/fleetcli and internal/mcpcli)"),
 			onlyListedBy(tab, "escape", []string{"internal/cli", "internal/fleetcli"}, "the escape matrix is `airlock sandbox selftest` (and a node's attest rows)")...)
 	}},
 	{"nobody imports a main or a test package", func(tab map[string]row) (out []string) {

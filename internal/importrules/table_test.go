@@ -73,6 +73,7 @@ var table = map[string]row{
 	"egress/forward":   {layer: parts, may: []string{"egress/wire"}},
 	"audit":            {layer: parts, may: []string{"internal/privfile", "internal/starttrace"}},
 	"files":            {layer: parts, may: []string{"internal/privfile"}},
+	"files/sqldriver":  {layer: parts}, // the store's SQLite driver, linked only by the programs that open a store
 	"mcp":              {layer: parts, may: []string{"fit"}},
 	"sandbox/cgroup":   {layer: parts},
 	"sandbox/seccomp":  {layer: parts},
@@ -119,17 +120,21 @@ var table = map[string]row{
 	"internal/wiring": {layer: cli, may: []string{"approvals", "audit", "egress", "egress/wire", "files", "fit",
 		"internal/privfile", "internal/starttrace", "mcp", "mediator", "netrule", "offload", "policy", "sandbox"}},
 	"internal/cli": {layer: cli, may: []string{"api/wire", "approvals", "audit", "escape", "files", "fit", "internal/privfile", "jobs/pki", "jobs/wire", "termsafe",
-		"internal/wiring", "mcp", "mcp/gateway", "mcp/httpfront", "mcp/serve", "mediator", "offload", "policy",
-		"policy/shellread", "sandbox", "sandbox/lookpath"},
-		starts: "`airlock node` hands its arguments to the airlock-node binary (syscall.Exec), which alone links the Temporal SDK"},
+		"internal/wiring", "mediator", "offload", "policy", "policy/shellread", "sandbox", "sandbox/lookpath"},
+		starts: "`airlock node` and `airlock mcp` hand their arguments to the airlock-node and airlock-mcp binaries (syscall.Exec), which alone link the Temporal SDK and the MCP SDK"},
 	// fleetcli: `airlock node` and `airlock server`, which link Temporal;
 	// only the airlock-node and airlock-server binaries import it.
-	"internal/fleetcli": {layer: cli, may: []string{"api", "audit", "escape", "files", "internal/cli", "internal/privfile", "internal/wiring",
+	"internal/fleetcli": {layer: cli, may: []string{"api", "audit", "escape", "files", "files/sqldriver", "internal/cli", "internal/privfile", "internal/wiring",
 		"jobs", "jobs/pki", "node", "offload", "policy", "sandbox"}},
+	// mcpcli: `airlock mcp serve` and `airlock mcp wrap`, which link the
+	// MCP SDK; only the airlock-mcp binary imports it.
+	"internal/mcpcli": {layer: cli, may: []string{"files/sqldriver", "internal/cli", "internal/wiring", "mcp/gateway", "mcp/httpfront", "mcp/serve",
+		"mediator", "offload", "policy"}},
 
 	// mains
 	"cmd/airlock":        {layer: mains, may: []string{"egress/forward", "escape", "internal/cli", "internal/starttrace", "sandbox", "sandbox/boxinit"}},
 	"cmd/airlock-node":   {layer: mains, may: []string{"egress/forward", "escape", "internal/cli", "internal/fleetcli", "sandbox", "sandbox/boxinit"}},
+	"cmd/airlock-mcp":    {layer: mains, may: []string{"egress/forward", "escape", "internal/cli", "internal/mcpcli", "sandbox", "sandbox/boxinit"}},
 	"cmd/airlock-box":    {layer: mains, may: []string{"egress/forward", "sandbox/boxinit"}}, // the in-box binary: see boxBanned
 	"cmd/airlock-server": {layer: mains, may: []string{"internal/cli", "internal/fleetcli", "jobs/server"}},
 

@@ -19,7 +19,7 @@ const module = "github.com/airlock-run/airlock"
 // built is the binary AirlockBin built for this test process, once;
 // builtNode NodeBin's.
 var (
-	built     = sync.OnceValues(func() (string, error) { return buildWithBox("./cmd/airlock", "airlock") })
+	built     = sync.OnceValues(buildAirlock)
 	builtNode = sync.OnceValues(func() (string, error) { return buildWithBox("./cmd/airlock-node", "airlock-node") })
 	builtBox  = sync.OnceValues(func() (string, error) { return build("./cmd/airlock-box", BoxBinary, "") })
 )
@@ -34,15 +34,27 @@ func buildWithBox(pkg, name string) (string, error) {
 	return bin, err
 }
 
+// buildAirlock builds the airlock binary with airlock-box and airlock-mcp
+// beside it, as scripts/setup.sh does: `airlock mcp` runs the airlock-mcp
+// beside it.
+func buildAirlock() (string, error) {
+	bin, err := buildWithBox("./cmd/airlock", "airlock")
+	if err == nil {
+		_, err = build("./cmd/airlock-mcp", "airlock-mcp", filepath.Dir(bin))
+	}
+	return bin, err
+}
+
 // BoxBinary is the in-box binary's name (sandbox.BoxBinary; this package
 // imports no airlock package).
 const BoxBinary = "airlock-box"
 
 // AirlockBin returns the airlock binary the test runs: $AIRLOCK_BIN when set
-// (scripts/test.sh builds it once for every package, with airlock-box
-// beside it), else one built from this checkout's cmd/airlock, once per
-// test binary, with cmd/airlock-box built beside it (the boxes it plans run
-// that one inside). A build that fails fails the test: a test that needs
+// (scripts/test.sh builds it once for every package, with airlock-box and
+// airlock-mcp beside it), else one built from this checkout's cmd/airlock,
+// once per test binary, with cmd/airlock-box (the boxes it plans run that
+// one inside) and cmd/airlock-mcp (`airlock mcp` runs that one) built
+// beside it. A build that fails fails the test: a test that needs
 // the binary proves nothing without it.
 func AirlockBin(t testing.TB) string {
 	t.Helper()
@@ -109,9 +121,10 @@ func binFromEnv(t testing.TB, key, name string) string {
 }
 
 // build compiles pkg (./cmd/airlock, ./cmd/airlock-node, ./cmd/airlock-box)
-// as name into dir, "" for a fresh temporary directory. airlock-box is
-// built without cgo, as scripts/setup.sh builds it: a static binary starts
-// in half the time of one the dynamic loader must link first.
+// as name into dir, "" for a fresh temporary directory. airlock-box,
+// airlock and airlock-mcp are built without cgo, as scripts/setup.sh builds
+// them: a static binary starts faster than one the dynamic loader must link
+// first.
 func build(pkg, name, dir string) (string, error) {
 	root, err := moduleRoot()
 	if err != nil {
@@ -125,7 +138,7 @@ func build(pkg, name, dir string) (string, error) {
 	bin := filepath.Join(dir, name)
 	cmd := exec.Command("go", "build", "-o", bin, pkg)
 	cmd.Dir = root
-	if name == BoxBinary {
+	if name == BoxBinary || name == "airlock" || name == "airlock-mcp" {
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	}
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -1,4 +1,4 @@
-package cli
+package mcpcli
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/airlock-run/airlock/internal/cli"
 )
 
 // mcpHome is a user's world for the MCP commands.
@@ -57,8 +59,8 @@ func TestMCPHTTPFlags(t *testing.T) {
 					args = append(args, "--", "srv")
 				}
 				var out, errb bytes.Buffer
-				env := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Dir: dir, Environ: environ}
-				code := Main(context.Background(), args, env)
+				env := &cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Dir: dir, Environ: environ}
+				code := runMCP(context.Background(), args, env)
 				if code != tt.wantCode || !strings.Contains(errb.String(), tt.wantErr) {
 					t.Errorf("got exit %d, stderr %q; want exit %d and %q", code, errb.String(), tt.wantCode, tt.wantErr)
 				}
@@ -73,7 +75,7 @@ func TestMCPHTTPHelpShared(t *testing.T) {
 	dir, _ := mcpHome(t)
 	help := func(cmd string) map[string]string {
 		var out bytes.Buffer
-		if code := Main(context.Background(), []string{"mcp", cmd, "--help"}, &Env{Stdout: &out, Stderr: &out, Dir: dir}); code != 0 {
+		if code := runMCP(context.Background(), []string{"mcp", cmd, "--help"}, &cli.Env{Stdout: &out, Stderr: &out, Dir: dir}); code != 0 {
 			t.Fatalf("mcp %s --help: exit %d", cmd, code)
 		}
 		flags := map[string]string{}
@@ -129,9 +131,9 @@ func TestMCPServeHTTPToken(t *testing.T) {
 	start := func(t *testing.T, flags ...string) (url string, stderr *syncBuffer) {
 		ctx, cancel := context.WithCancel(context.Background())
 		stderr = &syncBuffer{}
-		env := &Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr, Dir: dir, Environ: environ, Exe: exe}
+		env := &cli.Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr, Dir: dir, Environ: environ, Exe: exe}
 		done := make(chan int, 1)
-		go func() { done <- Main(ctx, append([]string{"mcp", "serve", "--http", "127.0.0.1:0"}, flags...), env) }()
+		go func() { done <- runMCP(ctx, append([]string{"mcp", "serve", "--http", "127.0.0.1:0"}, flags...), env) }()
 		t.Cleanup(func() { cancel(); <-done })
 		re := regexp.MustCompile(`serving MCP on (http://\S+/mcp)`)
 		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {

@@ -1,4 +1,4 @@
-package cli
+package mcpcli
 
 import (
 	"context"
@@ -13,81 +13,60 @@ import (
 	"time"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/cli"
 	"github.com/airlock-run/airlock/internal/wiring"
 	"github.com/airlock-run/airlock/mcp/httpfront"
 	"github.com/airlock-run/airlock/mcp/serve"
 	"github.com/airlock-run/airlock/offload"
 )
 
-const mcpServeUsage = "[--policy FILE] [--workdir DIR] [--mode observe|fix] [--sandbox auto|off|1|2] [--http ADDR [--token-file FILE | --no-auth] ...]"
-
-const mcpServeLong = `Serve airlock's own tools over MCP: exec (argv, or a shell string where the
-policy's shell.raw allows), read_file, write_file, list_dir, search and
-read_result. Every call is decided by the policy (as 'airlock run' decides),
-escalations go to the person at the MCP client (elicitation, when the client
-supports it and --elicit is not false) or through 'airlock approvals', and
-are denied at the timeout, commands and file tools run in the sandbox, and writes happen only
-in fix mode. A refusal is a JSON-RPC error with code POLICY_DENIED and a
-reason. Every tool takes view, budget and query to fit its answer; an answer
-over the offload threshold is kept in the file store and the model gets a
-stub to read parts of with read_result.
-
-MCP speaks on standard input and output unless --http ADDR is given.
-
-` + httpHelp + `
-
-` + storeHelp
-
-func mcpServeCmd() *Command {
-	return &Command{Name: "serve", Usage: mcpServeUsage, Short: "serve airlock's own tools over MCP", Long: mcpServeLong,
-		Run: func(ctx context.Context, env *Env, args []string) error {
-			fs := NewFlags(env, "airlock mcp serve", mcpServeUsage, mcpServeLong)
-			kf := addKernelFlags(fs, "the calls")
-			hf := addHTTPFlags(fs)
-			threshold, elicit := addResultFlags(fs)
-			sf := addStoreFlags(fs)
-			kf.store = sf
-			if err := ParseFlags(fs, args); err != nil {
-				return err
-			}
-			if fs.NArg() > 0 {
-				return usagef("unexpected argument %q (see --help)", fs.Arg(0))
-			}
-			ep, err := hf.open(fs, "airlock mcp serve")
-			if err != nil {
-				return err
-			}
-			if ep != nil {
-				defer ep.ln.Close()
-			}
-			limit, err := offload.Threshold(*threshold, 0, 0)
-			if err != nil {
-				return usagef("--offload: %v", err)
-			}
-			st, sc, err := sf.open(env)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			// Over stdio the terminal carries the protocol, never a person.
-			k, err := kf.build(env, "airlock mcp serve", env.IsTerminal && ep != nil, func(c *wiring.Config) {
-				c.Offloader, c.Scope = &offload.Offloader{Store: st, Threshold: limit}, sc
-			})
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			srv, err := serve.New(serve.Options{Kernel: k.Kernel, Log: env.Log, Elicit: *elicit})
-			if err != nil {
-				return err
-			}
-			if ep == nil {
-				return srv.ServeStdio(ctx, io.NopCloser(env.Stdin), nopWriteCloser{env.Stdout})
-			}
-			ep.o.Log = env.Log
-			front := srv.Handler(ctx, ep.o)
-			return ep.serve(ctx, env, "serving MCP", front, front.Close)
-		}}
+// serveCmd is `airlock mcp serve`: airlock's own tools over MCP, on standard
+// input and output or over HTTP.
+func serveCmd(ctx context.Context, env *cli.Env, args []string) error {
+	fs := cli.NewFlags(env, "airlock mcp serve", cli.MCPServeUsage, cli.MCPServeHelp)
+	kf := cli.AddKernelFlags(fs, "the calls")
+	hf := addHTTPFlags(fs)
+	threshold, elicit := addResultFlags(fs)
+	if err := cli.ParseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return cli.Usagef("unexpected argument %q (see --help)", fs.Arg(0))
+	}
+	ep, err := hf.open(fs, "airlock mcp serve")
+	if err != nil {
+		return err
+	}
+	if ep != nil {
+		defer ep.ln.Close()
+	}
+	limit, err := offload.Threshold(*threshold, 0, 0)
+	if err != nil {
+		return cli.Usagef("--offload: %v", err)
+	}
+	st, sc, err := kf.OpenStore(env)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	// Over stdio the terminal carries the protocol, never a person.
+	k, err := kf.Build(env, "airlock mcp serve", env.IsTerminal && ep != nil, func(c *wiring.Config) {
+		c.Offloader, c.Scope = &offload.Offloader{Store: st, Threshold: limit}, sc
+	})
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+	srv, err := serve.New(serve.Options{Kernel: k.Kernel, Log: env.Log, Elicit: *elicit})
+	if err != nil {
+		return err
+	}
+	if ep == nil {
+		return srv.ServeStdio(ctx, io.NopCloser(env.Stdin), nopWriteCloser{env.Stdout})
+	}
+	ep.o.Log = env.Log
+	front := srv.Handler(ctx, ep.o)
+	return ep.serve(ctx, env, "serving MCP", front, front.Close)
 }
 
 // httpFlags are the flags of MCP's streamable HTTP transport, the same for
@@ -99,23 +78,6 @@ type httpFlags struct {
 	maxSessions, maxClientSessions, maxBoxes, maxClientBoxes *int
 	idle                                                     *time.Duration
 }
-
-const httpHelp = `With --http ADDR, MCP's streamable HTTP transport is served at http://ADDR/mcp
-instead of standard input and output. ADDR is a loopback address unless
---allow-host names the host names clients use. Every request must carry
-"Authorization: Bearer TOKEN": airlock makes a token and prints it once on
-standard error, or reads it from --token-file FILE (a regular file of yours
-that only you may read: chmod 600). --no-auth, only on a loopback address,
-lets every local process in. A request with a wrong or no token gets 401, one
-whose Host or Origin is not loopback (or a name of --allow-host) 403, one
-whose body is over 8 MiB 413; nothing is started for any of them.
-
-A client is a remote address. Sessions and boxes are capped per client and
-in all (--max-client-sessions, --max-sessions, --max-client-boxes,
---max-boxes): over a cap, an initialize gets 429 and a call a JSON-RPC error
-that names the flag to raise, and nothing is started. mcp wrap runs one box
-per session; mcp serve one per running tools/call. A session no request has
-touched for --session-idle is ended, and its boxes with it.`
 
 // addHTTPFlags defines the HTTP transport's flags on fs.
 func addHTTPFlags(fs *flag.FlagSet) *httpFlags {
@@ -159,16 +121,16 @@ func (h *httpFlags) open(fs *flag.FlagSet, cmd string) (*httpEndpoint, error) {
 			}
 		})
 		if len(set) > 0 {
-			return nil, usagef("%s: %s: only with --http ADDR", cmd, strings.Join(set, ", "))
+			return nil, cli.Usagef("%s: %s: only with --http ADDR", cmd, strings.Join(set, ", "))
 		}
 		return nil, nil
 	}
 	host, port, err := net.SplitHostPort(*h.addr)
 	if err != nil {
-		return nil, usagef("%s: --http %q: want HOST:PORT, such as 127.0.0.1:8931", cmd, *h.addr)
+		return nil, cli.Usagef("%s: --http %q: want HOST:PORT, such as 127.0.0.1:8931", cmd, *h.addr)
 	}
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return nil, usagef("%s: --http %q: want a numeric port", cmd, *h.addr)
+		return nil, cli.Usagef("%s: --http %q: want a numeric port", cmd, *h.addr)
 	}
 	if host == "localhost" {
 		host = "127.0.0.1"
@@ -177,14 +139,14 @@ func (h *httpFlags) open(fs *flag.FlagSet, cmd string) (*httpEndpoint, error) {
 	loopback := ip != nil && ip.IsLoopback()
 	allow := splitList(*h.allowHost)
 	if !loopback && len(allow) == 0 {
-		return nil, usagef("%s: --http %q: only a loopback address (127.0.0.1, ::1) is served unless --%s names the hosts clients use",
+		return nil, cli.Usagef("%s: --http %q: only a loopback address (127.0.0.1, ::1) is served unless --%s names the hosts clients use",
 			cmd, *h.addr, httpfront.FlagAllowHost)
 	}
 	if *h.noAuth && !loopback {
-		return nil, usagef("%s: --%s: only on a loopback address; on %q clients must send the bearer token", cmd, httpfront.FlagNoAuth, *h.addr)
+		return nil, cli.Usagef("%s: --%s: only on a loopback address; on %q clients must send the bearer token", cmd, httpfront.FlagNoAuth, *h.addr)
 	}
 	if *h.noAuth && *h.tokenFile != "" {
-		return nil, usagef("%s: --%s and --%s: give one of them", cmd, httpfront.FlagNoAuth, httpfront.FlagTokenFile)
+		return nil, cli.Usagef("%s: --%s and --%s: give one of them", cmd, httpfront.FlagNoAuth, httpfront.FlagTokenFile)
 	}
 	for _, n := range []struct {
 		name string
@@ -192,11 +154,11 @@ func (h *httpFlags) open(fs *flag.FlagSet, cmd string) (*httpEndpoint, error) {
 	}{{httpfront.FlagMaxSessions, *h.maxSessions}, {httpfront.FlagMaxClientSessions, *h.maxClientSessions},
 		{httpfront.FlagMaxBoxes, *h.maxBoxes}, {httpfront.FlagMaxClientBoxes, *h.maxClientBoxes}} {
 		if n.v < 1 {
-			return nil, usagef("%s: --%s %d: want at least 1", cmd, n.name, n.v)
+			return nil, cli.Usagef("%s: --%s %d: want at least 1", cmd, n.name, n.v)
 		}
 	}
 	if *h.idle < 0 {
-		return nil, usagef("%s: --%s %s: want a duration of 0 (never) or more", cmd, httpfront.FlagSessionIdle, *h.idle)
+		return nil, cli.Usagef("%s: --%s %s: want a duration of 0 (never) or more", cmd, httpfront.FlagSessionIdle, *h.idle)
 	}
 	idle := *h.idle
 	if idle == 0 {
@@ -229,7 +191,7 @@ func (h *httpFlags) open(fs *flag.FlagSet, cmd string) (*httpEndpoint, error) {
 // serve serves h at /mcp until ctx ends, then ends every session (end).
 // It says on stderr where, and how clients authenticate: a token airlock
 // made is printed here, once.
-func (e *httpEndpoint) serve(ctx context.Context, env *Env, banner string, h http.Handler, end func()) error {
+func (e *httpEndpoint) serve(ctx context.Context, env *cli.Env, banner string, h http.Handler, end func()) error {
 	defer e.ln.Close()
 	name := e.o.Name
 	switch {
