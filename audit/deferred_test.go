@@ -69,8 +69,48 @@ func TestAppendDeferredFailure(t *testing.T) {
 	if err := l.Sync(); err == nil {
 		t.Fatal("Sync after a failed background fsync: got nil, want an error")
 	}
-	if err := l.Append(sample(1)); err != nil {
-		t.Fatalf("Append once the failure was reported: %v", err)
+	if err := l.Append(sample(1)); err == nil {
+		t.Fatal("Append once the failure was reported: got nil, want the failure kept")
+	}
+}
+
+// TestSyncFailureKept: a background fsync that failed is reported to every
+// caller after it, not to the first alone: one call's Append taking the
+// failure of another's record must not leave that other's Sync saying the
+// record is durable. A log opened again picks the chain up from the file.
+func TestSyncFailureKept(t *testing.T) {
+	l, path := openTemp(t)
+	defer l.Close()
+	if err := l.AppendAsync(sample(0))(); err != nil {
+		t.Fatal(err)
+	}
+	// The record's fsync fails.
+	l.mu.Lock()
+	if l.bg == nil {
+		l.mu.Unlock()
+		t.Fatal("no background fsync after AppendAsync")
+	}
+	<-l.bg
+	failed := make(chan error, 1)
+	failed <- os.ErrClosed
+	l.bg = failed
+	l.mu.Unlock()
+	if err := l.Append(sample(1)); err == nil {
+		t.Fatal("another call's Append after the failed fsync: got nil, want an error")
+	}
+	if err := l.Sync(); err == nil {
+		t.Fatal("the record's own Sync after another call took the failure: got nil, want the failure")
+	}
+	if err := l.Close(); err == nil {
+		t.Fatal("Close after a failed fsync: got nil, want the failure")
+	}
+	again, err := Open(path, Options{})
+	if err != nil {
+		t.Fatalf("open the log again: %v", err)
+	}
+	defer again.Close()
+	if err := again.Append(sample(2)); err != nil {
+		t.Fatalf("Append to the log opened again: %v", err)
 	}
 }
 

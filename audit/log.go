@@ -66,6 +66,14 @@ type Log struct {
 	// tailErr then says whether it was sound.
 	tail    chan struct{}
 	tailErr error
+	// synced is the first fsync that failed, nil while none has. It is
+	// kept, not reported once: the kernel reports a failed writeback to
+	// one fsync and may drop the pages it could not write, so a later
+	// fsync's success says nothing of the records before it, and a
+	// failure taken by one caller would leave another's Sync reporting
+	// its record durable. Every later append, Sync and Close fails with
+	// it; a log opened again reads and checks its tail from the file.
+	synced error
 }
 
 // asyncRecord is one AppendAsync: done closes once its write(2) was made
@@ -254,19 +262,27 @@ func (l *Log) takeAsyncErr() error {
 	return err
 }
 
-// waitBackground takes the result of the background fsync, if one runs.
-// The caller holds l.mu.
+// waitBackground takes the result of the background fsync, if one runs,
+// and returns the first fsync that failed (Log.synced). The caller holds
+// l.mu.
 func (l *Log) waitBackground() error {
-	if l.bg == nil {
-		return nil
+	if l.bg != nil {
+		err := <-l.bg
+		l.bg = nil
+		if err != nil {
+			l.failSync(err)
+		}
 	}
-	err := <-l.bg
-	l.bg = nil
-	if err != nil {
-		l.size = -1 // re-read the tail before chaining onto it
-		return errs.Wrap(errs.Unavailable, err, "audit: sync %s", l.path)
+	return l.synced
+}
+
+// failSync keeps the first failed fsync (Log.synced). The caller holds
+// l.mu.
+func (l *Log) failSync(err error) {
+	l.size = -1 // re-read the tail before chaining onto it
+	if l.synced == nil {
+		l.synced = errs.Wrap(errs.Unavailable, err, "audit: sync %s (a record may be lost; open the log again once the disk is sound)", l.path)
 	}
-	return nil
 }
 
 // append writes r: fsynced before it returns, or (deferred) with the
@@ -342,8 +358,8 @@ func (l *Log) append(r Record, deferred bool, async *asyncRecord) (Record, error
 		err = l.f.Sync()
 		endSync()
 		if err != nil {
-			l.size = -1
-			return r, errs.Wrap(errs.Unavailable, err, "audit: sync %s", l.path)
+			l.failSync(err)
+			return r, l.synced
 		}
 	}
 	l.size = st.Size() + int64(n)

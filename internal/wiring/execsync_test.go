@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-run/airlock/audit"
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/mediator"
+	"github.com/airlock-run/airlock/policy"
 	"github.com/airlock-run/airlock/sandbox"
 )
 
@@ -223,5 +224,107 @@ func TestExecRunRecordFailureFailsCall(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "audit") || errs.ClassOf(err) != errs.Unavailable {
 		t.Errorf("error: got %v (class %v), want the audit's, unavailable", err, errs.ClassOf(err))
+	}
+}
+
+// TestOutputWaitsForDurability: a command's output, streamed while it
+// runs, passes only once sync (the log's Sync) returned; after a failed
+// sync none of it passes and the write says why.
+func TestOutputWaitsForDurability(t *testing.T) {
+	release := make(chan error)
+	g := &durableGate{sync: func() error { return <-release }}
+	var mu sync.Mutex
+	var got bytes.Buffer
+	w := g.writer(writerFunc(func(b []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return got.Write(b)
+	}))
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.Write([]byte("out"))
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	mu.Lock()
+	early := got.String()
+	mu.Unlock()
+	if early != "" {
+		t.Fatalf("output %q passed before the records were durable", early)
+	}
+	release <- nil
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.writer(&got).Write([]byte(" and more")); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != "out and more" {
+		t.Fatalf("got %q, want all of the output once durable", got.String())
+	}
+
+	failed := &durableGate{sync: func() error { return errs.Unavailablef("audit: sync: input/output error") }}
+	var none bytes.Buffer
+	if _, err := failed.writer(&none).Write([]byte("secret")); err == nil || none.Len() > 0 {
+		t.Fatalf("after a failed sync: wrote %q, error %v; want nothing written and the error", none.String(), err)
+	}
+	if failed.writer(nil) != nil {
+		t.Fatal("a nil writer must stay nil (the output is discarded)")
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+// TestDecisionAfterStartWritten: an allowed decision recorded once the box
+// may be running (a connection a person let through) is in the file when
+// Record returns, not left to the background with nothing waiting for it.
+func TestDecisionAfterStartWritten(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := audit.Open(path, audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	p := &pendingRecords{}
+	ctx := context.WithValue(context.Background(), syncAfter{}, p)
+	rec := auditRecorder{l: l, log: l}
+	if err := rec.Record(ctx, mediator.Record{Kind: "decision", Verdict: policy.Allow, Rule: "before"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.wait(); err != nil { // the box starts
+		t.Fatal(err)
+	}
+	// Another writer holds the log's lock for a while: the record cannot
+	// be written until it lets go, so Record may not return before then.
+	other, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	recorded := make(chan error, 1)
+	go func() { recorded <- rec.Record(ctx, mediator.Record{Kind: "decision", Verdict: policy.Allow, Rule: "after"}) }()
+	select {
+	case err := <-recorded:
+		t.Fatalf("Record returned (%v) while its record could not be written yet", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	syscall.Flock(int(other.Fd()), syscall.LOCK_UN)
+	if err := <-recorded; err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"rule":"after"`) {
+		t.Fatalf("the decision made after the start is not in the file when Record returned:\n%s", b)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -535,12 +535,22 @@ type syncAfter struct{}
 type pendingRecords struct {
 	mu      sync.Mutex
 	written []func() error
+	// started is set once wait ran: the box may be running, and nothing
+	// waits for a record given after it before what it allows goes ahead.
+	started bool
 }
 
-func (p *pendingRecords) add(written func() error) {
+// add takes record r to be written beside the box's plan, and reports
+// false once the box may have started: r must then be written before
+// what it allows goes ahead, by the caller.
+func (p *pendingRecords) add(log *audit.Log, r audit.Record) bool {
 	p.mu.Lock()
-	p.written = append(p.written, written)
-	p.mu.Unlock()
+	defer p.mu.Unlock()
+	if p.started {
+		return false
+	}
+	p.written = append(p.written, log.AppendAsync(r))
+	return true
 }
 
 // wait returns once every record is in the file, or with the first that
@@ -548,6 +558,7 @@ func (p *pendingRecords) add(written func() error) {
 func (p *pendingRecords) wait() error {
 	p.mu.Lock()
 	ws := p.written
+	p.started = true
 	p.mu.Unlock()
 	for _, w := range ws {
 		if err := w(); err != nil {
@@ -580,11 +591,52 @@ func (k *Kernel) Exec(ctx context.Context, call mediator.Call, o mediator.ExecOp
 		}
 		return nil
 	}
+	// The command's output is streamed while it runs, and is as much its
+	// result as its exit code: none of it passes before the records are
+	// durable (the decision's fsync runs beside the box's start, so the
+	// wait is almost always over before the first byte), and none of it
+	// passes when they cannot be made so.
+	gate := &durableGate{sync: k.Audit.Sync}
+	o.Stdout, o.Stderr = gate.writer(o.Stdout), gate.writer(o.Stderr)
 	res, err := k.Kernel.Exec(context.WithValue(ctx, syncAfter{}, pending), call, o)
 	if serr := k.Audit.Sync(); serr != nil {
 		return res, errs.Wrap(errs.Unavailable, serr, "audit: the record could not be made durable")
 	}
 	return res, err
+}
+
+// durableGate holds a command's output until its records are durable:
+// the first write waits for sync, once, and every write after a failure
+// is refused (the runner then drops the rest of the output).
+type durableGate struct {
+	once sync.Once
+	sync func() error
+	err  error
+}
+
+// writer is w behind the gate; nil stays nil (the output is discarded).
+func (g *durableGate) writer(w io.Writer) io.Writer {
+	if w == nil {
+		return nil
+	}
+	return gatedWriter{g: g, w: w}
+}
+
+func (g *durableGate) wait() error {
+	g.once.Do(func() { g.err = g.sync() })
+	return g.err
+}
+
+type gatedWriter struct {
+	g *durableGate
+	w io.Writer
+}
+
+func (w gatedWriter) Write(p []byte) (int, error) {
+	if err := w.g.wait(); err != nil {
+		return 0, errs.Wrap(errs.Unavailable, err, "audit: the output is withheld: its record could not be made durable")
+	}
+	return w.w.Write(p)
 }
 
 type closerFunc func() error
@@ -626,8 +678,12 @@ func (a auditRecorder) Record(ctx context.Context, r mediator.Record) error {
 	// every other record.
 	p, inExec := ctx.Value(syncAfter{}).(*pendingRecords)
 	if inExec && a.log != nil && rec.Kind == "decision" && r.Verdict == policy.Allow {
-		p.add(a.log.AppendAsync(rec))
-		return nil
+		if p.add(a.log, rec) {
+			return nil
+		}
+		// Decided while the box runs (a connection a person let through):
+		// written before it goes ahead, fsynced before the result.
+		return a.log.AppendDeferred(rec)
 	}
 	// The run's record is written at once, as soon as the command ended
 	// (runner.Request.Ended), and its fsync, a wait on the disk, runs
