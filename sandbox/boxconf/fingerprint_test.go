@@ -22,7 +22,68 @@ func describeProtocol() string {
 	for _, v := range []any{Config{}, Status{}, Ready{}, Call{}, CallDone{}, GVisorSource{}} {
 		describe(&b, reflect.TypeOf(v), seen)
 	}
+	// The walls' encoding is written by hand, beside the types: its
+	// layout (the order of the fields, which bit is which flag) is part
+	// of the protocol the types do not show, so the bytes of walls with
+	// every field set, and of each flag alone, are hashed too.
+	for _, w := range layoutWalls() {
+		b.WriteString(hex.EncodeToString(EncodeWalls(w)) + ";")
+	}
 	return b.String()
+}
+
+// layoutWalls are walls whose encodings show the encoding's layout: one
+// with every field set to a value of its own, and one for each boolean
+// (each flag) alone.
+func layoutWalls() []*Walls {
+	all := &Walls{}
+	fill(reflect.ValueOf(all).Elem(), new(int))
+	out := []*Walls{all, {Write: []string{}}, {Exec: &Exec{}}, {Listen: &Listen{}}}
+	for _, f := range reflect.VisibleFields(reflect.TypeOf(Walls{})) {
+		if f.Type.Kind() == reflect.Bool {
+			w := &Walls{}
+			reflect.ValueOf(w).Elem().FieldByIndex(f.Index).SetBool(true)
+			out = append(out, w)
+		}
+	}
+	for _, f := range reflect.VisibleFields(reflect.TypeOf(Listen{})) {
+		if f.Type.Kind() == reflect.Bool {
+			l := &Listen{}
+			reflect.ValueOf(l).Elem().FieldByIndex(f.Index).SetBool(true)
+			out = append(out, &Walls{Listen: l})
+		}
+	}
+	return out
+}
+
+// fill sets every field v holds to a value of its own (n counts them):
+// strings and lists name their field's number, integers are it, booleans
+// are true, pointers point at a filled value.
+func fill(v reflect.Value, n *int) {
+	*n++
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString("f" + strconv.Itoa(*n))
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int:
+		v.SetInt(int64(*n))
+	case reflect.Slice:
+		s := reflect.MakeSlice(v.Type(), 1, 1)
+		fill(s.Index(0), n)
+		v.Set(s)
+	case reflect.Uint8:
+		v.SetUint(uint64(*n))
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fill(v.Elem(), n)
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			fill(v.Field(i), n)
+		}
+	default:
+		panic("fill: a field of kind " + v.Kind().String() + " in the walls: teach fill and the encoding about it")
+	}
 }
 
 // describe writes t's shape: its kind, and for a struct each field's name,
@@ -99,7 +160,8 @@ func TestFingerprintSeesChanges(t *testing.T) {
 			t.Errorf("%s: describes the same as the original (%s)", name, base)
 		}
 	}
-	if !strings.Contains(describeProtocol(), "rev "+strconv.Itoa(Revision)+";") || !strings.Contains(describeProtocol(), wallsMagic) {
-		t.Errorf("the description leaves out the revision or the walls' encoding: %q", describeProtocol()[:80])
+	if !strings.Contains(describeProtocol(), "rev "+strconv.Itoa(Revision)+";") || !strings.Contains(describeProtocol(), wallsMagic) ||
+		!strings.Contains(describeProtocol(), hex.EncodeToString(EncodeWalls(&Walls{Seccomp: true}))) {
+		t.Errorf("the description leaves out the revision, the walls' magic or their layout: %q", describeProtocol()[:80])
 	}
 }

@@ -168,3 +168,19 @@ func FuzzDecodeWalls(f *testing.F) {
 		}
 	})
 }
+
+// TestWallsEveryField: walls with every field set (fill) read back as
+// they were written, so a field added to Walls and not to the encoding
+// fails here instead of never reaching the box (a wall the host plans and
+// reports, and the box never puts up).
+func TestWallsEveryField(t *testing.T) {
+	w := &Walls{}
+	fill(reflect.ValueOf(w).Elem(), new(int))
+	got, err := DecodeWalls(EncodeWalls(w))
+	if err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	if !reflect.DeepEqual(got, *w) {
+		t.Fatalf("a field does not cross: wrote %+v, read %+v", *w, got)
+	}
+}
