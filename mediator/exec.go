@@ -57,6 +57,13 @@ type ExecOptions struct {
 	// for the allowed decision's record, written beside the plan. Nil
 	// runs nothing.
 	BeforeStart func() error
+	// Durable, when set, is waited for by every connection the box's
+	// egress proxy allows, before it goes out: an error refuses the
+	// connection, saying the run's audit record could not be made
+	// durable. The wiring passes the wait for the run's records to be
+	// durable (fsynced beside the box's start), so nothing leaves the box
+	// under a decision a crash could still lose. Nil waits for nothing.
+	Durable func() error
 }
 
 // ExecResult is how an allowed command ended, with the decision that let it
@@ -83,7 +90,7 @@ func (k *Kernel) Exec(ctx context.Context, call Call, o ExecOptions) (ExecResult
 	if call.Kind == KindShell {
 		argv = []string{"/bin/sh", "-c", call.Command}
 	}
-	b, err := k.box(ctx, call, "the command", true)
+	b, err := k.box(ctx, call, "the command", true, o.Durable)
 	if err != nil {
 		return res, err
 	}
@@ -116,14 +123,15 @@ func (k *Kernel) Exec(ctx context.Context, call Call, o ExecOptions) (ExecResult
 // box is the confinement of an allowed call: the policy in force for it
 // (narrowed), mapped to mounts, environment and limits, refused when its
 // writes reach airlock's own state, at the kernel's tier, with the egress
-// proxy up when the policy allows a network and network is wanted.
+// proxy up when the policy allows a network and network is wanted; every
+// connection it allows waits for durable first (ExecOptions.Durable).
 type box struct {
 	spec sandbox.Spec
 	tier sandbox.Tier
 	stop func()
 }
 
-func (k *Kernel) box(ctx context.Context, call Call, what string, network bool) (box, error) {
+func (k *Kernel) box(ctx context.Context, call Call, what string, network bool, durable func() error) (box, error) {
 	p := k.Policy()
 	// The tier-0 refusal reads the policy in force, not the narrowed
 	// one: a narrowing that drops a binding leaves its real value in
@@ -161,7 +169,7 @@ func (k *Kernel) box(ctx context.Context, call Call, what string, network bool) 
 	}
 	b.spec.Env = withPlaceholders(b.spec.Env, secrets)
 	if network && (len(p.Net.Allow) > 0 || p.HasModels()) && tier != sandbox.Tier0 {
-		eg, err := k.startEgress(ctx, p, call, secrets)
+		eg, err := k.startEgress(ctx, p, call, secrets, durable)
 		if err != nil {
 			return box{}, err
 		}
@@ -376,13 +384,14 @@ func (k *Kernel) recordRun(ctx context.Context, call Call, r runner.Result, runE
 
 // startEgress starts the box's allowlist proxy on a Unix socket of its own
 // with a fresh token. The proxy decides with the policy's net section; every
-// decision is recorded.
+// decision is recorded. A connection it allows goes out only once durable
+// (when set) returned, and is refused when it failed.
 //
 // When the policy binds secrets or limits requests, the proxy intercepts
 // those hosts with a CA made for this box alone: its key lives only in
 // this process's memory; its certificate, with the system's roots, is the
 // bundle the box is pointed at.
-func (k *Kernel) startEgress(ctx context.Context, p *policy.Policy, call Call, secrets []egress.Secret) (eg egressBox, err error) {
+func (k *Kernel) startEgress(ctx context.Context, p *policy.Policy, call Call, secrets []egress.Secret, durable func() error) (eg egressBox, err error) {
 	list, err := netrule.Parse(p.Net.Allow, p.Net.Deny)
 	if err != nil {
 		return eg, errs.Wrap(errs.Invalid, err, "net")
@@ -398,10 +407,10 @@ func (k *Kernel) startEgress(ctx context.Context, p *policy.Policy, call Call, s
 	opts := egress.Options{
 		Box:   call.Digest()[7:19],
 		Token: token,
-		Check: k.taintedCheck(ctx, func(host string, port int) egress.Verdict {
+		Check: afterDurable(durable, k.taintedCheck(ctx, func(host string, port int) egress.Verdict {
 			ok, rule := list.Match(host, port)
 			return egress.Verdict{Allow: ok, Rule: rule}
-		}),
+		})),
 		AllowAddr: list.AllowsAddr,
 		DenyAddr:  list.DeniesAddr,
 		Secrets:   secrets,
@@ -845,6 +854,28 @@ func CheckBox(ctx context.Context, exe string) (time.Duration, error) {
 // `airlock sandbox check`: tier 2 is reported only when it passes.
 func CheckGVisorBox(ctx context.Context, exe string) (time.Duration, error) {
 	return runner.CheckGVisor(ctx, exe)
+}
+
+// afterDurable is check with every Allow held until durable returned and
+// turned into a refusal when it failed: a connection is data leaving the
+// box, as much the run's effect as its output, and goes out only under a
+// decision that is durable. (The wiring's durable is a sync.Once: only
+// the first connection waits, and only for the fsync already under way.)
+// A refusal is not held: nothing goes out. Nil durable is check.
+func afterDurable(durable func() error, check func(context.Context, string, int) egress.Verdict) func(context.Context, string, int) egress.Verdict {
+	if durable == nil {
+		return check
+	}
+	return func(ctx context.Context, host string, port int) egress.Verdict {
+		v := check(ctx, host, port)
+		if !v.Allow {
+			return v
+		}
+		if err := durable(); err != nil {
+			return egress.Verdict{Rule: v.Rule, Reason: "was not let out: the run's audit record could not be made durable (check the disk holding airlock's audit log)"}
+		}
+		return v
+	}
 }
 
 // taintedCheck is the egress proxy's check of a connection: the policy's

@@ -50,7 +50,7 @@ func (k *Kernel) File(ctx context.Context, call Call) (FileResult, error) {
 	if k.afterDecide != nil {
 		k.afterDecide(call)
 	}
-	b, err := k.box(ctx, call, "a file tool", false)
+	b, err := k.box(ctx, call, "a file tool", false, nil)
 	if err != nil {
 		return res, err
 	}
