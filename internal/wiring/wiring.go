@@ -572,7 +572,8 @@ func (p *pendingRecords) wait() error {
 // off the start's path: the allowed decision's is encoded and written
 // beside the box's plan, and the box starts only once it is in the file
 // (ExecOptions.BeforeStart), so a run airlock did not live to record
-// still leaves its decision; its fsync runs beside the box's run; the
+// still leaves its decision; its fsync runs beside the box's run, and
+// the command's output and connections out wait for it (durableGate); the
 // run's own record is written as soon as the command ended, and fsynced
 // beside the box's teardown; and Exec returns (so the front end reports
 // the result) only once Sync says every record of the call is durable. A
@@ -595,9 +596,12 @@ func (k *Kernel) Exec(ctx context.Context, call mediator.Call, o mediator.ExecOp
 	// result as its exit code: none of it passes before the records are
 	// durable (the decision's fsync runs beside the box's start, so the
 	// wait is almost always over before the first byte), and none of it
-	// passes when they cannot be made so.
+	// passes when they cannot be made so. A connection out of the box
+	// sends data as surely as output does: the egress proxy lets none
+	// go out before the same wait, and refuses them all after a failure.
 	gate := &durableGate{sync: k.Audit.Sync}
 	o.Stdout, o.Stderr = gate.writer(o.Stdout), gate.writer(o.Stderr)
+	o.Durable = gate.wait
 	res, err := k.Kernel.Exec(context.WithValue(ctx, syncAfter{}, pending), call, o)
 	if serr := k.Audit.Sync(); serr != nil {
 		return res, errs.Wrap(errs.Unavailable, serr, "audit: the record could not be made durable")
