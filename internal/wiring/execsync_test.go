@@ -307,7 +307,9 @@ func TestDecisionAfterStartWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	recorded := make(chan error, 1)
-	go func() { recorded <- rec.Record(ctx, mediator.Record{Kind: "decision", Verdict: policy.Allow, Rule: "after"}) }()
+	go func() {
+		recorded <- rec.Record(ctx, mediator.Record{Kind: "decision", Verdict: policy.Allow, Rule: "after"})
+	}()
 	select {
 	case err := <-recorded:
 		t.Fatalf("Record returned (%v) while its record could not be written yet", err)
