@@ -62,18 +62,20 @@ func TestHandOverNotToItself(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		plant func(to string)
+		want  string
 	}{
-		{"copy", func(to string) { copyExe(t, airlock, to) }},
+		{"copy", func(to string) { copyExe(t, airlock, to) }, "is the running binary itself"},
+		// A link is refused as any link beside airlock is.
 		{"symlink", func(to string) {
 			if err := os.Symlink("airlock", to); err != nil {
 				t.Fatal(err)
 			}
-		}},
+		}, "is a link"},
 		{"hard link", func(to string) {
 			if err := os.Link(airlock, to); err != nil {
 				t.Fatal(err)
 			}
-		}},
+		}, "is the running binary itself"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mcp := filepath.Join(bin, "airlock-mcp")
@@ -87,9 +89,36 @@ func TestHandOverNotToItself(t *testing.T) {
 			if ctx.Err() != nil {
 				t.Fatalf("airlock files ls with airlock-mcp a %s of airlock: still running after 20s (handing over to itself)", tc.name)
 			}
-			if code := cmd.ProcessState.ExitCode(); code != 125 || !strings.Contains(string(out), "is the running binary itself") {
-				t.Errorf("exit %d, %q; want 125 naming the running binary", code, out)
+			if code := cmd.ProcessState.ExitCode(); code != 125 || !strings.Contains(string(out), tc.want) {
+				t.Errorf("exit %d, %q; want 125 and %q", code, out, tc.want)
 			}
 		})
+	}
+}
+
+// TestHandOverRefusesLink: an airlock-mcp beside airlock that is a link to
+// a file elsewhere is not run. Handed to, it would be "the airlock binary"
+// of the boxes it starts, whose planner keeps them off the directory of the
+// link's target alone: a box of `airlock mcp serve --mode fix` granted the
+// airlock binary's directory could replace airlock itself, which `airlock
+// run` with the same policy refuses.
+func TestHandOverRefusesLink(t *testing.T) {
+	install, elsewhere := t.TempDir(), t.TempDir()
+	airlock := filepath.Join(install, "airlock")
+	copyExe(t, testsupport.AirlockBin(t), airlock)
+	marker := filepath.Join(t.TempDir(), "ran")
+	target := filepath.Join(elsewhere, "airlock-mcp")
+	if err := os.WriteFile(target, []byte("#!/bin/sh\necho ran > "+marker+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(install, "airlock-mcp")); err != nil {
+		t.Fatal(err)
+	}
+	code, out := runExe(t, airlock, []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "XDG_STATE_HOME=" + t.TempDir()}, "", "mcp", "serve")
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatalf("airlock mcp serve ran the airlock-mcp a link beside airlock leads to (exit %d, %q)", code, out)
+	}
+	if code != 125 || !strings.Contains(out, "is a link") {
+		t.Errorf("exit %d, %q; want 125 naming the link", code, out)
 	}
 }

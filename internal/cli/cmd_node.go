@@ -121,6 +121,13 @@ func besideBinary(env *Env, b helperBinary) (string, error) {
 	if err != nil {
 		return "", errs.Unavailablef("%s in the %s binary, which links %s that the airlock binary leaves out, and there is none at %s (%v; PATH is not searched): build it beside airlock (`go build -o %s ./cmd/%s`; scripts/setup.sh does)", b.runs, b.name, b.links, beside, err, beside, b.name)
 	}
+	if fi, err := os.Lstat(beside); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		// The program handed to is "the airlock binary" of the boxes it
+		// starts: their planner keeps them off its directory, and only
+		// when that is this binary's directory does it keep them off this
+		// binary (and the other programs beside it) too.
+		return "", errs.Unavailablef("%s in the %s binary, and %s is a link: put the file itself beside the airlock binary (`go build -o %s ./cmd/%s`), so that no box it starts may write the directory of either", b.runs, b.name, beside, beside, b.name)
+	}
 	if sameFile(env.Exe, beside) {
 		// A link to, or a copy named as, the binary that hands over would
 		// hand over to itself again and again. (Where the running binary
