@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/wiring"
 	"github.com/airlock-run/airlock/sandbox/lookpath"
 )
 
@@ -120,7 +121,62 @@ func besideBinary(env *Env, b helperBinary) (string, error) {
 	if err != nil {
 		return "", errs.Unavailablef("%s in the %s binary, which links %s that the airlock binary leaves out, and there is none at %s (%v; PATH is not searched): build it beside airlock (`go build -o %s ./cmd/%s`; scripts/setup.sh does)", b.runs, b.name, b.links, beside, err, beside, b.name)
 	}
+	if fi, err := os.Lstat(beside); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		// The program handed to is "the airlock binary" of the boxes it
+		// starts: their planner keeps them off its directory, and only
+		// when that is this binary's directory does it keep them off this
+		// binary (and the other programs beside it) too.
+		return "", errs.Unavailablef("%s in the %s binary, and %s is a link: put the file itself beside the airlock binary (`go build -o %s ./cmd/%s`), so that no box it starts may write the directory of either", b.runs, b.name, beside, beside, b.name)
+	}
+	if sameFile(env.Exe, beside) {
+		// A link to, or a copy named as, the binary that hands over would
+		// hand over to itself again and again. (Where the running binary
+		// is gone, nothing beside it can be it.)
+		return "", errs.Unavailablef("%s in the %s binary, and %s is the running binary itself, not %s: build it beside airlock (`go build -o %s ./cmd/%s`)", b.runs, b.name, beside, b.name, beside, b.name)
+	}
+	if w, err := boxWrote(env, beside); err != nil || w != "" {
+		if err != nil {
+			return "", errs.Wrap(errs.Unavailable, err, "%s: %s", b.name, beside)
+		}
+		return "", errs.Unavailablef("%s in the %s binary, and %s lies in %s, which a box was let write (a box may have put it there; nothing there is run on the host): install airlock and %s where no box may write", b.runs, b.name, beside, w, b.name)
+	}
 	return beside, nil
+}
+
+// sameFile reports whether a and b are one file (b a link to a, or a
+// itself under another name); false where either cannot be read.
+func sameFile(a, b string) bool {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
+}
+
+// boxWrote names the path airlock recorded as granted to a box in fix mode
+// (wiring.LoadBoxWritableRecord) that p, as spelled or with its links
+// resolved, lies in; "" when none. The host never runs a program of
+// airlock's own from there: a box may have written it, and the box-writable
+// check of the box that may write it now (the planner's, for the airlock
+// binary) does not see a box of an earlier run.
+func boxWrote(env *Env, p string) (string, error) {
+	written, err := wiring.LoadBoxWritableRecord(env.Getenv)
+	if err != nil {
+		return "", err
+	}
+	spelled := []string{filepath.Clean(p)}
+	if real, err := filepath.EvalSymlinks(p); err == nil && real != spelled[0] {
+		spelled = append(spelled, real)
+	}
+	for _, s := range spelled {
+		for _, w := range written {
+			if s == w || w == "/" || strings.HasPrefix(s, strings.TrimSuffix(w, "/")+"/") {
+				return w, nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // ownedHere refuses a file, or its directory (beside airlock, or where a

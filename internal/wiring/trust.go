@@ -201,6 +201,19 @@ func recordBoxWritable(path string, writable []string) error {
 	return nil
 }
 
+// LoadBoxWritableRecord is the record of the paths airlock granted a box
+// in fix mode (at BoxWritableRecordPath); a missing record holds none. The
+// host takes no program of airlock's own from below them (the airlock-mcp
+// and airlock-node the airlock binary hands over to): a box may have put it
+// there.
+func LoadBoxWritableRecord(getenv func(string) string) ([]string, error) {
+	path, err := BoxWritableRecordPath(getenv)
+	if err != nil {
+		return nil, err
+	}
+	return loadBoxWritable(path)
+}
+
 // loadBoxWritable reads the record of box-writable paths; a missing file
 // records none.
 func loadBoxWritable(path string) ([]string, error) {
