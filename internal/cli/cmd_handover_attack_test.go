@@ -71,11 +71,13 @@ func TestHandOverNotToItself(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "is a link"},
+		// A hard link is refused as any file beside airlock with a
+		// second name is.
 		{"hard link", func(to string) {
 			if err := os.Link(airlock, to); err != nil {
 				t.Fatal(err)
 			}
-		}, "is the running binary itself"},
+		}, "names (hard links)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mcp := filepath.Join(bin, "airlock-mcp")
@@ -120,5 +122,49 @@ func TestHandOverRefusesLink(t *testing.T) {
 	}
 	if code != 125 || !strings.Contains(out, "is a link") {
 		t.Errorf("exit %d, %q; want 125 naming the link", code, out)
+	}
+}
+
+// TestHandOverRefusesSecondNameOrOpenParent: a program beside airlock
+// with a second name (a hard link a box may reach elsewhere rewrites it)
+// or under a directory others may write (higher up than its own) is not
+// run, as airlock-box is not bound in those cases.
+func TestHandOverRefusesSecondNameOrOpenParent(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		place      func(t *testing.T, install, script string)
+	}{
+		{"a second name elsewhere", "names (hard links)", func(t *testing.T, install, script string) {
+			if err := os.Link(script, filepath.Join(t.TempDir(), "other-name")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a directory above others may write", "may be written by others", func(t *testing.T, install, script string) {
+			if err := os.Chmod(filepath.Dir(install), 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			install := filepath.Join(t.TempDir(), "inst")
+			if err := os.Mkdir(install, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			airlock := filepath.Join(install, "airlock")
+			copyExe(t, testsupport.AirlockBin(t), airlock)
+			marker := filepath.Join(t.TempDir(), "ran")
+			script := filepath.Join(install, "airlock-mcp")
+			if err := os.WriteFile(script, []byte("#!/bin/sh\necho ran > "+marker+"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			tc.place(t, install, script)
+			code, out := runExe(t, airlock, []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "XDG_STATE_HOME=" + t.TempDir()}, "", "mcp", "serve")
+			if _, err := os.Stat(marker); err == nil {
+				t.Fatalf("airlock mcp serve ran the airlock-mcp with %s (exit %d, %q)", tc.name, code, out)
+			}
+			if code != 125 || !strings.Contains(out, tc.want) {
+				t.Errorf("exit %d, %q; want 125 naming %q", code, out, tc.want)
+			}
+		})
 	}
 }

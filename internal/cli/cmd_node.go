@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -179,31 +178,54 @@ func boxWrote(env *Env, p string) (string, error) {
 	return "", nil
 }
 
-// ownedHere refuses a file, or its directory (beside airlock, or where a
-// link there leads), that someone other than root or this user owns or
-// that group or others may write: another user could put their own program
-// in its place.
+// ownedHere refuses a file that someone other than root or this user owns,
+// that group or others may write, or that has a second name (a hard link
+// elsewhere may lie where a box writes, and a box writing it rewrites this
+// one), and refuses it when any directory above it is so owned or
+// writable (another user could put their own program in its place); above
+// the file's own directory a sticky one (like /tmp) is let pass, as no one
+// may move another's entry out of it. These are the rules airlock-box is
+// held to.
 func ownedHere(p string) error {
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
 		return err
 	}
-	// The link beside, and the file it names, with their directories.
-	for _, q := range []string{p, filepath.Dir(p), real, filepath.Dir(real)} {
-		st, err := os.Stat(q)
-		if err != nil {
+	var st syscall.Stat_t
+	if err := syscall.Stat(real, &st); err != nil {
+		return err
+	}
+	if st.Nlink != 1 {
+		return fmt.Errorf("%s has %d names (hard links); one elsewhere may lie where a box writes: make it a copy of its own", real, st.Nlink)
+	}
+	if err := ownedOnly(real, st.Uid, uint32(st.Mode)); err != nil {
+		return err
+	}
+	for d, first := filepath.Dir(real), true; ; d, first = filepath.Dir(d), false {
+		if err := syscall.Stat(d, &st); err != nil {
 			return err
 		}
-		sys, ok := st.Sys().(*syscall.Stat_t)
-		if !ok {
-			return errors.New("no owner")
+		mode := uint32(st.Mode)
+		if !first && mode&syscall.S_ISVTX != 0 {
+			mode &^= 0o022
 		}
-		if sys.Uid != 0 && int(sys.Uid) != os.Geteuid() {
-			return fmt.Errorf("%s is uid %d's", q, sys.Uid)
+		if err := ownedOnly(d, st.Uid, mode); err != nil {
+			return err
 		}
-		if st.Mode().Perm()&0o022 != 0 {
-			return fmt.Errorf("%s may be written by others", q)
+		if d == "/" {
+			return nil
 		}
+	}
+}
+
+// ownedOnly refuses what someone other than root or this user owns, or
+// group or others may write.
+func ownedOnly(p string, uid, mode uint32) error {
+	if uid != 0 && int(uid) != os.Geteuid() {
+		return fmt.Errorf("%s is uid %d's", p, uid)
+	}
+	if mode&0o022 != 0 {
+		return fmt.Errorf("%s may be written by others", p)
 	}
 	return nil
 }
