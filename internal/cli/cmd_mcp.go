@@ -15,7 +15,7 @@ import (
 // mcpTool is the binary that runs `airlock mcp ...`: it links the MCP SDK
 // (and its gob, JSON Schema and OAuth packages), whose start every
 // `airlock run` would otherwise pay for.
-var mcpTool = helperBinary{name: "airlock-mcp", runs: "the MCP front ends run", links: "the MCP SDK"}
+var mcpTool = helperBinary{name: "airlock-mcp", runs: "the MCP front ends run", links: "the MCP SDK", static: true}
 
 // mcpCmd groups airlock's MCP entry points: serve (airlock's own tools) and
 // wrap (a gateway in front of another MCP server). Their help and the list
@@ -48,7 +48,7 @@ func mcpStub(name, usage, short, long string) *Command {
 // storeTool is the binary that runs the commands that open the file store
 // (files, read-result): airlock-mcp links SQLite (files/sqldriver), which
 // the airlock binary leaves out since no `airlock run` opens a store.
-var storeTool = helperBinary{name: "airlock-mcp", runs: "the file store's commands run", links: "SQLite (files/sqldriver)"}
+var storeTool = helperBinary{name: "airlock-mcp", runs: "the file store's commands run", links: "SQLite (files/sqldriver)", static: true}
 
 // handOverOrHelp runs the command path (its words after "airlock") with
 // args in the helper binary b, in this process's place. Where b cannot be

@@ -84,6 +84,18 @@ type helperBinary struct {
 	// runs and links say, in the error naming the fix, what the binary
 	// runs ("nodes run") and what it links that airlock does not.
 	runs, links string
+	// static builds it without cgo (CGO_ENABLED=0), as scripts/setup.sh
+	// does: it then reads users and hosts as the airlock binary does.
+	static bool
+}
+
+// build is the command that builds b at path.
+func (b helperBinary) build(path string) string {
+	line := "go build -o " + path + " ./cmd/" + b.name
+	if b.static {
+		line = "CGO_ENABLED=0 " + line
+	}
+	return line
 }
 
 // handOver runs the helper binary b in place of this process, with args
@@ -118,20 +130,20 @@ func besideBinary(env *Env, b helperBinary) (string, error) {
 		err = ownedHere(beside)
 	}
 	if err != nil {
-		return "", errs.Unavailablef("%s in the %s binary, which links %s that the airlock binary leaves out, and there is none at %s (%v; PATH is not searched): build it beside airlock (`go build -o %s ./cmd/%s`; scripts/setup.sh does)", b.runs, b.name, b.links, beside, err, beside, b.name)
+		return "", errs.Unavailablef("%s in the %s binary, which links %s that the airlock binary leaves out, and there is none at %s (%v; PATH is not searched): build it beside airlock (`%s`; scripts/setup.sh does)", b.runs, b.name, b.links, beside, err, b.build(beside))
 	}
 	if fi, err := os.Lstat(beside); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		// The program handed to is "the airlock binary" of the boxes it
 		// starts: their planner keeps them off its directory, and only
 		// when that is this binary's directory does it keep them off this
 		// binary (and the other programs beside it) too.
-		return "", errs.Unavailablef("%s in the %s binary, and %s is a link: put the file itself beside the airlock binary (`go build -o %s ./cmd/%s`), so that no box it starts may write the directory of either", b.runs, b.name, beside, beside, b.name)
+		return "", errs.Unavailablef("%s in the %s binary, and %s is a link: put the file itself beside the airlock binary (`%s`), so that no box it starts may write the directory of either", b.runs, b.name, beside, b.build(beside))
 	}
 	if sameFile(env.Exe, beside) {
 		// A link to, or a copy named as, the binary that hands over would
 		// hand over to itself again and again. (Where the running binary
 		// is gone, nothing beside it can be it.)
-		return "", errs.Unavailablef("%s in the %s binary, and %s is the running binary itself, not %s: build it beside airlock (`go build -o %s ./cmd/%s`)", b.runs, b.name, beside, b.name, beside, b.name)
+		return "", errs.Unavailablef("%s in the %s binary, and %s is the running binary itself, not %s: build it beside airlock (`%s`)", b.runs, b.name, beside, b.name, b.build(beside))
 	}
 	if w, err := boxWrote(env, beside); err != nil || w != "" {
 		if err != nil {
