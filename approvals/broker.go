@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/user"
 	"strconv"
 	"strings"
 	"sync"
@@ -143,10 +142,29 @@ func New(opts Options) (*Broker, error) {
 }
 
 func loginName() string {
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		return u.Username
+	uid := strconv.Itoa(os.Geteuid())
+	if name := passwdName("/etc/passwd", uid); name != "" {
+		return name
 	}
-	return "uid" + strconv.Itoa(os.Geteuid())
+	return "uid" + uid
+}
+
+// passwdName is the name the passwd file gives uid, "" when none. The
+// file is read directly: os/user's lookups (LookupId too) first try
+// user.Current, which in a build without cgo, for a uid the file lacks,
+// takes the name from $USER, and whoever starts airlock sets that.
+func passwdName(file, uid string) string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) >= 3 && f[2] == uid && f[0] != "" && !strings.HasPrefix(f[0], "+") && !strings.HasPrefix(f[0], "-") {
+			return f[0]
+		}
+	}
+	return ""
 }
 
 // SocketPath is the socket this broker listens on, "" when none.
