@@ -221,7 +221,7 @@ func (p *planner) etcView(srcs []etcSource, gens []etcGen) error {
 	recPath := filepath.Join(base.Name(), key+".rec")
 	opts := privfile.Options{BoxWritable: boxWritable}
 	name := key
-	lock, st, err := openView(base, key, recPath, srcs, opts)
+	lock, st, err := openView(base, key, srcs, opts)
 	if err != nil {
 		endBuild := starttrace.Begin("etc-view-build")
 		lock, st, name, err = buildView(base, key, recPath, srcs, gens, uid, gid, opts)
@@ -230,9 +230,11 @@ func (p *planner) etcView(srcs []etcSource, gens []etcGen) error {
 			return err
 		}
 	}
-	// The view's directory, pinned like any bind; its identity must be
+	// The view's directory, pinned like any bind but from base, which
+	// privfile reached without a link and checked; its identity must be
 	// the one just checked.
-	pn, err := pin(filepath.Join(base.Name(), name), p.writable)
+	from := &pinned{f: base, real: base.Name(), mode: unix.S_IFDIR}
+	pn, err := pinFrom(from, filepath.Join(base.Name(), name), p.writable)
 	if err != nil {
 		lock.Close()
 		return noView("%v", err)
@@ -273,9 +275,11 @@ func etcKey(srcs []etcSource, gens []etcGen, uid, gid int) string {
 // openView opens the kept view key and checks it against its record and
 // its sources; it returns the view's directory, read-only and holding a
 // shared lock, and its identity.
-func openView(base *os.File, key, recPath string, srcs []etcSource, opts privfile.Options) (*os.File, unix.Stat_t, error) {
+func openView(base *os.File, key string, srcs []etcSource, opts privfile.Options) (*os.File, unix.Stat_t, error) {
 	var st unix.Stat_t
-	data, err := privfile.ReadFile(recPath, maxEtcRecord, opts)
+	// The record beside the view, in base as privfile checked it: the
+	// walk from "/" is not made twice.
+	data, err := privfile.ReadFileAt(base, key+".rec", maxEtcRecord, opts)
 	if err != nil {
 		return nil, st, noView("no record")
 	}
@@ -289,7 +293,7 @@ func openView(base *os.File, key, recPath string, srcs []etcSource, opts privfil
 		}
 	}
 	for i, s := range srcs {
-		if !sameStamps(int(s.pn.f.Fd()), rec.Sources[i]) {
+		if !sameStamps(int(s.pn.f.Fd()), &s.st, rec.Sources[i]) {
 			return nil, st, noView("%s changed", s.box)
 		}
 	}
@@ -298,7 +302,7 @@ func openView(base *os.File, key, recPath string, srcs []etcSource, opts privfil
 		return nil, st, err
 	}
 	fd := int(lock.Fd())
-	if !sameStamps(fd, rec.View) {
+	if !sameStamps(fd, nil, rec.View) {
 		lock.Close()
 		return nil, st, noView("the view is not as it was made")
 	}
@@ -326,14 +330,19 @@ func lockView(bfd int, key string) (*os.File, error) {
 }
 
 // sameStamps reports whether every stamp still describes what lies beneath
-// dirfd (the stamp "" is dirfd itself).
-func sameStamps(dirfd int, stamps []etcStamp) bool {
+// dirfd (the stamp "" is dirfd itself). top, when not nil, is dirfd's stat
+// taken by this run already (pin's, which the view's key is made of): the
+// stamp "" is checked against it rather than stat again.
+func sameStamps(dirfd int, top *unix.Stat_t, stamps []etcStamp) bool {
 	for _, s := range stamps {
 		var st unix.Stat_t
 		var err error
-		if s.Rel == "" {
+		switch {
+		case s.Rel == "" && top != nil:
+			st = *top
+		case s.Rel == "":
 			err = unix.Fstat(dirfd, &st)
-		} else {
+		default:
 			err = unix.Fstatat(dirfd, s.Rel, &st, unix.AT_SYMLINK_NOFOLLOW)
 		}
 		if err != nil || stampOf(s.Rel, &st) != s {

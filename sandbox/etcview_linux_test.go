@@ -463,3 +463,103 @@ func TestEtcViewHeldIsNotMoved(t *testing.T) {
 		t.Fatalf("the second run's view holds %q", got)
 	}
 }
+
+// TestEtcViewSeesEveryChangeOfASource: the view is made again after any
+// change of a source, at its top (whose stamp is checked against pin's
+// own stat) or beneath it: content rewritten at the same size, the file
+// replaced (a new inode), a link on the way to it re-pointed at a copy
+// with the same content, a link inside a directory re-pointed, a
+// directory replaced.
+func TestEtcViewSeesEveryChangeOfASource(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(t *testing.T, src string)
+		rel    string // read in the view after the change
+		want   string
+	}{
+		{"top file rewritten, same size", func(t *testing.T, src string) {
+			write(t, filepath.Join(src, "file"), "two\n")
+		}, "file", "two\n"},
+		{"top file replaced", func(t *testing.T, src string) {
+			write(t, filepath.Join(src, "file.new"), "new\n")
+			rename(t, filepath.Join(src, "file.new"), filepath.Join(src, "file"))
+		}, "file", "new\n"},
+		{"top file reached by a re-pointed link", func(t *testing.T, src string) {
+			// file -> file.a at the start (see below); now -> file.b,
+			// the same content and times.
+			write(t, filepath.Join(src, "file.b"), "one\n")
+			st, err := os.Stat(filepath.Join(src, "file.a"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.Chtimes(filepath.Join(src, "file.b"), st.ModTime(), st.ModTime())
+			relink(t, "file.b", filepath.Join(src, "file"))
+		}, "file", "one\n"},
+		{"link inside a directory re-pointed", func(t *testing.T, src string) {
+			relink(t, "/usr/share/y", filepath.Join(src, "dir", "link"))
+		}, "", ""},
+		{"directory replaced", func(t *testing.T, src string) {
+			if err := os.MkdirAll(filepath.Join(src, "dir.new"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			write(t, filepath.Join(src, "dir.new", "f"), "in new dir\n")
+			rename(t, filepath.Join(src, "dir"), filepath.Join(src, "dir.old"))
+			rename(t, filepath.Join(src, "dir.new"), filepath.Join(src, "dir"))
+		}, "ssl/dir/f", "in new dir\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newEtcWorld(t)
+			// The top file is reached through a link for every case.
+			rename(t, filepath.Join(w.src, "file"), filepath.Join(w.src, "file.a"))
+			relink(t, "file.a", filepath.Join(w.src, "file"))
+			first, _, err := w.plan(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again, _, err := w.plan(t); err != nil || again != first {
+				t.Fatalf("an unchanged host made a new view: %s, %v; was %s", again, err, first)
+			}
+			ino := inodeOf(t, first)
+			tt.change(t, w.src)
+			view, _, err := w.plan(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if view == first && inodeOf(t, view) == ino {
+				t.Fatalf("after the change the view made before is bound again")
+			}
+			if tt.rel != "" {
+				if got := readView(t, view, tt.rel); got != tt.want {
+					t.Fatalf("%s reads %q, want %q", tt.rel, got, tt.want)
+				}
+			} else if l, err := os.Readlink(filepath.Join(view, "ssl/dir/link")); err != nil || l != "/usr/share/y" {
+				t.Fatalf("link = %q, %v; want /usr/share/y", l, err)
+			}
+		})
+	}
+}
+
+func write(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func rename(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.Rename(from, to); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// relink points the link at p to target, replacing it in one rename.
+func relink(t *testing.T, target, p string) {
+	t.Helper()
+	tmp := p + ".tmp"
+	if err := os.Symlink(target, tmp); err != nil {
+		t.Fatal(err)
+	}
+	rename(t, tmp, p)
+}
