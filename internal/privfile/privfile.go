@@ -175,6 +175,10 @@ type walker struct {
 func newWalker(o Options) (*walker, error) {
 	w := &walker{euid: os.Geteuid(), mkdirs: o.MakeDirs}
 	w.strict = strictModes(w.euid)
+	// A path given twice (a box's writable paths hold the working
+	// directory as spelled and as resolved, often the same) is resolved
+	// and stat once.
+	seen := map[string]bool{}
 	for _, b := range o.BoxWritable {
 		if b == "" {
 			continue
@@ -183,6 +187,10 @@ func newWalker(o Options) (*walker, error) {
 		if err != nil {
 			return nil, err
 		}
+		if seen[abs] {
+			continue
+		}
+		seen[abs] = true
 		g := grant{orig: b, spellings: []string{abs}}
 		if r := resolve(abs); r != "" && r != abs {
 			g.spellings = append(g.spellings, r)

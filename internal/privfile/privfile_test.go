@@ -529,6 +529,9 @@ func TestReadFileAtRefusesWhatReadFileRefuses(t *testing.T) {
 			{"box path is the file", func(t *testing.T, w world, r string) Options {
 				return Options{BoxWritable: []string{r}}
 			}, "writable by the box"},
+			{"box path is the file, given twice", func(t *testing.T, w world, r string) Options {
+				return Options{BoxWritable: []string{r, r + "/", w.outside}}
+			}, "writable by the box"},
 			{"box path is the file by another name", func(t *testing.T, w world, r string) Options {
 				granted := filepath.Join(w.outside, "granted")
 				os.Link(r, granted)
