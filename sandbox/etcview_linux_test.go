@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -562,4 +563,90 @@ func relink(t *testing.T, target, p string) {
 		t.Fatal(err)
 	}
 	rename(t, tmp, p)
+}
+
+// TestEtcRecordRead: a record is used only as encodeRecord wrote it for
+// this key and these sources, and its stamps are read as written.
+func TestEtcRecordRead(t *testing.T) {
+	var st unix.Stat_t
+	if err := unix.Stat("/", &st); err != nil {
+		t.Fatal(err)
+	}
+	rec := etcRecord{Key: "k", Sources: [][]etcStamp{{stampOf("", &st)}, {stampOf("", &st), stampOf("a/b", &st)}}, View: []etcStamp{stampOf("", &st)}}
+	good, ok := encodeRecord(rec)
+	if !ok {
+		t.Fatal("encodeRecord refused a plain record")
+	}
+	body, ok := recordStamps(string(good), "k", 2)
+	if !ok {
+		t.Fatalf("recordStamps refused %q", good)
+	}
+	var got []string
+	eachStamp(body, 2, func(src int, rel, id string) bool {
+		got = append(got, fmt.Sprintf("%d %s %s", src, rel, id))
+		return true
+	})
+	id := stampOf("", &st).ID
+	want := []string{"0  " + id, "1  " + id, "1 a/b " + id, "-1  " + id}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("stamps %q, want %q", got, want)
+	}
+	if !stampHolds(-1, &st, "", id) || stampHolds(-1, &st, "", id+"0") {
+		t.Fatal("stampHolds does not compare the identity")
+	}
+	line := func(s string) string { return "S0\t" + id + "\t" + s + "\n" }
+	head := etcViewVersion + "\nk\n"
+	tests := []struct{ name, data, key string }{
+		{"another key", string(good), "other"},
+		{"another version", "airlock-etc-view-0\nk\n" + string(good)[len(head):], "k"},
+		{"cut short", string(good)[:len(good)-1], "k"},
+		{"a source without stamps", head + line("") + "V\t" + id + "\t\n", "k"},
+		{"no stamp of the view", head + line("") + "S1\t" + id + "\t\n", "k"},
+		{"a source beyond the list", string(good) + "S2\t" + id + "\t\n", "k"},
+		{"an unknown tag", string(good) + "X\t" + id + "\t\n", "k"},
+		{"a line without its path", string(good) + "V\t" + id + "\n", "k"},
+		{"an empty line", string(good) + "\n", "k"},
+		{"nothing but the head", head, "k"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, ok := recordStamps(tt.data, tt.key, 2); ok {
+				t.Fatalf("recordStamps took %q", tt.data)
+			}
+		})
+	}
+}
+
+// Checking a kept view allocates a fixed amount, not a share of every
+// stamp: each allocation is memory first touched, a page fault on a
+// start.
+func TestEtcViewCheckAllocations(t *testing.T) {
+	w := newEtcWorld(t)
+	if _, _, err := w.plan(t); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := filepath.Glob(filepath.Join(w.cache, "*.rec"))
+	if len(recs) != 1 {
+		t.Fatalf("records %v, want one", recs)
+	}
+	data, err := os.ReadFile(recs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.TrimSuffix(filepath.Base(recs[0]), ".rec")
+	var st unix.Stat_t
+	if err := unix.Stat("/", &st); err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	n := testing.AllocsPerRun(20, func() {
+		body, _ := recordStamps(s, key, 2)
+		eachStamp(body, 2, func(src int, rel, id string) bool {
+			stampHolds(-1, &st, "", id)
+			return true
+		})
+	})
+	if n > 2 {
+		t.Fatalf("reading a record's stamps allocates %v times, want at most 2", n)
+	}
 }
