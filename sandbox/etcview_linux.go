@@ -271,9 +271,9 @@ func (p *planner) etcView(srcs []etcSource, gens []etcGen) error {
 			return err
 		}
 	}
-	// The view's directory, pinned like any bind but from base, which
-	// privfile reached without a link and checked; its identity must be
-	// the one just checked.
+	// The view's directory, pinned like any bind but from base, whose
+	// path privfile resolved and checked on the way; its identity must
+	// be the one just checked.
 	from := &pinned{f: base, real: base.Name(), mode: unix.S_IFDIR}
 	pn, err := pinFrom(from, filepath.Join(base.Name(), name), p.writable)
 	if err != nil {
