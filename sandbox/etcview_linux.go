@@ -111,12 +111,23 @@ type etcStamp struct {
 }
 
 func stampOf(rel string, st *unix.Stat_t) etcStamp {
-	b := make([]byte, 0, 96)
-	for _, n := range []uint64{uint64(st.Dev), st.Ino, uint64(st.Mode), uint64(st.Size), uint64(st.Mtim.Nano()), uint64(st.Ctim.Nano())} {
+	var buf [stampIDMax]byte
+	return etcStamp{Rel: rel, ID: string(appendStampID(buf[:0], st))}
+}
+
+// stampIDMax bounds an identity: six numbers of up to 16 hex digits and
+// the spaces between them.
+const stampIDMax = 6*17 - 1
+
+// appendStampID appends the identity of st (etcStamp.ID) to b.
+func appendStampID(b []byte, st *unix.Stat_t) []byte {
+	for i, n := range [...]uint64{uint64(st.Dev), st.Ino, uint64(st.Mode), uint64(st.Size), uint64(st.Mtim.Nano()), uint64(st.Ctim.Nano())} {
+		if i > 0 {
+			b = append(b, ' ')
+		}
 		b = strconv.AppendUint(b, n, 16)
-		b = append(b, ' ')
 	}
-	return etcStamp{Rel: rel, ID: string(b[:len(b)-1])}
+	return b
 }
 
 // etcRecord is kept beside a view: what every source held when it was
@@ -157,32 +168,62 @@ func encodeRecord(r etcRecord) ([]byte, bool) {
 	return []byte(b.String()), true
 }
 
-// decodeRecord reads what encodeRecord wrote for n sources.
-func decodeRecord(data []byte, n int) (etcRecord, bool) {
-	r := etcRecord{Sources: make([][]etcStamp, n)}
-	lines := strings.Split(string(data), "\n")
-	if len(lines) < 3 || lines[0] != etcViewVersion || lines[len(lines)-1] != "" {
-		return r, false
+// recordStamps returns the stamp lines of data when it is what
+// encodeRecord wrote for key and n sources: the version, the key, then
+// lines of "V" or "S<i>" (i below n), every source and the view with one
+// at least. The lines are checked in place (eachStamp), not copied out:
+// a start allocates, and so faults in, little more than it reads.
+func recordStamps(data, key string, n int) (string, bool) {
+	body, ok := strings.CutPrefix(data, etcViewVersion+"\n"+key+"\n")
+	if !ok || !strings.HasSuffix(body, "\n") {
+		return "", false
 	}
-	r.Key = lines[1]
-	for _, l := range lines[2 : len(lines)-1] {
-		tag, rest, ok1 := strings.Cut(l, "\t")
-		id, rel, ok2 := strings.Cut(rest, "\t")
+	seen := make([]bool, n)
+	view := false
+	if !eachStamp(body, n, func(src int, _, _ string) bool {
+		if src < 0 {
+			view = true
+		} else {
+			seen[src] = true
+		}
+		return true
+	}) || !view {
+		return "", false
+	}
+	for _, ok := range seen {
+		if !ok {
+			return "", false
+		}
+	}
+	return body, true
+}
+
+// eachStamp calls f with every stamp line of body (lines ending in a
+// newline): the source's index (-1 for the view), the path and the
+// identity. It reports whether every line was well formed and f accepted
+// it, stopping at the first that is not.
+func eachStamp(body string, n int, f func(src int, rel, id string) bool) bool {
+	for rest := body; rest != ""; {
+		var l string
+		l, rest, _ = strings.Cut(rest, "\n")
+		tag, after, ok1 := strings.Cut(l, "\t")
+		id, rel, ok2 := strings.Cut(after, "\t")
 		if !ok1 || !ok2 {
-			return r, false
+			return false
 		}
-		s := etcStamp{Rel: rel, ID: id}
-		if tag == "V" {
-			r.View = append(r.View, s)
-			continue
+		src := -1
+		if tag != "V" {
+			i, err := strconv.Atoi(strings.TrimPrefix(tag, "S"))
+			if err != nil || !strings.HasPrefix(tag, "S") || i < 0 || i >= n {
+				return false
+			}
+			src = i
 		}
-		i, err := strconv.Atoi(strings.TrimPrefix(tag, "S"))
-		if err != nil || !strings.HasPrefix(tag, "S") || i < 0 || i >= n {
-			return r, false
+		if !f(src, rel, id) {
+			return false
 		}
-		r.Sources[i] = append(r.Sources[i], s)
 	}
-	return r, true
+	return true
 }
 
 // errNoView is why a view could not be used; the caller binds file by file.
@@ -221,7 +262,7 @@ func (p *planner) etcView(srcs []etcSource, gens []etcGen) error {
 	recPath := filepath.Join(base.Name(), key+".rec")
 	opts := privfile.Options{BoxWritable: boxWritable}
 	name := key
-	lock, st, err := openView(base, key, recPath, srcs, opts)
+	lock, st, err := openView(base, key, srcs, opts)
 	if err != nil {
 		endBuild := starttrace.Begin("etc-view-build")
 		lock, st, name, err = buildView(base, key, recPath, srcs, gens, uid, gid, opts)
@@ -230,9 +271,11 @@ func (p *planner) etcView(srcs []etcSource, gens []etcGen) error {
 			return err
 		}
 	}
-	// The view's directory, pinned like any bind; its identity must be
-	// the one just checked.
-	pn, err := pin(filepath.Join(base.Name(), name), p.writable)
+	// The view's directory, pinned like any bind but from base, whose
+	// path privfile resolved and checked on the way; its identity must
+	// be the one just checked.
+	from := &pinned{f: base, real: base.Name(), mode: unix.S_IFDIR}
+	pn, err := pinFrom(from, filepath.Join(base.Name(), name), p.writable)
 	if err != nil {
 		lock.Close()
 		return noView("%v", err)
@@ -273,32 +316,43 @@ func etcKey(srcs []etcSource, gens []etcGen, uid, gid int) string {
 // openView opens the kept view key and checks it against its record and
 // its sources; it returns the view's directory, read-only and holding a
 // shared lock, and its identity.
-func openView(base *os.File, key, recPath string, srcs []etcSource, opts privfile.Options) (*os.File, unix.Stat_t, error) {
+func openView(base *os.File, key string, srcs []etcSource, opts privfile.Options) (*os.File, unix.Stat_t, error) {
 	var st unix.Stat_t
-	data, err := privfile.ReadFile(recPath, maxEtcRecord, opts)
+	// The record beside the view, in base as privfile checked it: the
+	// walk from "/" is not made twice.
+	data, err := privfile.ReadFileAt(base, key+".rec", maxEtcRecord, opts)
 	if err != nil {
 		return nil, st, noView("no record")
 	}
-	rec, ok := decodeRecord(data, len(srcs))
-	if !ok || rec.Key != key || len(rec.View) == 0 {
+	body, ok := recordStamps(string(data), key, len(srcs))
+	if !ok {
 		return nil, st, noView("record does not match")
 	}
-	for _, src := range rec.Sources {
-		if len(src) == 0 {
+	changed := -1
+	if !eachStamp(body, len(srcs), func(src int, rel, id string) bool {
+		if src < 0 {
+			return true
+		}
+		s := &srcs[src]
+		if !stampHolds(int(s.pn.f.Fd()), &s.st, rel, id) {
+			changed = src
+			return false
+		}
+		return true
+	}) {
+		if changed < 0 { // recordStamps checked every line's form
 			return nil, st, noView("record does not match")
 		}
-	}
-	for i, s := range srcs {
-		if !sameStamps(int(s.pn.f.Fd()), rec.Sources[i]) {
-			return nil, st, noView("%s changed", s.box)
-		}
+		return nil, st, noView("%s changed", srcs[changed].box)
 	}
 	lock, err := lockView(int(base.Fd()), key)
 	if err != nil {
 		return nil, st, err
 	}
 	fd := int(lock.Fd())
-	if !sameStamps(fd, rec.View) {
+	if !eachStamp(body, len(srcs), func(src int, rel, id string) bool {
+		return src >= 0 || stampHolds(fd, nil, rel, id)
+	}) {
 		lock.Close()
 		return nil, st, noView("the view is not as it was made")
 	}
@@ -325,22 +379,23 @@ func lockView(bfd int, key string) (*os.File, error) {
 	return lock, nil
 }
 
-// sameStamps reports whether every stamp still describes what lies beneath
-// dirfd (the stamp "" is dirfd itself).
-func sameStamps(dirfd int, stamps []etcStamp) bool {
-	for _, s := range stamps {
-		var st unix.Stat_t
-		var err error
-		if s.Rel == "" {
-			err = unix.Fstat(dirfd, &st)
-		} else {
-			err = unix.Fstatat(dirfd, s.Rel, &st, unix.AT_SYMLINK_NOFOLLOW)
-		}
-		if err != nil || stampOf(s.Rel, &st) != s {
-			return false
-		}
+// stampHolds reports whether the stamp of rel and id still describes
+// what lies beneath dirfd (rel "" is dirfd itself). top, when not nil, is
+// dirfd's stat taken by this run already (pin's, which the view's key is
+// made of): the stamp "" is checked against it rather than stat again.
+func stampHolds(dirfd int, top *unix.Stat_t, rel, id string) bool {
+	var st unix.Stat_t
+	var err error
+	switch {
+	case rel == "" && top != nil:
+		st = *top
+	case rel == "":
+		err = unix.Fstat(dirfd, &st)
+	default:
+		err = unix.Fstatat(dirfd, rel, &st, unix.AT_SYMLINK_NOFOLLOW)
 	}
-	return true
+	var buf [stampIDMax]byte
+	return err == nil && string(appendStampID(buf[:0], &st)) == id
 }
 
 // buildView copies srcs and writes gens into a new view key, records it

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -461,5 +462,191 @@ func TestEtcViewHeldIsNotMoved(t *testing.T) {
 	}
 	if got := readView(t, again, "file"); got != "one\n" {
 		t.Fatalf("the second run's view holds %q", got)
+	}
+}
+
+// TestEtcViewSeesEveryChangeOfASource: the view is made again after any
+// change of a source, at its top (whose stamp is checked against pin's
+// own stat) or beneath it: content rewritten at the same size, the file
+// replaced (a new inode), a link on the way to it re-pointed at a copy
+// with the same content, a link inside a directory re-pointed, a
+// directory replaced.
+func TestEtcViewSeesEveryChangeOfASource(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(t *testing.T, src string)
+		rel    string // read in the view after the change
+		want   string
+	}{
+		{"top file rewritten, same size", func(t *testing.T, src string) {
+			write(t, filepath.Join(src, "file"), "two\n")
+		}, "file", "two\n"},
+		{"top file replaced", func(t *testing.T, src string) {
+			write(t, filepath.Join(src, "file.new"), "new\n")
+			rename(t, filepath.Join(src, "file.new"), filepath.Join(src, "file"))
+		}, "file", "new\n"},
+		{"top file reached by a re-pointed link", func(t *testing.T, src string) {
+			// file -> file.a at the start (see below); now -> file.b,
+			// the same content and times.
+			write(t, filepath.Join(src, "file.b"), "one\n")
+			st, err := os.Stat(filepath.Join(src, "file.a"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.Chtimes(filepath.Join(src, "file.b"), st.ModTime(), st.ModTime())
+			relink(t, "file.b", filepath.Join(src, "file"))
+		}, "file", "one\n"},
+		{"link inside a directory re-pointed", func(t *testing.T, src string) {
+			relink(t, "/usr/share/y", filepath.Join(src, "dir", "link"))
+		}, "", ""},
+		{"directory replaced", func(t *testing.T, src string) {
+			if err := os.MkdirAll(filepath.Join(src, "dir.new"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			write(t, filepath.Join(src, "dir.new", "f"), "in new dir\n")
+			rename(t, filepath.Join(src, "dir"), filepath.Join(src, "dir.old"))
+			rename(t, filepath.Join(src, "dir.new"), filepath.Join(src, "dir"))
+		}, "ssl/dir/f", "in new dir\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newEtcWorld(t)
+			// The top file is reached through a link for every case.
+			rename(t, filepath.Join(w.src, "file"), filepath.Join(w.src, "file.a"))
+			relink(t, "file.a", filepath.Join(w.src, "file"))
+			first, _, err := w.plan(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again, _, err := w.plan(t); err != nil || again != first {
+				t.Fatalf("an unchanged host made a new view: %s, %v; was %s", again, err, first)
+			}
+			ino := inodeOf(t, first)
+			tt.change(t, w.src)
+			view, _, err := w.plan(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if view == first && inodeOf(t, view) == ino {
+				t.Fatalf("after the change the view made before is bound again")
+			}
+			if tt.rel != "" {
+				if got := readView(t, view, tt.rel); got != tt.want {
+					t.Fatalf("%s reads %q, want %q", tt.rel, got, tt.want)
+				}
+			} else if l, err := os.Readlink(filepath.Join(view, "ssl/dir/link")); err != nil || l != "/usr/share/y" {
+				t.Fatalf("link = %q, %v; want /usr/share/y", l, err)
+			}
+		})
+	}
+}
+
+func write(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func rename(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.Rename(from, to); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// relink points the link at p to target, replacing it in one rename.
+func relink(t *testing.T, target, p string) {
+	t.Helper()
+	tmp := p + ".tmp"
+	if err := os.Symlink(target, tmp); err != nil {
+		t.Fatal(err)
+	}
+	rename(t, tmp, p)
+}
+
+// TestEtcRecordRead: a record is used only as encodeRecord wrote it for
+// this key and these sources, and its stamps are read as written.
+func TestEtcRecordRead(t *testing.T) {
+	var st unix.Stat_t
+	if err := unix.Stat("/", &st); err != nil {
+		t.Fatal(err)
+	}
+	rec := etcRecord{Key: "k", Sources: [][]etcStamp{{stampOf("", &st)}, {stampOf("", &st), stampOf("a/b", &st)}}, View: []etcStamp{stampOf("", &st)}}
+	good, ok := encodeRecord(rec)
+	if !ok {
+		t.Fatal("encodeRecord refused a plain record")
+	}
+	body, ok := recordStamps(string(good), "k", 2)
+	if !ok {
+		t.Fatalf("recordStamps refused %q", good)
+	}
+	var got []string
+	eachStamp(body, 2, func(src int, rel, id string) bool {
+		got = append(got, fmt.Sprintf("%d %s %s", src, rel, id))
+		return true
+	})
+	id := stampOf("", &st).ID
+	want := []string{"0  " + id, "1  " + id, "1 a/b " + id, "-1  " + id}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("stamps %q, want %q", got, want)
+	}
+	if !stampHolds(-1, &st, "", id) || stampHolds(-1, &st, "", id+"0") {
+		t.Fatal("stampHolds does not compare the identity")
+	}
+	line := func(s string) string { return "S0\t" + id + "\t" + s + "\n" }
+	head := etcViewVersion + "\nk\n"
+	tests := []struct{ name, data, key string }{
+		{"another key", string(good), "other"},
+		{"another version", "airlock-etc-view-0\nk\n" + string(good)[len(head):], "k"},
+		{"cut short", string(good)[:len(good)-1], "k"},
+		{"a source without stamps", head + line("") + "V\t" + id + "\t\n", "k"},
+		{"no stamp of the view", head + line("") + "S1\t" + id + "\t\n", "k"},
+		{"a source beyond the list", string(good) + "S2\t" + id + "\t\n", "k"},
+		{"an unknown tag", string(good) + "X\t" + id + "\t\n", "k"},
+		{"a line without its path", string(good) + "V\t" + id + "\n", "k"},
+		{"an empty line", string(good) + "\n", "k"},
+		{"nothing but the head", head, "k"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, ok := recordStamps(tt.data, tt.key, 2); ok {
+				t.Fatalf("recordStamps took %q", tt.data)
+			}
+		})
+	}
+}
+
+// Checking a kept view allocates a fixed amount, not a share of every
+// stamp: each allocation is memory first touched, a page fault on a
+// start.
+func TestEtcViewCheckAllocations(t *testing.T) {
+	w := newEtcWorld(t)
+	if _, _, err := w.plan(t); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := filepath.Glob(filepath.Join(w.cache, "*.rec"))
+	if len(recs) != 1 {
+		t.Fatalf("records %v, want one", recs)
+	}
+	data, err := os.ReadFile(recs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.TrimSuffix(filepath.Base(recs[0]), ".rec")
+	var st unix.Stat_t
+	if err := unix.Stat("/", &st); err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	n := testing.AllocsPerRun(20, func() {
+		body, _ := recordStamps(s, key, 2)
+		eachStamp(body, 2, func(src int, rel, id string) bool {
+			stampHolds(-1, &st, "", id)
+			return true
+		})
+	})
+	if n > 2 {
+		t.Fatalf("reading a record's stamps allocates %v times, want at most 2", n)
 	}
 }

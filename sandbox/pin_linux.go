@@ -93,11 +93,11 @@ func pinFrom(from *pinned, path string, writable []string) (*pinned, error) {
 	rest := splitPath(orig)
 	var fd int
 	var err error
+	// borrowed: fd is from's own descriptor, which the walk steps from
+	// but never closes (nor returns: see the end).
+	borrowed := false
 	if from != nil && from.isDir() && orig != from.real && within(orig, from.real) {
-		fd, err = unix.FcntlInt(from.f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
-		if err != nil {
-			return nil, &bindError{Path: path, What: "duplicate the descriptor of " + from.real, Err: err}
-		}
+		fd, borrowed = int(from.f.Fd()), true
 		cur, rest = from.real, splitPath(strings.TrimPrefix(orig, from.real))
 	} else if fd, err = unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
 		return nil, &bindError{Path: path, What: "open /", Err: err}
@@ -108,9 +108,10 @@ func pinFrom(from *pinned, path string, writable []string) (*pinned, error) {
 	var last unix.Stat_t
 	have := false
 	closeFD := func() {
-		if fd >= 0 {
+		if fd >= 0 && !borrowed {
 			unix.Close(fd)
 		}
+		borrowed = false
 	}
 	for len(rest) > 0 {
 		name := rest[0]
@@ -179,6 +180,14 @@ func pinFrom(from *pinned, path string, writable []string) (*pinned, error) {
 		}
 		closeFD()
 		fd, cur, last, have = nfd, next, st, true
+	}
+	if borrowed {
+		// The walk ended where it began (a link to "." beneath from):
+		// the result is a descriptor of its own.
+		if fd, err = unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0); err != nil {
+			return nil, &bindError{Path: path, What: "duplicate the descriptor of " + cur, Err: err}
+		}
+		borrowed = false
 	}
 	if !have {
 		if err := unix.Fstat(fd, &last); err != nil {

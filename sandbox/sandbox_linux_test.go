@@ -115,6 +115,44 @@ func TestPin(t *testing.T) {
 	}
 }
 
+// TestPinFromKeepsItsParent: pinFrom walks from the parent's own
+// descriptor, so no answer, pinned or refused, may close it or hand it
+// out: a walk that ends where it began (a link to ".") gets a descriptor
+// of its own.
+func TestPinFromKeepsItsParent(t *testing.T) {
+	root := tree(t)
+	outside := filepath.Join(root, "outside")
+	if err := os.Symlink(".", filepath.Join(outside, "self")); err != nil {
+		t.Fatal(err)
+	}
+	from, err := pin(outside, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer from.f.Close()
+	want := mustStatFD(t, from.f)
+	for _, path := range []string{filepath.Join(outside, "self"), filepath.Join(outside, "secret"), filepath.Join(outside, "nope"), filepath.Join(outside, "secret", "x"), outside + "/self/../outside"} {
+		pn, err := pinFrom(from, path, nil)
+		if err == nil {
+			if pn.f.Fd() == from.f.Fd() {
+				t.Fatalf("pinFrom(%s) handed out the parent's descriptor", path)
+			}
+			pn.f.Close()
+		}
+		if !os.SameFile(want, mustStatFD(t, from.f)) {
+			t.Fatalf("after pinFrom(%s) (%v) the parent's descriptor is gone", path, err)
+		}
+	}
+	pn, err := pinFrom(from, filepath.Join(outside, "self"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pn.f.Close()
+	if pn.real != outside || !os.SameFile(want, mustStatFD(t, pn.f)) {
+		t.Fatalf("pinFrom(self) = %s, want %s", pn.real, outside)
+	}
+}
+
 // testPin checks what pinning path gives: a refusal containing refuse, or
 // (refuse "") a descriptor of wantReal.
 func testPin(t *testing.T, pin func(string, []string) (*pinned, error), path string, writable []string, wantReal, refuse string) {

@@ -118,17 +118,26 @@ func openParent(path string, o Options) (*dir, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	if err := w.checkName(abs, d, name); err != nil {
+		d.close()
+		return nil, "", err
+	}
+	return d, name, nil
+}
+
+// checkName refuses name in d (checked already) when it is one of the
+// box's paths, by path or by device and inode; path is what the caller
+// asked for, for errors.
+func (w *walker) checkName(path string, d *dir, name string) error {
 	full := filepath.Join(d.path, name)
 	if g := w.boxPath(full); g != "" {
-		d.close()
-		return nil, "", boxErr(abs, full, g)
+		return boxErr(path, full, g)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && w.boxInode(&st) != "" {
-		d.close()
-		return nil, "", boxErr(abs, full, w.boxInode(&st))
+		return boxErr(path, full, w.boxInode(&st))
 	}
-	return d, name, nil
+	return nil
 }
 
 func boxErr(path, where, grant string) error {
@@ -166,6 +175,10 @@ type walker struct {
 func newWalker(o Options) (*walker, error) {
 	w := &walker{euid: os.Geteuid(), mkdirs: o.MakeDirs}
 	w.strict = strictModes(w.euid)
+	// A path given twice (a box's writable paths hold the working
+	// directory as spelled and as resolved, often the same) is resolved
+	// and stat once.
+	seen := map[string]bool{}
 	for _, b := range o.BoxWritable {
 		if b == "" {
 			continue
@@ -174,6 +187,10 @@ func newWalker(o Options) (*walker, error) {
 		if err != nil {
 			return nil, err
 		}
+		if seen[abs] {
+			continue
+		}
+		seen[abs] = true
 		g := grant{orig: b, spellings: []string{abs}}
 		if r := resolve(abs); r != "" && r != abs {
 			g.spellings = append(g.spellings, r)
@@ -526,6 +543,30 @@ func ReadFile(path string, max int64, o Options) ([]byte, error) {
 		return nil, err
 	}
 	defer d.close()
+	return readIn(d, name, max)
+}
+
+// ReadFileAt is ReadFile of name in dir, a directory OpenDir returned
+// with the same o: the walk to it, and its checks, are not made again.
+// name is one component; the file's own checks are ReadFile's.
+func ReadFileAt(in *os.File, name string, max int64, o Options) ([]byte, error) {
+	if name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
+		return nil, errs.Invalidf("privfile: %q is not a name in %s", name, in.Name())
+	}
+	w, err := newWalker(o)
+	if err != nil {
+		return nil, err
+	}
+	d := &dir{fd: int(in.Fd()), path: in.Name()}
+	if err := w.checkName(filepath.Join(d.path, name), d, name); err != nil {
+		return nil, err
+	}
+	return readIn(d, name, max)
+}
+
+// readIn reads name in d, which the caller checked, when the file passes
+// ReadFile's checks.
+func readIn(d *dir, name string, max int64) ([]byte, error) {
 	full := filepath.Join(d.path, name)
 	fd, err := openFile(d.fd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
 	if err != nil {

@@ -5,6 +5,7 @@ package privfile
 import (
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/airlock-run/airlock/errs"
 )
@@ -32,6 +33,11 @@ func MkdirAll(path string, _ Options) error { return unsupported(path) }
 
 // ReadFile is not supported on this system.
 func ReadFile(path string, _ int64, _ Options) ([]byte, error) { return nil, unsupported(path) }
+
+// ReadFileAt is not supported on this system.
+func ReadFileAt(in *os.File, name string, _ int64, _ Options) ([]byte, error) {
+	return nil, unsupported(filepath.Join(in.Name(), name))
+}
 
 // OpenDir is not supported on this system.
 func OpenDir(path string, _ Options) (*os.File, error) { return nil, unsupported(path) }

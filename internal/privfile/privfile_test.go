@@ -500,3 +500,93 @@ func TestSwappedComponentRace(t *testing.T) {
 		w.untouched(t)
 	})
 }
+
+// TestReadFileAtRefusesWhatReadFileRefuses: a file read in a directory
+// OpenDir returned passes the same checks as one read by its path, and
+// only a name of one component is read.
+func TestReadFileAtRefusesWhatReadFileRefuses(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		tests := []struct {
+			name string
+			// setup makes r in w.dir and returns the options.
+			setup func(t *testing.T, w world, r string) Options
+			want  string // "" reads "kept\n"
+		}{
+			{"own file", func(t *testing.T, w world, r string) Options { return Options{} }, ""},
+			{"link to another file", func(t *testing.T, w world, r string) Options {
+				os.Remove(r)
+				os.Symlink(w.victim, r)
+				return Options{}
+			}, "symbolic link"},
+			{"others may write it", func(t *testing.T, w world, r string) Options {
+				os.Chmod(r, 0o666)
+				return Options{}
+			}, "may be written by others"},
+			{"two names", func(t *testing.T, w world, r string) Options {
+				os.Link(r, filepath.Join(w.dir, "other"))
+				return Options{}
+			}, "has 2 names"},
+			{"box path is the file", func(t *testing.T, w world, r string) Options {
+				return Options{BoxWritable: []string{r}}
+			}, "writable by the box"},
+			{"box path is the file, given twice", func(t *testing.T, w world, r string) Options {
+				return Options{BoxWritable: []string{r, r + "/", w.outside}}
+			}, "writable by the box"},
+			{"box path is the file by another name", func(t *testing.T, w world, r string) Options {
+				granted := filepath.Join(w.outside, "granted")
+				os.Link(r, granted)
+				return Options{BoxWritable: []string{granted}}
+			}, "writable by the box"},
+			{"a directory", func(t *testing.T, w world, r string) Options {
+				os.Remove(r)
+				os.Mkdir(r, 0o700)
+				return Options{}
+			}, "not a regular file"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				w := newWorld(t)
+				r := filepath.Join(w.dir, "r.rec")
+				if err := os.WriteFile(r, []byte("kept\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				o := tt.setup(t, w, r)
+				d, err := OpenDir(w.dir, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer d.Close()
+				byPath, perr := ReadFile(r, 1<<10, o)
+				at, aerr := ReadFileAt(d, "r.rec", 1<<10, o)
+				if tt.want == "" {
+					if perr != nil || aerr != nil || string(byPath) != "kept\n" || string(at) != "kept\n" {
+						t.Fatalf("ReadFile = %q, %v; ReadFileAt = %q, %v; want both %q", byPath, perr, at, aerr, "kept\n")
+					}
+					return
+				}
+				wantRefused(t, perr, tt.want)
+				wantRefused(t, aerr, tt.want)
+			})
+		}
+	})
+}
+
+func TestReadFileAtReadsOneName(t *testing.T) {
+	w := newWorld(t)
+	if err := os.Mkdir(filepath.Join(w.dir, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(w.dir, "sub", "r"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenDir(w.dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, name := range []string{"sub/r", "..", ".", ""} {
+		if _, err := ReadFileAt(d, name, 1<<10, Options{}); err == nil || !strings.Contains(err.Error(), "is not a name in") {
+			t.Errorf("ReadFileAt(%q) = %v; want it refused as not a name", name, err)
+		}
+	}
+}
