@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -88,5 +89,29 @@ func TestBoxBinaryWhereAKernelsBoxesWrote(t *testing.T) {
 				t.Errorf("the note %q does not say a box was let write there", lastNote(box.Notes, "in-box code"))
 			}
 		})
+	}
+}
+
+// TestPlanNotesWhatItsBoxMayWrite: a box's writable directory that its
+// kernel's list does not name (it did not exist when the list was made)
+// is passed over for the host's programs from the plan on: the next plan
+// of a kernel whose list names nothing does not take a bubblewrap there.
+func TestPlanNotesWhatItsBoxMayWrite(t *testing.T) {
+	needTier1(t)
+	exe, _ := withBoxBin(t)
+	dir := t.TempDir()
+	spec := walledSpec(t)
+	spec.Caches = NewCaches(CacheConfig{})
+	spec.Writable, spec.Write = true, []string{dir}
+	if slices.Contains(everWritable.list(), dir) {
+		t.Fatalf("%s listed before any plan", dir)
+	}
+	box, err := Plan(spec, Tier1, exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	box.Close()
+	if !slices.Contains(NewCaches(CacheConfig{}).boxWritable(), dir) {
+		t.Fatalf("the box could write %s, and a later plan's list %v does not name it", dir, NewCaches(CacheConfig{}).boxWritable())
 	}
 }
