@@ -49,3 +49,28 @@ func TestKernelsKeepTheirOwnBoxWritableList(t *testing.T) {
 		t.Errorf("kernel B's box-writable list %v holds %s, which only A's record names", got, granted)
 	}
 }
+
+// TestSharedCachesKeepEveryKernelsRecord: kernels given one cache
+// directory but a HOME each (a node's jobs) share what their boxes were
+// let write: a kernel built later, in this process or after a restart,
+// whose own record names nothing, lists the directory the first kernel's
+// fix-mode boxes may write, so it takes no host program from there.
+func TestSharedCachesKeepEveryKernelsRecord(t *testing.T) {
+	_, workA, getenvA := privateWorld(t)
+	_, workB, getenvB := privateWorld(t)
+	writeFile(t, filepath.Join(workA, "airlock.yaml"), "fs: {read: [.], write: [.]}\n")
+	shared := t.TempDir()
+	a, err := Build(Config{Dir: workA, Getenv: getenvA, Mode: "fix", CacheDir: shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	b, err := Build(Config{Dir: workB, Getenv: getenvB, Mode: "observe", CacheDir: shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if got := b.Caches.Config().BoxWritable; !slices.Contains(got, workA) {
+		t.Errorf("kernel B's box-writable list %v lacks %s, which kernel A's boxes may write", got, workA)
+	}
+}
