@@ -10,31 +10,31 @@ import (
 // ends, and a claim whose run never came gives its slot back.
 func TestSlots(t *testing.T) {
 	now := time.Unix(1000, 0)
-	s := &slots{max: 2, reserved: map[string]time.Time{}, now: func() time.Time { return now }}
-	if !s.reserve("a") || !s.reserve("b") {
+	s := &slots{max: 2, reserved: map[string]reservation{}, now: func() time.Time { return now }}
+	if !held(s.reserve("a")) || !held(s.reserve("b")) {
 		t.Fatal("a node with room declined a claim")
 	}
-	if s.reserve("c") {
+	if held(s.reserve("c")) {
 		t.Fatal("a node at its bound answered a third claim")
 	}
-	if !s.reserve("a") {
+	if !held(s.reserve("a")) {
 		t.Error("a claim put again for a job already reserved was declined")
 	}
 	release := s.start("a")
-	if s.reserve("c") {
+	if held(s.reserve("c")) {
 		t.Fatal("a running box and a reservation left room for a third")
 	}
 	release()
-	if !s.reserve("c") {
+	if !held(s.reserve("c")) {
 		t.Fatal("a box ended and its slot was not given back")
 	}
 	// b's run never arrives: its slot is held only while the workflow
 	// waits for the run to start.
 	now = now.Add(reserveFor + time.Second)
-	if !s.reserve("d") || !s.reserve("e") {
+	if !held(s.reserve("d")) || !held(s.reserve("e")) {
 		t.Error("reservations past their wait still held their slots")
 	}
-	if s.reserve("f") {
+	if held(s.reserve("f")) {
 		t.Error("more claims answered than the bound")
 	}
 }
@@ -43,11 +43,11 @@ func TestSlots(t *testing.T) {
 // takes its slot, and declines when none ends within its wait or its
 // context ends; the bound holds throughout.
 func TestSlotsWaitForRoom(t *testing.T) {
-	s := &slots{max: 1, reserved: map[string]time.Time{}, now: time.Now}
+	s := &slots{max: 1, reserved: map[string]reservation{}, now: time.Now}
 	release := s.start("a")
 	ctx := context.Background()
 	start := time.Now()
-	if s.reserveWithin(ctx, "b", 50*time.Millisecond) {
+	if held(s.reserveWithin(ctx, "b", 50*time.Millisecond)) {
 		t.Fatal("a full node answered a claim with no box ended")
 	}
 	if d := time.Since(start); d < 50*time.Millisecond {
@@ -57,15 +57,15 @@ func TestSlotsWaitForRoom(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		release()
 	}()
-	if !s.reserveWithin(ctx, "b", 5*time.Second) {
+	if !held(s.reserveWithin(ctx, "b", 5*time.Second)) {
 		t.Fatal("a box ended and the waiting claim did not take its slot")
 	}
-	if s.reserveWithin(ctx, "c", 20*time.Millisecond) {
+	if held(s.reserveWithin(ctx, "c", 20*time.Millisecond)) {
 		t.Fatal("a second claim took the one slot too")
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if s.reserveWithin(cctx, "c", 5*time.Second) {
+	if held(s.reserveWithin(cctx, "c", 5*time.Second)) {
 		t.Fatal("a claim whose context ended was answered")
 	}
 }
@@ -85,17 +85,17 @@ func TestAttackDeclinedClaimKeepsNoSlot(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := NodeConfig{ID: "n1", Pool: "ci", Concurrency: 1}
-			n := &Node{cfg: cfg, slots: &slots{max: 1, reserved: map[string]time.Time{}, now: time.Now}}
+			n := &Node{cfg: cfg, slots: &slots{max: 1, reserved: map[string]reservation{}, now: time.Now}}
 			release := n.slots.start("a")
 			go func() {
 				time.Sleep(20 * time.Millisecond)
 				tc.change(n)
 				release()
 			}()
-			if _, err := n.claim(context.Background(), cfg, ClaimRequest{Job: "b"}); err == nil {
+			if _, _, err := n.claim(context.Background(), cfg, ClaimRequest{Job: "b"}); err == nil {
 				t.Fatal("a claim answered although the node changed while it waited")
 			}
-			if !n.slots.reserve("c") {
+			if !held(n.slots.reserve("c")) {
 				t.Fatal("a declined claim still holds the node's only slot")
 			}
 		})

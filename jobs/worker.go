@@ -65,11 +65,22 @@ type slots struct {
 	mu       sync.Mutex
 	max      int
 	running  int
-	reserved map[string]time.Time
+	reserved map[string]reservation
 	now      func() time.Time
+	// seq numbers reservations, so a claim gives back only its own.
+	seq uint64
 	// freed is closed (and replaced) when a box ends, to wake the claims
 	// waiting for room (nil until one waits).
 	freed chan struct{}
+}
+
+// reservation is one job's slot held for its run: when it was last
+// answered, and by which claim (a job's claim put again, its first attempt
+// timed out, refreshes the one slot, and the answer of the stale attempt,
+// refused, must not give back what the new one holds).
+type reservation struct {
+	at  time.Time
+	seq uint64
 }
 
 // claimWait is how long a claim waits on a full node for a box to end
@@ -83,7 +94,7 @@ type slots struct {
 const claimWait = claimStartToClose / 2
 
 // reserveWithin is reserve, waiting up to d (or until ctx ends) for room.
-func (s *slots) reserveWithin(ctx context.Context, job string, d time.Duration) bool {
+func (s *slots) reserveWithin(ctx context.Context, job string, d time.Duration) (uint64, bool) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
@@ -93,8 +104,8 @@ func (s *slots) reserveWithin(ctx context.Context, job string, d time.Duration) 
 		}
 		freed := s.freed
 		s.mu.Unlock()
-		if s.reserve(job) {
-			return true
+		if seq, ok := s.reserve(job); ok {
+			return seq, true
 		}
 		select {
 		case <-freed:
@@ -102,7 +113,7 @@ func (s *slots) reserveWithin(ctx context.Context, job string, d time.Duration) 
 			// A reservation whose run never came may have lapsed.
 			return s.reserve(job)
 		case <-ctx.Done():
-			return false
+			return 0, false
 		}
 	}
 }
@@ -110,28 +121,35 @@ func (s *slots) reserveWithin(ctx context.Context, job string, d time.Duration) 
 // reserveFor is how long an answered claim holds a slot for its run.
 const reserveFor = nodeStartTimeout + claimStartToClose
 
-// reserve holds a slot for job, or reports the node full.
-func (s *slots) reserve(job string) bool {
+// reserve holds a slot for job, or reports the node full; the number
+// names this claim's hold, for unreserve.
+func (s *slots) reserve(job string) (uint64, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	for j, at := range s.reserved {
-		if now.Sub(at) > reserveFor {
+	for j, r := range s.reserved {
+		if now.Sub(r.at) > reserveFor {
 			delete(s.reserved, j)
 		}
 	}
 	if _, ok := s.reserved[job]; !ok && s.running+len(s.reserved) >= s.max {
-		return false
+		return 0, false
 	}
-	s.reserved[job] = now
-	return true
+	s.seq++
+	s.reserved[job] = reservation{at: now, seq: s.seq}
+	return s.seq, true
 }
 
-// unreserve gives back job's reservation, of a claim the node declined,
-// and wakes the claims waiting for room.
-func (s *slots) unreserve(job string) {
+// unreserve gives back job's reservation, of a claim the node declined
+// or whose answer was refused, and wakes the claims waiting for room. It
+// gives back only the hold seq names: a later claim of the same job that
+// took the slot over keeps it.
+func (s *slots) unreserve(job string, seq uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if r, ok := s.reserved[job]; !ok || r.seq != seq {
+		return
+	}
 	delete(s.reserved, job)
 	if s.freed != nil {
 		close(s.freed)
@@ -189,7 +207,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	if cfg.Waiters == nil {
 		cfg.Waiters = &Waiters{}
 	}
-	n := &Node{client: c.c, cfg: cfg, slots: &slots{max: cfg.Concurrency, reserved: map[string]time.Time{}, now: time.Now}}
+	n := &Node{client: c.c, cfg: cfg, slots: &slots{max: cfg.Concurrency, reserved: map[string]reservation{}, now: time.Now}}
 	for _, q := range cfg.Queues() {
 		w := n.newWorker(q)
 		if err := w.Start(); err != nil {
@@ -263,35 +281,37 @@ func (n *Node) SetFloor(optedOut, floor bool) error {
 
 // claim answers a claim with the node's id and tier, or declines it when
 // the node is stopping, below the job's floor (unless an opt-out or the
-// server's --dev lets it), or opted out and the job tainted.
-func (n *Node) claim(ctx context.Context, cfg NodeConfig, req ClaimRequest) (Claim, error) {
+// server's --dev lets it), or opted out and the job tainted. The number is
+// the claim's hold on its slot (slots.reserve), 0 when it declined.
+func (n *Node) claim(ctx context.Context, cfg NodeConfig, req ClaimRequest) (Claim, uint64, error) {
 	if n.stopping.Load() {
-		return Claim{}, temporal.NewApplicationError("node "+cfg.ID+" is stopping", "Declined")
+		return Claim{}, 0, temporal.NewApplicationError("node "+cfg.ID+" is stopping", "Declined")
 	}
 	optedOut := n.optedOut.Load()
 	if optedOut && req.Tainted {
-		return Claim{}, temporal.NewApplicationError(
+		return Claim{}, 0, temporal.NewApplicationError(
 			fmt.Sprintf("node %s is opted out of the sandbox: it takes no tainted work (job %s)", cfg.ID, req.Job), "Declined")
 	}
 	if cfg.Tier < req.Floor && !optedOut && !req.Dev {
-		return Claim{}, temporal.NewNonRetryableApplicationError(
+		return Claim{}, 0, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("node %s runs at sandbox tier %d, below job %s's floor %d", cfg.ID, cfg.Tier, req.Job, req.Floor), ErrBelowFloor, nil)
 	}
 	// Checked before any box starts: a full node waits a moment for a
 	// box to end, then declines, and the job is claimed again (by this
 	// node once it has room, or another).
-	if !n.slots.reserveWithin(ctx, req.Job, claimWait) {
-		return Claim{}, temporal.NewApplicationError(fmt.Sprintf("node %s runs its %d boxes at once (--max-boxes)", cfg.ID, cfg.Concurrency), "Declined")
+	seq, ok := n.slots.reserveWithin(ctx, req.Job, claimWait)
+	if !ok {
+		return Claim{}, 0, temporal.NewApplicationError(fmt.Sprintf("node %s runs its %d boxes at once (--max-boxes)", cfg.ID, cfg.Concurrency), "Declined")
 	}
 	if n.stopping.Load() || n.optedOut.Load() != optedOut {
 		// Stopped, or its opt-out changed, while the claim waited: the
 		// checks above read what no longer holds, so it declines, and
 		// gives its slot back now (held for reserveFor, it would keep
 		// the node full for a job it said no to).
-		n.slots.unreserve(req.Job)
-		return Claim{}, temporal.NewApplicationError("node "+cfg.ID+" is stopping or its opt-out changed", "Declined")
+		n.slots.unreserve(req.Job, seq)
+		return Claim{}, 0, temporal.NewApplicationError("node "+cfg.ID+" is stopping or its opt-out changed", "Declined")
 	}
-	return Claim{Node: cfg.ID, Tier: cfg.Tier, OptedOut: optedOut}, nil
+	return Claim{Node: cfg.ID, Tier: cfg.Tier, OptedOut: optedOut}, seq, nil
 }
 
 // claimAnswerTimeout bounds the node's own answer to a claim (answerClaim).
@@ -308,14 +328,14 @@ const claimAnswerTimeout = claimStartToClose
 // comes. An answer whose fate is unknown (the server unreachable) keeps
 // the reservation, which lapses after reserveFor.
 func (n *Node) answerClaim(ctx context.Context, cfg NodeConfig, req ClaimRequest) (Claim, error) {
-	c, err := n.claim(ctx, cfg, req)
+	c, seq, err := n.claim(ctx, cfg, req)
 	if err != nil {
 		return c, err
 	}
 	if ctx.Err() != nil {
 		// The activity's time ran out while the claim waited: no answer
 		// can be taken now.
-		n.slots.unreserve(req.Job)
+		n.slots.unreserve(req.Job, seq)
 		return Claim{}, temporal.NewApplicationError("node "+cfg.ID+": the claim of job "+req.Job+" ended before it was answered", "Declined")
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimAnswerTimeout)
@@ -328,7 +348,7 @@ func (n *Node) answerClaim(ctx context.Context, cfg NodeConfig, req ClaimRequest
 			cfg.Log.Warn("answer of a claim not known to have reached the server; its box stays reserved for a while", "job", req.Job, "err", err)
 		}
 	default:
-		n.slots.unreserve(req.Job)
+		n.slots.unreserve(req.Job, seq)
 		if cfg.Log != nil {
 			cfg.Log.Info("claim ended before its answer (the job killed, or the claim timed out); its box reservation given back", "job", req.Job, "err", err)
 		}

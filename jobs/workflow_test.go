@@ -319,9 +319,9 @@ func TestNodeClaimRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			n := &Node{cfg: NodeConfig{ID: "n", Pool: "p", Tier: tt.tier, Concurrency: 1}, slots: &slots{max: 1, reserved: map[string]time.Time{}, now: time.Now}}
+			n := &Node{cfg: NodeConfig{ID: "n", Pool: "p", Tier: tt.tier, Concurrency: 1}, slots: &slots{max: 1, reserved: map[string]reservation{}, now: time.Now}}
 			n.optedOut.Store(tt.optedOut)
-			c, err := n.claim(context.Background(), n.cfg, tt.req)
+			c, _, err := n.claim(context.Background(), n.cfg, tt.req)
 			if tt.wantErr == "" {
 				if err != nil || c.Node != "n" || c.OptedOut != tt.optedOut {
 					t.Fatalf("got %+v, %v; want a claim by n (opted out %v)", c, err, tt.optedOut)

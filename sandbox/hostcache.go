@@ -58,10 +58,50 @@ type probeCacheFile struct {
 // whichever kernel asked.
 var memoryCaches = &Caches{probe: probeMemo{loaded: true}}
 
-// NewCaches returns the Caches of cfg; it keeps its own copy of the list.
+// NewCaches returns the Caches of cfg; it keeps its own copy of the list,
+// and adds it to the process's (everWritable).
 func NewCaches(cfg CacheConfig) *Caches {
 	cfg.BoxWritable = slices.Clone(cfg.BoxWritable)
+	everWritable.add(cfg.BoxWritable)
 	return &Caches{cfg: cfg}
+}
+
+// everWritable is every path a box of any kernel this process made Caches
+// for may write or was let write. What the list guards is the host's, not
+// one kernel's: the programs on PATH the host runs as itself, the
+// airlock-box pinned once for the whole process, the cache directory a
+// node's jobs share. A file a box of one kernel planted there (a
+// bubblewrap in a PATH directory its policy let it write) is run by the
+// host for every kernel alike, so each plan weighs the union, never its
+// own kernel's list alone. Paths are never taken out: what a box planted
+// stays after its kernel closes.
+var everWritable writableSet
+
+type writableSet struct {
+	mu    sync.Mutex
+	seen  map[string]bool
+	paths []string
+}
+
+func (w *writableSet) add(paths []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range paths {
+		if p == "" || w.seen[p] {
+			continue
+		}
+		if w.seen == nil {
+			w.seen = map[string]bool{}
+		}
+		w.seen[p] = true
+		w.paths = append(w.paths, p)
+	}
+}
+
+func (w *writableSet) list() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.paths)
 }
 
 // Config is what c was made with (a copy); the zero CacheConfig for nil.
@@ -74,12 +114,11 @@ func (c *Caches) Config() CacheConfig {
 	return cfg
 }
 
-// boxWritable is c's list, nil for nil (not a copy: callers only read it).
+// boxWritable is what the host's programs and caches are weighed against
+// for c's plans: c's list and every other kernel's of this process
+// (everWritable), which holds c's; only the process's for nil.
 func (c *Caches) boxWritable() []string {
-	if c == nil {
-		return nil
-	}
-	return c.cfg.BoxWritable
+	return everWritable.list()
 }
 
 // etcViewDir is c's view directory, "" for nil.

@@ -290,14 +290,15 @@ func (p *planner) pinInit(exe string) (*pinned, error) {
 }
 
 // boxMayWrite says which of paths lies where this box may write or works
-// (its working directory, in either spelling) or where a box of its kernel
-// may write or was let write (Spec.Caches), "" when none does.
+// (its working directory, in either spelling) or where a box of any kernel
+// of this process may write or was let write (Spec.Caches: the
+// airlock-box is pinned once for all of them), "" when none does.
 func (p *planner) boxMayWrite(paths ...string) string {
 	dirs := append(append([]string(nil), p.writable...), filepath.Clean(p.spec.Workdir), resolved(p.spec.Workdir))
 	dirs = append(dirs, p.spec.Caches.boxWritable()...)
 	for _, x := range paths {
 		if w := withinAny(filepath.Clean(x), dirs); w != "" {
-			return x + " lies in " + w + ", which this box may write or works in, or a box of this kernel may write or was let write"
+			return x + " lies in " + w + ", which this box may write or works in, or a box of this or another kernel of this process may write or was let write"
 		}
 	}
 	return ""

@@ -593,7 +593,26 @@ func Plan(spec Spec, tier Tier, exe string) (*Box, error) {
 	if err != nil {
 		return nil, err
 	}
-	return m.plan(spec, exe)
+	b, err := m.plan(spec, exe)
+	if err == nil {
+		noteWritable(spec)
+	}
+	return b, err
+}
+
+// noteWritable adds what spec's box may write to the process's list
+// (everWritable) once its plan is made, before the box runs (a plan
+// refused writes nothing, and one that names "/" is refused): a path the policy names that did
+// not exist when its kernel's list was made (the kernel's Caches), or a
+// kept home, is then passed over for the host's programs and caches by
+// every later plan, this kernel's and the others'.
+func noteWritable(spec Spec) {
+	if spec.Writable {
+		everWritable.add(spec.Write)
+	}
+	if spec.HomeDir != "" {
+		everWritable.add([]string{spec.HomeDir})
+	}
 }
 
 // bubblewrap is tier 1: bubblewrap's namespaces, airlock's seccomp filter,

@@ -43,12 +43,17 @@ func PlanWarm(spec Spec, tier Tier, exe string) (*Box, error) {
 		return nil, err
 	}
 	if tier == Tier2 {
-		return planWarmGVisor(spec, exe)
+		b, err := planWarmGVisor(spec, exe)
+		if err == nil {
+			noteWritable(spec)
+		}
+		return b, err
 	}
 	b, err := bubblewrap{}.planShape(spec, exe, true)
 	if err != nil {
 		return nil, err
 	}
+	noteWritable(spec)
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		b.Close()

@@ -198,8 +198,10 @@ func Build(cfg Config) (*Kernel, error) {
 	// Before any box may write them: a later run must know that a policy
 	// file below these paths may be a box's (see trust.go).
 	if mode == policy.Fix {
-		if err := recordBoxWritable(paths.written, k.BoxWritable); err != nil {
-			return fail(err)
+		for _, rec := range nonEmptyList(paths.written, paths.sharedWritten) {
+			if err := recordBoxWritable(rec, k.BoxWritable); err != nil {
+				return fail(err)
+			}
 		}
 	}
 
@@ -212,6 +214,23 @@ func Build(cfg Config) (*Kernel, error) {
 	written, err := loadBoxWritable(paths.written)
 	if err != nil {
 		return fail(err)
+	}
+	// And what any kernel sharing the caches recorded (a node's other
+	// jobs, each with a HOME and record of its own, in this process or
+	// an earlier one): a program one planted is the host's for all.
+	if paths.sharedWritten != "" {
+		shared, err := loadBoxWritable(paths.sharedWritten)
+		if err != nil {
+			return fail(err)
+		}
+		// One that no longer exists holds nothing a box planted (a
+		// finished job's directory, removed): left out, so the list
+		// weighed at every plan stays the size of what is there.
+		for _, w := range shared {
+			if _, err := os.Lstat(w); err == nil {
+				written = append(written, w)
+			}
+		}
 	}
 	k.Caches = sandbox.NewCaches(sandbox.CacheConfig{ProbeFile: paths.probe, EtcViewDir: paths.etcView,
 		BoxWritable: append(append([]string(nil), thisRun...), written...)})
@@ -290,10 +309,14 @@ type hostPaths struct {
 	// trusted is the person's trusted policies, written is the record of
 	// paths granted to boxes (trust.go).
 	trusted, written string
+	// sharedWritten is the record of paths granted to the boxes of every
+	// kernel given the same cache directory (a node's jobs), beside the
+	// caches; "" when it is written itself.
+	sharedWritten string
 }
 
 func (h hostPaths) list() []string {
-	return nonEmptyList(h.grants, h.audit, h.socketDir, h.trace, h.report, h.store, h.pins, h.trusted, h.written, h.probe, h.etcView)
+	return nonEmptyList(h.grants, h.audit, h.socketDir, h.trace, h.report, h.store, h.pins, h.trusted, h.written, h.sharedWritten, h.probe, h.etcView)
 }
 
 // privatePaths resolves cfg's paths and their defaults.
@@ -336,6 +359,11 @@ func privatePaths(cfg Config) (hostPaths, error) {
 	}
 	if h.written, err = BoxWritableRecordPath(cfg.Getenv); err != nil {
 		return h, err
+	}
+	if h.probe != "" {
+		if s := filepath.Join(filepath.Dir(h.probe), filepath.Base(h.written)); s != h.written {
+			h.sharedWritten = s
+		}
 	}
 	return h, nil
 }
