@@ -62,7 +62,7 @@ func refusedProgramDirs(c *Caches) []string {
 // run by the host: only root could have put it there (rootOnly), and
 // neither d nor what its links resolve to lies in a refused tree.
 func hostProgramDir(d string, refused []string) bool {
-	return rootOnly(d) && withinAny(filepath.Clean(d), refused) == "" && withinAny(resolved(d), refused) == ""
+	return rootOnly(d) && withinAnyFile(filepath.Clean(d), refused) == "" && withinAnyFile(resolved(d), refused) == ""
 }
 
 // rootOnly reports whether only root could have put a file in dir: dir,

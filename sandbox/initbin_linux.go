@@ -129,7 +129,7 @@ func trustedBoxBin(path string, pn *pinned, refused []string) error {
 		return fmt.Errorf("%s is not executable", pn.real)
 	}
 	for _, p := range []string{filepath.Clean(path), pn.real} {
-		if w := withinAny(p, refused); w != "" {
+		if w := withinAnyFile(p, refused); w != "" {
 			return fmt.Errorf("%s lies in %s, the working directory or a directory a box may write", p, w)
 		}
 		if err := ownedDirs(filepath.Dir(p)); err != nil {
@@ -263,7 +263,7 @@ func (p *planner) pinInit(exe string) (*pinned, error) {
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "sandbox: airlock binary")
 	}
-	if w := withinAny(ex.real, p.writable); w != "" && p.spec.Writable {
+	if w := withinAnyFile(ex.real, p.writable); w != "" && p.spec.Writable {
 		ex.f.Close()
 		return nil, p.refuse(exe, "the airlock binary lies inside the writable directory "+w+"; install it elsewhere")
 	}
@@ -297,7 +297,7 @@ func (p *planner) boxMayWrite(paths ...string) string {
 	dirs := append(append([]string(nil), p.writable...), filepath.Clean(p.spec.Workdir), resolved(p.spec.Workdir))
 	dirs = append(dirs, p.spec.Caches.boxWritable()...)
 	for _, x := range paths {
-		if w := withinAny(filepath.Clean(x), dirs); w != "" {
+		if w := withinAnyFile(filepath.Clean(x), dirs); w != "" {
 			return x + " lies in " + w + ", which this box may write or works in, or a box of this or another kernel of this process may write or was let write"
 		}
 	}

@@ -69,6 +69,38 @@ func withinAny(p string, dirs []string) string {
 	return ""
 }
 
+// withinAnyFile is withinAny for a file the host runs or trusts (the
+// airlock binary, airlock-box, a host program's directory): p also lies in
+// d when p or a directory above it is d's very directory under another
+// name, by device and inode. A bind mount shows one directory at two
+// paths, and a grant of the second spelling lets a box write the first,
+// which no comparison of path strings sees. What cannot be stat is left to
+// the lexical answer.
+func withinAnyFile(p string, dirs []string) string {
+	if w := withinAny(p, dirs); w != "" {
+		return w
+	}
+	type key struct{ dev, ino uint64 }
+	ids := make(map[key]string, len(dirs))
+	for _, d := range dirs {
+		var st unix.Stat_t
+		if unix.Stat(d, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			ids[key{st.Dev, st.Ino}] = d
+		}
+	}
+	for a := filepath.Clean(p); ; a = filepath.Dir(a) {
+		var st unix.Stat_t
+		if unix.Stat(a, &st) == nil {
+			if d, ok := ids[key{st.Dev, st.Ino}]; ok {
+				return d
+			}
+		}
+		if a == "/" || a == "." {
+			return ""
+		}
+	}
+}
+
 // pin resolves path one component at a time from the root and returns a
 // descriptor for what it names. writable holds the directories the box (or
 // an earlier box) may write, in every spelling; it refuses, with the path and
