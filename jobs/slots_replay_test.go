@@ -27,7 +27,7 @@ func TestSlotsRefusedAttemptKeepsOthersReservation(t *testing.T) {
 	if _, ok := s.reserve("k"); ok {
 		t.Fatal("the refused attempt gave back the slot the taken one holds: another job was answered in its place")
 	}
-	release := s.start("j")
+	release := mustStart(t, s, "j")
 	defer release()
 	if s.running+len(s.reserved) > s.max {
 		t.Fatalf("%d boxes and %d reservations on a node of %d", s.running, len(s.reserved), s.max)

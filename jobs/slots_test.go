@@ -20,7 +20,7 @@ func TestSlots(t *testing.T) {
 	if !held(s.reserve("a")) {
 		t.Error("a claim put again for a job already reserved was declined")
 	}
-	release := s.start("a")
+	release := mustStart(t, s, "a")
 	if held(s.reserve("c")) {
 		t.Fatal("a running box and a reservation left room for a third")
 	}
@@ -44,7 +44,7 @@ func TestSlots(t *testing.T) {
 // context ends; the bound holds throughout.
 func TestSlotsWaitForRoom(t *testing.T) {
 	s := &slots{max: 1, reserved: map[string]reservation{}, now: time.Now}
-	release := s.start("a")
+	release := mustStart(t, s, "a")
 	ctx := context.Background()
 	start := time.Now()
 	if held(s.reserveWithin(ctx, "b", 50*time.Millisecond)) {
@@ -86,7 +86,7 @@ func TestAttackDeclinedClaimKeepsNoSlot(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := NodeConfig{ID: "n1", Pool: "ci", Concurrency: 1}
 			n := &Node{cfg: cfg, slots: &slots{max: 1, reserved: map[string]reservation{}, now: time.Now}}
-			release := n.slots.start("a")
+			release := mustStart(t, n.slots, "a")
 			go func() {
 				time.Sleep(20 * time.Millisecond)
 				tc.change(n)
@@ -99,5 +99,45 @@ func TestAttackDeclinedClaimKeepsNoSlot(t *testing.T) {
 				t.Fatal("a declined claim still holds the node's only slot")
 			}
 		})
+	}
+}
+
+// mustStart starts job on s, failing the test where it is refused.
+func mustStart(t *testing.T, s *slots, job string) func() {
+	t.Helper()
+	release, err := s.start(job)
+	if err != nil {
+		t.Fatalf("start %s: %v", job, err)
+	}
+	return release
+}
+
+// TestSlotsStartHoldsTheBound: a run, lease or call of a job that holds no
+// reservation (its claim was never answered here, or its hold lapsed)
+// starts only where the node has room; a node at its bound refuses it,
+// so tasks queued on the node's queue by whoever can cannot run more
+// boxes than the bound.
+func TestSlotsStartHoldsTheBound(t *testing.T) {
+	s := &slots{max: 2, reserved: map[string]reservation{}, now: time.Now}
+	if !held(s.reserve("a")) {
+		t.Fatal("an empty node declined a claim")
+	}
+	ra := mustStart(t, s, "a")
+	defer ra()
+	rb := mustStart(t, s, "unclaimed") // room for one more: started
+	if _, err := s.start("another unclaimed"); err == nil {
+		t.Fatalf("a job with no reservation started on a node running %d of %d", s.running, s.max)
+	}
+	rb()
+	if !held(s.reserve("c")) {
+		t.Fatal("a claim was declined with a slot free")
+	}
+	if _, err := s.start("unclaimed"); err == nil {
+		t.Fatal("a job with no reservation took the slot another's claim holds")
+	}
+	rc := mustStart(t, s, "c")
+	defer rc()
+	if s.running > s.max {
+		t.Fatalf("%d boxes on a node of %d", s.running, s.max)
 	}
 }

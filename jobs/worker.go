@@ -157,10 +157,17 @@ func (s *slots) unreserve(job string, seq uint64) {
 	}
 }
 
-// start turns job's reservation (if any) into a running box; release
-// ends it.
-func (s *slots) start(job string) (release func()) {
+// start turns job's reservation into a running box; release ends it. A
+// job that holds none (its reservation lapsed, or a task no claim of this
+// node answered) starts only while the node runs fewer boxes than its
+// bound counting the others' reservations: whatever reaches the node's
+// queue, it never runs more.
+func (s *slots) start(job string) (release func(), err error) {
 	s.mu.Lock()
+	if _, ok := s.reserved[job]; !ok && s.running+len(s.reserved) >= s.max {
+		s.mu.Unlock()
+		return nil, errs.Unavailablef("node: job %s holds no box here and the node runs its most (%d): claim it again", job, s.max)
+	}
 	delete(s.reserved, job)
 	s.running++
 	s.mu.Unlock()
@@ -172,7 +179,7 @@ func (s *slots) start(job string) (release func()) {
 			s.freed = nil
 		}
 		s.mu.Unlock()
-	}
+	}, nil
 }
 
 // Queues is every task queue a node of cfg polls.
@@ -237,7 +244,11 @@ func (n *Node) newWorker(q string) worker.Worker {
 	})
 	if q == NodeQueue(cfg.ID) {
 		run := func(ctx context.Context, req RunRequest) (Result, error) {
-			defer n.slots.start(req.Job.ID)()
+			release, err := n.slots.start(req.Job.ID)
+			if err != nil {
+				return Result{}, temporal.NewNonRetryableApplicationError(errs.AgentMessage(err), errs.ClassOf(err).String(), nil)
+			}
+			defer release()
 			return runWithHeartbeat(ctx, n.client, cfg, req)
 		}
 		w.RegisterActivityWithOptions(run, activity.RegisterOptions{Name: RunActivity})
@@ -436,10 +447,14 @@ func (n *Node) registerCalls(w worker.Worker, cr CallRunner) {
 	}
 	ends := &leaseEnds{m: map[string]chan struct{}{}}
 	hold := func(ctx context.Context, req LeaseRequest) error {
-		defer n.slots.start(req.Job.ID)()
+		release, err := n.slots.start(req.Job.ID)
+		if err != nil {
+			return temporal.NewNonRetryableApplicationError(errs.AgentMessage(err), errs.ClassOf(err).String(), nil)
+		}
+		defer release()
 		end := ends.of(req.Job.ID)
 		defer ends.drop(req.Job.ID)
-		_, err := heartbeating(ctx, n.client, cfg, req.Node, func(ctx context.Context) (struct{}, error) {
+		_, err = heartbeating(ctx, n.client, cfg, req.Node, func(ctx context.Context) (struct{}, error) {
 			// The workflow's close ends the lease at once; a kill or the
 			// node stopping ends it through ctx.
 			select {
@@ -483,7 +498,11 @@ func (n *Node) registerCalls(w worker.Worker, cr CallRunner) {
 		if err := wrong(req.Node); err != nil {
 			return CallResult{}, err
 		}
-		defer n.slots.start(req.Job.ID)()
+		release, err := n.slots.start(req.Job.ID)
+		if err != nil {
+			return CallResult{}, temporal.NewNonRetryableApplicationError(errs.AgentMessage(err), errs.ClassOf(err).String(), nil)
+		}
+		defer release()
 		r, err := heartbeating(ctx, n.client, cfg, req.Node, func(ctx context.Context) (CallResult, error) {
 			if _, err := cr.Open(ctx, LeaseRequest{Job: req.Job, Node: req.Node}); err != nil {
 				return CallResult{}, err
