@@ -32,6 +32,11 @@ func gvisorOnce(caches *sandbox.Caches) func() (sandbox.Tier, error) {
 	})
 }
 
+// Settle returns once the work New started beside the front end's own
+// start (the host's probe, which may write the probe cache) has ended, so
+// that nothing of the kernel runs on after its front end closed it.
+func (k *Kernel) Settle() { k.tier() }
+
 // tierFor is the tier a call under p runs at: `isolation: none` is tier 0,
 // announced every time; otherwise the kernel's resolved tier.
 func (k *Kernel) tierFor(p *policy.Policy, what string) (sandbox.Tier, error) {

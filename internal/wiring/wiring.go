@@ -293,6 +293,9 @@ func Build(cfg Config) (*Kernel, error) {
 	}); err != nil {
 		return fail(err)
 	}
+	// Closed first: nothing New started beside the front end (the host's
+	// probe, which writes the probe cache) outlives the kernel.
+	k.closers = append(k.closers, closerFunc(func() error { k.Kernel.Settle(); return nil }))
 	if err := k.Audit.Ready(); err != nil {
 		return fail(err)
 	}
