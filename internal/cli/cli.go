@@ -66,6 +66,9 @@ type Env struct {
 	// a pipe, a test's buffer) passes the output unchanged.
 	StdoutTerminal, StderrTerminal bool
 
+	// warm is set on the Env of a run `airlock warm` serves (cmd_warm.go):
+	// nil for every other.
+	warm *warmCall
 	// cmd is the path of the command that ran ("policy check"), "" before
 	// one is found; flags is the flag set it made with NewFlags, nil if
 	// none. Main reads both to print a failure in the command's shape.
@@ -106,7 +109,7 @@ func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code
 // commands is the table of top-level commands. Each lives in its own file.
 func commands() []*Command {
 	return []*Command{
-		runCmd(),
+		runCmd(), warmCmd(),
 		policyCmd(),
 		sandboxCmd(),
 		approvalsCmd(),

@@ -31,55 +31,68 @@ func runCmd() *Command {
 	return &Command{
 		Name: "run", Usage: "[flags] -- CMD [ARG...]", Short: "run a command through the policy and the sandbox", Long: runLong,
 		Run: func(ctx context.Context, env *Env, args []string) error {
-			fs := NewFlags(env, "airlock run", "[flags] -- CMD [ARG...]", runLong)
-			kf := addKernelFlags(fs, "the command")
-			report := fs.String("report", "", "write a JSON report of the decision and of where and how the command ran to `file`")
-			kf.report = report
-			if err := ParseFlags(fs, args); err != nil {
+			// Before anything else: a warm server runs exactly what
+			// follows, from the same arguments, environment and streams.
+			if err, ok := handOverWarm(ctx, env, args); ok {
 				return err
 			}
-			argv := fs.Args()
-			if len(argv) == 0 {
-				return usagef("no command (airlock run [flags] -- CMD [ARG...])")
-			}
-			k, err := kf.build(env, "airlock run", env.IsTerminal, nil)
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			if k.PolicyFile == "" {
-				env.Log.Info("no policy file; using the built-in workspace profile")
-			}
-			call := mediator.Call{Kind: mediator.KindExec, Argv: argv}
-			stdout, stderr, flush := terminalSafe(env)
-			res, err := k.Exec(ctx, call, mediator.ExecOptions{Stdin: env.Stdin, Stdout: stdout, Stderr: stderr})
-			flush()
-			if *report != "" {
-				if werr := writeReport(absFrom(env, *report), k.BoxWritable, call, res, err); werr != nil && err == nil {
-					err = werr
-				}
-			}
-			var d *errs.Denial
-			if errors.As(err, &d) {
-				b, _ := json.Marshal(d)
-				fmt.Fprintf(env.Stderr, "airlock: run: refused: %s\n", b)
-				return &ExitError{Code: errs.ExitRefused}
-			}
-			if err != nil {
-				return err
-			}
-			if res.Truncated {
-				fmt.Fprintln(env.Stderr, "airlock: output was cut at the output cap")
-			}
-			if res.WallTimeout {
-				fmt.Fprintln(env.Stderr, "airlock: the wall-clock limit ended the command")
-			}
-			if res.ExitCode == errs.ExitRefused && execWalled(res.Description.Notes) {
-				fmt.Fprintln(env.Stderr, "airlock: exit 126 in a box with the exec wall: a \"Permission denied\" above is the kernel refusing a program the policy does not list (shell.allow)")
-			}
-			return &ExitError{Code: res.ExitCode}
+			return runCold(ctx, env, args)
 		},
 	}
+}
+
+// runCold is `airlock run` with the arguments after "run": the kernel built
+// in this process. `airlock warm` runs its calls through it too, with an
+// Env made of what the caller handed over.
+func runCold(ctx context.Context, env *Env, args []string) error {
+	fs := NewFlags(env, "airlock run", "[flags] -- CMD [ARG...]", runLong)
+	kf := addKernelFlags(fs, "the command")
+	report := fs.String("report", "", "write a JSON report of the decision and of where and how the command ran to `file`")
+	kf.report = report
+	if err := ParseFlags(fs, args); err != nil {
+		return err
+	}
+	argv := fs.Args()
+	if len(argv) == 0 {
+		return usagef("no command (airlock run [flags] -- CMD [ARG...])")
+	}
+	k, err := kf.build(env, "airlock run", env.IsTerminal, env.warm.configure)
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+	ctx = env.warm.bind(ctx, k)
+	if k.PolicyFile == "" {
+		env.Log.Info("no policy file; using the built-in workspace profile")
+	}
+	call := mediator.Call{Kind: mediator.KindExec, Argv: argv}
+	stdout, stderr, flush := terminalSafe(env)
+	res, err := k.Exec(ctx, call, mediator.ExecOptions{Stdin: env.Stdin, Stdout: stdout, Stderr: stderr})
+	flush()
+	if *report != "" {
+		if werr := writeReport(absFrom(env, *report), k.BoxWritable, call, res, err); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	var d *errs.Denial
+	if errors.As(err, &d) {
+		b, _ := json.Marshal(d)
+		fmt.Fprintf(env.Stderr, "airlock: run: refused: %s\n", b)
+		return &ExitError{Code: errs.ExitRefused}
+	}
+	if err != nil {
+		return err
+	}
+	if res.Truncated {
+		fmt.Fprintln(env.Stderr, "airlock: output was cut at the output cap")
+	}
+	if res.WallTimeout {
+		fmt.Fprintln(env.Stderr, "airlock: the wall-clock limit ended the command")
+	}
+	if res.ExitCode == errs.ExitRefused && execWalled(res.Description.Notes) {
+		fmt.Fprintln(env.Stderr, "airlock: exit 126 in a box with the exec wall: a \"Permission denied\" above is the kernel refusing a program the policy does not list (shell.allow)")
+	}
+	return &ExitError{Code: res.ExitCode}
 }
 
 // terminalSafe gives the streams a boxed command writes to: where a stream

@@ -82,6 +82,8 @@ var table = map[string]row{
 	"sandbox/lookpath": {layer: parts},
 	// privfile writes airlock's own files (audit log, grants, store) so that no box can steer them.
 	"internal/privfile": {layer: parts},
+	// the hand-over of a run to `airlock warm`: socket, peer checks, wire
+	"internal/warmrun": {layer: parts, may: []string{"internal/starttrace"}},
 	// pki: the fleet's CA, node certificates and signed attestations; below jobs so that the server, api and node share it.
 	"jobs/pki": {layer: parts, may: []string{"internal/privfile"}},
 
@@ -120,7 +122,7 @@ var table = map[string]row{
 	"internal/wiring": {layer: cli, may: []string{"approvals", "audit", "egress", "egress/wire", "files", "fit",
 		"internal/privfile", "internal/starttrace", "mcp", "mediator", "netrule", "offload", "policy", "sandbox"}},
 	"internal/cli": {layer: cli, may: []string{"api/wire", "approvals", "audit", "escape", "files", "fit", "internal/privfile", "jobs/pki", "jobs/wire", "termsafe",
-		"internal/wiring", "mediator", "offload", "policy", "policy/shellread", "sandbox", "sandbox/lookpath"},
+		"internal/warmrun", "internal/wiring", "mediator", "offload", "policy", "policy/shellread", "sandbox", "sandbox/lookpath"},
 		starts: "`airlock node` and `airlock mcp` hand their arguments to the airlock-node and airlock-mcp binaries (syscall.Exec), which alone link the Temporal SDK and the MCP SDK"},
 	// fleetcli: `airlock node` and `airlock server`, which link Temporal;
 	// only the airlock-node and airlock-server binaries import it.

@@ -52,6 +52,10 @@ type Config struct {
 	Getenv func(string) string
 	// Terminal, when true, puts escalations to a person on /dev/tty.
 	Terminal bool
+	// OpenTerminal opens the terminal Terminal names; nil opens /dev/tty
+	// (approvals.OpenTerminal). `airlock warm` opens the caller's own,
+	// which it received: never the server's.
+	OpenTerminal func() (*os.File, error)
 	// AuditFile is the audit log; "" is audit.DefaultPath.
 	AuditFile string
 	// GrantsFile is where "allow always" saves; "" is the default path.
@@ -273,7 +277,11 @@ func Build(cfg Config) (*Kernel, error) {
 	bo := approvals.Options{SocketDir: paths.socketDir, GrantsFile: paths.grants,
 		Log: log, Audit: k.Audit}
 	if cfg.Terminal {
-		if tty, err := approvals.OpenTerminal(); err == nil {
+		open := cfg.OpenTerminal
+		if open == nil {
+			open = approvals.OpenTerminal
+		}
+		if tty, err := open(); err == nil {
 			bo.Terminal = tty
 			k.closers = append(k.closers, tty)
 		}

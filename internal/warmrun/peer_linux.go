@@ -1,0 +1,231 @@
+package warmrun
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// peer is the process on the other end of a connection, as the kernel
+// names it: never what the process says of itself.
+type peer struct {
+	uid, pid int
+	// pidfd pins the process: after its /proc entries are read, a signal 0
+	// through it proves the pid still names the same process.
+	pidfd int
+}
+
+// peerOf asks the kernel who connected: SO_PEERCRED and SO_PEERPIDFD, both
+// taken at connect time.
+func peerOf(c *net.UnixConn, wantPidfd bool) (peer, error) {
+	p := peer{pidfd: -1}
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return p, err
+	}
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		var cred *unix.Ucred
+		if cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); cerr != nil {
+			return
+		}
+		p.uid, p.pid = int(cred.Uid), int(cred.Pid)
+		if wantPidfd {
+			p.pidfd, cerr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PEERPIDFD)
+			if cerr == nil {
+				unix.CloseOnExec(p.pidfd)
+			} else {
+				p.pidfd = -1
+			}
+		}
+	}); err != nil {
+		return p, err
+	}
+	if cerr != nil {
+		return p, cerr
+	}
+	if p.pid <= 0 {
+		return p, fmt.Errorf("the kernel names no peer process")
+	}
+	return p, nil
+}
+
+func (p peer) close() {
+	if p.pidfd >= 0 {
+		unix.Close(p.pidfd)
+	}
+}
+
+// alive reports whether the pidfd's process is still there, so what was
+// read under /proc/<pid> was read of it and not of a process that took its
+// pid afterwards.
+func (p peer) alive() error {
+	if p.pidfd < 0 {
+		return fmt.Errorf("no pidfd for the peer")
+	}
+	if err := unix.PidfdSendSignal(p.pidfd, 0, nil, 0); err != nil {
+		return fmt.Errorf("the peer process ended while it was checked: %v", err)
+	}
+	return nil
+}
+
+// proc is "/proc/<pid>", or "/proc/self" for 0.
+func proc(pid int) string {
+	if pid == 0 {
+		return "/proc/self"
+	}
+	return "/proc/" + strconv.Itoa(pid)
+}
+
+// sameNamespaces reports the first of names in which process pid lives in
+// a namespace other than this process's, "" when none; an entry that cannot
+// be read counts as different.
+func sameNamespaces(pid int, names ...string) string {
+	for _, ns := range names {
+		mine, err := os.Readlink("/proc/self/ns/" + ns)
+		if err != nil {
+			return ns
+		}
+		theirs, err := os.Readlink(proc(pid) + "/ns/" + ns)
+		if err != nil || theirs != mine {
+			return ns
+		}
+	}
+	return ""
+}
+
+// facts are what makes a cold run of a process behave as it does besides
+// what it says (its arguments, environment and working directory): who it
+// is, where it lives, what it may do. A call runs warm only when the
+// client's equal the server's, each read from the kernel.
+type facts struct {
+	// exe is the airlock binary: its path and device and inode (a rebuilt
+	// one is another file).
+	exe string
+	// status holds the lines of /proc/<pid>/status that name the process's
+	// rights and confinement.
+	status map[string]string
+	// ns are the namespaces' identities, cgroup the cgroup file, limits
+	// every resource limit.
+	ns     map[string]string
+	cgroup string
+	limits [unix.RLIMIT_RTTIME + 1]unix.Rlimit
+}
+
+// statusKeys are the lines of /proc/<pid>/status compared: ids and groups,
+// the umask, every capability set, and the confinement a sandbox the client
+// is in may have set (no_new_privs, which Landlock needs, and seccomp).
+var statusKeys = []string{"Uid", "Gid", "Groups", "Umask", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb",
+	"NoNewPrivs", "Seccomp", "Seccomp_filters"}
+
+// namespaceNames are every namespace a process has.
+var namespaceNames = []string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup", "time"}
+
+// readFacts reads process pid's facts (0: this process's).
+func readFacts(pid int) (facts, error) {
+	f := facts{status: map[string]string{}, ns: map[string]string{}}
+	dir := proc(pid)
+	var err error
+	if f.exe, err = exeID(dir + "/exe"); err != nil {
+		return f, err
+	}
+	st, err := os.ReadFile(dir + "/status")
+	if err != nil {
+		return f, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(st))
+	for sc.Scan() {
+		k, v, ok := bytes.Cut(sc.Bytes(), []byte(":"))
+		if ok {
+			f.status[string(k)] = string(bytes.TrimSpace(v))
+		}
+	}
+	for _, k := range statusKeys {
+		if _, ok := f.status[k]; !ok {
+			return f, fmt.Errorf("%s/status has no %s line", dir, k)
+		}
+	}
+	for _, ns := range namespaceNames {
+		if f.ns[ns], err = os.Readlink(dir + "/ns/" + ns); err != nil {
+			return f, err
+		}
+	}
+	cg, err := os.ReadFile(dir + "/cgroup")
+	if err != nil {
+		return f, err
+	}
+	f.cgroup = string(cg)
+	for r := range f.limits {
+		if err := unix.Prlimit(pid, r, nil, &f.limits[r]); err != nil {
+			return f, fmt.Errorf("prlimit %d: %v", r, err)
+		}
+	}
+	return f, nil
+}
+
+// exeID is the path a /proc/<pid>/exe link names with the device and
+// inode of the file it opens.
+func exeID(link string) (string, error) {
+	path, err := os.Readlink(link)
+	if err != nil {
+		return "", err
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(link, &st); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s (%d:%d)", path, st.Dev, st.Ino), nil
+}
+
+// limitNames name the resource limits in a reason.
+var limitNames = [...]string{"cpu", "fsize", "data", "stack", "core", "rss", "nproc", "nofile", "memlock", "as",
+	"locks", "sigpending", "msgqueue", "nice", "rtprio", "rttime"}
+
+// differ is the first way in which theirs is not mine, as a reason; "" when
+// they are alike.
+func (mine facts) differ(theirs facts) string {
+	if theirs.exe != mine.exe {
+		return fmt.Sprintf("another airlock binary (%s; the server runs %s; restart airlock warm after a rebuild)", theirs.exe, mine.exe)
+	}
+	for _, k := range statusKeys {
+		if theirs.status[k] != mine.status[k] {
+			return fmt.Sprintf("another %s (%s; the server's is %s)", k, theirs.status[k], mine.status[k])
+		}
+	}
+	for _, ns := range namespaceNames {
+		if theirs.ns[ns] != mine.ns[ns] {
+			return fmt.Sprintf("another %s namespace", ns)
+		}
+	}
+	if theirs.cgroup != mine.cgroup {
+		return "another cgroup (start airlock warm from the session whose runs it serves)"
+	}
+	for r := range mine.limits {
+		if theirs.limits[r] != mine.limits[r] {
+			return fmt.Sprintf("another %s limit (%d:%d; the server's is %d:%d)", limitNames[r],
+				theirs.limits[r].Cur, theirs.limits[r].Max, mine.limits[r].Cur, mine.limits[r].Max)
+		}
+	}
+	return ""
+}
+
+// sameDir reports whether the peer's working directory is dir: the kernel's
+// /proc/<pid>/cwd and dir are one directory (device and inode).
+func sameDir(pid int, dir string) error {
+	var cwd, st unix.Stat_t
+	if err := unix.Stat(proc(pid)+"/cwd", &cwd); err != nil {
+		return fmt.Errorf("the peer's working directory: %v", err)
+	}
+	if err := unix.Stat(dir, &st); err != nil {
+		return fmt.Errorf("working directory %s: %v", dir, err)
+	}
+	if cwd.Dev != st.Dev || cwd.Ino != st.Ino {
+		return fmt.Errorf("working directory %s is not the one the client works in", dir)
+	}
+	return nil
+}

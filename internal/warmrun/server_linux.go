@@ -1,0 +1,394 @@
+package warmrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-run/airlock/errs"
+)
+
+// RequestTimeout bounds the time from a connection to its request: a
+// client that connects and says nothing holds one goroutine that long.
+const RequestTimeout = 5 * time.Second
+
+// Server is a listening `airlock warm`: its socket, the lock that makes it
+// the only one in its directory, and its own facts to compare callers with.
+type Server struct {
+	dir, path string
+	ln        *net.UnixListener
+	lock      *os.File
+	sockDev   uint64
+	sockIno   uint64
+	self      facts
+	log       *slog.Logger
+
+	mu     sync.Mutex
+	active int
+	last   time.Time
+}
+
+// Listen makes dir (mode 0700) when it is missing, checks it as CheckDir
+// does, takes its lock (another server there fails with one line naming it)
+// and listens on its socket.
+func Listen(dir string, log *slog.Logger) (*Server, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if !filepath.IsAbs(dir) {
+		return nil, errs.Invalidf("warm: socket directory %q is not absolute", dir)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "warm: create %s", dir)
+	}
+	if err := CheckDir(dir); err != nil {
+		return nil, err
+	}
+	s := &Server{dir: dir, path: SocketPath(dir), log: log, last: time.Now()}
+	if len(s.path) >= len(unix.RawSockaddrUnix{}.Path) {
+		return nil, errs.Unavailablef("warm: socket path %s is too long for a Unix socket (set XDG_RUNTIME_DIR to a shorter directory)", s.path)
+	}
+	self, err := readFacts(0)
+	if err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "warm: read this process's own facts")
+	}
+	s.self = self
+	if err := s.takeLock(); err != nil {
+		return nil, err
+	}
+	// The lock is held: a socket left here is a dead server's.
+	if fi, err := os.Lstat(s.path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		os.Remove(s.path)
+	}
+	ln, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: s.path, Net: "unixpacket"})
+	if err != nil {
+		s.lock.Close()
+		return nil, errs.Wrap(errs.Unavailable, err, "warm: listen on %s", s.path)
+	}
+	ln.SetUnlinkOnClose(false)
+	var st unix.Stat_t
+	if err := os.Chmod(s.path, 0o600); err == nil {
+		err = unix.Lstat(s.path, &st)
+	}
+	if err != nil {
+		ln.Close()
+		os.Remove(s.path)
+		s.lock.Close()
+		return nil, errs.Wrap(errs.Unavailable, err, "warm: socket %s", s.path)
+	}
+	s.ln, s.sockDev, s.sockIno = ln, st.Dev, st.Ino
+	return s, nil
+}
+
+// takeLock takes the directory's lock file, writing this process's pid in
+// it so a second server can name the first.
+func (s *Server) takeLock() error {
+	lp := filepath.Join(s.dir, LockName)
+	f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, err, "warm: lock %s", lp)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		b := make([]byte, 32)
+		n, _ := f.ReadAt(b, 0)
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return errs.Unavailablef("warm: another airlock warm (pid %s) serves %s; stop it first", strings.TrimSpace(string(b[:n])), s.dir)
+		}
+		return errs.Wrap(errs.Unavailable, err, "warm: lock %s", lp)
+	}
+	f.Truncate(0)
+	f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	s.lock = f
+	return nil
+}
+
+// Path is the server's socket.
+func (s *Server) Path() string { return s.path }
+
+// Serve answers connections until ctx ends or no call came for idle (0:
+// never), then stops listening, ends the calls still running (as a signal
+// ends a cold run) and waits for their answers. It removes the socket only
+// if the path is still the one it made, and releases the lock.
+func (s *Server) Serve(ctx context.Context, h Handler, idle time.Duration) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	go func() {
+		<-ctx.Done()
+		s.ln.Close()
+	}()
+	if idle > 0 {
+		go s.watchIdle(ctx, stop, idle)
+	}
+	for {
+		c, err := s.ln.AcceptUnix()
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			s.log.Error("warm: accept", "err", err)
+			stop()
+			break
+		}
+		s.begin()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer s.end()
+			defer c.Close()
+			s.serveConn(ctx, c, h)
+		}()
+	}
+	wg.Wait()
+	s.close()
+	return nil
+}
+
+// watchIdle stops the server once idle passed with no call in flight.
+func (s *Server) watchIdle(ctx context.Context, stop func(), idle time.Duration) {
+	tick := time.NewTicker(max(time.Millisecond, min(idle/4, time.Second)))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			s.mu.Lock()
+			done := s.active == 0 && time.Since(s.last) >= idle
+			s.mu.Unlock()
+			if done {
+				s.log.Info("warm: idle; stopping", "idle", idle)
+				stop()
+				return
+			}
+		}
+	}
+}
+
+func (s *Server) begin() {
+	s.mu.Lock()
+	s.active++
+	s.mu.Unlock()
+}
+
+func (s *Server) end() {
+	s.mu.Lock()
+	s.active--
+	s.last = time.Now()
+	s.mu.Unlock()
+}
+
+// close removes the socket when the path is still the one this server
+// made (another server may have replaced it) and releases the lock.
+func (s *Server) close() {
+	var st unix.Stat_t
+	if unix.Lstat(s.path, &st) == nil && st.Dev == s.sockDev && st.Ino == s.sockIno {
+		os.Remove(s.path)
+	}
+	s.lock.Close()
+}
+
+// serveConn checks the peer, reads its request, checks that the call would
+// run warm as it would cold, answers, and runs it.
+func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler) {
+	c.SetDeadline(time.Now().Add(RequestTimeout))
+	answer := func(r reply) error { _, err := c.Write(r.encode()); return err }
+	p, err := peerOf(c, true)
+	if err != nil {
+		s.log.Warn("warm: cannot tell who connected; refused", "err", err)
+		answer(reply{Answer: answerRefused, Reason: "the server cannot tell who connected"})
+		return
+	}
+	defer p.close()
+	// Before a byte of the request is read: a box's process lives in
+	// other user and pid namespaces and is refused here.
+	if p.uid != os.Geteuid() {
+		s.log.Warn("warm: refused a connection from another user", "uid", p.uid, "pid", p.pid)
+		answer(reply{Answer: answerRefused, Reason: "another user"})
+		return
+	}
+	if ns := sameNamespaces(p.pid, "user", "pid"); ns != "" {
+		s.log.Warn("warm: refused a connection from another namespace", "pid", p.pid, "ns", ns)
+		answer(reply{Answer: answerRefused, Reason: "another " + ns + " namespace"})
+		return
+	}
+	if ns := sameNamespaces(p.pid, "mnt"); ns != "" {
+		s.cold(answer, p, "another mnt namespace (the paths it names are not the server's)")
+		return
+	}
+	call, err := readCall(c)
+	if err != nil {
+		s.log.Warn("warm: bad request; refused", "pid", p.pid, "err", err)
+		answer(reply{Answer: answerRefused, Reason: "bad request: " + err.Error()})
+		return
+	}
+	defer call.close()
+	if reason := s.check(p, call, h); reason != "" {
+		s.cold(answer, p, reason)
+		return
+	}
+	if err := answer(reply{Answer: answerAccepted}); err != nil {
+		return // the client is gone: nothing was done
+	}
+	c.SetDeadline(time.Time{})
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		// Any record (a cancel) or the connection's end ends the call.
+		c.Read(make([]byte, 16))
+		cancel()
+	}()
+	code := h.Run(cctx, call)
+	answer(reply{Answer: answerExit, Code: code})
+}
+
+func (s *Server) cold(answer func(reply) error, p peer, reason string) {
+	s.log.Debug("warm: a run goes cold", "pid", p.pid, "reason", reason)
+	answer(reply{Answer: answerCold, Reason: reason})
+}
+
+// check is why the call must go cold, "" when it may run warm: the peer's
+// facts against the server's, its working directory, its terminal, the
+// handler's own checks, and last that the pid still names the process that
+// connected.
+func (s *Server) check(p peer, call *Call, h Handler) string {
+	theirs, err := readFacts(p.pid)
+	if err != nil {
+		return "cannot read the client's process: " + err.Error()
+	}
+	if r := s.self.differ(theirs); r != "" {
+		return r
+	}
+	if err := sameDir(p.pid, call.Dir); err != nil {
+		return err.Error()
+	}
+	if call.CTTY, err = ctty(p.pid); err != nil {
+		return "cannot read the client's terminal: " + err.Error()
+	}
+	if call.TTY != nil {
+		var st unix.Stat_t
+		if err := unix.Fstat(int(call.TTY.Fd()), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR || st.Rdev != call.CTTY {
+			return "the terminal sent is not the client's controlling terminal"
+		}
+	}
+	if h.Check != nil {
+		if r := h.Check(call); r != "" {
+			return r
+		}
+	}
+	if err := p.alive(); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// ctty is the device of process pid's controlling terminal, 0 for none
+// (the seventh field of /proc/<pid>/stat, after the command name, which may
+// hold spaces and parentheses).
+func ctty(pid int) (uint64, error) {
+	b, err := os.ReadFile(proc(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, fmt.Errorf("%s/stat: no command name", proc(pid))
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 5 {
+		return 0, fmt.Errorf("%s/stat: too few fields", proc(pid))
+	}
+	n, err := strconv.ParseInt(f[4], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s/stat: tty_nr: %v", proc(pid), err)
+	}
+	return uint64(uint32(n)), nil
+}
+
+// readCall reads one request record with its descriptors. A record cut
+// short by the buffer, lost descriptors, control messages other than
+// descriptors or a count other than the request's is refused, and every
+// descriptor received is closed then.
+func readCall(c *net.UnixConn) (*Call, error) {
+	buf := make([]byte, MaxRequest+1)
+	oob := make([]byte, unix.CmsgSpace(5*4))
+	n, oobn, flags, _, err := c.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return nil, fmt.Errorf("read: %v", err)
+	}
+	fds, ferr := rights(oob[:oobn])
+	closeAll := func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}
+	switch {
+	case ferr != nil:
+		closeAll()
+		return nil, ferr
+	case flags&unix.MSG_TRUNC != 0:
+		closeAll()
+		return nil, fmt.Errorf("request over %d bytes", MaxRequest)
+	case flags&unix.MSG_CTRUNC != 0:
+		closeAll()
+		return nil, fmt.Errorf("too many descriptors")
+	}
+	req, err := decodeRequest(buf[:n])
+	if err == nil && len(fds) != req.fds() {
+		err = fmt.Errorf("%d descriptors, want %d", len(fds), req.fds())
+	}
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	call := &Call{Request: req}
+	files := make([]*os.File, len(fds))
+	for i, fd := range fds {
+		unix.CloseOnExec(fd) // received with MSG_CMSG_CLOEXEC too; never left to a box
+		files[i] = os.NewFile(uintptr(fd), "warm-fd-"+strconv.Itoa(i))
+	}
+	call.Stdin, call.Stdout, call.Stderr = files[0], files[1], files[2]
+	if req.TTY {
+		call.TTY = files[3]
+	}
+	return call, nil
+}
+
+// rights are the descriptors in oob; any other control message is an
+// error (its descriptors, if any came, are still returned to be closed).
+func rights(oob []byte) ([]int, error) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, fmt.Errorf("control message: %v", err)
+	}
+	var fds []int
+	var bad error
+	for _, m := range msgs {
+		if m.Header.Level != unix.SOL_SOCKET || m.Header.Type != unix.SCM_RIGHTS {
+			bad = fmt.Errorf("a control message other than descriptors")
+			continue
+		}
+		got, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			bad = fmt.Errorf("descriptors: %v", err)
+			continue
+		}
+		fds = append(fds, got...)
+	}
+	return fds, bad
+}

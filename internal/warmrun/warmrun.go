@@ -1,0 +1,119 @@
+// Package warmrun is the hand-over of one `airlock run` to `airlock warm`,
+// the per-user server of warm boxes: the socket and its directory, the
+// lock that keeps one server per directory, the wire (one request with the
+// caller's descriptors, answers, a cancel), and what the kernel says about
+// the two ends (SO_PEERCRED, SO_PEERPIDFD, /proc/<pid>) that decides
+// whether a call may run warm at all. It decides nothing about commands and
+// runs none. Only internal/cli imports it.
+//
+// The exchange, one SOCK_SEQPACKET record each:
+//
+//	client                                   server
+//	  ── connect ───────────────────────────▶  peer: uid, user/pid ns (else refused,
+//	                                           nothing read), mount ns (else cold)
+//	  ── request + SCM_RIGHTS 0,1,2[,tty] ──▶  exact decoding, the peer's facts
+//	                                           against the server's own, pidfd alive
+//	  ◀── cold (reason) | accepted ─────────   nothing with a side effect before this
+//	  ── cancel (a signal arrived) ─────────▶  the call's context ends
+//	  ◀── exit (code) ──────────────────────
+//
+// A client that sent its request runs the command itself only on "cold":
+// once sent, no answer means the command may have run (exactly once).
+package warmrun
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-run/airlock/errs"
+)
+
+// SocketName and LockName are the server's socket and lock file in its
+// directory.
+const (
+	SocketName = "warm.sock"
+	LockName   = "warm.lock"
+)
+
+// Env is the variable that turns the hand-over off ("off") or has a run
+// say why it went cold ("verbose").
+const Env = "AIRLOCK_WARM"
+
+// CheckDir makes sure dir is a real directory only this user can enter:
+// owned by the effective uid, mode 0700, not a symbolic link (the checks of
+// the approvals socket's directory). In /tmp another user could have made
+// it first, and a socket there could be anyone's.
+func CheckDir(dir string) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return errs.Wrap(errs.Unavailable, err, "warm: %s", dir)
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		return errs.Unavailablef("warm: %s is not a directory (remove it)", dir)
+	case int(st.Uid) != os.Geteuid():
+		return errs.Unavailablef("warm: %s belongs to uid %d, not to you (remove it, or set XDG_RUNTIME_DIR)", dir, st.Uid)
+	case st.Mode&0o077 != 0:
+		return errs.Unavailablef("warm: %s is open to others (mode %#o) (chmod 700 %s)", dir, st.Mode&0o777, dir)
+	}
+	return nil
+}
+
+// SocketPath is the server's socket in dir.
+func SocketPath(dir string) string { return filepath.Join(dir, SocketName) }
+
+// Call is one request the server received, with its descriptors (each
+// close-on-exec, closed when the call ends).
+type Call struct {
+	Request
+	Stdin, Stdout, Stderr *os.File
+	// TTY is the client's controlling terminal, nil when it sent none.
+	TTY *os.File
+	// CTTY is the device of the client's controlling terminal as the
+	// kernel says (/proc/<pid>/stat), 0 for none.
+	CTTY uint64
+}
+
+func (c *Call) close() {
+	for _, f := range []*os.File{c.Stdin, c.Stdout, c.Stderr, c.TTY} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// Handler is what the server does with a call that passed its checks.
+type Handler struct {
+	// Check returns why c must run cold ("" when it may run warm). It
+	// reads only: nothing it does may have a side effect.
+	Check func(c *Call) string
+	// Run runs c and returns its exit code. ctx ends when the client
+	// cancels (a signal reached it) or goes away, or the server stops.
+	Run func(ctx context.Context, c *Call) int
+}
+
+// Outcome is how a hand-over ended.
+type Outcome int
+
+const (
+	// Cold: nothing was run; the client runs the command itself.
+	Cold Outcome = iota
+	// Ran: the server ran the call; Result.Code is its exit code.
+	Ran
+	// Lost: the request was sent and no answer came, or the server
+	// refused it: the client must not run the command (it may have run).
+	Lost
+)
+
+// Result is what HandOver found.
+type Result struct {
+	Outcome Outcome
+	Code    int
+	// Reason says why the run went cold or was lost ("" when there is
+	// no server); Warn, when set, is a line to show on every run (a
+	// server or directory that is not this user's).
+	Reason, Warn string
+}
