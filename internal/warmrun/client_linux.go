@@ -33,6 +33,11 @@ func HandOver(ctx context.Context, dir string, req Request, fds []int) Result {
 	if r := checkServer(c); r != "" {
 		return Result{Outcome: Cold, Reason: r, Warn: "warm: the server at " + SocketPath(dir) + " is refused (" + r + "); running cold"}
 	}
+	return exchange(ctx, c, req, fds)
+}
+
+// exchange sends req with fds on c and reads the answers to the end.
+func exchange(ctx context.Context, c *net.UnixConn, req Request, fds []int) Result {
 	if len(fds) != req.fds() {
 		return Result{Outcome: Cold, Reason: fmt.Sprintf("%d descriptors for a request of %d", len(fds), req.fds())}
 	}

@@ -188,25 +188,27 @@ var limitNames = [...]string{"cpu", "fsize", "data", "stack", "core", "rss", "np
 
 // differ is the first way in which theirs is not mine, as a reason; "" when
 // they are alike.
-func (mine facts) differ(theirs facts) string {
-	if theirs.exe != mine.exe {
+// Names in skip are left out: only tests name any, to show what each
+// comparison refuses.
+func (mine facts) differ(theirs facts, skip map[string]bool) string {
+	if theirs.exe != mine.exe && !skip["exe"] {
 		return fmt.Sprintf("another airlock binary (%s; the server runs %s; restart airlock warm after a rebuild)", theirs.exe, mine.exe)
 	}
 	for _, k := range statusKeys {
-		if theirs.status[k] != mine.status[k] {
+		if theirs.status[k] != mine.status[k] && !skip[k] {
 			return fmt.Sprintf("another %s (%s; the server's is %s)", k, theirs.status[k], mine.status[k])
 		}
 	}
 	for _, ns := range namespaceNames {
-		if theirs.ns[ns] != mine.ns[ns] {
+		if theirs.ns[ns] != mine.ns[ns] && !skip[ns] {
 			return fmt.Sprintf("another %s namespace", ns)
 		}
 	}
-	if theirs.cgroup != mine.cgroup {
+	if theirs.cgroup != mine.cgroup && !skip["cgroup"] {
 		return "another cgroup (start airlock warm from the session whose runs it serves)"
 	}
 	for r := range mine.limits {
-		if theirs.limits[r] != mine.limits[r] {
+		if theirs.limits[r] != mine.limits[r] && !skip[limitNames[r]] {
 			return fmt.Sprintf("another %s limit (%d:%d; the server's is %d:%d)", limitNames[r],
 				theirs.limits[r].Cur, theirs.limits[r].Max, mine.limits[r].Cur, mine.limits[r].Max)
 		}

@@ -1,0 +1,476 @@
+package warmrun
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-run/airlock/internal/testsupport"
+)
+
+// The test binary is its own client and server: roleEnv picks the role a
+// re-executed copy plays.
+const (
+	roleEnv = "WARMRUN_TEST_ROLE"
+	dirEnv  = "WARMRUN_TEST_DIR"
+)
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(roleEnv) {
+	case "client", "raw-client":
+		os.Exit(clientRole(os.Getenv(roleEnv) == "raw-client"))
+	case "dying-server":
+		os.Exit(dyingServerRole())
+	}
+	os.Exit(m.Run())
+}
+
+// clientRole hands `echo` over to the server in $WARMRUN_TEST_DIR and prints
+// the outcome; raw skips the client's own check of the server (what a
+// hostile process would do) and sends straight away.
+func clientRole(raw bool) int {
+	if m := os.Getenv("WARMRUN_TEST_UMASK"); m != "" {
+		n, _ := strconv.ParseUint(m, 8, 32)
+		unix.Umask(int(n))
+	}
+	wd, _ := os.Getwd()
+	req := Request{Args: []string{"--", "echo"}, Env: []string{"A=1"}, Dir: wd}
+	dir := os.Getenv(dirEnv)
+	var r Result
+	if raw {
+		c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: SocketPath(dir), Net: "unixpacket"})
+		if err != nil {
+			fmt.Printf("outcome=dial-failed reason=%v\n", err)
+			return 0
+		}
+		r = exchange(context.Background(), c, req, []int{0, 1, 2})
+	} else {
+		r = HandOver(context.Background(), dir, req, []int{0, 1, 2})
+	}
+	fmt.Printf("outcome=%d code=%d reason=%s warn=%s\n", r.Outcome, r.Code, r.Reason, r.Warn)
+	return 0
+}
+
+// dyingServerRole serves one call and dies after accepting it.
+func dyingServerRole() int {
+	s, err := Listen(os.Getenv(dirEnv), nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	s.Serve(context.Background(), Handler{Run: func(ctx context.Context, c *Call) int {
+		os.Exit(9) // gone after "accepted", before an exit code
+		return 0
+	}}, 0)
+	return 0
+}
+
+// testServer is a server in this process whose handler counts the calls
+// it runs (each prints "ran" on the caller's standard output, exit 7).
+type testServer struct {
+	*Server
+	dir  string
+	runs atomic.Int32
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+func startServer(t *testing.T, skip ...string) *testServer {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "run")
+	s, err := Listen(dir, nil)
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	if len(skip) > 0 {
+		s.skip = map[string]bool{}
+		for _, k := range skip {
+			s.skip[k] = true
+		}
+	}
+	ts := &testServer{Server: s, dir: dir, done: make(chan struct{})}
+	ctx, stop := context.WithCancel(context.Background())
+	ts.stop = stop
+	go func() {
+		defer close(ts.done)
+		s.Serve(ctx, Handler{Run: func(ctx context.Context, c *Call) int {
+			ts.runs.Add(1)
+			fmt.Fprintln(c.Stdout, "ran")
+			return 7
+		}}, 0)
+	}()
+	t.Cleanup(func() { stop(); <-ts.done })
+	return ts
+}
+
+// client runs this test binary as a client of ts with extra environment,
+// through wrap (a program and its arguments before the binary, if any).
+func (ts *testServer) client(t *testing.T, role string, env []string, wrap ...string) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := append(append([]string(nil), wrap...), self)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(append(os.Environ(), roleEnv+"="+role, dirEnv+"="+ts.dir), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("client %v: %v: %s", argv, err, out)
+	}
+	return string(out)
+}
+
+const (
+	ranWarm = "ran\noutcome=1 code=7 "
+	ranCold = "outcome=0 code=0 "
+	lost    = "outcome=2 "
+)
+
+// TestPeerFidelity: a client that differs from the server in what makes a
+// run behave (its namespaces, no_new_privs, umask, a limit, the binary) is
+// not served warm. Each case first runs against a server without that one
+// comparison (the old shape) and is served there: the check is what turns
+// it away.
+func TestPeerFidelity(t *testing.T) {
+	self, _ := os.Executable()
+	rebuilt := filepath.Join(t.TempDir(), "rebuilt.test")
+	testsupport.CopyBin(t, self, rebuilt, 0o755)
+	tests := []struct {
+		name string
+		// skip is the comparison the old shape lacked.
+		skip []string
+		role string
+		env  []string
+		wrap []string
+		need string
+		// want is how the checked server ends the call.
+		want string
+	}{
+		{name: "another mount namespace", skip: []string{"mnt"}, role: "raw-client", wrap: []string{"unshare", "-m"}, need: "unshare", want: ranCold},
+		{name: "no_new_privs", skip: []string{"NoNewPrivs"}, role: "client", wrap: []string{"setpriv", "--no-new-privs"}, need: "setpriv", want: ranCold},
+		{name: "another umask", skip: []string{"Umask"}, role: "client", env: []string{"WARMRUN_TEST_UMASK=077"}, want: ranCold},
+		{name: "another nofile limit", skip: []string{"nofile"}, role: "client", wrap: []string{"prlimit", "--nofile=512:512"}, need: "prlimit", want: ranCold},
+		{name: "a rebuilt binary", skip: []string{"exe"}, role: "client", wrap: []string{rebuilt}, want: ranCold},
+		// A raw client: it does not check the server first, as a hostile
+		// process would not. Refused before its request is read.
+		{name: "another user namespace", skip: []string{"user", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"}, role: "raw-client", wrap: []string{"unshare", "-U", "--map-root-user"}, need: "unshare", want: lost},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.need != "" {
+				if _, err := exec.LookPath(tt.need); err != nil {
+					testsupport.Missing(t, "%s is not installed: %v", tt.need, err)
+				}
+			}
+			wrap := tt.wrap
+			if len(wrap) == 1 && wrap[0] == rebuilt {
+				// The copy is the client binary itself.
+				wrap = nil
+			}
+			run := func(ts *testServer) string {
+				if len(tt.wrap) == 1 && tt.wrap[0] == rebuilt {
+					cmd := exec.Command(rebuilt)
+					cmd.Env = append(append(os.Environ(), roleEnv+"="+tt.role, dirEnv+"="+ts.dir), tt.env...)
+					out, err := cmd.CombinedOutput()
+					if err != nil {
+						t.Fatalf("client: %v: %s", err, out)
+					}
+					return string(out)
+				}
+				return ts.client(t, tt.role, tt.env, wrap...)
+			}
+			old := startServer(t, tt.skip...)
+			if got := run(old); !strings.HasPrefix(got, ranWarm) {
+				t.Fatalf("without the %v check: got %q, want the call served warm (the old shape's flaw)", tt.skip, got)
+			}
+			ts := startServer(t)
+			got := run(ts)
+			if !strings.HasPrefix(got, tt.want) {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+			if n := ts.runs.Load(); n != 0 {
+				t.Errorf("the server ran %d calls, want none", n)
+			}
+		})
+	}
+}
+
+// TestSameClientRunsWarm: a client like the server in every fact is served.
+func TestSameClientRunsWarm(t *testing.T) {
+	ts := startServer(t)
+	if got := ts.client(t, "client", nil); !strings.HasPrefix(got, ranWarm) {
+		t.Fatalf("got %q, want the call served warm", got)
+	}
+	if n := ts.runs.Load(); n != 1 {
+		t.Errorf("the server ran %d calls, want 1", n)
+	}
+}
+
+// TestClientRefusesDirectory: a socket directory that another user owns,
+// that is open to others or that is a link is not used: the client runs
+// cold without connecting, with one warning. The same directories with the
+// client's check left out (a bare dial) reach the listener in them.
+func TestClientRefusesDirectory(t *testing.T) {
+	tests := []struct {
+		name string
+		make func(t *testing.T, dir string) string // returns the directory the client is pointed at
+		want string
+	}{
+		{"open to others", func(t *testing.T, dir string) string {
+			os.Chmod(dir, 0o755)
+			return dir
+		}, "open to others"},
+		{"a link", func(t *testing.T, dir string) string {
+			l := filepath.Join(t.TempDir(), "link")
+			if err := os.Symlink(dir, l); err != nil {
+				t.Fatal(err)
+			}
+			return l
+		}, "not a directory"},
+		{"another user's", func(t *testing.T, dir string) string {
+			if os.Geteuid() != 0 {
+				testsupport.Missing(t, "changing a directory's owner needs root")
+			}
+			if err := os.Chown(dir, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+			return dir
+		}, "belongs to uid 65534"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			os.Mkdir(dir, 0o700)
+			ln, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: SocketPath(dir), Net: "unixpacket"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			accepted := make(chan struct{}, 4)
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					accepted <- struct{}{}
+					c.Close()
+				}
+			}()
+			target := tt.make(t, dir)
+			// The old shape: dial without looking at the directory.
+			c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: SocketPath(target), Net: "unixpacket"})
+			if err != nil {
+				t.Fatalf("bare dial: %v", err)
+			}
+			c.Close()
+			<-accepted
+			r := HandOver(context.Background(), target, Request{Args: []string{"x"}, Dir: "/"}, []int{0, 1, 2})
+			if r.Outcome != Cold || !strings.Contains(r.Warn, tt.want) {
+				t.Fatalf("got %+v, want cold with a warning naming %q", r, tt.want)
+			}
+			select {
+			case <-accepted:
+				t.Fatal("the client connected to the socket in a directory it should not use")
+			case <-time.After(50 * time.Millisecond):
+			}
+		})
+	}
+}
+
+// TestServerGoneAfterAccepted: the server dies after "accepted": the client
+// reports the call lost (its caller exits 125 and runs nothing again).
+func TestServerGoneAfterAccepted(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	self, _ := os.Executable()
+	srv := exec.Command(self)
+	srv.Env = append(os.Environ(), roleEnv+"=dying-server", dirEnv+"="+dir)
+	var serr bytes.Buffer
+	srv.Stderr = &serr
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Process.Kill()
+	waitSocket(t, dir)
+	wd, _ := os.Getwd()
+	r := HandOver(context.Background(), dir, Request{Args: []string{"x"}, Dir: wd}, []int{0, 1, 2})
+	if r.Outcome != Lost || !strings.Contains(r.Reason, "may have run") {
+		t.Fatalf("got %+v, want lost (the command may have run)", r)
+	}
+	srv.Wait()
+	if srv.ProcessState.ExitCode() != 9 {
+		t.Fatalf("the server exited %d, want 9 (it died in the call): %s", srv.ProcessState.ExitCode(), serr.Bytes())
+	}
+}
+
+func waitSocket(t *testing.T, dir string) {
+	t.Helper()
+	for i := 0; i < 500; i++ {
+		if _, err := os.Lstat(SocketPath(dir)); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no socket in %s", dir)
+}
+
+// TestSilentFloodDoesNotStopCalls: many connections that never send a
+// request hold no call back: each has its goroutine and its deadline.
+func TestSilentFloodDoesNotStopCalls(t *testing.T) {
+	ts := startServer(t)
+	var conns []*net.UnixConn
+	for i := 0; i < 200; i++ {
+		c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: SocketPath(ts.dir), Net: "unixpacket"})
+		if err != nil {
+			t.Fatalf("flood connection %d: %v", i, err)
+		}
+		conns = append(conns, c)
+	}
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	start := time.Now()
+	if got := ts.client(t, "client", nil); !strings.HasPrefix(got, ranWarm) {
+		t.Fatalf("got %q, want the call served warm beside the flood", got)
+	}
+	if d := time.Since(start); d >= RequestTimeout {
+		t.Fatalf("the call took %v, as long as the flood's deadline: it waited for the flood", d)
+	}
+}
+
+// TestBadRequestsRefused: malformed records, wrong descriptor counts and
+// requests over the bounds are refused with one line; nothing runs.
+func TestBadRequestsRefused(t *testing.T) {
+	good, _ := (&Request{Args: []string{"x"}, Dir: "/"}).encode()
+	tests := []struct {
+		name string
+		msg  []byte
+		fds  int
+		want string
+	}{
+		{"bad magic", append([]byte("XXXX"), good[4:]...), 3, "bad magic"},
+		{"unknown flag", append(append([]byte(magic), 0x80), good[5:]...), 3, "unknown flags"},
+		{"trailing bytes", append(append([]byte(nil), good...), 0), 3, "bytes after"},
+		{"cut short", good[:len(good)-1], 3, "cut short"},
+		{"too few descriptors", good, 2, "2 descriptors, want 3"},
+		{"too many descriptors", good, 4, "4 descriptors, want 3"},
+		{"far too many descriptors", good, 8, "too many descriptors"},
+		{"over the bound", bytes.Repeat([]byte("a"), MaxRequest+10), 3, "over"},
+		{"relative dir", mustEncode(t, Request{Args: []string{"x"}, Dir: "rel"}), 3, "not absolute"},
+	}
+	ts := startServer(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: SocketPath(ts.dir), Net: "unixpacket"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			fds := make([]int, tt.fds)
+			for i := range fds {
+				fds[i] = int(os.Stdin.Fd())
+			}
+			if err := c.SetWriteBuffer(4 * MaxRequest); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := c.WriteMsgUnix(tt.msg, syscall.UnixRights(fds...), nil); err != nil {
+				t.Fatalf("send: %v", err)
+			}
+			b, _ := io.ReadAll(io.LimitReader(c, 1<<16))
+			if !strings.Contains(string(b), `"answer":"refused"`) || !strings.Contains(string(b), tt.want) || strings.Contains(string(b), "\n") {
+				t.Fatalf("got %q, want one refusal line naming %q", b, tt.want)
+			}
+		})
+	}
+	if n := ts.runs.Load(); n != 0 {
+		t.Errorf("the server ran %d calls, want none", n)
+	}
+}
+
+func mustEncode(t *testing.T, r Request) []byte {
+	b, err := r.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestDecodeRoundTrip: what encode writes decodes to the same request, and
+// bounds hold on both sides.
+func TestDecodeRoundTrip(t *testing.T) {
+	r := Request{Args: []string{"--", "sh", "-c", "echo é"}, Env: []string{"A=1", "B="}, Dir: "/tmp", TTY: true}
+	got, err := decodeRequest(mustEncode(t, r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(r) {
+		t.Fatalf("got %+v, want %+v", got, r)
+	}
+	if _, err := (&Request{Args: make([]string, MaxArgs+1), Dir: "/"}).encode(); err == nil {
+		t.Error("encode took more arguments than MaxArgs")
+	}
+	if _, err := decodeRequest(mustEncode(t, Request{Args: []string{"a\x00b"}, Dir: "/"})); err == nil {
+		t.Error("decode took an argument with a NUL")
+	}
+	if _, err := decodeRequest(mustEncode(t, Request{Env: []string{"=x"}, Dir: "/"})); err == nil {
+		t.Error("decode took an environment entry without a name")
+	}
+}
+
+// TestSecondServerRefused: one server per directory; the second names the
+// first; the first's socket is removed at its end only while it is its own.
+func TestSecondServerRefused(t *testing.T) {
+	ts := startServer(t)
+	if _, err := Listen(ts.dir, nil); err == nil || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) {
+		t.Fatalf("second Listen: got %v, want a refusal naming pid %d", err, os.Getpid())
+	}
+	// Another socket put in its place is not removed by the first's end.
+	os.Remove(ts.Path())
+	ln, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: ts.Path(), Net: "unixpacket"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	defer ln.Close()
+	ts.stop()
+	<-ts.done
+	if _, err := os.Lstat(ts.Path()); err != nil {
+		t.Fatalf("the server removed a socket that was not its own: %v", err)
+	}
+}
+
+// TestIdleEnds: a server with no call for --idle stops and removes its
+// socket.
+func TestIdleEnds(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	s, err := Listen(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { done <- s.Serve(context.Background(), Handler{}, 100*time.Millisecond) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not stop when idle")
+	}
+	if _, err := os.Lstat(s.Path()); err == nil {
+		t.Fatal("the idle server left its socket")
+	}
+}
