@@ -1,0 +1,370 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-run/airlock/internal/testsupport"
+	"github.com/airlock-run/airlock/internal/warmrun"
+	"github.com/airlock-run/airlock/sandbox"
+)
+
+// warmFixture is a real `airlock warm` of a home of the test's own, and the
+// environment its runs share with it.
+type warmFixture struct {
+	bin, home, sockDir string
+	env                []string
+	srv                *exec.Cmd
+	srvErr             *bytes.Buffer
+}
+
+// startWarm starts `airlock warm` (the built binary) for a private
+// XDG_RUNTIME_DIR and waits for its socket.
+func startWarm(t *testing.T) *warmFixture {
+	t.Helper()
+	if sandbox.Probe().Tier() < sandbox.Tier1 {
+		testsupport.Missing(t, "the host probe gives no tier 1 here")
+	}
+	f := &warmFixture{bin: testsupport.AirlockBin(t), home: t.TempDir(), srvErr: &bytes.Buffer{}}
+	run := filepath.Join(f.home, "run")
+	f.sockDir = filepath.Join(run, "airlock")
+	f.env = []string{"HOME=" + f.home, "XDG_CONFIG_HOME=" + filepath.Join(f.home, "config"),
+		"XDG_STATE_HOME=" + filepath.Join(f.home, "state"), "XDG_RUNTIME_DIR=" + run, "PATH=/usr/bin:/bin"}
+	f.srv = exec.Command(f.bin, "warm", "--idle", "10m")
+	f.srv.Env, f.srv.Dir, f.srv.Stderr = f.env, f.home, f.srvErr
+	if err := f.srv.Start(); err != nil {
+		t.Fatalf("start airlock warm: %v", err)
+	}
+	t.Cleanup(f.stop)
+	for i := 0; ; i++ {
+		if _, err := os.Lstat(warmrun.SocketPath(f.sockDir)); err == nil {
+			return f
+		}
+		if i == 1000 {
+			t.Fatalf("airlock warm made no socket: %s", f.srvErr.Bytes())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (f *warmFixture) stop() {
+	if f.srv.ProcessState != nil {
+		return
+	}
+	f.srv.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { f.srv.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		f.srv.Process.Kill()
+		<-done
+	}
+}
+
+// result is one run's end as its caller sees it.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// run runs `airlock ARGS` in dir with warm ("off" runs cold, "verbose"
+// hands over and says why a run went cold), stdin as its input, through
+// wrap (a program and its arguments before airlock, if any).
+func (f *warmFixture) run(t *testing.T, warm, dir, stdin string, args []string, wrap ...string) result {
+	t.Helper()
+	argv := append(append(append([]string(nil), wrap...), f.bin), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env, cmd.Dir = append(append([]string(nil), f.env...), warmrun.Env+"="+warm), dir
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatalf("run %v: %v", argv, err)
+	}
+	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+}
+
+// bothWays runs args cold and warm and fails unless they end alike; it
+// returns the warm run's result.
+func (f *warmFixture) bothWays(t *testing.T, dir, stdin string, args ...string) result {
+	t.Helper()
+	cold := f.run(t, "off", dir, stdin, args)
+	warm := f.run(t, "verbose", dir, stdin, args)
+	if strings.Contains(warm.stderr, "running cold") || strings.Contains(warm.stderr, "warm server") {
+		t.Fatalf("the run did not run warm: %q", warm.stderr)
+	}
+	if cold != warm {
+		t.Fatalf("cold and warm differ:\ncold %+v\nwarm %+v", cold, warm)
+	}
+	return warm
+}
+
+// TestWarmConformance: the same runs cold and through `airlock warm` give
+// the same exit codes, the same bytes on both streams, the same input and
+// the same --report.
+func TestWarmConformance(t *testing.T) {
+	f := startWarm(t)
+	tests := []struct {
+		name, policy, stdin string
+		args                []string
+		code                int
+		stdout              string
+	}{
+		{name: "exit 0", args: []string{"run", "--", "/bin/true"}},
+		{name: "exit 3 and both streams", args: []string{"run", "--", "sh", "-c", "echo out; echo err >&2; exit 3"}, code: 3, stdout: "out\n"},
+		{name: "refused", policy: "shell:\n  allow: [ls]\n", args: []string{"run", "--", "curl", "http://x"}, code: 126},
+		{name: "wall-clock limit", policy: "limits:\n  wall: 300ms\n", args: []string{"run", "--", "sleep", "5"}, code: 124},
+		{name: "cannot run", policy: "fs:\n  write: [w]\n", args: []string{"run", "--report", "w/r.json", "--", "true"}, code: 125},
+		{name: "killed by a signal", args: []string{"run", "--", "sh", "-c", "kill -TERM $$"}, code: 128 + 15},
+		{name: "stdin passed through", stdin: "hello\n", args: []string{"run", "--", "cat"}, stdout: "hello\n"},
+		{name: "usage", args: []string{"run", "--bogus"}, code: 2},
+		{name: "help", args: []string{"run", "--help"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			os.Mkdir(filepath.Join(dir, "w"), 0o755)
+			if tt.policy != "" {
+				writeFile(t, dir, "airlock.yaml", tt.policy)
+			}
+			got := f.bothWays(t, dir, tt.stdin, tt.args...)
+			if got.code != tt.code {
+				t.Errorf("got exit %d, want %d (stderr %q)", got.code, tt.code, got.stderr)
+			}
+			if tt.stdout != "" && got.stdout != tt.stdout {
+				t.Errorf("got stdout %q, want %q", got.stdout, tt.stdout)
+			}
+		})
+	}
+}
+
+// TestWarmReport: --report written by the server is the cold run's: the
+// golden reports (a refused run, a run with no box) both ways, and a run in
+// a box alike cold and warm but for the notes on how its box was made
+// (a warm box says it is one, and what it was brought back to).
+func TestWarmReport(t *testing.T) {
+	f := startWarm(t)
+	for _, tt := range []struct {
+		name, policy, golden string
+		args                 []string
+	}{
+		{"refused", "shell:\n  allow: [ls]\n", "report-refused.golden", []string{"--", "curl", "http://x"}},
+		{"ran", "isolation: none\nshell:\n  allow: [\"true\"]\n", "report-ran.golden", []string{"--sandbox", "off", "--", "true"}},
+		{"box", "", "", []string{"--", "true"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tt.policy != "" {
+				writeFile(t, dir, "airlock.yaml", tt.policy)
+			}
+			reports := map[string]string{}
+			for _, mode := range []string{"off", "verbose"} {
+				rep := filepath.Join(t.TempDir(), "report.json")
+				r := f.run(t, mode, dir, "", append([]string{"run", "--report", rep}, tt.args...))
+				if strings.Contains(r.stderr, "running cold") {
+					t.Fatalf("went cold: %s", r.stderr)
+				}
+				data, err := os.ReadFile(rep)
+				if err != nil {
+					t.Fatalf("%s: no report: %v (stderr %q)", mode, err, r.stderr)
+				}
+				var v any
+				if err := json.Unmarshal(data, &v); err != nil {
+					t.Fatal(err)
+				}
+				var bad []string
+				v = normalize(v, "", &bad)
+				if tt.golden == "" {
+					dropNotes(v)
+				}
+				b, _ := json.MarshalIndent(v, "", "  ")
+				reports[mode] = string(b) + "\n"
+			}
+			if reports["off"] != reports["verbose"] {
+				t.Fatalf("reports differ:\ncold:\n%s\nwarm:\n%s", reports["off"], reports["verbose"])
+			}
+			if tt.golden != "" {
+				want, err := os.ReadFile(filepath.Join("testdata", tt.golden))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if reports["verbose"] != string(want) {
+					t.Fatalf("warm report differs from %s:\n%s", tt.golden, reports["verbose"])
+				}
+			}
+		})
+	}
+}
+
+// dropNotes removes result.description.notes: the box's own account of how
+// it was made, which differs between a fresh and a warm box.
+func dropNotes(v any) {
+	m, _ := v.(map[string]any)
+	res, _ := m["result"].(map[string]any)
+	if d, ok := res["description"].(map[string]any); ok {
+		delete(d, "notes")
+	}
+}
+
+// TestWarmTerminalStillEscaped: a run whose output is a terminal goes
+// through termsafe warm as cold: the server sees the terminal it received.
+func TestWarmTerminalStillEscaped(t *testing.T) {
+	f := startWarm(t)
+	dir := t.TempDir()
+	writeFile(t, dir, "airlock.yaml", "shell:\n  allow: [printf]\n")
+	args := []string{"run", "--", "printf", `\033]52;c;cm0gLXJmIH4K\a\033[31mred\033[0m\n`}
+	outs := map[string][]byte{}
+	for _, mode := range []string{"off", "verbose"} {
+		master, slave := testsupport.OpenPTY(t)
+		tio, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tio.Oflag &^= unix.OPOST
+		unix.IoctlSetTermios(int(slave.Fd()), unix.TCSETS, tio)
+		cmd := exec.Command(f.bin, args...)
+		cmd.Env, cmd.Dir = append(append([]string(nil), f.env...), warmrun.Env+"="+mode), dir
+		cmd.Stdout, cmd.Stderr = slave, slave
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		slave.Close()
+		done := make(chan []byte)
+		go func() { b, _ := io.ReadAll(master); done <- b }()
+		cmd.Wait()
+		select {
+		case outs[mode] = <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the terminal's output did not end")
+		}
+	}
+	if bytes.Contains(outs["verbose"], []byte("\x1b]52;c;")) || !bytes.Contains(outs["verbose"], []byte("\x1b[31mred")) {
+		t.Fatalf("warm terminal output %q: want the clipboard write shown, colours passed", outs["verbose"])
+	}
+	if !bytes.Equal(outs["off"], outs["verbose"]) {
+		t.Fatalf("cold %q and warm %q differ", outs["off"], outs["verbose"])
+	}
+}
+
+// TestWarmSignals: SIGINT and SIGTERM to the client end the command as
+// they end a cold run.
+func TestWarmSignals(t *testing.T) {
+	f := startWarm(t)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			got := map[string]result{}
+			for _, mode := range []string{"off", "verbose"} {
+				cmd := exec.Command(f.bin, "run", "--", "sleep", "30")
+				cmd.Env, cmd.Dir = append(append([]string(nil), f.env...), warmrun.Env+"="+mode), dir
+				var errb bytes.Buffer
+				cmd.Stderr = &errb
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(700 * time.Millisecond)
+				start := time.Now()
+				cmd.Process.Signal(sig)
+				cmd.Wait()
+				if d := time.Since(start); d > 10*time.Second {
+					t.Fatalf("%s: the run took %v to end after %v", mode, d, sig)
+				}
+				got[mode] = result{code: cmd.ProcessState.ExitCode(), stderr: errb.String()}
+			}
+			if got["off"] != got["verbose"] {
+				t.Fatalf("cold %+v and warm %+v differ", got["off"], got["verbose"])
+			}
+		})
+	}
+}
+
+// TestWarmUmaskGoesCold: a client with another umask than the server's
+// runs cold, so a file a fix-mode run makes gets the client's umask; with
+// the server's umask it runs warm.
+func TestWarmUmaskGoesCold(t *testing.T) {
+	f := startWarm(t)
+	for _, tt := range []struct {
+		umask string
+		mode  os.FileMode
+		cold  bool
+	}{
+		{"077", 0o600, true},
+		{"022", 0o644, false},
+	} {
+		t.Run(tt.umask, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, dir, "airlock.yaml", "fs:\n  write: [\".\"]\nshell:\n  allow: [touch]\n")
+			r := f.run(t, "verbose", dir, "", []string{"--mode", "fix", "--", "touch", "made"},
+				"sh", "-c", "umask "+tt.umask+"; exec \"$0\" run \"$@\"")
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			if cold := strings.Contains(r.stderr, "running cold: another Umask"); cold != tt.cold {
+				t.Fatalf("went cold for the umask: %v, want %v (stderr %q)", cold, tt.cold, r.stderr)
+			}
+			st, err := os.Stat(filepath.Join(dir, "made"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Mode().Perm() != tt.mode {
+				t.Fatalf("the file has mode %v, want %v (the client's umask)", st.Mode().Perm(), tt.mode)
+			}
+		})
+	}
+}
+
+// TestWarmRebuiltBinaryGoesCold: another airlock binary than the server's
+// (a rebuild) runs cold until the server restarts.
+func TestWarmRebuiltBinaryGoesCold(t *testing.T) {
+	f := startWarm(t)
+	other := filepath.Join(t.TempDir(), "airlock")
+	testsupport.CopyBin(t, f.bin, other, 0o755)
+	g := *f
+	g.bin = other
+	r := g.run(t, "verbose", t.TempDir(), "", []string{"run", "--", "/bin/true"})
+	if r.code != 0 || !strings.Contains(r.stderr, "running cold: another airlock binary") {
+		t.Fatalf("got %+v, want a cold run for another binary", r)
+	}
+}
+
+// TestWarmServerGone: the server killed while it runs a call: the client
+// exits 125 saying the command may have run, and does not run it again.
+func TestWarmServerGone(t *testing.T) {
+	f := startWarm(t)
+	dir := t.TempDir()
+	writeFile(t, dir, "airlock.yaml", "fs:\n  write: [\".\"]\n")
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		f.srv.Process.Kill()
+	}()
+	r := f.run(t, "verbose", dir, "", []string{"run", "--mode", "fix", "--", "sh", "-c", "echo ran >> count; sleep 20"})
+	if r.code != 125 || !strings.Contains(r.stderr, "the warm server went away; the command may have run") {
+		t.Fatalf("got %+v, want exit 125 saying the server went away", r)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "count"))
+	if string(b) != "ran\n" {
+		t.Fatalf("the command ran %q, want exactly once", b)
+	}
+}
+
+// TestWarmOneServer: a second `airlock warm` in the same directory fails
+// with one line naming the first.
+func TestWarmOneServer(t *testing.T) {
+	f := startWarm(t)
+	r := f.run(t, "off", f.home, "", []string{"warm"})
+	if r.code == 0 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, "another airlock warm (pid") {
+		t.Fatalf("got %+v, want one line naming the running server", r)
+	}
+}
