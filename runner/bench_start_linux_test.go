@@ -108,11 +108,22 @@ func BenchmarkStart(b *testing.B) {
 	}
 	// airlock's state (audit log, caches) goes to a home of its own, so
 	// the runs neither read nor grow the caller's.
-	env := append(withoutEnv(os.Environ(), "HOME", starttrace.Env, "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR"), "HOME="+home)
+	base := append(withoutEnv(os.Environ(), "HOME", starttrace.Env, "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR", "AIRLOCK_WARM"), "HOME="+home)
+	// The cold runs never hand over (a server of the caller's may be up);
+	// the warm ones hand over to the server started below, in a runtime
+	// directory of the benchmark's own.
+	env := append(base[:len(base):len(base)], "AIRLOCK_WARM=off")
+	runtimeDir := b.TempDir()
+	warmEnv := append(base[:len(base):len(base)], "XDG_RUNTIME_DIR="+runtimeDir)
+	srv := startWarmServer(b, exe, warmEnv, filepath.Join(runtimeDir, "airlock", "warm.sock"))
 	subjects := []*startSubject{
 		{name: "bwrap", argv: append([]string{bwrap}, bareBwrap...)},
 		{name: "airlock", argv: []string{exe, "run", "--", "/bin/true"}, dir: work, env: env, traced: true},
 		{name: "airlock-net", argv: []string{exe, "run", "--", "/bin/true"}, dir: netWork, env: env, traced: true},
+		// `airlock warm` serving the run: the client's start and hand-over
+		// in the trace; the server's side is printed from its own trace.
+		{name: "warm", argv: []string{exe, "run", "--", "/bin/true"}, dir: work, env: warmEnv, traced: true},
+		{name: "warm-net", argv: []string{exe, "run", "--", "/bin/true"}, dir: netWork, env: warmEnv, traced: true},
 		// The in-box init's start: the binary the box runs inside
 		// (airlock-box beside exe, else exe itself), its runtime and every
 		// package's initialisation, before it reads a byte of its
@@ -140,14 +151,15 @@ func BenchmarkStart(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	base := median(subjects[0].times)
+	bw := median(subjects[0].times)
 	for _, s := range subjects {
 		m := median(s.times)
 		b.ReportMetric(msOf(m), s.name+"-ms")
 		if s.name != "bwrap" && s.name != "init-start" {
-			b.ReportMetric(float64(m)/float64(base), s.name+"/bwrap")
+			b.ReportMetric(float64(m)/float64(bw), s.name+"/bwrap")
 		}
 	}
+	serverTrace := srv.stop(b)
 	if b.N == 1 {
 		return // the probe run of the benchmark: its numbers are not kept
 	}
@@ -158,9 +170,62 @@ func BenchmarkStart(b *testing.B) {
 	for _, s := range subjects {
 		if s.traced {
 			fmt.Printf("start trace: %s in %s (median of %d runs; wall %.2f ms, bubblewrap %.2f ms):\n%s",
-				strings.Join(s.argv[1:], " "), s.name, len(s.traces), msOf(median(s.times)), msOf(base), breakdown(s.traces))
+				strings.Join(s.argv[1:], " "), s.name, len(s.traces), msOf(median(s.times)), msOf(bw), breakdown(s.traces))
 		}
 	}
+	// The server's phases are summed over all its calls (the warmup's
+	// included): per call is the sum over the count.
+	calls := 2 * (b.N + 1)
+	fmt.Printf("start trace: airlock warm, the server's side, mean of %d calls (warm and warm-net):\n", calls)
+	for _, p := range serverTrace.Phases {
+		indent := ""
+		if nested[p.Name] != "" {
+			indent = "  "
+		}
+		fmt.Printf("start trace:   %-26s %6.2f\n", indent+p.Name, p.MS/float64(calls))
+	}
+}
+
+// warmServer is the `airlock warm` the warm subjects hand over to.
+type warmServer struct {
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+}
+
+// startWarmServer starts `airlock warm` with env (its trace on) and waits
+// for its socket, sock.
+func startWarmServer(b *testing.B, exe string, env []string, sock string) *warmServer {
+	s := &warmServer{cmd: exec.Command(exe, "warm", "--idle", "30m")}
+	s.cmd.Env = append(append([]string(nil), env...), starttrace.Env+"=1")
+	s.cmd.Stderr = &s.stderr
+	if err := s.cmd.Start(); err != nil {
+		b.Fatalf("start airlock warm: %v", err)
+	}
+	b.Cleanup(func() { s.cmd.Process.Kill(); s.cmd.Wait() })
+	for i := 0; ; i++ {
+		if _, err := os.Lstat(sock); err == nil {
+			break
+		}
+		if i > 500 {
+			s.cmd.Process.Kill()
+			s.cmd.Wait()
+			b.Fatalf("airlock warm did not start: %s", s.stderr.Bytes())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return s
+}
+
+// stop ends the server and returns its start trace: each phase summed over
+// the calls it served.
+func (s *warmServer) stop(b *testing.B) starttrace.Trace {
+	s.cmd.Process.Signal(os.Interrupt)
+	s.cmd.Wait()
+	t, ok := traceOf(s.stderr.Bytes())
+	if !ok {
+		b.Fatalf("airlock warm printed no trace: %s", s.stderr.Bytes())
+	}
+	return t
 }
 
 // run runs the subject once and records its time (and trace).
@@ -259,7 +324,10 @@ var nested = map[string]string{"policy-load": "kernel-build", "audit-open": "ker
 	"audit-append-background": "audit-append",
 	// a box with network: the proxy's ping, beside the plan, and inside the
 	// box its exec step's start and its listeners (net_linux.go)
-	"egress-ping": "plan", "box-exec-step": "box-run", "box-listen": "box-run"}
+	"egress-ping": "plan", "box-exec-step": "box-run", "box-listen": "box-run",
+	// the warm client's hand-over: connecting, the server's answer, the
+	// call (everything the server does for it)
+	"warm-connect": "warm-handover", "warm-answer": "warm-handover", "warm-call": "warm-handover"}
 
 // breakdown is the median of each phase over the traces, in the order the
 // phases ran, and what no phase covers ("other": the mediator's decision,

@@ -19,6 +19,8 @@ import (
 // cancels the call on the server.
 func HandOver(ctx context.Context, dir string, req Request, fds []int) Result {
 	defer starttrace.Begin("warm-handover")()
+	endConnect := starttrace.Begin("warm-connect")
+	defer func() { endConnect() }()
 	if err := CheckDir(dir); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return Result{Outcome: Cold}
@@ -33,6 +35,8 @@ func HandOver(ctx context.Context, dir string, req Request, fds []int) Result {
 	if r := checkServer(c); r != "" {
 		return Result{Outcome: Cold, Reason: r, Warn: "warm: the server at " + SocketPath(dir) + " is refused (" + r + "); running cold"}
 	}
+	endConnect()
+	endConnect = func() {}
 	return exchange(ctx, c, req, fds)
 }
 
@@ -53,6 +57,8 @@ func exchange(ctx context.Context, c *net.UnixConn, req Request, fds []int) Resu
 	stop := context.AfterFunc(ctx, func() { c.Write([]byte(cancelRecord)) })
 	defer stop()
 	accepted := false
+	endPhase := starttrace.Begin("warm-answer")
+	defer func() { endPhase() }()
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := c.Read(buf)
@@ -70,6 +76,8 @@ func exchange(ctx context.Context, c *net.UnixConn, req Request, fds []int) Resu
 			return Result{Outcome: Lost, Reason: "the warm server refused the run: " + r.Reason + " (AIRLOCK_WARM=off runs without it)"}
 		case r.Answer == answerAccepted && !accepted:
 			accepted = true
+			endPhase()
+			endPhase = starttrace.Begin("warm-call")
 		case r.Answer == answerExit && accepted:
 			return Result{Outcome: Ran, Code: r.Code}
 		default:

@@ -115,13 +115,19 @@ type facts struct {
 	ns     map[string]string
 	cgroup string
 	limits [unix.RLIMIT_RTTIME + 1]unix.Rlimit
+	// sched, ioprio and oomAdj are what else a box inherits from the
+	// process that starts it: the scheduling policy, nice value, priority
+	// and clamps, the I/O priority, the OOM score adjustment.
+	sched  unix.SchedAttr
+	ioprio int
+	oomAdj string
 }
 
 // statusKeys are the lines of /proc/<pid>/status compared: ids and groups,
 // the umask, every capability set, and the confinement a sandbox the client
 // is in may have set (no_new_privs, which Landlock needs, and seccomp).
 var statusKeys = []string{"Uid", "Gid", "Groups", "Umask", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb",
-	"NoNewPrivs", "Seccomp", "Seccomp_filters"}
+	"NoNewPrivs", "Seccomp", "Seccomp_filters", "Cpus_allowed", "Mems_allowed"}
 
 // namespaceNames are every namespace a process has.
 var namespaceNames = []string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup", "time"}
@@ -165,8 +171,26 @@ func readFacts(pid int) (facts, error) {
 			return f, fmt.Errorf("prlimit %d: %v", r, err)
 		}
 	}
+	a, err := unix.SchedGetAttr(pid, 0)
+	if err != nil {
+		return f, fmt.Errorf("sched_getattr: %v", err)
+	}
+	f.sched = unix.SchedAttr{Policy: a.Policy, Nice: a.Nice, Priority: a.Priority, Util_min: a.Util_min, Util_max: a.Util_max}
+	prio, _, e := unix.Syscall(unix.SYS_IOPRIO_GET, ioprioWhoProcess, uintptr(pid), 0)
+	if e != 0 {
+		return f, fmt.Errorf("ioprio_get: %v", e)
+	}
+	f.ioprio = int(prio)
+	oom, err := os.ReadFile(dir + "/oom_score_adj")
+	if err != nil {
+		return f, err
+	}
+	f.oomAdj = string(bytes.TrimSpace(oom))
 	return f, nil
 }
+
+// ioprioWhoProcess is IOPRIO_WHO_PROCESS.
+const ioprioWhoProcess = 1
 
 // exeID is the path a /proc/<pid>/exe link names with the device and
 // inode of the file it opens.
@@ -212,6 +236,14 @@ func (mine facts) differ(theirs facts, skip map[string]bool) string {
 			return fmt.Sprintf("another %s limit (%d:%d; the server's is %d:%d)", limitNames[r],
 				theirs.limits[r].Cur, theirs.limits[r].Max, mine.limits[r].Cur, mine.limits[r].Max)
 		}
+	}
+	switch {
+	case theirs.sched != mine.sched && !skip["sched"]:
+		return fmt.Sprintf("another scheduling policy or nice value (%+v; the server's is %+v)", theirs.sched, mine.sched)
+	case theirs.ioprio != mine.ioprio && !skip["ioprio"]:
+		return fmt.Sprintf("another I/O priority (%#x; the server's is %#x)", theirs.ioprio, mine.ioprio)
+	case theirs.oomAdj != mine.oomAdj && !skip["oom"]:
+		return fmt.Sprintf("another oom_score_adj (%s; the server's is %s)", theirs.oomAdj, mine.oomAdj)
 	}
 	return ""
 }

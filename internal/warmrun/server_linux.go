@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/starttrace"
 )
 
 // RequestTimeout bounds the time from a connection to its request: a
@@ -232,6 +233,8 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler) {
 		answer(reply{Answer: answerRefused, Reason: "another " + ns + " namespace"})
 		return
 	}
+	endCheck := starttrace.Begin("warm-check")
+	defer func() { endCheck() }()
 	call, err := readCall(c)
 	if err != nil {
 		s.log.Warn("warm: bad request; refused", "pid", p.pid, "err", err)
@@ -249,6 +252,8 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler) {
 		s.cold(answer, p, reason)
 		return
 	}
+	endCheck()
+	endCheck = func() {}
 	if err := answer(reply{Answer: answerAccepted}); err != nil {
 		return // the client is gone: nothing was done
 	}
@@ -260,7 +265,9 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler) {
 		c.Read(make([]byte, 16))
 		cancel()
 	}()
+	endRun := starttrace.Begin("warm-run")
 	code := h.Run(cctx, call)
+	endRun()
 	answer(reply{Answer: answerExit, Code: code})
 }
 

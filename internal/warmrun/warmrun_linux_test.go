@@ -137,7 +137,6 @@ func (ts *testServer) client(t *testing.T, role string, env []string, wrap ...st
 const (
 	ranWarm = "ran\noutcome=1 code=7 "
 	ranCold = "outcome=0 code=0 "
-	lost    = "outcome=2 "
 )
 
 // TestPeerFidelity: a client that differs from the server in what makes a
@@ -164,10 +163,14 @@ func TestPeerFidelity(t *testing.T) {
 		{name: "no_new_privs", skip: []string{"NoNewPrivs"}, role: "client", wrap: []string{"setpriv", "--no-new-privs"}, need: "setpriv", want: ranCold},
 		{name: "another umask", skip: []string{"Umask"}, role: "client", env: []string{"WARMRUN_TEST_UMASK=077"}, want: ranCold},
 		{name: "another nofile limit", skip: []string{"nofile"}, role: "client", wrap: []string{"prlimit", "--nofile=512:512"}, need: "prlimit", want: ranCold},
+		{name: "another nice value", skip: []string{"sched"}, role: "client", wrap: []string{"nice", "-n", "5"}, need: "nice", want: ranCold},
+		{name: "another CPU affinity", skip: []string{"Cpus_allowed"}, role: "client", wrap: []string{"taskset", "-c", "0"}, need: "taskset", want: ranCold},
 		{name: "a rebuilt binary", skip: []string{"exe"}, role: "client", wrap: []string{rebuilt}, want: ranCold},
 		// A raw client: it does not check the server first, as a hostile
-		// process would not. Refused before its request is read.
-		{name: "another user namespace", skip: []string{"user", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"}, role: "raw-client", wrap: []string{"unshare", "-U", "--map-root-user"}, need: "unshare", want: lost},
+		// process would not. Refused before its request is read: it gets
+		// the refusal or the reset of its unread record, or cannot even
+		// send; nothing runs ("" below).
+		{name: "another user namespace", skip: []string{"user", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"}, role: "raw-client", wrap: []string{"unshare", "-U", "--map-root-user"}, need: "unshare"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -199,6 +202,9 @@ func TestPeerFidelity(t *testing.T) {
 			}
 			ts := startServer(t)
 			got := run(ts)
+			if tt.want == "" && (strings.HasPrefix(got, "ran") || !strings.Contains(got, "outcome=")) {
+				t.Fatalf("got %q, want the call not served", got)
+			}
 			if !strings.HasPrefix(got, tt.want) {
 				t.Fatalf("got %q, want %q", got, tt.want)
 			}
