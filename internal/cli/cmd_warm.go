@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
 	"github.com/airlock-run/airlock/approvals"
@@ -150,8 +150,9 @@ func isTerm(f *os.File) bool { return f != nil && term.IsTerminal(int(f.Fd())) }
 // environment, directory, streams and terminal; nothing of the server's),
 // and the server's session of warm boxes.
 func (s *warmServer) run(ctx context.Context, call *warmrun.Call) int {
+	stdin, stdout, stderr := call.Streams()
 	env := &Env{
-		Stdin: call.Stdin, Stdout: call.Stdout, Stderr: call.Stderr,
+		Stdin: stdin, Stdout: stdout, Stderr: stderr,
 		Environ: call.Env, Dir: call.Dir, Exe: s.env.Exe,
 		IsTerminal:     isTerm(call.Stdin) && isTerm(call.Stderr),
 		StdoutTerminal: isTerm(call.Stdout), StderrTerminal: isTerm(call.Stderr),
@@ -178,12 +179,22 @@ func (w *warmCall) configure(cfg *wiring.Config) {
 		if w.tty == nil {
 			return nil, errs.Unavailablef("approvals: no terminal")
 		}
-		fd, err := syscall.Dup(int(w.tty.Fd()))
+		// Not reopened through /proc/self/fd: that link names
+		// /dev/tty, which here is the server's own terminal. The
+		// descriptor is the caller's fresh open of /dev/tty (no shell
+		// shares it); made non-blocking, it is one the runtime polls,
+		// so closing it at the call's end ends the broker's reader,
+		// which must never read the caller's terminal after the call.
+		fd, err := unix.FcntlInt(w.tty.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 		if err != nil {
 			return nil, errs.Wrap(errs.Unavailable, err, "approvals: terminal")
 		}
-		syscall.CloseOnExec(fd)
-		return os.NewFile(uintptr(fd), "/dev/tty"), nil
+		if err := unix.SetNonblock(fd, true); err != nil {
+			unix.Close(fd)
+			return nil, errs.Wrap(errs.Unavailable, err, "approvals: terminal")
+		}
+		f := os.NewFile(uintptr(fd), "/dev/tty")
+		return f, nil
 	}
 }
 

@@ -30,7 +30,7 @@ type warmFixture struct {
 
 // startWarm starts `airlock warm` (the built binary) for a private
 // XDG_RUNTIME_DIR and waits for its socket.
-func startWarm(t *testing.T) *warmFixture {
+func startWarm(t *testing.T, with ...func(*exec.Cmd)) *warmFixture {
 	t.Helper()
 	if sandbox.Probe().Tier() < sandbox.Tier1 {
 		testsupport.Missing(t, "the host probe gives no tier 1 here")
@@ -42,6 +42,9 @@ func startWarm(t *testing.T) *warmFixture {
 		"XDG_STATE_HOME=" + filepath.Join(f.home, "state"), "XDG_RUNTIME_DIR=" + run, "PATH=/usr/bin:/bin"}
 	f.srv = exec.Command(f.bin, "warm", "--idle", "10m")
 	f.srv.Env, f.srv.Dir, f.srv.Stderr = f.env, f.home, f.srvErr
+	for _, w := range with {
+		w(f.srv)
+	}
 	if err := f.srv.Start(); err != nil {
 		t.Fatalf("start airlock warm: %v", err)
 	}
@@ -366,5 +369,133 @@ func TestWarmOneServer(t *testing.T) {
 	r := f.run(t, "off", f.home, "", []string{"warm"})
 	if r.code == 0 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, "another airlock warm (pid") {
 		t.Fatalf("got %+v, want one line naming the running server", r)
+	}
+}
+
+// onTerminal makes cmd a session leader whose controlling terminal, and
+// standard streams, are slave.
+func onTerminal(slave *os.File) func(*exec.Cmd) {
+	return func(cmd *exec.Cmd) {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	}
+}
+
+// readInto copies what the terminal's master end gives into a channel of
+// everything read so far.
+func readInto(master *os.File) <-chan string {
+	ch := make(chan string, 64)
+	go func() {
+		var all []byte
+		b := make([]byte, 4096)
+		for {
+			n, err := master.Read(b)
+			if n > 0 {
+				all = append(all, b[:n]...)
+				ch <- string(all)
+			}
+			if err != nil {
+				close(ch)
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+// TestWarmApprovalOnCallersTerminal: an escalation of a warm run is put on
+// the caller's controlling terminal, which it handed over, and answered
+// there; the server's own terminal shows nothing of it.
+func TestWarmApprovalOnCallersTerminal(t *testing.T) {
+	srvMaster, srvSlave := testsupport.OpenPTY(t)
+	f := startWarm(t, onTerminal(srvSlave))
+	srvOut := readInto(srvMaster)
+	dir := t.TempDir()
+	writeFile(t, dir, "airlock.yaml", "shell:\n  allow: [echo]\n  args:\n    echo:\n      escalate: [\"hi\"]\nescalation: {timeout: 20s}\n")
+	master, slave := testsupport.OpenPTY(t)
+	cmd := exec.Command(f.bin, "run", "--", "echo", "hi")
+	cmd.Env, cmd.Dir = append(append([]string(nil), f.env...), warmrun.Env+"=verbose"), dir
+	onTerminal(slave)(cmd)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	out := readInto(master)
+	seen := ""
+	deadline := time.After(20 * time.Second)
+	for !strings.Contains(seen, "[o]nce") {
+		select {
+		case s, ok := <-out:
+			if !ok {
+				t.Fatalf("the caller's terminal ended before a prompt: %q", seen)
+			}
+			seen = s
+		case <-deadline:
+			srv := ""
+			for len(srvOut) > 0 {
+				srv = <-srvOut
+			}
+			t.Fatalf("no prompt on the caller's terminal: %q (the server's terminal: %q)", seen, srv)
+		}
+	}
+	master.Write([]byte("o\n"))
+	cmd.Wait()
+	for s := range out {
+		seen = s
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 || strings.Contains(seen, "running cold") {
+		t.Fatalf("exit %d, terminal %q: want the warm run allowed once", code, seen)
+	}
+	if !strings.Contains(seen, "hi\r\n") {
+		t.Fatalf("terminal %q: want the command's output", seen)
+	}
+	select {
+	case s := <-srvOut:
+		if strings.Contains(s, "approval") {
+			t.Fatalf("the server's own terminal got the question: %q", s)
+		}
+	default:
+	}
+}
+
+// TestWarmInputNotReadAfterCall: once a warm run is over, the server reads
+// nothing more of the caller's input, which is shared with whatever reads
+// it next (a shell): what is written after the call reaches the next
+// reader, as after a cold run.
+func TestWarmInputNotReadAfterCall(t *testing.T) {
+	f := startWarm(t)
+	for _, mode := range []string{"off", "verbose"} {
+		t.Run(mode, func(t *testing.T) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			defer w.Close()
+			cmd := exec.Command(f.bin, "run", "--", "/bin/true")
+			cmd.Env, cmd.Dir = append(append([]string(nil), f.env...), warmrun.Env+"="+mode), t.TempDir()
+			cmd.Stdin = r
+			var errb bytes.Buffer
+			cmd.Stderr = &errb
+			if err := cmd.Run(); err != nil || strings.Contains(errb.String(), "running cold") {
+				t.Fatalf("run: %v: %s", err, errb.Bytes())
+			}
+			// The next reader of the same input: this test.
+			w.Write([]byte("next\n"))
+			got := make(chan string, 1)
+			go func() {
+				b := make([]byte, 16)
+				n, _ := r.Read(b)
+				got <- string(b[:n])
+			}()
+			select {
+			case s := <-got:
+				if s != "next\n" {
+					t.Fatalf("the next reader got %q, want %q", s, "next\n")
+				}
+			case <-time.After(3 * time.Second):
+				t.Fatal("the input written after the run never reached its next reader: the server took it")
+			}
+		})
 	}
 }

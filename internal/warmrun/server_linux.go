@@ -252,6 +252,11 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler) {
 		s.cold(answer, p, reason)
 		return
 	}
+	if err := call.openStreams(); err != nil {
+		s.cold(answer, p, "cannot guard the streams: "+err.Error())
+		return
+	}
+	defer call.streams.stop()
 	endCheck()
 	endCheck = func() {}
 	if err := answer(reply{Answer: answerAccepted}); err != nil {
@@ -261,13 +266,25 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler) {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
-		// Any record (a cancel) or the connection's end ends the call.
-		c.Read(make([]byte, 16))
-		cancel()
+		// A cancel record ends the call as a signal ends a cold run;
+		// the connection's end (the client gone) ends it and its
+		// streams, as the client's death ends a cold run's.
+		b := make([]byte, 16)
+		for {
+			if _, err := c.Read(b); err != nil {
+				cancel()
+				call.streams.stop()
+				return
+			}
+			cancel()
+		}
 	}()
 	endRun := starttrace.Begin("warm-run")
 	code := h.Run(cctx, call)
 	endRun()
+	// The call is over: nothing more is read of the caller's input,
+	// which is the caller's again (a cold run's reader ends with it).
+	call.streams.stopInput()
 	answer(reply{Answer: answerExit, Code: code})
 }
 
@@ -295,8 +312,10 @@ func (s *Server) check(p peer, call *Call, h Handler) string {
 		return "cannot read the client's terminal: " + err.Error()
 	}
 	if call.TTY != nil {
-		var st unix.Stat_t
-		if err := unix.Fstat(int(call.TTY.Fd()), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR || st.Rdev != call.CTTY {
+		// The device behind the descriptor (an opened /dev/tty is the
+		// terminal it stands for), as /proc/<pid>/stat encodes it.
+		dev, err := unix.IoctlGetUint32(int(call.TTY.Fd()), unix.TIOCGDEV)
+		if err != nil || call.CTTY == 0 || uint64(dev) != call.CTTY {
 			return "the terminal sent is not the client's controlling terminal"
 		}
 	}

@@ -75,6 +75,10 @@ type Call struct {
 	// CTTY is the device of the client's controlling terminal as the
 	// kernel says (/proc/<pid>/stat), 0 for none.
 	CTTY uint64
+
+	// streams guard the three streams (Streams), made before the call
+	// is accepted.
+	streams *streams
 }
 
 func (c *Call) close() {
