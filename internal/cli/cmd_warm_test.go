@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,7 +26,26 @@ type warmFixture struct {
 	bin, home, sockDir string
 	env                []string
 	srv                *exec.Cmd
-	srvErr             *bytes.Buffer
+	srvErr             *lockedBuffer
+}
+
+// lockedBuffer is the server's standard error, written by exec's copier
+// while a test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // startWarm starts `airlock warm` (the built binary) for a private
@@ -35,7 +55,7 @@ func startWarm(t *testing.T, with ...func(*exec.Cmd)) *warmFixture {
 	if sandbox.Probe().Tier() < sandbox.Tier1 {
 		testsupport.Missing(t, "the host probe gives no tier 1 here")
 	}
-	f := &warmFixture{bin: testsupport.AirlockBin(t), home: t.TempDir(), srvErr: &bytes.Buffer{}}
+	f := &warmFixture{bin: testsupport.AirlockBin(t), home: t.TempDir(), srvErr: &lockedBuffer{}}
 	run := filepath.Join(f.home, "run")
 	f.sockDir = filepath.Join(run, "airlock")
 	f.env = []string{"HOME=" + f.home, "XDG_CONFIG_HOME=" + filepath.Join(f.home, "config"),
@@ -54,7 +74,7 @@ func startWarm(t *testing.T, with ...func(*exec.Cmd)) *warmFixture {
 			return f
 		}
 		if i == 1000 {
-			t.Fatalf("airlock warm made no socket: %s", f.srvErr.Bytes())
+			t.Fatalf("airlock warm made no socket: %s", f.srvErr)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -495,6 +515,53 @@ func TestWarmInputNotReadAfterCall(t *testing.T) {
 				}
 			case <-time.After(3 * time.Second):
 				t.Fatal("the input written after the run never reached its next reader: the server took it")
+			}
+		})
+	}
+}
+
+// boxClient is a client of the warm socket that a box runs: it sends a
+// well-formed request for `true` with its own three streams and prints
+// what came back.
+const boxClient = `import socket, array, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+try:
+    s.connect(sys.argv[1])
+except Exception as e:
+    print("connect:", e); sys.exit(0)
+msg = b"AWR1\x00" + (1).to_bytes(4, "little") + (4).to_bytes(4, "little") + b"true" + (0).to_bytes(4, "little") + (1).to_bytes(4, "little") + b"/"
+try:
+    s.sendmsg([msg], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0, 1, 2]))])
+    print("reply:", s.recv(65536))
+except Exception as e:
+    print("send:", e)
+`
+
+// TestWarmBoxRefused: a box whose policy names the warm socket in fs.read
+// (the one way a socket in a granted tree is not covered) reaches it, and
+// is refused before anything of its request is read: its process lives in
+// other user and pid namespaces. A box granted only the directory finds
+// the socket covered.
+func TestWarmBoxRefused(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		testsupport.Missing(t, "python3 is not installed: %v", err)
+	}
+	f := startWarm(t)
+	sock := warmrun.SocketPath(f.sockDir)
+	for _, tt := range []struct{ name, read, want string }{
+		{"socket named", sock, "send: [Errno 32] Broken pipe"},
+		{"directory granted", f.sockDir, "connect: [Errno 111] Connection refused"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, dir, "c.py", boxClient)
+			writeFile(t, dir, "airlock.yaml", "fs:\n  read: [\""+tt.read+"\"]\nshell:\n  allow: [python3]\n")
+			r := f.run(t, "off", dir, "", []string{"run", "--", "python3", "c.py", sock})
+			if r.code != 0 || !strings.Contains(r.stdout, tt.want) {
+				t.Fatalf("got %+v, want the box to print %q", r, tt.want)
+			}
+			if tt.name == "socket named" && !strings.Contains(f.srvErr.String(), "refused a connection from another namespace") {
+				t.Fatalf("the server did not log the refusal: %s", f.srvErr)
 			}
 		})
 	}
