@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -457,6 +458,11 @@ func TestWarmApprovalOnCallersTerminal(t *testing.T) {
 			}
 			t.Fatalf("no prompt on the caller's terminal: %q (the server's terminal: %q)", seen, srv)
 		}
+	}
+	// Named by the caller's pid, as its own kernel would name it (and
+	// its approvals socket with it, one per call).
+	if id := fmt.Sprintf("approval [%d-", cmd.Process.Pid); !strings.Contains(seen, id) {
+		t.Errorf("prompt %q: want the escalation named %s…", seen, id)
 	}
 	master.Write([]byte("o\n"))
 	cmd.Wait()

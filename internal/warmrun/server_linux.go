@@ -298,6 +298,7 @@ func (s *Server) cold(answer func(reply) error, p peer, reason string) {
 // handler's own checks, and last that the pid still names the process that
 // connected.
 func (s *Server) check(p peer, call *Call, h Handler) string {
+	call.Pid = p.pid
 	theirs, err := readFacts(p.pid)
 	if err != nil {
 		return "cannot read the client's process: " + err.Error()

@@ -72,6 +72,8 @@ type Call struct {
 	Stdin, Stdout, Stderr *os.File
 	// TTY is the client's controlling terminal, nil when it sent none.
 	TTY *os.File
+	// Pid is the client's process id, as the kernel gives it.
+	Pid int
 	// CTTY is the device of the client's controlling terminal as the
 	// kernel says (/proc/<pid>/stat), 0 for none.
 	CTTY uint64

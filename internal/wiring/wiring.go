@@ -56,6 +56,10 @@ type Config struct {
 	// (approvals.OpenTerminal). `airlock warm` opens the caller's own,
 	// which it received: never the server's.
 	OpenTerminal func() (*os.File, error)
+	// BrokerPid names the approvals socket and prefixes escalation IDs
+	// (approvals.Options.Pid); 0 is this process's pid. `airlock warm`
+	// gives each call its caller's, as the caller's own kernel would have.
+	BrokerPid int
 	// AuditFile is the audit log; "" is audit.DefaultPath.
 	AuditFile string
 	// GrantsFile is where "allow always" saves; "" is the default path.
@@ -275,7 +279,7 @@ func Build(cfg Config) (*Kernel, error) {
 	}
 
 	bo := approvals.Options{SocketDir: paths.socketDir, GrantsFile: paths.grants,
-		Log: log, Audit: k.Audit}
+		Log: log, Audit: k.Audit, Pid: cfg.BrokerPid}
 	if cfg.Terminal {
 		open := cfg.OpenTerminal
 		if open == nil {
