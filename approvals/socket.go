@@ -37,20 +37,25 @@ const sockPrefix, sockSuffix = "approvals-", ".sock"
 const ioTimeout = 10 * time.Second
 
 // checkDir makes sure dir is a real directory that only this user can
-// enter: owned by the effective uid, mode 0700, not a symbolic link.
-// In /tmp another user could have made the directory first.
-func checkDir(dir string) error {
+// enter (CheckDir).
+func checkDir(dir string) error { return CheckDir("approvals", dir) }
+
+// CheckDir makes sure dir is a real directory that only this user can
+// enter: owned by the effective uid, mode 0700, not a symbolic link. In
+// /tmp another user could have made the directory first. what names the
+// socket in the error (the approvals socket, the warm server's).
+func CheckDir(what, dir string) error {
 	var st unix.Stat_t
 	if err := unix.Lstat(dir, &st); err != nil {
-		return errs.Wrap(errs.Unavailable, err, "approvals: %s", dir)
+		return errs.Wrap(errs.Unavailable, err, "%s: %s", what, dir)
 	}
 	switch {
 	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
-		return errs.Unavailablef("approvals: %s is not a directory (remove it)", dir)
+		return errs.Unavailablef("%s: %s is not a directory (remove it)", what, dir)
 	case int(st.Uid) != os.Geteuid():
-		return errs.Unavailablef("approvals: %s belongs to uid %d, not to you (remove it, or set XDG_RUNTIME_DIR)", dir, st.Uid)
+		return errs.Unavailablef("%s: %s belongs to uid %d, not to you (remove it, or set XDG_RUNTIME_DIR)", what, dir, st.Uid)
 	case st.Mode&0o077 != 0:
-		return errs.Unavailablef("approvals: %s is open to others (mode %#o) (chmod 700 %s)", dir, st.Mode&0o777, dir)
+		return errs.Unavailablef("%s: %s is open to others (mode %#o) (chmod 700 %s)", what, dir, st.Mode&0o777, dir)
 	}
 	return nil
 }

@@ -82,8 +82,6 @@ var table = map[string]row{
 	"sandbox/lookpath": {layer: parts},
 	// privfile writes airlock's own files (audit log, grants, store) so that no box can steer them.
 	"internal/privfile": {layer: parts},
-	// the hand-over of a run to `airlock warm`: socket, peer checks, wire
-	"internal/warmrun": {layer: parts, may: []string{"internal/starttrace"}},
 	// pki: the fleet's CA, node certificates and signed attestations; below jobs so that the server, api and node share it.
 	"jobs/pki": {layer: parts, may: []string{"internal/privfile"}},
 
@@ -91,6 +89,9 @@ var table = map[string]row{
 	"sandbox":   {layer: host, may: []string{"internal/privfile", "internal/starttrace", "policy/protected", "sandbox/boxconf", "sandbox/cgroup", "sandbox/landlock", "sandbox/lookpath", "sandbox/seccomp"}},
 	"runner":    {layer: host, may: []string{"egress/forward", "internal/starttrace", "sandbox", "sandbox/boxconf", "sandbox/cgroup"}, starts: "the only code that executes processes on the host (DESIGN.md)"},
 	"approvals": {layer: host, may: []string{"audit", "internal/privfile", "policy"}},
+	// the hand-over of a run to `airlock warm`: socket, peer checks, wire
+	// (its directory checked as the approvals socket's)
+	"internal/warmrun": {layer: host, may: []string{"approvals", "internal/starttrace"}},
 	"offload":   {layer: host, may: []string{"files", "fit"}},
 	"sandbox/boxinit": {layer: host, may: []string{"sandbox/boxconf", "sandbox/landlock", "sandbox/lookpath", "sandbox/seccomp", "egress/forward"},
 		starts: "the in-box init starts the target inside the box"},

@@ -26,9 +26,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/approvals"
 )
 
 // SocketName and LockName are the server's socket and lock file in its
@@ -44,23 +42,10 @@ const Env = "AIRLOCK_WARM"
 
 // CheckDir makes sure dir is a real directory only this user can enter:
 // owned by the effective uid, mode 0700, not a symbolic link (the checks of
-// the approvals socket's directory). In /tmp another user could have made
-// it first, and a socket there could be anyone's.
-func CheckDir(dir string) error {
-	var st unix.Stat_t
-	if err := unix.Lstat(dir, &st); err != nil {
-		return errs.Wrap(errs.Unavailable, err, "warm: %s", dir)
-	}
-	switch {
-	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
-		return errs.Unavailablef("warm: %s is not a directory (remove it)", dir)
-	case int(st.Uid) != os.Geteuid():
-		return errs.Unavailablef("warm: %s belongs to uid %d, not to you (remove it, or set XDG_RUNTIME_DIR)", dir, st.Uid)
-	case st.Mode&0o077 != 0:
-		return errs.Unavailablef("warm: %s is open to others (mode %#o) (chmod 700 %s)", dir, st.Mode&0o777, dir)
-	}
-	return nil
-}
+// the approvals socket's directory, whose default it shares). In /tmp
+// another user could have made it first, and a socket there could be
+// anyone's.
+func CheckDir(dir string) error { return approvals.CheckDir("warm", dir) }
 
 // SocketPath is the server's socket in dir.
 func SocketPath(dir string) string { return filepath.Join(dir, SocketName) }
