@@ -92,7 +92,7 @@ var table = map[string]row{
 	// the hand-over of a run to `airlock warm`: socket, peer checks, wire
 	// (its directory checked as the approvals socket's)
 	"internal/warmrun": {layer: host, may: []string{"approvals", "internal/starttrace"}},
-	"offload":   {layer: host, may: []string{"files", "fit"}},
+	"offload":          {layer: host, may: []string{"files", "fit"}},
 	"sandbox/boxinit": {layer: host, may: []string{"sandbox/boxconf", "sandbox/landlock", "sandbox/lookpath", "sandbox/seccomp", "egress/forward"},
 		starts: "the in-box init starts the target inside the box"},
 
