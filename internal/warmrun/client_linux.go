@@ -59,7 +59,7 @@ func exchange(ctx context.Context, c *net.UnixConn, req Request, fds []int) Resu
 	accepted := false
 	endPhase := starttrace.Begin("warm-answer")
 	defer func() { endPhase() }()
-	buf := make([]byte, 64<<10)
+	buf := make([]byte, maxReply)
 	for {
 		n, err := c.Read(buf)
 		if err != nil || n == 0 {

@@ -354,12 +354,18 @@ func ctty(pid int) (uint64, error) {
 	return uint64(uint32(n)), nil
 }
 
+// requestBufs are the buffers requests are read into: a fresh one per
+// call would cost its pages' faults every time.
+var requestBufs = sync.Pool{New: func() any { b := make([]byte, MaxRequest+1); return &b }}
+
 // readCall reads one request record with its descriptors. A record cut
 // short by the buffer, lost descriptors, control messages other than
 // descriptors or a count other than the request's is refused, and every
 // descriptor received is closed then.
 func readCall(c *net.UnixConn) (*Call, error) {
-	buf := make([]byte, MaxRequest+1)
+	bp := requestBufs.Get().(*[]byte)
+	defer requestBufs.Put(bp)
+	buf := *bp
 	oob := make([]byte, unix.CmsgSpace(5*4))
 	n, oobn, flags, _, err := c.ReadMsgUnix(buf, oob)
 	if err != nil {

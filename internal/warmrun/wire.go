@@ -194,7 +194,17 @@ type reply struct {
 	Code   int    `json:"code,omitempty"`
 }
 
+// maxReason bounds a reply's reason, so every reply fits the client's
+// buffer (maxReply) whatever paths it names.
+const (
+	maxReason = 1024 // at most 6 bytes each once escaped
+	maxReply  = 8 << 10
+)
+
 func (r reply) encode() []byte {
+	if len(r.Reason) > maxReason {
+		r.Reason = r.Reason[:maxReason] + "…"
+	}
 	b, _ := json.Marshal(r)
 	return b
 }
