@@ -480,3 +480,35 @@ func TestIdleEnds(t *testing.T) {
 		t.Fatal("the idle server left its socket")
 	}
 }
+
+// FuzzDecodeRequest: any record decodes to a request within the bounds or
+// to an error, never a panic; what decodes encodes back to the same bytes.
+func FuzzDecodeRequest(f *testing.F) {
+	for _, r := range []Request{{Dir: "/"}, {Args: []string{"--", "true"}, Env: []string{"A=1"}, Dir: "/tmp", TTY: true}} {
+		b, _ := r.encode()
+		f.Add(b)
+	}
+	f.Add([]byte("AWR1\x00\xff\xff\xff\xff"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := decodeRequest(b)
+		if err != nil {
+			return
+		}
+		if len(r.Args) > MaxArgs || len(r.Env) > MaxEnv {
+			t.Fatalf("decoded past the bounds: %d args, %d env", len(r.Args), len(r.Env))
+		}
+		again, err := r.encode()
+		if err != nil || !bytes.Equal(again, b) {
+			t.Fatalf("decode then encode: %q, %v; want %q", again, err, b)
+		}
+	})
+}
+
+// TestReplyBounded: a reply fits the client's buffer whatever its reason.
+func TestReplyBounded(t *testing.T) {
+	for _, reason := range []string{strings.Repeat("a", 10000), strings.Repeat("<\x01", 5000)} {
+		if b := (reply{Answer: answerCold, Reason: reason}).encode(); len(b) > maxReply {
+			t.Errorf("a reply of %d bytes, over the client's %d", len(b), maxReply)
+		}
+	}
+}
