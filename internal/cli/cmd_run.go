@@ -45,14 +45,11 @@ func runCmd() *Command {
 // in this process. `airlock warm` runs its calls through it too, with an
 // Env made of what the caller handed over.
 func runCold(ctx context.Context, env *Env, args []string) error {
-	fs := NewFlags(env, "airlock run", "[flags] -- CMD [ARG...]", runLong)
-	kf := addKernelFlags(fs, "the command")
-	report := fs.String("report", "", "write a JSON report of the decision and of where and how the command ran to `file`")
-	kf.report = report
-	if err := ParseFlags(fs, args); err != nil {
+	kf, argv, err := parseRunFlags(env, args)
+	if err != nil {
 		return err
 	}
-	argv := fs.Args()
+	report := kf.report
 	if len(argv) == 0 {
 		return usagef("no command (airlock run [flags] -- CMD [ARG...])")
 	}
@@ -93,6 +90,18 @@ func runCold(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintln(env.Stderr, "airlock: exit 126 in a box with the exec wall: a \"Permission denied\" above is the kernel refusing a program the policy does not list (shell.allow)")
 	}
 	return &ExitError{Code: res.ExitCode}
+}
+
+// parseRunFlags reads run's flags from args: the kernel's, --report, and
+// the command after them.
+func parseRunFlags(env *Env, args []string) (kf *kernelFlags, argv []string, err error) {
+	fs := NewFlags(env, "airlock run", "[flags] -- CMD [ARG...]", runLong)
+	kf = addKernelFlags(fs, "the command")
+	kf.report = fs.String("report", "", "write a JSON report of the decision and of where and how the command ran to `file`")
+	if err := ParseFlags(fs, args); err != nil {
+		return nil, nil, err
+	}
+	return kf, fs.Args(), nil
 }
 
 // terminalSafe gives the streams a boxed command writes to: where a stream

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/airlock-run/airlock/internal/warmrun"
 	"github.com/airlock-run/airlock/internal/wiring"
 	"github.com/airlock-run/airlock/mediator"
+	"github.com/airlock-run/airlock/sandbox"
 )
 
 const warmLong = `Serve this user's 'airlock run' calls from warm boxes, in the foreground.
@@ -58,6 +60,9 @@ func warmCmd() *Command {
 
 // serveWarm listens in dir and serves calls until ctx ends or idle passes.
 func serveWarm(ctx context.Context, env *Env, dir string, idle time.Duration) error {
+	if err := dropTerminal(); err != nil {
+		return err
+	}
 	srv, err := warmrun.Listen(dir, env.Log)
 	if err != nil {
 		return err
@@ -68,10 +73,30 @@ func serveWarm(ctx context.Context, env *Env, dir string, idle time.Duration) er
 	if err := os.Chdir(dir); err != nil {
 		return errs.Wrap(errs.Unavailable, err, "warm: chdir %s", dir)
 	}
-	s := &warmServer{env: env, procEnv: processEnv()}
+	s := &warmServer{env: env, procEnv: processEnv(), boxed: sandbox.Probe().Tier() >= sandbox.Tier1}
 	defer s.close()
 	fmt.Fprintf(env.Stderr, "airlock: warm: serving on %s\n", srv.Path())
 	return srv.Serve(ctx, warmrun.Handler{Check: s.check, Run: s.run}, idle)
+}
+
+// dropTerminal gives up the server's controlling terminal, if it has one:
+// a command run unboxed (tier 0) inherits its parent's session, and a cold
+// one has its caller's terminal or none, never the server's. A session
+// leader cannot give its terminal up without hanging up its foreground
+// group, so it is refused.
+func dropTerminal() error {
+	tty, err := os.OpenFile("/dev/tty", os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil // no controlling terminal
+	}
+	defer tty.Close()
+	if sid, _ := unix.Getsid(0); sid == os.Getpid() {
+		return errs.Unavailablef("warm: this process leads the session of its terminal; start it without one (setsid -f airlock warm) or as a job of a shell")
+	}
+	if err := unix.IoctlSetInt(int(tty.Fd()), unix.TIOCNOTTY, 0); err != nil {
+		return errs.Wrap(errs.Unavailable, err, "warm: give up the controlling terminal")
+	}
+	return nil
 }
 
 // warmServer is the server's side of the calls: one session of warm boxes
@@ -80,6 +105,8 @@ func serveWarm(ctx context.Context, env *Env, dir string, idle time.Duration) er
 type warmServer struct {
 	env     *Env
 	procEnv map[string]string
+	// boxed says the host gives a box: --sandbox auto is not tier 0.
+	boxed   bool
 	once    sync.Once
 	session *mediator.Session
 }
@@ -128,7 +155,35 @@ func (s *warmServer) check(call *warmrun.Call) string {
 	if isTerm(call.Stdin) && isTerm(call.Stderr) && call.TTY == nil && call.CTTY != 0 {
 		return "a terminal the client did not send"
 	}
+	if call.CTTY != 0 && mayRunUnboxed(call, s.boxed) {
+		return "an unboxed run (tier 0) would have the caller's terminal, which the server cannot give it"
+	}
 	return ""
+}
+
+// mayRunUnboxed reports whether call may run at tier 0, where the command
+// is the kernel's child in the kernel's session: --sandbox off (or auto on
+// a host with no box, !boxed), or a policy of isolation none. It reads the flags and the policy as the run
+// will, and does nothing else; a run that fails to read either fails
+// alike warm.
+func mayRunUnboxed(call *warmrun.Call, boxed bool) bool {
+	e := &Env{Stdout: io.Discard, Stderr: io.Discard, Environ: call.Env, Dir: call.Dir}
+	kf, _, err := parseRunFlags(e, call.Args)
+	if err != nil {
+		return false
+	}
+	switch t, err := kf.tier("airlock run"); {
+	case err != nil:
+		return false
+	case t == sandbox.Tier0, t == sandbox.TierAuto && !boxed:
+		return true
+	}
+	wd, err := wiring.Workdir(call.Dir, *kf.workdir)
+	if err != nil {
+		return false
+	}
+	p, _, err := wiring.LoadPolicy(call.Dir, wd, *kf.policy, e.Getenv)
+	return err == nil && p.Isolation == "none"
 }
 
 func within(p, dir string) bool {

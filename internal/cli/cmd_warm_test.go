@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -84,6 +85,12 @@ func startWarm(t *testing.T, with ...func(*exec.Cmd)) *warmFixture {
 func (f *warmFixture) stop() {
 	if f.srv.ProcessState != nil {
 		return
+	}
+	// The server may be a shell's child (asJob): the lock names it.
+	if b, err := os.ReadFile(filepath.Join(f.sockDir, warmrun.LockName)); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid != f.srv.Process.Pid {
+			syscall.Kill(pid, syscall.SIGTERM)
+		}
 	}
 	f.srv.Process.Signal(syscall.SIGTERM)
 	done := make(chan struct{})
@@ -402,6 +409,17 @@ func onTerminal(slave *os.File) func(*exec.Cmd) {
 	}
 }
 
+// asJob runs the server as a shell's child on slave, the shell leading
+// the terminal's session: as `airlock warm &` from a shell. The server
+// gives the terminal up at start.
+func asJob(slave *os.File) func(*exec.Cmd) {
+	return func(cmd *exec.Cmd) {
+		cmd.Args = append([]string{"sh", "-c", `"$0" "$@"; :`}, cmd.Args...)
+		cmd.Path = "/bin/sh"
+		onTerminal(slave)(cmd)
+	}
+}
+
 // readInto copies what the terminal's master end gives into a channel of
 // everything read so far.
 func readInto(master *os.File) <-chan string {
@@ -429,7 +447,7 @@ func readInto(master *os.File) <-chan string {
 // there; the server's own terminal shows nothing of it.
 func TestWarmApprovalOnCallersTerminal(t *testing.T) {
 	srvMaster, srvSlave := testsupport.OpenPTY(t)
-	f := startWarm(t, onTerminal(srvSlave))
+	f := startWarm(t, asJob(srvSlave))
 	srvOut := readInto(srvMaster)
 	dir := t.TempDir()
 	writeFile(t, dir, "airlock.yaml", "shell:\n  allow: [echo]\n  args:\n    echo:\n      escalate: [\"hi\"]\nescalation: {timeout: 20s}\n")
@@ -571,4 +589,53 @@ func TestWarmBoxRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWarmUnboxedWithTerminalGoesCold: a caller with a controlling
+// terminal whose run may be unboxed (tier 0: the command is the kernel's
+// child, in its session) runs cold, since the server cannot give the
+// command the caller's terminal; a boxed run (a new session in the box)
+// runs warm. A server that leads its terminal's session is refused.
+func TestWarmUnboxedWithTerminalGoesCold(t *testing.T) {
+	f := startWarm(t)
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name string
+		args []string
+		cold bool
+	}{
+		{"sandbox off", []string{"run", "--sandbox", "off", "--", "true"}, true},
+		{"boxed", []string{"run", "--", "true"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			master, slave := testsupport.OpenPTY(t)
+			cmd := exec.Command(f.bin, tt.args...)
+			cmd.Env, cmd.Dir = append(append([]string(nil), f.env...), warmrun.Env+"=verbose"), dir
+			onTerminal(slave)(cmd)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			slave.Close()
+			out := readInto(master)
+			cmd.Wait()
+			seen := ""
+			for s := range out {
+				seen = s
+			}
+			if cold := strings.Contains(seen, "running cold: an unboxed run"); cold != tt.cold || cmd.ProcessState.ExitCode() != 0 {
+				t.Fatalf("exit %d, terminal %q: want cold %v", cmd.ProcessState.ExitCode(), seen, tt.cold)
+			}
+		})
+	}
+	t.Run("session leader refused", func(t *testing.T) {
+		_, slave := testsupport.OpenPTY(t)
+		cmd := exec.Command(f.bin, "warm", "--socket-dir", filepath.Join(t.TempDir(), "s"))
+		cmd.Env = f.env
+		onTerminal(slave)(cmd)
+		var errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = nil, &errb
+		if err := cmd.Run(); err == nil || !strings.Contains(errb.String(), "leads the session of its terminal") {
+			t.Fatalf("got %v, %q: want the refusal", err, errb.String())
+		}
+	})
 }
