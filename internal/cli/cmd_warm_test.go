@@ -420,6 +420,22 @@ func asJob(slave *os.File) func(*exec.Cmd) {
 	}
 }
 
+// startOnTerminal starts `airlock ARGS` handing over (AIRLOCK_WARM=verbose)
+// in dir on a new terminal it leads; out gives all the terminal showed so
+// far, master is where its keys are typed.
+func (f *warmFixture) startOnTerminal(t *testing.T, dir string, args ...string) (cmd *exec.Cmd, master *os.File, out <-chan string) {
+	t.Helper()
+	master, slave := testsupport.OpenPTY(t)
+	cmd = exec.Command(f.bin, args...)
+	cmd.Env, cmd.Dir = append(append([]string(nil), f.env...), warmrun.Env+"=verbose"), dir
+	onTerminal(slave)(cmd)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	return cmd, master, readInto(master)
+}
+
 // readInto copies what the terminal's master end gives into a channel of
 // everything read so far.
 func readInto(master *os.File) <-chan string {
@@ -451,15 +467,7 @@ func TestWarmApprovalOnCallersTerminal(t *testing.T) {
 	srvOut := readInto(srvMaster)
 	dir := t.TempDir()
 	writeFile(t, dir, "airlock.yaml", "shell:\n  allow: [echo]\n  args:\n    echo:\n      escalate: [\"hi\"]\nescalation: {timeout: 20s}\n")
-	master, slave := testsupport.OpenPTY(t)
-	cmd := exec.Command(f.bin, "run", "--", "echo", "hi")
-	cmd.Env, cmd.Dir = append(append([]string(nil), f.env...), warmrun.Env+"=verbose"), dir
-	onTerminal(slave)(cmd)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	slave.Close()
-	out := readInto(master)
+	cmd, master, out := f.startOnTerminal(t, dir, "run", "--", "echo", "hi")
 	seen := ""
 	deadline := time.After(20 * time.Second)
 	for !strings.Contains(seen, "[o]nce") {
@@ -618,15 +626,7 @@ func TestWarmUnboxedWithTerminalGoesCold(t *testing.T) {
 		{"boxed", []string{"run", "--", "true"}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			master, slave := testsupport.OpenPTY(t)
-			cmd := exec.Command(f.bin, tt.args...)
-			cmd.Env, cmd.Dir = append(append([]string(nil), f.env...), warmrun.Env+"=verbose"), dir
-			onTerminal(slave)(cmd)
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			slave.Close()
-			out := readInto(master)
+			cmd, _, out := f.startOnTerminal(t, dir, tt.args...)
 			cmd.Wait()
 			seen := ""
 			for s := range out {
