@@ -1,0 +1,114 @@
+package fit
+
+import (
+	"bufio"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// countGoldenPath holds, for each text of countGoldenTexts, what the
+// scanner gives it: a rewrite of the scanner for speed must give every
+// text of it exactly the same thousandths, and every piece the same bounds,
+// cost and attributes, or it is a change of the estimate and must say so.
+const countGoldenPath = "testdata/count.golden"
+
+// countGoldenTexts are the texts the golden file is written from: the
+// corpus, the wide corpus's texts that live in testdata or are generated
+// (not the ones cut from installed files, which differ between machines),
+// and short texts at the edges of the scanner's eight-byte loads.
+func countGoldenTexts(tb testing.TB) []corpusSample {
+	tb.Helper()
+	out := loadCorpus(tb)
+	for _, s := range loadWide(tb) {
+		if _, installed := wideFiles[s.class]; !installed {
+			out = append(out, s)
+		}
+	}
+	rng := rand.New(rand.NewPCG(23, 5))
+	const alphabet = "aAeEtTsSxXzZ \t\n\r.,_-/(){}<>[]:;=@$#'\"0123456789éß中文한😀\u00a0\u2028"
+	runes := []rune(alphabet)
+	for i := 0; i < 400; i++ {
+		var b strings.Builder
+		for n := rng.IntN(40); n > 0; n-- {
+			// Runs of one class and single bytes, so that words of every
+			// length meet every neighbour.
+			r := runes[rng.IntN(len(runes))]
+			for k := 1 + rng.IntN(3)*rng.IntN(6); k > 0; k-- {
+				b.WriteRune(r)
+			}
+		}
+		out = append(out, corpusSample{class: "edge", name: fmt.Sprintf("%03d", i), text: b.String()})
+	}
+	return out
+}
+
+// countDigest is one line of the golden file for s: the scanner's
+// thousandths (estimate and white-space extra) of the whole text, and a
+// digest of the thousandths of each line, of the text cut at a few byte
+// offsets (inside runes too) and of every piece the recording scan sees.
+func countDigest(s corpusSample) string {
+	total, extra := scanMilli(s.text, nil)
+	h := fnv.New64a()
+	put := func(vs ...int64) {
+		for _, v := range vs {
+			fmt.Fprintf(h, "%d,", v)
+		}
+	}
+	for _, l := range strings.SplitAfter(s.text, "\n") {
+		put(scanMilli(l, nil))
+	}
+	rng := rand.New(rand.NewPCG(uint64(len(s.text)), 1))
+	for k := 0; k < 8 && len(s.text) > 0; k++ {
+		at := rng.IntN(len(s.text))
+		put(scanMilli(s.text[:at], nil))
+		put(scanMilli(s.text[at:], nil))
+	}
+	rt, rx := scanMilli(s.text, func(p piece) { put(int64(p.start), int64(p.end), p.cost, int64(p.attr)) })
+	put(rt, rx)
+	return fmt.Sprintf("%s/%s %d %d %016x", s.class, s.name, total, extra, h.Sum64())
+}
+
+// TestCountGolden checks the scanner against testdata/count.golden
+// (rewritten with -update).
+func TestCountGolden(t *testing.T) {
+	texts := countGoldenTexts(t)
+	var got []string
+	for _, s := range texts {
+		got = append(got, countDigest(s))
+	}
+	if *update {
+		if err := os.WriteFile(countGoldenPath, []byte(strings.Join(got, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	f, err := os.Open(filepath.FromSlash(countGoldenPath))
+	if err != nil {
+		t.Fatalf("%v (run go test ./fit -run CountGolden -update)", err)
+	}
+	defer f.Close()
+	var want []string
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		want = append(want, sc.Text())
+	}
+	if len(want) != len(got) {
+		t.Fatalf("got %d texts, the golden file has %d", len(got), len(want))
+	}
+	bad := 0
+	for i := range got {
+		if got[i] != want[i] {
+			bad++
+			if bad <= 10 {
+				t.Errorf("got %s, want %s", got[i], want[i])
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d texts differ from %s", bad, len(got), countGoldenPath)
+	}
+}
