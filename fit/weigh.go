@@ -319,6 +319,13 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 				i = p.end
 				continue
 			}
+			if next-'0' < 10 && fast {
+				// A space or tab before digits is a piece of its own, one
+				// token, as scanSpace prices it.
+				total += 1000
+				i++
+				continue
+			}
 			if b == ' ' && byteClass[next] == cOther {
 				if i+2 < n && fast && byteClass[s[i+2]] > cOther && byteClass[s[i+2]] < cBreak {
 					// A space and one punctuation character before a
@@ -355,6 +362,17 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 			p = scanWord(s, i, i, 0)
 		case cDigit:
 			j, runes := i+w, 1
+			// Eight bytes at a time while they are ASCII digits; the loop
+			// below takes the byte that ends the run, or a digit outside
+			// ASCII.
+			for j+8 <= n {
+				k := bits.TrailingZeros64(^digitBits(load64(s, j))&hiBits) >> 3
+				j += k
+				runes += k
+				if k < 8 {
+					break
+				}
+			}
 			for j < n {
 				if d := s[j]; d < 0x80 { // ASCII, the common case
 					if d-'0' >= 10 {
@@ -591,6 +609,14 @@ func mergeOf(flags uint32, slot uint64, shape uint8, bit uint16, n int) uint8 {
 func letterBits(v uint64) uint64 {
 	x := v | 0x2020202020202020
 	return (x + 0x1f1f1f1f1f1f1f1f) &^ (x + 0x0505050505050505) & hiBits
+}
+
+// digitBits sets the high bit of each byte of v that is an ASCII digit: in
+// the low seven bits at least '0' and not at least ':', and the high bit
+// clear. (The low bits alone are added, so that no carry crosses a byte.)
+func digitBits(v uint64) uint64 {
+	x := v &^ hiBits
+	return (x + 0x5050505050505050) &^ (x + 0x4646464646464646) &^ v & hiBits
 }
 
 // lineStart prices the commonest white space of code and prose: a line
@@ -1189,8 +1215,8 @@ func mixedParts(s string, from, at, end int, prefix uint8, bit uint16) (common, 
 				v |= uint64(seg[1]) << 8
 			}
 			common += shortCost[len(seg)-1][shortClass(v, len(seg), bit)]
-		case len(seg) >= minCommonLen && len(seg) <= maxCommonLen && ((shape != shapeUpper || len(seg) <= 3) && commonForm(wordHash(seg), shape) ||
-			shape == shapeUpper && len(seg) > 3 && commonUpper(wordHash(seg))):
+		case len(seg) >= minCommonLen && len(seg) <= maxCommonLen && ((shape != shapeUpper || len(seg) <= 3) && commonForm(wordHashAt(s, at+i, j-i), shape) ||
+			shape == shapeUpper && len(seg) > 3 && commonUpper(wordHashAt(s, at+i, j-i))):
 			common += commonCost[pf][shape]
 		case shape == shapeUpper:
 			// Capitals ("HTTP" of "getHTTPServer", runs of base64) as the
