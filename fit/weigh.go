@@ -418,6 +418,13 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 					p = piece{start: i, end: i + 1, cost: 1000, attr: uint32(pkPunct)}
 					break
 				}
+				if fast && w == 1 {
+					if cost, ok := punctPair(s, i); ok {
+						total += cost
+						i += 2
+						continue
+					}
+				}
 			}
 			p = scanPunct(s, i, i)
 		case cSpace, cBreak:
@@ -795,6 +802,50 @@ func scanPunct(s string, from, at int) piece {
 	}
 	return piece{start: from, end: j, cost: punctCost(count, breaks, lead == 1) + sym, attr: uint32(pkPunct) | uint32(lead)<<atPrefix}
 }
+
+// punctPair prices the piece at i when it is two ASCII bytes, punctuation
+// and then punctuation or a line break (");" "{\n"), that the byte after
+// them (if any) does not extend: one token or two, as scanPunct prices it,
+// with no scan and no probe. ok is false for any other piece.
+func punctPair(s string, i int) (cost int64, ok bool) {
+	if i+2 > len(s) {
+		return 0, false
+	}
+	a, b := s[i], s[i+1]
+	cb := byteClass[b]
+	if a >= 0x80 || cb != cOther && cb != cBreak || b >= 0x80 {
+		return 0, false
+	}
+	if i+2 < len(s) {
+		// A line break joins any piece of punctuation, more punctuation
+		// joins one that has no break yet, and a byte outside ASCII may
+		// be either.
+		switch byteClass[s[i+2]] {
+		case cBreak, cHigh:
+			return 0, false
+		case cOther:
+			if cb == cOther {
+				return 0, false
+			}
+		}
+	}
+	k := uint(a)<<7 | uint(b)
+	return 2000 - 1000*int64(punctPairs[k/64&uint(len(punctPairs)-1)]>>(k%64)&1), true
+}
+
+// punctPairs marks the pairs of ASCII bytes a, b (bit a<<7|b) that are one
+// token of punctTable, for punctPair.
+var punctPairs = func() (t [128 * 128 / 64]uint64) {
+	for a := 0; a < 128; a++ {
+		for b := 0; b < 128; b++ {
+			if punctToken(uint64(a) | uint64(b)<<8) {
+				k := a<<7 | b
+				t[k/64] |= 1 << (k % 64)
+			}
+		}
+	}
+	return t
+}()
 
 // spacePunct[c] is the price of a space and the punctuation character c
 // alone in their piece, from punctTable, as punctTokens gives it.
