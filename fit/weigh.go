@@ -428,8 +428,14 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 			}
 			p = scanPunct(s, i, i)
 		case cSpace, cBreak:
-			if b == '\n' && fast {
-				if end, cost, ok := lineStart(s, i); ok {
+			if fast {
+				end, cost, ok := 0, int64(0), false
+				if b == '\n' {
+					end, cost, ok = lineStart(s, i)
+				} else if b == ' ' || b == '\t' {
+					end, cost, ok = blankRun(s, i)
+				}
+				if ok {
 					total += cost
 					i = end
 					continue
@@ -626,15 +632,19 @@ func digitBits(v uint64) uint64 {
 	return (x + 0x5050505050505050) &^ (x + 0x4646464646464646) &^ v & hiBits
 }
 
-// lineStart prices the commonest white space of code and prose: a line
-// break at i, then an indentation of spaces or of tabs (none, one, or up to
-// longRun and one), then a printable ASCII byte. It prices exactly as
-// scanSpace does, in one pass: the break is a piece; all but the last space
-// or tab of the indentation are a piece; the last belongs to what follows,
-// so end is its offset. ok is false for any other white space, which
-// scanSpace prices.
+// lineStart prices the commonest white space of code and prose: line
+// breaks at i (one to maxBreakLen of them, "\n" alone), then an indentation
+// of spaces or of tabs (none, one, or up to longRun and one), then a
+// printable ASCII byte. It prices exactly as scanSpace does, in one pass:
+// the breaks are a piece; all but the last space or tab of the indentation
+// are a piece; the last belongs to what follows, so end is its offset. ok
+// is false for any other white space, which scanSpace prices.
 func lineStart(s string, i int) (end int, cost int64, ok bool) {
-	j := i + 1
+	m := 1 // line breaks
+	for i+m < len(s) && s[i+m] == '\n' && m < maxBreakLen {
+		m++
+	}
+	j := i + m
 	ind := byte(' ')
 	if j < len(s) && s[j] == '\t' {
 		ind = '\t'
@@ -642,18 +652,44 @@ func lineStart(s string, i int) (end int, cost int64, ok bool) {
 	for j < len(s) && s[j] == ind {
 		j++
 	}
-	if j == len(s) || s[j] <= ' ' || s[j] >= 0x7f || j-i-2 > longRun {
+	k := j - i - m // the indentation
+	if j == len(s) || s[j] <= ' ' || s[j] >= 0x7f || k-1 > longRun {
 		return 0, 0, false
 	}
-	cost = breakTab[1]
-	if k := j - i - 1; k > 1 {
+	cost = breakTab[m]
+	if k > 1 {
 		tabs := 0
 		if ind == '\t' {
 			tabs = k - 1
 		}
 		cost += spaceCost(k-1, tabs)
 	}
-	return max(i+1, j-1), cost, true
+	return max(i+m, j-1), cost, true
+}
+
+// blankRun prices, as scanSpace does, white space at i that is spaces and
+// tabs alone, up to longRun and one, before a printable ASCII byte that
+// is not a space: all but the last space or tab are a piece, the last
+// belongs to what follows (a tab alone before punctuation is a piece). ok
+// is false for any other white space (and a space alone, which the scanner
+// prices with what follows it), which scanSpace prices.
+func blankRun(s string, i int) (end int, cost int64, ok bool) {
+	j, tabs := i, 0
+	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+		tabs += b2i(s[j] == '\t')
+		j++
+	}
+	switch {
+	case j == len(s) || s[j] <= ' ' || s[j] >= 0x7f || j-i-1 > longRun:
+		return 0, 0, false
+	case j-i == 1:
+		if s[i] == ' ' {
+			return 0, 0, false
+		}
+		return j, spaceCost(1, 0), true
+	}
+	tabs -= b2i(s[j-1] == '\t') // the last goes with what follows
+	return j - 1, spaceCost(j-i-1, tabs), true
 }
 
 // contraction returns the length of the English contraction at s[i] ('s 't
