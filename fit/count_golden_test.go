@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 )
 
 // countGoldenPath holds, for each text of countGoldenTexts, what the
@@ -110,5 +112,38 @@ func TestCountGolden(t *testing.T) {
 	}
 	if bad > 0 {
 		t.Errorf("%d of %d texts differ from %s", bad, len(got), countGoldenPath)
+	}
+}
+
+// TestDecodeRune: decodeRune is utf8.DecodeRuneInString on every sequence
+// of three bytes that leads with a byte of 0xe0 to 0xef, and on the
+// shorter texts at the end of a string.
+func TestDecodeRune(t *testing.T) {
+	for b0 := 0xe0; b0 <= 0xef; b0++ {
+		for b1 := 0; b1 < 256; b1++ {
+			for b2 := 0; b2 < 256; b2++ {
+				s := string([]byte{byte(b0), byte(b1), byte(b2)})
+				for _, x := range []string{s, s[:2], s + "x"} {
+					r, w := decodeRune(x, 0)
+					wr, ww := utf8.DecodeRuneInString(x)
+					if r != wr || w != ww {
+						t.Fatalf("decodeRune(%q) = %U, %d; want %U, %d", x, r, w, wr, ww)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestRuneClass: runeClass and isLetter, which read the blocks of
+// punctClass from a table, agree with Unicode's tables on every rune.
+func TestRuneClass(t *testing.T) {
+	for r := rune(0x80); r <= unicode.MaxRune; r++ {
+		if got, want := runeClass(r), unicodeClass(r); got != want {
+			t.Fatalf("runeClass(%U) = %d, want %d", r, got, want)
+		}
+		if got, want := isLetter(r), unicode.IsLetter(r); cjkScript(r) == scOther && got != want {
+			t.Fatalf("isLetter(%U) = %v, want %v", r, got, want)
+		}
 	}
 }

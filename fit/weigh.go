@@ -252,6 +252,55 @@ var letterInfo = func() (t [256]uint8) {
 
 // runeClass classifies a non-ASCII rune as the tokenizer's pre-split does.
 func runeClass(r rune) uint8 {
+	if c, ok := punctClass(r); ok {
+		return c
+	}
+	return unicodeClass(r)
+}
+
+// isLetter is unicode.IsLetter of a rune with no script of cjkScript.
+func isLetter(r rune) bool {
+	if c, ok := punctClass(r); ok {
+		return c == cLetter
+	}
+	return unicode.IsLetter(r)
+}
+
+// punctClass is runeClass of a rune of the blocks that hold most of the
+// runes outside ASCII in prose and CJK text that are not letters: general
+// punctuation (U+2000 to U+206F), CJK symbols and punctuation (U+3000 to
+// U+303F) and full-width forms (U+FF00 to U+FF5F), from punctRunes, so that
+// they are not looked up in Unicode's tables. ok is false for other runes.
+func punctClass(r rune) (c uint8, ok bool) {
+	switch {
+	case uint(r-0x2000) < 0x70:
+		return punctRunes[r-0x2000], true
+	case uint(r-0x3000) < 0x40:
+		return punctRunes[0x70+r-0x3000], true
+	case uint(r-0xff00) < 0x60:
+		return punctRunes[0xb0+r-0xff00], true
+	}
+	return 0, false
+}
+
+// punctRunes holds unicodeClass of the blocks of punctClass, one after
+// another.
+var punctRunes = func() (t [0x70 + 0x40 + 0x60]uint8) {
+	for k := range t {
+		r := rune(0x2000 + k)
+		switch {
+		case k >= 0xb0:
+			r = rune(0xff00 + k - 0xb0)
+		case k >= 0x70:
+			r = rune(0x3000 + k - 0x70)
+		}
+		t[k] = unicodeClass(r)
+	}
+	return t
+}()
+
+// unicodeClass is runeClass by Unicode's tables.
+func unicodeClass(r rune) uint8 {
 	switch {
 	case cjkScript(r) != scOther:
 		return cLetter
@@ -273,11 +322,24 @@ func classAt(s string, i int) (uint8, int) {
 	if c != cHigh {
 		return c, 1
 	}
-	r, w := utf8.DecodeRuneInString(s[i:])
+	r, w := decodeRune(s, i)
 	if r == utf8.RuneError && w <= 1 {
 		return cOther, 1
 	}
 	return runeClass(r), w
+}
+
+// decodeRune is utf8.DecodeRuneInString(s[i:]), with the runes of three
+// bytes that lead with 0xe1 to 0xec (U+1000 to U+CFFF: CJK text, general
+// punctuation) decoded in line: any continuation bytes are valid after them.
+func decodeRune(s string, i int) (rune, int) {
+	if i+2 < len(s) {
+		b0, b1, b2 := s[i], s[i+1], s[i+2]
+		if b0-0xe1 < 0xec-0xe1+1 && b1&0xc0 == 0x80 && b2&0xc0 == 0x80 {
+			return rune(b0&0x0f)<<12 | rune(b1&0x3f)<<6 | rune(b2&0x3f), 3
+		}
+	}
+	return utf8.DecodeRuneInString(s[i:])
 }
 
 // weighMilli is Weigh in thousandths of a token; rec, when not nil,
@@ -874,7 +936,7 @@ func punctPair(s string, i int) (cost int64, ok bool) {
 var punctPairs = func() (t [128 * 128 / 64]uint64) {
 	for a := 0; a < 128; a++ {
 		for b := 0; b < 128; b++ {
-			if punctToken(uint64(a) | uint64(b)<<8) {
+			if byteClass[a] == cOther && (byteClass[b] == cOther || byteClass[b] == cBreak) && punctToken(uint64(a)|uint64(b)<<8) {
 				k := a<<7 | b
 				t[k/64] |= 1 << (k % 64)
 			}
@@ -1064,9 +1126,9 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 		if s[j] < 0x80 {
 			break
 		}
-		r, w := utf8.DecodeRuneInString(s[j:])
+		r, w := decodeRune(s, j)
 		sc := cjkScript(r)
-		if sc == scOther && ((r == utf8.RuneError && w <= 1) || !unicode.IsLetter(r)) {
+		if sc == scOther && ((r == utf8.RuneError && w <= 1) || !isLetter(r)) {
 			break
 		}
 		if sc == scOther {
