@@ -116,19 +116,28 @@ func TestCountGolden(t *testing.T) {
 }
 
 // TestDecodeRune: decodeRune is utf8.DecodeRuneInString on every sequence
-// of three bytes that leads with a byte of 0xe0 to 0xef, and on the
-// shorter texts at the end of a string.
+// of three bytes that leads with a byte of 0xe0 to 0xf4 (and on those
+// followed by a byte of each kind, and cut to two bytes).
 func TestDecodeRune(t *testing.T) {
-	for b0 := 0xe0; b0 <= 0xef; b0++ {
+	check := func(x string) {
+		r, w := decodeRune(x, 0)
+		wr, ww := utf8.DecodeRuneInString(x)
+		if r != wr || w != ww {
+			t.Fatalf("decodeRune(%q) = %U, %d; want %U, %d", x, r, w, wr, ww)
+		}
+	}
+	for b0 := 0xe0; b0 <= 0xf4; b0++ {
 		for b1 := 0; b1 < 256; b1++ {
 			for b2 := 0; b2 < 256; b2++ {
 				s := string([]byte{byte(b0), byte(b1), byte(b2)})
-				for _, x := range []string{s, s[:2], s + "x"} {
-					r, w := decodeRune(x, 0)
-					wr, ww := utf8.DecodeRuneInString(x)
-					if r != wr || w != ww {
-						t.Fatalf("decodeRune(%q) = %U, %d; want %U, %d", x, r, w, wr, ww)
-					}
+				check(s)
+				check(s[:2])
+				if b0 < 0xf0 {
+					check(s + "x")
+					continue
+				}
+				for _, b3 := range []byte{0, 'x', 0x7f, 0x80, 0x9f, 0xbf, 0xc0, 0xff} {
+					check(s + string([]byte{b3}))
 				}
 			}
 		}

@@ -279,6 +279,8 @@ func punctClass(r rune) (c uint8, ok bool) {
 		return punctRunes[0x70+r-0x3000], true
 	case uint(r-0xff00) < 0x60:
 		return punctRunes[0xb0+r-0xff00], true
+	case uint(r-0x1f300) < 0x1fb00-0x1f300:
+		return cOther, true // pictographs and emoji: symbols all (TestRuneClass)
 	}
 	return 0, false
 }
@@ -331,12 +333,17 @@ func classAt(s string, i int) (uint8, int) {
 
 // decodeRune is utf8.DecodeRuneInString(s[i:]), with the runes of three
 // bytes that lead with 0xe1 to 0xec (U+1000 to U+CFFF: CJK text, general
-// punctuation) decoded in line: any continuation bytes are valid after them.
+// punctuation), after which any continuation bytes are valid, and the runes
+// of four bytes that lead with 0xf0 and then 0x90 to 0xbf (U+10000 to
+// U+3FFFF: emoji) decoded in line.
 func decodeRune(s string, i int) (rune, int) {
 	if i+2 < len(s) {
 		b0, b1, b2 := s[i], s[i+1], s[i+2]
 		if b0-0xe1 < 0xec-0xe1+1 && b1&0xc0 == 0x80 && b2&0xc0 == 0x80 {
 			return rune(b0&0x0f)<<12 | rune(b1&0x3f)<<6 | rune(b2&0x3f), 3
+		}
+		if b0 == 0xf0 && b1-0x90 < 0x30 && b2&0xc0 == 0x80 && i+3 < len(s) && s[i+3]&0xc0 == 0x80 {
+			return rune(b1&0x3f)<<12 | rune(b2&0x3f)<<6 | rune(s[i+3]&0x3f), 4
 		}
 	}
 	return utf8.DecodeRuneInString(s[i:])
