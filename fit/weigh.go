@@ -374,7 +374,7 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 			next := s[i+1]
 			if letterInfo[next]&liLetter != 0 {
 				if fast {
-					if end, cost, ok := shortWord(s, i+1, prefixKind(b)); ok {
+					if end, cost, ok := shortWord(s, i+1, prefixKind(b), mergeBit[b]); ok {
 						total += cost
 						i = end
 						continue
@@ -422,7 +422,7 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 			// A word with no prefix (at the start, or after a digit or a
 			// line break).
 			if fast {
-				if end, cost, ok := shortWord(s, i, pfNone); ok {
+				if end, cost, ok := shortWord(s, i, pfNone, mergeBare); ok {
 					total += cost
 					i = end
 					continue
@@ -472,7 +472,7 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 				next := s[i+w]
 				if letterInfo[next]&liLetter != 0 || next >= 0x80 && letterAt(s, i+w) {
 					if fast {
-						if end, cost, ok := shortWord(s, i+w, prefixKind(b)); ok {
+						if end, cost, ok := shortWord(s, i+w, prefixKind(b), mergeBit[s[i+w-1]]); ok {
 							total += cost
 							i = end
 							continue
@@ -531,12 +531,13 @@ func letterAt(s string, i int) bool {
 }
 
 // shortWord prices the word that begins at at with prefix pf (of its
-// piece, before at) when it is one to seven ASCII letters in lower or title
-// case, or a lone capital, followed by an ASCII byte that is not a letter,
-// all within s: the commonest words of prose and code. It prices exactly as
-// scanWord does, reading the word as one eight-byte load; ok is false for
+// piece, before at) and merge flag bit (prefixBit, which the caller knows)
+// when it is one to fifteen ASCII letters in lower or title case, or a lone
+// capital, followed by an ASCII byte that is not a letter, all within s:
+// the commonest words of prose and code. It prices exactly as scanWord
+// does, reading the word in one or two eight-byte loads; ok is false for
 // any other word, which scanWord prices.
-func shortWord(s string, at int, pf uint8) (end int, cost int64, ok bool) {
+func shortWord(s string, at int, pf uint8, bit uint16) (end int, cost int64, ok bool) {
 	if at+8 > len(s) {
 		return 0, 0, false
 	}
@@ -586,7 +587,7 @@ func shortWord(s string, at int, pf uint8) (end int, cost int64, ok bool) {
 		shape = shapeTitle
 	}
 	if n < minCommonLen {
-		if bit := prefixBit(s, at, pf); bit != 0 {
+		if bit != 0 {
 			return at + n, shortCost[n-1][shortClass(v, n, bit)], true
 		}
 		return at + n, wordCost(n, shape, pf, shortRough(v, n)), true
@@ -594,7 +595,6 @@ func shortWord(s string, at int, pf uint8) (end int, cost int64, ok bool) {
 	if flags, slot, common := commonEntry(hashTail(h, tail&word|lowerMask[k&7])); common {
 		// commonPrice, written out for the words of lower and title case
 		// this sees, so that the commonest case costs no call.
-		bit := prefixBit(s, at, pf)
 		switch f := uint16(flags >> (16 * uint(shape&1))); {
 		case f&bit != 0:
 			return at + n, mergeCost[mcMerged][shape%3], true
@@ -608,7 +608,7 @@ func shortWord(s string, at int, pf uint8) (end int, cost int64, ok bool) {
 	}
 	if shape == shapeLower && n >= compoundMin {
 		if k, first := compoundParts(s, at, n); k > 1 {
-			return at + n, compoundPrice(k, first, pf, prefixBit(s, at, pf)), true
+			return at + n, compoundPrice(k, first, pf, bit), true
 		}
 	}
 	return at + n, wordCost(n, shape, pf, isRough(s[at:at+n], false)), true
