@@ -156,3 +156,14 @@ func TestRuneClass(t *testing.T) {
 		}
 	}
 }
+
+// TestCountAllocs: Count allocates nothing, on a text short enough to be
+// scanned without a memo and on one long enough to be scanned with one.
+func TestCountAllocs(t *testing.T) {
+	for _, text := range []string{"The kernel decides every call.\n", strings.Repeat("func (s *Server) Close() error { return s.ln.Close() }\n", 200)} {
+		Count(text)
+		if n := testing.AllocsPerRun(100, func() { Count(text) }); n != 0 {
+			t.Errorf("Count of %d bytes: %v allocations, want 0", len(text), n)
+		}
+	}
+}

@@ -363,6 +363,11 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 	n := len(s)
 	i := 0
 	fast := rec == nil // no piece is recorded: the short paths may price
+	var memo *wordMemo
+	if fast && n >= memoMin {
+		memo = memoPool.Get().(*wordMemo)
+		defer memoPool.Put(memo)
+	}
 	for i < n {
 		b := s[i]
 		var p piece // every branch below sets all of it (declared here, so
@@ -374,7 +379,7 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 			next := s[i+1]
 			if letterInfo[next]&liLetter != 0 {
 				if fast {
-					if end, cost, ok := shortWord(s, i+1, prefixKind(b), mergeBit[b]); ok {
+					if end, cost, ok := memoWord(s, i+1, prefixKind(b), mergeBit[b], b, memo); ok {
 						total += cost
 						i = end
 						continue
@@ -422,7 +427,7 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 			// A word with no prefix (at the start, or after a digit or a
 			// line break).
 			if fast {
-				if end, cost, ok := shortWord(s, i, pfNone, mergeBare); ok {
+				if end, cost, ok := memoWord(s, i, pfNone, mergeBare, 'A', memo); ok {
 					total += cost
 					i = end
 					continue
@@ -472,7 +477,7 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 				next := s[i+w]
 				if letterInfo[next]&liLetter != 0 || next >= 0x80 && letterAt(s, i+w) {
 					if fast {
-						if end, cost, ok := shortWord(s, i+w, prefixKind(b), mergeBit[s[i+w-1]]); ok {
+						if end, cost, ok := memoWord(s, i+w, prefixKind(b), mergeBit[s[i+w-1]], b, memo); ok {
 							total += cost
 							i = end
 							continue
@@ -529,6 +534,52 @@ func letterAt(s string, i int) bool {
 	c, _ := classAt(s, i)
 	return c == cLetter
 }
+
+// memoWord is shortWord of the word at at, whose prefix is the byte lead
+// ('A' for none, as no letter is a prefix), remembered in memo (when not
+// nil) for a word of one to seven letters: the price of such a word is a
+// function of its letters and its prefix byte alone, and the commonest
+// words of a text come again and again, so most of them are priced by one
+// look-up in a table that stays in the first-level cache.
+func memoWord(s string, at int, pf uint8, bit uint16, lead byte, memo *wordMemo) (end int, cost int64, ok bool) {
+	if memo == nil || at+8 > len(s) {
+		return shortWord(s, at, pf, bit)
+	}
+	v := load64(s, at)
+	k := bits.TrailingZeros64(^letterBits(v)&hiBits) >> 3
+	if v&hiBits != 0 || k-1 >= 7 {
+		return shortWord(s, at, pf, bit)
+	}
+	key := v&wordMask[k&7] | uint64(lead)<<56 // never 0: a word has letters
+	e := &memo[key*hashMul>>(64-memoBits)]
+	if e.key == key {
+		return at + k, e.cost, true
+	}
+	if end, cost, ok = shortWord(s, at, pf, bit); ok {
+		*e = memoEntry{key: key, cost: cost}
+	}
+	return end, cost, ok
+}
+
+// wordMemo is memoWord's table: direct-mapped by a hash of the key (the
+// word's bytes and its prefix byte), each slot the last word priced there.
+// A memo serves one scan at a time (memoPool holds them between scans) and
+// is never cleared: its prices hold for any text.
+type wordMemo [1 << memoBits]memoEntry
+
+type memoEntry struct {
+	key  uint64 // 0: empty
+	cost int64
+}
+
+// memoBits sizes a wordMemo: 2048 slots, 32 KiB.
+const memoBits = 11
+
+// memoMin is the shortest text scanned with a memo: for shorter ones,
+// fetching it costs more than it saves.
+const memoMin = 4096
+
+var memoPool = sync.Pool{New: func() any { return new(wordMemo) }}
 
 // shortWord prices the word that begins at at with prefix pf (of its
 // piece, before at) and merge flag bit (prefixBit, which the caller knows)
