@@ -546,9 +546,13 @@ func memoWord(s string, at int, pf uint8, bit uint16, lead byte, memo *wordMemo)
 		return shortWord(s, at, pf, bit)
 	}
 	v := load64(s, at)
-	k := bits.TrailingZeros64(^letterBits(v)&hiBits) >> 3
-	if v&hiBits != 0 || k-1 >= 7 {
+	letter := letterBits(v)
+	k := bits.TrailingZeros64(^letter&hiBits) >> 3
+	if v&hiBits != 0 || uint(k-1) >= 7 {
 		return shortWord(s, at, pf, bit)
+	}
+	if letter&^(v<<2)&wordMask[k&7]&^0x80 != 0 {
+		return 0, 0, false // a capital after the first letter: shortWord's "no"
 	}
 	key := v&wordMask[k&7] | uint64(lead)<<56 // never 0: a word has letters
 	e := &memo[key*hashMul>>(64-memoBits)]
