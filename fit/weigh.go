@@ -409,7 +409,7 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 					i += 2
 					continue
 				}
-				p = scanPunct(s, i, i+1)
+				p = scanPunct(s, i, i+1, memo)
 				total += p.cost
 				if rec != nil {
 					rec(p)
@@ -500,7 +500,7 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 					}
 				}
 			}
-			p = scanPunct(s, i, i)
+			p = scanPunct(s, i, i, memo)
 		case cSpace, cBreak:
 			if fast {
 				end, cost, ok := 0, int64(0), false
@@ -555,7 +555,7 @@ func memoWord(s string, at int, pf uint8, bit uint16, lead byte, memo *wordMemo)
 		return 0, 0, false // a capital after the first letter: shortWord's "no"
 	}
 	key := v&wordMask[k&7] | uint64(lead)<<56 // never 0: a word has letters
-	e := &memo[key*hashMul>>(64-memoBits)]
+	e := &memo.words[key*hashMul>>(64-memoBits)]
 	if e.key == key {
 		return at + k, e.cost, true
 	}
@@ -565,18 +565,41 @@ func memoWord(s string, at int, pf uint8, bit uint16, lead byte, memo *wordMemo)
 	return end, cost, ok
 }
 
-// wordMemo is memoWord's table: direct-mapped by a hash of the key (the
-// word's bytes and its prefix byte), each slot the last word priced there.
-// A memo serves one scan at a time (memoPool holds them between scans) and
-// is never cleared: its prices hold for any text.
-type wordMemo [1 << memoBits]memoEntry
+// wordMemo holds memoWord's table and memoPunct's: direct-mapped by a hash
+// of the key (the bytes of the word and its prefix, of the punctuation),
+// each slot the last one priced there. A memo serves one scan at a time
+// (memoPool holds them between scans) and is never cleared: its prices
+// hold for any text.
+type wordMemo struct {
+	words [1 << memoBits]memoEntry
+	punct [1 << punctMemoBits]memoEntry
+}
+
+// memoPunct is punctTokens of the piece s[from:end] in thousandths,
+// remembered in memo (when not nil) for a piece of two to seven bytes: the
+// runs of punctuation of a text are of few kinds.
+func memoPunct(s string, from, end int, memo *wordMemo) int64 {
+	l := end - from
+	if memo == nil || l > 7 || from+8 > len(s) {
+		return punctTokens(s, from, end) * 1000
+	}
+	key := load64(s, from)&wordMask[l&7] | uint64(l)<<56 // the length: a piece may hold NUL bytes
+	e := &memo.punct[key*hashMul>>(64-punctMemoBits)]
+	if e.key != key {
+		*e = memoEntry{key: key, cost: punctTokens(s, from, end) * 1000}
+	}
+	return e.cost
+}
+
+// punctMemoBits sizes memoPunct's table: 256 slots.
+const punctMemoBits = 8
 
 type memoEntry struct {
 	key  uint64 // 0: empty
 	cost int64
 }
 
-// memoBits sizes a wordMemo: 2048 slots, 32 KiB.
+// memoBits sizes memoWord's table: 2048 slots, 32 KiB.
 const memoBits = 11
 
 // memoMin is the shortest text scanned with a memo: for shorter ones,
@@ -882,7 +905,7 @@ func scanSpace(s string, i int) piece {
 		return scanWord(s, i, j, prefixKind(s[i]))
 	case cOther:
 		if s[i] == ' ' {
-			return scanPunct(s, i, j)
+			return scanPunct(s, i, j, nil)
 		}
 	}
 	return piece{start: i, end: j, cost: spaceCost(1, 0), attr: uint32(pkSpace)}
@@ -914,7 +937,7 @@ func prefixKind(b byte) uint8 { return prefixClass[b] }
 // scanPunct scans a run of punctuation starting at from (at, when a leading
 // space belongs to it, is the first punctuation byte), with the line breaks
 // that directly follow it.
-func scanPunct(s string, from, at int) piece {
+func scanPunct(s string, from, at int, memo *wordMemo) piece {
 	n := len(s)
 	j := at
 	count := 0
@@ -956,7 +979,7 @@ func scanPunct(s string, from, at int) piece {
 	if !wide && count > 0 && j-from <= maxGreedy {
 		cost := int64(1000) // one byte is one token
 		if j-from > 1 {
-			cost = punctTokens(s, from, j) * 1000
+			cost = memoPunct(s, from, j, memo)
 		}
 		return piece{start: from, end: j, cost: cost, attr: uint32(pkPunct) | uint32(lead)<<atPrefix}
 	}
