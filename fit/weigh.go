@@ -548,7 +548,10 @@ func memoWord(s string, at int, pf uint8, bit uint16, lead byte, memo *wordMemo)
 	v := load64(s, at)
 	letter := letterBits(v)
 	k := bits.TrailingZeros64(^letter&hiBits) >> 3
-	if v&hiBits != 0 || uint(k-1) >= 7 {
+	if k == 8 {
+		return memoLong(s, at, pf, bit, lead, memo, v, letter)
+	}
+	if v&hiBits != 0 || k == 0 {
 		return shortWord(s, at, pf, bit)
 	}
 	if letter&^(v<<2)&wordMask[k&7]&^0x80 != 0 {
@@ -565,6 +568,43 @@ func memoWord(s string, at int, pf uint8, bit uint16, lead byte, memo *wordMemo)
 	return end, cost, ok
 }
 
+// memoLong is memoWord for a word of eight letters or more, its first eight
+// bytes v (letterBits letter): those of up to fifteen letters are
+// remembered with their prefix byte.
+func memoLong(s string, at int, pf uint8, bit uint16, lead byte, memo *wordMemo, v, letter uint64) (end int, cost int64, ok bool) {
+	if at+16 > len(s) {
+		return shortWord(s, at, pf, bit)
+	}
+	v2 := load64(s, at+8)
+	letter2 := letterBits(v2)
+	k := bits.TrailingZeros64(^letter2&hiBits) >> 3
+	if (v|v2)&hiBits != 0 || k == 8 {
+		return shortWord(s, at, pf, bit)
+	}
+	if letter&^(v<<2)&^0x80|letter2&^(v2<<2)&wordMask[k&7] != 0 {
+		return 0, 0, false // a capital after the first letter: shortWord's "no"
+	}
+	key := v2&wordMask[k&7] | uint64(lead)<<56
+	e := &memo.long[(v^key)*hashMul>>(64-longMemoBits)]
+	if e.key == key && e.head == v {
+		return at + 8 + k, e.cost, true
+	}
+	if end, cost, ok = shortWord(s, at, pf, bit); ok {
+		*e = longEntry{head: v, key: key, cost: cost}
+	}
+	return end, cost, ok
+}
+
+// longEntry is a slot of memoLong's table: the first eight letters of a
+// word, the rest with its prefix byte (as memoWord's key), its price.
+type longEntry struct {
+	head, key uint64 // head 0: empty (a word has letters)
+	cost      int64
+}
+
+// longMemoBits sizes memoLong's table: 512 slots, 12 KiB.
+const longMemoBits = 9
+
 // wordMemo holds memoWord's table and memoPunct's: direct-mapped by a hash
 // of the key (the bytes of the word and its prefix, of the punctuation),
 // each slot the last one priced there. A memo serves one scan at a time
@@ -572,6 +612,7 @@ func memoWord(s string, at int, pf uint8, bit uint16, lead byte, memo *wordMemo)
 // hold for any text.
 type wordMemo struct {
 	words [1 << memoBits]memoEntry
+	long  [1 << longMemoBits]longEntry
 	punct [1 << punctMemoBits]memoEntry
 }
 
