@@ -537,10 +537,13 @@ func letterAt(s string, i int) bool {
 
 // memoWord is shortWord of the word at at, whose prefix is the byte lead
 // ('A' for none, as no letter is a prefix), remembered in memo (when not
-// nil) for a word of one to seven letters: the price of such a word is a
-// function of its letters and its prefix byte alone, and the commonest
-// words of a text come again and again, so most of them are priced by one
-// look-up in a table that stays in the first-level cache.
+// nil) for a word of one to seven ASCII letters (memoLong: up to fifteen)
+// that an ASCII byte ends: the price of such a word is a function of its
+// letters and its prefix byte alone, and the commonest words of a text
+// come again and again, so most of them are priced by one look-up in a
+// table that stays in the first-level cache. Words with capitals after
+// their first letter, which shortWord does not price, are remembered with
+// scanWord's price (see priceWord).
 func memoWord(s string, at int, pf uint8, bit uint16, lead byte, memo *wordMemo) (end int, cost int64, ok bool) {
 	if memo == nil || at+8 > len(s) {
 		return shortWord(s, at, pf, bit)
@@ -554,18 +557,33 @@ func memoWord(s string, at int, pf uint8, bit uint16, lead byte, memo *wordMemo)
 	if v&hiBits != 0 || k == 0 {
 		return shortWord(s, at, pf, bit)
 	}
-	if letter&^(v<<2)&wordMask[k&7]&^0x80 != 0 {
-		return 0, 0, false // a capital after the first letter: shortWord's "no"
-	}
-	key := v&wordMask[k&7] | uint64(lead)<<56 // never 0: a word has letters
+	caps := letter&^(v<<2)&wordMask[k&7]&^0x80 != 0 // capitals after the first letter
+	key := v&wordMask[k&7] | uint64(lead)<<56       // never 0: a word has letters
 	e := &memo.words[key*hashMul>>(64-memoBits)]
 	if e.key == key {
 		return at + k, e.cost, true
 	}
-	if end, cost, ok = shortWord(s, at, pf, bit); ok {
+	if end, cost, ok = priceWord(s, at, pf, bit, lead, caps); ok {
 		*e = memoEntry{key: key, cost: cost}
 	}
 	return end, cost, ok
+}
+
+// priceWord prices, for memoWord and memoLong, the word of ASCII letters
+// at at that an ASCII byte that is not a letter ends: by shortWord, or by
+// scanWord when it has capitals after its first letter (camelCase,
+// capitals), whose price is as much a function of its letters and its
+// prefix byte lead, when that is ASCII. ok is false for such a word after
+// a prefix outside ASCII, which the scanner prices.
+func priceWord(s string, at int, pf uint8, bit uint16, lead byte, caps bool) (end int, cost int64, ok bool) {
+	switch {
+	case !caps:
+		return shortWord(s, at, pf, bit)
+	case lead >= 0x80:
+		return 0, 0, false
+	}
+	p := scanWord(s, at-b2i(pf != pfNone), at, pf)
+	return p.end, p.cost, true
 }
 
 // memoLong is memoWord for a word of eight letters or more, its first eight
@@ -581,15 +599,13 @@ func memoLong(s string, at int, pf uint8, bit uint16, lead byte, memo *wordMemo,
 	if (v|v2)&hiBits != 0 || k == 8 {
 		return shortWord(s, at, pf, bit)
 	}
-	if letter&^(v<<2)&^0x80|letter2&^(v2<<2)&wordMask[k&7] != 0 {
-		return 0, 0, false // a capital after the first letter: shortWord's "no"
-	}
+	caps := letter&^(v<<2)&^0x80|letter2&^(v2<<2)&wordMask[k&7] != 0
 	key := v2&wordMask[k&7] | uint64(lead)<<56
 	e := &memo.long[(v^key)*hashMul>>(64-longMemoBits)]
 	if e.key == key && e.head == v {
 		return at + 8 + k, e.cost, true
 	}
-	if end, cost, ok = shortWord(s, at, pf, bit); ok {
+	if end, cost, ok = priceWord(s, at, pf, bit, lead, caps); ok {
 		*e = longEntry{head: v, key: key, cost: cost}
 	}
 	return end, cost, ok
