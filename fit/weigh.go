@@ -252,6 +252,57 @@ var letterInfo = func() (t [256]uint8) {
 
 // runeClass classifies a non-ASCII rune as the tokenizer's pre-split does.
 func runeClass(r rune) uint8 {
+	if c, ok := punctClass(r); ok {
+		return c
+	}
+	return unicodeClass(r)
+}
+
+// isLetter is unicode.IsLetter of a rune with no script of cjkScript.
+func isLetter(r rune) bool {
+	if c, ok := punctClass(r); ok {
+		return c == cLetter
+	}
+	return unicode.IsLetter(r)
+}
+
+// punctClass is runeClass of a rune of the blocks that hold most of the
+// runes outside ASCII in prose and CJK text that are not letters: general
+// punctuation (U+2000 to U+206F), CJK symbols and punctuation (U+3000 to
+// U+303F) and full-width forms (U+FF00 to U+FF5F), from punctRunes, so that
+// they are not looked up in Unicode's tables. ok is false for other runes.
+func punctClass(r rune) (c uint8, ok bool) {
+	switch {
+	case uint(r-0x2000) < 0x70:
+		return punctRunes[r-0x2000], true
+	case uint(r-0x3000) < 0x40:
+		return punctRunes[0x70+r-0x3000], true
+	case uint(r-0xff00) < 0x60:
+		return punctRunes[0xb0+r-0xff00], true
+	case uint(r-0x1f300) < 0x1fb00-0x1f300:
+		return cOther, true // pictographs and emoji: symbols all (TestRuneClass)
+	}
+	return 0, false
+}
+
+// punctRunes holds unicodeClass of the blocks of punctClass, one after
+// another.
+var punctRunes = func() (t [0x70 + 0x40 + 0x60]uint8) {
+	for k := range t {
+		r := rune(0x2000 + k)
+		switch {
+		case k >= 0xb0:
+			r = rune(0xff00 + k - 0xb0)
+		case k >= 0x70:
+			r = rune(0x3000 + k - 0x70)
+		}
+		t[k] = unicodeClass(r)
+	}
+	return t
+}()
+
+// unicodeClass is runeClass by Unicode's tables.
+func unicodeClass(r rune) uint8 {
 	switch {
 	case cjkScript(r) != scOther:
 		return cLetter
@@ -273,11 +324,29 @@ func classAt(s string, i int) (uint8, int) {
 	if c != cHigh {
 		return c, 1
 	}
-	r, w := utf8.DecodeRuneInString(s[i:])
+	r, w := decodeRune(s, i)
 	if r == utf8.RuneError && w <= 1 {
 		return cOther, 1
 	}
 	return runeClass(r), w
+}
+
+// decodeRune is utf8.DecodeRuneInString(s[i:]), with the runes of three
+// bytes that lead with 0xe1 to 0xec (U+1000 to U+CFFF: CJK text, general
+// punctuation), after which any continuation bytes are valid, and the runes
+// of four bytes that lead with 0xf0 and then 0x90 to 0xbf (U+10000 to
+// U+3FFFF: emoji) decoded in line.
+func decodeRune(s string, i int) (rune, int) {
+	if i+2 < len(s) {
+		b0, b1, b2 := s[i], s[i+1], s[i+2]
+		if b0-0xe1 < 0xec-0xe1+1 && b1&0xc0 == 0x80 && b2&0xc0 == 0x80 {
+			return rune(b0&0x0f)<<12 | rune(b1&0x3f)<<6 | rune(b2&0x3f), 3
+		}
+		if b0 == 0xf0 && b1-0x90 < 0x30 && b2&0xc0 == 0x80 && i+3 < len(s) && s[i+3]&0xc0 == 0x80 {
+			return rune(b1&0x3f)<<12 | rune(b2&0x3f)<<6 | rune(s[i+3]&0x3f), 4
+		}
+	}
+	return utf8.DecodeRuneInString(s[i:])
 }
 
 // weighMilli is Weigh in thousandths of a token; rec, when not nil,
@@ -294,6 +363,11 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 	n := len(s)
 	i := 0
 	fast := rec == nil // no piece is recorded: the short paths may price
+	var memo *wordMemo
+	if fast && n >= memoMin {
+		memo = memoPool.Get().(*wordMemo)
+		defer memoPool.Put(memo)
+	}
 	for i < n {
 		b := s[i]
 		var p piece // every branch below sets all of it (declared here, so
@@ -305,7 +379,7 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 			next := s[i+1]
 			if letterInfo[next]&liLetter != 0 {
 				if fast {
-					if end, cost, ok := shortWord(s, i+1, prefixKind(b)); ok {
+					if end, cost, ok := memoWord(s, i+1, prefixKind(b), mergeBit[b], b, memo); ok {
 						total += cost
 						i = end
 						continue
@@ -319,6 +393,13 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 				i = p.end
 				continue
 			}
+			if next-'0' < 10 && fast {
+				// A space or tab before digits is a piece of its own, one
+				// token, as scanSpace prices it.
+				total += 1000
+				i++
+				continue
+			}
 			if b == ' ' && byteClass[next] == cOther {
 				if i+2 < n && fast && byteClass[s[i+2]] > cOther && byteClass[s[i+2]] < cBreak {
 					// A space and one punctuation character before a
@@ -328,7 +409,7 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 					i += 2
 					continue
 				}
-				p = scanPunct(s, i, i+1)
+				p = scanPunct(s, i, i+1, memo)
 				total += p.cost
 				if rec != nil {
 					rec(p)
@@ -346,7 +427,7 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 			// A word with no prefix (at the start, or after a digit or a
 			// line break).
 			if fast {
-				if end, cost, ok := shortWord(s, i, pfNone); ok {
+				if end, cost, ok := memoWord(s, i, pfNone, mergeBare, 'A', memo); ok {
 					total += cost
 					i = end
 					continue
@@ -355,6 +436,17 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 			p = scanWord(s, i, i, 0)
 		case cDigit:
 			j, runes := i+w, 1
+			// Eight bytes at a time while they are ASCII digits; the loop
+			// below takes the byte that ends the run, or a digit outside
+			// ASCII.
+			for j+8 <= n {
+				k := bits.TrailingZeros64(^digitBits(load64(s, j))&hiBits) >> 3
+				j += k
+				runes += k
+				if k < 8 {
+					break
+				}
+			}
 			for j < n {
 				if d := s[j]; d < 0x80 { // ASCII, the common case
 					if d-'0' >= 10 {
@@ -385,7 +477,7 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 				next := s[i+w]
 				if letterInfo[next]&liLetter != 0 || next >= 0x80 && letterAt(s, i+w) {
 					if fast {
-						if end, cost, ok := shortWord(s, i+w, prefixKind(b)); ok {
+						if end, cost, ok := memoWord(s, i+w, prefixKind(b), mergeBit[s[i+w-1]], b, memo); ok {
 							total += cost
 							i = end
 							continue
@@ -400,11 +492,24 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 					p = piece{start: i, end: i + 1, cost: 1000, attr: uint32(pkPunct)}
 					break
 				}
+				if fast && w == 1 {
+					if cost, ok := punctPair(s, i); ok {
+						total += cost
+						i += 2
+						continue
+					}
+				}
 			}
-			p = scanPunct(s, i, i)
+			p = scanPunct(s, i, i, memo)
 		case cSpace, cBreak:
-			if b == '\n' && fast {
-				if end, cost, ok := lineStart(s, i); ok {
+			if fast {
+				end, cost, ok := 0, int64(0), false
+				if b == '\n' {
+					end, cost, ok = lineStart(s, i)
+				} else if b == ' ' || b == '\t' {
+					end, cost, ok = blankRun(s, i)
+				}
+				if ok {
 					total += cost
 					i = end
 					continue
@@ -430,13 +535,144 @@ func letterAt(s string, i int) bool {
 	return c == cLetter
 }
 
+// memoWord is shortWord of the word at at, whose prefix is the byte lead
+// ('A' for none, as no letter is a prefix), remembered in memo (when not
+// nil) for a word of one to seven ASCII letters (memoLong: up to fifteen)
+// that an ASCII byte ends: the price of such a word is a function of its
+// letters and its prefix byte alone, and the commonest words of a text
+// come again and again, so most of them are priced by one look-up in a
+// table that stays in the first-level cache. Words with capitals after
+// their first letter, which shortWord does not price, are remembered with
+// scanWord's price (see priceWord).
+func memoWord(s string, at int, pf uint8, bit uint16, lead byte, memo *wordMemo) (end int, cost int64, ok bool) {
+	if memo == nil || at+8 > len(s) {
+		return shortWord(s, at, pf, bit)
+	}
+	v := load64(s, at)
+	letter := letterBits(v)
+	k := bits.TrailingZeros64(^letter&hiBits) >> 3
+	if k == 8 {
+		return memoLong(s, at, pf, bit, lead, memo, v, letter)
+	}
+	if v&hiBits != 0 || k == 0 {
+		return shortWord(s, at, pf, bit)
+	}
+	caps := letter&^(v<<2)&wordMask[k&7]&^0x80 != 0 // capitals after the first letter
+	key := v&wordMask[k&7] | uint64(lead)<<56       // never 0: a word has letters
+	e := &memo.words[key*hashMul>>(64-memoBits)]
+	if e.key == key {
+		return at + k, e.cost, true
+	}
+	if end, cost, ok = priceWord(s, at, pf, bit, lead, caps); ok {
+		*e = memoEntry{key: key, cost: cost}
+	}
+	return end, cost, ok
+}
+
+// priceWord prices, for memoWord and memoLong, the word of ASCII letters
+// at at that an ASCII byte that is not a letter ends: by shortWord, or by
+// scanWord when it has capitals after its first letter (camelCase,
+// capitals), whose price is as much a function of its letters and its
+// prefix byte lead, when that is ASCII. ok is false for such a word after
+// a prefix outside ASCII, which the scanner prices.
+func priceWord(s string, at int, pf uint8, bit uint16, lead byte, caps bool) (end int, cost int64, ok bool) {
+	switch {
+	case !caps:
+		return shortWord(s, at, pf, bit)
+	case lead >= 0x80:
+		return 0, 0, false
+	}
+	p := scanWord(s, at-b2i(pf != pfNone), at, pf)
+	return p.end, p.cost, true
+}
+
+// memoLong is memoWord for a word of eight letters or more, its first eight
+// bytes v (letterBits letter): those of up to fifteen letters are
+// remembered with their prefix byte.
+func memoLong(s string, at int, pf uint8, bit uint16, lead byte, memo *wordMemo, v, letter uint64) (end int, cost int64, ok bool) {
+	if at+16 > len(s) {
+		return shortWord(s, at, pf, bit)
+	}
+	v2 := load64(s, at+8)
+	letter2 := letterBits(v2)
+	k := bits.TrailingZeros64(^letter2&hiBits) >> 3
+	if (v|v2)&hiBits != 0 || k == 8 {
+		return shortWord(s, at, pf, bit)
+	}
+	caps := letter&^(v<<2)&^0x80|letter2&^(v2<<2)&wordMask[k&7] != 0
+	key := v2&wordMask[k&7] | uint64(lead)<<56
+	e := &memo.long[(v^key)*hashMul>>(64-longMemoBits)]
+	if e.key == key && e.head == v {
+		return at + 8 + k, e.cost, true
+	}
+	if end, cost, ok = priceWord(s, at, pf, bit, lead, caps); ok {
+		*e = longEntry{head: v, key: key, cost: cost}
+	}
+	return end, cost, ok
+}
+
+// longEntry is a slot of memoLong's table: the first eight letters of a
+// word, the rest with its prefix byte (as memoWord's key), its price.
+type longEntry struct {
+	head, key uint64 // head 0: empty (a word has letters)
+	cost      int64
+}
+
+// longMemoBits sizes memoLong's table: 512 slots, 12 KiB.
+const longMemoBits = 9
+
+// wordMemo holds memoWord's table and memoPunct's: direct-mapped by a hash
+// of the key (the bytes of the word and its prefix, of the punctuation),
+// each slot the last one priced there. A memo serves one scan at a time
+// (memoPool holds them between scans) and is never cleared: its prices
+// hold for any text.
+type wordMemo struct {
+	words [1 << memoBits]memoEntry
+	long  [1 << longMemoBits]longEntry
+	punct [1 << punctMemoBits]memoEntry
+}
+
+// memoPunct is punctTokens of the piece s[from:end] in thousandths,
+// remembered in memo (when not nil) for a piece of two to seven bytes: the
+// runs of punctuation of a text are of few kinds.
+func memoPunct(s string, from, end int, memo *wordMemo) int64 {
+	l := end - from
+	if memo == nil || l > 7 || from+8 > len(s) {
+		return punctTokens(s, from, end) * 1000
+	}
+	key := load64(s, from)&wordMask[l&7] | uint64(l)<<56 // the length: a piece may hold NUL bytes
+	e := &memo.punct[key*hashMul>>(64-punctMemoBits)]
+	if e.key != key {
+		*e = memoEntry{key: key, cost: punctTokens(s, from, end) * 1000}
+	}
+	return e.cost
+}
+
+// punctMemoBits sizes memoPunct's table: 256 slots.
+const punctMemoBits = 8
+
+type memoEntry struct {
+	key  uint64 // 0: empty
+	cost int64
+}
+
+// memoBits sizes memoWord's table: 2048 slots, 32 KiB.
+const memoBits = 11
+
+// memoMin is the shortest text scanned with a memo: for shorter ones,
+// fetching it costs more than it saves.
+const memoMin = 4096
+
+var memoPool = sync.Pool{New: func() any { return new(wordMemo) }}
+
 // shortWord prices the word that begins at at with prefix pf (of its
-// piece, before at) when it is one to seven ASCII letters in lower or title
-// case, or a lone capital, followed by an ASCII byte that is not a letter,
-// all within s: the commonest words of prose and code. It prices exactly as
-// scanWord does, reading the word as one eight-byte load; ok is false for
+// piece, before at) and merge flag bit (prefixBit, which the caller knows)
+// when it is one to fifteen ASCII letters in lower or title case, or a lone
+// capital, followed by an ASCII byte that is not a letter, all within s:
+// the commonest words of prose and code. It prices exactly as scanWord
+// does, reading the word in one or two eight-byte loads; ok is false for
 // any other word, which scanWord prices.
-func shortWord(s string, at int, pf uint8) (end int, cost int64, ok bool) {
+func shortWord(s string, at int, pf uint8, bit uint16) (end int, cost int64, ok bool) {
 	if at+8 > len(s) {
 		return 0, 0, false
 	}
@@ -486,7 +722,7 @@ func shortWord(s string, at int, pf uint8) (end int, cost int64, ok bool) {
 		shape = shapeTitle
 	}
 	if n < minCommonLen {
-		if bit := prefixBit(s, at, pf); bit != 0 {
+		if bit != 0 {
 			return at + n, shortCost[n-1][shortClass(v, n, bit)], true
 		}
 		return at + n, wordCost(n, shape, pf, shortRough(v, n)), true
@@ -494,7 +730,6 @@ func shortWord(s string, at int, pf uint8) (end int, cost int64, ok bool) {
 	if flags, slot, common := commonEntry(hashTail(h, tail&word|lowerMask[k&7])); common {
 		// commonPrice, written out for the words of lower and title case
 		// this sees, so that the commonest case costs no call.
-		bit := prefixBit(s, at, pf)
 		switch f := uint16(flags >> (16 * uint(shape&1))); {
 		case f&bit != 0:
 			return at + n, mergeCost[mcMerged][shape%3], true
@@ -508,7 +743,7 @@ func shortWord(s string, at int, pf uint8) (end int, cost int64, ok bool) {
 	}
 	if shape == shapeLower && n >= compoundMin {
 		if k, first := compoundParts(s, at, n); k > 1 {
-			return at + n, compoundPrice(k, first, pf, prefixBit(s, at, pf)), true
+			return at + n, compoundPrice(k, first, pf, bit), true
 		}
 	}
 	return at + n, wordCost(n, shape, pf, isRough(s[at:at+n], false)), true
@@ -593,15 +828,27 @@ func letterBits(v uint64) uint64 {
 	return (x + 0x1f1f1f1f1f1f1f1f) &^ (x + 0x0505050505050505) & hiBits
 }
 
-// lineStart prices the commonest white space of code and prose: a line
-// break at i, then an indentation of spaces or of tabs (none, one, or up to
-// longRun and one), then a printable ASCII byte. It prices exactly as
-// scanSpace does, in one pass: the break is a piece; all but the last space
-// or tab of the indentation are a piece; the last belongs to what follows,
-// so end is its offset. ok is false for any other white space, which
-// scanSpace prices.
+// digitBits sets the high bit of each byte of v that is an ASCII digit: in
+// the low seven bits at least '0' and not at least ':', and the high bit
+// clear. (The low bits alone are added, so that no carry crosses a byte.)
+func digitBits(v uint64) uint64 {
+	x := v &^ hiBits
+	return (x + 0x5050505050505050) &^ (x + 0x4646464646464646) &^ v & hiBits
+}
+
+// lineStart prices the commonest white space of code and prose: line
+// breaks at i (one to maxBreakLen of them, "\n" alone), then an indentation
+// of spaces or of tabs (none, one, or up to longRun and one), then a
+// printable ASCII byte. It prices exactly as scanSpace does, in one pass:
+// the breaks are a piece; all but the last space or tab of the indentation
+// are a piece; the last belongs to what follows, so end is its offset. ok
+// is false for any other white space, which scanSpace prices.
 func lineStart(s string, i int) (end int, cost int64, ok bool) {
-	j := i + 1
+	m := 1 // line breaks
+	for i+m < len(s) && s[i+m] == '\n' && m < maxBreakLen {
+		m++
+	}
+	j := i + m
 	ind := byte(' ')
 	if j < len(s) && s[j] == '\t' {
 		ind = '\t'
@@ -609,18 +856,44 @@ func lineStart(s string, i int) (end int, cost int64, ok bool) {
 	for j < len(s) && s[j] == ind {
 		j++
 	}
-	if j == len(s) || s[j] <= ' ' || s[j] >= 0x7f || j-i-2 > longRun {
+	k := j - i - m // the indentation
+	if j == len(s) || s[j] <= ' ' || s[j] >= 0x7f || k-1 > longRun {
 		return 0, 0, false
 	}
-	cost = breakTab[1]
-	if k := j - i - 1; k > 1 {
+	cost = breakTab[m]
+	if k > 1 {
 		tabs := 0
 		if ind == '\t' {
 			tabs = k - 1
 		}
 		cost += spaceCost(k-1, tabs)
 	}
-	return max(i+1, j-1), cost, true
+	return max(i+m, j-1), cost, true
+}
+
+// blankRun prices, as scanSpace does, white space at i that is spaces and
+// tabs alone, up to longRun and one, before a printable ASCII byte that
+// is not a space: all but the last space or tab are a piece, the last
+// belongs to what follows (a tab alone before punctuation is a piece). ok
+// is false for any other white space (and a space alone, which the scanner
+// prices with what follows it), which scanSpace prices.
+func blankRun(s string, i int) (end int, cost int64, ok bool) {
+	j, tabs := i, 0
+	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+		tabs += b2i(s[j] == '\t')
+		j++
+	}
+	switch {
+	case j == len(s) || s[j] <= ' ' || s[j] >= 0x7f || j-i-1 > longRun:
+		return 0, 0, false
+	case j-i == 1:
+		if s[i] == ' ' {
+			return 0, 0, false
+		}
+		return j, spaceCost(1, 0), true
+	}
+	tabs -= b2i(s[j-1] == '\t') // the last goes with what follows
+	return j - 1, spaceCost(j-i-1, tabs), true
 }
 
 // contraction returns the length of the English contraction at s[i] ('s 't
@@ -689,7 +962,7 @@ func scanSpace(s string, i int) piece {
 		return scanWord(s, i, j, prefixKind(s[i]))
 	case cOther:
 		if s[i] == ' ' {
-			return scanPunct(s, i, j)
+			return scanPunct(s, i, j, nil)
 		}
 	}
 	return piece{start: i, end: j, cost: spaceCost(1, 0), attr: uint32(pkSpace)}
@@ -721,7 +994,7 @@ func prefixKind(b byte) uint8 { return prefixClass[b] }
 // scanPunct scans a run of punctuation starting at from (at, when a leading
 // space belongs to it, is the first punctuation byte), with the line breaks
 // that directly follow it.
-func scanPunct(s string, from, at int) piece {
+func scanPunct(s string, from, at int, memo *wordMemo) piece {
 	n := len(s)
 	j := at
 	count := 0
@@ -763,12 +1036,56 @@ func scanPunct(s string, from, at int) piece {
 	if !wide && count > 0 && j-from <= maxGreedy {
 		cost := int64(1000) // one byte is one token
 		if j-from > 1 {
-			cost = punctTokens(s, from, j) * 1000
+			cost = memoPunct(s, from, j, memo)
 		}
 		return piece{start: from, end: j, cost: cost, attr: uint32(pkPunct) | uint32(lead)<<atPrefix}
 	}
 	return piece{start: from, end: j, cost: punctCost(count, breaks, lead == 1) + sym, attr: uint32(pkPunct) | uint32(lead)<<atPrefix}
 }
+
+// punctPair prices the piece at i when it is two ASCII bytes, punctuation
+// and then punctuation or a line break (");" "{\n"), that the byte after
+// them (if any) does not extend: one token or two, as scanPunct prices it,
+// with no scan and no probe. ok is false for any other piece.
+func punctPair(s string, i int) (cost int64, ok bool) {
+	if i+2 > len(s) {
+		return 0, false
+	}
+	a, b := s[i], s[i+1]
+	cb := byteClass[b]
+	if a >= 0x80 || cb != cOther && cb != cBreak || b >= 0x80 {
+		return 0, false
+	}
+	if i+2 < len(s) {
+		// A line break joins any piece of punctuation, more punctuation
+		// joins one that has no break yet, and a byte outside ASCII may
+		// be either.
+		switch byteClass[s[i+2]] {
+		case cBreak, cHigh:
+			return 0, false
+		case cOther:
+			if cb == cOther {
+				return 0, false
+			}
+		}
+	}
+	k := uint(a)<<7 | uint(b)
+	return 2000 - 1000*int64(punctPairs[k/64&uint(len(punctPairs)-1)]>>(k%64)&1), true
+}
+
+// punctPairs marks the pairs of ASCII bytes a, b (bit a<<7|b) that are one
+// token of punctTable, for punctPair.
+var punctPairs = func() (t [128 * 128 / 64]uint64) {
+	for a := 0; a < 128; a++ {
+		for b := 0; b < 128; b++ {
+			if byteClass[a] == cOther && (byteClass[b] == cOther || byteClass[b] == cBreak) && punctToken(uint64(a)|uint64(b)<<8) {
+				k := a<<7 | b
+				t[k/64] |= 1 << (k % 64)
+			}
+		}
+	}
+	return t
+}()
 
 // spacePunct[c] is the price of a space and the punctuation character c
 // alone in their piece, from punctTable, as punctTokens gives it.
@@ -951,9 +1268,9 @@ func scanWord(s string, from, at int, prefix uint8) piece {
 		if s[j] < 0x80 {
 			break
 		}
-		r, w := utf8.DecodeRuneInString(s[j:])
+		r, w := decodeRune(s, j)
 		sc := cjkScript(r)
-		if sc == scOther && ((r == utf8.RuneError && w <= 1) || !unicode.IsLetter(r)) {
+		if sc == scOther && ((r == utf8.RuneError && w <= 1) || !isLetter(r)) {
 			break
 		}
 		if sc == scOther {
@@ -1189,8 +1506,8 @@ func mixedParts(s string, from, at, end int, prefix uint8, bit uint16) (common, 
 				v |= uint64(seg[1]) << 8
 			}
 			common += shortCost[len(seg)-1][shortClass(v, len(seg), bit)]
-		case len(seg) >= minCommonLen && len(seg) <= maxCommonLen && ((shape != shapeUpper || len(seg) <= 3) && commonForm(wordHash(seg), shape) ||
-			shape == shapeUpper && len(seg) > 3 && commonUpper(wordHash(seg))):
+		case len(seg) >= minCommonLen && len(seg) <= maxCommonLen && ((shape != shapeUpper || len(seg) <= 3) && commonForm(wordHashAt(s, at+i, j-i), shape) ||
+			shape == shapeUpper && len(seg) > 3 && commonUpper(wordHashAt(s, at+i, j-i))):
 			common += commonCost[pf][shape]
 		case shape == shapeUpper:
 			// Capitals ("HTTP" of "getHTTPServer", runs of base64) as the
