@@ -66,6 +66,10 @@ type Pool struct {
 	exe  string
 	idle time.Duration
 
+	// trace, when set (by a benchmark), is told where each warm call's
+	// time went.
+	trace func(warmPhases)
+
 	mu   sync.Mutex
 	free map[string][]*warmBox // idle boxes by fingerprint
 	// clearing are the boxes whose last call has ended and whose init
@@ -103,6 +107,7 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, errs.Invalidf("run: no command")
 	}
 	start := time.Now()
+	var ph warmPhases
 	// A key plan: at tier 2 it makes no box directory (PlanWarmKey).
 	plan, err := sandbox.PlanWarmKey(req.Spec, req.Tier, p.exe)
 	if err != nil {
@@ -120,7 +125,9 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 	lim := req.Spec.Limits
 	lim.Wall = 0
 	fp := plan.Fingerprint() + fmt.Sprintf("/%+v", lim)
+	ph.Plan = time.Since(start)
 	wb := p.take(ctx, fp)
+	ph.Take = time.Since(start) - ph.Plan
 	if wb == nil && !plan.Startable() {
 		// No box of this fingerprint: the box itself is planned now,
 		// and known by its own plan's fingerprint.
@@ -149,7 +156,8 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 		}
 		plan = nil // the box's own now
 	}
-	res, reuse, err := wb.call(ctx, req, start)
+	warm := wb.calls > 0
+	res, reuse, err := wb.call(ctx, req, start, &ph)
 	if plan != nil {
 		// This call's own plan: what it holds for the host (placeholders,
 		// the repositories it saw) is released and checked now, as after
@@ -168,7 +176,21 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 	default:
 		p.retire(wb)
 	}
+	if p.trace != nil && warm {
+		ph.Total = time.Since(start)
+		p.trace(ph)
+	}
 	return res, err
+}
+
+// warmPhases are where one call in a warm box spent its time, each from
+// the end of the one before: its plan and fingerprint, finding an idle
+// box, handing the call over, the box's work until every process in it
+// had ended (of which the init's own report says how much was starting
+// the command and running it), reading the rest of its output, and what
+// is left (closing the plan, the result). Total is the whole call.
+type warmPhases struct {
+	Plan, Take, Send, Box, Start, Run, Drain, Total time.Duration
 }
 
 // Close ends every box of the pool, idle or running a call, and waits until
@@ -365,7 +387,7 @@ func (p *Pool) startBox(req Request, plan *sandbox.Box, fp string) (*warmBox, er
 		dir: plan.Dir(), dead: make(chan struct{}), seccomp: tr.readyReport(), desc: r.desc}
 	wb.desc.Notes = append([]string(nil), r.desc.Notes...)
 	// Unreadable, the box serves this call and no other (intact).
-	wb.mounts, _ = boxMounts(r.nsInit)
+	wb.mounts, _ = watchMounts(r.nsInit)
 	wb.idleTimer = time.AfterFunc(time.Hour, func() { p.retire(wb) })
 	wb.idleTimer.Stop()
 	p.mu.Lock()
@@ -374,6 +396,7 @@ func (p *Pool) startBox(req Request, plan *sandbox.Box, fp string) (*warmBox, er
 	go func() {
 		r.wait(context.Background(), cmd)
 		r.finish()
+		wb.mounts.close()
 		close(wb.dead)
 		p.retire(wb) // a box that ended by itself (its Sentry died) is forgotten at once
 	}()
@@ -391,9 +414,9 @@ type warmBox struct {
 	dead    chan struct{} // closed once nothing of the box is left
 	seccomp bool
 	desc    Description // as the box started; the run's own changes when it ends
-	// mounts are the box's mounts as it began (boxMounts); "" when they
-	// could not be read.
-	mounts string
+	// mounts watches the box's mounts (watchMounts); nil when they could
+	// not be read.
+	mounts *mountWatch
 	calls  int
 	// settled is closed once the init has reported the last call's box
 	// clear (or the box was retired); made anew for each call.
@@ -427,20 +450,29 @@ func (wb *warmBox) intact() bool {
 		// a detached cover is ever reached.
 		return true
 	}
-	now, err := boxMounts(wb.r.nsInit)
-	return err == nil && wb.mounts != "" && now == wb.mounts
+	return wb.mounts.unchanged()
 }
 
-// boxMounts lists the ids of the mounts of the box whose PID 1 the pidfd
-// names, read from its mountinfo, sorted; the pidfd tells that the
-// process read was that one.
-func boxMounts(pidfd int) (string, error) {
+// mountWatch holds the box's mountinfo open: the kernel marks it (poll:
+// POLLPRI) at every change of the box's mount namespace, a mount detached
+// from the host's side included (umount_tree touches every namespace it
+// takes a mount from), so a box whose mounts did not change is known to be
+// intact without reading and sorting its mount table before every call.
+type mountWatch struct {
+	f     *os.File
+	first string // the ids of the mounts as the box began, sorted
+}
+
+// watchMounts opens the mountinfo of the box whose PID 1 the pidfd names
+// and reads the ids of its mounts; the pidfd tells that the process opened
+// was that one.
+func watchMounts(pidfd int) (*mountWatch, error) {
 	if pidfd <= 0 {
-		return "", errs.Unavailablef("run: no pidfd of the box's init")
+		return nil, errs.Unavailablef("run: no pidfd of the box's init")
 	}
 	info, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(pidfd))
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	pid := 0
 	for _, l := range strings.Split(string(info), "\n") {
@@ -449,14 +481,34 @@ func boxMounts(pidfd int) (string, error) {
 		}
 	}
 	if pid <= 0 {
-		return "", errs.Unavailablef("run: the box's init has ended")
+		return nil, errs.Unavailablef("run: the box's init has ended")
 	}
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/mountinfo")
+	// Opened blocking, so that the file is not added to the runtime's
+	// epoll set: epoll polls the file when told of a change, and that
+	// poll would take the mark this one looks for.
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return "", err
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "mountinfo")
+	w := &mountWatch{f: f}
+	if w.first, err = w.ids(); err != nil {
+		f.Close()
+		return nil, err
 	}
 	if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); err != nil {
-		return "", err // ended while read: the pid may name another process
+		f.Close()
+		return nil, err // ended while opened: the pid may name another process
+	}
+	return w, nil
+}
+
+// ids reads the mount table from its start and lists its mounts' ids,
+// sorted.
+func (w *mountWatch) ids() (string, error) {
+	data, err := io.ReadAll(io.NewSectionReader(w.f, 0, 1<<30))
+	if err != nil {
+		return "", err
 	}
 	var ids []string
 	for _, l := range strings.Split(string(data), "\n") {
@@ -466,6 +518,37 @@ func boxMounts(pidfd int) (string, error) {
 	}
 	sort.Strings(ids)
 	return strings.Join(ids, " "), nil
+}
+
+// unchanged reports whether the box's mounts are those it began with: at
+// once when the kernel marked no change since the last look, else by
+// reading them again (a mount made and gone again leaves them as they
+// were). Anything that cannot be told is a change.
+func (w *mountWatch) unchanged() bool {
+	if w == nil {
+		return false
+	}
+	rc, err := w.f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	marked := true
+	cerr := rc.Control(func(fd uintptr) {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLPRI}}
+		n, err := unix.Poll(fds, 0)
+		marked = err != nil || n != 0
+	})
+	if cerr == nil && !marked {
+		return true
+	}
+	now, err := w.ids()
+	return err == nil && now == w.first
+}
+
+func (w *mountWatch) close() {
+	if w != nil {
+		w.f.Close()
+	}
 }
 
 // end closes the control socket, which ends the init and so the box, and
@@ -495,7 +578,8 @@ func (wb *warmBox) kill() {
 // call runs req in the box. reuse is false when the box must not serve
 // another call (it could not be cleared, the call was cancelled, the init
 // failed).
-func (wb *warmBox) call(ctx context.Context, req Request, start time.Time) (res Result, reuse bool, err error) {
+func (wb *warmBox) call(ctx context.Context, req Request, start time.Time, ph *warmPhases) (res Result, reuse bool, err error) {
+	t0 := time.Now()
 	wb.calls++
 	desc := wb.desc
 	desc.Notes = append(append([]string(nil), desc.Notes...), fmt.Sprintf("warm box: call %d of this box", wb.calls))
@@ -527,10 +611,15 @@ func (wb *warmBox) call(ctx context.Context, req Request, start time.Time) (res 
 	go func() { io.Copy(stdout, ends.outR); copied <- struct{}{} }()
 	go func() { io.Copy(stderr, ends.errR); copied <- struct{}{} }()
 
+	t1 := time.Now()
+	ph.Send = t1.Sub(t0)
 	done, err := wb.await(ctx, req.Spec.Limits.Wall)
 	if err != nil {
 		return res, false, err
 	}
+	t2 := time.Now()
+	ph.Box = t2.Sub(t1)
+	ph.Start, ph.Run = time.Duration(done.StartUS)*time.Microsecond, time.Duration(done.RunUS)*time.Microsecond
 	// Every process in the box has ended, so both pipes reach EOF once
 	// what is in them is read: the output is complete. A pipe still open
 	// (its end held in flight in a socket) is cut, and the box that holds
@@ -548,6 +637,7 @@ func (wb *warmBox) call(ctx context.Context, req Request, start time.Time) (res 
 			<-copied
 		}
 	}
+	ph.Drain = time.Since(t2)
 	res.Truncated = truncated()
 	res.Description.DurationMS = since(start)
 	reuse = done.Dirty == "" && complete

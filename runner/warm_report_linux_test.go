@@ -1,9 +1,13 @@
 package runner
 
 import (
+	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/airlock-run/airlock/internal/testsupport"
 	"github.com/airlock-run/airlock/sandbox/boxconf"
 )
 
@@ -88,5 +92,51 @@ func TestWarmNoCallWhileClearing(t *testing.T) {
 	}
 	if p.Boxes() != 1 {
 		t.Errorf("the pool holds %d boxes, want 1", p.Boxes())
+	}
+}
+
+// TestWarmMountsWatched: a box whose mounts changed since it began (here a
+// scratch mount detached from the host's side, as the kernel does when the
+// host removes a path the box has a mount on) is not used again, though
+// the next call's plan is the same; a mount made and gone again between
+// calls leaves the box as it was, and it is used. The pool learns of a
+// change from the kernel's mark on the box's mountinfo, not by reading it
+// before every call, so this shows the mark is not missed.
+func TestWarmMountsWatched(t *testing.T) {
+	requireTier1(t)
+	if _, err := exec.LookPath("nsenter"); err != nil {
+		testsupport.Missing(t, "nsenter is needed to change a box's mounts from the host: %v", err)
+	}
+	p := warmPool(t)
+	spec := baseSpec(t)
+	box := func() int {
+		p.settledAll()
+		for _, pid := range marked(boxconf.FlagServe) {
+			if parentOf(parentOf(pid)) == os.Getpid() && alive(pid) {
+				return pid
+			}
+		}
+		t.Fatal("no warm box of this test's is running")
+		return 0
+	}
+	inBox := func(pid int, argv ...string) {
+		t.Helper()
+		out, err := exec.Command("nsenter", append([]string{"-t", strconv.Itoa(pid), "-m", "-p", "-r", "-w", "--"}, argv...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%q in the box's mount namespace: %v: %s", argv, err, out)
+		}
+	}
+	mustWarm(t, p, spec, "true")
+	pid := box()
+	inBox(pid, "mount", "-t", "tmpfs", "none", "/var/tmp")
+	inBox(pid, "umount", "/var/tmp")
+	if o := mustWarm(t, p, spec, "true"); !strings.Contains(lastNote(o), "call 2") {
+		t.Errorf("a mount made and gone again retired the box (notes %q)", o.res.Description.Notes)
+	}
+	pid = box()
+	inBox(pid, "umount", "-l", "/var/tmp")
+	o := warmRun(t, p, spec, "sh", "-c", "grep -c ' /var/tmp ' /proc/self/mountinfo")
+	if !strings.Contains(lastNote(o), "call 1") || strings.TrimSpace(o.stdout) != "1" {
+		t.Errorf("a call ran in a box whose /var/tmp was detached (/var/tmp mounts %q, notes %q)", o.stdout, o.res.Description.Notes)
 	}
 }

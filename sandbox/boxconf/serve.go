@@ -85,6 +85,12 @@ type CallDone struct {
 	// it failed): the box must not serve another call, and no BoxClear
 	// follows.
 	Dirty string `json:"dirty,omitempty"`
+	// StartUS is how long, in microseconds, the init took from the
+	// call's arrival to its process's start (look-up, fork, exec); RunUS
+	// from then until every process in the box had ended. They tell where
+	// a warm call's time goes; nothing is decided by them.
+	StartUS int64 `json:"start_us,omitempty"`
+	RunUS   int64 `json:"run_us,omitempty"`
 }
 
 // BoxClear is the init's second report on a call: the box is brought back

@@ -87,6 +87,7 @@ func serveMain(a serveArgs) int {
 	}()
 	for {
 		call, files, err := readCall(sock)
+		arrived := time.Now()
 		if err == io.EOF {
 			return 0
 		}
@@ -94,7 +95,7 @@ func serveMain(a serveArgs) int {
 			fmt.Fprintf(os.Stderr, "airlock: box: serve: %v\n", err)
 			return 125
 		}
-		done, ran := serveCall(call, files, walls)
+		done, ran := serveCall(call, files, walls, arrived)
 		done.Kind = boxconf.KindDone
 		if err := writeLine(sock, done); err != nil || done.Dirty != "" {
 			return 125
@@ -232,7 +233,7 @@ func takeFiles(oob []byte) ([]*os.File, error) {
 // whatever session, group or parent they moved to). ran reports whether
 // anything of the call ran, and so whether the box must be cleared
 // (clearCall) before the next.
-func serveCall(call boxconf.Call, files []*os.File, walls *boxconf.Walls) (done boxconf.CallDone, ran bool) {
+func serveCall(call boxconf.Call, files []*os.File, walls *boxconf.Walls, arrived time.Time) (done boxconf.CallDone, ran bool) {
 	defer func() {
 		for _, f := range files {
 			f.Close()
@@ -261,6 +262,8 @@ func serveCall(call boxconf.Call, files []*os.File, walls *boxconf.Walls) (done 
 		return done, false
 	}
 	done.Started = true
+	started := time.Now()
+	done.StartUS = started.Sub(arrived).Microseconds()
 	pid := proc.Pid
 	proc.Release() // reaped below with wait4, not through os.Process
 	for _, f := range files {
@@ -297,6 +300,7 @@ func serveCall(call boxconf.Call, files []*os.File, walls *boxconf.Walls) (done 
 		done.Exit = ws.ExitStatus()
 	}
 	endAll()
+	done.RunUS = time.Since(started).Microseconds()
 	done.WallTimeout = timedOut.Load()
 	return done, true
 }
