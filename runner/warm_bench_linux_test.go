@@ -12,7 +12,8 @@ import (
 // BenchmarkWarmTrue compares `/bin/true` in a warm box (Pool.Run: the
 // call's own plan, its fingerprint, the call in the running box) with a
 // fresh box per call (Run), alternating within one run so the host's load
-// weighs on both alike, with and without cgroup limits. It reports both
+// weighs on both alike, with and without cgroup limits, and with network
+// (the forwarder's listeners served for the call's egress proxy). It reports both
 // medians, their ratio, what of the warm call is its plan, and where a
 // warm call's time goes (warmPhases: plan, take, send, box, of it the
 // init's start and run, drain, and the rest), each a median.
@@ -24,10 +25,16 @@ func BenchmarkWarmTrue(b *testing.B) {
 	spec := sandbox.Spec{Workdir: b.TempDir(), Env: []string{"PATH=/usr/bin:/bin", "HOME=/home/box"}}
 	lim := spec
 	lim.Limits = sandbox.Limits{MemoryBytes: 2 << 30, CPU: 1, Pids: 512, Wall: time.Hour}
+	// With network: an egress proxy in this process, on loopback, whose
+	// own accept loop serves the box's listeners, as the kernel's does.
+	withNet := spec
+	px, ns := netProxy(b)
+	ns.Serve = px.ServeBox
+	withNet.Net = ns
 	for _, c := range []struct {
 		name string
 		spec sandbox.Spec
-	}{{"nolimits", spec}, {"limits", lim}} {
+	}{{"nolimits", spec}, {"limits", lim}, {"network", withNet}} {
 		b.Run(c.name, func(b *testing.B) {
 			p := NewPool(exe, 0)
 			defer p.Close()

@@ -41,9 +41,11 @@ import (
 //	                                    ├─ one being cleared: wait for it
 //	                                    └─ no:  start a box from this plan
 //
-// A call the warm path cannot take (tier 0, network, a box that needs
-// placeholders on the host for missing protected paths) runs cold, as Run
-// would run it.
+// A call the warm path cannot take (tier 0, a network whose proxy is not
+// in this process or is not tier 1's, a box that needs placeholders on the
+// host for missing protected paths) runs cold, as Run would run it. A warm
+// box with network serves each call's connections through that call's
+// proxy (warm_net_linux.go).
 
 // DefaultIdle is how long a warm box waits for its next call before it is
 // ended.
@@ -88,10 +90,10 @@ func NewPool(exe string, idle time.Duration) *Pool {
 	return &Pool{exe: exe, idle: idle, free: map[string][]*warmBox{}, clearing: map[string][]*warmBox{}, all: map[*warmBox]bool{}}
 }
 
-// Warm reports whether req would run in a warm box (tier 1 or 2, no
-// network).
+// Warm reports whether req would run in a warm box (tier 1 or 2; with
+// network, tier 1 with the egress proxy in this process).
 func Warm(req Request) bool {
-	return (req.Tier == sandbox.Tier1 || req.Tier == sandbox.Tier2) && req.Spec.Net == nil
+	return (req.Tier == sandbox.Tier1 || req.Tier == sandbox.Tier2) && (req.Spec.Net == nil || warmNetAllowed(req))
 }
 
 // Run runs req as Run does, in a warm box when it can (see Warm), and
@@ -108,6 +110,9 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	start := time.Now()
 	var ph warmPhases
+	// Beside the plan, as a cold run asks it: the call's proxy answers
+	// to its token, and says whether it serves models.
+	ping := startPing(req)
 	// A key plan: at tier 2 it makes no box directory (PlanWarmKey).
 	plan, err := sandbox.PlanWarmKey(req.Spec, req.Tier, p.exe)
 	if err != nil {
@@ -157,7 +162,7 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 		plan = nil // the box's own now
 	}
 	warm := wb.calls > 0
-	res, reuse, err := wb.call(ctx, req, start, &ph)
+	res, reuse, err := wb.call(ctx, req, ping, start, &ph)
 	if plan != nil {
 		// This call's own plan: what it holds for the host (placeholders,
 		// the repositories it saw) is released and checked now, as after
@@ -174,6 +179,7 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 		// of it is waited for.
 		p.retireNow(wb)
 	default:
+		wb.net.close()
 		p.retire(wb)
 	}
 	if p.trace != nil && warm {
@@ -250,7 +256,7 @@ func (p *Pool) takeIdle(fp string) (*warmBox, <-chan struct{}) {
 		if !wb.idleTimer.Stop() {
 			continue // its idle time ran out: the timer retires it
 		}
-		if wb.alive() && wb.intact() {
+		if wb.alive() && wb.intact() && wb.net.listening() {
 			return wb, nil
 		}
 		dead = append(dead, wb)
@@ -271,7 +277,11 @@ func (p *Pool) settle(wb *warmBox) {
 	p.clearing[wb.fp] = append(p.clearing[wb.fp], wb)
 	p.mu.Unlock()
 	go func() {
-		clear, err := wb.awaitClear()
+		var clear boxconf.BoxClear
+		err := wb.releaseNet()
+		if err == nil {
+			clear, err = wb.awaitClear()
+		}
 		idle := err == nil && clear.Dirty == ""
 		p.mu.Lock()
 		p.clearing[wb.fp] = without(p.clearing[wb.fp], wb)
@@ -313,6 +323,19 @@ func (p *Pool) settledAll() {
 	}
 }
 
+// releaseNet ends the last call's network, if the box has one, and tells
+// the init, which checks the namespace only then.
+func (wb *warmBox) releaseNet() error {
+	if wb.net == nil {
+		return nil
+	}
+	if err := wb.net.release(); err != nil {
+		return err
+	}
+	_, err := wb.ctlFile.Write([]byte{boxconf.NetReleased})
+	return err
+}
+
 // without returns list less wb.
 func without(list []*warmBox, wb *warmBox) []*warmBox {
 	for i, o := range list {
@@ -349,6 +372,7 @@ func (p *Pool) makeIdle(wb *warmBox) bool {
 func (p *Pool) retireNow(wb *warmBox) {
 	wb.endOnce.Do(func() {
 		wb.idleTimer.Stop()
+		wb.net.close() // the call's connections and proxy are let go at once
 		wb.ctlFile.Close()
 		wb.kill()
 	})
@@ -375,7 +399,13 @@ func (p *Pool) startBox(req Request, plan *sandbox.Box, fp string) (*warmBox, er
 	}
 	boxReq := Request{Argv: []string{"(warm box)"}, Spec: req.Spec, Tier: req.Tier}
 	boxReq.Spec.Limits.Wall = 0 // each call's own, enforced by the init
-	tr := warmRunner(plan)      // tier 1's or tier 2's start (warm_gvisor_linux.go)
+	if req.Spec.Net != nil {
+		// The box has network, but no call's proxy: its socket, token
+		// and accept loop are each call's own (warmBox.call), and the
+		// box, which outlives this call, keeps none of them.
+		boxReq.Spec.Net = &sandbox.NetSpec{}
+	}
+	tr := warmRunner(plan) // tier 1's or tier 2's start (warm_gvisor_linux.go)
 	r := newRun(p.exe, boxReq, plan, tr, startGroup(boxReq))
 	r.desc.Notes = append(r.desc.Notes, "warm box: the box was made once for calls of this confinement; each call ran in a session of its own, every process in the box was ended after it and /tmp, /var/tmp, /run, /dev, HOME and the POSIX message queues were brought back to their first state")
 	cmd, err := r.launch()
@@ -383,7 +413,15 @@ func (p *Pool) startBox(req Request, plan *sandbox.Box, fp string) (*warmBox, er
 		r.finish()
 		return nil, err
 	}
-	wb := &warmBox{r: r, cmd: cmd, fp: fp, ctlFile: plan.Control(), ctl: bufio.NewReaderSize(plan.Control(), 64<<10),
+	wn, err := takeWarmNet(plan, r.nsInit)
+	if err != nil {
+		r.killed.Store(true)
+		r.killAll(cmd)
+		r.wait(context.Background(), cmd)
+		r.finish()
+		return nil, err
+	}
+	wb := &warmBox{net: wn, r: r, cmd: cmd, fp: fp, ctlFile: plan.Control(), ctl: bufio.NewReaderSize(plan.Control(), 64<<10),
 		dir: plan.Dir(), dead: make(chan struct{}), seccomp: tr.readyReport(), desc: r.desc}
 	wb.desc.Notes = append([]string(nil), r.desc.Notes...)
 	// Unreadable, the box serves this call and no other (intact).
@@ -395,6 +433,7 @@ func (p *Pool) startBox(req Request, plan *sandbox.Box, fp string) (*warmBox, er
 	p.mu.Unlock()
 	go func() {
 		r.wait(context.Background(), cmd)
+		wb.net.close()
 		r.finish()
 		wb.mounts.close()
 		close(wb.dead)
@@ -414,6 +453,8 @@ type warmBox struct {
 	dead    chan struct{} // closed once nothing of the box is left
 	seccomp bool
 	desc    Description // as the box started; the run's own changes when it ends
+	// net is the box's network (warm_net_linux.go); nil: it has none.
+	net *warmNet
 	// mounts watches the box's mounts (watchMounts); nil when they could
 	// not be read.
 	mounts *mountWatch
@@ -467,21 +508,9 @@ type mountWatch struct {
 // and reads the ids of its mounts; the pidfd tells that the process opened
 // was that one.
 func watchMounts(pidfd int) (*mountWatch, error) {
-	if pidfd <= 0 {
-		return nil, errs.Unavailablef("run: no pidfd of the box's init")
-	}
-	info, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(pidfd))
+	pid, err := pidOf(pidfd)
 	if err != nil {
 		return nil, err
-	}
-	pid := 0
-	for _, l := range strings.Split(string(info), "\n") {
-		if v, ok := strings.CutPrefix(l, "Pid:"); ok {
-			pid, _ = strconv.Atoi(strings.TrimSpace(v))
-		}
-	}
-	if pid <= 0 {
-		return nil, errs.Unavailablef("run: the box's init has ended")
 	}
 	// Opened blocking, so that the file is not added to the runtime's
 	// epoll set: epoll polls the file when told of a change, and that
@@ -557,6 +586,7 @@ func (w *mountWatch) close() {
 func (wb *warmBox) end() {
 	wb.endOnce.Do(func() {
 		wb.idleTimer.Stop()
+		wb.net.close()
 		wb.ctlFile.Close()
 		select {
 		case <-wb.dead:
@@ -578,8 +608,11 @@ func (wb *warmBox) kill() {
 // call runs req in the box. reuse is false when the box must not serve
 // another call (it could not be cleared, the call was cancelled, the init
 // failed).
-func (wb *warmBox) call(ctx context.Context, req Request, start time.Time, ph *warmPhases) (res Result, reuse bool, err error) {
+func (wb *warmBox) call(ctx context.Context, req Request, ping pendingPing, start time.Time, ph *warmPhases) (res Result, reuse bool, err error) {
 	t0 := time.Now()
+	if (wb.net != nil) != (req.Spec.Net != nil) {
+		return res, false, errs.Unavailablef("run: a warm box's network is not the call's")
+	}
 	wb.calls++
 	desc := wb.desc
 	desc.Notes = append(append([]string(nil), desc.Notes...), fmt.Sprintf("warm box: call %d of this box", wb.calls))
@@ -596,6 +629,21 @@ func (wb *warmBox) call(ctx context.Context, req Request, start time.Time, ph *w
 	c := boxconf.Call{Argv: wb.r.box.CallArgv(req.Argv), Env: req.Spec.Env, Dir: wb.dir, WallMS: req.Spec.Limits.Wall.Milliseconds()}
 	if req.Spec.Limits.Wall > 0 && c.WallMS == 0 {
 		c.WallMS = 1
+	}
+	if wb.net != nil {
+		if ping == nil {
+			return res, false, errs.Unavailablef("run: the box's network was planned without a proxy to reach")
+		}
+		m := <-ping
+		if m.err != nil {
+			return res, false, errs.Wrap(errs.Unavailable, m.err, "run")
+		}
+		c.Models = m.models
+		// From now until the call's end, what the box's listeners
+		// accept is this call's, for its proxy.
+		if err := wb.net.begin(req.Spec.Net.Serve); err != nil {
+			return res, false, err
+		}
 	}
 	if err := sendCall(wb.ctlFile, c, ends.box()); err != nil {
 		return res, false, errs.Wrap(errs.Unavailable, err, "run: hand the call to the warm box")

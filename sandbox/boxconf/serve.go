@@ -11,10 +11,23 @@ package boxconf
 //	runner ◀──CallDone (one JSON line, kind "done") once every ── init
 //	          process in the box has ended: the call's output
 //	          pipes are closed, its Result is complete
+//	runner ──NetReleased (one byte), a box with network only: ──▶ init
+//	          every connection of the call is closed and the
+//	          listeners' queues are empty
 //	runner ◀──BoxClear (one JSON line, kind "clear") once the ─── init
 //	          init has put back its standing, checked the
 //	          network namespace and emptied the scratch
 //	          directories; only then may the next Call come
+//
+// A warm box with network (Walls.Listen set) makes the forwarder's two
+// loopback listeners once, before Ready, and hands them to the host over
+// Listen.FD as the exec step of a cold box does, without the host's byte
+// (whether the proxy serves models is each call's: Call.Models). The host
+// accepts on them only while a call runs, for that call's egress proxy;
+// between calls it accepts nothing and closes whatever is queued. The
+// init tells the listeners apart from anything a call left in the network
+// namespace by their socket inodes, and a box with anything else left, or
+// without both listeners, is dirty.
 //
 // Calls are one at a time: the runner returns a call's result at its
 // CallDone and makes the box idle again only at a BoxClear that says it is
@@ -57,7 +70,15 @@ type Call struct {
 	Dir string `json:"dir"`
 	// WallMS is the wall-clock limit in milliseconds; 0 is none.
 	WallMS int64 `json:"wall_ms,omitempty"`
+	// Models, in a box with network, says the call's egress proxy serves
+	// models: the model SDKs' variables are set to reach it.
+	Models bool `json:"models,omitempty"`
 }
+
+// NetReleased is the runner's byte, after a CallDone of a box with
+// network, saying every connection of the call is closed and nothing is
+// queued on the listeners.
+const NetReleased = 'r'
 
 // The kinds of the init's reports on a call, in the order they come.
 const (
