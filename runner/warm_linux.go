@@ -222,18 +222,31 @@ func (p *Pool) Boxes() int {
 	return len(p.all)
 }
 
+// clearWait bounds how long a call waits for a box of its fingerprint to
+// be cleared before it has a box made: clearing takes far less than making
+// a box, unless the last call left a great deal behind.
+const clearWait = time.Second
+
 // take returns an idle box of fingerprint fp, or nil. When none is idle
-// but one is being cleared, it waits for that one (clearing takes far less
-// than making a box) until ctx ends.
+// but one is being cleared, it waits for that one, until ctx ends or for
+// clearWait at most.
 func (p *Pool) take(ctx context.Context, fp string) *warmBox {
+	var late <-chan time.Time
 	for {
 		wb, wait := p.takeIdle(fp)
 		if wb != nil || wait == nil {
 			return wb
 		}
+		if late == nil {
+			t := time.NewTimer(clearWait)
+			defer t.Stop()
+			late = t.C
+		}
 		select {
 		case <-wait:
 		case <-ctx.Done():
+			return nil
+		case <-late:
 			return nil
 		}
 	}
