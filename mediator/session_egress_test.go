@@ -20,18 +20,7 @@ import (
 // (verdict, destination, rule) either way, and no record of one call is
 // another's.
 func TestSessionEgressConformance(t *testing.T) {
-	testsupport.Require(t, testsupport.Root, testsupport.Program("curl"))
-	if r := sandbox.Probe(); r.Tier() < sandbox.Tier1 {
-		testsupport.Missing(t, "tier 1 unavailable here: %s", r.Why)
-	}
-	srv := startCountingServer(t)
-	p, err := policy.Parse("test.yaml", []byte(fmt.Sprintf(`
-shell: {allow: [sh, curl, "true"]}
-net: {allow: ["127.0.0.1:%d"]}
-`, srv.port)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, p := loopbackEgress(t, `sh, curl, "true"`)
 	calls := []struct {
 		name, command, want string
 	}{
@@ -97,4 +86,21 @@ net: {allow: ["127.0.0.1:%d"]}
 			t.Errorf("%s: egress records %q, want some only for a call that connected", c.name, cold[i].recs)
 		}
 	}
+}
+
+// loopbackEgress is a loopback server counting its connections and a
+// policy that lets the shell programs named run and reach that server,
+// for tests of curl in a real tier-1 box with a network.
+func loopbackEgress(t *testing.T, shell string) (*countingServer, *policy.Policy) {
+	t.Helper()
+	testsupport.Require(t, testsupport.Root, testsupport.Program("curl"))
+	if r := sandbox.Probe(); r.Tier() < sandbox.Tier1 {
+		testsupport.Missing(t, "tier 1 unavailable here: %s", r.Why)
+	}
+	srv := startCountingServer(t)
+	p, err := policy.Parse("test.yaml", []byte(fmt.Sprintf("shell: {allow: [%s]}\nnet: {allow: [\"127.0.0.1:%d\"]}\n", shell, srv.port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, p
 }
