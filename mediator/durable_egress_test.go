@@ -52,18 +52,7 @@ func startCountingServer(t *testing.T) *countingServer {
 // fails, the connection is refused with the reason (not the cause) and the
 // server sees nothing.
 func TestEgressWaitsForDurable(t *testing.T) {
-	testsupport.Require(t, testsupport.Root, testsupport.Program("curl"))
-	if r := sandbox.Probe(); r.Tier() < sandbox.Tier1 {
-		testsupport.Missing(t, "tier 1 unavailable here: %s", r.Why)
-	}
-	srv := startCountingServer(t)
-	p, err := policy.Parse("test.yaml", []byte(fmt.Sprintf(`
-shell: {allow: [sh, curl]}
-net: {allow: ["127.0.0.1:%d"]}
-`, srv.port)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, p := loopbackEgress(t, "sh, curl")
 	w := policy.World{Workdir: t.TempDir(), Home: "/home/someone", PATH: strings.Split(BoxPATH, ":"), LookPath: exec.LookPath}
 	k, err := New(p, w, Options{Tier: sandbox.Tier1, Exe: testsupport.AirlockBin(t), Environ: []string{"PATH=" + BoxPATH}})
 	if err != nil {

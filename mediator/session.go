@@ -9,8 +9,9 @@ import (
 
 // Session is the warm boxes of one front-end session (an `mcp serve`
 // session): calls made with its context (Bind) that the runner can run
-// warm (tier 1 or 2, no network, no placeholders on the host) run in a box made
-// once for their confinement instead of a fresh one. Every call is still
+// warm (tier 1 or 2, no placeholders on the host; with network, tier 1,
+// each call's connections served by its own egress proxy) run in a box
+// made once for their confinement instead of a fresh one. Every call is still
 // decided, planned, recorded and fitted exactly as without a session; only
 // the start of the box changes. Close it when the session ends; its boxes
 // end then, after DefaultIdle without a call, and with airlock.

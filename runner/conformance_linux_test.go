@@ -111,6 +111,11 @@ func runIn(t *testing.T, tier sandbox.Tier, spec sandbox.Spec, stdin string, arg
 	return outcome{res, err, o.String(), e.String()}
 }
 
+// netOwnServe makes withNet's proxy accept on the box's listeners itself
+// (NetSpec.Serve), as the kernel's in-process proxy does: the shape a warm
+// box with network takes (TestWarmNetConformance).
+var netOwnServe = false
+
 // withNet gives spec a running egress proxy that refuses every
 // destination: enough to start the in-box init and its forwarder.
 func withNet(t *testing.T, tc tierCase, spec sandbox.Spec) sandbox.Spec {
@@ -118,13 +123,17 @@ func withNet(t *testing.T, tc tierCase, spec sandbox.Spec) sandbox.Spec {
 	if !tc.net {
 		return spec
 	}
-	_, spec.Net = netProxy(t)
+	var px *egress.Proxy
+	px, spec.Net = netProxy(t)
+	if netOwnServe {
+		spec.Net.Serve = px.ServeBox
+	}
 	return spec
 }
 
 // netProxy starts an egress proxy that refuses every destination, and
 // returns it with the NetSpec that reaches it through its socket.
-func netProxy(t *testing.T) (*egress.Proxy, *sandbox.NetSpec) {
+func netProxy(t testing.TB) (*egress.Proxy, *sandbox.NetSpec) {
 	t.Helper()
 	token, err := wire.NewToken()
 	if err != nil {

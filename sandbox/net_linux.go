@@ -22,9 +22,15 @@ import (
 // proxy's socket is not bound into it and the box holds no egress token:
 // its only way out is the two ports, which lead to the proxy as before.
 //
-// With airlock's init as PID 1 (a bubblewrap without --ro-bind-fd, a kernel
-// without Landlock, a warm box): the init runs the forwarder inside and
-// reaches the proxy through its socket, bound into the box.
+// A warm box (PlanWarm) has the same listeners, made once by its init as
+// the box begins and handed out the same way; the host serves each call's
+// connections through that call's egress proxy, so the box holds no token
+// and no proxy socket, and its plan names neither (one box serves calls
+// with different proxies).
+//
+// With airlock's init as PID 1 and no listeners (a bubblewrap without
+// --ro-bind-fd, a kernel without Landlock): the init runs the forwarder
+// inside and reaches the proxy through its socket, bound into the box.
 
 // netDirect reports whether a box with network can do without the init:
 // the exec step that hands out the listeners is started only where the
@@ -49,8 +55,9 @@ func (p *planner) planListen() error {
 	}
 	p.box.netHost = os.NewFile(uintptr(fds[0]), "egress-listen")
 	fd := p.file(os.NewFile(uintptr(fds[1]), "egress-listen-box"), true)
+	// A warm box's init hands them out once, traced by no call.
 	p.listen = &boxconf.Listen{FD: fd, HTTPPort: boxHTTPPort, SOCKSPort: boxSOCKSPort, Exe: boxInitPath, ConnectExe: boxConnPath,
-		Trace: starttrace.On()}
+		Trace: starttrace.On() && !p.warm}
 	return nil
 }
 
@@ -73,6 +80,7 @@ func (p *planner) linkConnect() {
 }
 
 // NetHost is airlock's end of the socket pair a box with network and no
-// init hands its forwarder's listeners out on (boxconf.Listen), for the
-// runner to serve; nil for every other box. The box closes it in Close.
+// init, or a warm box with network, hands its forwarder's listeners out on
+// (boxconf.Listen), for the runner to serve; nil for every other box. The
+// box closes it in Close.
 func (b *Box) NetHost() *os.File { return b.netHost }

@@ -847,7 +847,7 @@ func (p *planner) plan(exe string) error {
 	}
 
 	// The one way out.
-	if spec.Net != nil && p.direct {
+	if spec.Net != nil && (p.direct || p.warm) {
 		if err := p.planListen(); err != nil {
 			return err
 		}

@@ -29,15 +29,18 @@ var warmScratch = []string{"/tmp", "/var/tmp", "/run", "/dev", "/dev/mqueue"}
 // else the box is (its mounts, pinned inodes, placeholders, walls, filter)
 // is in its Fingerprint.
 //
-// A warm box has no network (the egress proxy's token belongs to one
-// call) and is tier 1 or 2 (gvisor_warm_linux.go); anything else is
-// errs.Unavailable, and the caller runs the call in a box of its own.
+// A warm box is tier 1 or 2 (gvisor_warm_linux.go); one with network is
+// tier 1 on a kernel with Landlock, and has the forwarder's listeners,
+// which its init hands to the host (NetHost) as it begins: the egress
+// proxy, its socket and token are each call's, never the box's, and are
+// not in the plan. Anything else is errs.Unavailable, and the caller runs
+// the call in a box of its own.
 func PlanWarm(spec Spec, tier Tier, exe string) (*Box, error) {
 	if tier != Tier1 && tier != Tier2 {
 		return nil, errs.Unavailablef("sandbox: a warm box is tier 1 or 2 (tier %s runs a box per call)", tier)
 	}
-	if spec.Net != nil {
-		return nil, errs.Unavailablef("sandbox: a warm box has no network (a box with the egress proxy is made per call)")
+	if spec.Net != nil && (tier != Tier1 || !netDirect()) {
+		return nil, errs.Unavailablef("sandbox: a warm box with network is tier 1 on a kernel with Landlock (this one is made per call)")
 	}
 	if err := validate(spec); err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -108,6 +109,41 @@ func (h *Host) receive() {
 	}
 	go h.f.serve(h.f.http, wire.ModeHTTPFD)
 	go h.f.serve(h.f.socks, wire.ModeSOCKSFD)
+}
+
+// TakeListeners reads the two listeners a warm box's init sends on sock as
+// the box begins (sandbox/boxconf.Listen, without the host's byte: each
+// call's proxy says whether it serves models), each checked as
+// ServeHost's are, within timeout, with the mode each serves
+// (egress.Proxy.ServeBox's). The caller serves them; sock stays the
+// caller's.
+func TakeListeners(sock *os.File, timeout time.Duration) (lns [2]*net.TCPListener, modes [2]string, err error) {
+	modes = [2]string{wire.ModeHTTP, wire.ModeSOCKS}
+	c, err := net.FileConn(sock)
+	if err != nil {
+		return lns, modes, fmt.Errorf("egress forwarder: the box's listener socket: %w", err)
+	}
+	defer c.Close()
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return lns, modes, errors.New("egress forwarder: the box's listener socket is not a Unix socket")
+	}
+	uc.SetReadDeadline(time.Now().Add(timeout))
+	h := &Host{conn: uc}
+	got, err := h.take()
+	if err != nil {
+		return lns, modes, fmt.Errorf("egress forwarder: no listeners from the box: %w", err)
+	}
+	for i, ln := range got {
+		tl, ok := ln.(*net.TCPListener)
+		if !ok {
+			got[0].Close()
+			got[1].Close()
+			return [2]*net.TCPListener{}, modes, errors.New("egress forwarder: a handed-out listener is not TCP")
+		}
+		lns[i] = tl
+	}
+	return lns, modes, nil
 }
 
 func (h *Host) isClosed() bool {

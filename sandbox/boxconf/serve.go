@@ -8,14 +8,33 @@ package boxconf
 //	runner ◀──Ready (one JSON line)──────────────────────────── init
 //	runner ──Call: 4-byte big-endian length, JSON; with it, ──▶ init
 //	         SCM_RIGHTS: the call's stdin, stdout, stderr
-//	runner ◀──CallDone (one JSON line) once every process of ── init
-//	          the call has ended; the init then empties the
-//	          box's scratch directories before it reads the next Call
+//	runner ◀──CallDone (one JSON line, kind "done") once every ── init
+//	          process in the box has ended: the call's output
+//	          pipes are closed, its Result is complete
+//	runner ──NetReleased (one byte), a box with network only: ──▶ init
+//	          every connection of the call is closed and the
+//	          listeners' queues are empty
+//	runner ◀──BoxClear (one JSON line, kind "clear") once the ─── init
+//	          init has put back its standing, checked the
+//	          network namespace and emptied the scratch
+//	          directories; only then may the next Call come
 //
-// Calls are one at a time. The socket is marked close-on-exec and is never
-// among a call's descriptors; the init is not dumpable, so no call reaches
-// it through /proc/1/fd either. A scratch directory that cannot be emptied
-// is reported (CallDone.Dirty) and the runner retires the box.
+// A warm box with network (Walls.Listen set) makes the forwarder's two
+// loopback listeners once, before Ready, and hands them to the host over
+// Listen.FD as the exec step of a cold box does, without the host's byte
+// (whether the proxy serves models is each call's: Call.Models). The host
+// accepts on them only while a call runs, for that call's egress proxy;
+// between calls it accepts nothing and closes whatever is queued. The
+// init tells the listeners apart from anything a call left in the network
+// namespace by their socket inodes, and a box with anything else left, or
+// without both listeners, is dirty.
+//
+// Calls are one at a time: the runner returns a call's result at its
+// CallDone and makes the box idle again only at a BoxClear that says it is
+// clear. A line of another kind than the one due, a BoxClear that is dirty,
+// or none at all, retires the box. The socket is marked close-on-exec and
+// is never among a call's descriptors; the init is not dumpable, so no call
+// reaches it through /proc/1/fd either.
 
 // Flags of the serving mode on the init's command line, after FlagConfig
 // and FlagStatus.
@@ -51,10 +70,26 @@ type Call struct {
 	Dir string `json:"dir"`
 	// WallMS is the wall-clock limit in milliseconds; 0 is none.
 	WallMS int64 `json:"wall_ms,omitempty"`
+	// Models, in a box with network, says the call's egress proxy serves
+	// models: the model SDKs' variables are set to reach it.
+	Models bool `json:"models,omitempty"`
 }
+
+// NetReleased is the runner's byte, after a CallDone of a box with
+// network, saying every connection of the call is closed and nothing is
+// queued on the listeners.
+const NetReleased = 'r'
+
+// The kinds of the init's reports on a call, in the order they come.
+const (
+	KindDone  = "done"
+	KindClear = "clear"
+)
 
 // CallDone is how a call ended.
 type CallDone struct {
+	// Kind is KindDone.
+	Kind string `json:"kind"`
 	// Started is set when the command was started.
 	Started bool `json:"started"`
 	Exit    int  `json:"exit"`
@@ -67,7 +102,23 @@ type CallDone struct {
 	NotFound bool `json:"not_found,omitempty"`
 	// Refused marks the exec wall's refusal of the command itself (126).
 	Refused bool `json:"refused,omitempty"`
-	// Dirty says what of the call could not be cleared away: the box
-	// must not serve another call.
+	// Dirty says why the call's end could not be learned (waiting for
+	// it failed): the box must not serve another call, and no BoxClear
+	// follows.
+	Dirty string `json:"dirty,omitempty"`
+	// StartUS is how long, in microseconds, the init took from the
+	// call's arrival to its process's start (look-up, fork, exec); RunUS
+	// from then until every process in the box had ended. They tell where
+	// a warm call's time goes; nothing is decided by them.
+	StartUS int64 `json:"start_us,omitempty"`
+	RunUS   int64 `json:"run_us,omitempty"`
+}
+
+// BoxClear is the init's second report on a call: the box is brought back
+// to its first state, or Dirty says what of the call could not be cleared
+// away and the box must not serve another call.
+type BoxClear struct {
+	// Kind is KindClear.
+	Kind  string `json:"kind"`
 	Dirty string `json:"dirty,omitempty"`
 }

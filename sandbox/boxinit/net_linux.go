@@ -32,31 +32,46 @@ func handOutListeners(l *boxconf.Listen) (env []string, err error) {
 	if err != nil || n != 1 || (b[0] != boxconf.ListenModels && b[0] != boxconf.ListenPlain) {
 		return nil, fmt.Errorf("egress listeners: no word from airlock on descriptor %d (%d bytes, %v)", l.FD, n, err)
 	}
-	var fds []int
-	defer func() {
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
-	}()
-	for _, port := range []int{l.HTTPPort, l.SOCKSPort} {
-		fd, err := loopbackListener(port)
-		if err != nil {
-			return nil, err
-		}
-		fds = append(fds, fd)
-	}
-	words := "http socks"
-	if l.Trace {
-		words += " " + strconv.FormatInt(began, 10) + " " + strconv.FormatInt(monotonic(), 10)
-	}
-	if err := unix.Sendmsg(l.FD, []byte(words), unix.UnixRights(fds...), nil, 0); err != nil {
-		return nil, fmt.Errorf("egress listeners: hand them to airlock: %v", err)
+	if _, err := sendListeners(l, began); err != nil {
+		return nil, err
 	}
 	env = forward.Env(l.HTTPPort, l.SOCKSPort, l.Exe, l.ConnectExe)
 	if b[0] == boxconf.ListenModels {
 		env = append(env, forward.ModelEnv(l.HTTPPort)...)
 	}
 	return env, nil
+}
+
+// sendListeners makes the two loopback listeners, sends both to the host
+// over l.FD and closes its own copies; it returns their socket inodes,
+// which name them in /proc/net/tcp.
+func sendListeners(l *boxconf.Listen, began int64) (inodes [2]uint64, err error) {
+	var fds []int
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	for i, port := range []int{l.HTTPPort, l.SOCKSPort} {
+		fd, err := loopbackListener(port)
+		if err != nil {
+			return inodes, err
+		}
+		fds = append(fds, fd)
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return inodes, fmt.Errorf("egress listeners: fstat: %v", err)
+		}
+		inodes[i] = st.Ino
+	}
+	words := "http socks"
+	if l.Trace {
+		words += " " + strconv.FormatInt(began, 10) + " " + strconv.FormatInt(monotonic(), 10)
+	}
+	if err := unix.Sendmsg(l.FD, []byte(words), unix.UnixRights(fds...), nil, 0); err != nil {
+		return inodes, fmt.Errorf("egress listeners: hand them to airlock: %v", err)
+	}
+	return inodes, nil
 }
 
 // loopbackListener is a TCP socket listening on 127.0.0.1:port, closed on

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlock-run/airlock/egress/forward"
 	"github.com/airlock-run/airlock/sandbox/boxconf"
 	"github.com/airlock-run/airlock/sandbox/lookpath"
 )
@@ -66,7 +67,7 @@ func serveMain(a serveArgs) int {
 		defer st.Close()
 	}
 	sock := os.NewFile(uintptr(a.sock), "control")
-	ready, walls, roots, first, err := serveSetup(a.cfg, a.scratch)
+	ready, box, err := serveSetup(a.cfg, a.scratch)
 	if err != nil {
 		ready.Error = err.Error()
 	}
@@ -87,6 +88,7 @@ func serveMain(a serveArgs) int {
 	}()
 	for {
 		call, files, err := readCall(sock)
+		arrived := time.Now()
 		if err == io.EOF {
 			return 0
 		}
@@ -94,52 +96,126 @@ func serveMain(a serveArgs) int {
 			fmt.Fprintf(os.Stderr, "airlock: box: serve: %v\n", err)
 			return 125
 		}
-		done := serveCall(call, files, walls, roots, first)
+		done, ran := serveCall(call, files, box, arrived)
+		done.Kind = boxconf.KindDone
 		if err := writeLine(sock, done); err != nil || done.Dirty != "" {
 			return 125
 		}
+		// The call's result is with the runner; the box is cleared while
+		// it reads it, and takes no call before it has said so.
+		clear := boxconf.BoxClear{Kind: boxconf.KindClear}
+		if box.net != nil {
+			// The runner closes the call's connections and empties the
+			// listeners' queues first: only then does the network
+			// namespace hold what the call left and nothing of the
+			// runner's.
+			if err := awaitRelease(sock); err != nil {
+				clear.Dirty = err.Error()
+			}
+		}
+		if ran && clear.Dirty == "" {
+			clear.Dirty = clearCall(box)
+		} else if clear.Dirty == "" && box.net != nil {
+			clear.Dirty = errString(netLeft(box.net))
+		}
+		if err := writeLine(sock, clear); err != nil || clear.Dirty != "" {
+			return 125
+		}
 	}
+}
+
+// serveBox is what the init of a warm box keeps for its calls.
+type serveBox struct {
+	walls *boxconf.Walls
+	roots []*scratchRoot // the scratch directories' first state
+	first standing       // the walled thread's, as the box began
+	net   *boxNet        // nil: the box has no network
+}
+
+// boxNet is a warm box's network: the forwarder's listeners, which the
+// host holds, known by their socket inodes.
+type boxNet struct {
+	listen *boxconf.Listen
+	inodes [2]uint64
+	env    []string // what points a call's programs at the listeners
 }
 
 // serveSetup reads the configuration and puts the box's standing on this
 // thread, which stays locked to the calling goroutine for the init's life:
 // every call is forked from it and inherits no_new_privs, the walls and the
 // filter; the filter (TSYNC) covers every other thread of the init too.
-func serveSetup(cfgFD int, scratch []string) (boxconf.Ready, *boxconf.Walls, []*scratchRoot, standing, error) {
+func serveSetup(cfgFD int, scratch []string) (boxconf.Ready, serveBox, error) {
 	var ready boxconf.Ready
-	var first standing
+	var box serveBox
 	// Not dumpable: a call, running as the same user, cannot open
 	// /proc/1/fd (the control socket), /proc/1/mem or /proc/1/environ.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		return ready, nil, nil, first, fmt.Errorf("prctl(PR_SET_DUMPABLE): %v", err)
+		return ready, box, fmt.Errorf("prctl(PR_SET_DUMPABLE): %v", err)
 	}
 	cfg, err := readConfig(cfgFD)
 	if err != nil {
-		return ready, nil, nil, first, err
+		return ready, box, err
 	}
 	if cfg.Net != nil {
-		// The forwarder's token and placeholders belong to one call's
-		// egress proxy; such boxes are made per call.
-		return ready, nil, nil, first, errors.New("a warm box has no network")
+		// The in-box forwarder's token belongs to one call's egress
+		// proxy: a warm box's network is its listeners (Walls.Listen).
+		return ready, box, errors.New("a warm box runs no forwarder of its own")
 	}
 	if err := closeRangeExec(); err != nil {
-		return ready, nil, nil, first, fmt.Errorf("close inherited descriptors: %v", err)
+		return ready, box, fmt.Errorf("close inherited descriptors: %v", err)
+	}
+	if cfg.Walls != nil && cfg.Walls.Listen != nil {
+		// Before the walls and the filter, as the exec step does; the
+		// host holds them from now on, the box none.
+		l := cfg.Walls.Listen
+		inodes, err := sendListeners(l, 0)
+		unix.Close(l.FD)
+		if err != nil {
+			return ready, box, err
+		}
+		box.net = &boxNet{listen: l, inodes: inodes, env: forward.Env(l.HTTPPort, l.SOCKSPort, l.Exe, l.ConnectExe)}
 	}
 	// The first state of the scratch, before any call ran.
-	roots, err := snapshotScratch(scratch)
-	if err != nil {
-		return ready, nil, nil, first, err
+	if box.roots, err = snapshotScratch(scratch); err != nil {
+		return ready, box, err
 	}
 	if ready.Seccomp, err = takeStanding(cfg); err != nil {
-		return ready, nil, nil, first, err
+		return ready, box, err
 	}
 	// What calls inherit from this thread, as the box began
 	// (inherit_linux.go): put back after every call.
-	if first, err = readStanding(); err != nil {
-		return ready, nil, nil, first, err
+	if box.first, err = readStanding(); err != nil {
+		return ready, box, err
+	}
+	box.walls = cfg.Walls
+	if box.net != nil {
+		// The box's network as it began: the two listeners and nothing
+		// else, or the box serves no call.
+		if err := netLeft(box.net); err != nil {
+			return ready, box, err
+		}
 	}
 	ready.Ready = true
-	return ready, cfg.Walls, roots, first, nil
+	return ready, box, nil
+}
+
+// awaitRelease reads the runner's byte saying the call's connections are
+// closed (boxconf.NetReleased); anything else, or none, leaves the box
+// dirty.
+func awaitRelease(sock *os.File) error {
+	var b [1]byte
+	n, err := sock.Read(b[:])
+	if err != nil || n != 1 || b[0] != boxconf.NetReleased {
+		return fmt.Errorf("network: no release from the runner (%d bytes, %v)", n, err)
+	}
+	return nil
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 func writeLine(w io.Writer, v any) error {
@@ -219,9 +295,11 @@ func takeFiles(oob []byte) ([]*os.File, error) {
 // serveCall runs one call to its end: started from the walled thread in a
 // session of its own, reaped with every orphan until it exits, then every
 // other process in the box killed (kill(-1) from PID 1 reaches all of them,
-// whatever session, group or parent they moved to) and the scratch emptied.
-func serveCall(call boxconf.Call, files []*os.File, walls *boxconf.Walls, roots []*scratchRoot, first standing) boxconf.CallDone {
-	var done boxconf.CallDone
+// whatever session, group or parent they moved to). ran reports whether
+// anything of the call ran, and so whether the box must be cleared
+// (clearCall) before the next.
+func serveCall(call boxconf.Call, files []*os.File, box serveBox, arrived time.Time) (done boxconf.CallDone, ran bool) {
+	walls := box.walls
 	defer func() {
 		for _, f := range files {
 			f.Close()
@@ -231,10 +309,17 @@ func serveCall(call boxconf.Call, files []*os.File, walls *boxconf.Walls, roots 
 	if lookpath.EnvValue(env, "PWD") == "" {
 		env = append(env, "PWD="+call.Dir)
 	}
+	if n := box.net; n != nil {
+		// As the exec step of a cold box adds them (handOutListeners).
+		env = append(env, n.env...)
+		if call.Models {
+			env = append(env, forward.ModelEnv(n.listen.HTTPPort)...)
+		}
+	}
 	path, err := lookpath.LookPath(call.Argv[0], lookpath.EnvValue(env, "PATH"), call.Dir)
 	if err != nil {
 		done.Error, done.NotFound = fmt.Sprintf("%v inside the box", err), true
-		return done
+		return done, false
 	}
 	proc, err := os.StartProcess(path, call.Argv, &os.ProcAttr{
 		Dir: call.Dir, Env: env, Files: files,
@@ -243,13 +328,15 @@ func serveCall(call boxconf.Call, files []*os.File, walls *boxconf.Walls, roots 
 	if err != nil && walls != nil && walls.Exec != nil && errors.Is(err, unix.EACCES) {
 		fmt.Fprintln(files[2], refusedExec(call.Argv[0]))
 		done.Exit, done.Refused = 126, true
-		return done
+		return done, false
 	}
 	if err != nil {
 		done.Error = fmt.Sprintf("start %s: %v", call.Argv[0], err)
-		return done
+		return done, false
 	}
 	done.Started = true
+	started := time.Now()
+	done.StartUS = started.Sub(arrived).Microseconds()
 	pid := proc.Pid
 	proc.Release() // reaped below with wait4, not through os.Process
 	for _, f := range files {
@@ -278,7 +365,7 @@ func serveCall(call boxconf.Call, files []*os.File, walls *boxconf.Walls, roots 
 	ws, err := reapUntil(pid)
 	if err != nil {
 		done.Dirty = fmt.Sprintf("wait: %v", err)
-		return done
+		return done, true
 	}
 	if ws.Signaled() {
 		done.Signal = int(ws.Signal())
@@ -286,19 +373,27 @@ func serveCall(call boxconf.Call, files []*os.File, walls *boxconf.Walls, roots 
 		done.Exit = ws.ExitStatus()
 	}
 	endAll()
+	done.RunUS = time.Since(started).Microseconds()
 	done.WallTimeout = timedOut.Load()
+	return done, true
+}
+
+// clearCall brings the box back to its first state after a call whose
+// processes have all ended, and says what could not be ("" when nothing).
+// It runs on the walled thread (the init's main goroutine, locked to it).
+func clearCall(box serveBox) string {
 	// On this thread, the one the next call is forked from: what a call
 	// changed of it from outside (limits, priorities, affinity).
-	standingErr := errors.Join(restoreStanding(first), netLeft())
+	standingErr := errors.Join(restoreStanding(box.first), netLeft(box.net))
 	// Off this thread: the walls on it would refuse writes to what the
 	// call may not write but its scratch must still be emptied of.
 	clean := make(chan string, 1)
-	go func() { clean <- clearBox(roots) }()
-	done.Dirty = <-clean
+	go func() { clean <- clearBox(box.roots) }()
+	dirty := <-clean
 	if standingErr != nil {
-		done.Dirty = strings.TrimPrefix(done.Dirty+"; "+standingErr.Error(), "; ")
+		dirty = strings.TrimPrefix(dirty+"; "+standingErr.Error(), "; ")
 	}
-	return done
+	return dirty
 }
 
 // reapUntil reaps every child until pid has exited, and returns how it
@@ -341,11 +436,15 @@ func endAll() {
 var netFiles = []string{"/proc/net/tcp", "/proc/net/tcp6", "/proc/net/unix"}
 
 // netLeft fails when, with every process of the call ended, the box's
-// network namespace still holds a socket: a port a call left taken would
-// tell the next call something, and nothing but time clears it, so the
-// box is retired.
-func netLeft() error {
+// network namespace holds a socket but the box's own listeners (n; nil
+// when the box has none), or lacks one of them: a port a call left taken
+// would tell the next call something, and nothing but time clears it, so
+// the box is retired. The listeners are known by their socket inodes, not
+// their ports: a call's own socket on a listener's port, left once the
+// listener is gone, is another inode.
+func netLeft(n *boxNet) error {
 	var left []string
+	seen := 0
 	for _, f := range netFiles {
 		data, err := os.ReadFile(f)
 		if errors.Is(err, os.ErrNotExist) {
@@ -354,14 +453,57 @@ func netLeft() error {
 		if err != nil {
 			return fmt.Errorf("network: %v", err)
 		}
-		if n := strings.Count(strings.TrimSpace(string(data)), "\n"); n > 0 {
-			left = append(left, fmt.Sprintf("%d in %s", n, f))
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")[1:]
+		others := 0
+		for _, l := range lines {
+			if f == "/proc/net/tcp" && n.isListener(l) {
+				seen++
+				continue
+			}
+			others++
+		}
+		if others > 0 {
+			left = append(left, fmt.Sprintf("%d in %s", others, f))
 		}
 	}
 	if len(left) > 0 {
 		return fmt.Errorf("network: sockets outlived the call (%s)", strings.Join(left, ", "))
 	}
+	if n != nil && seen != len(n.inodes) {
+		return fmt.Errorf("network: %d of the box's %d listeners are left", seen, len(n.inodes))
+	}
 	return nil
+}
+
+// loopbackHex is 127.0.0.1 as /proc/net/tcp prints it: the address's four
+// bytes read as one integer in the machine's byte order.
+var loopbackHex = fmt.Sprintf("%08X", binary.NativeEndian.Uint32([]byte{127, 0, 0, 1}))
+
+// isListener reports whether l, a line of /proc/net/tcp, is one of the
+// box's listeners: its inode, listening (state 0A), on 127.0.0.1 at the
+// listener's port.
+func (n *boxNet) isListener(l string) bool {
+	if n == nil {
+		return false
+	}
+	f := strings.Fields(l)
+	if len(f) < 10 || f[3] != "0A" {
+		return false
+	}
+	ino, err := strconv.ParseUint(f[9], 10, 64)
+	if err != nil || ino == 0 {
+		return false
+	}
+	for i, want := range n.inodes {
+		port := n.listen.HTTPPort
+		if i == 1 {
+			port = n.listen.SOCKSPort
+		}
+		if ino == want && f[1] == loopbackHex+fmt.Sprintf(":%04X", port) {
+			return true
+		}
+	}
+	return false
 }
 
 // clearIPC removes every System V shared memory segment, message queue and
