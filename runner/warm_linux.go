@@ -222,17 +222,32 @@ func (p *Pool) Boxes() int {
 	return len(p.all)
 }
 
+// clearWait bounds how long a call waits for a box of its kind that is
+// being cleared: a few times what starting a new box costs. The last call
+// decides how long its box takes to clear (a scratch directory it filled
+// with files takes seconds, up to clearTimeout), so an unbounded wait
+// would let one call delay the next by as much as it likes.
+const clearWait = time.Second
+
 // take returns an idle box of fingerprint fp, or nil. When none is idle
-// but one is being cleared, it waits for that one (clearing takes far less
-// than making a box) until ctx ends.
+// but one is being cleared, it waits for that one (clearing usually takes
+// far less than making a box) until ctx ends or clearWait has passed.
 func (p *Pool) take(ctx context.Context, fp string) *warmBox {
+	var late <-chan time.Time
 	for {
 		wb, wait := p.takeIdle(fp)
 		if wb != nil || wait == nil {
 			return wb
 		}
+		if late == nil {
+			t := time.NewTimer(clearWait)
+			defer t.Stop()
+			late = t.C
+		}
 		select {
 		case <-wait:
+		case <-late:
+			return nil
 		case <-ctx.Done():
 			return nil
 		}
