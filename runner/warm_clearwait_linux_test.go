@@ -1,9 +1,14 @@
 package runner
 
 import (
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/airlock-run/airlock/sandbox"
 )
 
 // fillScratch is a Python program that leaves 500 000 empty files in
@@ -54,5 +59,36 @@ func TestWarmSlowClearBounded(t *testing.T) {
 	if took > bound {
 		t.Errorf("the next call took %v while the last call's box was cleared (in %v), want at most %v: it waited for that box without a bound (notes %q)",
 			took, cleared, bound, o.res.Description.Notes)
+	}
+}
+
+// TestWarmIdleBounded: calls whose confinement differs each time (here a
+// bind of the call's own at the egress CA bundle's place, as every call
+// whose policy has secrets or request rules has) each start a box that no
+// later call can use; the pool keeps at most maxIdleTotal of them idle,
+// not one per call for its idle time. Unbounded, each call left a box.
+func TestWarmIdleBounded(t *testing.T) {
+	requireTier1(t)
+	p := warmPool(t)
+	spec := baseSpec(t)
+	calls := maxIdleTotal + 4
+	for i := 0; i < calls; i++ {
+		bundle := filepath.Join(t.TempDir(), "ca.pem")
+		if err := os.WriteFile(bundle, []byte("the CA of call "+strconv.Itoa(i)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s := spec
+		s.Binds = []sandbox.Bind{{Src: bundle, Dst: "/run/airlock-egress/ca.pem"}}
+		o := mustWarm(t, p, netSpecWith(s, newCallProxy(t, false)), "cat", "/run/airlock-egress/ca.pem")
+		if want := "the CA of call " + strconv.Itoa(i); strings.TrimSpace(o.stdout) != want {
+			t.Fatalf("call %d read %q at the bundle's place, want %q", i, o.stdout, want)
+		}
+		if !strings.Contains(lastNote(o), "call 1 of") {
+			t.Fatalf("call %d ran in a box of another call's bind (notes %q), so this test shows nothing", i, o.res.Description.Notes)
+		}
+	}
+	p.settledAll()
+	if n := p.Boxes(); n > maxIdleTotal {
+		t.Errorf("after %d calls of different confinements the pool holds %d boxes, want at most %d", calls, n, maxIdleTotal)
 	}
 }
