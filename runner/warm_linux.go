@@ -55,6 +55,13 @@ const DefaultIdle = 5 * time.Minute
 // while calls run side by side).
 const maxIdleBoxes = 2
 
+// maxIdleTotal bounds the idle boxes of a pool, whatever their kinds:
+// calls whose confinement differs each time (another working directory, a
+// bind of the call's own such as its egress proxy's CA bundle) would
+// otherwise leave a box each, idle for the pool's idle time, and a call
+// could make as many as it likes. Past it the box idle longest is ended.
+const maxIdleTotal = 8
+
 // readyTimeout bounds the wait for a new box's init to report.
 const readyTimeout = 30 * time.Second
 
@@ -222,14 +229,16 @@ func (p *Pool) Boxes() int {
 	return len(p.all)
 }
 
-// clearWait bounds how long a call waits for a box of its fingerprint to
-// be cleared before it has a box made: clearing takes far less than making
-// a box, unless the last call left a great deal behind.
+// clearWait bounds how long a call waits for a box of its kind that is
+// being cleared: a few times what starting a new box costs. The last call
+// decides how long its box takes to clear (a scratch directory it filled
+// with files takes seconds, up to clearTimeout), so an unbounded wait
+// would let one call delay the next by as much as it likes.
 const clearWait = time.Second
 
 // take returns an idle box of fingerprint fp, or nil. When none is idle
-// but one is being cleared, it waits for that one, until ctx ends or for
-// clearWait at most.
+// but one is being cleared, it waits for that one (clearing usually takes
+// far less than making a box) until ctx ends or clearWait has passed.
 func (p *Pool) take(ctx context.Context, fp string) *warmBox {
 	var late <-chan time.Time
 	for {
@@ -244,9 +253,9 @@ func (p *Pool) take(ctx context.Context, fp string) *warmBox {
 		}
 		select {
 		case <-wait:
-		case <-ctx.Done():
-			return nil
 		case <-late:
+			return nil
+		case <-ctx.Done():
 			return nil
 		}
 	}
@@ -307,8 +316,12 @@ func (p *Pool) settle(wb *warmBox) {
 		if !idle {
 			delete(p.all, wb) // forgotten before it is settled; ended below
 		}
+		over := p.trimIdle()
 		p.mu.Unlock()
 		close(wb.settled)
+		for _, o := range over {
+			o.end()
+		}
 		switch {
 		case idle:
 		case err != nil:
@@ -364,9 +377,13 @@ func without(list []*warmBox, wb *warmBox) []*warmBox {
 func (p *Pool) put(wb *warmBox) {
 	p.mu.Lock()
 	idle := p.makeIdle(wb)
+	over := p.trimIdle()
 	p.mu.Unlock()
 	if !idle {
 		p.retire(wb)
+	}
+	for _, o := range over {
+		o.end()
 	}
 }
 
@@ -378,7 +395,36 @@ func (p *Pool) makeIdle(wb *warmBox) bool {
 	}
 	p.free[wb.fp] = append(p.free[wb.fp], wb)
 	wb.idleTimer.Reset(p.idle)
+	wb.idleSince = time.Now()
 	return true
+}
+
+// trimIdle forgets the boxes idle longest while more than maxIdleTotal are
+// idle, and returns them for the caller to end once p.mu is released;
+// p.mu is held.
+func (p *Pool) trimIdle() []*warmBox {
+	n := 0
+	for _, list := range p.free {
+		n += len(list)
+	}
+	var over []*warmBox
+	for ; n > maxIdleTotal; n-- {
+		var oldest *warmBox
+		for _, list := range p.free {
+			for _, wb := range list {
+				if oldest == nil || wb.idleSince.Before(oldest.idleSince) {
+					oldest = wb
+				}
+			}
+		}
+		p.free[oldest.fp] = without(p.free[oldest.fp], oldest)
+		if len(p.free[oldest.fp]) == 0 {
+			delete(p.free, oldest.fp)
+		}
+		delete(p.all, oldest)
+		over = append(over, oldest)
+	}
+	return over
 }
 
 // retireNow kills wb at once and forgets it.
@@ -475,6 +521,8 @@ type warmBox struct {
 	// settled is closed once the init has reported the last call's box
 	// clear (or the box was retired); made anew for each call.
 	settled chan struct{}
+	// idleSince is when the box was last made idle (p.mu).
+	idleSince time.Time
 	// idleTimer ends the box when it has waited too long for a call;
 	// stopped while a call runs.
 	idleTimer *time.Timer
