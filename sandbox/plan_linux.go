@@ -9,9 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -702,12 +704,41 @@ func (p *planner) filterCode() ([]byte, error) {
 		return p.code, nil
 	}
 	defer starttrace.Begin("seccomp-compile")()
-	prog, err := seccomp.Program(runtime.GOARCH, p.filterOptions())
+	code, err := compiledFilter(p.filterOptions())
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "sandbox: seccomp filter")
 	}
-	p.code = seccomp.Encode(prog)
+	p.code = code
 	return p.code, nil
+}
+
+// filters are the seccomp filters this process compiled, by their
+// options: a filter is a function of this build and its options alone
+// (seccomp.Program reads nothing of the host), so a warm pool's calls
+// and a kernel's boxes compile each once.
+var filters struct {
+	sync.Mutex
+	code map[seccomp.Options][]byte
+}
+
+// compiledFilter is the encoded filter of opts for this architecture,
+// each box its own copy.
+func compiledFilter(opts seccomp.Options) ([]byte, error) {
+	filters.Lock()
+	defer filters.Unlock()
+	code, ok := filters.code[opts]
+	if !ok {
+		prog, err := seccomp.Program(runtime.GOARCH, opts)
+		if err != nil {
+			return nil, err
+		}
+		code = seccomp.Encode(prog)
+		if filters.code == nil {
+			filters.code = map[seccomp.Options][]byte{}
+		}
+		filters.code[opts] = code
+	}
+	return slices.Clone(code), nil
 }
 
 // directEnv sets env for a box without an init whose command bubblewrap
