@@ -235,7 +235,7 @@ func noView(format string, a ...any) error { return &errNoView{fmt.Sprintf(forma
 
 // etcView binds the box's whole /etc, sources and generated files, as one
 // view from the cache, or returns why it cannot (nothing bound then).
-func (p *planner) etcView(srcs []etcSource, gens []etcGen) error {
+func (p *planner) etcView(etcDir *pinned, srcs []etcSource, gens []etcGen) error {
 	defer starttrace.Begin("etc-view")()
 	// The kernel's own list (Spec.Caches): another kernel of this
 	// process may let its boxes write elsewhere.
@@ -265,7 +265,10 @@ func (p *planner) etcView(srcs []etcSource, gens []etcGen) error {
 	lock, st, err := openView(base, key, srcs, opts)
 	if err != nil {
 		endBuild := starttrace.Begin("etc-view-build")
-		lock, st, name, err = buildView(base, key, recPath, srcs, gens, uid, gid, opts)
+		// The copies are read through descriptors of the sources.
+		if err = openEtcSources(etcDir, srcs, p.writable); err == nil {
+			lock, st, name, err = buildView(base, key, recPath, srcs, gens, uid, gid, opts)
+		}
 		endBuild()
 		if err != nil {
 			return err
@@ -334,7 +337,13 @@ func openView(base *os.File, key string, srcs []etcSource, opts privfile.Options
 			return true
 		}
 		s := &srcs[src]
-		if !stampHolds(int(s.pn.f.Fd()), &s.st, rel, id) {
+		// A source only stat (etcFileAt) is a regular file: it has no
+		// stamp beneath it, and none can hold for it (no descriptor).
+		fd := -1
+		if s.pn.f != nil {
+			fd = int(s.pn.f.Fd())
+		}
+		if (fd < 0 && rel != "") || !stampHolds(fd, &s.st, rel, id) {
 			changed = src
 			return false
 		}
