@@ -1,0 +1,38 @@
+package wiring
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/airlock-run/airlock/internal/testsupport"
+	"github.com/airlock-run/airlock/sandbox"
+)
+
+// BenchmarkBuild times one kernel's build as `airlock run` makes it (and a
+// per-user server would for every call): the policy found, read and
+// compiled, the private paths checked, the audit log opened and its last
+// record read, the broker and the mediator made; closing it included. The
+// cases are the built-in profile and a policy file in the working
+// directory.
+func BenchmarkBuild(b *testing.B) {
+	exe := testsupport.AirlockBin(b)
+	for _, c := range []struct{ name, policy string }{
+		{"builtin", ""},
+		{"file", "fs: {read: [.]}\nshell: {allow: [git, ls, cat, go]}\nnet: {allow: [\"proxy.golang.org:443\"]}\n"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			_, work, getenv := privateWorld(b)
+			if c.policy != "" {
+				writeFile(b, filepath.Join(work, "airlock.yaml"), c.policy)
+			}
+			cfg := Config{Dir: work, Getenv: getenv, Mode: "observe", Tier: sandbox.Tier1, Exe: exe}
+			for b.Loop() {
+				k, err := Build(cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				k.Close()
+			}
+		})
+	}
+}
