@@ -9,6 +9,7 @@ package wiring
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -458,7 +459,7 @@ func LoadPolicy(dir, workdir, file string, getenv func(string) string) (*policy.
 	if err != nil {
 		return nil, "", errs.Wrap(errs.Invalid, err, "policy")
 	}
-	p, err := policy.Parse(file, data)
+	p, err := parseKept(file, data)
 	if err != nil {
 		return nil, "", err
 	}
@@ -477,6 +478,49 @@ func LoadPolicy(dir, workdir, file string, getenv func(string) string) (*policy.
 		return nil, "", err
 	}
 	return p, file, nil
+}
+
+// parsed are the policies this process parsed, by file name and exact
+// bytes. policy.Parse reads nothing else (the package does no I/O), and a
+// Policy is never changed once made (WithGrants and Narrow make new
+// ones), so a process that builds a kernel per call (a per-user server)
+// parses a policy once until its bytes change. What the policy says of
+// the host (its paths resolved, its trust) is read afresh by every build:
+// only the parse is kept.
+var parsed struct {
+	sync.Mutex
+	m map[parsedKey]*policy.Policy
+}
+
+type parsedKey struct {
+	file string
+	sum  [sha256.Size]byte
+}
+
+// maxParsed bounds parsed: a process reading more policies than this
+// starts the cache afresh.
+const maxParsed = 64
+
+// parseKept is policy.Parse through parsed.
+func parseKept(file string, data []byte) (*policy.Policy, error) {
+	key := parsedKey{file, sha256.Sum256(data)}
+	parsed.Lock()
+	p, ok := parsed.m[key]
+	parsed.Unlock()
+	if ok {
+		return p, nil
+	}
+	p, err := policy.Parse(file, data)
+	if err != nil {
+		return nil, err
+	}
+	parsed.Lock()
+	if parsed.m == nil || len(parsed.m) >= maxParsed {
+		parsed.m = map[parsedKey]*policy.Policy{}
+	}
+	parsed.m[key] = p
+	parsed.Unlock()
+	return p, nil
 }
 
 // World is what the policy needs to know about the machine: symlinks are
