@@ -116,3 +116,18 @@ func TestDirNamesReadsAgainWhenTheDirectoryChanges(t *testing.T) {
 		t.Errorf("a missing directory: got %v, want no names", got)
 	}
 }
+
+// TestReadSysctlReadsAsReadFile: the probe's reader gives what
+// os.ReadFile gives for the kernel's files, and fails where it fails.
+func TestReadSysctlReadsAsReadFile(t *testing.T) {
+	for _, p := range []string{"/proc/sys/user/max_user_namespaces", "/proc/sys/kernel/seccomp/actions_avail",
+		"/proc/sys/kernel/osrelease", "/proc/sys/kernel/random/boot_id", "/proc/sys/kernel/no-such-sysctl"} {
+		t.Run(p, func(t *testing.T) {
+			want, werr := os.ReadFile(p)
+			got, err := readSysctl(p)
+			if (err == nil) != (werr == nil) || string(got) != string(want) {
+				t.Errorf("got %q, %v; want %q, %v", got, err, want, werr)
+			}
+		})
+	}
+}
