@@ -3,6 +3,7 @@ package wiring
 import (
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/airlock-run/airlock/policy"
@@ -48,5 +49,20 @@ func TestParsedPolicyFollowsTheBytes(t *testing.T) {
 	}
 	if _, err := parseKept(file, []byte("fs: [")); err == nil {
 		t.Error("an invalid policy read again: got no error (an error was kept as a policy)")
+	}
+}
+
+// TestParsedPolicyLargeIsNotKept: a policy over the bound is parsed every
+// time, never kept.
+func TestParsedPolicyLargeIsNotKept(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "airlock.yaml")
+	data := []byte("fs: {read: [.]}\n# " + strings.Repeat("x", maxParsedBytes) + "\n")
+	a, err := parseKept(file, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := parseKept(file, data)
+	if err != nil || a == b {
+		t.Errorf("a policy of %d bytes read twice: got the same policy (%v), want a fresh parse", len(data), err)
 	}
 }

@@ -9,7 +9,6 @@ package wiring
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -486,26 +485,29 @@ func LoadPolicy(dir, workdir, file string, getenv func(string) string) (*policy.
 // ones), so a process that builds a kernel per call (a per-user server)
 // parses a policy once until its bytes change. What the policy says of
 // the host (its paths resolved, its trust) is read afresh by every build:
-// only the parse is kept.
+// only the parse is kept. The bytes themselves are the key (a hash of
+// them would cost a cold start, which parses once, more than it saves).
 var parsed struct {
 	sync.Mutex
 	m map[parsedKey]*policy.Policy
 }
 
-type parsedKey struct {
-	file string
-	sum  [sha256.Size]byte
-}
+type parsedKey struct{ file, data string }
 
-// maxParsed bounds parsed: a process reading more policies than this
-// starts the cache afresh.
-const maxParsed = 64
+// Bounds on parsed: a process reading more policies than maxParsed starts
+// the cache afresh; a policy file over maxParsedBytes is parsed every time.
+const (
+	maxParsed      = 64
+	maxParsedBytes = 64 << 10
+)
 
 // parseKept is policy.Parse through parsed.
 func parseKept(file string, data []byte) (*policy.Policy, error) {
-	key := parsedKey{file, sha256.Sum256(data)}
+	if len(data) > maxParsedBytes {
+		return policy.Parse(file, data)
+	}
 	parsed.Lock()
-	p, ok := parsed.m[key]
+	p, ok := parsed.m[parsedKey{file, string(data)}]
 	parsed.Unlock()
 	if ok {
 		return p, nil
@@ -518,7 +520,7 @@ func parseKept(file string, data []byte) (*policy.Policy, error) {
 	if parsed.m == nil || len(parsed.m) >= maxParsed {
 		parsed.m = map[parsedKey]*policy.Policy{}
 	}
-	parsed.m[key] = p
+	parsed.m[parsedKey{file, string(data)}] = p
 	parsed.Unlock()
 	return p, nil
 }
