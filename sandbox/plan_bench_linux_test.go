@@ -27,7 +27,8 @@ func defaultSpec(workdir, state string) Spec {
 
 // BenchmarkPlan times one tier-1 plan of the default policy's box, cold
 // (a box per call) and warm (PlanWarmKey, what a warm pool plans per call
-// for the fingerprint), with the kernel's caches as the CLI wires them.
+// for the fingerprint), with the kernel's caches as the CLI wires them,
+// in an empty working directory and in a checkout.
 func BenchmarkPlan(b *testing.B) {
 	testsupport.Require(b, testsupport.Bwrap)
 	exe := testsupport.AirlockBin(b)
@@ -35,12 +36,28 @@ func BenchmarkPlan(b *testing.B) {
 	if err := os.Chmod(state, 0o700); err != nil {
 		b.Fatal(err)
 	}
-	spec := defaultSpec(b.TempDir(), state)
+	empty := defaultSpec(b.TempDir(), state)
+	// A checkout: a repository's protected files and the policy file.
+	repo := b.TempDir()
+	for _, d := range []string{".git/hooks", ".git/objects", ".git/refs", "src"} {
+		if err := os.MkdirAll(filepath.Join(repo, d), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for name, content := range map[string]string{".git/HEAD": "ref: refs/heads/main\n", ".git/config": "[core]\n", "airlock.yaml": "fs: {read: [.]}\n", ".envrc": "x\n"} {
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(content), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	checkout := defaultSpec(repo, state)
+	checkout.PolicyFile = filepath.Join(repo, "airlock.yaml")
 	for _, c := range []struct {
 		name string
+		spec Spec
 		plan func(Spec, Tier, string) (*Box, error)
-	}{{"cold", Plan}, {"warm", PlanWarmKey}} {
+	}{{"cold", empty, Plan}, {"warm", empty, PlanWarmKey}, {"checkout", checkout, Plan}} {
 		b.Run(c.name, func(b *testing.B) {
+			spec := c.spec
 			for b.Loop() {
 				box, err := c.plan(spec, Tier1, exe)
 				if err != nil {
