@@ -34,16 +34,20 @@ func outputOf(b *Box) planOutput {
 }
 
 // planPinCases are the workdirs pinned: an empty directory in observe
-// mode, a git checkout with its policy file (its protected paths covered), a workdir
-// with a link out and a read grant elsewhere, and the warm plan of the
-// first.
+// mode, a git checkout with its policy file, a workdir with a link out and
+// a read grant elsewhere, the warm plan of the first, and a writable
+// checkout (its protected paths held, its placeholders made).
 var planPinCases = []struct {
 	name  string
 	setup func(t *testing.T, wd string)
 	spec  func(wd, state string) Spec
 	plan  func(Spec, Tier, string) (*Box, error)
+	// fresh: the box holds placeholders made afresh by every plan (a
+	// writable checkout's), whose inodes are in its fingerprint: all but
+	// the fingerprint is compared.
+	fresh bool
 }{
-	{"empty", nil, defaultSpec, Plan},
+	{"empty", nil, defaultSpec, Plan, false},
 	{"git", func(t *testing.T, wd string) {
 		for _, d := range []string{".git/hooks", ".git/objects", ".git/refs", "src"} {
 			mustDo(t, os.MkdirAll(filepath.Join(wd, d), 0o755))
@@ -55,7 +59,7 @@ var planPinCases = []struct {
 		s := defaultSpec(wd, state)
 		s.PolicyFile = filepath.Join(wd, "airlock.yaml")
 		return s
-	}, Plan},
+	}, Plan, false},
 	{"link-and-read", func(t *testing.T, wd string) {
 		other := wd + "-other"
 		mustDo(t, os.MkdirAll(other, 0o755))
@@ -65,8 +69,19 @@ var planPinCases = []struct {
 		s := defaultSpec(wd, state)
 		s.Read = append(s.Read, wd+"-other")
 		return s
-	}, Plan},
-	{"empty-warm", nil, defaultSpec, PlanWarm},
+	}, Plan, false},
+	{"empty-warm", nil, defaultSpec, PlanWarm, false},
+	{"git-fix", func(t *testing.T, wd string) {
+		for _, d := range []string{".git/hooks", ".git/objects", ".git/refs", "src"} {
+			mustDo(t, os.MkdirAll(filepath.Join(wd, d), 0o755))
+		}
+		mustDo(t, os.WriteFile(filepath.Join(wd, ".git/HEAD"), []byte("ref: refs/heads/main\n"), 0o644))
+		mustDo(t, os.WriteFile(filepath.Join(wd, "airlock.yaml"), []byte("fs: {write: [.]}\n"), 0o644))
+	}, func(wd, state string) Spec {
+		s := defaultSpec(wd, state)
+		s.Writable, s.Write, s.PolicyFile = true, []string{wd}, filepath.Join(wd, "airlock.yaml")
+		return s
+	}, Plan, true},
 }
 
 func mustDo(t *testing.T, err error) {
@@ -106,7 +121,11 @@ func TestPlanPinnedOutput(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				outs = append(outs, outputOf(box))
+				out := outputOf(box)
+				if c.fresh {
+					out.Fingerprint = ""
+				}
+				outs = append(outs, out)
 				box.Close()
 			}
 			if !reflect.DeepEqual(outs[0], outs[1]) {
