@@ -29,6 +29,20 @@ func defaultSpec(workdir, state string) Spec {
 // (a box per call) and warm (PlanWarmKey, what a warm pool plans per call
 // for the fingerprint), with the kernel's caches as the CLI wires them,
 // in an empty working directory and in a checkout.
+//
+// Against the planner before the /etc files were known by their stat,
+// /etc's names kept by its stamp, the view's key appended with strconv,
+// the seccomp filter compiled once, the writable trees stat once per
+// check and the sysctls read with an open and a read (best of five
+// alternating runs of 800 on the 2-core machine under other work; system
+// calls counted with strace -c, runtime's own left out):
+//
+//	warm      878 µs, 1623 allocs, 610 calls   now 718 µs, 882 allocs, 543 calls
+//	checkout  903 µs, 1681 allocs              now 771 µs, 940 allocs
+//
+// What is left is mostly the /etc view's check: a stat of every
+// directory and regular file beneath its sources and in the view (some
+// 130), which no cheaper stamp stands for.
 func BenchmarkPlan(b *testing.B) {
 	testsupport.Require(b, testsupport.Bwrap)
 	exe := testsupport.AirlockBin(b)

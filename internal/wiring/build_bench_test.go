@@ -14,6 +14,12 @@ import (
 // record read, the broker and the mediator made; closing it included. The
 // cases are the built-in profile and a policy file in the working
 // directory.
+//
+// With a policy file, its parse kept by its bytes (parseKept), against
+// the build before, alternating runs of 1000 on the 2-core machine under
+// other work: 470-570 µs and 683 allocs, now 280-400 µs and 554 allocs.
+// Most of what is left is the host's: the approvals socket made and
+// removed, the private paths walked, the audit log opened.
 func BenchmarkBuild(b *testing.B) {
 	exe := testsupport.AirlockBin(b)
 	for _, c := range []struct{ name, policy string }{
