@@ -136,7 +136,7 @@ func SpanAttributes(r Record) []Attribute {
 // the SDK's, span IDs at random, 128 attributes a span at most), which
 // audit/otelaudit's tests compare it with. It is written here rather
 // than linked from the SDK because the airlock binary pays at every start
-// for what it links: the SDK and its exporter were 38 packages, 16 of
+// for what it links: the SDK and its exporter were 41 packages, 16 of
 // them initialised at each `airlock run` (a tenth of a millisecond and
 // some 25 page faults here), for a file that is rarely asked for. Of the
 // SDK's environment it reads what changes the output: OTEL_SERVICE_NAME,
