@@ -48,14 +48,7 @@ var planPinCases = []struct {
 	fresh bool
 }{
 	{"empty", nil, defaultSpec, Plan, false},
-	{"git", func(t *testing.T, wd string) {
-		for _, d := range []string{".git/hooks", ".git/objects", ".git/refs", "src"} {
-			mustDo(t, os.MkdirAll(filepath.Join(wd, d), 0o755))
-		}
-		mustDo(t, os.WriteFile(filepath.Join(wd, ".git/HEAD"), []byte("ref: refs/heads/main\n"), 0o644))
-		mustDo(t, os.WriteFile(filepath.Join(wd, ".git/config"), []byte("[core]\n\tbare = false\n"), 0o644))
-		mustDo(t, os.WriteFile(filepath.Join(wd, "airlock.yaml"), []byte("fs: {read: [.]}\n"), 0o644))
-	}, func(wd, state string) Spec {
+	{"git", checkout(map[string]string{".git/config": "[core]\n\tbare = false\n", "airlock.yaml": "fs: {read: [.]}\n"}), func(wd, state string) Spec {
 		s := defaultSpec(wd, state)
 		s.PolicyFile = filepath.Join(wd, "airlock.yaml")
 		return s
@@ -71,17 +64,25 @@ var planPinCases = []struct {
 		return s
 	}, Plan, false},
 	{"empty-warm", nil, defaultSpec, PlanWarm, false},
-	{"git-fix", func(t *testing.T, wd string) {
-		for _, d := range []string{".git/hooks", ".git/objects", ".git/refs", "src"} {
-			mustDo(t, os.MkdirAll(filepath.Join(wd, d), 0o755))
-		}
-		mustDo(t, os.WriteFile(filepath.Join(wd, ".git/HEAD"), []byte("ref: refs/heads/main\n"), 0o644))
-		mustDo(t, os.WriteFile(filepath.Join(wd, "airlock.yaml"), []byte("fs: {write: [.]}\n"), 0o644))
-	}, func(wd, state string) Spec {
+	{"git-fix", checkout(map[string]string{"airlock.yaml": "fs: {write: [.]}\n"}), func(wd, state string) Spec {
 		s := defaultSpec(wd, state)
 		s.Writable, s.Write, s.PolicyFile = true, []string{wd}, filepath.Join(wd, "airlock.yaml")
 		return s
 	}, Plan, true},
+}
+
+// checkout makes a git checkout in wd: its directories, its HEAD and
+// files.
+func checkout(files map[string]string) func(t *testing.T, wd string) {
+	return func(t *testing.T, wd string) {
+		for _, d := range []string{".git/hooks", ".git/objects", ".git/refs", "src"} {
+			mustDo(t, os.MkdirAll(filepath.Join(wd, d), 0o755))
+		}
+		files[".git/HEAD"] = "ref: refs/heads/main\n"
+		for name, content := range files {
+			mustDo(t, os.WriteFile(filepath.Join(wd, name), []byte(content), 0o644))
+		}
+	}
 }
 
 func mustDo(t *testing.T, err error) {
