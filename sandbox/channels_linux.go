@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -350,10 +351,7 @@ func etcPaths() []string {
 		dir, pat := filepath.Split(f)
 		ns, ok := names[dir]
 		if !ok {
-			if d, err := os.Open(dir); err == nil {
-				ns, _ = d.Readdirnames(-1)
-				d.Close()
-			}
+			ns = dirNames(dir)
 			names[dir] = ns
 		}
 		var m []string
@@ -366,6 +364,60 @@ func etcPaths() []string {
 		out = append(out, m...)
 	}
 	return out
+}
+
+// dirNames are the names in dir, as Readdirnames gives them (none when it
+// cannot be read). They are read again only when dir changed: the cache
+// is keyed by dir's identity and its modification and change times,
+// which any entry made, removed or renamed in it moves. A directory that
+// changed within etcRacyWindow of the reading is not kept, since a
+// change within the same tick of the file system's clock would not move
+// its times (as the /etc view's rule, etcview_linux.go). Every plan
+// matched /etc's hundreds of names against the globs of etcFiles.
+func dirNames(dir string) []string {
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return nil
+	}
+	var buf [stampIDMax]byte
+	id := string(appendStampID(buf[:0], &st))
+	dirNamesCache.Lock()
+	c, ok := dirNamesCache.m[dir]
+	dirNamesCache.Unlock()
+	if ok && c.id == id {
+		return c.names
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	var now unix.Stat_t
+	// Kept only when read whole, from the directory stat above (the
+	// descriptor's own stat, after the reading), settled for the window.
+	if err != nil || unix.Fstat(int(d.Fd()), &now) != nil || string(appendStampID(buf[:0], &now)) != id ||
+		time.Since(time.Unix(0, now.Ctim.Nano())) < etcRacyWindow || time.Since(time.Unix(0, now.Mtim.Nano())) < etcRacyWindow {
+		return names
+	}
+	dirNamesCache.Lock()
+	if dirNamesCache.m == nil {
+		dirNamesCache.m = map[string]dirListing{}
+	}
+	dirNamesCache.m[dir] = dirListing{id: id, names: names}
+	dirNamesCache.Unlock()
+	return names
+}
+
+// dirNamesCache holds dirNames' readings by directory.
+var dirNamesCache struct {
+	sync.Mutex
+	m map[string]dirListing
+}
+
+type dirListing struct {
+	id    string // the directory's stamp (appendStampID) when read
+	names []string
 }
 
 // persistentHome binds spec.HomeDir writable at HOME h. The directory is

@@ -70,7 +70,7 @@ func (w etcWorld) plan(t *testing.T) (string, *Box, error) {
 			s.pn.f.Close()
 		}
 	})
-	err := p.etcView(srcs, []etcGen{{"/etc/hostname", "airlock\n"}})
+	err := p.etcView(nil, srcs, []etcGen{{"/etc/hostname", "airlock\n"}})
 	t.Cleanup(func() { p.box.Close() })
 	if err != nil {
 		return "", p.box, err
@@ -263,7 +263,7 @@ func TestEtcViewRefuses(t *testing.T) {
 func TestEtcViewNotInAWritableDirectory(t *testing.T) {
 	w := newEtcWorld(t)
 	p := &planner{box: &Box{}, bw: bwrapInfo{BindFD: true}, writable: []string{filepath.Dir(w.cache)}, spec: Spec{Caches: w.caches}}
-	err := p.etcView(nil, []etcGen{{"/etc/hostname", "airlock\n"}})
+	err := p.etcView(nil, nil, []etcGen{{"/etc/hostname", "airlock\n"}})
 	var nv *errNoView
 	if !errors.As(err, &nv) {
 		t.Fatalf("a cache in a writable directory gave %v, want a refusal", err)

@@ -62,22 +62,27 @@ func refusedProgramDirs(c *Caches) []string {
 // run by the host: only root could have put it there (rootOnly), and
 // neither d nor what its links resolve to lies in a refused tree.
 func hostProgramDir(d string, refused []string) bool {
-	return rootOnly(d) && withinAnyFile(filepath.Clean(d), refused) == "" && withinAnyFile(resolved(d), refused) == ""
+	// One resolution of d's links for both checks, and one stat of each
+	// refused tree for both of its spellings.
+	real, err := filepath.EvalSymlinks(d)
+	if err != nil || !rootOnly(real) {
+		return false
+	}
+	dirs := newFileDirs(refused)
+	clean := filepath.Clean(d)
+	return dirs.within(clean) == "" && (real == clean || dirs.within(real) == "")
 }
 
-// rootOnly reports whether only root could have put a file in dir: dir,
-// with its links resolved, is root's and writable by no one else, and so
-// is every directory above it (a sticky one, like /tmp, excepted: no one
+// rootOnly reports whether only root could have put a file in the
+// directory real (its links resolved, as hostProgramDir resolves them):
+// it is root's and writable by no one else, and so is every directory
+// above it (a sticky one, like /tmp, excepted: no one
 // may move root's directory out of it). A box runs as airlock's user, or
 // as another user airlock runs it for; none of them could write there. A
 // box of an airlock run as root may write root's directories it was
 // granted: those a box may write or was let write (CacheConfig), and the
 // working directory, are passed over (refusedProgramDirs).
-func rootOnly(dir string) bool {
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return false
-	}
+func rootOnly(real string) bool {
 	for d, first := filepath.Clean(real), true; ; d, first = filepath.Dir(d), false {
 		st, err := os.Stat(d)
 		if err != nil {

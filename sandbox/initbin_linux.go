@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -263,7 +264,9 @@ func (p *planner) pinInit(exe string) (*pinned, error) {
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "sandbox: airlock binary")
 	}
-	if w := withinAnyFile(ex.real, p.writable); w != "" && p.spec.Writable {
+	// Only a writable box can write it: the directories above it are
+	// stat (withinAnyFile) only for one.
+	if w := p.writableHolds(ex.real); w != "" {
 		ex.f.Close()
 		return nil, p.refuse(exe, "the airlock binary lies inside the writable directory "+w+"; install it elsewhere")
 	}
@@ -295,13 +298,27 @@ func (p *planner) pinInit(exe string) (*pinned, error) {
 // airlock-box is pinned once for all of them), "" when none does.
 func (p *planner) boxMayWrite(paths ...string) string {
 	dirs := append(append([]string(nil), p.writable...), filepath.Clean(p.spec.Workdir), resolved(p.spec.Workdir))
-	dirs = append(dirs, p.spec.Caches.boxWritable()...)
-	for _, x := range paths {
-		if w := withinAnyFile(filepath.Clean(x), dirs); w != "" {
+	fd := newFileDirs(append(dirs, p.spec.Caches.boxWritable()...))
+	for i, x := range paths {
+		if slices.Contains(paths[:i], x) {
+			continue // the same file weighs the same (a file of its own, not a link, most often)
+		}
+		if w := fd.within(filepath.Clean(x)); w != "" {
 			return x + " lies in " + w + ", which this box may write or works in, or a box of this or another kernel of this process may write or was let write"
 		}
 	}
 	return ""
+}
+
+// writableHolds is withinAnyFile(path, p.writable) for a box that may
+// write, "" for one that may not: an observing box's list names the
+// grants and the working directory it would write in fix mode, where
+// it writes nothing now.
+func (p *planner) writableHolds(path string) string {
+	if !p.spec.Writable {
+		return ""
+	}
+	return withinAnyFile(path, p.writable)
 }
 
 // InitBinary is the file a box planned for the airlock binary exe runs

@@ -76,22 +76,38 @@ func withinAny(p string, dirs []string) string {
 // paths, and a grant of the second spelling lets a box write the first,
 // which no comparison of path strings sees. What cannot be stat is left to
 // the lexical answer.
-func withinAnyFile(p string, dirs []string) string {
-	if w := withinAny(p, dirs); w != "" {
+func withinAnyFile(p string, dirs []string) string { return newFileDirs(dirs).within(p) }
+
+// fileDirs are directories weighed as withinAnyFile weighs them, each
+// stat once for every path weighed against them in one check (and not
+// at all while the paths' spelling answers).
+type fileDirs struct {
+	dirs []string
+	ids  map[dirID]string // nil until a path's spelling did not answer
+}
+
+type dirID struct{ dev, ino uint64 }
+
+func newFileDirs(dirs []string) *fileDirs { return &fileDirs{dirs: dirs} }
+
+// within is withinAnyFile(p, f's dirs).
+func (f *fileDirs) within(p string) string {
+	if w := withinAny(p, f.dirs); w != "" {
 		return w
 	}
-	type key struct{ dev, ino uint64 }
-	ids := make(map[key]string, len(dirs))
-	for _, d := range dirs {
-		var st unix.Stat_t
-		if unix.Stat(d, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
-			ids[key{st.Dev, st.Ino}] = d
+	if f.ids == nil {
+		f.ids = make(map[dirID]string, len(f.dirs))
+		for _, d := range f.dirs {
+			var st unix.Stat_t
+			if unix.Stat(d, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+				f.ids[dirID{st.Dev, st.Ino}] = d
+			}
 		}
 	}
 	for a := filepath.Clean(p); ; a = filepath.Dir(a) {
 		var st unix.Stat_t
 		if unix.Stat(a, &st) == nil {
-			if d, ok := ids[key{st.Dev, st.Ino}]; ok {
+			if d, ok := f.ids[dirID{st.Dev, st.Ino}]; ok {
 				return d
 			}
 		}

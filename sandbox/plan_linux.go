@@ -9,9 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -702,12 +704,41 @@ func (p *planner) filterCode() ([]byte, error) {
 		return p.code, nil
 	}
 	defer starttrace.Begin("seccomp-compile")()
-	prog, err := seccomp.Program(runtime.GOARCH, p.filterOptions())
+	code, err := compiledFilter(p.filterOptions())
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "sandbox: seccomp filter")
 	}
-	p.code = seccomp.Encode(prog)
+	p.code = code
 	return p.code, nil
+}
+
+// filters are the seccomp filters this process compiled, by their
+// options: a filter is a function of this build and its options alone
+// (seccomp.Program reads nothing of the host), so a warm pool's calls
+// and a kernel's boxes compile each once.
+var filters struct {
+	sync.Mutex
+	code map[seccomp.Options][]byte
+}
+
+// compiledFilter is the encoded filter of opts for this architecture,
+// each box its own copy.
+func compiledFilter(opts seccomp.Options) ([]byte, error) {
+	filters.Lock()
+	defer filters.Unlock()
+	code, ok := filters.code[opts]
+	if !ok {
+		prog, err := seccomp.Program(runtime.GOARCH, opts)
+		if err != nil {
+			return nil, err
+		}
+		code = seccomp.Encode(prog)
+		if filters.code == nil {
+			filters.code = map[seccomp.Options][]byte{}
+		}
+		filters.code[opts] = code
+	}
+	return slices.Clone(code), nil
 }
 
 // directEnv sets env for a box without an init whose command bubblewrap
@@ -1192,14 +1223,16 @@ func (p *planner) etc(home string) error {
 		defer etcDir.f.Close()
 	}
 	for _, f := range etcPaths() {
+		switch s, found := etcFileAt(etcDir, f); found {
+		case etcPlain:
+			srcs = append(srcs, s)
+			continue
+		case etcMissing:
+			continue // as etcUnpinned leaves out what the host lacks
+		}
 		pn, err := pinFrom(etcDir, f, p.writable)
 		if err != nil {
-			// A file this host lacks is left out silently (asked only
-			// when pinning failed: most are there); one that cannot be
-			// pinned safely is left out with a note.
-			if _, lerr := os.Lstat(f); lerr == nil {
-				p.box.Notes = append(p.box.Notes, err.Error())
-			}
+			p.etcUnpinned(f, err)
 			continue
 		}
 		// pin's own stat of the file: the view's key and checks start
@@ -1215,7 +1248,7 @@ func (p *planner) etc(home string) error {
 		}
 	}
 	if under == "" {
-		err := p.etcView(srcs, gens)
+		err := p.etcView(etcDir, srcs, gens)
 		if err == nil {
 			for _, s := range srcs {
 				s.pn.f.Close()
@@ -1231,9 +1264,82 @@ func (p *planner) etc(home string) error {
 		}
 	}
 	for _, s := range srcs {
+		if s.pn.f == nil { // stat only (etcFileAt): bound, it is pinned
+			pn, err := pinFrom(etcDir, s.pn.real, p.writable)
+			if err != nil {
+				p.etcUnpinned(s.box, err)
+				continue
+			}
+			s.pn = pn
+		}
 		p.bindFD(s.pn, s.box, false, 2)
 	}
 	return p.writeEtc(gens)
+}
+
+// etcUnpinned leaves out the /etc file f that could not be pinned: silently
+// when the host lacks it (asked only when pinning failed: most are there),
+// with a note when it is there but cannot be pinned safely.
+func (p *planner) etcUnpinned(f string, err error) {
+	if _, lerr := os.Lstat(f); lerr == nil {
+		p.box.Notes = append(p.box.Notes, err.Error())
+	}
+}
+
+// etcFileAt stats f, a file directly in /etc, from the pinned /etc without
+// opening it. A regular file there is reached through no link (/etc is
+// its own resolved path, and the stat follows none), so that stat is the
+// one pinning it would give, and pinFrom's checks (no link on the way, no
+// resolution into a writable directory) have nothing to refuse: the view,
+// whose key and record are made of stats, needs no descriptor of it
+// unless it is copied (openEtcSources) or bound on its own. Anything else
+// (a directory, a link, a file beneath a directory, an /etc that is a
+// link) is pinned as before, and a name the host's /etc lacks is left out
+// at once. A quarter of the plan's system calls were these pins.
+func etcFileAt(etcDir *pinned, f string) (etcSource, etcFound) {
+	if etcDir == nil || etcDir.real != "/etc" || filepath.Dir(f) != "/etc" {
+		return etcSource{}, etcOther
+	}
+	var st unix.Stat_t
+	switch err := unix.Fstatat(int(etcDir.f.Fd()), filepath.Base(f), &st, unix.AT_SYMLINK_NOFOLLOW); {
+	case err == unix.ENOENT:
+		return etcSource{}, etcMissing
+	case err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return etcSource{}, etcOther
+	}
+	return etcSource{box: f, st: st, pn: &pinned{real: f, dev: uint64(st.Dev), ino: st.Ino, mode: st.Mode, st: st}}, etcPlain
+}
+
+// etcFound is what etcFileAt found of a name.
+type etcFound int
+
+const (
+	etcOther   etcFound = iota // anything it does not take: pinned as before
+	etcPlain                   // a regular file, known by its stat
+	etcMissing                 // nothing: the host lacks it
+)
+
+// openEtcSources pins the sources etcFileAt only stat, each wanted to be
+// the very file of that stat (the view's key names it): one that changed
+// meanwhile means no view.
+func openEtcSources(etcDir *pinned, srcs []etcSource, writable []string) error {
+	for i := range srcs {
+		s := &srcs[i]
+		if s.pn.f != nil {
+			continue
+		}
+		pn, err := pinFrom(etcDir, s.pn.real, writable)
+		if err != nil {
+			return noView("%v", err)
+		}
+		var was, now [stampIDMax]byte
+		if string(appendStampID(was[:0], &s.st)) != string(appendStampID(now[:0], &pn.st)) || s.st.Uid != pn.st.Uid || s.st.Gid != pn.st.Gid {
+			pn.f.Close()
+			return noView("%s changed while it was planned", s.box)
+		}
+		s.pn = pn
+	}
+	return nil
 }
 
 // etcData writes the generated parts of /etc one by one (tier 2 binds the

@@ -124,6 +124,8 @@ var depRules = append([]depRule{
 		"go.temporal.io/server", false, "only jobs/server imports the Temporal server, and only airlock-server links it (the airlock binary never carries it)"},
 	{func(p string, _ row) bool { return slices.Contains(temporalFree, p) }, "go.temporal.io", false,
 		"the airlock binary links no Temporal package, since every `airlock run`, its guard and every box's init pay for what it links: the node is airlock-node and the server airlock-server (internal/fleetcli), and the CLI's HTTP clients read jobs/wire and api/wire"},
+	{func(p string, _ row) bool { return slices.Contains(temporalFree, p) }, "go.opentelemetry.io", false,
+		"the airlock binary links no OpenTelemetry package, since every `airlock run`, its guard and every box's init pay for what it links (the SDK and its exporter are some 35 packages of initialisation and page faults): its trace file is written by audit.SpanWriter, and audit/otelaudit, which takes a tracer, is for programs that bring one"},
 }, append(mcpDepRules(), boxDepRules()...)...)
 
 // mcpBanned is what the MCP front ends and the file store's commands link

@@ -82,7 +82,7 @@ func TestRulesCanFail(t *testing.T) {
 		"jobs/new":        {},
 		"sandbox/boxconf": {}, // clean
 		"jobs/temporal":   {Deps: []string{"go.temporal.io/sdk"}},
-		"cmd/airlock":     {Deps: []string{"go.temporal.io/server/temporal"}},
+		"cmd/airlock":     {Deps: []string{"go.temporal.io/server/temporal", "go.opentelemetry.io/otel/sdk/trace"}},
 		"cmd/airlock-box": {AllImports: m("sandbox/boxinit"), Deps: append([]string{"net/http", "modernc.org/sqlite/lib"}, m("policy", "mediator", "sandbox/boxinit", "egress/forward")...)}, // sandbox/boxinit: not sandbox
 		"internal/cli":    {Deps: []string{"go.temporal.io/sdk/client"}, Starts: []string{"x.go:3: syscall.Exec"}},                                                                           // through jobs
 		"node":            {AllImports: []string{"go.temporal.io/sdk/client"}, Deps: []string{"go.temporal.io/sdk/client"}},
@@ -101,6 +101,7 @@ func TestRulesCanFail(t *testing.T) {
 		"audit imports internal/cli: the CLI is wiring",
 		"cmd/airlock depends on go.temporal.io/server: only jobs/server imports the Temporal server",
 		"cmd/airlock depends on go.temporal.io: the airlock binary links no Temporal package",
+		"cmd/airlock depends on go.opentelemetry.io: the airlock binary links no OpenTelemetry package",
 		"cmd/airlock-box depends on net/http: airlock-box, which every box starts, links only the in-box code",
 		"cmd/airlock-box depends on " + module + "/policy: airlock-box",
 		"cmd/airlock-box depends on " + module + "/mediator: airlock-box",

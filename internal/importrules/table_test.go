@@ -68,10 +68,13 @@ var table = map[string]row{
 	"internal/starttrace": {layer: leaves},
 
 	// parts
-	"policy":           {layer: parts, pure: true, may: []string{"netrule", "policy/protected", "policy/shellread"}},
-	"egress":           {layer: parts, may: []string{"egress/wire", "netrule"}},
-	"egress/forward":   {layer: parts, may: []string{"egress/wire"}},
-	"audit":            {layer: parts, may: []string{"internal/privfile", "internal/starttrace"}},
+	"policy":         {layer: parts, pure: true, may: []string{"netrule", "policy/protected", "policy/shellread"}},
+	"egress":         {layer: parts, may: []string{"egress/wire", "netrule"}},
+	"egress/forward": {layer: parts, may: []string{"egress/wire"}},
+	"audit":          {layer: parts, may: []string{"internal/privfile", "internal/starttrace"}},
+	// audit's spans through a tracer a program brings: the OpenTelemetry
+	// API, which the airlock binary never links (see depRules)
+	"audit/otelaudit":  {layer: parts, may: []string{"audit"}},
 	"files":            {layer: parts, may: []string{"internal/privfile"}},
 	"files/sqldriver":  {layer: parts}, // the store's SQLite driver, linked only by the programs that open a store
 	"mcp":              {layer: parts, may: []string{"fit"}},

@@ -12,7 +12,7 @@ import (
 
 // privateWorld is a caller whose every state path lies under one root, and
 // a working directory beside it.
-func privateWorld(t *testing.T) (root, work string, getenv func(string) string) {
+func privateWorld(t testing.TB) (root, work string, getenv func(string) string) {
 	root = t.TempDir()
 	work = filepath.Join(root, "work")
 	env := map[string]string{

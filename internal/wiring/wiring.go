@@ -470,7 +470,7 @@ func LoadPolicy(dir, workdir, file string, getenv func(string) string) (*policy.
 	if err != nil {
 		return nil, "", errs.Wrap(errs.Invalid, err, "policy")
 	}
-	p, err := policy.Parse(file, data)
+	p, err := parseKept(file, data)
 	if err != nil {
 		return nil, "", err
 	}
@@ -489,6 +489,52 @@ func LoadPolicy(dir, workdir, file string, getenv func(string) string) (*policy.
 		return nil, "", err
 	}
 	return p, file, nil
+}
+
+// parsed are the policies this process parsed, by file name and exact
+// bytes. policy.Parse reads nothing else (the package does no I/O), and a
+// Policy is never changed once made (WithGrants and Narrow make new
+// ones), so a process that builds a kernel per call (a per-user server)
+// parses a policy once until its bytes change. What the policy says of
+// the host (its paths resolved, its trust) is read afresh by every build:
+// only the parse is kept. The bytes themselves are the key (a hash of
+// them would cost a cold start, which parses once, more than it saves).
+var parsed struct {
+	sync.Mutex
+	m map[parsedKey]*policy.Policy
+}
+
+type parsedKey struct{ file, data string }
+
+// Bounds on parsed: a process reading more policies than maxParsed starts
+// the cache afresh; a policy file over maxParsedBytes is parsed every time.
+const (
+	maxParsed      = 64
+	maxParsedBytes = 64 << 10
+)
+
+// parseKept is policy.Parse through parsed.
+func parseKept(file string, data []byte) (*policy.Policy, error) {
+	if len(data) > maxParsedBytes {
+		return policy.Parse(file, data)
+	}
+	parsed.Lock()
+	p, ok := parsed.m[parsedKey{file, string(data)}]
+	parsed.Unlock()
+	if ok {
+		return p, nil
+	}
+	p, err := policy.Parse(file, data)
+	if err != nil {
+		return nil, err
+	}
+	parsed.Lock()
+	if parsed.m == nil || len(parsed.m) >= maxParsed {
+		parsed.m = map[parsedKey]*policy.Policy{}
+	}
+	parsed.m[parsedKey{file, string(data)}] = p
+	parsed.Unlock()
+	return p, nil
 }
 
 // World is what the policy needs to know about the machine: symlinks are
