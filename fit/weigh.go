@@ -287,19 +287,7 @@ func punctClass(r rune) (c uint8, ok bool) {
 
 // punctRunes holds unicodeClass of the blocks of punctClass, one after
 // another.
-var punctRunes = func() (t [0x70 + 0x40 + 0x60]uint8) {
-	for k := range t {
-		r := rune(0x2000 + k)
-		switch {
-		case k >= 0xb0:
-			r = rune(0xff00 + k - 0xb0)
-		case k >= 0x70:
-			r = rune(0x3000 + k - 0x70)
-		}
-		t[k] = unicodeClass(r)
-	}
-	return t
-}()
+// Its value is in tables.go, written by TestTables (go test ./fit -run TestTables -update-tables).
 
 // unicodeClass is runeClass by Unicode's tables.
 func unicodeClass(r rune) uint8 {
@@ -1075,31 +1063,11 @@ func punctPair(s string, i int) (cost int64, ok bool) {
 
 // punctPairs marks the pairs of ASCII bytes a, b (bit a<<7|b) that are one
 // token of punctTable, for punctPair.
-var punctPairs = func() (t [128 * 128 / 64]uint64) {
-	for a := 0; a < 128; a++ {
-		for b := 0; b < 128; b++ {
-			if byteClass[a] == cOther && (byteClass[b] == cOther || byteClass[b] == cBreak) && punctToken(uint64(a)|uint64(b)<<8) {
-				k := a<<7 | b
-				t[k/64] |= 1 << (k % 64)
-			}
-		}
-	}
-	return t
-}()
+// Its value is in tables.go, written by TestTables (go test ./fit -run TestTables -update-tables).
 
 // spacePunct[c] is the price of a space and the punctuation character c
 // alone in their piece, from punctTable, as punctTokens gives it.
-var spacePunct = func() (t [256]int64) {
-	for c := range t {
-		if c < 0x80 && byteClass[c] == cOther {
-			t[c] = 2000
-			if punctToken(uint64(' ') | uint64(c)<<8) {
-				t[c] = 1000
-			}
-		}
-	}
-	return t
-}()
+// Its value is in tables.go, written by TestTables (go test ./fit -run TestTables -update-tables).
 
 // maxGreedy is the longest piece of punctuation punctTokens prices; longer
 // ones (rules of dashes, runs of closing brackets) go by punctCost's rates.
