@@ -1,0 +1,117 @@
+package warmrun
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// procDir is an open /proc/<pid> (or /proc/self): every entry read through
+// it is looked up from this one directory, not from a path walked afresh,
+// and a directory opened for a process that then ended answers ESRCH
+// rather than naming whatever took its pid.
+type procDir struct {
+	fd   int
+	name string
+}
+
+func openProc(pid int) (procDir, error) {
+	name := proc(pid)
+	fd, err := unix.Open(name, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return procDir{fd: -1}, fmt.Errorf("open %s: %v", name, err)
+	}
+	return procDir{fd: fd, name: name}, nil
+}
+
+func (d procDir) close() {
+	if d.fd >= 0 {
+		unix.Close(d.fd)
+	}
+}
+
+// procBufs are the buffers /proc files are read into: status is about 1.5
+// KiB, cgroup a line per hierarchy.
+var procBufs = sync.Pool{New: func() any { b := make([]byte, 8192); return &b }}
+
+// read is the whole of entry, read to its end. The text is a copy: the
+// buffer goes back to the pool.
+func (d procDir) read(entry string) ([]byte, error) {
+	fd, err := unix.Openat(d.fd, entry, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s/%s: %v", d.name, entry, err)
+	}
+	defer unix.Close(fd)
+	bp := procBufs.Get().(*[]byte)
+	defer procBufs.Put(bp)
+	buf := *bp
+	n := 0
+	for {
+		if n == len(buf) {
+			return nil, fmt.Errorf("%s/%s: over %d bytes", d.name, entry, len(buf))
+		}
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s/%s: %v", d.name, entry, err)
+		}
+		if m == 0 {
+			return append([]byte(nil), buf[:n]...), nil
+		}
+		n += m
+	}
+}
+
+// readlink is the target of the link entry.
+func (d procDir) readlink(entry string) (string, error) {
+	b := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(d.fd, entry, b)
+	if err != nil {
+		return "", fmt.Errorf("readlink %s/%s: %v", d.name, entry, err)
+	}
+	if n == len(b) {
+		return "", fmt.Errorf("readlink %s/%s: too long", d.name, entry)
+	}
+	return string(b[:n]), nil
+}
+
+// stat is the file entry opens (links followed: /proc's links stand for
+// the process's files, the ns entries for its namespaces).
+func (d procDir) stat(entry string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(d.fd, entry, &st, 0); err != nil {
+		return st, fmt.Errorf("stat %s/%s: %v", d.name, entry, err)
+	}
+	return st, nil
+}
+
+// nsID is the identity of the process's namespace ns: the device and inode
+// of its nsfs file, which the kernel's "ns:[inode]" link text stands for.
+func (d procDir) nsID(ns string) (string, error) {
+	st, err := d.stat("ns/" + ns)
+	if err != nil {
+		return "", err
+	}
+	return ns + ":" + strconv.FormatUint(st.Dev, 10) + ":" + strconv.FormatUint(st.Ino, 10), nil
+}
+
+// selfNS are this process's namespaces, read once: a process changes its
+// own only by setns or unshare, which airlock's server never calls.
+var selfNS = sync.OnceValues(func() (map[string]string, error) {
+	d, err := openProc(0)
+	if err != nil {
+		return nil, err
+	}
+	defer d.close()
+	m := map[string]string{}
+	for _, ns := range namespaceNames {
+		if m[ns], err = d.nsID(ns); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+})
