@@ -16,6 +16,8 @@ type peer struct {
 	// pidfd pins the process: after its /proc entries are read, a signal 0
 	// through it proves the pid still names the same process.
 	pidfd int
+	// facts, when set, waits for the facts read early (factsLater).
+	facts func() (facts, error)
 }
 
 // peerOf asks the kernel who connected: SO_PEERCRED and SO_PEERPIDFD, both

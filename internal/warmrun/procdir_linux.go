@@ -115,3 +115,33 @@ var selfNS = sync.OnceValues(func() (map[string]string, error) {
 	}
 	return m, nil
 })
+
+// factsLater starts reading process pid's facts and returns what waits for
+// them: the server reads them while the caller is still sending its
+// request. Reading has no side effect, so a request refused meanwhile
+// leaves nothing to undo (the reader's result is dropped).
+func factsLater(pid int) func() (facts, error) {
+	type read struct {
+		f   facts
+		err error
+	}
+	ch := make(chan read, 1)
+	go func() {
+		f, err := readFacts(pid)
+		ch <- read{f, err}
+	}()
+	return sync.OnceValues(func() (facts, error) {
+		r := <-ch
+		return r.f, r.err
+	})
+}
+
+// readFacts is the peer's facts: those read early when they were, else
+// read now. Either way they are read before the pidfd check that ends
+// the server's checks.
+func (p peer) readFacts() (facts, error) {
+	if p.facts != nil {
+		return p.facts()
+	}
+	return readFacts(p.pid)
+}

@@ -235,6 +235,7 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler) {
 	}
 	endCheck := starttrace.Begin("warm-check")
 	defer func() { endCheck() }()
+	p.facts = factsLater(p.pid)
 	call, err := readCall(c)
 	if err != nil {
 		s.log.Warn("warm: bad request; refused", "pid", p.pid, "err", err)
@@ -299,7 +300,7 @@ func (s *Server) cold(answer func(reply) error, p peer, reason string) {
 // connected.
 func (s *Server) check(p peer, call *Call, h Handler) string {
 	call.Pid = p.pid
-	theirs, err := readFacts(p.pid)
+	theirs, err := p.readFacts()
 	if err != nil {
 		return "cannot read the client's process: " + err.Error()
 	}
