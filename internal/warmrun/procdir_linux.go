@@ -145,3 +145,15 @@ func (p peer) readFacts() (facts, error) {
 	}
 	return readFacts(p.pid)
 }
+
+// readLater starts read(c) and returns what waits for its value; nil when
+// there is no read. It runs beside the checks, which never wait for it: a
+// call answered cold leaves it to end on its own, its value unused.
+func readLater(read func(*Call) any, c *Call) func() any {
+	if read == nil {
+		return nil
+	}
+	ch := make(chan any, 1)
+	go func() { ch <- read(c) }()
+	return sync.OnceValue(func() any { return <-ch })
+}
