@@ -9,10 +9,10 @@ import (
 // answers. Nothing in it writes, opens a socket or records anything, so an
 // Early dropped unused (the call ran cold) leaves nothing behind.
 type Early struct {
-	key      earlyKey
-	p        *policy.Policy
-	file     string
-	err      error
+	key    earlyKey
+	p      *policy.Policy
+	file   string
+	err    error
 	unused bool
 }
 
