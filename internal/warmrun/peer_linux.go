@@ -86,15 +86,18 @@ func proc(pid int) string {
 // a namespace other than this process's, "" when none; an entry that cannot
 // be read counts as different.
 func sameNamespaces(pid int, names ...string) string {
-	mine, err := selfNS()
 	d, derr := openProc(pid)
 	defer d.close()
 	for _, ns := range names {
-		if err != nil || derr != nil {
+		if derr != nil {
+			return ns
+		}
+		mine, err := selfNS(ns)
+		if err != nil {
 			return ns
 		}
 		theirs, err := d.nsID(ns)
-		if err != nil || theirs != mine[ns] {
+		if err != nil || theirs != mine {
 			return ns
 		}
 	}

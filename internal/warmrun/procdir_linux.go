@@ -96,25 +96,37 @@ func (d procDir) nsID(ns string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return ns + ":" + strconv.FormatUint(st.Dev, 10) + ":" + strconv.FormatUint(st.Ino, 10), nil
+	return nsIDOf(ns, st), nil
 }
 
-// selfNS are this process's namespaces, read once: a process changes its
-// own only by setns or unshare, which airlock's server never calls.
-var selfNS = sync.OnceValues(func() (map[string]string, error) {
-	d, err := openProc(0)
-	if err != nil {
-		return nil, err
+// nsIDOf is the identity of namespace ns whose nsfs file is st.
+func nsIDOf(ns string, st unix.Stat_t) string {
+	return ns + ":" + strconv.FormatUint(st.Dev, 10) + ":" + strconv.FormatUint(st.Ino, 10)
+}
+
+// selfNS is this process's namespace ns, each read once: a process
+// changes its own only by setns or unshare, which airlock's server and
+// client never call (the server's own facts, read at its start, hold the
+// same). The client asks for three, the server for every one over time.
+func selfNS(ns string) (string, error) {
+	selfNSMu.Lock()
+	defer selfNSMu.Unlock()
+	if id, ok := selfNSIDs[ns]; ok {
+		return id, nil
 	}
-	defer d.close()
-	m := map[string]string{}
-	for _, ns := range namespaceNames {
-		if m[ns], err = d.nsID(ns); err != nil {
-			return nil, err
-		}
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/"+ns, &st); err != nil {
+		return "", fmt.Errorf("stat /proc/self/ns/%s: %v", ns, err)
 	}
-	return m, nil
-})
+	id := nsIDOf(ns, st)
+	selfNSIDs[ns] = id
+	return id, nil
+}
+
+var (
+	selfNSMu  sync.Mutex
+	selfNSIDs = map[string]string{}
+)
 
 // factsLater starts reading process pid's facts and returns what waits for
 // them: the server reads them while the caller is still sending its
