@@ -76,7 +76,7 @@ func serveWarm(ctx context.Context, env *Env, dir string, idle time.Duration) er
 	s := &warmServer{env: env, procEnv: processEnv(), boxed: sandbox.Probe().Tier() >= sandbox.Tier1}
 	defer s.close()
 	fmt.Fprintf(env.Stderr, "airlock: warm: serving on %s\n", srv.Path())
-	return srv.Serve(ctx, warmrun.Handler{Check: s.check, Run: s.run}, idle)
+	return srv.Serve(ctx, warmrun.Handler{Check: s.check, Read: s.read, Run: s.run}, idle)
 }
 
 // dropTerminal gives up the server's controlling terminal, if it has one:
@@ -211,7 +211,7 @@ func (s *warmServer) run(ctx context.Context, call *warmrun.Call) int {
 		Environ: call.Env, Dir: call.Dir, Exe: s.env.Exe,
 		IsTerminal:     isTerm(call.Stdin) && isTerm(call.Stderr),
 		StdoutTerminal: isTerm(call.Stdout), StderrTerminal: isTerm(call.Stderr),
-		warm: &warmCall{tty: call.TTY, pid: call.Pid, server: s},
+		warm: &warmCall{tty: call.TTY, pid: call.Pid, server: s, early: earlyOf(call)},
 	}
 	return Main(ctx, append([]string{"run"}, call.Args...), env)
 }
@@ -225,6 +225,9 @@ type warmCall struct {
 	// approvals socket too, as in its own process.
 	pid    int
 	server *warmServer
+	// early is the policy read beside the server's checks; nil reads it
+	// in the kernel's build, as cold.
+	early *wiring.Early
 }
 
 // configure has the kernel ask a person on the caller's terminal, never
@@ -235,6 +238,7 @@ func (w *warmCall) configure(cfg *wiring.Config) {
 		return
 	}
 	cfg.BrokerPid = w.pid
+	cfg.Early = w.early
 	cfg.OpenTerminal = func() (*os.File, error) {
 		if w.tty == nil {
 			return nil, errs.Unavailablef("approvals: no terminal")

@@ -1,11 +1,9 @@
 package warmrun
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -18,6 +16,8 @@ type peer struct {
 	// pidfd pins the process: after its /proc entries are read, a signal 0
 	// through it proves the pid still names the same process.
 	pidfd int
+	// facts, when set, waits for the facts read early (factsLater).
+	facts func() (facts, error)
 }
 
 // peerOf asks the kernel who connected: SO_PEERCRED and SO_PEERPIDFD, both
@@ -86,12 +86,17 @@ func proc(pid int) string {
 // a namespace other than this process's, "" when none; an entry that cannot
 // be read counts as different.
 func sameNamespaces(pid int, names ...string) string {
+	d, derr := openProc(pid)
+	defer d.close()
 	for _, ns := range names {
-		mine, err := os.Readlink("/proc/self/ns/" + ns)
+		if derr != nil {
+			return ns
+		}
+		mine, err := selfNS(ns)
 		if err != nil {
 			return ns
 		}
-		theirs, err := os.Readlink(proc(pid) + "/ns/" + ns)
+		theirs, err := d.nsID(ns)
 		if err != nil || theirs != mine {
 			return ns
 		}
@@ -135,33 +140,33 @@ var namespaceNames = []string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup
 // readFacts reads process pid's facts (0: this process's).
 func readFacts(pid int) (facts, error) {
 	f := facts{status: map[string]string{}, ns: map[string]string{}}
-	dir := proc(pid)
-	var err error
-	if f.exe, err = exeID(dir + "/exe"); err != nil {
-		return f, err
-	}
-	st, err := os.ReadFile(dir + "/status")
+	// Every entry through one open directory of the process; a pid
+	// reused meanwhile fails the reads (and the pidfd check after).
+	d, err := openProc(pid)
 	if err != nil {
 		return f, err
 	}
-	sc := bufio.NewScanner(bytes.NewReader(st))
-	for sc.Scan() {
-		k, v, ok := bytes.Cut(sc.Bytes(), []byte(":"))
-		if ok {
-			f.status[string(k)] = string(bytes.TrimSpace(v))
-		}
+	defer d.close()
+	dir := d.name
+	if f.exe, err = exeID(d); err != nil {
+		return f, err
 	}
+	st, err := d.read("status")
+	if err != nil {
+		return f, err
+	}
+	parseStatus(st, f.status)
 	for _, k := range statusKeys {
 		if _, ok := f.status[k]; !ok {
 			return f, fmt.Errorf("%s/status has no %s line", dir, k)
 		}
 	}
 	for _, ns := range namespaceNames {
-		if f.ns[ns], err = os.Readlink(dir + "/ns/" + ns); err != nil {
+		if f.ns[ns], err = d.nsID(ns); err != nil {
 			return f, err
 		}
 	}
-	cg, err := os.ReadFile(dir + "/cgroup")
+	cg, err := d.read("cgroup")
 	if err != nil {
 		return f, err
 	}
@@ -181,7 +186,7 @@ func readFacts(pid int) (facts, error) {
 		return f, fmt.Errorf("ioprio_get: %v", e)
 	}
 	f.ioprio = int(prio)
-	oom, err := os.ReadFile(dir + "/oom_score_adj")
+	oom, err := d.read("oom_score_adj")
 	if err != nil {
 		return f, err
 	}
@@ -192,18 +197,48 @@ func readFacts(pid int) (facts, error) {
 // ioprioWhoProcess is IOPRIO_WHO_PROCESS.
 const ioprioWhoProcess = 1
 
-// exeID is the path a /proc/<pid>/exe link names with the device and
+// exeID is the path the process's exe link names with the device and
 // inode of the file it opens.
-func exeID(link string) (string, error) {
-	path, err := os.Readlink(link)
+func exeID(d procDir) (string, error) {
+	path, err := d.readlink("exe")
 	if err != nil {
 		return "", err
 	}
-	var st unix.Stat_t
-	if err := unix.Stat(link, &st); err != nil {
+	st, err := d.stat("exe")
+	if err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("%s (%d:%d)", path, st.Dev, st.Ino), nil
+}
+
+// parseStatus puts the lines of a status file named in statusKeys into m
+// (the rest are not compared, so not kept).
+func parseStatus(st []byte, m map[string]string) {
+	for len(st) > 0 {
+		line := st
+		if i := bytes.IndexByte(st, '\n'); i >= 0 {
+			line, st = st[:i], st[i+1:]
+		} else {
+			st = nil
+		}
+		k, v, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		if key, kept := statusKey(k); kept {
+			m[key] = string(bytes.TrimSpace(v))
+		}
+	}
+}
+
+// statusKey is k as one of statusKeys, false when it is none of them.
+func statusKey(k []byte) (string, bool) {
+	for _, s := range statusKeys {
+		if string(k) == s {
+			return s, true
+		}
+	}
+	return "", false
 }
 
 // limitNames name the resource limits in a reason.

@@ -235,6 +235,7 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler) {
 	}
 	endCheck := starttrace.Begin("warm-check")
 	defer func() { endCheck() }()
+	p.facts = factsLater(p.pid)
 	call, err := readCall(c)
 	if err != nil {
 		s.log.Warn("warm: bad request; refused", "pid", p.pid, "err", err)
@@ -242,6 +243,7 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler) {
 		return
 	}
 	defer call.close()
+	call.early = readLater(h.Read, call)
 	// Read first, so the answer is not lost to the reset a socket closed
 	// with a record unread gives its peer.
 	if ns := sameNamespaces(p.pid, "mnt"); ns != "" && !s.skip[ns] {
@@ -299,7 +301,7 @@ func (s *Server) cold(answer func(reply) error, p peer, reason string) {
 // connected.
 func (s *Server) check(p peer, call *Call, h Handler) string {
 	call.Pid = p.pid
-	theirs, err := readFacts(p.pid)
+	theirs, err := p.readFacts()
 	if err != nil {
 		return "cannot read the client's process: " + err.Error()
 	}

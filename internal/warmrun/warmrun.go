@@ -66,6 +66,17 @@ type Call struct {
 	// streams guard the three streams (Streams), made before the call
 	// is accepted.
 	streams *streams
+	// early waits for Handler.Read's value; nil when there is none.
+	early func() any
+}
+
+// Early is what Handler.Read read of c ahead of its run (waiting for it
+// to finish), nil when the handler reads nothing ahead.
+func (c *Call) Early() any {
+	if c.early == nil {
+		return nil
+	}
+	return c.early()
 }
 
 func (c *Call) close() {
@@ -81,6 +92,11 @@ type Handler struct {
 	// Check returns why c must run cold ("" when it may run warm). It
 	// reads only: nothing it does may have a side effect.
 	Check func(c *Call) string
+	// Read, when set, starts the reading part of c's run beside the
+	// server's checks of the caller (its value is c.Early's once c is
+	// accepted). It reads only, like Check: a call that goes cold drops
+	// its value with nothing to undo.
+	Read func(c *Call) any
 	// Run runs c and returns its exit code. ctx ends when the client
 	// cancels (a signal reached it) or goes away, or the server stops.
 	Run func(ctx context.Context, c *Call) int

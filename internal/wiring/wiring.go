@@ -102,6 +102,9 @@ type Config struct {
 	// Taint is the kernel's (mediator.Options.Taint): why the caller read
 	// text from outside, "" for none.
 	Taint func() string
+	// Early, when set, is the policy read ahead for this configuration
+	// (ReadEarly); nil reads it in Build.
+	Early *Early
 }
 
 // Kernel is a built kernel with what it was built from.
@@ -162,7 +165,7 @@ func Build(cfg Config) (*Kernel, error) {
 		return nil, errs.Invalidf("--mode %q: want observe or fix", cfg.Mode)
 	}
 	endPolicy := starttrace.Begin("policy-load")
-	p, file, err := LoadPolicy(cfg.Dir, workdir, cfg.PolicyFile, cfg.Getenv)
+	p, file, err := cfg.Early.loadPolicy(cfg, workdir)
 	endPolicy()
 	if err != nil {
 		return nil, err

@@ -1,0 +1,171 @@
+package warmrun
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// procDir is an open /proc/<pid> (or /proc/self): every entry read through
+// it is looked up from this one directory, not from a path walked afresh,
+// and a directory opened for a process that then ended answers ESRCH
+// rather than naming whatever took its pid.
+type procDir struct {
+	fd   int
+	name string
+}
+
+func openProc(pid int) (procDir, error) {
+	name := proc(pid)
+	fd, err := unix.Open(name, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return procDir{fd: -1}, fmt.Errorf("open %s: %v", name, err)
+	}
+	return procDir{fd: fd, name: name}, nil
+}
+
+func (d procDir) close() {
+	if d.fd >= 0 {
+		unix.Close(d.fd)
+	}
+}
+
+// procBufs are the buffers /proc files are read into: status is about 1.5
+// KiB, cgroup a line per hierarchy.
+var procBufs = sync.Pool{New: func() any { b := make([]byte, 8192); return &b }}
+
+// read is the whole of entry, read to its end. The text is a copy: the
+// buffer goes back to the pool.
+func (d procDir) read(entry string) ([]byte, error) {
+	fd, err := unix.Openat(d.fd, entry, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s/%s: %v", d.name, entry, err)
+	}
+	defer unix.Close(fd)
+	bp := procBufs.Get().(*[]byte)
+	defer procBufs.Put(bp)
+	buf := *bp
+	n := 0
+	for {
+		if n == len(buf) {
+			return nil, fmt.Errorf("%s/%s: over %d bytes", d.name, entry, len(buf))
+		}
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s/%s: %v", d.name, entry, err)
+		}
+		if m == 0 {
+			return append([]byte(nil), buf[:n]...), nil
+		}
+		n += m
+	}
+}
+
+// readlink is the target of the link entry.
+func (d procDir) readlink(entry string) (string, error) {
+	b := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(d.fd, entry, b)
+	if err != nil {
+		return "", fmt.Errorf("readlink %s/%s: %v", d.name, entry, err)
+	}
+	if n == len(b) {
+		return "", fmt.Errorf("readlink %s/%s: too long", d.name, entry)
+	}
+	return string(b[:n]), nil
+}
+
+// stat is the file entry opens (links followed: /proc's links stand for
+// the process's files, the ns entries for its namespaces).
+func (d procDir) stat(entry string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(d.fd, entry, &st, 0); err != nil {
+		return st, fmt.Errorf("stat %s/%s: %v", d.name, entry, err)
+	}
+	return st, nil
+}
+
+// nsID is the identity of the process's namespace ns: the device and inode
+// of its nsfs file, which the kernel's "ns:[inode]" link text stands for.
+func (d procDir) nsID(ns string) (string, error) {
+	st, err := d.stat("ns/" + ns)
+	if err != nil {
+		return "", err
+	}
+	return nsIDOf(ns, st), nil
+}
+
+// nsIDOf is the identity of namespace ns whose nsfs file is st.
+func nsIDOf(ns string, st unix.Stat_t) string {
+	return ns + ":" + strconv.FormatUint(st.Dev, 10) + ":" + strconv.FormatUint(st.Ino, 10)
+}
+
+// selfNS is this process's namespace ns, each read once: a process
+// changes its own only by setns or unshare, which airlock's server and
+// client never call (the server's own facts, read at its start, hold the
+// same). The client asks for three, the server for every one over time.
+func selfNS(ns string) (string, error) {
+	selfNSMu.Lock()
+	defer selfNSMu.Unlock()
+	if id, ok := selfNSIDs[ns]; ok {
+		return id, nil
+	}
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/"+ns, &st); err != nil {
+		return "", fmt.Errorf("stat /proc/self/ns/%s: %v", ns, err)
+	}
+	id := nsIDOf(ns, st)
+	selfNSIDs[ns] = id
+	return id, nil
+}
+
+var (
+	selfNSMu  sync.Mutex
+	selfNSIDs = map[string]string{}
+)
+
+// factsLater starts reading process pid's facts and returns what waits for
+// them: the server reads them while the caller is still sending its
+// request. Reading has no side effect, so a request refused meanwhile
+// leaves nothing to undo (the reader's result is dropped).
+func factsLater(pid int) func() (facts, error) {
+	type read struct {
+		f   facts
+		err error
+	}
+	ch := make(chan read, 1)
+	go func() {
+		f, err := readFacts(pid)
+		ch <- read{f, err}
+	}()
+	return sync.OnceValues(func() (facts, error) {
+		r := <-ch
+		return r.f, r.err
+	})
+}
+
+// readFacts is the peer's facts: those read early when they were, else
+// read now. Either way they are read before the pidfd check that ends
+// the server's checks.
+func (p peer) readFacts() (facts, error) {
+	if p.facts != nil {
+		return p.facts()
+	}
+	return readFacts(p.pid)
+}
+
+// readLater starts read(c) and returns what waits for its value; nil when
+// there is no read. It runs beside the checks, which never wait for it: a
+// call answered cold leaves it to end on its own, its value unused.
+func readLater(read func(*Call) any, c *Call) func() any {
+	if read == nil {
+		return nil
+	}
+	ch := make(chan any, 1)
+	go func() { ch <- read(c) }()
+	return sync.OnceValue(func() any { return <-ch })
+}
