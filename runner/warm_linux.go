@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -30,11 +31,14 @@ import (
 // socket in a grant, a new repository, a swapped link, another policy or
 // mode or directory) gives another fingerprint and another box. The box's
 // init runs the call in a session of its own, ends every process in the
-// box when it is over and brings the scratch directories back; a box that
-// could not be cleared is retired.
+// box when it is over and reports how the call ended (the call's result is
+// returned then), then brings the scratch directories back and reports
+// the box clear; only then is the box idle again. A box that could not be
+// cleared, or does not say so in time, is retired.
 //
 //	Pool.Run ──plan──▶ fingerprint ──▶ idle box of that fingerprint?
 //	                                    ├─ yes: run the call in it, then close the plan
+//	                                    ├─ one being cleared: wait for it
 //	                                    └─ no:  start a box from this plan
 //
 // A call the warm path cannot take (tier 0, network, a box that needs
@@ -62,10 +66,17 @@ type Pool struct {
 	exe  string
 	idle time.Duration
 
-	mu     sync.Mutex
-	free   map[string][]*warmBox // idle boxes by fingerprint
-	all    map[*warmBox]bool
-	closed bool
+	// trace, when set (by a benchmark), is told where each warm call's
+	// time went.
+	trace func(warmPhases)
+
+	mu   sync.Mutex
+	free map[string][]*warmBox // idle boxes by fingerprint
+	// clearing are the boxes whose last call has ended and whose init
+	// has not yet reported them clear, by fingerprint.
+	clearing map[string][]*warmBox
+	all      map[*warmBox]bool
+	closed   bool
 }
 
 // NewPool returns a pool whose boxes run exe as their init and end after
@@ -74,7 +85,7 @@ func NewPool(exe string, idle time.Duration) *Pool {
 	if idle <= 0 {
 		idle = DefaultIdle
 	}
-	return &Pool{exe: exe, idle: idle, free: map[string][]*warmBox{}, all: map[*warmBox]bool{}}
+	return &Pool{exe: exe, idle: idle, free: map[string][]*warmBox{}, clearing: map[string][]*warmBox{}, all: map[*warmBox]bool{}}
 }
 
 // Warm reports whether req would run in a warm box (tier 1 or 2, no
@@ -96,6 +107,7 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, errs.Invalidf("run: no command")
 	}
 	start := time.Now()
+	var ph warmPhases
 	// A key plan: at tier 2 it makes no box directory (PlanWarmKey).
 	plan, err := sandbox.PlanWarmKey(req.Spec, req.Tier, p.exe)
 	if err != nil {
@@ -113,7 +125,9 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 	lim := req.Spec.Limits
 	lim.Wall = 0
 	fp := plan.Fingerprint() + fmt.Sprintf("/%+v", lim)
-	wb := p.take(fp)
+	ph.Plan = time.Since(start)
+	wb := p.take(ctx, fp)
+	ph.Take = time.Since(start) - ph.Plan
 	if wb == nil && !plan.Startable() {
 		// No box of this fingerprint: the box itself is planned now,
 		// and known by its own plan's fingerprint.
@@ -142,7 +156,8 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 		}
 		plan = nil // the box's own now
 	}
-	res, reuse, err := wb.call(ctx, req, start)
+	warm := wb.calls > 0
+	res, reuse, err := wb.call(ctx, req, start, &ph)
 	if plan != nil {
 		// This call's own plan: what it holds for the host (placeholders,
 		// the repositories it saw) is released and checked now, as after
@@ -151,7 +166,9 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	switch {
 	case reuse && err == nil:
-		p.put(wb)
+		// The init clears the box now; it is idle again once it says
+		// it is clear.
+		p.settle(wb)
 	case err != nil:
 		// The call may still run (cancelled, or its box broke): nothing
 		// of it is waited for.
@@ -159,7 +176,21 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 	default:
 		p.retire(wb)
 	}
+	if p.trace != nil && warm {
+		ph.Total = time.Since(start)
+		p.trace(ph)
+	}
 	return res, err
+}
+
+// warmPhases are where one call in a warm box spent its time, each from
+// the end of the one before: its plan and fingerprint, finding an idle
+// box, handing the call over, the box's work until every process in it
+// had ended (of which the init's own report says how much was starting
+// the command and running it), reading the rest of its output, and what
+// is left (closing the plan, the result). Total is the whole call.
+type warmPhases struct {
+	Plan, Take, Send, Box, Start, Run, Drain, Total time.Duration
 }
 
 // Close ends every box of the pool, idle or running a call, and waits until
@@ -171,7 +202,7 @@ func (p *Pool) Close() {
 	for wb := range p.all {
 		boxes = append(boxes, wb)
 	}
-	p.all, p.free = map[*warmBox]bool{}, map[string][]*warmBox{}
+	p.all, p.free, p.clearing = map[*warmBox]bool{}, map[string][]*warmBox{}, map[string][]*warmBox{}
 	p.mu.Unlock()
 	for _, wb := range boxes {
 		wb.end()
@@ -185,8 +216,26 @@ func (p *Pool) Boxes() int {
 	return len(p.all)
 }
 
-// take returns an idle box of fingerprint fp, or nil.
-func (p *Pool) take(fp string) *warmBox {
+// take returns an idle box of fingerprint fp, or nil. When none is idle
+// but one is being cleared, it waits for that one (clearing takes far less
+// than making a box) until ctx ends.
+func (p *Pool) take(ctx context.Context, fp string) *warmBox {
+	for {
+		wb, wait := p.takeIdle(fp)
+		if wb != nil || wait == nil {
+			return wb
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// takeIdle returns an idle box of fingerprint fp; else, when a box of fp
+// is being cleared, a channel closed once it is settled.
+func (p *Pool) takeIdle(fp string) (*warmBox, <-chan struct{}) {
 	var dead []*warmBox
 	defer func() {
 		for _, wb := range dead {
@@ -202,25 +251,98 @@ func (p *Pool) take(fp string) *warmBox {
 			continue // its idle time ran out: the timer retires it
 		}
 		if wb.alive() && wb.intact() {
-			return wb
+			return wb, nil
 		}
 		dead = append(dead, wb)
 	}
-	return nil
+	if list := p.clearing[fp]; len(list) > 0 {
+		return nil, list[0].settled
+	}
+	return nil, nil
+}
+
+// settle waits, off the caller's path, for the init's report that wb is
+// clear, and then makes it idle again; dirty, out of order or late, the
+// box is retired. Until then wb is in no idle list, so no call starts in
+// a box still being cleared.
+func (p *Pool) settle(wb *warmBox) {
+	wb.settled = make(chan struct{})
+	p.mu.Lock()
+	p.clearing[wb.fp] = append(p.clearing[wb.fp], wb)
+	p.mu.Unlock()
+	go func() {
+		clear, err := wb.awaitClear()
+		idle := err == nil && clear.Dirty == ""
+		p.mu.Lock()
+		p.clearing[wb.fp] = without(p.clearing[wb.fp], wb)
+		if len(p.clearing[wb.fp]) == 0 {
+			delete(p.clearing, wb.fp)
+		}
+		// Idle again in the same hold of the lock that ends its clearing,
+		// so a call waiting for it (take) finds it.
+		idle = idle && p.makeIdle(wb)
+		if !idle {
+			delete(p.all, wb) // forgotten before it is settled; ended below
+		}
+		p.mu.Unlock()
+		close(wb.settled)
+		switch {
+		case idle:
+		case err != nil:
+			p.retireNow(wb)
+		default:
+			p.retire(wb)
+		}
+	}()
+}
+
+// settledAll waits until no box of the pool is being cleared.
+func (p *Pool) settledAll() {
+	for {
+		var wait <-chan struct{}
+		p.mu.Lock()
+		for _, list := range p.clearing {
+			wait = list[0].settled
+			break
+		}
+		p.mu.Unlock()
+		if wait == nil {
+			return
+		}
+		<-wait
+	}
+}
+
+// without returns list less wb.
+func without(list []*warmBox, wb *warmBox) []*warmBox {
+	for i, o := range list {
+		if o == wb {
+			return append(list[:i:i], list[i+1:]...)
+		}
+	}
+	return list
 }
 
 // put makes wb idle again, or ends it when the pool is closed or holds
 // enough idle boxes of its kind.
 func (p *Pool) put(wb *warmBox) {
 	p.mu.Lock()
-	if p.closed || len(p.free[wb.fp]) >= maxIdleBoxes || !p.all[wb] {
-		p.mu.Unlock()
+	idle := p.makeIdle(wb)
+	p.mu.Unlock()
+	if !idle {
 		p.retire(wb)
-		return
+	}
+}
+
+// makeIdle puts wb among the idle boxes unless the pool is closed, holds
+// enough idle boxes of its kind or has forgotten wb; p.mu is held.
+func (p *Pool) makeIdle(wb *warmBox) bool {
+	if p.closed || len(p.free[wb.fp]) >= maxIdleBoxes || !p.all[wb] {
+		return false
 	}
 	p.free[wb.fp] = append(p.free[wb.fp], wb)
 	wb.idleTimer.Reset(p.idle)
-	p.mu.Unlock()
+	return true
 }
 
 // retireNow kills wb at once and forgets it.
@@ -237,13 +359,7 @@ func (p *Pool) retireNow(wb *warmBox) {
 func (p *Pool) retire(wb *warmBox) {
 	p.mu.Lock()
 	delete(p.all, wb)
-	list := p.free[wb.fp]
-	for i, o := range list {
-		if o == wb {
-			p.free[wb.fp] = append(list[:i:i], list[i+1:]...)
-			break
-		}
-	}
+	p.free[wb.fp] = without(p.free[wb.fp], wb)
 	p.mu.Unlock()
 	wb.end()
 }
@@ -271,7 +387,7 @@ func (p *Pool) startBox(req Request, plan *sandbox.Box, fp string) (*warmBox, er
 		dir: plan.Dir(), dead: make(chan struct{}), seccomp: tr.readyReport(), desc: r.desc}
 	wb.desc.Notes = append([]string(nil), r.desc.Notes...)
 	// Unreadable, the box serves this call and no other (intact).
-	wb.mounts, _ = boxMounts(r.nsInit)
+	wb.mounts, _ = watchMounts(r.nsInit)
 	wb.idleTimer = time.AfterFunc(time.Hour, func() { p.retire(wb) })
 	wb.idleTimer.Stop()
 	p.mu.Lock()
@@ -280,6 +396,7 @@ func (p *Pool) startBox(req Request, plan *sandbox.Box, fp string) (*warmBox, er
 	go func() {
 		r.wait(context.Background(), cmd)
 		r.finish()
+		wb.mounts.close()
 		close(wb.dead)
 		p.retire(wb) // a box that ended by itself (its Sentry died) is forgotten at once
 	}()
@@ -297,10 +414,13 @@ type warmBox struct {
 	dead    chan struct{} // closed once nothing of the box is left
 	seccomp bool
 	desc    Description // as the box started; the run's own changes when it ends
-	// mounts are the box's mounts as it began (boxMounts); "" when they
-	// could not be read.
-	mounts string
+	// mounts watches the box's mounts (watchMounts); nil when they could
+	// not be read.
+	mounts *mountWatch
 	calls  int
+	// settled is closed once the init has reported the last call's box
+	// clear (or the box was retired); made anew for each call.
+	settled chan struct{}
 	// idleTimer ends the box when it has waited too long for a call;
 	// stopped while a call runs.
 	idleTimer *time.Timer
@@ -330,20 +450,29 @@ func (wb *warmBox) intact() bool {
 		// a detached cover is ever reached.
 		return true
 	}
-	now, err := boxMounts(wb.r.nsInit)
-	return err == nil && wb.mounts != "" && now == wb.mounts
+	return wb.mounts.unchanged()
 }
 
-// boxMounts lists the ids of the mounts of the box whose PID 1 the pidfd
-// names, read from its mountinfo, sorted; the pidfd tells that the
-// process read was that one.
-func boxMounts(pidfd int) (string, error) {
+// mountWatch holds the box's mountinfo open: the kernel marks it (poll:
+// POLLPRI) at every change of the box's mount namespace, a mount detached
+// from the host's side included (umount_tree touches every namespace it
+// takes a mount from), so a box whose mounts did not change is known to be
+// intact without reading and sorting its mount table before every call.
+type mountWatch struct {
+	f     *os.File
+	first string // the ids of the mounts as the box began, sorted
+}
+
+// watchMounts opens the mountinfo of the box whose PID 1 the pidfd names
+// and reads the ids of its mounts; the pidfd tells that the process opened
+// was that one.
+func watchMounts(pidfd int) (*mountWatch, error) {
 	if pidfd <= 0 {
-		return "", errs.Unavailablef("run: no pidfd of the box's init")
+		return nil, errs.Unavailablef("run: no pidfd of the box's init")
 	}
 	info, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(pidfd))
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	pid := 0
 	for _, l := range strings.Split(string(info), "\n") {
@@ -352,14 +481,34 @@ func boxMounts(pidfd int) (string, error) {
 		}
 	}
 	if pid <= 0 {
-		return "", errs.Unavailablef("run: the box's init has ended")
+		return nil, errs.Unavailablef("run: the box's init has ended")
 	}
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/mountinfo")
+	// Opened blocking, so that the file is not added to the runtime's
+	// epoll set: epoll polls the file when told of a change, and that
+	// poll would take the mark this one looks for.
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return "", err
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "mountinfo")
+	w := &mountWatch{f: f}
+	if w.first, err = w.ids(); err != nil {
+		f.Close()
+		return nil, err
 	}
 	if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); err != nil {
-		return "", err // ended while read: the pid may name another process
+		f.Close()
+		return nil, err // ended while opened: the pid may name another process
+	}
+	return w, nil
+}
+
+// ids reads the mount table from its start and lists its mounts' ids,
+// sorted.
+func (w *mountWatch) ids() (string, error) {
+	data, err := io.ReadAll(io.NewSectionReader(w.f, 0, 1<<30))
+	if err != nil {
+		return "", err
 	}
 	var ids []string
 	for _, l := range strings.Split(string(data), "\n") {
@@ -369,6 +518,37 @@ func boxMounts(pidfd int) (string, error) {
 	}
 	sort.Strings(ids)
 	return strings.Join(ids, " "), nil
+}
+
+// unchanged reports whether the box's mounts are those it began with: at
+// once when the kernel marked no change since the last look, else by
+// reading them again (a mount made and gone again leaves them as they
+// were). Anything that cannot be told is a change.
+func (w *mountWatch) unchanged() bool {
+	if w == nil {
+		return false
+	}
+	rc, err := w.f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	marked := true
+	cerr := rc.Control(func(fd uintptr) {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLPRI}}
+		n, err := unix.Poll(fds, 0)
+		marked = err != nil || n != 0
+	})
+	if cerr == nil && !marked {
+		return true
+	}
+	now, err := w.ids()
+	return err == nil && now == w.first
+}
+
+func (w *mountWatch) close() {
+	if w != nil {
+		w.f.Close()
+	}
 }
 
 // end closes the control socket, which ends the init and so the box, and
@@ -398,7 +578,8 @@ func (wb *warmBox) kill() {
 // call runs req in the box. reuse is false when the box must not serve
 // another call (it could not be cleared, the call was cancelled, the init
 // failed).
-func (wb *warmBox) call(ctx context.Context, req Request, start time.Time) (res Result, reuse bool, err error) {
+func (wb *warmBox) call(ctx context.Context, req Request, start time.Time, ph *warmPhases) (res Result, reuse bool, err error) {
+	t0 := time.Now()
 	wb.calls++
 	desc := wb.desc
 	desc.Notes = append(append([]string(nil), desc.Notes...), fmt.Sprintf("warm box: call %d of this box", wb.calls))
@@ -430,22 +611,41 @@ func (wb *warmBox) call(ctx context.Context, req Request, start time.Time) (res 
 	go func() { io.Copy(stdout, ends.outR); copied <- struct{}{} }()
 	go func() { io.Copy(stderr, ends.errR); copied <- struct{}{} }()
 
+	t1 := time.Now()
+	ph.Send = t1.Sub(t0)
 	done, err := wb.await(ctx, req.Spec.Limits.Wall)
 	if err != nil {
 		return res, false, err
 	}
-	// Every process of the call has ended, so both pipes reach EOF.
+	t2 := time.Now()
+	ph.Box = t2.Sub(t1)
+	ph.Start, ph.Run = time.Duration(done.StartUS)*time.Microsecond, time.Duration(done.RunUS)*time.Microsecond
+	// Every process in the box has ended, so both pipes reach EOF once
+	// what is in them is read: the output is complete. A pipe still open
+	// (its end held in flight in a socket) is cut, and the box that holds
+	// it serves no other call.
+	complete := true
+	timeout := time.NewTimer(waitDelay)
+	defer timeout.Stop()
 	for i := 0; i < 2; i++ {
 		select {
 		case <-copied:
-		case <-time.After(waitDelay):
+		case <-timeout.C:
+			complete = false
+			ends.outR.Close()
+			ends.errR.Close()
+			<-copied
 		}
 	}
+	ph.Drain = time.Since(t2)
 	res.Truncated = truncated()
 	res.Description.DurationMS = since(start)
-	reuse = done.Dirty == ""
-	if !reuse {
+	reuse = done.Dirty == "" && complete
+	if done.Dirty != "" {
 		res.Description.Notes = append(res.Description.Notes, "warm box: retired after this call: "+done.Dirty)
+	}
+	if !complete {
+		res.Description.Notes = append(res.Description.Notes, "warm box: retired after this call: its output stayed open after every process in the box had ended")
 	}
 	if wb.r.cg != nil && wb.r.cg.oom() {
 		res.Description.Limits.OOM = true
@@ -469,18 +669,13 @@ func (wb *warmBox) call(ctx context.Context, req Request, start time.Time) (res 
 	return res, reuse, nil
 }
 
-// await reads the init's report of the call, or gives up when ctx ends,
-// the box dies, or the init is late past the call's wall-clock limit.
+// await reads the init's report of the call's end, or gives up when ctx
+// ends, the box dies, or the init is late past the call's wall-clock
+// limit.
 func (wb *warmBox) await(ctx context.Context, wall time.Duration) (boxconf.CallDone, error) {
 	got := make(chan error, 1)
 	var done boxconf.CallDone
-	go func() {
-		line, err := wb.ctl.ReadSlice('\n')
-		if err == nil {
-			err = json.Unmarshal(line, &done)
-		}
-		got <- err
-	}()
+	go func() { got <- wb.readReport(boxconf.KindDone, &done) }()
 	var late <-chan time.Time
 	if wall > 0 {
 		t := time.NewTimer(wall + wallGrace)
@@ -500,6 +695,62 @@ func (wb *warmBox) await(ctx context.Context, wall time.Duration) (boxconf.CallD
 	case <-late:
 		return done, errs.Unavailablef("run: the warm box did not report the end of the command")
 	}
+}
+
+// clearTimeout bounds the wait for the init's report that a box is clear
+// after a call; a box later than that is retired.
+const clearTimeout = 30 * time.Second
+
+// awaitClear reads the init's second report on a call: the box is clear,
+// or what is left in it.
+func (wb *warmBox) awaitClear() (boxconf.BoxClear, error) {
+	got := make(chan error, 1)
+	var clear boxconf.BoxClear
+	go func() { got <- wb.readReport(boxconf.KindClear, &clear) }()
+	t := time.NewTimer(clearTimeout)
+	defer t.Stop()
+	select {
+	case err := <-got:
+		return clear, err
+	case <-wb.dead:
+		return clear, errs.Unavailablef("run: the warm box ended while it was cleared")
+	case <-t.C:
+		return clear, errs.Unavailablef("run: the warm box did not report itself clear after %s", clearTimeout)
+	}
+}
+
+// readReport reads one line of the init's into v, which must be of the
+// kind due: a field v does not have, trailing data or another kind is a
+// protocol the runner does not know, and the box is not trusted further.
+func (wb *warmBox) readReport(kind string, v any) error {
+	line, err := wb.ctl.ReadSlice('\n')
+	if err != nil {
+		return err
+	}
+	return decodeReport(line, kind, v)
+}
+
+// decodeReport decodes one report line exactly into v and checks its kind.
+func decodeReport(line []byte, kind string, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("a report that is not one: %v", err)
+	}
+	if dec.More() {
+		return errors.New("a report with trailing data")
+	}
+	var got string
+	switch r := v.(type) {
+	case *boxconf.CallDone:
+		got = r.Kind
+	case *boxconf.BoxClear:
+		got = r.Kind
+	}
+	if got != kind {
+		return fmt.Errorf("a report of kind %q where %q was due", got, kind)
+	}
+	return nil
 }
 
 // callEnds are one call's pipes: the box's ends (its stdin, stdout, stderr)

@@ -19,7 +19,7 @@ func describeProtocol() string {
 		b.WriteString(f + ";")
 	}
 	seen := map[reflect.Type]bool{}
-	for _, v := range []any{Config{}, Status{}, Ready{}, Call{}, CallDone{}, GVisorSource{}} {
+	for _, v := range []any{Config{}, Status{}, Ready{}, Call{}, CallDone{}, BoxClear{}, GVisorSource{}} {
 		describe(&b, reflect.TypeOf(v), seen)
 	}
 	// The walls' encoding is written by hand, beside the types: its

@@ -8,14 +8,20 @@ package boxconf
 //	runner ◀──Ready (one JSON line)──────────────────────────── init
 //	runner ──Call: 4-byte big-endian length, JSON; with it, ──▶ init
 //	         SCM_RIGHTS: the call's stdin, stdout, stderr
-//	runner ◀──CallDone (one JSON line) once every process of ── init
-//	          the call has ended; the init then empties the
-//	          box's scratch directories before it reads the next Call
+//	runner ◀──CallDone (one JSON line, kind "done") once every ── init
+//	          process in the box has ended: the call's output
+//	          pipes are closed, its Result is complete
+//	runner ◀──BoxClear (one JSON line, kind "clear") once the ─── init
+//	          init has put back its standing, checked the
+//	          network namespace and emptied the scratch
+//	          directories; only then may the next Call come
 //
-// Calls are one at a time. The socket is marked close-on-exec and is never
-// among a call's descriptors; the init is not dumpable, so no call reaches
-// it through /proc/1/fd either. A scratch directory that cannot be emptied
-// is reported (CallDone.Dirty) and the runner retires the box.
+// Calls are one at a time: the runner returns a call's result at its
+// CallDone and makes the box idle again only at a BoxClear that says it is
+// clear. A line of another kind than the one due, a BoxClear that is dirty,
+// or none at all, retires the box. The socket is marked close-on-exec and
+// is never among a call's descriptors; the init is not dumpable, so no call
+// reaches it through /proc/1/fd either.
 
 // Flags of the serving mode on the init's command line, after FlagConfig
 // and FlagStatus.
@@ -53,8 +59,16 @@ type Call struct {
 	WallMS int64 `json:"wall_ms,omitempty"`
 }
 
+// The kinds of the init's reports on a call, in the order they come.
+const (
+	KindDone  = "done"
+	KindClear = "clear"
+)
+
 // CallDone is how a call ended.
 type CallDone struct {
+	// Kind is KindDone.
+	Kind string `json:"kind"`
 	// Started is set when the command was started.
 	Started bool `json:"started"`
 	Exit    int  `json:"exit"`
@@ -67,7 +81,23 @@ type CallDone struct {
 	NotFound bool `json:"not_found,omitempty"`
 	// Refused marks the exec wall's refusal of the command itself (126).
 	Refused bool `json:"refused,omitempty"`
-	// Dirty says what of the call could not be cleared away: the box
-	// must not serve another call.
+	// Dirty says why the call's end could not be learned (waiting for
+	// it failed): the box must not serve another call, and no BoxClear
+	// follows.
+	Dirty string `json:"dirty,omitempty"`
+	// StartUS is how long, in microseconds, the init took from the
+	// call's arrival to its process's start (look-up, fork, exec); RunUS
+	// from then until every process in the box had ended. They tell where
+	// a warm call's time goes; nothing is decided by them.
+	StartUS int64 `json:"start_us,omitempty"`
+	RunUS   int64 `json:"run_us,omitempty"`
+}
+
+// BoxClear is the init's second report on a call: the box is brought back
+// to its first state, or Dirty says what of the call could not be cleared
+// away and the box must not serve another call.
+type BoxClear struct {
+	// Kind is KindClear.
+	Kind  string `json:"kind"`
 	Dirty string `json:"dirty,omitempty"`
 }

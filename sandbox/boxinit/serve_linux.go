@@ -87,6 +87,7 @@ func serveMain(a serveArgs) int {
 	}()
 	for {
 		call, files, err := readCall(sock)
+		arrived := time.Now()
 		if err == io.EOF {
 			return 0
 		}
@@ -94,8 +95,18 @@ func serveMain(a serveArgs) int {
 			fmt.Fprintf(os.Stderr, "airlock: box: serve: %v\n", err)
 			return 125
 		}
-		done := serveCall(call, files, walls, roots, first)
+		done, ran := serveCall(call, files, walls, arrived)
+		done.Kind = boxconf.KindDone
 		if err := writeLine(sock, done); err != nil || done.Dirty != "" {
+			return 125
+		}
+		// The call's result is with the runner; the box is cleared while
+		// it reads it, and takes no call before it has said so.
+		clear := boxconf.BoxClear{Kind: boxconf.KindClear}
+		if ran {
+			clear.Dirty = clearCall(roots, first)
+		}
+		if err := writeLine(sock, clear); err != nil || clear.Dirty != "" {
 			return 125
 		}
 	}
@@ -219,9 +230,10 @@ func takeFiles(oob []byte) ([]*os.File, error) {
 // serveCall runs one call to its end: started from the walled thread in a
 // session of its own, reaped with every orphan until it exits, then every
 // other process in the box killed (kill(-1) from PID 1 reaches all of them,
-// whatever session, group or parent they moved to) and the scratch emptied.
-func serveCall(call boxconf.Call, files []*os.File, walls *boxconf.Walls, roots []*scratchRoot, first standing) boxconf.CallDone {
-	var done boxconf.CallDone
+// whatever session, group or parent they moved to). ran reports whether
+// anything of the call ran, and so whether the box must be cleared
+// (clearCall) before the next.
+func serveCall(call boxconf.Call, files []*os.File, walls *boxconf.Walls, arrived time.Time) (done boxconf.CallDone, ran bool) {
 	defer func() {
 		for _, f := range files {
 			f.Close()
@@ -234,7 +246,7 @@ func serveCall(call boxconf.Call, files []*os.File, walls *boxconf.Walls, roots 
 	path, err := lookpath.LookPath(call.Argv[0], lookpath.EnvValue(env, "PATH"), call.Dir)
 	if err != nil {
 		done.Error, done.NotFound = fmt.Sprintf("%v inside the box", err), true
-		return done
+		return done, false
 	}
 	proc, err := os.StartProcess(path, call.Argv, &os.ProcAttr{
 		Dir: call.Dir, Env: env, Files: files,
@@ -243,13 +255,15 @@ func serveCall(call boxconf.Call, files []*os.File, walls *boxconf.Walls, roots 
 	if err != nil && walls != nil && walls.Exec != nil && errors.Is(err, unix.EACCES) {
 		fmt.Fprintln(files[2], refusedExec(call.Argv[0]))
 		done.Exit, done.Refused = 126, true
-		return done
+		return done, false
 	}
 	if err != nil {
 		done.Error = fmt.Sprintf("start %s: %v", call.Argv[0], err)
-		return done
+		return done, false
 	}
 	done.Started = true
+	started := time.Now()
+	done.StartUS = started.Sub(arrived).Microseconds()
 	pid := proc.Pid
 	proc.Release() // reaped below with wait4, not through os.Process
 	for _, f := range files {
@@ -278,7 +292,7 @@ func serveCall(call boxconf.Call, files []*os.File, walls *boxconf.Walls, roots 
 	ws, err := reapUntil(pid)
 	if err != nil {
 		done.Dirty = fmt.Sprintf("wait: %v", err)
-		return done
+		return done, true
 	}
 	if ws.Signaled() {
 		done.Signal = int(ws.Signal())
@@ -286,7 +300,15 @@ func serveCall(call boxconf.Call, files []*os.File, walls *boxconf.Walls, roots 
 		done.Exit = ws.ExitStatus()
 	}
 	endAll()
+	done.RunUS = time.Since(started).Microseconds()
 	done.WallTimeout = timedOut.Load()
+	return done, true
+}
+
+// clearCall brings the box back to its first state after a call whose
+// processes have all ended, and says what could not be ("" when nothing).
+// It runs on the walled thread (the init's main goroutine, locked to it).
+func clearCall(roots []*scratchRoot, first standing) string {
 	// On this thread, the one the next call is forked from: what a call
 	// changed of it from outside (limits, priorities, affinity).
 	standingErr := errors.Join(restoreStanding(first), netLeft())
@@ -294,11 +316,11 @@ func serveCall(call boxconf.Call, files []*os.File, walls *boxconf.Walls, roots 
 	// call may not write but its scratch must still be emptied of.
 	clean := make(chan string, 1)
 	go func() { clean <- clearBox(roots) }()
-	done.Dirty = <-clean
+	dirty := <-clean
 	if standingErr != nil {
-		done.Dirty = strings.TrimPrefix(done.Dirty+"; "+standingErr.Error(), "; ")
+		dirty = strings.TrimPrefix(dirty+"; "+standingErr.Error(), "; ")
 	}
-	return done
+	return dirty
 }
 
 // reapUntil reaps every child until pid has exited, and returns how it
