@@ -150,8 +150,16 @@ func isTerm(f *os.File) bool { return f != nil && term.IsTerminal(int(f.Fd())) }
 // environment, directory, streams and terminal; nothing of the server's),
 // and the server's session of warm boxes.
 func (s *warmServer) run(ctx context.Context, call *warmrun.Call) int {
+	// The input is read only while the call lasts: the server outlives
+	// it, and what the caller is sent next is the caller's own.
+	stdin, stopInput, err := call.Input()
+	if err != nil {
+		fmt.Fprintf(call.Stderr, "airlock: run: warm: the input: %v\n", err)
+		return errs.ExitCannotRun
+	}
+	defer stopInput()
 	env := &Env{
-		Stdin: call.Stdin, Stdout: call.Stdout, Stderr: call.Stderr,
+		Stdin: stdin, Stdout: call.Stdout, Stderr: call.Stderr,
 		Environ: call.Env, Dir: call.Dir, Exe: s.env.Exe,
 		IsTerminal:     isTerm(call.Stdin) && isTerm(call.Stderr),
 		StdoutTerminal: isTerm(call.Stdout), StderrTerminal: isTerm(call.Stderr),

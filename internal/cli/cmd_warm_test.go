@@ -368,3 +368,48 @@ func TestWarmOneServer(t *testing.T) {
 		t.Fatalf("got %+v, want one line naming the running server", r)
 	}
 }
+
+// TestWarmLeavesInputAlone: once a run has ended, what its caller's
+// standard input carries next is the caller's: the server reads none of it
+// (as a cold run's process, gone, reads none). The caller runs
+// `airlock run -- true` and then reads its input itself; the line it is
+// sent after the run must reach it, warm as cold.
+func TestWarmLeavesInputAlone(t *testing.T) {
+	f := startWarm(t)
+	for _, warm := range []string{"off", "verbose"} {
+		t.Run(warm, func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := exec.Command("sh", "-c", `"$0" run -- true; echo "ran $?"; exec cat`, f.bin)
+			cmd.Env, cmd.Dir = append(append([]string(nil), f.env...), warmrun.Env+"="+warm), dir
+			in, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var errb bytes.Buffer
+			cmd.Stderr = &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			first := make([]byte, len("ran 0\n"))
+			if _, err := io.ReadFull(out, first); err != nil || string(first) != "ran 0\n" {
+				t.Fatalf("the run: %q %v (stderr %q)", first, err, errb.String())
+			}
+			// The run has ended: this line is for the caller's cat.
+			io.WriteString(in, "after the run\n")
+			in.Close()
+			rest, _ := io.ReadAll(out)
+			cmd.Wait()
+			if strings.Contains(errb.String(), "running cold") {
+				t.Fatalf("the run did not run warm: %q", errb.String())
+			}
+			if string(rest) != "after the run\n" {
+				t.Fatalf("the caller read %q after the run, want %q: the server took its input", rest, "after the run\n")
+			}
+		})
+	}
+}
