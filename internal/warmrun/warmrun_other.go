@@ -4,6 +4,7 @@ package warmrun
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"time"
 
@@ -31,3 +32,7 @@ func (s *Server) Serve(ctx context.Context, h Handler, idle time.Duration) error
 func HandOver(ctx context.Context, dir string, req Request, fds []int) Result {
 	return Result{Outcome: Cold}
 }
+
+// Input is the call's standard input as it is off Linux, where no call is
+// served.
+func (c *Call) Input() (io.Reader, func(), error) { return c.Stdin, func() {}, nil }
