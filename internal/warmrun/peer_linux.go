@@ -107,6 +107,11 @@ type facts struct {
 	// exe is the airlock binary: its path and device and inode (a rebuilt
 	// one is another file).
 	exe string
+	// root is the process's root directory as this process names it,
+	// with its device and inode: a caller chroot'd elsewhere (in the same
+	// namespaces) names its paths, its policy and programs included, in
+	// another tree than the server would read them in.
+	root string
 	// status holds the lines of /proc/<pid>/status that name the process's
 	// rights and confinement.
 	status map[string]string
@@ -138,6 +143,9 @@ func readFacts(pid int) (facts, error) {
 	dir := proc(pid)
 	var err error
 	if f.exe, err = exeID(dir + "/exe"); err != nil {
+		return f, err
+	}
+	if f.root, err = exeID(dir + "/root"); err != nil {
 		return f, err
 	}
 	st, err := os.ReadFile(dir + "/status")
@@ -192,8 +200,8 @@ func readFacts(pid int) (facts, error) {
 // ioprioWhoProcess is IOPRIO_WHO_PROCESS.
 const ioprioWhoProcess = 1
 
-// exeID is the path a /proc/<pid>/exe link names with the device and
-// inode of the file it opens.
+// exeID is the path a /proc/<pid>/exe (or root) link names with the
+// device and inode of the file it opens.
 func exeID(link string) (string, error) {
 	path, err := os.Readlink(link)
 	if err != nil {
@@ -217,6 +225,9 @@ var limitNames = [...]string{"cpu", "fsize", "data", "stack", "core", "rss", "np
 func (mine facts) differ(theirs facts, skip map[string]bool) string {
 	if theirs.exe != mine.exe && !skip["exe"] {
 		return fmt.Sprintf("another airlock binary (%s; the server runs %s; restart airlock warm after a rebuild)", theirs.exe, mine.exe)
+	}
+	if theirs.root != mine.root && !skip["root"] {
+		return fmt.Sprintf("another root directory (%s; the server's is %s)", theirs.root, mine.root)
 	}
 	for _, k := range statusKeys {
 		if theirs.status[k] != mine.status[k] && !skip[k] {
