@@ -188,6 +188,7 @@ func TestPeerFidelity(t *testing.T) {
 		{name: "another nice value", skip: []string{"sched"}, role: "client", wrap: []string{"nice", "-n", "5"}, need: "nice", want: ranCold},
 		{name: "another CPU affinity", skip: []string{"Cpus_allowed"}, role: "client", wrap: []string{"taskset", "-c", "0"}, need: "taskset", want: ranCold},
 		{name: "a rebuilt binary", skip: []string{"exe"}, role: "client", wrap: []string{rebuilt}, want: ranCold},
+		{name: "traced", skip: []string{"TracerPid"}, role: "client", wrap: []string{"strace", "-f", "-o", "/dev/null"}, need: "strace", want: ranCold},
 		{name: "another root directory", skip: []string{"root"}, role: "chroot-client", env: []string{"WARMRUN_TEST_JAIL=" + t.TempDir()}, need: "root", want: ranCold},
 		// A raw client: it does not check the server first, as a hostile
 		// process would not. Refused before its request is read: it gets
