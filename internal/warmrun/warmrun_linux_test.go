@@ -407,6 +407,7 @@ func TestBadRequestsRefused(t *testing.T) {
 		{"far too many descriptors", good, 8, "too many descriptors"},
 		{"over the bound", bytes.Repeat([]byte("a"), MaxRequest+10), 3, "over"},
 		{"relative dir", mustEncode(t, Request{Args: []string{"x"}, Dir: "rel"}), 3, "not absolute"},
+		{"a variable named twice", mustEncode(t, Request{Args: []string{"x"}, Env: []string{"PATH=/evil", "A=1", "PATH=/usr/bin"}, Dir: "/"}), 3, "named twice"},
 	}
 	ts := startServer(t)
 	for _, tt := range tests {
