@@ -191,6 +191,15 @@ func (w *warmCall) configure(cfg *wiring.Config) {
 			return nil, errs.Wrap(errs.Unavailable, err, "approvals: terminal")
 		}
 		syscall.CloseOnExec(fd)
+		// Non-blocking (the client opened this description for the
+		// call alone), so the runtime polls it and closing it when the
+		// call's kernel closes ends the prompt's reader: a reader left in
+		// a blocking read would take the next line typed at the caller's
+		// shell, long after the call.
+		if err := syscall.SetNonblock(fd, true); err != nil {
+			syscall.Close(fd)
+			return nil, errs.Wrap(errs.Unavailable, err, "approvals: terminal")
+		}
 		return os.NewFile(uintptr(fd), "/dev/tty"), nil
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -409,6 +410,77 @@ func TestWarmLeavesInputAlone(t *testing.T) {
 			}
 			if string(rest) != "after the run\n" {
 				t.Fatalf("the caller read %q after the run, want %q: the server took its input", rest, "after the run\n")
+			}
+		})
+	}
+}
+
+// TestWarmTerminalCall: a run from a terminal (its controlling terminal,
+// whose /dev/tty the client sends) runs warm, is asked on that terminal,
+// and once it has ended the next line typed there is the shell's: neither
+// the call's input nor the approvals prompt's reader of the terminal is
+// left reading it in the server.
+func TestWarmTerminalCall(t *testing.T) {
+	f := startWarm(t)
+	for _, mode := range []string{"off", "verbose"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, dir, "airlock.yaml", "shell:\n  allow: [sh, echo]\n")
+			writeFile(t, dir, "s.sh", "echo inside\n")
+			master, slave := testsupport.OpenPTY(t)
+			defer master.Close()
+			// sh s.sh cannot be decided before it runs: a person is asked.
+			cmd := exec.Command("sh", "-c", `"$0" run -- sh s.sh; echo "RAN $?"; read l; echo "GOT:[$l]"`, f.bin)
+			cmd.Env, cmd.Dir = append(append([]string(nil), f.env...), warmrun.Env+"="+mode), dir
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			slave.Close()
+			defer func() { cmd.Process.Kill(); cmd.Wait() }()
+			var mu sync.Mutex
+			var out []byte
+			go func() {
+				b := make([]byte, 4096)
+				for {
+					n, err := master.Read(b)
+					mu.Lock()
+					out = append(out, b[:n]...)
+					mu.Unlock()
+					if err != nil {
+						return
+					}
+				}
+			}()
+			wait := func(s string) {
+				t.Helper()
+				for end := time.Now().Add(40 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+					mu.Lock()
+					ok := bytes.Contains(out, []byte(s))
+					mu.Unlock()
+					if ok {
+						return
+					}
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				t.Fatalf("no %q on the terminal: %q", s, out)
+			}
+			wait("? ")
+			master.Write([]byte("o\n"))
+			wait("RAN 0")
+			time.Sleep(200 * time.Millisecond)
+			master.Write([]byte("typed after the run\n"))
+			wait("GOT:[")
+			wait("]")
+			mu.Lock()
+			defer mu.Unlock()
+			if bytes.Contains(out, []byte("running cold")) {
+				t.Fatalf("the run did not run warm: %q", out)
+			}
+			if !bytes.Contains(out, []byte("inside")) || !bytes.Contains(out, []byte("GOT:[typed after the run]")) {
+				t.Fatalf("the shell did not read the line typed after the run: %q", out)
 			}
 		})
 	}

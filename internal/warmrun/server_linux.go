@@ -295,8 +295,11 @@ func (s *Server) check(p peer, call *Call, h Handler) string {
 		return "cannot read the client's terminal: " + err.Error()
 	}
 	if call.TTY != nil {
-		var st unix.Stat_t
-		if err := unix.Fstat(int(call.TTY.Fd()), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR || st.Rdev != call.CTTY {
+		// The client sends the /dev/tty it opened, whose own device is
+		// /dev/tty's (5:0) for every process: the kernel names the
+		// terminal behind it (TIOCGDEV), encoded as /proc's tty_nr is.
+		dev, err := unix.IoctlGetUint32(int(call.TTY.Fd()), unix.TIOCGDEV)
+		if err != nil || call.CTTY == 0 || uint64(dev) != call.CTTY {
 			return "the terminal sent is not the client's controlling terminal"
 		}
 	}
