@@ -485,3 +485,75 @@ func TestWarmTerminalCall(t *testing.T) {
 		})
 	}
 }
+
+// TestWarmServerInJobControlShell: `airlock warm &` started from an
+// interactive shell (job control: the server a background job of the
+// terminal's session) and a run in the foreground that reads the terminal.
+// A background job that reads its controlling terminal is stopped by the
+// kernel (SIGTTIN), and a stopped server hangs every caller: the server
+// gives up its controlling terminal, so the caller's is a terminal like
+// any other to it.
+func TestWarmServerInJobControlShell(t *testing.T) {
+	if sandbox.Probe().Tier() < sandbox.Tier1 {
+		testsupport.Missing(t, "the host probe gives no tier 1 here")
+	}
+	bin := testsupport.AirlockBin(t)
+	home := t.TempDir()
+	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, "config"),
+		"XDG_STATE_HOME=" + filepath.Join(home, "state"), "XDG_RUNTIME_DIR=" + filepath.Join(home, "run"), "PATH=/usr/bin:/bin"}
+	dir := t.TempDir()
+	writeFile(t, dir, "airlock.yaml", "shell:\n  allow: [cat]\n")
+	master, slave := testsupport.OpenPTY(t)
+	defer master.Close()
+	script := `set -m; "$0" warm --idle 1m & sleep 1
+AIRLOCK_WARM=verbose "$0" run -- cat; echo "RAN $?"; kill -CONT $!; kill $!; wait`
+	cmd := exec.Command("sh", "-c", script, bin)
+	cmd.Env, cmd.Dir = env, dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var mu sync.Mutex
+	var out []byte
+	go func() {
+		b := make([]byte, 4096)
+		for {
+			n, err := master.Read(b)
+			mu.Lock()
+			out = append(out, b[:n]...)
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	seen := func(s string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return bytes.Contains(out, []byte(s))
+	}
+	for end := time.Now().Add(20 * time.Second); !seen("serving on") && time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+	}
+	time.Sleep(500 * time.Millisecond) // the run has handed over
+	master.Write([]byte("a line for cat\n"))
+	time.Sleep(500 * time.Millisecond)
+	master.Write([]byte{4}) // end of input
+	end := time.Now().Add(20 * time.Second)
+	for !seen("RAN ") && time.Now().Before(end) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !bytes.Contains(out, []byte("RAN 0")) {
+		t.Fatalf("the run did not end (a stopped server?): %q", out)
+	}
+	if bytes.Contains(out, []byte("running cold")) {
+		t.Fatalf("the run did not run warm: %q", out)
+	}
+	if bytes.Count(out, []byte("a line for cat")) != 2 {
+		t.Fatalf("cat did not give back the line typed (once echoed, once its output): %q", out)
+	}
+}

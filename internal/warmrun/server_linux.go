@@ -53,6 +53,9 @@ func Listen(dir string, log *slog.Logger) (*Server, error) {
 	if !filepath.IsAbs(dir) {
 		return nil, errs.Invalidf("warm: socket directory %q is not absolute", dir)
 	}
+	if err := detachTerminal(); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "warm: create %s", dir)
 	}
@@ -93,6 +96,32 @@ func Listen(dir string, log *slog.Logger) (*Server, error) {
 	}
 	s.ln, s.sockDev, s.sockIno = ln, st.Dev, st.Ino
 	return s, nil
+}
+
+// detachTerminal gives up this process's controlling terminal, if it has
+// one. Started from an interactive shell (`airlock warm &`) the server is a
+// background job of that terminal's session, and the kernel stops a
+// background job that reads its controlling terminal (SIGTTIN; writes too,
+// under stty tostop): a caller's input or its approvals prompt on that very
+// terminal would stop the server, and every caller with it. A terminal that
+// is not the server's controlling one is read and written like any file.
+// Ignoring the signals instead would leave them ignored in every box the
+// server starts. A session leader keeps its terminal: giving it up would
+// hang up its own foreground group, and no caller's controlling terminal
+// can be one (a terminal is the controlling one of a single session).
+func detachTerminal() error {
+	if sid, err := unix.Getsid(0); err == nil && sid == os.Getpid() {
+		return nil
+	}
+	fd, err := unix.Open("/dev/tty", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil // no controlling terminal (ENXIO), or none this process may open
+	}
+	defer unix.Close(fd)
+	if err := unix.IoctlSetInt(fd, unix.TIOCNOTTY, 0); err != nil {
+		return errs.Wrap(errs.Unavailable, err, "warm: give up the controlling terminal (start airlock warm with setsid)")
+	}
+	return nil
 }
 
 // takeLock takes the directory's lock file, writing this process's pid in
