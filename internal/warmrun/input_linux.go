@@ -20,7 +20,7 @@ func (c *Call) Input() (r io.Reader, stop func(), err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	in := &callInput{f: c.Stdin, fd: int(c.Stdin.Fd()), efd: efd}
+	in := &callInput{f: c.Stdin, efd: efd}
 	return in, in.stop, nil
 }
 
@@ -28,8 +28,8 @@ func (c *Call) Input() (r io.Reader, stop func(), err error) {
 // and an ongoing Read comes last, so a Read never polls a closed (or
 // reused) descriptor.
 type callInput struct {
-	f       *os.File // holds fd open
-	fd, efd int
+	f   *os.File
+	efd int
 
 	mu      sync.Mutex
 	reading bool
@@ -77,8 +77,26 @@ func (in *callInput) Read(p []byte) (int, error) {
 		}
 		in.mu.Unlock()
 	}()
+	raw, err := in.f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	// Under the file's own reference (RawConn.Read), so the descriptor is
+	// not closed, and its number not reused, while it is polled or read.
+	var n int
+	var rerr error
+	if err := raw.Read(func(fd uintptr) bool {
+		n, rerr = in.pollRead(int(fd), p)
+		return true
+	}); err != nil {
+		return 0, err
+	}
+	return n, rerr
+}
+
+func (in *callInput) pollRead(fd int, p []byte) (int, error) {
 	for {
-		fds := []unix.PollFd{{Fd: int32(in.fd), Events: unix.POLLIN}, {Fd: int32(in.efd), Events: unix.POLLIN}}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(in.efd), Events: unix.POLLIN}}
 		if _, err := unix.Poll(fds, -1); err != nil {
 			if errors.Is(err, unix.EINTR) {
 				continue
@@ -91,7 +109,7 @@ func (in *callInput) Read(p []byte) (int, error) {
 		if fds[0].Revents == 0 {
 			continue
 		}
-		n, err := unix.Read(in.fd, p)
+		n, err := unix.Read(fd, p)
 		switch {
 		case errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN):
 			continue
