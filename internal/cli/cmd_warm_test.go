@@ -427,45 +427,15 @@ func TestWarmTerminalCall(t *testing.T) {
 			dir := t.TempDir()
 			writeFile(t, dir, "airlock.yaml", "shell:\n  allow: [sh, echo]\n")
 			writeFile(t, dir, "s.sh", "echo inside\n")
-			master, slave := testsupport.OpenPTY(t)
-			defer master.Close()
 			// sh s.sh cannot be decided before it runs: a person is asked.
 			cmd := exec.Command("sh", "-c", `"$0" run -- sh s.sh; echo "RAN $?"; read l; echo "GOT:[$l]"`, f.bin)
 			cmd.Env, cmd.Dir = append(append([]string(nil), f.env...), warmrun.Env+"="+mode), dir
-			cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			slave.Close()
-			defer func() { cmd.Process.Kill(); cmd.Wait() }()
-			var mu sync.Mutex
-			var out []byte
-			go func() {
-				b := make([]byte, 4096)
-				for {
-					n, err := master.Read(b)
-					mu.Lock()
-					out = append(out, b[:n]...)
-					mu.Unlock()
-					if err != nil {
-						return
-					}
-				}
-			}()
+			master, term := startOnTerminal(t, cmd)
 			wait := func(s string) {
 				t.Helper()
-				for end := time.Now().Add(40 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-					mu.Lock()
-					ok := bytes.Contains(out, []byte(s))
-					mu.Unlock()
-					if ok {
-						return
-					}
+				if !term.wait(s, 40*time.Second) {
+					t.Fatalf("no %q on the terminal: %q", s, term.bytes())
 				}
-				mu.Lock()
-				defer mu.Unlock()
-				t.Fatalf("no %q on the terminal: %q", s, out)
 			}
 			wait("? ")
 			master.Write([]byte("o\n"))
@@ -474,8 +444,7 @@ func TestWarmTerminalCall(t *testing.T) {
 			master.Write([]byte("typed after the run\n"))
 			wait("GOT:[")
 			wait("]")
-			mu.Lock()
-			defer mu.Unlock()
+			out := term.bytes()
 			if bytes.Contains(out, []byte("running cold")) {
 				t.Fatalf("the run did not run warm: %q", out)
 			}
@@ -503,50 +472,18 @@ func TestWarmServerInJobControlShell(t *testing.T) {
 		"XDG_STATE_HOME=" + filepath.Join(home, "state"), "XDG_RUNTIME_DIR=" + filepath.Join(home, "run"), "PATH=/usr/bin:/bin"}
 	dir := t.TempDir()
 	writeFile(t, dir, "airlock.yaml", "shell:\n  allow: [cat]\n")
-	master, slave := testsupport.OpenPTY(t)
-	defer master.Close()
 	script := `set -m; "$0" warm --idle 1m & sleep 1
 AIRLOCK_WARM=verbose "$0" run -- cat; echo "RAN $?"; kill -CONT $!; kill $!; wait`
 	cmd := exec.Command("sh", "-c", script, bin)
 	cmd.Env, cmd.Dir = env, dir
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	slave.Close()
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	var mu sync.Mutex
-	var out []byte
-	go func() {
-		b := make([]byte, 4096)
-		for {
-			n, err := master.Read(b)
-			mu.Lock()
-			out = append(out, b[:n]...)
-			mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	seen := func(s string) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return bytes.Contains(out, []byte(s))
-	}
-	for end := time.Now().Add(20 * time.Second); !seen("serving on") && time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-	}
+	master, term := startOnTerminal(t, cmd)
+	term.wait("serving on", 20*time.Second)
 	time.Sleep(500 * time.Millisecond) // the run has handed over
 	master.Write([]byte("a line for cat\n"))
 	time.Sleep(500 * time.Millisecond)
 	master.Write([]byte{4}) // end of input
-	end := time.Now().Add(20 * time.Second)
-	for !seen("RAN ") && time.Now().Before(end) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	mu.Lock()
-	defer mu.Unlock()
+	term.wait("RAN ", 20*time.Second)
+	out := term.bytes()
 	if !bytes.Contains(out, []byte("RAN 0")) {
 		t.Fatalf("the run did not end (a stopped server?): %q", out)
 	}
@@ -556,4 +493,61 @@ AIRLOCK_WARM=verbose "$0" run -- cat; echo "RAN $?"; kill -CONT $!; kill $!; wai
 	if bytes.Count(out, []byte("a line for cat")) != 2 {
 		t.Fatalf("cat did not give back the line typed (once echoed, once its output): %q", out)
 	}
+}
+
+// startOnTerminal starts cmd in a session of its own whose controlling
+// terminal is a new pseudo-terminal, and returns the terminal's master with
+// what it reads; both end with the test.
+func startOnTerminal(t *testing.T, cmd *exec.Cmd) (*os.File, *terminalOutput) {
+	t.Helper()
+	master, slave := testsupport.OpenPTY(t)
+	t.Cleanup(func() { master.Close() })
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return master, readTerminal(master)
+}
+
+// terminalOutput is what a pseudo-terminal's master has read so far.
+type terminalOutput struct {
+	mu  sync.Mutex
+	out []byte
+}
+
+// readTerminal reads master to its end in the background.
+func readTerminal(master *os.File) *terminalOutput {
+	o := &terminalOutput{}
+	go func() {
+		b := make([]byte, 4096)
+		for {
+			n, err := master.Read(b)
+			o.mu.Lock()
+			o.out = append(o.out, b[:n]...)
+			o.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return o
+}
+
+func (o *terminalOutput) bytes() []byte {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]byte(nil), o.out...)
+}
+
+// wait reports whether s was read within d.
+func (o *terminalOutput) wait(s string, d time.Duration) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if bytes.Contains(o.bytes(), []byte(s)) {
+			return true
+		}
+	}
+	return false
 }
