@@ -163,7 +163,7 @@ func (s *warmServer) run(ctx context.Context, call *warmrun.Call) int {
 		Environ: call.Env, Dir: call.Dir, Exe: s.env.Exe,
 		IsTerminal:     isTerm(call.Stdin) && isTerm(call.Stderr),
 		StdoutTerminal: isTerm(call.Stdout), StderrTerminal: isTerm(call.Stderr),
-		warm: &warmCall{tty: call.TTY, server: s},
+		warm: &warmCall{tty: call.TTY, pid: call.Pid, server: s},
 	}
 	return Main(ctx, append([]string{"run"}, call.Args...), env)
 }
@@ -172,16 +172,21 @@ func (s *warmServer) run(ctx context.Context, call *warmrun.Call) int {
 // caller's terminal (which it sent) in place of /dev/tty, the server's
 // session, and no second hand-over.
 type warmCall struct {
-	tty    *os.File
+	tty *os.File
+	// pid is the client's: its approvals socket and escalation ids are
+	// named by it, as a cold run's by its own process.
+	pid    int
 	server *warmServer
 }
 
 // configure has the kernel ask a person on the caller's terminal, never
-// on the server's own /dev/tty. A nil w (a cold run) changes nothing.
+// on the server's own /dev/tty, and name its approvals socket by the
+// caller's pid. A nil w (a cold run) changes nothing.
 func (w *warmCall) configure(cfg *wiring.Config) {
 	if w == nil {
 		return
 	}
+	cfg.ApprovalsPid = w.pid
 	cfg.OpenTerminal = func() (*os.File, error) {
 		if w.tty == nil {
 			return nil, errs.Unavailablef("approvals: no terminal")

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -550,4 +551,57 @@ func (o *terminalOutput) wait(s string, d time.Duration) bool {
 		}
 	}
 	return false
+}
+
+// TestWarmApprovalsPerCall: calls the server runs side by side that each
+// wait for a person (no terminal: through `airlock approvals`) are each
+// listed, under their own client's pid, as cold runs are under theirs.
+// Named by the server's pid, the second call's socket took the first's
+// place, and the first could be answered by no one.
+func TestWarmApprovalsPerCall(t *testing.T) {
+	f := startWarm(t)
+	dir := t.TempDir()
+	writeFile(t, dir, "airlock.yaml", "shell:\n  allow: [sh, echo]\n")
+	writeFile(t, dir, "s.sh", "echo inside\n")
+	var pids []int
+	var logs []string
+	for i := 0; i < 2; i++ {
+		// sh s.sh cannot be decided before it runs: a person is asked.
+		cmd := exec.Command(f.bin, "run", "--", "sh", "s.sh")
+		cmd.Env, cmd.Dir = append(append([]string(nil), f.env...), warmrun.Env+"=verbose"), dir
+		log, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer log.Close()
+		cmd.Stderr = log
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		pids, logs = append(pids, cmd.Process.Pid), append(logs, log.Name())
+		time.Sleep(300 * time.Millisecond) // the first asks before the second starts
+	}
+	listed := func(out []byte) bool {
+		for _, pid := range pids {
+			if !bytes.Contains(out, []byte(fmt.Sprintf("(pid %d,", pid))) {
+				return false
+			}
+		}
+		return true
+	}
+	var out []byte
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end) && !listed(out); time.Sleep(100 * time.Millisecond) {
+		list := exec.Command(f.bin, "approvals", "list")
+		list.Env = f.env
+		out, _ = list.CombinedOutput()
+	}
+	for _, l := range logs {
+		if b, _ := os.ReadFile(l); bytes.Contains(b, []byte("running cold")) {
+			t.Fatalf("a run did not run warm: %q", b)
+		}
+	}
+	if !listed(out) {
+		t.Fatalf("airlock approvals list shows %q, want a question from each of the clients %v", out, pids)
+	}
 }

@@ -271,6 +271,7 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler) {
 		return
 	}
 	defer call.close()
+	call.Pid = p.pid
 	// Read first, so the answer is not lost to the reset a socket closed
 	// with a record unread gives its peer.
 	if ns := sameNamespaces(p.pid, "mnt"); ns != "" && !s.skip[ns] {

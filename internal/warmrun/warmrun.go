@@ -75,6 +75,9 @@ type Call struct {
 	// CTTY is the device of the client's controlling terminal as the
 	// kernel says (/proc/<pid>/stat), 0 for none.
 	CTTY uint64
+	// Pid is the client's process as the kernel names it (SO_PEERCRED),
+	// alive while the call lasts.
+	Pid int
 }
 
 func (c *Call) close() {

@@ -56,6 +56,11 @@ type Config struct {
 	// (approvals.OpenTerminal). `airlock warm` opens the caller's own,
 	// which it received: never the server's.
 	OpenTerminal func() (*os.File, error)
+	// ApprovalsPid names the approvals socket and prefixes escalation
+	// ids; 0 is this process's pid. `airlock warm` gives each call its
+	// client's: the calls it runs side by side each have a socket, and
+	// the person sees the process that asked.
+	ApprovalsPid int
 	// AuditFile is the audit log; "" is audit.DefaultPath.
 	AuditFile string
 	// GrantsFile is where "allow always" saves; "" is the default path.
@@ -275,7 +280,7 @@ func Build(cfg Config) (*Kernel, error) {
 	}
 
 	bo := approvals.Options{SocketDir: paths.socketDir, GrantsFile: paths.grants,
-		Log: log, Audit: k.Audit}
+		Log: log, Audit: k.Audit, Pid: cfg.ApprovalsPid}
 	if cfg.Terminal {
 		open := cfg.OpenTerminal
 		if open == nil {
