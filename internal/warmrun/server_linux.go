@@ -313,8 +313,9 @@ func (s *Server) check(p peer, call *Call, h Handler) string {
 		return "cannot read the client's terminal: " + err.Error()
 	}
 	if call.TTY != nil {
-		// The device behind the descriptor (an opened /dev/tty is the
-		// terminal it stands for), as /proc/<pid>/stat encodes it.
+		// The client sends the /dev/tty it opened, whose own device is
+		// /dev/tty's (5:0) for every process: the kernel names the
+		// terminal behind it (TIOCGDEV), encoded as /proc's tty_nr is.
 		dev, err := unix.IoctlGetUint32(int(call.TTY.Fd()), unix.TIOCGDEV)
 		if err != nil || call.CTTY == 0 || uint64(dev) != call.CTTY {
 			return "the terminal sent is not the client's controlling terminal"

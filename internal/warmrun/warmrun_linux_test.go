@@ -32,6 +32,8 @@ func TestMain(m *testing.M) {
 	switch os.Getenv(roleEnv) {
 	case "client", "raw-client":
 		os.Exit(clientRole(os.Getenv(roleEnv) == "raw-client"))
+	case "chroot-client":
+		os.Exit(chrootClientRole())
 	case "dying-server":
 		os.Exit(dyingServerRole())
 	}
@@ -60,6 +62,26 @@ func clientRole(raw bool) int {
 	} else {
 		r = HandOver(context.Background(), dir, req, []int{0, 1, 2})
 	}
+	fmt.Printf("outcome=%d code=%d reason=%s warn=%s\n", r.Outcome, r.Code, r.Reason, r.Warn)
+	return 0
+}
+
+// chrootClientRole connects to the server in $WARMRUN_TEST_DIR, then
+// chroots to the empty directory $WARMRUN_TEST_JAIL (its namespaces and
+// working directory stay the server's) and sends its request: its paths
+// are now the jail's, not the server's.
+func chrootClientRole() int {
+	wd, _ := os.Getwd()
+	c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: SocketPath(os.Getenv(dirEnv)), Net: "unixpacket"})
+	if err != nil {
+		fmt.Printf("outcome=dial-failed reason=%v\n", err)
+		return 0
+	}
+	if err := unix.Chroot(os.Getenv("WARMRUN_TEST_JAIL")); err != nil {
+		fmt.Printf("outcome=chroot-failed reason=%v\n", err)
+		return 0
+	}
+	r := exchange(context.Background(), c, Request{Args: []string{"--", "echo"}, Env: []string{"A=1"}, Dir: wd}, []int{0, 1, 2})
 	fmt.Printf("outcome=%d code=%d reason=%s warn=%s\n", r.Outcome, r.Code, r.Reason, r.Warn)
 	return 0
 }
@@ -166,6 +188,8 @@ func TestPeerFidelity(t *testing.T) {
 		{name: "another nice value", skip: []string{"sched"}, role: "client", wrap: []string{"nice", "-n", "5"}, need: "nice", want: ranCold},
 		{name: "another CPU affinity", skip: []string{"Cpus_allowed"}, role: "client", wrap: []string{"taskset", "-c", "0"}, need: "taskset", want: ranCold},
 		{name: "a rebuilt binary", skip: []string{"exe"}, role: "client", wrap: []string{rebuilt}, want: ranCold},
+		{name: "traced", skip: []string{"TracerPid"}, role: "client", wrap: []string{"strace", "-f", "-o", "/dev/null"}, need: "strace", want: ranCold},
+		{name: "another root directory", skip: []string{"root"}, role: "chroot-client", env: []string{"WARMRUN_TEST_JAIL=" + t.TempDir()}, need: "root", want: ranCold},
 		// A raw client: it does not check the server first, as a hostile
 		// process would not. Refused before its request is read: it gets
 		// the refusal or the reset of its unread record, or cannot even
@@ -174,7 +198,11 @@ func TestPeerFidelity(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.need != "" {
+			if tt.need == "root" {
+				if os.Geteuid() != 0 {
+					testsupport.Missing(t, "chroot needs root")
+				}
+			} else if tt.need != "" {
 				if _, err := exec.LookPath(tt.need); err != nil {
 					testsupport.Missing(t, "%s is not installed: %v", tt.need, err)
 				}
@@ -379,6 +407,7 @@ func TestBadRequestsRefused(t *testing.T) {
 		{"far too many descriptors", good, 8, "too many descriptors"},
 		{"over the bound", bytes.Repeat([]byte("a"), MaxRequest+10), 3, "over"},
 		{"relative dir", mustEncode(t, Request{Args: []string{"x"}, Dir: "rel"}), 3, "not absolute"},
+		{"a variable named twice", mustEncode(t, Request{Args: []string{"x"}, Env: []string{"PATH=/evil", "A=1", "PATH=/usr/bin"}, Dir: "/"}), 3, "named twice"},
 	}
 	ts := startServer(t)
 	for _, tt := range tests {

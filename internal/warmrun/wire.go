@@ -115,10 +115,19 @@ func decodeRequest(b []byte) (Request, error) {
 	if !strings.HasPrefix(r.Dir, "/") {
 		return Request{}, fmt.Errorf("working directory %q is not absolute", r.Dir)
 	}
+	// A process's environment (os.Environ) names each variable once; a
+	// request naming one twice would have the server's checks read one
+	// entry and a cold run's process the other.
+	seen := make(map[string]bool, len(r.Env))
 	for _, e := range r.Env {
-		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+		k, _, ok := strings.Cut(e, "=")
+		if !ok || k == "" {
 			return Request{}, fmt.Errorf("environment entry without a name")
 		}
+		if seen[k] {
+			return Request{}, fmt.Errorf("environment variable %q named twice", k)
+		}
+		seen[k] = true
 	}
 	return r, nil
 }
