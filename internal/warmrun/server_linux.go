@@ -2,6 +2,9 @@ package warmrun
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -82,7 +85,11 @@ func Listen(dir string, log *slog.Logger) (*Server, error) {
 	}
 	ln.SetUnlinkOnClose(false)
 	var st unix.Stat_t
-	if err := os.Chmod(s.path, 0o600); err == nil {
+	err = passCred(ln)
+	if err == nil {
+		err = os.Chmod(s.path, 0o600)
+	}
+	if err == nil {
 		err = unix.Lstat(s.path, &st)
 	}
 	if err != nil {
@@ -93,6 +100,24 @@ func Listen(dir string, log *slog.Logger) (*Server, error) {
 	}
 	s.ln, s.sockDev, s.sockIno = ln, st.Dev, st.Ino
 	return s, nil
+}
+
+// passCred has the kernel name the sender of every record the server
+// reads (SO_PASSCRED, which each accepted connection inherits; a record
+// sent before its connection is accepted carries its sender too): a
+// request is taken only from the process that connected and was checked.
+func passCred(ln *net.UnixListener) error {
+	raw, err := ln.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PASSCRED, 1)
+	}); err != nil {
+		return err
+	}
+	return serr
 }
 
 // takeLock takes the directory's lock file, writing this process's pid in
@@ -235,13 +260,17 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler) {
 	}
 	endCheck := starttrace.Begin("warm-check")
 	defer func() { endCheck() }()
-	call, err := readCall(c)
+	call, sender, err := readCall(c)
 	if err != nil {
 		s.log.Warn("warm: bad request; refused", "pid", p.pid, "err", err)
 		answer(reply{Answer: answerRefused, Reason: "bad request: " + err.Error()})
 		return
 	}
 	defer call.close()
+	if sender != p.pid && !s.skip["sender"] {
+		s.refuseSender(answer, p, sender)
+		return
+	}
 	// Read first, so the answer is not lost to the reset a socket closed
 	// with a record unread gives its peer.
 	if ns := sameNamespaces(p.pid, "mnt"); ns != "" && !s.skip[ns] {
@@ -257,6 +286,13 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler) {
 		return
 	}
 	defer call.streams.stop()
+	if !s.skip["challenge"] {
+		if reason := s.challenge(c, answer, p); reason != "" {
+			s.log.Warn("warm: the connecting process did not answer its challenge; refused", "pid", p.pid, "reason", reason)
+			answer(reply{Answer: answerRefused, Reason: reason})
+			return
+		}
+	}
 	endCheck()
 	endCheck = func() {}
 	if err := answer(reply{Answer: answerAccepted}); err != nil {
@@ -286,6 +322,50 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler) {
 	// which is the caller's again (a cold run's reader ends with it).
 	call.streams.stopInput()
 	answer(reply{Answer: answerExit, Code: code})
+}
+
+func (s *Server) refuseSender(answer func(reply) error, p peer, sender int) {
+	s.log.Warn("warm: a record from another process than the one that connected; refused", "pid", p.pid, "sender", sender)
+	answer(reply{Answer: answerRefused, Reason: fmt.Sprintf("the request came from process %d, not %d that connected", sender, p.pid)})
+}
+
+// challenge sends a fresh random value once the connecting process's facts
+// were read and checked, and is "" when that same process sends it back on
+// the same connection: the request is then the checked process's own, not
+// one sent for it by a child it forked (another pid), nor by a process that
+// has since exec'd another program there (an airlock command that answers
+// no challenge). The process must still be the one the pidfd pins.
+func (s *Server) challenge(c *net.UnixConn, answer func(reply) error, p peer) string {
+	var nonce [16]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return "the server cannot make a challenge: " + err.Error()
+	}
+	want := challengeRecord + hex.EncodeToString(nonce[:])
+	if err := answer(reply{Answer: answerChallenge, Nonce: want[len(challengeRecord):]}); err != nil {
+		return "the challenge: " + err.Error()
+	}
+	buf := make([]byte, len(want)+1)
+	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred)+unix.CmsgSpace(5*4))
+	n, oobn, flags, _, err := c.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return "no answer to the challenge: " + err.Error()
+	}
+	fds, sender, ferr := rights(oob[:oobn])
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+	switch {
+	case ferr != nil || len(fds) > 0 || flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0:
+		return "a bad answer to the challenge"
+	case sender != p.pid && !s.skip["sender"]:
+		return fmt.Sprintf("the challenge was answered by process %d, not %d that connected", sender, p.pid)
+	case subtle.ConstantTimeCompare(buf[:n], []byte(want)) != 1:
+		return "a wrong answer to the challenge"
+	}
+	if err := p.alive(); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 func (s *Server) cold(answer func(reply) error, p peer, reason string) {
@@ -363,16 +443,16 @@ var requestBufs = sync.Pool{New: func() any { b := make([]byte, MaxRequest+1); r
 // short by the buffer, lost descriptors, control messages other than
 // descriptors or a count other than the request's is refused, and every
 // descriptor received is closed then.
-func readCall(c *net.UnixConn) (*Call, error) {
+func readCall(c *net.UnixConn) (call *Call, sender int, err error) {
 	bp := requestBufs.Get().(*[]byte)
 	defer requestBufs.Put(bp)
 	buf := *bp
-	oob := make([]byte, unix.CmsgSpace(5*4))
+	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred)+unix.CmsgSpace(5*4))
 	n, oobn, flags, _, err := c.ReadMsgUnix(buf, oob)
 	if err != nil {
-		return nil, fmt.Errorf("read: %v", err)
+		return nil, 0, fmt.Errorf("read: %v", err)
 	}
-	fds, ferr := rights(oob[:oobn])
+	fds, sender, ferr := rights(oob[:oobn])
 	closeAll := func() {
 		for _, fd := range fds {
 			unix.Close(fd)
@@ -381,13 +461,13 @@ func readCall(c *net.UnixConn) (*Call, error) {
 	switch {
 	case ferr != nil:
 		closeAll()
-		return nil, ferr
+		return nil, 0, ferr
 	case flags&unix.MSG_TRUNC != 0:
 		closeAll()
-		return nil, fmt.Errorf("request over %d bytes", MaxRequest)
+		return nil, 0, fmt.Errorf("request over %d bytes", MaxRequest)
 	case flags&unix.MSG_CTRUNC != 0:
 		closeAll()
-		return nil, fmt.Errorf("too many descriptors")
+		return nil, 0, fmt.Errorf("too many descriptors")
 	}
 	req, err := decodeRequest(buf[:n])
 	if err == nil && len(fds) != req.fds() {
@@ -395,9 +475,9 @@ func readCall(c *net.UnixConn) (*Call, error) {
 	}
 	if err != nil {
 		closeAll()
-		return nil, err
+		return nil, 0, err
 	}
-	call := &Call{Request: req}
+	call = &Call{Request: req}
 	files := make([]*os.File, len(fds))
 	for i, fd := range fds {
 		unix.CloseOnExec(fd) // received with MSG_CMSG_CLOEXEC too; never left to a box
@@ -407,29 +487,42 @@ func readCall(c *net.UnixConn) (*Call, error) {
 	if req.TTY {
 		call.TTY = files[3]
 	}
-	return call, nil
+	return call, sender, nil
 }
 
-// rights are the descriptors in oob; any other control message is an
-// error (its descriptors, if any came, are still returned to be closed).
-func rights(oob []byte) ([]int, error) {
+// rights are the descriptors in oob and the pid the kernel names as the
+// record's sender (SCM_CREDENTIALS; 0 when none came); any other control
+// message, or a second credentials message, is an error (the descriptors,
+// if any came, are still returned to be closed).
+func rights(oob []byte) (fds []int, sender int, bad error) {
 	msgs, err := unix.ParseSocketControlMessage(oob)
 	if err != nil {
-		return nil, fmt.Errorf("control message: %v", err)
+		return nil, 0, fmt.Errorf("control message: %v", err)
 	}
-	var fds []int
-	var bad error
+	creds := 0
 	for _, m := range msgs {
-		if m.Header.Level != unix.SOL_SOCKET || m.Header.Type != unix.SCM_RIGHTS {
+		switch {
+		case m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_CREDENTIALS:
+			creds++
+			cred, err := unix.ParseUnixCredentials(&m)
+			if err != nil || creds > 1 {
+				bad = fmt.Errorf("the sender's credentials")
+				continue
+			}
+			sender = int(cred.Pid)
+		case m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_RIGHTS:
+			got, err := unix.ParseUnixRights(&m)
+			if err != nil {
+				bad = fmt.Errorf("descriptors: %v", err)
+				continue
+			}
+			fds = append(fds, got...)
+		default:
 			bad = fmt.Errorf("a control message other than descriptors")
-			continue
 		}
-		got, err := unix.ParseUnixRights(&m)
-		if err != nil {
-			bad = fmt.Errorf("descriptors: %v", err)
-			continue
-		}
-		fds = append(fds, got...)
 	}
-	return fds, bad
+	if bad != nil {
+		sender = 0
+	}
+	return fds, sender, bad
 }

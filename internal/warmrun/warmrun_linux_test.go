@@ -36,6 +36,14 @@ func TestMain(m *testing.M) {
 		os.Exit(chrootClientRole())
 	case "dying-server":
 		os.Exit(dyingServerRole())
+	case "fd-sender":
+		os.Exit(fdSenderRole())
+	case "send-then-exec":
+		os.Exit(sendThenExecRole())
+	case "idle":
+		time.Sleep(time.Second)
+		fmt.Println("idle-done")
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
@@ -84,6 +92,50 @@ func chrootClientRole() int {
 	r := exchange(context.Background(), c, Request{Args: []string{"--", "echo"}, Env: []string{"A=1"}, Dir: wd}, []int{0, 1, 2})
 	fmt.Printf("outcome=%d code=%d reason=%s warn=%s\n", r.Outcome, r.Code, r.Reason, r.Warn)
 	return 0
+}
+
+// fdSenderRole sends a request on descriptor 3, a connection another
+// process made (and the server checked), as a forked child of a confined
+// connector would, answering any challenge itself.
+func fdSenderRole() int {
+	c, err := net.FileConn(os.NewFile(3, "conn"))
+	if err != nil {
+		fmt.Printf("outcome=no-conn reason=%v\n", err)
+		return 0
+	}
+	wd, _ := os.Getwd()
+	r := exchange(context.Background(), c.(*net.UnixConn), Request{Args: []string{"--", "echo"}, Env: []string{"A=1"}, Dir: wd}, []int{0, 1, 2})
+	fmt.Printf("outcome=%d code=%d reason=%s warn=%s\n", r.Outcome, r.Code, r.Reason, r.Warn)
+	return 0
+}
+
+// sendThenExecRole connects, sends its request, and execs this binary as
+// "idle": the connecting pid then runs the same program the server
+// checks, which answers no challenge (its connection closed on exec).
+func sendThenExecRole() int {
+	c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: SocketPath(os.Getenv(dirEnv)), Net: "unixpacket"})
+	if err != nil {
+		fmt.Printf("outcome=dial-failed reason=%v\n", err)
+		return 0
+	}
+	wd, _ := os.Getwd()
+	b, _ := (&Request{Args: []string{"--", "echo"}, Env: []string{"A=1"}, Dir: wd}).encode()
+	if _, _, err := c.WriteMsgUnix(b, syscall.UnixRights(0, 1, 2), nil); err != nil {
+		fmt.Printf("outcome=send-failed reason=%v\n", err)
+		return 0
+	}
+	self, _ := os.Executable()
+	// The first of a variable named twice is the one read: drop the
+	// role this process plays.
+	var env []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, roleEnv+"=") {
+			env = append(env, e)
+		}
+	}
+	env = append(env, roleEnv+"=idle")
+	fmt.Printf("exec: %v\n", syscall.Exec(self, []string{self}, env))
+	return 1
 }
 
 // dyingServerRole serves one call and dies after accepting it.
@@ -539,5 +591,63 @@ func TestReplyBounded(t *testing.T) {
 		if b := (reply{Answer: answerCold, Reason: reason}).encode(); len(b) > maxReply {
 			t.Errorf("a reply of %d bytes, over the client's %d", len(b), maxReply)
 		}
+	}
+}
+
+// TestRequestTiedToConnector: the process the server checked (the one
+// that connected) must be the one that sends the request and answers the
+// challenge. A confinement /proc does not show (Landlock) is inherited by
+// a child and by an exec'd program alike, so a confined connector could
+// otherwise have its forked child send (the connector, the checked one, is
+// then any airlock binary), or send and exec an airlock command. Each case
+// is first served by a server without that check (the old shape).
+func TestRequestTiedToConnector(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		skip string
+		run  func(t *testing.T, ts *testServer) string
+	}{
+		{"a forked child sends", "sender", func(t *testing.T, ts *testServer) string {
+			// This test process connects (and is checked: it is the
+			// server itself); a child it starts sends on its connection.
+			c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: SocketPath(ts.dir), Net: "unixpacket"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			f, err := c.File()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			cmd := exec.Command(self)
+			cmd.Env = append(os.Environ(), roleEnv+"=fd-sender")
+			cmd.ExtraFiles = []*os.File{f}
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("sender: %v: %s", err, out)
+			}
+			return string(out)
+		}},
+		{"the connector sends and execs", "challenge", func(t *testing.T, ts *testServer) string {
+			return ts.client(t, "send-then-exec", nil)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old := startServer(t, tt.skip)
+			if got := tt.run(t, old); !strings.Contains(got, "ran\n") || old.runs.Load() != 1 {
+				t.Fatalf("without the %s check: got %q, want the call served (the old shape's flaw)", tt.skip, got)
+			}
+			ts := startServer(t)
+			got := tt.run(t, ts)
+			if strings.Contains(got, "ran\n") || ts.runs.Load() != 0 {
+				t.Fatalf("got %q (%d runs), want the call not served", got, ts.runs.Load())
+			}
+		})
 	}
 }

@@ -193,6 +193,9 @@ const (
 	answerAccepted = "accepted" // the server runs it; nothing more may be run by the client
 	answerRefused  = "refused"  // the request was not taken; nothing was done
 	answerExit     = "exit"     // the call ended with Code
+	// answerChallenge asks the process that connected to send Nonce
+	// back (challengeRecord + Nonce) before the call is accepted.
+	answerChallenge = "challenge"
 )
 
 // reply is one record the server sends: JSON, which the client reads from
@@ -201,6 +204,7 @@ type reply struct {
 	Answer string `json:"answer"`
 	Reason string `json:"reason,omitempty"`
 	Code   int    `json:"code,omitempty"`
+	Nonce  string `json:"nonce,omitempty"`
 }
 
 // maxReason bounds a reply's reason, so every reply fits the client's
@@ -221,3 +225,7 @@ func (r reply) encode() []byte {
 // cancelRecord is what the client sends when a signal that ends a cold
 // run arrives.
 const cancelRecord = "C"
+
+// challengeRecord starts the client's answer to a challenge; the nonce
+// follows.
+const challengeRecord = "N"
