@@ -34,8 +34,11 @@ type Server struct {
 	lock      *os.File
 	sockDev   uint64
 	sockIno   uint64
-	self      facts
-	log       *slog.Logger
+	// self are the server's own facts as read at start: a check that
+	// they can be read at all, and what a test of the old shape compares
+	// with; every call compares with facts read for it (ownFacts).
+	self facts
+	log  *slog.Logger
 
 	// skip names checks left out; nil (always, but in tests that show
 	// what a check refuses) leaves none out.
@@ -379,11 +382,16 @@ func (s *Server) cold(answer func(reply) error, p peer, reason string) {
 // connected.
 func (s *Server) check(p peer, call *Call, h Handler) string {
 	call.Pid = p.pid
+	mine := s.ownFacts()
 	theirs, err := readFacts(p.pid)
 	if err != nil {
 		return "cannot read the client's process: " + err.Error()
 	}
-	if r := s.self.differ(theirs, s.skip); r != "" {
+	own := <-mine
+	if own.err != nil {
+		return "cannot read the server's own process: " + own.err.Error()
+	}
+	if r := own.f.differ(theirs, s.skip); r != "" {
 		return r
 	}
 	if err := sameDir(p.pid, call.Dir); err != nil {
@@ -410,6 +418,27 @@ func (s *Server) check(p peer, call *Call, h Handler) string {
 		return err.Error()
 	}
 	return ""
+}
+
+type factsRead struct {
+	f   facts
+	err error
+}
+
+// ownFacts reads the server's own facts for one call, beside the caller's:
+// a server reniced, limited, moved to another cgroup or given another umask
+// since it started runs its boxes so, and is compared as it is now.
+func (s *Server) ownFacts() <-chan factsRead {
+	ch := make(chan factsRead, 1)
+	if s.skip["stale-self"] {
+		ch <- factsRead{f: s.self}
+		return ch
+	}
+	go func() {
+		f, err := readFacts(0)
+		ch <- factsRead{f, err}
+	}()
+	return ch
 }
 
 // ctty is the device of process pid's controlling terminal, 0 for none

@@ -651,3 +651,35 @@ func TestRequestTiedToConnector(t *testing.T) {
 		})
 	}
 }
+
+// TestServerFactsPerCall: a server whose own facts change after it started
+// (here its umask; a renice, a limit or a cgroup move alike) compares each
+// caller with what it is now. The caller keeps the server's first umask:
+// compared with the facts read at start (the old shape) it is served,
+// though its box would have the server's new umask; it runs cold.
+func TestServerFactsPerCall(t *testing.T) {
+	first := unix.Umask(0o022)
+	unix.Umask(first)
+	env := []string{fmt.Sprintf("WARMRUN_TEST_UMASK=%o", first)}
+	for _, tt := range []struct {
+		name string
+		skip []string
+		want string
+	}{
+		{"facts read at start", []string{"stale-self"}, ranWarm},
+		{"facts read per call", nil, ranCold},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := startServer(t, tt.skip...)
+			later := 0o077
+			if first == later {
+				later = 0o027
+			}
+			unix.Umask(later)
+			defer unix.Umask(first)
+			if got := ts.client(t, "client", env); !strings.HasPrefix(got, tt.want) {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
