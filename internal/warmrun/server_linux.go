@@ -81,19 +81,22 @@ func Listen(dir string, log *slog.Logger) (*Server, error) {
 	if fi, err := os.Lstat(s.path); err == nil && fi.Mode()&os.ModeSocket != 0 {
 		os.Remove(s.path)
 	}
-	ln, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: s.path, Net: "unixpacket"})
+	ln, err := listenPrivate(s.path)
 	if err != nil {
 		s.lock.Close()
 		return nil, errs.Wrap(errs.Unavailable, err, "warm: listen on %s", s.path)
 	}
 	ln.SetUnlinkOnClose(false)
+	if testAfterBind != nil {
+		testAfterBind(s.path)
+	}
 	var st unix.Stat_t
 	err = passCred(ln)
 	if err == nil {
-		err = os.Chmod(s.path, 0o600)
-	}
-	if err == nil {
 		err = unix.Lstat(s.path, &st)
+	}
+	if err == nil && (st.Mode&unix.S_IFMT != unix.S_IFSOCK || st.Mode&0o777 != 0o600) {
+		err = fmt.Errorf("not the socket just made (mode %o)", st.Mode)
 	}
 	if err != nil {
 		ln.Close()
@@ -103,6 +106,21 @@ func Listen(dir string, log *slog.Logger) (*Server, error) {
 	}
 	s.ln, s.sockDev, s.sockIno = ln, st.Dev, st.Ino
 	return s, nil
+}
+
+// testAfterBind, set only by tests, runs between the bind and the checks
+// of the socket's path.
+var testAfterBind func(path string)
+
+// listenPrivate binds path with mode 0600 as it is made (under umask
+// 0177), so no chmod by name follows: a chmod would follow a link put in
+// the socket's place and change the mode of the file it names. The umask
+// is this process's, set back at once; Listen runs before any call.
+func listenPrivate(path string) (*net.UnixListener, error) {
+	old := unix.Umask(0o177)
+	ln, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: path, Net: "unixpacket"})
+	unix.Umask(old)
+	return ln, err
 }
 
 // passCred has the kernel name the sender of every record the server

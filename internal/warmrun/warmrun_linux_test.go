@@ -683,3 +683,54 @@ func TestServerFactsPerCall(t *testing.T) {
 		})
 	}
 }
+
+// TestListenFollowsNoLink: a link put in the socket's place just after the
+// bind must not have the server change the mode of the file it names, as a
+// chmod by name (the old shape, shown first) does. The server sets the mode
+// at the bind and, finding no socket of its own there, does not listen.
+func TestListenFollowsNoLink(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(target, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	swap := func(path string) {
+		os.Remove(path)
+		if err := os.Symlink(target, path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mode := func() os.FileMode {
+		fi, err := os.Stat(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Mode().Perm()
+	}
+	// The old shape: the chmod after the bind, by name.
+	old := filepath.Join(t.TempDir(), "warm.sock")
+	swap(old)
+	os.Chmod(old, 0o600)
+	if mode() != 0o600 {
+		t.Fatalf("a chmod by name left %s at %o: the old shape's flaw not shown", target, mode())
+	}
+	os.Chmod(target, 0o644)
+
+	testAfterBind = swap
+	defer func() { testAfterBind = nil }()
+	s, err := Listen(filepath.Join(t.TempDir(), "run"), nil)
+	if err == nil {
+		s.ln.Close()
+		s.close()
+		t.Fatal("Listen served a path that a link had taken")
+	}
+	if m := mode(); m != 0o644 {
+		t.Fatalf("Listen changed %s to %o through the link", target, m)
+	}
+	// Without the swap the socket is 0600 from its bind.
+	testAfterBind = nil
+	ts := startServer(t)
+	fi, err := os.Lstat(SocketPath(ts.dir))
+	if err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket %v %v: want a socket of mode 0600", fi, err)
+	}
+}
