@@ -47,7 +47,17 @@ type Server struct {
 	mu     sync.Mutex
 	active int
 	last   time.Time
+	// pending counts the connections not yet accepted or turned away,
+	// pendingHigh the most there were at once.
+	pending, pendingHigh int
 }
+
+// maxPending bounds the connections the server holds before each is
+// accepted or turned away (each has a goroutine, and a request buffer
+// once it sends): more wait in the kernel's listen queue, with nothing
+// allocated for them, until one ends (each within RequestTimeout). Calls
+// already accepted do not count.
+var maxPending = 256
 
 // Listen makes dir (mode 0700) when it is missing, checks it as CheckDir
 // does, takes its lock (another server there fails with one line naming it)
@@ -182,7 +192,17 @@ func (s *Server) Serve(ctx context.Context, h Handler, idle time.Duration) error
 	if idle > 0 {
 		go s.watchIdle(ctx, stop, idle)
 	}
+	slots := make(chan struct{}, maxPending)
 	for {
+		if !s.skip["pending-cap"] {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+			}
+			if ctx.Err() != nil {
+				break
+			}
+		}
 		c, err := s.ln.AcceptUnix()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -198,11 +218,27 @@ func (s *Server) Serve(ctx context.Context, h Handler, idle time.Duration) error
 		}
 		s.begin()
 		wg.Add(1)
+		var once sync.Once
+		settled := func() {
+			once.Do(func() {
+				s.mu.Lock()
+				s.pending--
+				s.mu.Unlock()
+				if !s.skip["pending-cap"] {
+					<-slots
+				}
+			})
+		}
+		s.mu.Lock()
+		s.pending++
+		s.pendingHigh = max(s.pendingHigh, s.pending)
+		s.mu.Unlock()
 		go func() {
 			defer wg.Done()
 			defer s.end()
 			defer c.Close()
-			s.serveConn(ctx, c, h)
+			defer settled()
+			s.serveConn(ctx, c, h, settled)
 		}()
 	}
 	wg.Wait()
@@ -256,7 +292,9 @@ func (s *Server) close() {
 
 // serveConn checks the peer, reads its request, checks that the call would
 // run warm as it would cold, answers, and runs it.
-func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler) {
+// settled is called once the call is accepted (it then holds no slot of
+// maxPending); serveConn's caller calls it too when it ends.
+func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler, settled func()) {
 	c.SetDeadline(time.Now().Add(RequestTimeout))
 	answer := func(r reply) error { _, err := c.Write(r.encode()); return err }
 	p, err := peerOf(c, true)
@@ -281,6 +319,12 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler) {
 	}
 	endCheck := starttrace.Begin("warm-check")
 	defer func() { endCheck() }()
+	// The request buffer is taken only once the request is there.
+	if err := waitReadable(c); err != nil {
+		s.log.Warn("warm: no request; refused", "pid", p.pid, "err", err)
+		answer(reply{Answer: answerRefused, Reason: "no request"})
+		return
+	}
 	call, sender, err := readCall(c)
 	if err != nil {
 		s.log.Warn("warm: bad request; refused", "pid", p.pid, "err", err)
@@ -320,6 +364,7 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler) {
 		return // the client is gone: nothing was done
 	}
 	c.SetDeadline(time.Time{})
+	settled()
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -480,6 +525,24 @@ func ctty(pid int) (uint64, error) {
 		return 0, fmt.Errorf("%s/stat: tty_nr: %v", proc(pid), err)
 	}
 	return uint64(uint32(n)), nil
+}
+
+// waitReadable waits, under c's deadline, until a record is there to read,
+// reading nothing (a peek).
+func waitReadable(c *net.UnixConn) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var perr error
+	var b [1]byte
+	if err := raw.Read(func(fd uintptr) bool {
+		_, _, perr = unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		return perr != unix.EAGAIN
+	}); err != nil {
+		return err
+	}
+	return perr
 }
 
 // requestBufs are the buffers requests are read into: a fresh one per

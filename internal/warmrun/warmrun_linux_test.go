@@ -111,7 +111,8 @@ func fdSenderRole() int {
 
 // sendThenExecRole connects, sends its request, and execs this binary as
 // "idle": the connecting pid then runs the same program the server
-// checks, which answers no challenge (its connection closed on exec).
+// checks, which holds the connection (left open across the exec) and
+// answers no challenge.
 func sendThenExecRole() int {
 	c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: SocketPath(os.Getenv(dirEnv)), Net: "unixpacket"})
 	if err != nil {
@@ -122,6 +123,14 @@ func sendThenExecRole() int {
 	b, _ := (&Request{Args: []string{"--", "echo"}, Env: []string{"A=1"}, Dir: wd}).encode()
 	if _, _, err := c.WriteMsgUnix(b, syscall.UnixRights(0, 1, 2), nil); err != nil {
 		fmt.Printf("outcome=send-failed reason=%v\n", err)
+		return 0
+	}
+	f, err := c.File()
+	if err == nil {
+		_, err = unix.FcntlInt(f.Fd(), unix.F_SETFD, 0)
+	}
+	if err != nil {
+		fmt.Printf("outcome=no-fd reason=%v\n", err)
 		return 0
 	}
 	self, _ := os.Executable()
@@ -732,5 +741,52 @@ func TestListenFollowsNoLink(t *testing.T) {
 	fi, err := os.Lstat(SocketPath(ts.dir))
 	if err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("socket %v %v: want a socket of mode 0600", fi, err)
+	}
+}
+
+// TestPendingConnectionsCapped: silent connections beyond maxPending get
+// no goroutine of the server's: they wait in the kernel's queue. Without
+// the cap (the old shape, shown first) every one of them is taken at
+// once. Once the flood goes, a call is served.
+func TestPendingConnectionsCapped(t *testing.T) {
+	defer func(n int) { maxPending = n }(maxPending)
+	maxPending = 8
+	const flood = 24
+	for _, tt := range []struct {
+		name string
+		skip []string
+		max  int
+	}{
+		{"no cap", []string{"pending-cap"}, flood},
+		{"capped", nil, 8},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := startServer(t, tt.skip...)
+			var conns []*net.UnixConn
+			for i := 0; i < flood; i++ {
+				c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: SocketPath(ts.dir), Net: "unixpacket"})
+				if err != nil {
+					t.Fatalf("flood connection %d: %v", i, err)
+				}
+				conns = append(conns, c)
+			}
+			high := func() int {
+				ts.mu.Lock()
+				defer ts.mu.Unlock()
+				return ts.pendingHigh
+			}
+			for end := time.Now().Add(2 * time.Second); time.Now().Before(end) && high() < tt.max; time.Sleep(10 * time.Millisecond) {
+			}
+			time.Sleep(100 * time.Millisecond) // any over the cap would be taken by now
+			if got := high(); got != tt.max {
+				t.Fatalf("the server held %d unaccepted connections at once, want %d", got, tt.max)
+			}
+			for _, c := range conns {
+				c.Close()
+			}
+			if got := ts.client(t, "client", nil); !strings.HasPrefix(got, ranWarm) {
+				t.Fatalf("got %q, want the call served once the flood went", got)
+			}
+		})
 	}
 }
