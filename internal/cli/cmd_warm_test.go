@@ -423,39 +423,201 @@ func asJob(slave *os.File) func(*exec.Cmd) {
 // startOnTerminal starts `airlock ARGS` handing over (AIRLOCK_WARM=verbose)
 // in dir on a new terminal it leads; out gives all the terminal showed so
 // far, master is where its keys are typed.
-func (f *warmFixture) startOnTerminal(t *testing.T, dir string, args ...string) (cmd *exec.Cmd, master *os.File, out <-chan string) {
+func (f *warmFixture) startOnTerminal(t *testing.T, dir string, args ...string) (cmd *exec.Cmd, master *os.File, out *terminalOutput) {
 	t.Helper()
-	master, slave := testsupport.OpenPTY(t)
 	cmd = exec.Command(f.bin, args...)
 	cmd.Env, cmd.Dir = append(append([]string(nil), f.env...), warmrun.Env+"=verbose"), dir
+	master, out = startCmdOnTerminal(t, cmd)
+	return cmd, master, out
+}
+
+// startCmdOnTerminal starts cmd in a session of its own whose controlling
+// terminal is a new pseudo-terminal, and returns the terminal's master with
+// what it reads; both end with the test.
+func startCmdOnTerminal(t *testing.T, cmd *exec.Cmd) (*os.File, *terminalOutput) {
+	t.Helper()
+	master, slave := testsupport.OpenPTY(t)
 	onTerminal(slave)(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	slave.Close()
-	return cmd, master, readInto(master)
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return master, readTerminal(master)
 }
 
-// readInto copies what the terminal's master end gives into a channel of
-// everything read so far.
-func readInto(master *os.File) <-chan string {
-	ch := make(chan string, 64)
+// terminalOutput is what a pseudo-terminal's master has read so far.
+type terminalOutput struct {
+	mu  sync.Mutex
+	out []byte
+	// done is closed once the master reads its end (every slave closed).
+	done chan struct{}
+}
+
+// readTerminal reads master to its end in the background.
+func readTerminal(master *os.File) *terminalOutput {
+	o := &terminalOutput{done: make(chan struct{})}
 	go func() {
-		var all []byte
+		defer close(o.done)
 		b := make([]byte, 4096)
 		for {
 			n, err := master.Read(b)
-			if n > 0 {
-				all = append(all, b[:n]...)
-				ch <- string(all)
-			}
+			o.mu.Lock()
+			o.out = append(o.out, b[:n]...)
+			o.mu.Unlock()
 			if err != nil {
-				close(ch)
 				return
 			}
 		}
 	}()
-	return ch
+	return o
+}
+
+func (o *terminalOutput) bytes() []byte {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]byte(nil), o.out...)
+}
+
+// all is everything the terminal showed, once it has ended.
+func (o *terminalOutput) all() string {
+	<-o.done
+	return string(o.bytes())
+}
+
+// wait reports whether s was read within d.
+func (o *terminalOutput) wait(s string, d time.Duration) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if bytes.Contains(o.bytes(), []byte(s)) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestWarmLeavesInputAlone: once a run has ended, what its caller's
+// standard input carries next is the caller's: the server reads none of it
+// (as a cold run's process, gone, reads none). The caller runs
+// `airlock run -- true` and then reads its input itself; the line it is
+// sent after the run must reach it, warm as cold.
+func TestWarmLeavesInputAlone(t *testing.T) {
+	f := startWarm(t)
+	for _, warm := range []string{"off", "verbose"} {
+		t.Run(warm, func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := exec.Command("sh", "-c", `"$0" run -- true; echo "ran $?"; exec cat`, f.bin)
+			cmd.Env, cmd.Dir = append(append([]string(nil), f.env...), warmrun.Env+"="+warm), dir
+			in, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var errb bytes.Buffer
+			cmd.Stderr = &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			first := make([]byte, len("ran 0\n"))
+			if _, err := io.ReadFull(out, first); err != nil || string(first) != "ran 0\n" {
+				t.Fatalf("the run: %q %v (stderr %q)", first, err, errb.String())
+			}
+			// The run has ended: this line is for the caller's cat.
+			io.WriteString(in, "after the run\n")
+			in.Close()
+			rest, _ := io.ReadAll(out)
+			cmd.Wait()
+			if strings.Contains(errb.String(), "running cold") {
+				t.Fatalf("the run did not run warm: %q", errb.String())
+			}
+			if string(rest) != "after the run\n" {
+				t.Fatalf("the caller read %q after the run, want %q: the server took its input", rest, "after the run\n")
+			}
+		})
+	}
+}
+
+// TestWarmTerminalCall: a run from a terminal (its controlling terminal,
+// whose /dev/tty the client sends) runs warm, is asked on that terminal,
+// and once it has ended the next line typed there is the shell's: neither
+// the call's input nor the approvals prompt's reader of the terminal is
+// left reading it in the server.
+func TestWarmTerminalCall(t *testing.T) {
+	f := startWarm(t)
+	for _, mode := range []string{"off", "verbose"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, dir, "airlock.yaml", "shell:\n  allow: [sh, echo]\n")
+			writeFile(t, dir, "s.sh", "echo inside\n")
+			// sh s.sh cannot be decided before it runs: a person is asked.
+			cmd := exec.Command("sh", "-c", `"$0" run -- sh s.sh; echo "RAN $?"; read l; echo "GOT:[$l]"`, f.bin)
+			cmd.Env, cmd.Dir = append(append([]string(nil), f.env...), warmrun.Env+"="+mode), dir
+			master, term := startCmdOnTerminal(t, cmd)
+			wait := func(s string) {
+				t.Helper()
+				if !term.wait(s, 40*time.Second) {
+					t.Fatalf("no %q on the terminal: %q", s, term.bytes())
+				}
+			}
+			wait("? ")
+			master.Write([]byte("o\n"))
+			wait("RAN 0")
+			time.Sleep(200 * time.Millisecond)
+			master.Write([]byte("typed after the run\n"))
+			wait("GOT:[")
+			wait("]")
+			out := term.bytes()
+			if bytes.Contains(out, []byte("running cold")) {
+				t.Fatalf("the run did not run warm: %q", out)
+			}
+			if !bytes.Contains(out, []byte("inside")) || !bytes.Contains(out, []byte("GOT:[typed after the run]")) {
+				t.Fatalf("the shell did not read the line typed after the run: %q", out)
+			}
+		})
+	}
+}
+
+// TestWarmServerInJobControlShell: `airlock warm &` started from an
+// interactive shell (job control: the server a background job of the
+// terminal's session) and a run in the foreground that reads the terminal.
+// A background job that reads its controlling terminal is stopped by the
+// kernel (SIGTTIN), and a stopped server hangs every caller: the server
+// gives up its controlling terminal, so the caller's is a terminal like
+// any other to it.
+func TestWarmServerInJobControlShell(t *testing.T) {
+	if sandbox.Probe().Tier() < sandbox.Tier1 {
+		testsupport.Missing(t, "the host probe gives no tier 1 here")
+	}
+	bin := testsupport.AirlockBin(t)
+	home := t.TempDir()
+	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, "config"),
+		"XDG_STATE_HOME=" + filepath.Join(home, "state"), "XDG_RUNTIME_DIR=" + filepath.Join(home, "run"), "PATH=/usr/bin:/bin"}
+	dir := t.TempDir()
+	writeFile(t, dir, "airlock.yaml", "shell:\n  allow: [cat]\n")
+	script := `set -m; "$0" warm --idle 1m & sleep 1
+AIRLOCK_WARM=verbose "$0" run -- cat; echo "RAN $?"; kill -CONT $!; kill $!; wait`
+	cmd := exec.Command("sh", "-c", script, bin)
+	cmd.Env, cmd.Dir = env, dir
+	master, term := startCmdOnTerminal(t, cmd)
+	term.wait("serving on", 20*time.Second)
+	time.Sleep(500 * time.Millisecond) // the run has handed over
+	master.Write([]byte("a line for cat\n"))
+	time.Sleep(500 * time.Millisecond)
+	master.Write([]byte{4}) // end of input
+	term.wait("RAN ", 20*time.Second)
+	out := term.bytes()
+	if !bytes.Contains(out, []byte("RAN 0")) {
+		t.Fatalf("the run did not end (a stopped server?): %q", out)
+	}
+	if bytes.Contains(out, []byte("running cold")) {
+		t.Fatalf("the run did not run warm: %q", out)
+	}
+	if bytes.Count(out, []byte("a line for cat")) != 2 {
+		t.Fatalf("cat did not give back the line typed (once echoed, once its output): %q", out)
+	}
 }
 
 // TestWarmApprovalOnCallersTerminal: an escalation of a warm run is put on
@@ -464,49 +626,29 @@ func readInto(master *os.File) <-chan string {
 func TestWarmApprovalOnCallersTerminal(t *testing.T) {
 	srvMaster, srvSlave := testsupport.OpenPTY(t)
 	f := startWarm(t, asJob(srvSlave))
-	srvOut := readInto(srvMaster)
+	srvOut := readTerminal(srvMaster)
 	dir := t.TempDir()
 	writeFile(t, dir, "airlock.yaml", "shell:\n  allow: [echo]\n  args:\n    echo:\n      escalate: [\"hi\"]\nescalation: {timeout: 20s}\n")
 	cmd, master, out := f.startOnTerminal(t, dir, "run", "--", "echo", "hi")
-	seen := ""
-	deadline := time.After(20 * time.Second)
-	for !strings.Contains(seen, "[o]nce") {
-		select {
-		case s, ok := <-out:
-			if !ok {
-				t.Fatalf("the caller's terminal ended before a prompt: %q", seen)
-			}
-			seen = s
-		case <-deadline:
-			srv := ""
-			for len(srvOut) > 0 {
-				srv = <-srvOut
-			}
-			t.Fatalf("no prompt on the caller's terminal: %q (the server's terminal: %q)", seen, srv)
-		}
+	if !out.wait("[o]nce", 20*time.Second) {
+		t.Fatalf("no prompt on the caller's terminal: %q (the server's terminal: %q)", out.bytes(), srvOut.bytes())
 	}
 	// Named by the caller's pid, as its own kernel would name it (and
 	// its approvals socket with it, one per call).
-	if id := fmt.Sprintf("approval [%d-", cmd.Process.Pid); !strings.Contains(seen, id) {
-		t.Errorf("prompt %q: want the escalation named %s…", seen, id)
+	if id := fmt.Sprintf("approval [%d-", cmd.Process.Pid); !bytes.Contains(out.bytes(), []byte(id)) {
+		t.Errorf("prompt %q: want the escalation named %s…", out.bytes(), id)
 	}
 	master.Write([]byte("o\n"))
 	cmd.Wait()
-	for s := range out {
-		seen = s
-	}
+	seen := out.all()
 	if code := cmd.ProcessState.ExitCode(); code != 0 || strings.Contains(seen, "running cold") {
 		t.Fatalf("exit %d, terminal %q: want the warm run allowed once", code, seen)
 	}
 	if !strings.Contains(seen, "hi\r\n") {
 		t.Fatalf("terminal %q: want the command's output", seen)
 	}
-	select {
-	case s := <-srvOut:
-		if strings.Contains(s, "approval") {
-			t.Fatalf("the server's own terminal got the question: %q", s)
-		}
-	default:
+	if s := srvOut.bytes(); bytes.Contains(s, []byte("approval")) {
+		t.Fatalf("the server's own terminal got the question: %q", s)
 	}
 }
 
@@ -628,10 +770,7 @@ func TestWarmUnboxedWithTerminalGoesCold(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cmd, _, out := f.startOnTerminal(t, dir, tt.args...)
 			cmd.Wait()
-			seen := ""
-			for s := range out {
-				seen = s
-			}
+			seen := out.all()
 			if cold := strings.Contains(seen, "running cold: an unboxed run"); cold != tt.cold || cmd.ProcessState.ExitCode() != 0 {
 				t.Fatalf("exit %d, terminal %q: want cold %v", cmd.ProcessState.ExitCode(), seen, tt.cold)
 			}
@@ -648,4 +787,57 @@ func TestWarmUnboxedWithTerminalGoesCold(t *testing.T) {
 			t.Fatalf("got %v, %q: want the refusal", err, errb.String())
 		}
 	})
+}
+
+// TestWarmApprovalsPerCall: calls the server runs side by side that each
+// wait for a person (no terminal: through `airlock approvals`) are each
+// listed, under their own client's pid, as cold runs are under theirs.
+// Named by the server's pid, the second call's socket took the first's
+// place, and the first could be answered by no one.
+func TestWarmApprovalsPerCall(t *testing.T) {
+	f := startWarm(t)
+	dir := t.TempDir()
+	writeFile(t, dir, "airlock.yaml", "shell:\n  allow: [sh, echo]\n")
+	writeFile(t, dir, "s.sh", "echo inside\n")
+	var pids []int
+	var logs []string
+	for i := 0; i < 2; i++ {
+		// sh s.sh cannot be decided before it runs: a person is asked.
+		cmd := exec.Command(f.bin, "run", "--", "sh", "s.sh")
+		cmd.Env, cmd.Dir = append(append([]string(nil), f.env...), warmrun.Env+"=verbose"), dir
+		log, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer log.Close()
+		cmd.Stderr = log
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		pids, logs = append(pids, cmd.Process.Pid), append(logs, log.Name())
+		time.Sleep(300 * time.Millisecond) // the first asks before the second starts
+	}
+	listed := func(out []byte) bool {
+		for _, pid := range pids {
+			if !bytes.Contains(out, []byte(fmt.Sprintf("(pid %d,", pid))) {
+				return false
+			}
+		}
+		return true
+	}
+	var out []byte
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end) && !listed(out); time.Sleep(100 * time.Millisecond) {
+		list := exec.Command(f.bin, "approvals", "list")
+		list.Env = f.env
+		out, _ = list.CombinedOutput()
+	}
+	for _, l := range logs {
+		if b, _ := os.ReadFile(l); bytes.Contains(b, []byte("running cold")) {
+			t.Fatalf("a run did not run warm: %q", b)
+		}
+	}
+	if !listed(out) {
+		t.Fatalf("airlock approvals list shows %q, want a question from each of the clients %v", out, pids)
+	}
 }

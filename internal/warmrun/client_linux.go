@@ -54,9 +54,12 @@ func exchange(ctx context.Context, c *net.UnixConn, req Request, fds []int) Resu
 	if _, _, err := c.WriteMsgUnix(b, syscall.UnixRights(fds...), nil); err != nil {
 		return Result{Outcome: Cold, Reason: "send: " + err.Error()}
 	}
-	stop := context.AfterFunc(ctx, func() { c.Write([]byte(cancelRecord)) })
-	defer stop()
-	accepted := false
+	// A cancel is sent only once the challenge is answered (at once then,
+	// if ctx ended before): the server reads the answer as the next record.
+	stop := func() bool { return false }
+	defer func() { stop() }()
+	cancelOnDone := func() { stop = context.AfterFunc(ctx, func() { c.Write([]byte(cancelRecord)) }) }
+	accepted, challenged := false, false
 	endPhase := starttrace.Begin("warm-answer")
 	defer func() { endPhase() }()
 	buf := make([]byte, maxReply)
@@ -74,8 +77,19 @@ func exchange(ctx context.Context, c *net.UnixConn, req Request, fds []int) Resu
 			return Result{Outcome: Cold, Reason: r.Reason}
 		case r.Answer == answerRefused && !accepted:
 			return Result{Outcome: Lost, Reason: "the warm server refused the run: " + r.Reason + " (AIRLOCK_WARM=off runs without it)"}
+		case r.Answer == answerChallenge && !accepted && !challenged:
+			// Sent by this process, the one that connected and was
+			// checked (the kernel names the sender of every record).
+			challenged = true
+			if _, err := c.Write([]byte(challengeRecord + r.Nonce)); err != nil {
+				return Result{Outcome: Cold, Reason: "the challenge: " + err.Error()}
+			}
+			cancelOnDone()
 		case r.Answer == answerAccepted && !accepted:
 			accepted = true
+			if !challenged {
+				cancelOnDone()
+			}
 			endPhase()
 			endPhase = starttrace.Begin("warm-call")
 		case r.Answer == answerExit && accepted:

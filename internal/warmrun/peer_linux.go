@@ -2,6 +2,7 @@ package warmrun
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -112,6 +113,14 @@ type facts struct {
 	// exe is the airlock binary: its path and device and inode (a rebuilt
 	// one is another file).
 	exe string
+	// root is the process's root directory as this process names it,
+	// with its device and inode: a caller chroot'd elsewhere (in the same
+	// namespaces) names its paths, its policy and programs included, in
+	// another tree than the server would read them in.
+	root string
+	// lsm is the process's security label (AppArmor's profile,
+	// SELinux's context; /proc/<pid>/attr/current), "" with no such module.
+	lsm string
 	// status holds the lines of /proc/<pid>/status that name the process's
 	// rights and confinement.
 	status map[string]string
@@ -130,9 +139,11 @@ type facts struct {
 
 // statusKeys are the lines of /proc/<pid>/status compared: ids and groups,
 // the umask, every capability set, and the confinement a sandbox the client
-// is in may have set (no_new_privs, which Landlock needs, and seccomp).
+// is in may have set (no_new_privs, which Landlock needs, and seccomp), and
+// its tracer (a ptrace sandbox sees and refuses the calls of the client, not
+// those of the server's box).
 var statusKeys = []string{"Uid", "Gid", "Groups", "Umask", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb",
-	"NoNewPrivs", "Seccomp", "Seccomp_filters", "Cpus_allowed", "Mems_allowed"}
+	"NoNewPrivs", "Seccomp", "Seccomp_filters", "TracerPid", "Cpus_allowed", "Mems_allowed"}
 
 // namespaceNames are every namespace a process has.
 var namespaceNames = []string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup", "time"}
@@ -148,7 +159,13 @@ func readFacts(pid int) (facts, error) {
 	}
 	defer d.close()
 	dir := d.name
-	if f.exe, err = exeID(d); err != nil {
+	if f.exe, err = linkID(d, "exe"); err != nil {
+		return f, err
+	}
+	if f.root, err = linkID(d, "root"); err != nil {
+		return f, err
+	}
+	if f.lsm, err = lsmLabel(d); err != nil {
 		return f, err
 	}
 	st, err := d.read("status")
@@ -194,17 +211,30 @@ func readFacts(pid int) (facts, error) {
 	return f, nil
 }
 
-// ioprioWhoProcess is IOPRIO_WHO_PROCESS.
-const ioprioWhoProcess = 1
-
-// exeID is the path the process's exe link names with the device and
-// inode of the file it opens.
-func exeID(d procDir) (string, error) {
-	path, err := d.readlink("exe")
+// lsmLabel is the security label of the process d is; with no module to
+// give one (EINVAL), "".
+func lsmLabel(d procDir) (string, error) {
+	b, err := d.read("attr/current")
+	if errors.Is(err, unix.EINVAL) {
+		return "", nil
+	}
 	if err != nil {
 		return "", err
 	}
-	st, err := d.stat("exe")
+	return string(bytes.TrimRight(b, "\x00\n")), nil
+}
+
+// ioprioWhoProcess is IOPRIO_WHO_PROCESS.
+const ioprioWhoProcess = 1
+
+// linkID is the path a /proc/<pid> link entry (exe, root) names with the
+// device and inode of the file it opens.
+func linkID(d procDir, entry string) (string, error) {
+	path, err := d.readlink(entry)
+	if err != nil {
+		return "", err
+	}
+	st, err := d.stat(entry)
 	if err != nil {
 		return "", err
 	}
@@ -252,6 +282,12 @@ var limitNames = [...]string{"cpu", "fsize", "data", "stack", "core", "rss", "np
 func (mine facts) differ(theirs facts, skip map[string]bool) string {
 	if theirs.exe != mine.exe && !skip["exe"] {
 		return fmt.Sprintf("another airlock binary (%s; the server runs %s; restart airlock warm after a rebuild)", theirs.exe, mine.exe)
+	}
+	if theirs.root != mine.root && !skip["root"] {
+		return fmt.Sprintf("another root directory (%s; the server's is %s)", theirs.root, mine.root)
+	}
+	if theirs.lsm != mine.lsm && !skip["lsm"] {
+		return fmt.Sprintf("another security label (%q; the server's is %q)", theirs.lsm, mine.lsm)
 	}
 	for _, k := range statusKeys {
 		if theirs.status[k] != mine.status[k] && !skip[k] {

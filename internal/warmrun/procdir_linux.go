@@ -41,7 +41,7 @@ var procBufs = sync.Pool{New: func() any { b := make([]byte, 8192); return &b }}
 func (d procDir) read(entry string) ([]byte, error) {
 	fd, err := unix.Openat(d.fd, entry, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil, fmt.Errorf("open %s/%s: %v", d.name, entry, err)
+		return nil, fmt.Errorf("open %s/%s: %w", d.name, entry, err)
 	}
 	defer unix.Close(fd)
 	bp := procBufs.Get().(*[]byte)
@@ -57,7 +57,7 @@ func (d procDir) read(entry string) ([]byte, error) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read %s/%s: %v", d.name, entry, err)
+			return nil, fmt.Errorf("read %s/%s: %w", d.name, entry, err)
 		}
 		if m == 0 {
 			return append([]byte(nil), buf[:n]...), nil

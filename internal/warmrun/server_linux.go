@@ -2,6 +2,9 @@ package warmrun
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,8 +34,11 @@ type Server struct {
 	lock      *os.File
 	sockDev   uint64
 	sockIno   uint64
-	self      facts
-	log       *slog.Logger
+	// self are the server's own facts as read at start: a check that
+	// they can be read at all, and what a test of the old shape compares
+	// with; every call compares with facts read for it (ownFacts).
+	self facts
+	log  *slog.Logger
 
 	// skip names checks left out; nil (always, but in tests that show
 	// what a check refuses) leaves none out.
@@ -41,7 +47,17 @@ type Server struct {
 	mu     sync.Mutex
 	active int
 	last   time.Time
+	// pending counts the connections not yet accepted or turned away,
+	// pendingHigh the most there were at once.
+	pending, pendingHigh int
 }
+
+// maxPending bounds the connections the server holds before each is
+// accepted or turned away (each has a goroutine, and a request buffer
+// once it sends): more wait in the kernel's listen queue, with nothing
+// allocated for them, until one ends (each within RequestTimeout). Calls
+// already accepted do not count.
+var maxPending = 256
 
 // Listen makes dir (mode 0700) when it is missing, checks it as CheckDir
 // does, takes its lock (another server there fails with one line naming it)
@@ -75,15 +91,22 @@ func Listen(dir string, log *slog.Logger) (*Server, error) {
 	if fi, err := os.Lstat(s.path); err == nil && fi.Mode()&os.ModeSocket != 0 {
 		os.Remove(s.path)
 	}
-	ln, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: s.path, Net: "unixpacket"})
+	ln, err := listenPrivate(s.path)
 	if err != nil {
 		s.lock.Close()
 		return nil, errs.Wrap(errs.Unavailable, err, "warm: listen on %s", s.path)
 	}
 	ln.SetUnlinkOnClose(false)
+	if testAfterBind != nil {
+		testAfterBind(s.path)
+	}
 	var st unix.Stat_t
-	if err := os.Chmod(s.path, 0o600); err == nil {
+	err = passCred(ln)
+	if err == nil {
 		err = unix.Lstat(s.path, &st)
+	}
+	if err == nil && (st.Mode&unix.S_IFMT != unix.S_IFSOCK || st.Mode&0o777 != 0o600) {
+		err = fmt.Errorf("not the socket just made (mode %o)", st.Mode)
 	}
 	if err != nil {
 		ln.Close()
@@ -93,6 +116,39 @@ func Listen(dir string, log *slog.Logger) (*Server, error) {
 	}
 	s.ln, s.sockDev, s.sockIno = ln, st.Dev, st.Ino
 	return s, nil
+}
+
+// testAfterBind, set only by tests, runs between the bind and the checks
+// of the socket's path.
+var testAfterBind func(path string)
+
+// listenPrivate binds path with mode 0600 as it is made (under umask
+// 0177), so no chmod by name follows: a chmod would follow a link put in
+// the socket's place and change the mode of the file it names. The umask
+// is this process's, set back at once; Listen runs before any call.
+func listenPrivate(path string) (*net.UnixListener, error) {
+	old := unix.Umask(0o177)
+	ln, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: path, Net: "unixpacket"})
+	unix.Umask(old)
+	return ln, err
+}
+
+// passCred has the kernel name the sender of every record the server
+// reads (SO_PASSCRED, which each accepted connection inherits; a record
+// sent before its connection is accepted carries its sender too): a
+// request is taken only from the process that connected and was checked.
+func passCred(ln *net.UnixListener) error {
+	raw, err := ln.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PASSCRED, 1)
+	}); err != nil {
+		return err
+	}
+	return serr
 }
 
 // takeLock takes the directory's lock file, writing this process's pid in
@@ -136,7 +192,17 @@ func (s *Server) Serve(ctx context.Context, h Handler, idle time.Duration) error
 	if idle > 0 {
 		go s.watchIdle(ctx, stop, idle)
 	}
+	slots := make(chan struct{}, maxPending)
 	for {
+		if !s.skip["pending-cap"] {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+			}
+			if ctx.Err() != nil {
+				break
+			}
+		}
 		c, err := s.ln.AcceptUnix()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -152,11 +218,27 @@ func (s *Server) Serve(ctx context.Context, h Handler, idle time.Duration) error
 		}
 		s.begin()
 		wg.Add(1)
+		var once sync.Once
+		settled := func() {
+			once.Do(func() {
+				s.mu.Lock()
+				s.pending--
+				s.mu.Unlock()
+				if !s.skip["pending-cap"] {
+					<-slots
+				}
+			})
+		}
+		s.mu.Lock()
+		s.pending++
+		s.pendingHigh = max(s.pendingHigh, s.pending)
+		s.mu.Unlock()
 		go func() {
 			defer wg.Done()
 			defer s.end()
 			defer c.Close()
-			s.serveConn(ctx, c, h)
+			defer settled()
+			s.serveConn(ctx, c, h, settled)
 		}()
 	}
 	wg.Wait()
@@ -210,7 +292,9 @@ func (s *Server) close() {
 
 // serveConn checks the peer, reads its request, checks that the call would
 // run warm as it would cold, answers, and runs it.
-func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler) {
+// settled is called once the call is accepted (it then holds no slot of
+// maxPending); serveConn's caller calls it too when it ends.
+func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler, settled func()) {
 	c.SetDeadline(time.Now().Add(RequestTimeout))
 	answer := func(r reply) error { _, err := c.Write(r.encode()); return err }
 	p, err := peerOf(c, true)
@@ -236,13 +320,23 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler) {
 	endCheck := starttrace.Begin("warm-check")
 	defer func() { endCheck() }()
 	p.facts = factsLater(p.pid)
-	call, err := readCall(c)
+	// The request buffer is taken only once the request is there.
+	if err := waitReadable(c); err != nil {
+		s.log.Warn("warm: no request; refused", "pid", p.pid, "err", err)
+		answer(reply{Answer: answerRefused, Reason: "no request"})
+		return
+	}
+	call, sender, err := readCall(c)
 	if err != nil {
 		s.log.Warn("warm: bad request; refused", "pid", p.pid, "err", err)
 		answer(reply{Answer: answerRefused, Reason: "bad request: " + err.Error()})
 		return
 	}
 	defer call.close()
+	if sender != p.pid && !s.skip["sender"] {
+		s.refuseSender(answer, p, sender)
+		return
+	}
 	call.early = readLater(h.Read, call)
 	// Read first, so the answer is not lost to the reset a socket closed
 	// with a record unread gives its peer.
@@ -259,12 +353,20 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler) {
 		return
 	}
 	defer call.streams.stop()
+	if !s.skip["challenge"] {
+		if reason := s.challenge(c, answer, p); reason != "" {
+			s.log.Warn("warm: the connecting process did not answer its challenge; refused", "pid", p.pid, "reason", reason)
+			answer(reply{Answer: answerRefused, Reason: reason})
+			return
+		}
+	}
 	endCheck()
 	endCheck = func() {}
 	if err := answer(reply{Answer: answerAccepted}); err != nil {
 		return // the client is gone: nothing was done
 	}
 	c.SetDeadline(time.Time{})
+	settled()
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -290,6 +392,50 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler) {
 	answer(reply{Answer: answerExit, Code: code})
 }
 
+func (s *Server) refuseSender(answer func(reply) error, p peer, sender int) {
+	s.log.Warn("warm: a record from another process than the one that connected; refused", "pid", p.pid, "sender", sender)
+	answer(reply{Answer: answerRefused, Reason: fmt.Sprintf("the request came from process %d, not %d that connected", sender, p.pid)})
+}
+
+// challenge sends a fresh random value once the connecting process's facts
+// were read and checked, and is "" when that same process sends it back on
+// the same connection: the request is then the checked process's own, not
+// one sent for it by a child it forked (another pid), nor by a process that
+// has since exec'd another program there (an airlock command that answers
+// no challenge). The process must still be the one the pidfd pins.
+func (s *Server) challenge(c *net.UnixConn, answer func(reply) error, p peer) string {
+	var nonce [16]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return "the server cannot make a challenge: " + err.Error()
+	}
+	want := challengeRecord + hex.EncodeToString(nonce[:])
+	if err := answer(reply{Answer: answerChallenge, Nonce: want[len(challengeRecord):]}); err != nil {
+		return "the challenge: " + err.Error()
+	}
+	buf := make([]byte, len(want)+1)
+	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred)+unix.CmsgSpace(5*4))
+	n, oobn, flags, _, err := c.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return "no answer to the challenge: " + err.Error()
+	}
+	fds, sender, ferr := rights(oob[:oobn])
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+	switch {
+	case ferr != nil || len(fds) > 0 || flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0:
+		return "a bad answer to the challenge"
+	case sender != p.pid && !s.skip["sender"]:
+		return fmt.Sprintf("the challenge was answered by process %d, not %d that connected", sender, p.pid)
+	case subtle.ConstantTimeCompare(buf[:n], []byte(want)) != 1:
+		return "a wrong answer to the challenge"
+	}
+	if err := p.alive(); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
 func (s *Server) cold(answer func(reply) error, p peer, reason string) {
 	s.log.Debug("warm: a run goes cold", "pid", p.pid, "reason", reason)
 	answer(reply{Answer: answerCold, Reason: reason})
@@ -301,11 +447,16 @@ func (s *Server) cold(answer func(reply) error, p peer, reason string) {
 // connected.
 func (s *Server) check(p peer, call *Call, h Handler) string {
 	call.Pid = p.pid
+	mine := s.ownFacts()
 	theirs, err := p.readFacts()
 	if err != nil {
 		return "cannot read the client's process: " + err.Error()
 	}
-	if r := s.self.differ(theirs, s.skip); r != "" {
+	own := <-mine
+	if own.err != nil {
+		return "cannot read the server's own process: " + own.err.Error()
+	}
+	if r := own.f.differ(theirs, s.skip); r != "" {
 		return r
 	}
 	if err := sameDir(p.pid, call.Dir); err != nil {
@@ -315,8 +466,9 @@ func (s *Server) check(p peer, call *Call, h Handler) string {
 		return "cannot read the client's terminal: " + err.Error()
 	}
 	if call.TTY != nil {
-		// The device behind the descriptor (an opened /dev/tty is the
-		// terminal it stands for), as /proc/<pid>/stat encodes it.
+		// The client sends the /dev/tty it opened, whose own device is
+		// /dev/tty's (5:0) for every process: the kernel names the
+		// terminal behind it (TIOCGDEV), encoded as /proc's tty_nr is.
 		dev, err := unix.IoctlGetUint32(int(call.TTY.Fd()), unix.TIOCGDEV)
 		if err != nil || call.CTTY == 0 || uint64(dev) != call.CTTY {
 			return "the terminal sent is not the client's controlling terminal"
@@ -331,6 +483,27 @@ func (s *Server) check(p peer, call *Call, h Handler) string {
 		return err.Error()
 	}
 	return ""
+}
+
+type factsRead struct {
+	f   facts
+	err error
+}
+
+// ownFacts reads the server's own facts for one call, beside the caller's:
+// a server reniced, limited, moved to another cgroup or given another umask
+// since it started runs its boxes so, and is compared as it is now.
+func (s *Server) ownFacts() <-chan factsRead {
+	ch := make(chan factsRead, 1)
+	if s.skip["stale-self"] {
+		ch <- factsRead{f: s.self}
+		return ch
+	}
+	go func() {
+		f, err := readFacts(0)
+		ch <- factsRead{f, err}
+	}()
+	return ch
 }
 
 // ctty is the device of process pid's controlling terminal, 0 for none
@@ -356,6 +529,24 @@ func ctty(pid int) (uint64, error) {
 	return uint64(uint32(n)), nil
 }
 
+// waitReadable waits, under c's deadline, until a record is there to read,
+// reading nothing (a peek).
+func waitReadable(c *net.UnixConn) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var perr error
+	var b [1]byte
+	if err := raw.Read(func(fd uintptr) bool {
+		_, _, perr = unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		return perr != unix.EAGAIN
+	}); err != nil {
+		return err
+	}
+	return perr
+}
+
 // requestBufs are the buffers requests are read into: a fresh one per
 // call would cost its pages' faults every time.
 var requestBufs = sync.Pool{New: func() any { b := make([]byte, MaxRequest+1); return &b }}
@@ -364,16 +555,16 @@ var requestBufs = sync.Pool{New: func() any { b := make([]byte, MaxRequest+1); r
 // short by the buffer, lost descriptors, control messages other than
 // descriptors or a count other than the request's is refused, and every
 // descriptor received is closed then.
-func readCall(c *net.UnixConn) (*Call, error) {
+func readCall(c *net.UnixConn) (call *Call, sender int, err error) {
 	bp := requestBufs.Get().(*[]byte)
 	defer requestBufs.Put(bp)
 	buf := *bp
-	oob := make([]byte, unix.CmsgSpace(5*4))
+	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred)+unix.CmsgSpace(5*4))
 	n, oobn, flags, _, err := c.ReadMsgUnix(buf, oob)
 	if err != nil {
-		return nil, fmt.Errorf("read: %v", err)
+		return nil, 0, fmt.Errorf("read: %v", err)
 	}
-	fds, ferr := rights(oob[:oobn])
+	fds, sender, ferr := rights(oob[:oobn])
 	closeAll := func() {
 		for _, fd := range fds {
 			unix.Close(fd)
@@ -382,13 +573,13 @@ func readCall(c *net.UnixConn) (*Call, error) {
 	switch {
 	case ferr != nil:
 		closeAll()
-		return nil, ferr
+		return nil, 0, ferr
 	case flags&unix.MSG_TRUNC != 0:
 		closeAll()
-		return nil, fmt.Errorf("request over %d bytes", MaxRequest)
+		return nil, 0, fmt.Errorf("request over %d bytes", MaxRequest)
 	case flags&unix.MSG_CTRUNC != 0:
 		closeAll()
-		return nil, fmt.Errorf("too many descriptors")
+		return nil, 0, fmt.Errorf("too many descriptors")
 	}
 	req, err := decodeRequest(buf[:n])
 	if err == nil && len(fds) != req.fds() {
@@ -396,9 +587,9 @@ func readCall(c *net.UnixConn) (*Call, error) {
 	}
 	if err != nil {
 		closeAll()
-		return nil, err
+		return nil, 0, err
 	}
-	call := &Call{Request: req}
+	call = &Call{Request: req}
 	files := make([]*os.File, len(fds))
 	for i, fd := range fds {
 		unix.CloseOnExec(fd) // received with MSG_CMSG_CLOEXEC too; never left to a box
@@ -408,29 +599,42 @@ func readCall(c *net.UnixConn) (*Call, error) {
 	if req.TTY {
 		call.TTY = files[3]
 	}
-	return call, nil
+	return call, sender, nil
 }
 
-// rights are the descriptors in oob; any other control message is an
-// error (its descriptors, if any came, are still returned to be closed).
-func rights(oob []byte) ([]int, error) {
+// rights are the descriptors in oob and the pid the kernel names as the
+// record's sender (SCM_CREDENTIALS; 0 when none came); any other control
+// message, or a second credentials message, is an error (the descriptors,
+// if any came, are still returned to be closed).
+func rights(oob []byte) (fds []int, sender int, bad error) {
 	msgs, err := unix.ParseSocketControlMessage(oob)
 	if err != nil {
-		return nil, fmt.Errorf("control message: %v", err)
+		return nil, 0, fmt.Errorf("control message: %v", err)
 	}
-	var fds []int
-	var bad error
+	creds := 0
 	for _, m := range msgs {
-		if m.Header.Level != unix.SOL_SOCKET || m.Header.Type != unix.SCM_RIGHTS {
+		switch {
+		case m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_CREDENTIALS:
+			creds++
+			cred, err := unix.ParseUnixCredentials(&m)
+			if err != nil || creds > 1 {
+				bad = fmt.Errorf("the sender's credentials")
+				continue
+			}
+			sender = int(cred.Pid)
+		case m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_RIGHTS:
+			got, err := unix.ParseUnixRights(&m)
+			if err != nil {
+				bad = fmt.Errorf("descriptors: %v", err)
+				continue
+			}
+			fds = append(fds, got...)
+		default:
 			bad = fmt.Errorf("a control message other than descriptors")
-			continue
 		}
-		got, err := unix.ParseUnixRights(&m)
-		if err != nil {
-			bad = fmt.Errorf("descriptors: %v", err)
-			continue
-		}
-		fds = append(fds, got...)
 	}
-	return fds, bad
+	if bad != nil {
+		sender = 0
+	}
+	return fds, sender, bad
 }

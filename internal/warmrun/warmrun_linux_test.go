@@ -32,8 +32,18 @@ func TestMain(m *testing.M) {
 	switch os.Getenv(roleEnv) {
 	case "client", "raw-client":
 		os.Exit(clientRole(os.Getenv(roleEnv) == "raw-client"))
+	case "chroot-client":
+		os.Exit(chrootClientRole())
 	case "dying-server":
 		os.Exit(dyingServerRole())
+	case "fd-sender":
+		os.Exit(fdSenderRole())
+	case "send-then-exec":
+		os.Exit(sendThenExecRole())
+	case "idle":
+		time.Sleep(time.Second)
+		fmt.Println("idle-done")
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
@@ -62,6 +72,79 @@ func clientRole(raw bool) int {
 	}
 	fmt.Printf("outcome=%d code=%d reason=%s warn=%s\n", r.Outcome, r.Code, r.Reason, r.Warn)
 	return 0
+}
+
+// chrootClientRole connects to the server in $WARMRUN_TEST_DIR, then
+// chroots to the empty directory $WARMRUN_TEST_JAIL (its namespaces and
+// working directory stay the server's) and sends its request: its paths
+// are now the jail's, not the server's.
+func chrootClientRole() int {
+	wd, _ := os.Getwd()
+	c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: SocketPath(os.Getenv(dirEnv)), Net: "unixpacket"})
+	if err != nil {
+		fmt.Printf("outcome=dial-failed reason=%v\n", err)
+		return 0
+	}
+	if err := unix.Chroot(os.Getenv("WARMRUN_TEST_JAIL")); err != nil {
+		fmt.Printf("outcome=chroot-failed reason=%v\n", err)
+		return 0
+	}
+	r := exchange(context.Background(), c, Request{Args: []string{"--", "echo"}, Env: []string{"A=1"}, Dir: wd}, []int{0, 1, 2})
+	fmt.Printf("outcome=%d code=%d reason=%s warn=%s\n", r.Outcome, r.Code, r.Reason, r.Warn)
+	return 0
+}
+
+// fdSenderRole sends a request on descriptor 3, a connection another
+// process made (and the server checked), as a forked child of a confined
+// connector would, answering any challenge itself.
+func fdSenderRole() int {
+	c, err := net.FileConn(os.NewFile(3, "conn"))
+	if err != nil {
+		fmt.Printf("outcome=no-conn reason=%v\n", err)
+		return 0
+	}
+	wd, _ := os.Getwd()
+	r := exchange(context.Background(), c.(*net.UnixConn), Request{Args: []string{"--", "echo"}, Env: []string{"A=1"}, Dir: wd}, []int{0, 1, 2})
+	fmt.Printf("outcome=%d code=%d reason=%s warn=%s\n", r.Outcome, r.Code, r.Reason, r.Warn)
+	return 0
+}
+
+// sendThenExecRole connects, sends its request, and execs this binary as
+// "idle": the connecting pid then runs the same program the server
+// checks, which holds the connection (left open across the exec) and
+// answers no challenge.
+func sendThenExecRole() int {
+	c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: SocketPath(os.Getenv(dirEnv)), Net: "unixpacket"})
+	if err != nil {
+		fmt.Printf("outcome=dial-failed reason=%v\n", err)
+		return 0
+	}
+	wd, _ := os.Getwd()
+	b, _ := (&Request{Args: []string{"--", "echo"}, Env: []string{"A=1"}, Dir: wd}).encode()
+	if _, _, err := c.WriteMsgUnix(b, syscall.UnixRights(0, 1, 2), nil); err != nil {
+		fmt.Printf("outcome=send-failed reason=%v\n", err)
+		return 0
+	}
+	f, err := c.File()
+	if err == nil {
+		_, err = unix.FcntlInt(f.Fd(), unix.F_SETFD, 0)
+	}
+	if err != nil {
+		fmt.Printf("outcome=no-fd reason=%v\n", err)
+		return 0
+	}
+	self, _ := os.Executable()
+	// The first of a variable named twice is the one read: drop the
+	// role this process plays.
+	var env []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, roleEnv+"=") {
+			env = append(env, e)
+		}
+	}
+	env = append(env, roleEnv+"=idle")
+	fmt.Printf("exec: %v\n", syscall.Exec(self, []string{self}, env))
+	return 1
 }
 
 // dyingServerRole serves one call and dies after accepting it.
@@ -166,6 +249,8 @@ func TestPeerFidelity(t *testing.T) {
 		{name: "another nice value", skip: []string{"sched"}, role: "client", wrap: []string{"nice", "-n", "5"}, need: "nice", want: ranCold},
 		{name: "another CPU affinity", skip: []string{"Cpus_allowed"}, role: "client", wrap: []string{"taskset", "-c", "0"}, need: "taskset", want: ranCold},
 		{name: "a rebuilt binary", skip: []string{"exe"}, role: "client", wrap: []string{rebuilt}, want: ranCold},
+		{name: "traced", skip: []string{"TracerPid"}, role: "client", wrap: []string{"strace", "-f", "-o", "/dev/null"}, need: "strace", want: ranCold},
+		{name: "another root directory", skip: []string{"root"}, role: "chroot-client", env: []string{"WARMRUN_TEST_JAIL=" + t.TempDir()}, need: "root", want: ranCold},
 		// A raw client: it does not check the server first, as a hostile
 		// process would not. Refused before its request is read: it gets
 		// the refusal or the reset of its unread record, or cannot even
@@ -174,7 +259,11 @@ func TestPeerFidelity(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.need != "" {
+			if tt.need == "root" {
+				if os.Geteuid() != 0 {
+					testsupport.Missing(t, "chroot needs root")
+				}
+			} else if tt.need != "" {
 				if _, err := exec.LookPath(tt.need); err != nil {
 					testsupport.Missing(t, "%s is not installed: %v", tt.need, err)
 				}
@@ -379,6 +468,7 @@ func TestBadRequestsRefused(t *testing.T) {
 		{"far too many descriptors", good, 8, "too many descriptors"},
 		{"over the bound", bytes.Repeat([]byte("a"), MaxRequest+10), 3, "over"},
 		{"relative dir", mustEncode(t, Request{Args: []string{"x"}, Dir: "rel"}), 3, "not absolute"},
+		{"a variable named twice", mustEncode(t, Request{Args: []string{"x"}, Env: []string{"PATH=/evil", "A=1", "PATH=/usr/bin"}, Dir: "/"}), 3, "named twice"},
 	}
 	ts := startServer(t)
 	for _, tt := range tests {
@@ -510,5 +600,193 @@ func TestReplyBounded(t *testing.T) {
 		if b := (reply{Answer: answerCold, Reason: reason}).encode(); len(b) > maxReply {
 			t.Errorf("a reply of %d bytes, over the client's %d", len(b), maxReply)
 		}
+	}
+}
+
+// TestRequestTiedToConnector: the process the server checked (the one
+// that connected) must be the one that sends the request and answers the
+// challenge. A confinement /proc does not show (Landlock) is inherited by
+// a child and by an exec'd program alike, so a confined connector could
+// otherwise have its forked child send (the connector, the checked one, is
+// then any airlock binary), or send and exec an airlock command. Each case
+// is first served by a server without that check (the old shape).
+func TestRequestTiedToConnector(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		skip string
+		run  func(t *testing.T, ts *testServer) string
+	}{
+		{"a forked child sends", "sender", func(t *testing.T, ts *testServer) string {
+			// This test process connects (and is checked: it is the
+			// server itself); a child it starts sends on its connection.
+			c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: SocketPath(ts.dir), Net: "unixpacket"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			f, err := c.File()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			cmd := exec.Command(self)
+			cmd.Env = append(os.Environ(), roleEnv+"=fd-sender")
+			cmd.ExtraFiles = []*os.File{f}
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("sender: %v: %s", err, out)
+			}
+			return string(out)
+		}},
+		{"the connector sends and execs", "challenge", func(t *testing.T, ts *testServer) string {
+			return ts.client(t, "send-then-exec", nil)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old := startServer(t, tt.skip)
+			if got := tt.run(t, old); !strings.Contains(got, "ran\n") || old.runs.Load() != 1 {
+				t.Fatalf("without the %s check: got %q, want the call served (the old shape's flaw)", tt.skip, got)
+			}
+			ts := startServer(t)
+			got := tt.run(t, ts)
+			if strings.Contains(got, "ran\n") || ts.runs.Load() != 0 {
+				t.Fatalf("got %q (%d runs), want the call not served", got, ts.runs.Load())
+			}
+		})
+	}
+}
+
+// TestServerFactsPerCall: a server whose own facts change after it started
+// (here its umask; a renice, a limit or a cgroup move alike) compares each
+// caller with what it is now. The caller keeps the server's first umask:
+// compared with the facts read at start (the old shape) it is served,
+// though its box would have the server's new umask; it runs cold.
+func TestServerFactsPerCall(t *testing.T) {
+	first := unix.Umask(0o022)
+	unix.Umask(first)
+	env := []string{fmt.Sprintf("WARMRUN_TEST_UMASK=%o", first)}
+	for _, tt := range []struct {
+		name string
+		skip []string
+		want string
+	}{
+		{"facts read at start", []string{"stale-self"}, ranWarm},
+		{"facts read per call", nil, ranCold},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := startServer(t, tt.skip...)
+			later := 0o077
+			if first == later {
+				later = 0o027
+			}
+			unix.Umask(later)
+			defer unix.Umask(first)
+			if got := ts.client(t, "client", env); !strings.HasPrefix(got, tt.want) {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestListenFollowsNoLink: a link put in the socket's place just after the
+// bind must not have the server change the mode of the file it names, as a
+// chmod by name (the old shape, shown first) does. The server sets the mode
+// at the bind and, finding no socket of its own there, does not listen.
+func TestListenFollowsNoLink(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(target, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	swap := func(path string) {
+		os.Remove(path)
+		if err := os.Symlink(target, path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mode := func() os.FileMode {
+		fi, err := os.Stat(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Mode().Perm()
+	}
+	// The old shape: the chmod after the bind, by name.
+	old := filepath.Join(t.TempDir(), "warm.sock")
+	swap(old)
+	os.Chmod(old, 0o600)
+	if mode() != 0o600 {
+		t.Fatalf("a chmod by name left %s at %o: the old shape's flaw not shown", target, mode())
+	}
+	os.Chmod(target, 0o644)
+
+	testAfterBind = swap
+	defer func() { testAfterBind = nil }()
+	s, err := Listen(filepath.Join(t.TempDir(), "run"), nil)
+	if err == nil {
+		s.ln.Close()
+		s.close()
+		t.Fatal("Listen served a path that a link had taken")
+	}
+	if m := mode(); m != 0o644 {
+		t.Fatalf("Listen changed %s to %o through the link", target, m)
+	}
+	// Without the swap the socket is 0600 from its bind.
+	testAfterBind = nil
+	ts := startServer(t)
+	fi, err := os.Lstat(SocketPath(ts.dir))
+	if err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket %v %v: want a socket of mode 0600", fi, err)
+	}
+}
+
+// TestPendingConnectionsCapped: silent connections beyond maxPending get
+// no goroutine of the server's: they wait in the kernel's queue. Without
+// the cap (the old shape, shown first) every one of them is taken at
+// once. Once the flood goes, a call is served.
+func TestPendingConnectionsCapped(t *testing.T) {
+	defer func(n int) { maxPending = n }(maxPending)
+	maxPending = 8
+	const flood = 24
+	for _, tt := range []struct {
+		name string
+		skip []string
+		max  int
+	}{
+		{"no cap", []string{"pending-cap"}, flood},
+		{"capped", nil, 8},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := startServer(t, tt.skip...)
+			var conns []*net.UnixConn
+			for i := 0; i < flood; i++ {
+				c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: SocketPath(ts.dir), Net: "unixpacket"})
+				if err != nil {
+					t.Fatalf("flood connection %d: %v", i, err)
+				}
+				conns = append(conns, c)
+			}
+			high := func() int {
+				ts.mu.Lock()
+				defer ts.mu.Unlock()
+				return ts.pendingHigh
+			}
+			for end := time.Now().Add(2 * time.Second); time.Now().Before(end) && high() < tt.max; time.Sleep(10 * time.Millisecond) {
+			}
+			time.Sleep(100 * time.Millisecond) // any over the cap would be taken by now
+			if got := high(); got != tt.max {
+				t.Fatalf("the server held %d unaccepted connections at once, want %d", got, tt.max)
+			}
+			for _, c := range conns {
+				c.Close()
+			}
+			if got := ts.client(t, "client", nil); !strings.HasPrefix(got, ranWarm) {
+				t.Fatalf("got %q, want the call served once the flood went", got)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ package warmrun
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"time"
 
@@ -32,4 +33,10 @@ func (s *Server) Serve(ctx context.Context, h Handler, idle time.Duration) error
 // HandOver runs everything cold off Linux.
 func HandOver(ctx context.Context, dir string, req Request, fds []int) Result {
 	return Result{Outcome: Cold}
+}
+
+// Streams are the call's standard streams as they are off Linux, where no
+// call is served.
+func (c *Call) Streams() (stdin io.Reader, stdout, stderr io.Writer) {
+	return c.Stdin, c.Stdout, c.Stderr
 }

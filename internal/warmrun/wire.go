@@ -115,10 +115,19 @@ func decodeRequest(b []byte) (Request, error) {
 	if !strings.HasPrefix(r.Dir, "/") {
 		return Request{}, fmt.Errorf("working directory %q is not absolute", r.Dir)
 	}
+	// A process's environment (os.Environ) names each variable once; a
+	// request naming one twice would have the server's checks read one
+	// entry and a cold run's process the other.
+	seen := make(map[string]bool, len(r.Env))
 	for _, e := range r.Env {
-		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+		k, _, ok := strings.Cut(e, "=")
+		if !ok || k == "" {
 			return Request{}, fmt.Errorf("environment entry without a name")
 		}
+		if seen[k] {
+			return Request{}, fmt.Errorf("environment variable %q named twice", k)
+		}
+		seen[k] = true
 	}
 	return r, nil
 }
@@ -184,6 +193,9 @@ const (
 	answerAccepted = "accepted" // the server runs it; nothing more may be run by the client
 	answerRefused  = "refused"  // the request was not taken; nothing was done
 	answerExit     = "exit"     // the call ended with Code
+	// answerChallenge asks the process that connected to send Nonce
+	// back (challengeRecord + Nonce) before the call is accepted.
+	answerChallenge = "challenge"
 )
 
 // reply is one record the server sends: JSON, which the client reads from
@@ -192,6 +204,7 @@ type reply struct {
 	Answer string `json:"answer"`
 	Reason string `json:"reason,omitempty"`
 	Code   int    `json:"code,omitempty"`
+	Nonce  string `json:"nonce,omitempty"`
 }
 
 // maxReason bounds a reply's reason, so every reply fits the client's
@@ -212,3 +225,7 @@ func (r reply) encode() []byte {
 // cancelRecord is what the client sends when a signal that ends a cold
 // run arrives.
 const cancelRecord = "C"
+
+// challengeRecord starts the client's answer to a challenge; the nonce
+// follows.
+const challengeRecord = "N"
