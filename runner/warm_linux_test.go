@@ -444,22 +444,30 @@ func TestWarmCancel(t *testing.T) {
 // is seen, as a fresh box would see it), the box stays clean and serves
 // the next call, and what a call left in the scratch the box does own is
 // gone for the next. One that holds a scratch directory (/var) leaves the
-// box's own /var/tmp to be reset as ever.
+// box's own /var/tmp to be reset as ever. (A writable grant of /var/tmp
+// runs cold: its placeholders for protected paths are on the host.)
 func TestWarmWorkdirScratch(t *testing.T) {
-	requireTier1(t)
 	rows := []struct {
+		name     string
+		tier     sandbox.Tier
 		wd       string
 		seesHost bool // the host's /var/tmp is the box's
 		left     string
 	}{
-		{"/var/tmp", true, "/tmp/left"},
-		{"/var", false, "/var/tmp/left"},
+		{"tier 1 in /var/tmp", sandbox.Tier1, "/var/tmp", true, "/tmp/left"},
+		{"tier 1 in /var", sandbox.Tier1, "/var", false, "/var/tmp/left"},
+		{"tier 2 in /var/tmp", sandbox.Tier2, "/var/tmp", true, "/tmp/left"},
 	}
 	for _, r := range rows {
-		t.Run(r.wd, func(t *testing.T) {
+		t.Run(r.name, func(t *testing.T) {
+			if r.tier == sandbox.Tier2 {
+				requireTier2(t)
+			} else {
+				requireTier1(t)
+			}
 			p := warmPool(t)
 			spec := testSpec(sandbox.Spec{Workdir: r.wd, Env: []string{"PATH=/usr/bin:/bin", "HOME=/home/box"}})
-			mustWarm(t, p, spec, "sh", "-c", "echo x >"+r.left+" && echo x >$HOME/left")
+			mustWarmAt(t, p, r.tier, spec, "sh", "-c", "echo x >"+r.left+" && echo x >$HOME/left")
 			// Made on the host once the box has taken its first state.
 			host, err := os.CreateTemp("/var/tmp", "airlock-warm-host-")
 			if err != nil {
@@ -469,7 +477,7 @@ func TestWarmWorkdirScratch(t *testing.T) {
 			t.Cleanup(func() { os.Remove(host.Name()) })
 			p.settledAll()
 			for call := 2; call <= 3; call++ {
-				o := mustWarm(t, p, spec, "sh", "-c", "ls -A /tmp /var/tmp $HOME; test -e "+host.Name()+" && echo host-file; true")
+				o := mustWarmAt(t, p, r.tier, spec, "sh", "-c", "ls -A /tmp /var/tmp $HOME; test -e "+host.Name()+" && echo host-file; true")
 				if strings.Contains(o.stdout, "host-file") != r.seesHost || strings.Contains(o.stdout, "left") {
 					t.Errorf("call %d: saw %q, want the host's file %v and nothing the first call left", call, o.stdout, r.seesHost)
 				}
