@@ -466,7 +466,7 @@ func (p *Pool) startBox(req Request, plan *sandbox.Box, fp string) (*warmBox, er
 	}
 	tr := warmRunner(plan) // tier 1's or tier 2's start (warm_gvisor_linux.go)
 	r := newRun(p.exe, boxReq, plan, tr, startGroup(boxReq))
-	r.desc.Notes = append(r.desc.Notes, "warm box: the box was made once for calls of this confinement; each call ran in a session of its own, every process in the box was ended after it and /tmp, /var/tmp, /run, /dev, HOME and the POSIX message queues were brought back to their first state")
+	r.desc.Notes = append(r.desc.Notes, "warm box: the box was made once for calls of this confinement; each call ran in a session of its own, every process in the box was ended after it and /tmp, /var/tmp, /run, /dev, HOME and the POSIX message queues were brought back to their first state (those of them the box's own: a host directory bound at one is the host's, as in a box of its own)")
 	cmd, err := r.launch()
 	if err != nil {
 		r.finish()

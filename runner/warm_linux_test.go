@@ -436,3 +436,60 @@ func TestWarmCancel(t *testing.T) {
 	}
 	mustWarm(t, p, spec, "true") // the next call gets a new box
 }
+
+// TestWarmWorkdirScratch: a working directory that is one of the box's
+// scratch directories (/var/tmp) is the host's tree bound over the box's
+// own tmpfs there, as in a box of its own. The box's reset must not enter
+// that tree: a file the host makes there after the box began stays (and
+// is seen, as a fresh box would see it), the box stays clean and serves
+// the next call, and what a call left in the scratch the box does own is
+// gone for the next. One that holds a scratch directory (/var) leaves the
+// box's own /var/tmp to be reset as ever. (A writable grant of /var/tmp
+// runs cold: its placeholders for protected paths are on the host.)
+func TestWarmWorkdirScratch(t *testing.T) {
+	rows := []struct {
+		name     string
+		tier     sandbox.Tier
+		wd       string
+		seesHost bool // the host's /var/tmp is the box's
+		left     string
+	}{
+		{"tier 1 in /var/tmp", sandbox.Tier1, "/var/tmp", true, "/tmp/left"},
+		{"tier 1 in /var", sandbox.Tier1, "/var", false, "/var/tmp/left"},
+		{"tier 2 in /var/tmp", sandbox.Tier2, "/var/tmp", true, "/tmp/left"},
+	}
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			if r.tier == sandbox.Tier2 {
+				requireTier2(t)
+			} else {
+				requireTier1(t)
+			}
+			p := warmPool(t)
+			spec := testSpec(sandbox.Spec{Workdir: r.wd, Env: []string{"PATH=/usr/bin:/bin", "HOME=/home/box"}})
+			mustWarmAt(t, p, r.tier, spec, "sh", "-c", "echo x >"+r.left+" && echo x >$HOME/left")
+			// Made on the host once the box has taken its first state.
+			host, err := os.CreateTemp("/var/tmp", "airlock-warm-host-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			host.Close()
+			t.Cleanup(func() { os.Remove(host.Name()) })
+			p.settledAll()
+			for call := 2; call <= 3; call++ {
+				o := mustWarmAt(t, p, r.tier, spec, "sh", "-c", "ls -A /tmp /var/tmp $HOME; test -e "+host.Name()+" && echo host-file; true")
+				if strings.Contains(o.stdout, "host-file") != r.seesHost || strings.Contains(o.stdout, "left") {
+					t.Errorf("call %d: saw %q, want the host's file %v and nothing the first call left", call, o.stdout, r.seesHost)
+				}
+				p.settledAll()
+				if _, err := os.Stat(host.Name()); err != nil {
+					t.Fatalf("call %d: the box's reset touched the host's file: %v", call, err)
+				}
+				note := o.res.Description.Notes[len(o.res.Description.Notes)-1]
+				if want := fmt.Sprintf("call %d of this box", call); !strings.Contains(note, want) || p.Boxes() != 1 {
+					t.Errorf("call %d: notes end %q with %d boxes, want %q in the one box", call, note, p.Boxes(), want)
+				}
+			}
+		})
+	}
+}

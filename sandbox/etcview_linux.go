@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -264,12 +265,7 @@ func (p *planner) etcView(etcDir *pinned, srcs []etcSource, gens []etcGen) error
 	name := key
 	lock, st, err := openView(base, key, srcs, opts)
 	if err != nil {
-		endBuild := starttrace.Begin("etc-view-build")
-		// The copies are read through descriptors of the sources.
-		if err = openEtcSources(etcDir, srcs, p.writable); err == nil {
-			lock, st, name, err = buildView(base, key, recPath, srcs, gens, uid, gid, opts)
-		}
-		endBuild()
+		lock, st, name, err = buildOnce(etcDir, base, key, recPath, srcs, gens, uid, gid, opts, p.writable)
 		if err != nil {
 			return err
 		}
@@ -299,6 +295,30 @@ func (p *planner) etcView(etcDir *pinned, srcs []etcSource, gens []etcGen) error
 	}
 	p.box.Notes = append(p.box.Notes, "/etc is airlock's view of the host's files listed for a box, copied when they change, bound read-only at once")
 	return nil
+}
+
+// etcBuilding is held while a plan of this process builds a view: plans
+// made at once that find none (a pool starting boxes side by side) would
+// each build and keep their own, whose inodes differ, and so would the
+// fingerprints of boxes that are the same.
+var etcBuilding sync.Mutex
+
+// buildOnce builds the view key, unless another plan of this process has
+// built and recorded it while this one waited: that one is opened and
+// checked as any kept view (openView), never used before it is whole.
+func buildOnce(etcDir *pinned, base *os.File, key, recPath string, srcs []etcSource, gens []etcGen, uid, gid int, opts privfile.Options, writable []string) (*os.File, unix.Stat_t, string, error) {
+	etcBuilding.Lock()
+	defer etcBuilding.Unlock()
+	if lock, st, err := openView(base, key, srcs, opts); err == nil {
+		return lock, st, key, nil
+	}
+	defer starttrace.Begin("etc-view-build")()
+	// The copies are read through descriptors of the sources.
+	if err := openEtcSources(etcDir, srcs, writable); err != nil {
+		var st unix.Stat_t
+		return nil, st, "", err
+	}
+	return buildView(base, key, recPath, srcs, gens, uid, gid, opts)
 }
 
 // etcKey names the view of srcs and gens for a box of uid and gid.

@@ -170,6 +170,59 @@ func TestEtcViewReusedUntilASourceChanges(t *testing.T) {
 	}
 }
 
+// TestEtcViewSharedBySidePlans: plans made at the same time in one
+// process that find no view (a pool starting boxes side by side) share
+// the one view built, so their boxes are the same (Fingerprint); each
+// holds it whole, and a later change still makes a new one.
+func TestEtcViewSharedBySidePlans(t *testing.T) {
+	w := newEtcWorld(t)
+	const n = 8
+	type got struct {
+		view string
+		ino  uint64
+		err  error
+	}
+	out := make(chan got, n)
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		go func() {
+			<-start
+			view, _, err := w.plan(t)
+			var st unix.Stat_t
+			if err == nil {
+				err = unix.Lstat(view, &st)
+			}
+			out <- got{view, st.Ino, err}
+		}()
+	}
+	close(start)
+	var first got
+	for i := 0; i < n; i++ {
+		g := <-out
+		if g.err != nil {
+			t.Fatal(g.err)
+		}
+		if i == 0 {
+			first = g
+		} else if g.view != first.view || g.ino != first.ino {
+			t.Errorf("plans side by side bound %s (inode %d) and %s (inode %d), want one view", first.view, first.ino, g.view, g.ino)
+		}
+		if got := readView(t, g.view, "ssl/dir/f"); got != "in dir\n" {
+			t.Errorf("a plan's view holds %q, want the source's", got)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(w.src, "file"), []byte("changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	view, _, err := w.plan(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readView(t, view, "file"); got != "changed\n" {
+		t.Errorf("after a change the view holds %q", got)
+	}
+}
+
 // planUntrusted plans a box, makes its view's record one others may write,
 // and plans again while the first box (and its lock on the view) lives:
 // the first view's path and inode, and the second plan's view.

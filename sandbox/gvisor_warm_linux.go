@@ -50,11 +50,13 @@ func planWarmGVisor(spec Spec, exe string) (*Box, error) {
 }
 
 // scratch are the box's tmpfs mounts a call may write (/dev, /tmp,
-// /var/tmp, /run, a private HOME), each outside the others.
+// /var/tmp, /run, a private HOME), each outside the others; not one a
+// later bind covers (a working directory of /tmp), which is the host's
+// tree there, as at tier 1 (ownMounts).
 func (g *gvisorBox) scratch() []string {
 	var out []string
-	for _, m := range g.spec.Mounts {
-		if m.Type != "tmpfs" {
+	for i, m := range g.spec.Mounts {
+		if m.Type != "tmpfs" || g.boundOver(i) {
 			continue
 		}
 		own := true
@@ -66,6 +68,17 @@ func (g *gvisorBox) scratch() []string {
 		}
 	}
 	return out
+}
+
+// boundOver reports whether a mount after the i-th binds a host path at
+// its destination or above it.
+func (g *gvisorBox) boundOver(i int) bool {
+	for _, later := range g.spec.Mounts[i+1:] {
+		if later.Type == "bind" && within(g.spec.Mounts[i].Destination, later.Destination) {
+			return true
+		}
+	}
+	return false
 }
 
 // CallArgv is the command line a warm box's init runs for argv: at tier

@@ -131,6 +131,7 @@ type Box struct {
 	gv      *gvisorBox // tier 2 only (gvisor_linux.go)
 	options []string   // bubblewrap's options (Fingerprint)
 	control *os.File   // a warm box's control socket (warm_linux.go)
+	ownTmp  []string   // a warm box's own file systems no later mount covers (ownMounts)
 	watch   *repoWatch // repositories known at plan time (gitprot_linux.go)
 	initBin string     // the host file bound at InitPath (initbin_linux.go)
 	netHost *os.File   // a direct box's egress listeners arrive here (net_linux.go)
@@ -902,6 +903,9 @@ func (p *planner) plan(exe string) error {
 
 	sortOps(p.ops)
 	p.ops = bwrapOrder(p.ops)
+	if p.warm {
+		b.ownTmp = ownMounts(p.ops)
+	}
 	for _, o := range p.ops {
 		args = append(args, o.args...)
 	}

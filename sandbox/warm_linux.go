@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
+	"slices"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -74,24 +75,52 @@ func PlanWarm(spec Spec, tier Tier, exe string) (*Box, error) {
 	return b, nil
 }
 
-// scratch are the box's tmpfs directories a call may write: the fixed
-// ones and HOME when the plan made it a tmpfs of its own.
+// scratch are the box's own file systems a call may write: those of the
+// fixed ones (warmScratch) and HOME, when the plan made it a tmpfs of its
+// own, that no host directory is bound over (ownMounts). A working
+// directory or grant bound at /tmp is the host's tree there, as it is in
+// a box of its own: the init never enters it, and the tmpfs beneath it
+// is out of every call's reach.
 func (b *Box) scratch() []string {
-	out := append([]string(nil), warmScratch...)
-	for i := 0; i+1 < len(b.options); i++ {
-		if b.options[i] != "--tmpfs" {
-			continue
-		}
-		d := b.options[i+1]
-		own := true
-		for _, o := range out {
-			own = own && o != d && !within(d, o)
-		}
-		if own && d == b.home() {
+	var out []string
+	for _, d := range append(append([]string(nil), warmScratch...), b.home()) {
+		if d != "" && slices.Contains(b.ownTmp, d) && !slices.Contains(out, d) {
 			out = append(out, d)
 		}
 	}
 	return out
+}
+
+// ownMounts lists the destinations of ops that make a file system of the
+// box's own (a tmpfs, /dev, the message queues) over which no later op
+// binds anything at that place or above it. Binds come after a tmpfs at
+// the same depth (sortOps), so a working directory of /tmp hides the
+// box's /tmp.
+func ownMounts(ops []op) []string {
+	var out []string
+	for i, o := range ops {
+		if o.args[0] != "--tmpfs" && o.args[0] != "--dev" && o.args[0] != "--mqueue" {
+			continue
+		}
+		covered := false
+		for _, later := range ops[i+1:] {
+			covered = covered || within(o.dest, later.dest) && slices.ContainsFunc(later.args, isBindFlag)
+		}
+		if !covered {
+			out = append(out, o.dest)
+		}
+	}
+	return out
+}
+
+// isBindFlag reports whether a is one of bubblewrap's options that bind a
+// host file or directory.
+func isBindFlag(a string) bool {
+	switch a {
+	case "--bind", "--bind-try", "--ro-bind", "--ro-bind-try", "--dev-bind", "--dev-bind-try", "--bind-fd", "--ro-bind-fd":
+		return true
+	}
+	return false
 }
 
 // home is the box's HOME, "" when the environment names none.
