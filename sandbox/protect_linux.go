@@ -402,21 +402,54 @@ func (p *planner) hideStubs(roots []*pinned, g *gitScan) error {
 // stub makes a placeholder name in dirfd holding content and holds a
 // shared lock on it for the run.
 func (p *planner) stub(dirfd int, name, path, content string) (*pinned, error) {
-	fd, err := unix.Openat(dirfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_RDWR|unix.O_CLOEXEC, stubMode)
+	fd, err := makeStub(dirfd, name, content)
 	if errors.Is(err, unix.EEXIST) {
 		return nil, errs.Unavailablef("sandbox: protect %s: it appeared while airlock was planning the box; run again", path)
 	}
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "sandbox: protect %s", path)
 	}
+	return p.holdStub(fd, dirfd, name, path, content, false)
+}
+
+// makeStub makes the file name in dirfd holding content, never over
+// anything already there. A placeholder with content appears with all of
+// it at once where the file system allows (an unnamed file, written, then
+// linked in): another run's plan reads the tree without the root's lock,
+// and a commondir placeholder it read in the moment between the file's
+// making and its write would be empty, which the git scan refuses.
+func makeStub(dirfd int, name, content string) (int, error) {
+	if content != "" {
+		fd, err := unix.Openat(dirfd, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, stubMode)
+		switch {
+		case err == nil:
+			if _, err := unix.Write(fd, []byte(content)); err != nil {
+				unix.Close(fd)
+				return -1, err
+			}
+			// linkat fails with EEXIST on any name there, a link too.
+			if err := unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), dirfd, name, unix.AT_SYMLINK_FOLLOW); err != nil {
+				unix.Close(fd)
+				return -1, err
+			}
+			return fd, nil
+		case !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EINVAL):
+			return -1, err
+		}
+		// No unnamed files here: made by name, then written.
+	}
+	fd, err := unix.Openat(dirfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_RDWR|unix.O_CLOEXEC, stubMode)
+	if err != nil {
+		return -1, err
+	}
 	if content != "" {
 		if _, err := unix.Write(fd, []byte(content)); err != nil {
 			unix.Close(fd)
 			unix.Unlinkat(dirfd, name, 0)
-			return nil, errs.Wrap(errs.Unavailable, err, "sandbox: protect %s", path)
+			return -1, err
 		}
 	}
-	return p.holdStub(fd, dirfd, name, path, content, false)
+	return fd, nil
 }
 
 // stubDir makes a placeholder directory name in dirfd, holds a shared lock
