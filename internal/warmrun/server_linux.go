@@ -319,7 +319,6 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler, sett
 	}
 	endCheck := starttrace.Begin("warm-check")
 	defer func() { endCheck() }()
-	p.facts = factsLater(p.pid)
 	// The request buffer is taken only once the request is there.
 	if err := waitReadable(c); err != nil {
 		s.log.Warn("warm: no request; refused", "pid", p.pid, "err", err)
@@ -337,6 +336,12 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler, sett
 		s.refuseSender(answer, p, sender)
 		return
 	}
+	// The caller's facts are read only once its request is here, never
+	// ahead of it: a caller may take on confinement between connecting and
+	// sending (chroot, no_new_privs, a seccomp filter), and what it asks is
+	// run as it is when it asks; confinement taken on cannot be shed, so a
+	// change after the request only goes further from the server's.
+	p.facts = factsLater(p.pid)
 	call.early = readLater(h.Read, call)
 	// Read first, so the answer is not lost to the reset a socket closed
 	// with a record unread gives its peer.
