@@ -47,7 +47,8 @@ import (
 // command's test scripts, the time zone database's source, glibc locale
 // definitions, Vim's help, XKB keyboard symbols, Starlark, JSON-lines logs
 // and verbose HTTP traces), to be measured first once the rules are settled
-// on the fitted and dev kinds. While tuning, run with -split=dev, which
+// on the fitted and dev kinds (they were: all met the targets but XKB's
+// worst sample, 8.08%, and XKB's mean did). While tuning, run with -split=dev, which
 // neither prints nor checks the final kinds. When rules change again,
 // rotate: the final kinds, once looked at, join dev, and new unseen kinds
 // become the final split.
@@ -619,7 +620,9 @@ const (
 // final kinds, measured once after the rules were settled on the fitted and
 // dev kinds; no rule was tuned to them (to tune to them, rotate them into
 // dev first).
-var heldOutMisses = map[string][2]float64{}
+var heldOutMisses = map[string][2]float64{
+	"xkb": {heldOutMeanTarget, 0.09},
+}
 
 // TestAccuracyKinds prints, for every kind of the wide corpus, the samples,
 // the mean and the worst absolute error of Count against cl100k_base, and
