@@ -304,6 +304,10 @@ func (p *Pool) settle(wb *warmBox) {
 		if err == nil {
 			clear, err = wb.awaitClear()
 		}
+		if err == nil && clear.Dirty == "" && wb.private {
+			// Nothing of the call is left in the box now.
+			err = resetPids(wb.r.nsInit, wb.r.box.InitBin())
+		}
 		idle := err == nil && clear.Dirty == ""
 		p.mu.Lock()
 		p.clearing[wb.fp] = without(p.clearing[wb.fp], wb)
@@ -483,6 +487,14 @@ func (p *Pool) startBox(req Request, plan *sandbox.Box, fp string) (*warmBox, er
 	wb := &warmBox{net: wn, r: r, cmd: cmd, fp: fp, ctlFile: plan.Control(), ctl: bufio.NewReaderSize(plan.Control(), 64<<10),
 		dir: plan.Dir(), dead: make(chan struct{}), seccomp: tr.readyReport(), desc: r.desc}
 	wb.desc.Notes = append([]string(nil), r.desc.Notes...)
+	if plan.Tier == sandbox.Tier1 {
+		// Before its first call (warm_private_linux.go).
+		note := privateNote
+		if wb.private = hidePids(r.nsInit) == nil && resetPids(r.nsInit, plan.InitBin()) == nil; !wb.private {
+			note = privacyNote
+		}
+		wb.desc.Notes = append(wb.desc.Notes, note)
+	}
 	// Unreadable, the box serves this call and no other (intact).
 	wb.mounts, _ = watchMounts(r.nsInit)
 	wb.idleTimer = time.AfterFunc(time.Hour, func() { p.retire(wb) })
@@ -514,6 +526,9 @@ type warmBox struct {
 	desc    Description // as the box started; the run's own changes when it ends
 	// net is the box's network (warm_net_linux.go); nil: it has none.
 	net *warmNet
+	// private: the box's /proc hides the init from its calls, and its
+	// process ids are set back after every call (warm_private_linux.go).
+	private bool
 	// mounts watches the box's mounts (watchMounts); nil when they could
 	// not be read.
 	mounts *mountWatch
