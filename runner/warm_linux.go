@@ -304,9 +304,11 @@ func (p *Pool) settle(wb *warmBox) {
 		if err == nil {
 			clear, err = wb.awaitClear()
 		}
-		if err == nil && clear.Dirty == "" && wb.private {
-			// Nothing of the call is left in the box now.
-			err = resetPids(wb.r.nsInit, wb.r.box.InitBin())
+		if wb.pidsReset != nil {
+			err = errors.Join(err, <-wb.pidsReset)
+			wb.pidsReset = nil
+		} else if wb.private && err == nil {
+			err = errs.Unavailablef("run: the warm box's process ids were not set back")
 		}
 		idle := err == nil && clear.Dirty == ""
 		p.mu.Lock()
@@ -529,6 +531,9 @@ type warmBox struct {
 	// private: the box's /proc hides the init from its calls, and its
 	// process ids are set back after every call (warm_private_linux.go).
 	private bool
+	// pidsReset reports the end of the last call's resetPids (call);
+	// settle takes it.
+	pidsReset chan error
 	// mounts watches the box's mounts (watchMounts); nil when they could
 	// not be read.
 	mounts *mountWatch
@@ -740,6 +745,14 @@ func (wb *warmBox) call(ctx context.Context, req Request, ping pendingPing, star
 	done, err := wb.await(ctx, req.Spec.Limits.Wall)
 	if err != nil {
 		return res, false, err
+	}
+	if wb.private && done.Dirty == "" {
+		// Every process of the call has ended (the init reports only
+		// then), and the init starts none before the next call: the
+		// process ids are set back now, beside the output's drain and
+		// the box's clearing (settle waits for it).
+		wb.pidsReset = make(chan error, 1)
+		go func(c chan<- error) { c <- resetPids(wb.r.nsInit, wb.r.box.InitBin()) }(wb.pidsReset)
 	}
 	t2 := time.Now()
 	ph.Box = t2.Sub(t1)
