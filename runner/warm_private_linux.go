@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"time"
 	"unsafe"
@@ -73,6 +72,12 @@ func hidePids(pidfd int) error {
 	if err := unix.Fstatfs(dir, &fs); err != nil || fs.Type != unix.PROC_SUPER_MAGIC {
 		return fmt.Errorf("the box's /proc is not a proc (%v)", err)
 	}
+	// A proc of another PID namespace than this process's has no "self"
+	// for it: one that names this process is the host's (bound into the
+	// box), whose options are not the box's to change.
+	if self, err := readlinkAt(dir, "self"); !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("the box's /proc is not of the box's PID namespace (self %q, %v)", self, err)
+	}
 	empty, err := unix.BytePtrFromString("")
 	if err != nil {
 		return err
@@ -103,35 +108,7 @@ const resetPidsTimeout = 5 * time.Second
 // process moved into it, with the host's mounts and the runner's
 // capabilities. It must run only while nothing of a call is in the box.
 func resetPids(pidfd int, bin string) error {
-	done := make(chan error, 1)
-	go func() {
-		// A thread of its own for the start, put back in this process's
-		// PID namespace before it is let go. A thread that ends takes
-		// with it every box it started (bubblewrap's parent-death
-		// signal follows the thread), so one that cannot be put back
-		// stays locked and ends with this goroutine only then.
-		runtime.LockOSThread()
-		self, err := unix.Open("/proc/self/ns/pid", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- err
-			return
-		}
-		defer unix.Close(self)
-		if err := unix.Setns(pidfd, unix.CLONE_NEWPID); err != nil {
-			runtime.UnlockOSThread()
-			done <- fmt.Errorf("enter the box's PID namespace: %w", err)
-			return
-		}
-		err = resetIn(bin)
-		if berr := unix.Setns(self, unix.CLONE_NEWPID); berr != nil {
-			done <- errors.Join(err, fmt.Errorf("back to airlock's PID namespace: %w", berr))
-			return
-		}
-		runtime.UnlockOSThread()
-		done <- err
-	}()
-	if err := <-done; err != nil {
+	if err := inNamespace(pidfd, unix.CLONE_NEWPID, "/proc/thread-self/ns/pid", func() error { return resetIn(bin) }); err != nil {
 		return errs.Wrap(errs.Unavailable, err, "run: reset the warm box's process ids")
 	}
 	return nil
@@ -153,4 +130,14 @@ func resetIn(bin string) error {
 		return fmt.Errorf("%v: %s", err, oneLine(diag.String()))
 	}
 	return nil
+}
+
+// readlinkAt reads the link name at dir.
+func readlinkAt(dir int, name string) (string, error) {
+	buf := make([]byte, 256)
+	n, err := unix.Readlinkat(dir, name, buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
 }
