@@ -38,7 +38,7 @@ import (
 
 // privateNote is the note of a warm box whose /proc and process ids are
 // kept so.
-const privateNote = "warm box: its /proc shows a call only the processes it may trace (its own, not the box's init), and its process ids were set back after the call before"
+const privateNote = "warm box: its /proc shows a call only the processes it may trace (its own, not the box's init), and its process ids are set back before every call"
 
 // privacyNote is the note of a warm box whose process ids and init are not
 // kept from its calls.
