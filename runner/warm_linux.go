@@ -304,6 +304,12 @@ func (p *Pool) settle(wb *warmBox) {
 		if err == nil {
 			clear, err = wb.awaitClear()
 		}
+		if wb.pidsReset != nil {
+			err = errors.Join(err, <-wb.pidsReset)
+			wb.pidsReset = nil
+		} else if wb.private && err == nil {
+			err = errs.Unavailablef("run: the warm box's process ids were not set back")
+		}
 		idle := err == nil && clear.Dirty == ""
 		p.mu.Lock()
 		p.clearing[wb.fp] = without(p.clearing[wb.fp], wb)
@@ -483,6 +489,14 @@ func (p *Pool) startBox(req Request, plan *sandbox.Box, fp string) (*warmBox, er
 	wb := &warmBox{net: wn, r: r, cmd: cmd, fp: fp, ctlFile: plan.Control(), ctl: bufio.NewReaderSize(plan.Control(), 64<<10),
 		dir: plan.Dir(), dead: make(chan struct{}), seccomp: tr.readyReport(), desc: r.desc}
 	wb.desc.Notes = append([]string(nil), r.desc.Notes...)
+	if plan.Tier == sandbox.Tier1 {
+		// Before its first call (warm_private_linux.go).
+		note := privateNote
+		if wb.private = hidePids(r.nsInit) == nil && resetPids(r.nsInit, plan.InitBin()) == nil; !wb.private {
+			note = privacyNote
+		}
+		wb.desc.Notes = append(wb.desc.Notes, note)
+	}
 	// Unreadable, the box serves this call and no other (intact).
 	wb.mounts, _ = watchMounts(r.nsInit)
 	wb.idleTimer = time.AfterFunc(time.Hour, func() { p.retire(wb) })
@@ -514,6 +528,12 @@ type warmBox struct {
 	desc    Description // as the box started; the run's own changes when it ends
 	// net is the box's network (warm_net_linux.go); nil: it has none.
 	net *warmNet
+	// private: the box's /proc hides the init from its calls, and its
+	// process ids are set back after every call (warm_private_linux.go).
+	private bool
+	// pidsReset reports the end of the last call's resetPids (call);
+	// settle takes it.
+	pidsReset chan error
 	// mounts watches the box's mounts (watchMounts); nil when they could
 	// not be read.
 	mounts *mountWatch
@@ -725,6 +745,14 @@ func (wb *warmBox) call(ctx context.Context, req Request, ping pendingPing, star
 	done, err := wb.await(ctx, req.Spec.Limits.Wall)
 	if err != nil {
 		return res, false, err
+	}
+	if wb.private && done.Dirty == "" {
+		// Every process of the call has ended (the init reports only
+		// then), and the init starts none before the next call: the
+		// process ids are set back now, beside the output's drain and
+		// the box's clearing (settle waits for it).
+		wb.pidsReset = make(chan error, 1)
+		go func(c chan<- error) { c <- resetPids(wb.r.nsInit, wb.r.box.InitBin()) }(wb.pidsReset)
 	}
 	t2 := time.Now()
 	ph.Box = t2.Sub(t1)
