@@ -38,8 +38,8 @@ type Options struct {
 // last at that moment.
 //
 // Every Append is written with one write(2) on an O_APPEND descriptor and
-// fsynced before it returns, so a record Append reported as written survives
-// a crash of the machine. AppendDeferred writes at once and fsyncs in the
+// fsynced (dataSync) before it returns, so a record Append reported as
+// written survives a crash of the machine. AppendDeferred writes at once and fsyncs in the
 // background, for a caller that reports nothing before its next Append,
 // Sync or Close (each of which waits for that fsync) returns.
 type Log struct {
@@ -350,12 +350,12 @@ func (l *Log) append(r Record, deferred bool, async *asyncRecord) (Record, error
 		f := l.f
 		go func() {
 			defer starttrace.Begin("audit-fsync-background")()
-			done <- f.Sync()
+			done <- dataSync(f)
 		}()
 		l.bg = done
 	} else {
 		endSync := starttrace.Begin("audit-fsync")
-		err = l.f.Sync()
+		err = dataSync(l.f)
 		endSync()
 		if err != nil {
 			l.failSync(err)
