@@ -147,11 +147,17 @@ func BenchmarkStart(b *testing.B) {
 		{name: "init-start", argv: []string{initBin, boxinit.Arg}, env: []string{"GOMAXPROCS=1"}},
 	}
 	// Another build to compare with in the same run (the tree before a
-	// change): AIRLOCK_START_BASELINE names its binary.
+	// change): AIRLOCK_START_BASELINE names its binary. Its warm runs go
+	// to its own `airlock warm`, in a runtime directory of its own.
+	var oldSrv *warmServer
 	if old := os.Getenv("AIRLOCK_START_BASELINE"); old != "" {
+		oldRuntime := b.TempDir()
+		oldWarmEnv := append(base[:len(base):len(base)], "XDG_RUNTIME_DIR="+oldRuntime)
+		oldSrv = startWarmServer(b, old, oldWarmEnv, filepath.Join(oldRuntime, "airlock", "warm.sock"))
 		subjects = append(subjects,
 			&startSubject{name: "baseline", argv: []string{old, "run", "--", "/bin/true"}, dir: work, env: env, traced: true},
-			&startSubject{name: "baseline-net", argv: []string{old, "run", "--", "/bin/true"}, dir: netWork, env: env, traced: true})
+			&startSubject{name: "baseline-net", argv: []string{old, "run", "--", "/bin/true"}, dir: netWork, env: env, traced: true},
+			&startSubject{name: "baseline-warm", argv: []string{old, "run", "--", "/bin/true"}, dir: work, env: oldWarmEnv, traced: true})
 	}
 	for _, p := range peerSandboxes(b) {
 		subjects = append(subjects, p)
@@ -176,6 +182,10 @@ func BenchmarkStart(b *testing.B) {
 		}
 	}
 	serverTrace := srv.stop(b)
+	var oldTrace starttrace.Trace
+	if oldSrv != nil {
+		oldTrace = oldSrv.stop(b)
+	}
 	if b.N == 1 {
 		return // the probe run of the benchmark: its numbers are not kept
 	}
@@ -191,9 +201,17 @@ func BenchmarkStart(b *testing.B) {
 	}
 	// The server's phases are summed over all its calls (the warmup's
 	// included): per call is the sum over the count.
-	calls := 2 * (b.N + 1)
-	fmt.Printf("start trace: airlock warm, the server's side, mean of %d calls (warm and warm-net):\n", calls)
-	for _, p := range serverTrace.Phases {
+	printServer("airlock warm", "warm and warm-net", serverTrace, 2*(b.N+1))
+	if oldSrv != nil {
+		printServer("the baseline's airlock warm", "baseline-warm", oldTrace, b.N+1)
+	}
+}
+
+// printServer prints a warm server's trace, each phase's mean over its
+// calls.
+func printServer(what, subjects string, t starttrace.Trace, calls int) {
+	fmt.Printf("start trace: %s, the server's side, mean of %d calls (%s):\n", what, calls, subjects)
+	for _, p := range t.Phases {
 		indent := ""
 		if nested[p.Name] != "" {
 			indent = "  "
@@ -343,7 +361,10 @@ var nested = map[string]string{"policy-load": "kernel-build", "audit-open": "ker
 	"egress-ping": "plan", "box-exec-step": "box-run", "box-listen": "box-run",
 	// the warm client's hand-over: connecting, the server's answer, the
 	// call (everything the server does for it)
-	"warm-connect": "warm-handover", "warm-answer": "warm-handover", "warm-call": "warm-handover"}
+	"warm-connect": "warm-handover", "warm-answer": "warm-handover", "warm-call": "warm-handover",
+	// the server's run of a warm call: the plan for its fingerprint, the
+	// wait for an idle box of it, the box's own call (runner.Pool.Run)
+	"warm-plan": "warm-run", "warm-take": "warm-run", "warm-box-call": "warm-run"}
 
 // breakdown is the median of each phase over the traces, in the order the
 // phases ran, and what no phase covers ("other": the mediator's decision,
