@@ -177,6 +177,11 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 	endCall := starttrace.Begin("warm-box-call")
 	res, reuse, err := wb.call(ctx, req, ping, start, &ph)
 	endCall()
+	if req.Ended != nil {
+		// The run's record is written, and its fsync started, before
+		// the plan is closed and the box handed back to be cleared.
+		req.Ended(res, err)
+	}
 	if plan != nil {
 		// This call's own plan: what it holds for the host (placeholders,
 		// the repositories it saw) is released and checked now, as after
