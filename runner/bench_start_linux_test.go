@@ -106,6 +106,20 @@ type startSubject struct {
 // kernel built again for the call (kernel-build, probe, audit, about 2 ms)
 // and the warm box's call (runner's BenchmarkWarmTrue, about 8 ms in the
 // same hour). With network the box is a fresh one: warm boxes have none yet.
+//
+// The server's side of one warm call, traced phase by phase (medians over
+// 60 calls on the 2-core machine under other work, ms): warm-check 1.3
+// (the caller's checks, before the answer); then warm-run: the kernel's
+// build 0.4 (1.0 before the approvals socket was made only for a call put
+// to a person, and the audit tail taken up from the line last written),
+// the decision and its record 0.2, warm-plan 1.0-1.8 (the fingerprint's
+// plan: etc-view 0.5, the pins 0.2), warm-box-call (the box's own call,
+// BenchmarkWarmTrue), the run's record 0.2-0.4 and audit-sync 0.4-4 (the
+// fdatasync the result waits for, as much the disk's load as anything),
+// and the kernel's close 0.1. warm-take is the wait for a box of the kind
+// still being cleared after the call before, 0 unless calls come back to
+// back on a loaded host. With AIRLOCK_START_BASELINE, baseline-warm is the
+// baseline's runs handed to its own server, whose side is printed too.
 func BenchmarkStart(b *testing.B) {
 	if r := sandbox.Probe(); r.Tier() < sandbox.Tier1 {
 		testsupport.Missing(b, "tier 1 unavailable here: %s", r.Why)
