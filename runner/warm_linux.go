@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/starttrace"
 	"github.com/airlock-run/airlock/sandbox"
 	"github.com/airlock-run/airlock/sandbox/boxconf"
 )
@@ -121,7 +122,9 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 	// to its token, and says whether it serves models.
 	ping := startPing(req)
 	// A key plan: at tier 2 it makes no box directory (PlanWarmKey).
+	endPlan := starttrace.Begin("warm-plan")
 	plan, err := sandbox.PlanWarmKey(req.Spec, req.Tier, p.exe)
+	endPlan()
 	if err != nil {
 		return Result{}, err
 	}
@@ -138,7 +141,9 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 	lim.Wall = 0
 	fp := plan.Fingerprint() + fmt.Sprintf("/%+v", lim)
 	ph.Plan = time.Since(start)
+	endTake := starttrace.Begin("warm-take")
 	wb := p.take(ctx, fp)
+	endTake()
 	ph.Take = time.Since(start) - ph.Plan
 	if wb == nil && !plan.Startable() {
 		// No box of this fingerprint: the box itself is planned now,
@@ -169,7 +174,14 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 		plan = nil // the box's own now
 	}
 	warm := wb.calls > 0
+	endCall := starttrace.Begin("warm-box-call")
 	res, reuse, err := wb.call(ctx, req, ping, start, &ph)
+	endCall()
+	if req.Ended != nil {
+		// The run's record is written, and its fsync started, before
+		// the plan is closed and the box handed back to be cleared.
+		req.Ended(res, err)
+	}
 	if plan != nil {
 		// This call's own plan: what it holds for the host (placeholders,
 		// the repositories it saw) is released and checked now, as after

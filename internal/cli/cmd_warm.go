@@ -144,11 +144,12 @@ func (s *warmServer) check(call *warmrun.Call) string {
 		}
 	}
 	dirs := append(filepath.SplitList(s.procEnv["PATH"]), filepath.Dir(s.env.Exe))
+	wd := resolvedPath(call.Dir)
 	for _, d := range dirs {
 		if !filepath.IsAbs(d) {
 			return "a relative PATH entry (" + d + "), read from the working directory"
 		}
-		if within(d, call.Dir) || within(resolvedPath(d), resolvedPath(call.Dir)) {
+		if within(d, call.Dir) || within(resolvedPath(d), wd) {
 			return "a host program directory (" + d + ") lies in the working directory"
 		}
 	}
@@ -283,8 +284,9 @@ func (w *warmCall) bind(ctx context.Context, k *wiring.Kernel) context.Context {
 var boxScratch = []string{"/tmp", "/var/tmp", "/run", "/dev", "/dev/mqueue"}
 
 func scratchWorkdir(wd string) bool {
+	resolved := resolvedPath(wd)
 	for _, d := range boxScratch {
-		if within(d, wd) || within(d, resolvedPath(wd)) {
+		if within(d, wd) || within(d, resolved) {
 			return true
 		}
 	}
