@@ -31,9 +31,9 @@ would, with the same policy, audit and approvals, in a box kept warm for the
 next call of the same confinement. A run that would behave otherwise here
 (another airlock binary, user, group, namespace, cgroup, umask, resource
 limit, capability set, no_new_privs or seccomp filter, affinity, nice value,
-I/O priority, oom_score_adj, PATH, HOME, TMPDIR or XDG directory) runs cold
-in its own process; AIRLOCK_WARM=verbose says why,
-AIRLOCK_WARM=off never hands over.
+I/O priority, oom_score_adj, ignored or blocked signals, PATH, HOME, TMPDIR
+or XDG directory) runs cold in its own process; AIRLOCK_WARM=verbose says
+why, AIRLOCK_WARM=off never hands over.
 
 It ends on SIGTERM or SIGINT, and after --idle without a call.`
 

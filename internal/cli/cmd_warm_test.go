@@ -841,3 +841,42 @@ func TestWarmApprovalsPerCall(t *testing.T) {
 		t.Fatalf("airlock approvals list shows %q, want a question from each of the clients %v", out, pids)
 	}
 }
+
+// TestWarmSignalStateAsCold: a command inherits the signals its airlock
+// ignored at start (nohup's SIGHUP) and those it blocked, from the process
+// that starts its box: cold that is the caller, warm the server. A caller
+// whose signal state is not the server's runs cold, so the command sees
+// the caller's; under the server's it runs warm.
+func TestWarmSignalStateAsCold(t *testing.T) {
+	f := startWarm(t)
+	dir := t.TempDir()
+	show := []string{"run", "--", "grep", "-E", "^Sig(Ign|Blk)", "/proc/self/status"}
+	for _, tt := range []struct {
+		name string
+		wrap []string
+		cold string
+	}{
+		{"SIGHUP ignored", []string{"sh", "-c", "trap '' HUP; exec \"$0\" \"$@\""}, "another SigIgn"},
+		{"SIGUSR1 blocked", []string{"/usr/bin/python3", "-c", "import os, signal, sys; signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1]); os.execv(sys.argv[1], sys.argv[1:])"}, "another signal mask"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := exec.LookPath(tt.wrap[0]); err != nil {
+				testsupport.Missing(t, "%s is not installed: %v", tt.wrap[0], err)
+			}
+			cold := f.run(t, "off", dir, "", show, tt.wrap...)
+			warm := f.run(t, "verbose", dir, "", show, tt.wrap...)
+			if cold.code != 0 || cold.stdout == f.run(t, "off", dir, "", show).stdout {
+				t.Fatalf("cold %+v: want the caller's signal state shown", cold)
+			}
+			if warm.stdout != cold.stdout {
+				t.Fatalf("the command saw %q warm, %q cold (stderr %q)", warm.stdout, cold.stdout, warm.stderr)
+			}
+			if !strings.Contains(warm.stderr, "running cold: "+tt.cold) {
+				t.Fatalf("stderr %q: want the run gone cold for %q", warm.stderr, tt.cold)
+			}
+		})
+	}
+	if r := f.bothWays(t, dir, "", show...); r.code != 0 {
+		t.Fatalf("the server's own signal state: %+v", r)
+	}
+}

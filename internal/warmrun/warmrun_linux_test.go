@@ -217,6 +217,9 @@ func (ts *testServer) client(t *testing.T, role string, env []string, wrap ...st
 	return string(out)
 }
 
+// blockUSR1 is a python program that blocks SIGUSR1 and execs its arguments.
+const blockUSR1 = "import os, signal, sys; signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1]); os.execv(sys.argv[1], sys.argv[1:])"
+
 const (
 	ranWarm = "ran\noutcome=1 code=7 "
 	ranCold = "outcome=0 code=0 "
@@ -250,6 +253,8 @@ func TestPeerFidelity(t *testing.T) {
 		{name: "another CPU affinity", skip: []string{"Cpus_allowed"}, role: "client", wrap: []string{"taskset", "-c", "0"}, need: "taskset", want: ranCold},
 		{name: "a rebuilt binary", skip: []string{"exe"}, role: "client", wrap: []string{rebuilt}, want: ranCold},
 		{name: "traced", skip: []string{"TracerPid"}, role: "client", wrap: []string{"strace", "-f", "-o", "/dev/null"}, need: "strace", want: ranCold},
+		{name: "SIGHUP ignored", skip: []string{"SigIgn"}, role: "client", wrap: []string{"nohup"}, need: "nohup", want: ranCold},
+		{name: "SIGUSR1 blocked", skip: []string{"SigBlk"}, role: "client", wrap: []string{"/usr/bin/python3", "-c", blockUSR1}, need: "/usr/bin/python3", want: ranCold},
 		{name: "another root directory", skip: []string{"root"}, role: "chroot-client", env: []string{"WARMRUN_TEST_JAIL=" + t.TempDir()}, need: "root", want: ranCold},
 		// A raw client: it does not check the server first, as a hostile
 		// process would not. Refused before its request is read: it gets
