@@ -120,9 +120,13 @@ func (s *warmServer) close() {
 // processVars are the variables the kernel reads from its own process
 // rather than from the caller's environment it is given (the PATH host
 // programs are found on, the home and XDG directories of git's global
-// config, kept homes and lock files, the temporary directory): a call runs
-// warm only when the caller's equal the server's.
-var processVars = []string{"PATH", "HOME", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_STATE_HOME"}
+// config, kept homes and lock files, the temporary directory; the trust
+// roots the egress proxy checks an intercepted host's certificate with,
+// which crypto/x509 reads once per process, and GODEBUG's TLS and X.509
+// settings, read at the process's start): a call runs warm only when the
+// caller's equal the server's.
+var processVars = []string{"PATH", "HOME", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_STATE_HOME",
+	"SSL_CERT_FILE", "SSL_CERT_DIR", "GODEBUG"}
 
 func processEnv() map[string]string {
 	m := map[string]string{}

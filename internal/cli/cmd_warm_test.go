@@ -880,3 +880,51 @@ func TestWarmSignalStateAsCold(t *testing.T) {
 		t.Fatalf("the server's own signal state: %+v", r)
 	}
 }
+
+// TestWarmTraceNamesTheCaller: the spans of AIRLOCK_TRACE_FILE name the
+// service and sampler of the caller's OTEL_ variables, warm as cold; the
+// server once read them from its own process.
+func TestWarmTraceNamesTheCaller(t *testing.T) {
+	f := startWarm(t)
+	dir := t.TempDir()
+	trace := filepath.Join(t.TempDir(), "spans")
+	g := *f
+	g.env = append(append([]string(nil), f.env...), "AIRLOCK_TRACE_FILE="+trace, "OTEL_SERVICE_NAME=the-callers")
+	for _, mode := range []string{"off", "verbose"} {
+		os.Remove(trace)
+		r := g.run(t, mode, dir, "", []string{"run", "--", "/bin/true"})
+		if r.code != 0 || strings.Contains(r.stderr, "running cold") {
+			t.Fatalf("%s: %+v", mode, r)
+		}
+		b, err := os.ReadFile(trace)
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		if !bytes.Contains(b, []byte(`"the-callers"`)) {
+			t.Fatalf("%s: the spans do not name the caller's service: %s", mode, b)
+		}
+	}
+}
+
+// TestWarmProcessVarsGoCold: variables that airlock's own process reads
+// rather than the environment it is handed (the trust roots of the egress
+// proxy's upstream checks, SSL_CERT_FILE and SSL_CERT_DIR; GODEBUG's TLS
+// and X.509 settings) make a run go cold when they are not the server's.
+func TestWarmProcessVarsGoCold(t *testing.T) {
+	f := startWarm(t)
+	dir := t.TempDir()
+	for _, v := range []string{"SSL_CERT_FILE=" + filepath.Join(dir, "ca.pem"), "SSL_CERT_DIR=" + dir, "GODEBUG=x509sha1=1"} {
+		k, _, _ := strings.Cut(v, "=")
+		t.Run(k, func(t *testing.T) {
+			g := *f
+			g.env = append(append([]string(nil), f.env...), v)
+			r := g.run(t, "verbose", dir, "", []string{"run", "--", "/bin/true"})
+			if r.code != 0 || !strings.Contains(r.stderr, "running cold: another "+k+" than the server's") {
+				t.Fatalf("got %+v, want a cold run for %s", r, k)
+			}
+		})
+	}
+	if r := f.bothWays(t, dir, "", "run", "--", "/bin/true"); r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+}
