@@ -156,11 +156,42 @@ func (s *warmServer) check(call *warmrun.Call) string {
 			return "a host program directory (" + d + ") lies in the working directory"
 		}
 	}
+	if r := callerFiles(call); r != "" {
+		return r
+	}
 	if isTerm(call.Stdin) && isTerm(call.Stderr) && call.TTY == nil && call.CTTY != 0 {
 		return "a terminal the client did not send"
 	}
 	if call.CTTY != 0 && mayRunUnboxed(call, s.boxed) {
 		return "an unboxed run (tier 0) would have the caller's terminal, which the server cannot give it"
+	}
+	return ""
+}
+
+// callerFiles is why the files call names (its policy, --audit, --report,
+// AIRLOCK_TRACE_FILE) cannot be opened by the server as the caller's own
+// process would open them ("" when they can; flags that do not parse fail
+// the run alike warm). It comes before anything reads the policy.
+func callerFiles(call *warmrun.Call) string {
+	e := &Env{Stdout: io.Discard, Stderr: io.Discard, Environ: call.Env, Dir: call.Dir}
+	kf, _, err := parseRunFlags(e, call.Args)
+	if err != nil {
+		return ""
+	}
+	policy := *kf.policy
+	if policy == "" {
+		policy = filepath.Join(absFrom(e, *kf.workdir), wiring.DefaultPolicyFile)
+	}
+	if r := notRegular(absFrom(e, policy)); r != "" {
+		return r
+	}
+	for _, p := range []string{policy, *kf.audit, *kf.report, e.Getenv("AIRLOCK_TRACE_FILE")} {
+		if p == "" {
+			continue
+		}
+		if r := ownProcessPath(absFrom(e, p)); r != "" {
+			return r
+		}
 	}
 	return ""
 }

@@ -928,3 +928,92 @@ func TestWarmProcessVarsGoCold(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 }
+
+// TestWarmCallerFilesAsCold: a file the caller names that the server would
+// open as another file than the caller's own process (its standard input
+// as /dev/stdin, a link through /proc/self) runs cold, so the policy is
+// the one a cold run reads; the old shape read the server's own.
+func TestWarmCallerFilesAsCold(t *testing.T) {
+	f := startWarm(t)
+	dir := t.TempDir()
+	writeFile(t, dir, "pol.yaml", "shell:\n  allow: [echo]\n")
+	if err := os.Symlink("/proc/self/cwd/pol.yaml", filepath.Join(dir, "viaproc")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ name, policy string }{
+		{"standard input", "/dev/stdin"},
+		{"a link through /proc/self", "viaproc"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := []string{"run", "--policy", tt.policy, "--", "echo", "hi"}
+			stdin := "shell:\n  allow: [echo]\n"
+			cold := f.run(t, "off", dir, stdin, args)
+			warm := f.run(t, "verbose", dir, stdin, args)
+			if cold.code != 0 || cold.stdout != "hi\n" {
+				t.Fatalf("cold %+v: want the caller's policy read", cold)
+			}
+			if warm.code != cold.code || warm.stdout != cold.stdout {
+				t.Fatalf("warm %+v, cold %+v: want alike", warm, cold)
+			}
+			if !strings.Contains(warm.stderr, "running cold: ") {
+				t.Fatalf("stderr %q: want the run gone cold", warm.stderr)
+			}
+		})
+	}
+}
+
+// TestWarmFIFOPolicyLeavesNoReader: a policy file that is a FIFO blocks
+// the read of whichever process opens it until a writer comes. Cold, that
+// is the caller's own process; warm, the old shape left a server thread
+// waiting in the FIFO's open for every such call, for good (the caller
+// killed or not), and a server that never ends its calls never stops.
+// Such a call now runs cold: the server reads no policy that is not a
+// regular file.
+func TestWarmFIFOPolicyLeavesNoReader(t *testing.T) {
+	f := startWarm(t)
+	dir := t.TempDir()
+	if err := unix.Mkfifo(filepath.Join(dir, "airlock.yaml"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(f.bin, "run", "--", "/bin/true")
+	cmd.Env, cmd.Dir = append(append([]string(nil), f.env...), warmrun.Env+"=verbose"), dir
+	// A file, not a pipe: a server holding the caller's stderr would
+	// keep a pipe's reader from its end.
+	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close()
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	cmd.Process.Kill()
+	cmd.Wait()
+	time.Sleep(200 * time.Millisecond)
+	errb, _ := os.ReadFile(stderr.Name())
+	if n := fifoWaiters(t, f.srv.Process.Pid); n != 0 {
+		t.Fatalf("%d threads of the server wait in a FIFO's open after the call's caller was killed (stderr %q)", n, errb)
+	}
+	if !strings.Contains(string(errb), "running cold: policy "+filepath.Join(dir, "airlock.yaml")+" is not a regular file") {
+		t.Fatalf("stderr %q: want the run gone cold for its FIFO", errb)
+	}
+}
+
+// fifoWaiters counts the threads of pid blocked opening a FIFO.
+func fifoWaiters(t *testing.T, pid int) int {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, task := range tasks {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/wchan", pid, task.Name()))
+		if string(b) == "wait_for_partner" || string(b) == "fifo_open" {
+			n++
+		}
+	}
+	return n
+}
