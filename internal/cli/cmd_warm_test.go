@@ -1017,3 +1017,42 @@ func fifoWaiters(t *testing.T, pid int) int {
 	}
 	return n
 }
+
+// TestWarmHugePolicyNotHeld: a policy file over the policy's bound is read
+// whole before the parser refuses it; the old shape did so in the server,
+// which every call shares (it grew by the file's size each time, and calls
+// at once by their sum), where cold each caller holds only its own. Such a
+// call now runs cold, with the cold run's error.
+func TestWarmHugePolicyNotHeld(t *testing.T) {
+	f := startWarm(t)
+	dir := t.TempDir()
+	const size = 64 << 20
+	writeFile(t, dir, "airlock.yaml", "shell:\n  allow: [\"true\"]\n")
+	if err := os.Truncate(filepath.Join(dir, "airlock.yaml"), size); err != nil {
+		t.Fatal(err)
+	}
+	before := peakRSS(t, f.srv.Process.Pid)
+	cold := f.run(t, "off", dir, "", []string{"run", "--", "true"})
+	warm := f.run(t, "verbose", dir, "", []string{"run", "--", "true"})
+	if grew := peakRSS(t, f.srv.Process.Pid) - before; grew > size/2 {
+		t.Fatalf("the server grew by %d bytes for the call", grew)
+	}
+	if !strings.Contains(warm.stderr, "running cold: policy ") || warm.code != cold.code || !strings.Contains(warm.stderr, "document is larger than") {
+		t.Fatalf("warm %+v, cold %+v: want the run gone cold and failed alike", warm, cold)
+	}
+}
+
+// peakRSS is process pid's peak resident size (VmHWM), in bytes.
+func peakRSS(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(b), "VmHWM:")
+	kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.SplitN(rest, "\n", 2)[0], "kB")), 10, 64)
+	if err != nil {
+		t.Fatalf("VmHWM: %v", err)
+	}
+	return kb << 10
+}

@@ -2,9 +2,12 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-run/airlock/policy"
 )
 
 // ownProcessPath is why path, opened by the server, would not be the file
@@ -42,9 +45,11 @@ func ownProcessPath(path string) string {
 }
 
 // notRegular is why the policy file at path, when it is there, is not one
-// the server reads ("" when it is a regular file or missing): a FIFO or a
-// device would block or feed the server's read without end, as they would
-// a cold run's own process, but in the process every call shares.
+// the server reads ("" when it is a regular file within the policy's
+// bound, or missing): a FIFO or a device would block or feed the server's
+// read without end, and a file over the bound is read whole before the
+// parser refuses it, as in a cold run's own process, but in the process
+// every call shares (each such call held the file's size there).
 func notRegular(path string) string {
 	var st unix.Stat_t
 	if err := unix.Stat(path, &st); err != nil {
@@ -55,6 +60,9 @@ func notRegular(path string) string {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return "policy " + path + " is not a regular file"
+	}
+	if st.Size > policy.MaxPolicySize {
+		return fmt.Sprintf("policy %s is over %d bytes", path, policy.MaxPolicySize)
 	}
 	return ""
 }
