@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -1055,4 +1056,43 @@ func peakRSS(t *testing.T, pid int) int64 {
 		t.Fatalf("VmHWM: %v", err)
 	}
 	return kb << 10
+}
+
+// TestWarmBrokenPipeEndsTheRun: a run whose standard output's reader is
+// gone (`airlock run -- yes | head -1`) ends at once with 141, as the
+// SIGPIPE that kills a cold run's process (and its box) ends it; the old
+// shape ran the command on for as long as it liked, its output dropped.
+func TestWarmBrokenPipeEndsTheRun(t *testing.T) {
+	f := startWarm(t)
+	dir := t.TempDir()
+	for _, mode := range []string{"off", "verbose"} {
+		t.Run(mode, func(t *testing.T) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Close() // the reader is gone before the first write
+			cmd := exec.Command(f.bin, "run", "--", "sh", "-c", "yes | head -c 1048576; sleep 20")
+			cmd.Env, cmd.Dir = append(append([]string(nil), f.env...), warmrun.Env+"="+mode), dir
+			cmd.Stdout = w
+			var errb lockedBuffer
+			cmd.Stderr = &errb
+			start := time.Now()
+			err = cmd.Run()
+			w.Close()
+			if d := time.Since(start); d > 10*time.Second {
+				t.Fatalf("the run went on %v after its output's reader was gone (stderr %q)", d, errb.String())
+			}
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) {
+				t.Fatalf("run: %v", err)
+			}
+			if code := ee.ExitCode(); code != 141 && !(code == -1 && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGPIPE) {
+				t.Fatalf("exit %v, want SIGPIPE's (stderr %q)", ee, errb.String())
+			}
+			if mode == "verbose" && strings.Contains(errb.String(), "running cold") {
+				t.Fatalf("the run went cold: %q", errb.String())
+			}
+		})
+	}
 }

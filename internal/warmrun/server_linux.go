@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -445,6 +446,17 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler, sett
 	settled()
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// A cold run writing to an output whose reader is gone dies of
+	// SIGPIPE at once, and its box with it: so does the call, with
+	// nothing more written to the caller.
+	var piped atomic.Bool
+	if !s.skip["sigpipe"] {
+		call.streams.onBrokenPipe(func() {
+			piped.Store(true)
+			cancel()
+			call.streams.stop()
+		})
+	}
 	go func() {
 		// A cancel record ends the call as a signal ends a cold run;
 		// the connection's end (the client gone) ends it and its
@@ -462,6 +474,9 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler, sett
 	endRun := starttrace.Begin("warm-run")
 	code := h.Run(cctx, call)
 	endRun()
+	if piped.Load() {
+		code = 128 + int(unix.SIGPIPE)
+	}
 	// The call is over: nothing more is read of the caller's input,
 	// which is the caller's again (a cold run's reader ends with it).
 	call.streams.stopInput()
