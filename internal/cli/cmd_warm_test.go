@@ -378,7 +378,13 @@ func TestWarmServerGone(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "airlock.yaml", "fs:\n  write: [\".\"]\n")
 	go func() {
-		time.Sleep(1500 * time.Millisecond)
+		// Once the command has run (a loaded host may take longer than
+		// any fixed wait to start it).
+		for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			if b, _ := os.ReadFile(filepath.Join(dir, "count")); len(b) > 0 {
+				break
+			}
+		}
 		f.srv.Process.Kill()
 	}()
 	r := f.run(t, "verbose", dir, "", []string{"run", "--mode", "fix", "--", "sh", "-c", "echo ran >> count; sleep 20"})
