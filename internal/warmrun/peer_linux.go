@@ -139,7 +139,19 @@ type facts struct {
 	oomAdj string
 	// sigBlk is the signal mask a box inherits (sigMask).
 	sigBlk uint64
+	// persona is the execution domain and its flags (personality(2):
+	// setarch -R turns address space randomization off for every process
+	// started under it, a box's too); personaHidden when the kernel does
+	// not show it to this process (Yama's ptrace scope).
+	persona string
 }
+
+// personaHidden stands for a personality the server may not read, and
+// linuxPersona for the default one (PER_LINUX, no flags).
+const (
+	personaHidden = "hidden"
+	linuxPersona  = "00000000"
+)
 
 // statusKeys are the lines of /proc/<pid>/status compared: ids and groups,
 // the umask, every capability set, and the confinement a sandbox the client
@@ -214,6 +226,9 @@ func readFacts(pid int) (facts, error) {
 		return f, err
 	}
 	f.oomAdj = string(bytes.TrimSpace(oom))
+	if f.persona, err = persona(d); err != nil {
+		return f, err
+	}
 	if pid == 0 {
 		f.sigBlk, err = selfSigMask()
 	} else {
@@ -223,6 +238,19 @@ func readFacts(pid int) (facts, error) {
 		return f, err
 	}
 	return f, nil
+}
+
+// persona is process d's personality, personaHidden when reading it is
+// refused (it takes the right to trace the process).
+func persona(d procDir) (string, error) {
+	b, err := d.read("personality")
+	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+		return personaHidden, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return string(bytes.TrimSpace(b)), nil
 }
 
 // selfSigMask is this process's start mask (sigMask), read once: it never
@@ -393,6 +421,11 @@ func (mine facts) differ(theirs facts, skip map[string]bool) string {
 		return fmt.Sprintf("another I/O priority (%#x; the server's is %#x)", theirs.ioprio, mine.ioprio)
 	case theirs.oomAdj != mine.oomAdj && !skip["oom"]:
 		return fmt.Sprintf("another oom_score_adj (%s; the server's is %s)", theirs.oomAdj, mine.oomAdj)
+	case theirs.persona != mine.persona && !skip["personality"] && (theirs.persona != personaHidden || mine.persona != linuxPersona):
+		// A hidden one is taken for the default: a caller's flags
+		// (setarch) then go unseen, but a server's own never weaken a
+		// caller's box.
+		return fmt.Sprintf("another personality (%s; the server's is %s)", theirs.persona, mine.persona)
 	case theirs.sigBlk != mine.sigBlk && !skip["SigBlk"]:
 		return fmt.Sprintf("another signal mask (blocked %016x; the server's %016x)", theirs.sigBlk, mine.sigBlk)
 	}

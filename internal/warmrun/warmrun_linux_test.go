@@ -253,6 +253,7 @@ func TestPeerFidelity(t *testing.T) {
 		{name: "another CPU affinity", skip: []string{"Cpus_allowed"}, role: "client", wrap: []string{"taskset", "-c", "0"}, need: "taskset", want: ranCold},
 		{name: "a rebuilt binary", skip: []string{"exe"}, role: "client", wrap: []string{rebuilt}, want: ranCold},
 		{name: "traced", skip: []string{"TracerPid"}, role: "client", wrap: []string{"strace", "-f", "-o", "/dev/null"}, need: "strace", want: ranCold},
+		{name: "address space randomization off", skip: []string{"personality"}, role: "client", wrap: []string{"setarch", "-R"}, need: "setarch", want: ranCold},
 		{name: "SIGHUP ignored", skip: []string{"SigIgn"}, role: "client", wrap: []string{"nohup"}, need: "nohup", want: ranCold},
 		{name: "SIGUSR1 blocked", skip: []string{"SigBlk"}, role: "client", wrap: []string{"/usr/bin/python3", "-c", blockUSR1}, need: "/usr/bin/python3", want: ranCold},
 		{name: "another root directory", skip: []string{"root"}, role: "chroot-client", env: []string{"WARMRUN_TEST_JAIL=" + t.TempDir()}, need: "root", want: ranCold},
