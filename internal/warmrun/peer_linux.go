@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -135,15 +137,31 @@ type facts struct {
 	sched  unix.SchedAttr
 	ioprio int
 	oomAdj string
+	// sigBlk is the signal mask a box inherits (sigMask).
+	sigBlk uint64
+	// persona is the execution domain and its flags (personality(2):
+	// setarch -R turns address space randomization off for every process
+	// started under it, a box's too); personaHidden when the kernel does
+	// not show it to this process (Yama's ptrace scope).
+	persona string
 }
+
+// personaHidden stands for a personality the server may not read, and
+// linuxPersona for the default one (PER_LINUX, no flags).
+const (
+	personaHidden = "hidden"
+	linuxPersona  = "00000000"
+)
 
 // statusKeys are the lines of /proc/<pid>/status compared: ids and groups,
 // the umask, every capability set, and the confinement a sandbox the client
 // is in may have set (no_new_privs, which Landlock needs, and seccomp), and
 // its tracer (a ptrace sandbox sees and refuses the calls of the client, not
-// those of the server's box).
+// those of the server's box), and the signals it ignores (SigIgn, process-
+// wide: nohup's SIGHUP, which the Go runtime keeps ignored and a box's
+// command inherits).
 var statusKeys = []string{"Uid", "Gid", "Groups", "Umask", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb",
-	"NoNewPrivs", "Seccomp", "Seccomp_filters", "TracerPid", "Cpus_allowed", "Mems_allowed"}
+	"NoNewPrivs", "Seccomp", "Seccomp_filters", "TracerPid", "Cpus_allowed", "Mems_allowed", "SigIgn"}
 
 // namespaceNames are every namespace a process has.
 var namespaceNames = []string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup", "time"}
@@ -208,7 +226,95 @@ func readFacts(pid int) (facts, error) {
 		return f, err
 	}
 	f.oomAdj = string(bytes.TrimSpace(oom))
+	if f.persona, err = persona(d); err != nil {
+		return f, err
+	}
+	if pid == 0 {
+		f.sigBlk, err = selfSigMask()
+	} else {
+		f.sigBlk, err = sigMask(d)
+	}
+	if err != nil {
+		return f, err
+	}
 	return f, nil
+}
+
+// persona is process d's personality, personaHidden when reading it is
+// refused (it takes the right to trace the process).
+func persona(d procDir) (string, error) {
+	b, err := d.read("personality")
+	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+		return personaHidden, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return string(bytes.TrimSpace(b)), nil
+}
+
+// selfSigMask is this process's start mask (sigMask), read once: it never
+// changes, and reading every thread's status costs as much as the rest of
+// a process's facts.
+var selfSigMask = sync.OnceValues(func() (uint64, error) {
+	d, err := openProc(0)
+	if err != nil {
+		return 0, err
+	}
+	defer d.close()
+	return sigMask(d)
+})
+
+// sigMask is the signal mask process d starts its children with: the Go
+// runtime gives each one the mask the process itself started with, which
+// is in no /proc file. Every thread runs with that mask save the signals
+// the runtime must get (the same in any airlock binary) and, for a moment,
+// all of them (a thread being made, a fork); what every thread blocks is
+// that start mask, however the threads stand when read.
+func sigMask(d procDir) (uint64, error) {
+	fd, err := unix.Openat(d.fd, "task", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, fmt.Errorf("open %s/task: %v", d.name, err)
+	}
+	dir := os.NewFile(uintptr(fd), d.name+"/task")
+	defer dir.Close()
+	tids, err := dir.Readdirnames(-1)
+	if err != nil {
+		return 0, fmt.Errorf("read %s/task: %v", d.name, err)
+	}
+	tasks := procDir{fd: fd, name: d.name + "/task"}
+	mask, read := ^uint64(0), 0
+	for _, tid := range tids {
+		st, err := tasks.read(tid + "/status")
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+			continue // a thread that ended meanwhile
+		}
+		if err != nil {
+			return 0, err
+		}
+		m, err := statusMask(st, "SigBlk")
+		if err != nil {
+			return 0, fmt.Errorf("%s/%s/status: %v", tasks.name, tid, err)
+		}
+		mask &= m
+		read++
+	}
+	if read == 0 {
+		return 0, fmt.Errorf("%s: no thread", tasks.name)
+	}
+	return mask, nil
+}
+
+// statusMask is the hexadecimal mask of the status line key.
+func statusMask(st []byte, key string) (uint64, error) {
+	_, rest, ok := bytes.Cut(st, []byte("\n"+key+":"))
+	if !ok {
+		return 0, fmt.Errorf("no %s line", key)
+	}
+	if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+		rest = rest[:i]
+	}
+	return strconv.ParseUint(string(bytes.TrimSpace(rest)), 16, 64)
 }
 
 // lsmLabel is the security label of the process d is; with no module to
@@ -315,6 +421,13 @@ func (mine facts) differ(theirs facts, skip map[string]bool) string {
 		return fmt.Sprintf("another I/O priority (%#x; the server's is %#x)", theirs.ioprio, mine.ioprio)
 	case theirs.oomAdj != mine.oomAdj && !skip["oom"]:
 		return fmt.Sprintf("another oom_score_adj (%s; the server's is %s)", theirs.oomAdj, mine.oomAdj)
+	case theirs.persona != mine.persona && !skip["personality"] && (theirs.persona != personaHidden || mine.persona != linuxPersona):
+		// A hidden one is taken for the default: a caller's flags
+		// (setarch) then go unseen, but a server's own never weaken a
+		// caller's box.
+		return fmt.Sprintf("another personality (%s; the server's is %s)", theirs.persona, mine.persona)
+	case theirs.sigBlk != mine.sigBlk && !skip["SigBlk"]:
+		return fmt.Sprintf("another signal mask (blocked %016x; the server's %016x)", theirs.sigBlk, mine.sigBlk)
 	}
 	return ""
 }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -178,16 +179,18 @@ func (s *Server) takeLock() error {
 func (s *Server) Path() string { return s.path }
 
 // Serve answers connections until ctx ends or no call came for idle (0:
-// never), then stops listening, ends the calls still running (as a signal
-// ends a cold run) and waits for their answers. It removes the socket only
-// if the path is still the one it made, and releases the lock.
+// never), then stops listening (turnAwayQueued: the calls queued are
+// answered cold, as are those not yet accepted), ends the calls still
+// running (as a signal ends a cold run) and waits for their answers. It
+// removes the socket only if the path is still the one it made, and
+// releases the lock.
 func (s *Server) Serve(ctx context.Context, h Handler, idle time.Duration) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
 	go func() {
 		<-ctx.Done()
-		s.ln.Close()
+		s.ln.SetDeadline(time.Now()) // wakes the accept below
 	}()
 	if idle > 0 {
 		go s.watchIdle(ctx, stop, idle)
@@ -205,8 +208,11 @@ func (s *Server) Serve(ctx context.Context, h Handler, idle time.Duration) error
 		}
 		c, err := s.ln.AcceptUnix()
 		if err != nil {
+			if !s.skip["pending-cap"] {
+				<-slots
+			}
 			if ctx.Err() != nil {
-				break
+				break // the deadline set as ctx ended
 			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
@@ -241,9 +247,63 @@ func (s *Server) Serve(ctx context.Context, h Handler, idle time.Duration) error
 			s.serveConn(ctx, c, h, settled)
 		}()
 	}
+	s.turnAwayQueued(&wg)
 	wg.Wait()
 	s.close()
 	return nil
+}
+
+// drainQuiet is how long a stopping server waits for another connection
+// once its socket is gone: a connect that found the socket before it went
+// is queued within that time.
+const drainQuiet = 50 * time.Millisecond
+
+// turnAwayQueued ends the listening: the socket goes first (no connect
+// reaches it any more), then every connection already queued is answered
+// cold, each in its goroutine (at most maxPending at once, beside those
+// still pending, which may all be silent), and only then is the listener
+// closed. Closing it with connections queued resets them, and a caller
+// whose request was sent cannot tell a reset from a server that died
+// running its command: it would exit 125 for one that never ran.
+func (s *Server) turnAwayQueued(wg *sync.WaitGroup) {
+	defer s.ln.Close()
+	if s.skip["turn-away"] {
+		return
+	}
+	s.removeSocket()
+	slots := make(chan struct{}, maxPending)
+	for {
+		slots <- struct{}{}
+		s.ln.SetDeadline(time.Now().Add(drainQuiet))
+		c, err := s.ln.AcceptUnix()
+		if err != nil {
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			defer func() { <-slots }()
+			s.stopping(c)
+		}()
+	}
+}
+
+// stopWait bounds the wait for a queued connection's request while the
+// server stops.
+const stopWait = time.Second
+
+// stopping answers c cold: the server stops, and nothing was done. Its
+// request, if it comes, is read first (its descriptors closed), so the
+// answer is not lost to the reset of a record left unread.
+func (s *Server) stopping(c *net.UnixConn) {
+	c.SetDeadline(time.Now().Add(stopWait))
+	if waitReadable(c) == nil {
+		if call, _, err := readCall(c); err == nil {
+			call.close()
+		}
+	}
+	c.Write(reply{Answer: answerCold, Reason: "the warm server is stopping"}.encode())
 }
 
 // watchIdle stops the server once idle passed with no call in flight.
@@ -280,14 +340,20 @@ func (s *Server) end() {
 	s.mu.Unlock()
 }
 
-// close removes the socket when the path is still the one this server
-// made (another server may have replaced it) and releases the lock.
+// close removes the socket (if turnAwayQueued has not) and releases the
+// lock.
 func (s *Server) close() {
+	s.removeSocket()
+	s.lock.Close()
+}
+
+// removeSocket removes the socket when the path is still the one this
+// server made (another server may have replaced it).
+func (s *Server) removeSocket() {
 	var st unix.Stat_t
 	if unix.Lstat(s.path, &st) == nil && st.Dev == s.sockDev && st.Ino == s.sockIno {
 		os.Remove(s.path)
 	}
-	s.lock.Close()
 }
 
 // serveConn checks the peer, reads its request, checks that the call would
@@ -365,6 +431,12 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler, sett
 			return
 		}
 	}
+	if ctx.Err() != nil && !s.skip["stopping"] {
+		// The server stops: accepted now, the call would start under an
+		// ended context and be ended at once, as if signalled.
+		s.cold(answer, p, "the warm server is stopping")
+		return
+	}
 	endCheck()
 	endCheck = func() {}
 	if err := answer(reply{Answer: answerAccepted}); err != nil {
@@ -374,6 +446,17 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler, sett
 	settled()
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// A cold run writing to an output whose reader is gone dies of
+	// SIGPIPE at once, and its box with it: so does the call, with
+	// nothing more written to the caller.
+	var piped atomic.Bool
+	if !s.skip["sigpipe"] {
+		call.streams.onBrokenPipe(func() {
+			piped.Store(true)
+			cancel()
+			call.streams.stop()
+		})
+	}
 	go func() {
 		// A cancel record ends the call as a signal ends a cold run;
 		// the connection's end (the client gone) ends it and its
@@ -391,6 +474,9 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler, sett
 	endRun := starttrace.Begin("warm-run")
 	code := h.Run(cctx, call)
 	endRun()
+	if piped.Load() {
+		code = 128 + int(unix.SIGPIPE)
+	}
 	// The call is over: nothing more is read of the caller's input,
 	// which is the caller's again (a cold run's reader ends with it).
 	call.streams.stopInput()

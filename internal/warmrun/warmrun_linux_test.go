@@ -217,6 +217,9 @@ func (ts *testServer) client(t *testing.T, role string, env []string, wrap ...st
 	return string(out)
 }
 
+// blockUSR1 is a python program that blocks SIGUSR1 and execs its arguments.
+const blockUSR1 = "import os, signal, sys; signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1]); os.execv(sys.argv[1], sys.argv[1:])"
+
 const (
 	ranWarm = "ran\noutcome=1 code=7 "
 	ranCold = "outcome=0 code=0 "
@@ -250,6 +253,9 @@ func TestPeerFidelity(t *testing.T) {
 		{name: "another CPU affinity", skip: []string{"Cpus_allowed"}, role: "client", wrap: []string{"taskset", "-c", "0"}, need: "taskset", want: ranCold},
 		{name: "a rebuilt binary", skip: []string{"exe"}, role: "client", wrap: []string{rebuilt}, want: ranCold},
 		{name: "traced", skip: []string{"TracerPid"}, role: "client", wrap: []string{"strace", "-f", "-o", "/dev/null"}, need: "strace", want: ranCold},
+		{name: "address space randomization off", skip: []string{"personality"}, role: "client", wrap: []string{"setarch", "-R"}, need: "setarch", want: ranCold},
+		{name: "SIGHUP ignored", skip: []string{"SigIgn"}, role: "client", wrap: []string{"nohup"}, need: "nohup", want: ranCold},
+		{name: "SIGUSR1 blocked", skip: []string{"SigBlk"}, role: "client", wrap: []string{"/usr/bin/python3", "-c", blockUSR1}, need: "/usr/bin/python3", want: ranCold},
 		{name: "another root directory", skip: []string{"root"}, role: "chroot-client", env: []string{"WARMRUN_TEST_JAIL=" + t.TempDir()}, need: "root", want: ranCold},
 		// A raw client: it does not check the server first, as a hostile
 		// process would not. Refused before its request is read: it gets
@@ -786,6 +792,141 @@ func TestPendingConnectionsCapped(t *testing.T) {
 			}
 			if got := ts.client(t, "client", nil); !strings.HasPrefix(got, ranWarm) {
 				t.Fatalf("got %q, want the call served once the flood went", got)
+			}
+		})
+	}
+}
+
+// handOverLater hands a call to the server in dir from this process and
+// returns what waits for its result.
+func handOverLater(t *testing.T, dir string) <-chan Result {
+	t.Helper()
+	wd, _ := os.Getwd()
+	ch := make(chan Result, 1)
+	go func() {
+		ch <- HandOver(context.Background(), dir, Request{Args: []string{"--", "echo"}, Env: []string{"A=1"}, Dir: wd}, []int{0, 1, 2})
+	}()
+	return ch
+}
+
+func waitResult(t *testing.T, ch <-chan Result) Result {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(20 * time.Second):
+		t.Fatal("the hand-over did not end")
+		return Result{}
+	}
+}
+
+// TestStopTurnsQueuedAway: a server stopping (SIGTERM, --idle) with a call
+// still in its listen queue answers it cold, so the caller runs the command
+// itself. The old shape (shown first) closed the listener with the call
+// queued, which reset it: the caller, which had sent its request, exited
+// 125 for a command that never ran.
+func TestStopTurnsQueuedAway(t *testing.T) {
+	defer func(n int) { maxPending = n }(maxPending)
+	maxPending = 1
+	for _, tt := range []struct {
+		name string
+		skip []string
+		want Outcome
+	}{
+		{"listener closed at once", []string{"turn-away"}, Lost},
+		{"queue turned away", nil, Cold},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := startServer(t, tt.skip...)
+			hold, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: SocketPath(ts.dir), Net: "unixpacket"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer hold.Close()
+			for end := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				ts.mu.Lock()
+				held := ts.pending == 1
+				ts.mu.Unlock()
+				if held {
+					break
+				}
+				if time.Now().After(end) {
+					t.Fatal("the silent connection was not taken")
+				}
+			}
+			res := handOverLater(t, ts.dir)
+			time.Sleep(300 * time.Millisecond) // connected and sent, in the listen queue
+			ts.stop()
+			if r := waitResult(t, res); r.Outcome != tt.want {
+				t.Fatalf("got %+v, want outcome %d", r, tt.want)
+			}
+			if n := ts.runs.Load(); n != 0 {
+				t.Errorf("the server ran %d calls, want none", n)
+			}
+			if _, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: SocketPath(ts.dir), Net: "unixpacket"}); err == nil {
+				t.Error("a stopping server still takes connections")
+			}
+		})
+	}
+}
+
+// TestStopBeforeAcceptGoesCold: a call whose checks are under way when the
+// server stops is answered cold. The old shape (shown first) accepted it,
+// and ran it under a context already ended: the call was ended at once, as
+// if signalled, and its caller exited with that code for a command no one
+// stopped.
+func TestStopBeforeAcceptGoesCold(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		skip  []string
+		want  Outcome
+		ended int32
+	}{
+		{"accepted while stopping", []string{"stopping"}, Ran, 1},
+		{"cold while stopping", nil, Cold, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			s, err := Listen(dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.skip = map[string]bool{}
+			for _, k := range tt.skip {
+				s.skip[k] = true
+			}
+			inCheck, release := make(chan struct{}), make(chan struct{})
+			var ranEnded atomic.Int32
+			ctx, stop := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				s.Serve(ctx, Handler{
+					Check: func(*Call) string { close(inCheck); <-release; return "" },
+					Run: func(ctx context.Context, c *Call) int {
+						if ctx.Err() != nil {
+							ranEnded.Add(1)
+						}
+						return 7
+					},
+				}, 0)
+			}()
+			defer func() { stop(); <-done }()
+			res := handOverLater(t, dir)
+			select {
+			case <-inCheck:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the call was not checked")
+			}
+			stop()
+			time.Sleep(100 * time.Millisecond)
+			close(release)
+			r := waitResult(t, res)
+			if n := ranEnded.Load(); n != tt.ended {
+				t.Fatalf("the server ran %d calls under an ended context, want %d (outcome %+v)", n, tt.ended, r)
+			}
+			if r.Outcome != tt.want {
+				t.Fatalf("got %+v, want outcome %d", r, tt.want)
 			}
 		})
 	}

@@ -272,7 +272,7 @@ func Build(cfg Config) (*Kernel, error) {
 		if err != nil {
 			return fail(errs.Wrap(errs.Unavailable, err, "trace file"))
 		}
-		tracer, shutdown, err := audit.WriterTracing(f)
+		tracer, shutdown, err := audit.WriterTracingEnv(f, cfg.Getenv)
 		if err != nil {
 			f.Close()
 			return fail(errs.Wrap(errs.Unavailable, err, "trace file"))
