@@ -596,13 +596,15 @@ func (g *Group) Start(attr *syscall.SysProcAttr, start func() error) error {
 }
 
 // Place readies the next Start on v1, for a caller that has other work
-// to do meanwhile: it locks a thread and moves it into the group (a read
-// of its cgroups and a write per hierarchy), and returns once it is in, so
-// that Start only forks from it. The thread waits in the group, running
-// nothing else, until Start hands it the start or Close releases it; until
-// then the group's process list holds airlock itself, and Procs, AddPID and
-// Kill wait. A move that failed is Start's error. On v2, or once Start or
-// Close ran, it does nothing.
+// to do meanwhile: it returns at once, while a thread of its own is locked
+// and moved into the group (a read of its cgroups and a write per
+// hierarchy), so that Start only forks from it. Returning at once spares
+// the caller two hand-overs between threads, each a wait for a core on a
+// busy host. The thread waits in the group, running nothing else, until
+// Start hands it the start or Close releases it; until then the group's
+// process list holds airlock itself, and Procs, AddPID and Kill wait. A
+// move that failed is Start's error. On v2, or once Start or Close ran, it
+// does nothing.
 func (g *Group) Place() {
 	if g.version != 1 {
 		return
@@ -614,18 +616,15 @@ func (g *Group) Place() {
 		return
 	}
 	p := g.place()
-	<-p.in
 	g.mu.Lock()
 	g.placed = p
 	g.mu.Unlock()
 }
 
-// placement is a thread on its way into the group: in closes once the
-// move is done (or failed), start takes the one start it runs there, errc
-// gives exactly one answer (start's error, the move's, or the group's
-// closing).
+// placement is a thread on its way into the group: start takes the one
+// start it runs there, errc gives exactly one answer (start's error, the
+// move's, or the group's closing).
 type placement struct {
-	in    chan struct{}
 	start chan func() error
 	errc  chan error
 }
@@ -633,7 +632,7 @@ type placement struct {
 // place starts a thread moving into the group (hold) and returns its
 // placement.
 func (g *Group) place() *placement {
-	p := &placement{in: make(chan struct{}), start: make(chan func() error, 1), errc: make(chan error, 1)}
+	p := &placement{start: make(chan func() error, 1), errc: make(chan error, 1)}
 	back := make(chan struct{})
 	g.mu.Lock()
 	g.back = back
@@ -655,11 +654,9 @@ func (g *Group) hold(p *placement, back chan struct{}) {
 		runtime.UnlockOSThread()
 		close(back)
 		p.errc <- errs.Wrap(errs.Unavailable, err, "cgroups: read this thread's cgroups")
-		close(p.in)
 		return
 	}
 	moved, err := g.moveThread(tid, nil)
-	close(p.in)
 	select {
 	case start := <-p.start:
 		if err == nil {

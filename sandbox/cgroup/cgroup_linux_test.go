@@ -372,8 +372,8 @@ func TestPlaceThenStart(t *testing.T) {
 	i := requireV1(t)
 	g := newGroup(t, i, Limits{Pids: 8})
 	g.Place()
-	if !threadsIn(t, g) {
-		t.Fatalf("no thread of this process is in the group after Place")
+	if !eventuallyIn(t, g) {
+		t.Fatalf("no thread of this process joined the group after Place")
 	}
 	p := start(t, g, []string{"/bin/sleep", "30"}, nil)
 	defer wait(t, p)
@@ -403,8 +403,8 @@ func TestPlaceThenClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.Place()
-	if !threadsIn(t, g) {
-		t.Fatalf("no thread of this process is in the group after Place")
+	if !eventuallyIn(t, g) {
+		t.Fatalf("no thread of this process joined the group after Place")
 	}
 	closed := make(chan error, 1)
 	go func() { closed <- g.Close() }()
@@ -427,6 +427,18 @@ func TestPlaceThenClose(t *testing.T) {
 	if err := g.Start(&syscall.SysProcAttr{}, func() error { t.Error("start ran in a closed group"); return nil }); err == nil {
 		t.Errorf("Start after Close succeeded")
 	}
+}
+
+// eventuallyIn waits (a while) for a thread of this process to join g:
+// Place returns before its thread is in.
+func eventuallyIn(t *testing.T, g *Group) bool {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if threadsIn(t, g) {
+			return true
+		}
+	}
+	return false
 }
 
 // threadsIn reports whether a thread of this process is in g, by the
