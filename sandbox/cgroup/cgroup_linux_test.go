@@ -341,56 +341,38 @@ func TestLimitsApplied(t *testing.T) {
 }
 
 // TestStartKeepsThreadsOut shows that only the started process joined the
-// group: every thread of this process is back where it was.
+// group: every thread of this process is back where it was, after a plain
+// Start and after one Place readied (whose thread is in the group before
+// Start: the group lists airlock itself until then).
 func TestStartKeepsThreadsOut(t *testing.T) {
 	i := requireV1(t)
-	g := newGroup(t, i, Limits{Pids: 8})
-	p := start(t, g, []string{"/bin/sleep", "30"}, nil)
-	defer wait(t, p)
-	defer p.Kill()
-	procs, err := g.Procs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(procs) != 1 || procs[0] != p.Pid {
-		t.Errorf("group holds %v, want only the started process %d", procs, p.Pid)
-	}
-	tasks, _ := os.ReadDir("/proc/self/task")
-	for _, task := range tasks {
-		b, _ := os.ReadFile("/proc/self/task/" + task.Name() + "/cgroup")
-		if strings.Contains(string(b), "airlock-test-") {
-			t.Errorf("thread %s is still in the group:\n%s", task.Name(), b)
-		}
-	}
-}
-
-// TestPlaceThenStart shows a group readied by Place: its thread is in the
-// group before Start (the group lists airlock itself), Start's process
-// begins there under the limits, and the thread then leaves as after a
-// plain Start.
-func TestPlaceThenStart(t *testing.T) {
-	i := requireV1(t)
-	g := newGroup(t, i, Limits{Pids: 8})
-	g.Place()
-	if !eventuallyIn(t, g) {
-		t.Fatalf("no thread of this process joined the group after Place")
-	}
-	p := start(t, g, []string{"/bin/sleep", "30"}, nil)
-	defer wait(t, p)
-	defer p.Kill()
-	procs, err := g.Procs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(procs) != 1 || procs[0] != p.Pid {
-		t.Errorf("group holds %v, want only the started process %d", procs, p.Pid)
-	}
-	if threadsIn(t, g) {
-		t.Errorf("a thread of this process is still in the group after Start")
-	}
-	// The process began under the group's limit: it is counted there.
-	if n, err := readInt(filepath.Join(g.Dir(Pids), "pids.current")); err != nil || n != 1 {
-		t.Errorf("pids.current = %d (%v), want 1", n, err)
+	for _, placed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("placed=%v", placed), func(t *testing.T) {
+			g := newGroup(t, i, Limits{Pids: 8})
+			if placed {
+				g.Place()
+				if !eventuallyIn(t, g) {
+					t.Fatalf("no thread of this process joined the group after Place")
+				}
+			}
+			p := start(t, g, []string{"/bin/sleep", "30"}, nil)
+			defer wait(t, p)
+			defer p.Kill()
+			procs, err := g.Procs()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(procs) != 1 || procs[0] != p.Pid {
+				t.Errorf("group holds %v, want only the started process %d", procs, p.Pid)
+			}
+			if threadsIn(t, g) {
+				t.Errorf("a thread of this process is still in the group after Start")
+			}
+			// The process began under the group's limit: it is counted there.
+			if n, err := readInt(filepath.Join(g.Dir(Pids), "pids.current")); err != nil || n != 1 {
+				t.Errorf("pids.current = %d (%v), want 1", n, err)
+			}
+		})
 	}
 }
 
