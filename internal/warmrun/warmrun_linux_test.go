@@ -3,6 +3,7 @@ package warmrun
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -40,6 +41,10 @@ func TestMain(m *testing.M) {
 		os.Exit(fdSenderRole())
 	case "send-then-exec":
 		os.Exit(sendThenExecRole())
+	case "exec-on-challenge":
+		os.Exit(execOnChallengeRole())
+	case "answer-on-3":
+		os.Exit(answerOn3Role())
 	case "idle":
 		time.Sleep(time.Second)
 		fmt.Println("idle-done")
@@ -145,6 +150,87 @@ func sendThenExecRole() int {
 	env = append(env, roleEnv+"=idle")
 	fmt.Printf("exec: %v\n", syscall.Exec(self, []string{self}, env))
 	return 1
+}
+
+// execOnChallengeRole connects and sends its request, and once challenged
+// execs the binary $WARMRUN_TEST_EXEC as "answer-on-3" with the connection
+// and the challenge: the process the server read is then another program
+// than the one that answers.
+func execOnChallengeRole() int {
+	c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: SocketPath(os.Getenv(dirEnv)), Net: "unixpacket"})
+	if err != nil {
+		fmt.Printf("outcome=dial-failed reason=%v\n", err)
+		return 0
+	}
+	wd, _ := os.Getwd()
+	b, _ := (&Request{Args: []string{"--", "echo"}, Env: []string{"A=1"}, Dir: wd}).encode()
+	if _, _, err := c.WriteMsgUnix(b, syscall.UnixRights(0, 1, 2), nil); err != nil {
+		fmt.Printf("outcome=send-failed reason=%v\n", err)
+		return 0
+	}
+	r, err := readReply(c)
+	if err != nil {
+		fmt.Printf("outcome=lost reason=%v\n", err)
+		return 0
+	}
+	if r.Answer != answerChallenge {
+		fmt.Printf("outcome=%s reason=%s\n", r.Answer, r.Reason)
+		return 0
+	}
+	f, err := c.File()
+	if err == nil && f.Fd() != 3 {
+		err = unix.Dup3(int(f.Fd()), 3, 0)
+	}
+	if err != nil {
+		fmt.Printf("outcome=no-fd reason=%v\n", err)
+		return 0
+	}
+	var env []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, roleEnv+"=") {
+			env = append(env, e)
+		}
+	}
+	env = append(env, roleEnv+"=answer-on-3", "WARMRUN_TEST_NONCE="+r.Nonce)
+	exe := os.Getenv("WARMRUN_TEST_EXEC")
+	fmt.Printf("exec: %v\n", syscall.Exec(exe, []string{exe}, env))
+	return 1
+}
+
+// answerOn3Role answers the challenge $WARMRUN_TEST_NONCE on descriptor 3
+// and prints how the call ended.
+func answerOn3Role() int {
+	fc, err := net.FileConn(os.NewFile(3, "conn"))
+	if err != nil {
+		fmt.Printf("outcome=no-conn reason=%v\n", err)
+		return 0
+	}
+	c := fc.(*net.UnixConn)
+	if _, err := c.Write([]byte(challengeRecord + os.Getenv("WARMRUN_TEST_NONCE"))); err != nil {
+		fmt.Printf("outcome=answer-failed reason=%v\n", err)
+		return 0
+	}
+	for {
+		r, err := readReply(c)
+		switch {
+		case err != nil:
+			fmt.Printf("outcome=lost reason=%v\n", err)
+			return 0
+		case r.Answer != answerAccepted:
+			fmt.Printf("outcome=%s reason=%s\n", r.Answer, r.Reason)
+			return 0
+		}
+	}
+}
+
+func readReply(c *net.UnixConn) (reply, error) {
+	var r reply
+	b := make([]byte, maxReply)
+	n, err := c.Read(b)
+	if err != nil {
+		return r, err
+	}
+	return r, json.Unmarshal(b[:n], &r)
 }
 
 // dyingServerRole serves one call and dies after accepting it.
@@ -658,6 +744,40 @@ func TestRequestTiedToConnector(t *testing.T) {
 				t.Fatalf("got %q (%d runs), want the call not served", got, ts.runs.Load())
 			}
 		})
+	}
+}
+
+// TestFactsReadBeforeChallenge: the challenge goes out only once every fact
+// of the caller is read (what is left of the checks runs while it is
+// answered). A process that would become another program once challenged
+// (a rebuilt airlock that execs the server's own binary, which answers) is
+// judged by what it was when read: "another airlock binary", and nothing
+// runs. A server that overlaps the challenge with the reads as well (the
+// old shape, shown first) reads what the process became, and serves it.
+func TestFactsReadBeforeChallenge(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rebuilt := filepath.Join(t.TempDir(), "rebuilt.test")
+	testsupport.CopyBin(t, self, rebuilt, 0o755)
+	run := func(ts *testServer) string {
+		cmd := exec.Command(rebuilt)
+		cmd.Env = append(os.Environ(), roleEnv+"=exec-on-challenge", dirEnv+"="+ts.dir, "WARMRUN_TEST_EXEC="+self)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("client: %v: %s", err, out)
+		}
+		return string(out)
+	}
+	old := startServer(t, "challenge-first")
+	if got := run(old); !strings.HasPrefix(got, "ran\noutcome=exit") || old.runs.Load() != 1 {
+		t.Fatalf("with the challenge before the reads: got %q, want the call served (the old shape's flaw)", got)
+	}
+	ts := startServer(t)
+	got := run(ts)
+	if !strings.HasPrefix(got, "outcome=cold reason=another airlock binary") || ts.runs.Load() != 0 {
+		t.Fatalf("got %q (%d runs), want the call cold as another airlock binary", got, ts.runs.Load())
 	}
 }
 
