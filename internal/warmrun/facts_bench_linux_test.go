@@ -1,8 +1,13 @@
 package warmrun
 
 import (
+	"context"
 	"os"
+	"path/filepath"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // BenchmarkCallerFacts is the cost of what the server reads of a caller
@@ -43,4 +48,46 @@ func BenchmarkOwnFacts(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkHandOver is one whole hand-over to a server in this process
+// whose handler runs nothing: the connection, the request, the server's
+// reads and checks of the caller (this process), the challenge, the
+// answer and the exit code.
+func BenchmarkHandOver(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "run")
+	s, err := Listen(dir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Serve(ctx, Handler{Run: func(context.Context, *Call) int { return 7 }}, 0)
+	}()
+	defer func() { stop(); <-done }()
+	wd, err := os.Getwd()
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := Request{Args: []string{"--", "true"}, Env: os.Environ(), Dir: wd}
+	// The time on the processor of both ends, less the noise of others'
+	// work on a shared machine than the time it took.
+	cpu0 := cpuTime(b)
+	for b.Loop() {
+		if r := HandOver(context.Background(), dir, req, []int{0, 1, 2}); r.Outcome != Ran || r.Code != 7 {
+			b.Fatalf("got %+v, want the call run", r)
+		}
+	}
+	b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
+// cpuTime is this process's time on the processor, user and system.
+func cpuTime(b *testing.B) time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

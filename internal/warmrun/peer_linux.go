@@ -218,7 +218,14 @@ func factsOf(d procDir, pid int) (facts, error) {
 		}
 	}
 	for _, ns := range namespaceNames {
-		if f.ns[ns], err = d.nsID(ns); err != nil {
+		// This process's own are read once (selfNS): no other process
+		// can change them.
+		if pid == 0 {
+			f.ns[ns], err = selfNS(ns)
+		} else {
+			f.ns[ns], err = d.nsID(ns)
+		}
+		if err != nil {
 			return f, err
 		}
 	}

@@ -319,6 +319,10 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler, sett
 	}
 	endCheck := starttrace.Begin("warm-check")
 	defer func() { endCheck() }()
+	// The server's own facts, for this call, are read while the caller
+	// sends its request: they are not the caller's, of which nothing is
+	// read before its request is here.
+	mine := s.ownFacts()
 	// The request buffer is taken only once the request is there, and
 	// only as large as it is.
 	size, err := waitRequest(c)
@@ -343,7 +347,7 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler, sett
 	// Stopped when the call ends, and when it is not accepted (admit
 	// opens them).
 	defer func() { call.streams.stop() }()
-	if !s.admit(c, answer, p, call, h) {
+	if !s.admit(c, answer, p, call, h, mine) {
 		return
 	}
 	endCheck()
@@ -378,10 +382,11 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler, sett
 	answer(reply{Answer: answerExit, Code: code})
 }
 
-// admit reads the caller and checks it, and is true when the call may run
-// warm; false once it has answered why not (cold, or refused). The
-// caller's streams are opened when it is true.
-func (s *Server) admit(c *net.UnixConn, answer func(reply) error, p peer, call *Call, h Handler) bool {
+// admit reads the caller and checks it against the server's own facts
+// (mine), and is true when the call may run warm; false once it has
+// answered why not (cold, or refused). The caller's streams are opened
+// when it is true.
+func (s *Server) admit(c *net.UnixConn, answer func(reply) error, p peer, call *Call, h Handler, mine <-chan factsRead) bool {
 	if s.skip["challenge-first"] {
 		// For tests only, the shape that overlaps the challenge with
 		// every read: answered before the caller is read.
@@ -395,7 +400,6 @@ func (s *Server) admit(c *net.UnixConn, answer func(reply) error, p peer, call *
 	// sending (chroot, no_new_privs, a seccomp filter), and what it asks is
 	// run as it is when it asks; confinement taken on cannot be shed, so a
 	// change after the request only goes further from the server's.
-	mine := s.ownFacts()
 	theirs, err := readCaller(p.pid)
 	if err != nil {
 		// Nothing was sent since the request: the answer is not lost
@@ -535,9 +539,10 @@ type factsRead struct {
 	err error
 }
 
-// ownFacts reads the server's own facts for one call, beside the caller's:
-// a server reniced, limited, moved to another cgroup or given another umask
-// since it started runs its boxes so, and is compared as it is now.
+// ownFacts reads the server's own facts for one call, on a goroutine of
+// its own: a server reniced, limited, moved to another cgroup or given
+// another umask since it started runs its boxes so, and is compared as it
+// is now.
 func (s *Server) ownFacts() <-chan factsRead {
 	ch := make(chan factsRead, 1)
 	if s.skip["stale-self"] {
