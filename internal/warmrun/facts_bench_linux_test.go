@@ -23,6 +23,7 @@ func BenchmarkCallerFacts(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	cpu0 := cpuTime(b)
 	for b.Loop() {
 		if ns := sameNamespaces(pid, "user", "pid"); ns != "" {
 			b.Fatalf("another %s namespace", ns)
@@ -38,16 +39,19 @@ func BenchmarkCallerFacts(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 }
 
 // BenchmarkOwnFacts is the cost of the server's own facts, read for every
 // call beside the caller's.
 func BenchmarkOwnFacts(b *testing.B) {
+	cpu0 := cpuTime(b)
 	for b.Loop() {
 		if _, err := readFacts(0); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 }
 
 // BenchmarkHandOver is one whole hand-over to a server in this process
