@@ -119,15 +119,8 @@ func fdSenderRole() int {
 // checks, which holds the connection (left open across the exec) and
 // answers no challenge.
 func sendThenExecRole() int {
-	c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: SocketPath(os.Getenv(dirEnv)), Net: "unixpacket"})
-	if err != nil {
-		fmt.Printf("outcome=dial-failed reason=%v\n", err)
-		return 0
-	}
-	wd, _ := os.Getwd()
-	b, _ := (&Request{Args: []string{"--", "echo"}, Env: []string{"A=1"}, Dir: wd}).encode()
-	if _, _, err := c.WriteMsgUnix(b, syscall.UnixRights(0, 1, 2), nil); err != nil {
-		fmt.Printf("outcome=send-failed reason=%v\n", err)
+	c := sendRequest()
+	if c == nil {
 		return 0
 	}
 	f, err := c.File()
@@ -139,6 +132,30 @@ func sendThenExecRole() int {
 		return 0
 	}
 	self, _ := os.Executable()
+	return execAs(self, "idle")
+}
+
+// sendRequest connects to the server in $WARMRUN_TEST_DIR and sends a
+// request with descriptors 0, 1 and 2; nil (having said why) when it
+// cannot.
+func sendRequest() *net.UnixConn {
+	c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: SocketPath(os.Getenv(dirEnv)), Net: "unixpacket"})
+	if err != nil {
+		fmt.Printf("outcome=dial-failed reason=%v\n", err)
+		return nil
+	}
+	wd, _ := os.Getwd()
+	b, _ := (&Request{Args: []string{"--", "echo"}, Env: []string{"A=1"}, Dir: wd}).encode()
+	if _, _, err := c.WriteMsgUnix(b, syscall.UnixRights(0, 1, 2), nil); err != nil {
+		fmt.Printf("outcome=send-failed reason=%v\n", err)
+		return nil
+	}
+	return c
+}
+
+// execAs execs exe playing role, with extra in its environment; it
+// returns only when the exec fails.
+func execAs(exe, role string, extra ...string) int {
 	// The first of a variable named twice is the one read: drop the
 	// role this process plays.
 	var env []string
@@ -147,8 +164,8 @@ func sendThenExecRole() int {
 			env = append(env, e)
 		}
 	}
-	env = append(env, roleEnv+"=idle")
-	fmt.Printf("exec: %v\n", syscall.Exec(self, []string{self}, env))
+	env = append(append(env, roleEnv+"="+role), extra...)
+	fmt.Printf("exec: %v\n", syscall.Exec(exe, []string{exe}, env))
 	return 1
 }
 
@@ -157,15 +174,8 @@ func sendThenExecRole() int {
 // and the challenge: the process the server read is then another program
 // than the one that answers.
 func execOnChallengeRole() int {
-	c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: SocketPath(os.Getenv(dirEnv)), Net: "unixpacket"})
-	if err != nil {
-		fmt.Printf("outcome=dial-failed reason=%v\n", err)
-		return 0
-	}
-	wd, _ := os.Getwd()
-	b, _ := (&Request{Args: []string{"--", "echo"}, Env: []string{"A=1"}, Dir: wd}).encode()
-	if _, _, err := c.WriteMsgUnix(b, syscall.UnixRights(0, 1, 2), nil); err != nil {
-		fmt.Printf("outcome=send-failed reason=%v\n", err)
+	c := sendRequest()
+	if c == nil {
 		return 0
 	}
 	r, err := readReply(c)
@@ -185,16 +195,7 @@ func execOnChallengeRole() int {
 		fmt.Printf("outcome=no-fd reason=%v\n", err)
 		return 0
 	}
-	var env []string
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, roleEnv+"=") {
-			env = append(env, e)
-		}
-	}
-	env = append(env, roleEnv+"=answer-on-3", "WARMRUN_TEST_NONCE="+r.Nonce)
-	exe := os.Getenv("WARMRUN_TEST_EXEC")
-	fmt.Printf("exec: %v\n", syscall.Exec(exe, []string{exe}, env))
-	return 1
+	return execAs(os.Getenv("WARMRUN_TEST_EXEC"), "answer-on-3", "WARMRUN_TEST_NONCE="+r.Nonce)
 }
 
 // answerOn3Role answers the challenge $WARMRUN_TEST_NONCE on descriptor 3
