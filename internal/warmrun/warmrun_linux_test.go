@@ -782,6 +782,42 @@ func TestFactsReadBeforeChallenge(t *testing.T) {
 	}
 }
 
+// TestCancelledCallGoesCold: a signal reached the client during the
+// exchange, and the call goes cold after the challenge was answered (the
+// handler's check): the client hears "cold" and runs the command itself.
+// A cancel it had sent after its answer would be a record the server left
+// unread, whose reset took the answer away (the call lost, exit 125 for a
+// command that never ran).
+func TestCancelledCallGoesCold(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	s, err := Listen(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Serve(ctx, Handler{
+			Check: func(*Call) string { return "the handler's reason" },
+			Run:   func(context.Context, *Call) int { return 7 },
+		}, 0)
+	}()
+	defer func() { stop(); <-done }()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := 0; i < 20; i++ {
+		r := HandOver(cancelled, dir, Request{Args: []string{"--", "true"}, Dir: wd}, []int{0, 1, 2})
+		if r.Outcome != Cold || r.Reason != "the handler's reason" {
+			t.Fatalf("call %d: got %+v, want cold for the handler's reason", i, r)
+		}
+	}
+}
+
 // TestServerFactsPerCall: a server whose own facts change after it started
 // (here its umask; a renice, a limit or a cgroup move alike) compares each
 // caller with what it is now. The caller keeps the server's first umask:
