@@ -3,7 +3,6 @@ package warmrun
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -59,18 +58,7 @@ func BenchmarkOwnFacts(b *testing.B) {
 // reads and checks of the caller (this process), the challenge, the
 // answer and the exit code.
 func BenchmarkHandOver(b *testing.B) {
-	dir := filepath.Join(b.TempDir(), "run")
-	s, err := Listen(dir, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Serve(ctx, Handler{Run: func(context.Context, *Call) int { return 7 }}, 0)
-	}()
-	defer func() { stop(); <-done }()
+	dir := serveWith(b, Handler{Run: func(context.Context, *Call) int { return 7 }})
 	wd, err := os.Getwd()
 	if err != nil {
 		b.Fatal(err)

@@ -286,6 +286,25 @@ func startServer(t *testing.T, skip ...string) *testServer {
 	return ts
 }
 
+// serveWith starts a server in this process with handler h, stopped when
+// tb ends, and is its directory.
+func serveWith(tb testing.TB, h Handler) string {
+	tb.Helper()
+	dir := filepath.Join(tb.TempDir(), "run")
+	s, err := Listen(dir, nil)
+	if err != nil {
+		tb.Fatalf("listen: %v", err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Serve(ctx, h, 0)
+	}()
+	tb.Cleanup(func() { stop(); <-done })
+	return dir
+}
+
 // client runs this test binary as a client of ts with extra environment,
 // through wrap (a program and its arguments before the binary, if any).
 func (ts *testServer) client(t *testing.T, role string, env []string, wrap ...string) string {
@@ -789,21 +808,10 @@ func TestFactsReadBeforeChallenge(t *testing.T) {
 // unread, whose reset took the answer away (the call lost, exit 125 for a
 // command that never ran).
 func TestCancelledCallGoesCold(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "run")
-	s, err := Listen(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Serve(ctx, Handler{
-			Check: func(*Call) string { return "the handler's reason" },
-			Run:   func(context.Context, *Call) int { return 7 },
-		}, 0)
-	}()
-	defer func() { stop(); <-done }()
+	dir := serveWith(t, Handler{
+		Check: func(*Call) string { return "the handler's reason" },
+		Run:   func(context.Context, *Call) int { return 7 },
+	})
 	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
