@@ -291,8 +291,9 @@ func (w *warmCall) bind(ctx context.Context, k *wiring.Kernel) context.Context {
 var boxScratch = []string{"/tmp", "/var/tmp", "/run", "/dev", "/dev/mqueue"}
 
 func scratchWorkdir(wd string) bool {
+	resolved := resolvedPath(wd)
 	for _, d := range boxScratch {
-		if within(d, wd) || within(d, resolvedPath(wd)) {
+		if within(d, wd) || within(d, resolved) {
 			return true
 		}
 	}

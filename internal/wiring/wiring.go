@@ -695,7 +695,12 @@ func (k *Kernel) Exec(ctx context.Context, call mediator.Call, o mediator.ExecOp
 	o.Stdout, o.Stderr = gate.writer(o.Stdout), gate.writer(o.Stderr)
 	o.Durable = gate.wait
 	res, err := k.Kernel.Exec(context.WithValue(ctx, syncAfter{}, pending), call, o)
-	if serr := k.Audit.Sync(); serr != nil {
+	// The records' fsync, the one wait of a call on the disk (the
+	// decision's ran beside the box's start).
+	endSync := starttrace.Begin("audit-sync")
+	serr := k.Audit.Sync()
+	endSync()
+	if serr != nil {
 		return res, errs.Wrap(errs.Unavailable, serr, "audit: the record could not be made durable")
 	}
 	return res, err
