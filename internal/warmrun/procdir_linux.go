@@ -107,8 +107,8 @@ func (d procDir) nsID(ns string) (string, error) {
 // selfNS is this process's namespace ns, each read once: a process
 // changes its own only by setns or unshare, which airlock's server and
 // client call only on a thread of their own that they put back before they
-// let it go (runner's look into a box's network namespace; on the main
-// thread, /proc/self would show the box's meanwhile). The client asks for
+// let it go (runner's inNamespace; were it the main thread, /proc/self
+// would name the box's namespace meanwhile). The client asks for
 // three, the server for every one, for each call's own facts.
 func selfNS(ns string) (string, error) {
 	selfNSMu.Lock()
