@@ -148,8 +148,15 @@ func (s *warmServer) check(call *warmrun.Call) string {
 		}
 	}
 	dirs := append(filepath.SplitList(s.procEnv["PATH"]), filepath.Dir(s.env.Exe))
+	// Each directory's links are resolved for every call (a link may be
+	// changed between calls), once: PATH often names one twice.
 	wd := resolvedPath(call.Dir)
+	seen := make(map[string]bool, len(dirs))
 	for _, d := range dirs {
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
 		if !filepath.IsAbs(d) {
 			return "a relative PATH entry (" + d + "), read from the working directory"
 		}

@@ -54,8 +54,10 @@ func exchange(ctx context.Context, c *net.UnixConn, req Request, fds []int) Resu
 	if _, _, err := c.WriteMsgUnix(b, syscall.UnixRights(fds...), nil); err != nil {
 		return Result{Outcome: Cold, Reason: "send: " + err.Error()}
 	}
-	// A cancel is sent only once the challenge is answered (at once then,
-	// if ctx ended before): the server reads the answer as the next record.
+	// A cancel is sent only once the call is accepted (at once then, if
+	// ctx ended before): before, the server may still answer cold after
+	// reading the challenge's answer, and a record it left unread would
+	// reset the connection, losing that answer.
 	stop := func() bool { return false }
 	defer func() { stop() }()
 	cancelOnDone := func() { stop = context.AfterFunc(ctx, func() { c.Write([]byte(cancelRecord)) }) }
@@ -84,12 +86,9 @@ func exchange(ctx context.Context, c *net.UnixConn, req Request, fds []int) Resu
 			if _, err := c.Write([]byte(challengeRecord + r.Nonce)); err != nil {
 				return Result{Outcome: Cold, Reason: "the challenge: " + err.Error()}
 			}
-			cancelOnDone()
 		case r.Answer == answerAccepted && !accepted:
 			accepted = true
-			if !challenged {
-				cancelOnDone()
-			}
+			cancelOnDone()
 			endPhase()
 			endPhase = starttrace.Begin("warm-call")
 		case r.Answer == answerExit && accepted:

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -19,8 +20,6 @@ type peer struct {
 	// pidfd pins the process: after its /proc entries are read, a signal 0
 	// through it proves the pid still names the same process.
 	pidfd int
-	// facts, when set, waits for the facts read early (factsLater).
-	facts func() (facts, error)
 }
 
 // peerOf asks the kernel who connected: SO_PEERCRED and SO_PEERPIDFD, both
@@ -168,15 +167,55 @@ var namespaceNames = []string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup
 
 // readFacts reads process pid's facts (0: this process's).
 func readFacts(pid int) (facts, error) {
-	f := facts{status: map[string]string{}, ns: map[string]string{}}
 	// Every entry through one open directory of the process; a pid
 	// reused meanwhile fails the reads (and the pidfd check after).
 	d, err := openProc(pid)
 	if err != nil {
-		return f, err
+		return facts{}, err
 	}
 	defer d.close()
+	return factsOf(d, pid)
+}
+
+// caller is what the server reads of a caller: its facts, compared with
+// the server's, and its working directory (device and inode) and
+// controlling terminal (0 for none), compared with what its request says.
+type caller struct {
+	facts
+	cwd  unix.Stat_t
+	ctty uint64
+}
+
+// readCaller reads process pid's facts, working directory and terminal,
+// all through one open directory of the process.
+func readCaller(pid int) (caller, error) {
+	var c caller
+	d, err := openProc(pid)
+	if err != nil {
+		return c, err
+	}
+	defer d.close()
+	if c.facts, err = factsOf(d, pid); err != nil {
+		return c, err
+	}
+	if c.cwd, err = d.stat("cwd"); err != nil {
+		return c, fmt.Errorf("the peer's working directory: %v", err)
+	}
+	st, err := d.read("stat")
+	if err != nil {
+		return c, err
+	}
+	if c.ctty, err = cttyOf(d.name, st); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// factsOf reads the facts of process pid, whose /proc directory is d.
+func factsOf(d procDir, pid int) (facts, error) {
+	f := facts{status: map[string]string{}, ns: map[string]string{}}
 	dir := d.name
+	var err error
 	if f.exe, err = linkID(d, "exe"); err != nil {
 		return f, err
 	}
@@ -197,7 +236,14 @@ func readFacts(pid int) (facts, error) {
 		}
 	}
 	for _, ns := range namespaceNames {
-		if f.ns[ns], err = d.nsID(ns); err != nil {
+		// This process's own are read once (selfNS): no other process
+		// can change them.
+		if pid == 0 {
+			f.ns[ns], err = selfNS(ns)
+		} else {
+			f.ns[ns], err = d.nsID(ns)
+		}
+		if err != nil {
 			return f, err
 		}
 	}
@@ -401,7 +447,11 @@ func (mine facts) differ(theirs facts, skip map[string]bool) string {
 		}
 	}
 	for _, ns := range namespaceNames {
-		if theirs.ns[ns] != mine.ns[ns] && !skip[ns] {
+		switch {
+		case theirs.ns[ns] == mine.ns[ns] || skip[ns]:
+		case ns == "mnt":
+			return "another mnt namespace (the paths it names are not the server's)"
+		default:
 			return fmt.Sprintf("another %s namespace", ns)
 		}
 	}
@@ -432,13 +482,10 @@ func (mine facts) differ(theirs facts, skip map[string]bool) string {
 	return ""
 }
 
-// sameDir reports whether the peer's working directory is dir: the kernel's
-// /proc/<pid>/cwd and dir are one directory (device and inode).
-func sameDir(pid int, dir string) error {
-	var cwd, st unix.Stat_t
-	if err := unix.Stat(proc(pid)+"/cwd", &cwd); err != nil {
-		return fmt.Errorf("the peer's working directory: %v", err)
-	}
+// sameDir reports whether the peer's working directory cwd (the kernel's
+// /proc/<pid>/cwd) and dir are one directory (device and inode).
+func sameDir(cwd unix.Stat_t, dir string) error {
+	var st unix.Stat_t
 	if err := unix.Stat(dir, &st); err != nil {
 		return fmt.Errorf("working directory %s: %v", dir, err)
 	}
@@ -446,4 +493,23 @@ func sameDir(pid int, dir string) error {
 		return fmt.Errorf("working directory %s is not the one the client works in", dir)
 	}
 	return nil
+}
+
+// cttyOf is the device of the controlling terminal named in stat, the
+// text of a /proc/<pid>/stat named name; 0 for none (the seventh field,
+// after the command name, which may hold spaces and parentheses).
+func cttyOf(name string, stat []byte) (uint64, error) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("%s/stat: no command name", name)
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 5 {
+		return 0, fmt.Errorf("%s/stat: too few fields", name)
+	}
+	n, err := strconv.ParseInt(f[4], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s/stat: tty_nr: %v", name, err)
+	}
+	return uint64(uint32(n)), nil
 }

@@ -298,8 +298,8 @@ const stopWait = time.Second
 // answer is not lost to the reset of a record left unread.
 func (s *Server) stopping(c *net.UnixConn) {
 	c.SetDeadline(time.Now().Add(stopWait))
-	if waitReadable(c) == nil {
-		if call, _, err := readCall(c); err == nil {
+	if size, err := waitRequest(c); err == nil {
+		if call, _, err := readCall(c, size); err == nil {
 			call.close()
 		}
 	}
@@ -385,13 +385,19 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler, sett
 	}
 	endCheck := starttrace.Begin("warm-check")
 	defer func() { endCheck() }()
-	// The request buffer is taken only once the request is there.
-	if err := waitReadable(c); err != nil {
+	// The server's own facts, for this call, are read while the caller
+	// sends its request: they are not the caller's, of which nothing is
+	// read before its request is here.
+	mine := s.ownFacts()
+	// The request buffer is taken only once the request is there, and
+	// only as large as it is.
+	size, err := waitRequest(c)
+	if err != nil {
 		s.log.Warn("warm: no request; refused", "pid", p.pid, "err", err)
 		answer(reply{Answer: answerRefused, Reason: "no request"})
 		return
 	}
-	call, sender, err := readCall(c)
+	call, sender, err := readCall(c, size)
 	if err != nil {
 		s.log.Warn("warm: bad request; refused", "pid", p.pid, "err", err)
 		answer(reply{Answer: answerRefused, Reason: "bad request: " + err.Error()})
@@ -402,34 +408,13 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler, sett
 		s.refuseSender(answer, p, sender)
 		return
 	}
-	// The caller's facts are read only once its request is here, never
-	// ahead of it: a caller may take on confinement between connecting and
-	// sending (chroot, no_new_privs, a seccomp filter), and what it asks is
-	// run as it is when it asks; confinement taken on cannot be shed, so a
-	// change after the request only goes further from the server's.
-	p.facts = factsLater(p.pid)
+	call.Pid = p.pid
 	call.early = readLater(h.Read, call)
-	// Read first, so the answer is not lost to the reset a socket closed
-	// with a record unread gives its peer.
-	if ns := sameNamespaces(p.pid, "mnt"); ns != "" && !s.skip[ns] {
-		s.cold(answer, p, "another mnt namespace (the paths it names are not the server's)")
+	// Stopped when the call ends, and when it is not accepted (admit
+	// opens them).
+	defer func() { call.streams.stop() }()
+	if !s.admit(c, answer, p, call, h, mine) {
 		return
-	}
-	if reason := s.check(p, call, h); reason != "" {
-		s.cold(answer, p, reason)
-		return
-	}
-	if err := call.openStreams(); err != nil {
-		s.cold(answer, p, "cannot guard the streams: "+err.Error())
-		return
-	}
-	defer call.streams.stop()
-	if !s.skip["challenge"] {
-		if reason := s.challenge(c, answer, p); reason != "" {
-			s.log.Warn("warm: the connecting process did not answer its challenge; refused", "pid", p.pid, "reason", reason)
-			answer(reply{Answer: answerRefused, Reason: reason})
-			return
-		}
 	}
 	if ctx.Err() != nil && !s.skip["stopping"] {
 		// The server stops: accepted now, the call would start under an
@@ -483,26 +468,108 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler, sett
 	answer(reply{Answer: answerExit, Code: code})
 }
 
+// admit reads the caller and checks it against the server's own facts
+// (mine), and is true when the call may run warm; false once it has
+// answered why not (cold, or refused). The caller's streams are opened
+// when it is true.
+func (s *Server) admit(c *net.UnixConn, answer func(reply) error, p peer, call *Call, h Handler, mine <-chan factsRead) bool {
+	if s.skip["challenge-first"] {
+		// For tests only, the shape that overlaps the challenge with
+		// every read: answered before the caller is read.
+		if reason := s.challenge(c, answer, p)(); reason != "" {
+			answer(reply{Answer: answerRefused, Reason: reason})
+			return false
+		}
+	}
+	// The caller's facts are read only once its request is here, never
+	// ahead of it: a caller may take on confinement between connecting and
+	// sending (chroot, no_new_privs, a seccomp filter), and what it asks is
+	// run as it is when it asks; confinement taken on cannot be shed, so a
+	// change after the request only goes further from the server's.
+	theirs, err := readCaller(p.pid)
+	if err != nil {
+		// Nothing was sent since the request: the answer is not lost
+		// to the reset of a record left unread.
+		s.cold(answer, p, "cannot read the client's process: "+err.Error())
+		return false
+	}
+	// Compared before any challenge, so that a caller unlike the server
+	// (another airlock binary, which may answer no challenge) hears why.
+	own := <-mine
+	if own.err != nil {
+		s.cold(answer, p, "cannot read the server's own process: "+own.err.Error())
+		return false
+	}
+	if r := own.f.differ(theirs.facts, s.skip); r != "" {
+		s.cold(answer, p, r)
+		return false
+	}
+	// Every fact of the caller is read: its challenge goes out now, and
+	// what is left is done while it is answered, nothing of it read of the
+	// caller (its directory and terminal compared with its request, the
+	// handler's check, the streams).
+	answered := func() string { return "" }
+	if !s.skip["challenge-first"] {
+		answered = s.challenge(c, answer, p)
+	}
+	reason := s.check(call, h, theirs)
+	if reason == "" {
+		if err := call.openStreams(); err != nil {
+			reason = "cannot guard the streams: " + err.Error()
+		}
+	}
+	// The answer is read even for a call that goes cold, so the "cold"
+	// is not lost to the reset of a record left unread.
+	if r := answered(); r != "" {
+		s.log.Warn("warm: the connecting process did not answer its challenge; refused", "pid", p.pid, "reason", r)
+		answer(reply{Answer: answerRefused, Reason: r})
+		return false
+	}
+	if reason != "" {
+		s.cold(answer, p, reason)
+		return false
+	}
+	// Last, after every read of /proc/<pid> and the answer: the pid still
+	// names the process that connected.
+	if err := p.alive(); err != nil {
+		answer(reply{Answer: answerRefused, Reason: err.Error()})
+		return false
+	}
+	return true
+}
+
 func (s *Server) refuseSender(answer func(reply) error, p peer, sender int) {
 	s.log.Warn("warm: a record from another process than the one that connected; refused", "pid", p.pid, "sender", sender)
 	answer(reply{Answer: answerRefused, Reason: fmt.Sprintf("the request came from process %d, not %d that connected", sender, p.pid)})
 }
 
 // challenge sends a fresh random value once the connecting process's facts
-// were read and checked, and is "" when that same process sends it back on
-// the same connection: the request is then the checked process's own, not
-// one sent for it by a child it forked (another pid), nor by a process that
-// has since exec'd another program there (an airlock command that answers
-// no challenge). The process must still be the one the pidfd pins.
-func (s *Server) challenge(c *net.UnixConn, answer func(reply) error, p peer) string {
+// were read, and returns what waits for the answer: "" when that same
+// process sends the value back on the same connection. The request is
+// then the checked process's own, not one sent for it by a child it
+// forked (another pid), nor by a process that has since exec'd another
+// program there (an airlock command, which answers no challenge): what
+// answers has seen the value, sent after the facts were read, so it is
+// the program they were read of or one it became after.
+func (s *Server) challenge(c *net.UnixConn, answer func(reply) error, p peer) (answered func() string) {
+	if s.skip["challenge"] {
+		return func() string { return "" }
+	}
+	failed := func(r string) func() string { return func() string { return r } }
 	var nonce [16]byte
 	if _, err := rand.Read(nonce[:]); err != nil {
-		return "the server cannot make a challenge: " + err.Error()
+		return failed("the server cannot make a challenge: " + err.Error())
 	}
 	want := challengeRecord + hex.EncodeToString(nonce[:])
 	if err := answer(reply{Answer: answerChallenge, Nonce: want[len(challengeRecord):]}); err != nil {
-		return "the challenge: " + err.Error()
+		return failed("the challenge: " + err.Error())
 	}
+	return func() string { return s.checkAnswer(c, p, want) }
+}
+
+// checkAnswer reads the answer to the challenge want: "" when p sent want
+// back on c, else why not.
+func (s *Server) checkAnswer(c *net.UnixConn, p peer, want string) string {
 	buf := make([]byte, len(want)+1)
 	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred)+unix.CmsgSpace(5*4))
 	n, oobn, flags, _, err := c.ReadMsgUnix(buf, oob)
@@ -521,9 +588,6 @@ func (s *Server) challenge(c *net.UnixConn, answer func(reply) error, p peer) st
 	case subtle.ConstantTimeCompare(buf[:n], []byte(want)) != 1:
 		return "a wrong answer to the challenge"
 	}
-	if err := p.alive(); err != nil {
-		return err.Error()
-	}
 	return ""
 }
 
@@ -532,30 +596,15 @@ func (s *Server) cold(answer func(reply) error, p peer, reason string) {
 	answer(reply{Answer: answerCold, Reason: reason})
 }
 
-// check is why the call must go cold, "" when it may run warm: the peer's
-// facts against the server's, its working directory, its terminal, the
-// handler's own checks, and last that the pid still names the process that
-// connected.
-func (s *Server) check(p peer, call *Call, h Handler) string {
-	call.Pid = p.pid
-	mine := s.ownFacts()
-	theirs, err := p.readFacts()
-	if err != nil {
-		return "cannot read the client's process: " + err.Error()
-	}
-	own := <-mine
-	if own.err != nil {
-		return "cannot read the server's own process: " + own.err.Error()
-	}
-	if r := own.f.differ(theirs, s.skip); r != "" {
-		return r
-	}
-	if err := sameDir(p.pid, call.Dir); err != nil {
+// check is why the call must go cold, "" when it may run warm: the
+// caller's working directory and terminal against what its request says,
+// and the handler's own checks. It reads nothing of the caller's process:
+// theirs is what was read.
+func (s *Server) check(call *Call, h Handler, theirs caller) string {
+	if err := sameDir(theirs.cwd, call.Dir); err != nil {
 		return err.Error()
 	}
-	if call.CTTY, err = ctty(p.pid); err != nil {
-		return "cannot read the client's terminal: " + err.Error()
-	}
+	call.CTTY = theirs.ctty
 	if call.TTY != nil {
 		// The client sends the /dev/tty it opened, whose own device is
 		// /dev/tty's (5:0) for every process: the kernel names the
@@ -566,12 +615,7 @@ func (s *Server) check(p peer, call *Call, h Handler) string {
 		}
 	}
 	if h.Check != nil {
-		if r := h.Check(call); r != "" {
-			return r
-		}
-	}
-	if err := p.alive(); err != nil {
-		return err.Error()
+		return h.Check(call)
 	}
 	return ""
 }
@@ -581,9 +625,10 @@ type factsRead struct {
 	err error
 }
 
-// ownFacts reads the server's own facts for one call, beside the caller's:
-// a server reniced, limited, moved to another cgroup or given another umask
-// since it started runs its boxes so, and is compared as it is now.
+// ownFacts reads the server's own facts for one call, on a goroutine of
+// its own: a server reniced, limited, moved to another cgroup or given
+// another umask since it started runs its boxes so, and is compared as it
+// is now.
 func (s *Server) ownFacts() <-chan factsRead {
 	ch := make(chan factsRead, 1)
 	if s.skip["stale-self"] {
@@ -597,59 +642,36 @@ func (s *Server) ownFacts() <-chan factsRead {
 	return ch
 }
 
-// ctty is the device of process pid's controlling terminal, 0 for none
-// (the seventh field of /proc/<pid>/stat, after the command name, which may
-// hold spaces and parentheses).
-func ctty(pid int) (uint64, error) {
-	b, err := os.ReadFile(proc(pid) + "/stat")
+// waitRequest waits, under c's deadline, until a record is there to read,
+// and is its size (a peek: MSG_TRUNC has the kernel say the whole size of
+// a record it copies none of).
+func waitRequest(c *net.UnixConn) (int, error) {
+	raw, err := c.SyscallConn()
 	if err != nil {
 		return 0, err
 	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0, fmt.Errorf("%s/stat: no command name", proc(pid))
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 5 {
-		return 0, fmt.Errorf("%s/stat: too few fields", proc(pid))
-	}
-	n, err := strconv.ParseInt(f[4], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%s/stat: tty_nr: %v", proc(pid), err)
-	}
-	return uint64(uint32(n)), nil
-}
-
-// waitReadable waits, under c's deadline, until a record is there to read,
-// reading nothing (a peek).
-func waitReadable(c *net.UnixConn) error {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var perr error
-	var b [1]byte
+	var (
+		n    int
+		perr error
+	)
 	if err := raw.Read(func(fd uintptr) bool {
-		_, _, perr = unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		n, _, perr = unix.Recvfrom(int(fd), nil, unix.MSG_PEEK|unix.MSG_TRUNC|unix.MSG_DONTWAIT)
 		return perr != unix.EAGAIN
 	}); err != nil {
-		return err
+		return 0, err
 	}
-	return perr
+	return n, perr
 }
-
-// requestBufs are the buffers requests are read into: a fresh one per
-// call would cost its pages' faults every time.
-var requestBufs = sync.Pool{New: func() any { b := make([]byte, MaxRequest+1); return &b }}
 
 // readCall reads one request record with its descriptors. A record cut
 // short by the buffer, lost descriptors, control messages other than
 // descriptors or a count other than the request's is refused, and every
 // descriptor received is closed then.
-func readCall(c *net.UnixConn) (call *Call, sender int, err error) {
-	bp := requestBufs.Get().(*[]byte)
-	defer requestBufs.Put(bp)
-	buf := *bp
+// The buffer holds size bytes and one more (at most MaxRequest and one), so
+// a record larger than it was said to be, or than the bound, is cut short
+// and refused.
+func readCall(c *net.UnixConn, size int) (call *Call, sender int, err error) {
+	buf := make([]byte, min(max(size, 0), MaxRequest)+1)
 	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred)+unix.CmsgSpace(5*4))
 	n, oobn, flags, _, err := c.ReadMsgUnix(buf, oob)
 	if err != nil {

@@ -3,6 +3,7 @@ package warmrun
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -40,6 +41,10 @@ func TestMain(m *testing.M) {
 		os.Exit(fdSenderRole())
 	case "send-then-exec":
 		os.Exit(sendThenExecRole())
+	case "exec-on-challenge":
+		os.Exit(execOnChallengeRole())
+	case "answer-on-3":
+		os.Exit(answerOn3Role())
 	case "idle":
 		time.Sleep(time.Second)
 		fmt.Println("idle-done")
@@ -114,15 +119,8 @@ func fdSenderRole() int {
 // checks, which holds the connection (left open across the exec) and
 // answers no challenge.
 func sendThenExecRole() int {
-	c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: SocketPath(os.Getenv(dirEnv)), Net: "unixpacket"})
-	if err != nil {
-		fmt.Printf("outcome=dial-failed reason=%v\n", err)
-		return 0
-	}
-	wd, _ := os.Getwd()
-	b, _ := (&Request{Args: []string{"--", "echo"}, Env: []string{"A=1"}, Dir: wd}).encode()
-	if _, _, err := c.WriteMsgUnix(b, syscall.UnixRights(0, 1, 2), nil); err != nil {
-		fmt.Printf("outcome=send-failed reason=%v\n", err)
+	c := sendRequest()
+	if c == nil {
 		return 0
 	}
 	f, err := c.File()
@@ -134,6 +132,30 @@ func sendThenExecRole() int {
 		return 0
 	}
 	self, _ := os.Executable()
+	return execAs(self, "idle")
+}
+
+// sendRequest connects to the server in $WARMRUN_TEST_DIR and sends a
+// request with descriptors 0, 1 and 2; nil (having said why) when it
+// cannot.
+func sendRequest() *net.UnixConn {
+	c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: SocketPath(os.Getenv(dirEnv)), Net: "unixpacket"})
+	if err != nil {
+		fmt.Printf("outcome=dial-failed reason=%v\n", err)
+		return nil
+	}
+	wd, _ := os.Getwd()
+	b, _ := (&Request{Args: []string{"--", "echo"}, Env: []string{"A=1"}, Dir: wd}).encode()
+	if _, _, err := c.WriteMsgUnix(b, syscall.UnixRights(0, 1, 2), nil); err != nil {
+		fmt.Printf("outcome=send-failed reason=%v\n", err)
+		return nil
+	}
+	return c
+}
+
+// execAs execs exe playing role, with extra in its environment; it
+// returns only when the exec fails.
+func execAs(exe, role string, extra ...string) int {
 	// The first of a variable named twice is the one read: drop the
 	// role this process plays.
 	var env []string
@@ -142,9 +164,74 @@ func sendThenExecRole() int {
 			env = append(env, e)
 		}
 	}
-	env = append(env, roleEnv+"=idle")
-	fmt.Printf("exec: %v\n", syscall.Exec(self, []string{self}, env))
+	env = append(append(env, roleEnv+"="+role), extra...)
+	fmt.Printf("exec: %v\n", syscall.Exec(exe, []string{exe}, env))
 	return 1
+}
+
+// execOnChallengeRole connects and sends its request, and once challenged
+// execs the binary $WARMRUN_TEST_EXEC as "answer-on-3" with the connection
+// and the challenge: the process the server read is then another program
+// than the one that answers.
+func execOnChallengeRole() int {
+	c := sendRequest()
+	if c == nil {
+		return 0
+	}
+	r, err := readReply(c)
+	if err != nil {
+		fmt.Printf("outcome=lost reason=%v\n", err)
+		return 0
+	}
+	if r.Answer != answerChallenge {
+		fmt.Printf("outcome=%s reason=%s\n", r.Answer, r.Reason)
+		return 0
+	}
+	f, err := c.File()
+	if err == nil && f.Fd() != 3 {
+		err = unix.Dup3(int(f.Fd()), 3, 0)
+	}
+	if err != nil {
+		fmt.Printf("outcome=no-fd reason=%v\n", err)
+		return 0
+	}
+	return execAs(os.Getenv("WARMRUN_TEST_EXEC"), "answer-on-3", "WARMRUN_TEST_NONCE="+r.Nonce)
+}
+
+// answerOn3Role answers the challenge $WARMRUN_TEST_NONCE on descriptor 3
+// and prints how the call ended.
+func answerOn3Role() int {
+	fc, err := net.FileConn(os.NewFile(3, "conn"))
+	if err != nil {
+		fmt.Printf("outcome=no-conn reason=%v\n", err)
+		return 0
+	}
+	c := fc.(*net.UnixConn)
+	if _, err := c.Write([]byte(challengeRecord + os.Getenv("WARMRUN_TEST_NONCE"))); err != nil {
+		fmt.Printf("outcome=answer-failed reason=%v\n", err)
+		return 0
+	}
+	for {
+		r, err := readReply(c)
+		switch {
+		case err != nil:
+			fmt.Printf("outcome=lost reason=%v\n", err)
+			return 0
+		case r.Answer != answerAccepted:
+			fmt.Printf("outcome=%s reason=%s\n", r.Answer, r.Reason)
+			return 0
+		}
+	}
+}
+
+func readReply(c *net.UnixConn) (reply, error) {
+	var r reply
+	b := make([]byte, maxReply)
+	n, err := c.Read(b)
+	if err != nil {
+		return r, err
+	}
+	return r, json.Unmarshal(b[:n], &r)
 }
 
 // dyingServerRole serves one call and dies after accepting it.
@@ -197,6 +284,25 @@ func startServer(t *testing.T, skip ...string) *testServer {
 	}()
 	t.Cleanup(func() { stop(); <-ts.done })
 	return ts
+}
+
+// serveWith starts a server in this process with handler h, stopped when
+// tb ends, and is its directory.
+func serveWith(tb testing.TB, h Handler) string {
+	tb.Helper()
+	dir := filepath.Join(tb.TempDir(), "run")
+	s, err := Listen(dir, nil)
+	if err != nil {
+		tb.Fatalf("listen: %v", err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Serve(ctx, h, 0)
+	}()
+	tb.Cleanup(func() { stop(); <-done })
+	return dir
 }
 
 // client runs this test binary as a client of ts with extra environment,
@@ -664,6 +770,65 @@ func TestRequestTiedToConnector(t *testing.T) {
 				t.Fatalf("got %q (%d runs), want the call not served", got, ts.runs.Load())
 			}
 		})
+	}
+}
+
+// TestFactsReadBeforeChallenge: the challenge goes out only once every fact
+// of the caller is read (what is left of the checks runs while it is
+// answered). A process that would become another program once challenged
+// (a rebuilt airlock that execs the server's own binary, which answers) is
+// judged by what it was when read: "another airlock binary", and nothing
+// runs. A server that overlaps the challenge with the reads as well (the
+// old shape, shown first) reads what the process became, and serves it.
+func TestFactsReadBeforeChallenge(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rebuilt := filepath.Join(t.TempDir(), "rebuilt.test")
+	testsupport.CopyBin(t, self, rebuilt, 0o755)
+	run := func(ts *testServer) string {
+		cmd := exec.Command(rebuilt)
+		cmd.Env = append(os.Environ(), roleEnv+"=exec-on-challenge", dirEnv+"="+ts.dir, "WARMRUN_TEST_EXEC="+self)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("client: %v: %s", err, out)
+		}
+		return string(out)
+	}
+	old := startServer(t, "challenge-first")
+	if got := run(old); !strings.HasPrefix(got, "ran\noutcome=exit") || old.runs.Load() != 1 {
+		t.Fatalf("with the challenge before the reads: got %q, want the call served (the old shape's flaw)", got)
+	}
+	ts := startServer(t)
+	got := run(ts)
+	if !strings.HasPrefix(got, "outcome=cold reason=another airlock binary") || ts.runs.Load() != 0 {
+		t.Fatalf("got %q (%d runs), want the call cold as another airlock binary", got, ts.runs.Load())
+	}
+}
+
+// TestCancelledCallGoesCold: a signal reached the client during the
+// exchange, and the call goes cold after the challenge was answered (the
+// handler's check): the client hears "cold" and runs the command itself.
+// A cancel it had sent after its answer would be a record the server left
+// unread, whose reset took the answer away (the call lost, exit 125 for a
+// command that never ran).
+func TestCancelledCallGoesCold(t *testing.T) {
+	dir := serveWith(t, Handler{
+		Check: func(*Call) string { return "the handler's reason" },
+		Run:   func(context.Context, *Call) int { return 7 },
+	})
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := 0; i < 20; i++ {
+		r := HandOver(cancelled, dir, Request{Args: []string{"--", "true"}, Dir: wd}, []int{0, 1, 2})
+		if r.Outcome != Cold || r.Reason != "the handler's reason" {
+			t.Fatalf("call %d: got %+v, want cold for the handler's reason", i, r)
+		}
 	}
 }
 
