@@ -296,7 +296,7 @@ func (s *Server) close() {
 // maxPending); serveConn's caller calls it too when it ends.
 func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler, settled func()) {
 	c.SetDeadline(time.Now().Add(RequestTimeout))
-	answer := func(r reply) error { _, err := c.Write(r.encode()); return err }
+	answer := func(r reply) error { _, err := c.Write(encodeReply(r)); return err }
 	p, err := peerOf(c, true)
 	if err != nil {
 		s.log.Warn("warm: cannot tell who connected; refused", "err", err)
@@ -587,8 +587,8 @@ func readCall(c *net.UnixConn) (call *Call, sender int, err error) {
 		return nil, 0, fmt.Errorf("too many descriptors")
 	}
 	req, err := decodeRequest(buf[:n])
-	if err == nil && len(fds) != req.fds() {
-		err = fmt.Errorf("%d descriptors, want %d", len(fds), req.fds())
+	if err == nil && len(fds) != req.Fds() {
+		err = fmt.Errorf("%d descriptors, want %d", len(fds), req.Fds())
 	}
 	if err != nil {
 		closeAll()
