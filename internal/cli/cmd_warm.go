@@ -341,7 +341,7 @@ func scratchWorkdir(wd string) bool {
 // server's 125). It reads nothing but its Env and the socket before.
 func handOverWarm(ctx context.Context, env *Env, args []string) (err error, ok bool) {
 	mode := env.Getenv(warmrun.Env)
-	if env.warm != nil || mode == "off" || !filepath.IsAbs(env.Dir) {
+	if env.warm != nil || env.WarmTried || mode == "off" || !filepath.IsAbs(env.Dir) {
 		return nil, false
 	}
 	var fds []int

@@ -303,7 +303,7 @@ func (s *Server) stopping(c *net.UnixConn) {
 			call.close()
 		}
 	}
-	c.Write(reply{Answer: answerCold, Reason: "the warm server is stopping"}.encode())
+	c.Write(encodeReply(reply{Answer: answerCold, Reason: "the warm server is stopping"}))
 }
 
 // watchIdle stops the server once idle passed with no call in flight.
@@ -362,7 +362,7 @@ func (s *Server) removeSocket() {
 // maxPending); serveConn's caller calls it too when it ends.
 func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler, settled func()) {
 	c.SetDeadline(time.Now().Add(RequestTimeout))
-	answer := func(r reply) error { _, err := c.Write(r.encode()); return err }
+	answer := func(r reply) error { _, err := c.Write(encodeReply(r)); return err }
 	p, err := peerOf(c, true)
 	if err != nil {
 		s.log.Warn("warm: cannot tell who connected; refused", "err", err)
@@ -695,8 +695,8 @@ func readCall(c *net.UnixConn, size int) (call *Call, sender int, err error) {
 		return nil, 0, fmt.Errorf("too many descriptors")
 	}
 	req, err := decodeRequest(buf[:n])
-	if err == nil && len(fds) != req.fds() {
-		err = fmt.Errorf("%d descriptors, want %d", len(fds), req.fds())
+	if err == nil && len(fds) != req.Fds() {
+		err = fmt.Errorf("%d descriptors, want %d", len(fds), req.Fds())
 	}
 	if err != nil {
 		closeAll()

@@ -145,7 +145,7 @@ func sendRequest() *net.UnixConn {
 		return nil
 	}
 	wd, _ := os.Getwd()
-	b, _ := (&Request{Args: []string{"--", "echo"}, Env: []string{"A=1"}, Dir: wd}).encode()
+	b, _ := (&Request{Args: []string{"--", "echo"}, Env: []string{"A=1"}, Dir: wd}).Encode()
 	if _, _, err := c.WriteMsgUnix(b, syscall.UnixRights(0, 1, 2), nil); err != nil {
 		fmt.Printf("outcome=send-failed reason=%v\n", err)
 		return nil
@@ -564,7 +564,7 @@ func TestSilentFloodDoesNotStopCalls(t *testing.T) {
 // TestBadRequestsRefused: malformed records, wrong descriptor counts and
 // requests over the bounds are refused with one line; nothing runs.
 func TestBadRequestsRefused(t *testing.T) {
-	good, _ := (&Request{Args: []string{"x"}, Dir: "/"}).encode()
+	good, _ := (&Request{Args: []string{"x"}, Dir: "/"}).Encode()
 	tests := []struct {
 		name string
 		msg  []byte
@@ -612,7 +612,7 @@ func TestBadRequestsRefused(t *testing.T) {
 }
 
 func mustEncode(t *testing.T, r Request) []byte {
-	b, err := r.encode()
+	b, err := r.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -630,7 +630,7 @@ func TestDecodeRoundTrip(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(r) {
 		t.Fatalf("got %+v, want %+v", got, r)
 	}
-	if _, err := (&Request{Args: make([]string, MaxArgs+1), Dir: "/"}).encode(); err == nil {
+	if _, err := (&Request{Args: make([]string, MaxArgs+1), Dir: "/"}).Encode(); err == nil {
 		t.Error("encode took more arguments than MaxArgs")
 	}
 	if _, err := decodeRequest(mustEncode(t, Request{Args: []string{"a\x00b"}, Dir: "/"})); err == nil {
@@ -687,7 +687,7 @@ func TestIdleEnds(t *testing.T) {
 // to an error, never a panic; what decodes encodes back to the same bytes.
 func FuzzDecodeRequest(f *testing.F) {
 	for _, r := range []Request{{Dir: "/"}, {Args: []string{"--", "true"}, Env: []string{"A=1"}, Dir: "/tmp", TTY: true}} {
-		b, _ := r.encode()
+		b, _ := r.Encode()
 		f.Add(b)
 	}
 	f.Add([]byte("AWR1\x00\xff\xff\xff\xff"))
@@ -699,7 +699,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		if len(r.Args) > MaxArgs || len(r.Env) > MaxEnv {
 			t.Fatalf("decoded past the bounds: %d args, %d env", len(r.Args), len(r.Env))
 		}
-		again, err := r.encode()
+		again, err := r.Encode()
 		if err != nil || !bytes.Equal(again, b) {
 			t.Fatalf("decode then encode: %q, %v; want %q", again, err, b)
 		}
@@ -709,7 +709,7 @@ func FuzzDecodeRequest(f *testing.F) {
 // TestReplyBounded: a reply fits the client's buffer whatever its reason.
 func TestReplyBounded(t *testing.T) {
 	for _, reason := range []string{strings.Repeat("a", 10000), strings.Repeat("<\x01", 5000)} {
-		if b := (reply{Answer: answerCold, Reason: reason}).encode(); len(b) > maxReply {
+		if b := encodeReply(reply{Answer: answerCold, Reason: reason}); len(b) > maxReply {
 			t.Errorf("a reply of %d bytes, over the client's %d", len(b), maxReply)
 		}
 	}
