@@ -33,6 +33,12 @@ func HandOver(ctx context.Context, dir string, req Request, fds []int) Result {
 	}
 	defer c.Close()
 	if r := checkServer(c); r != "" {
+		if confinedFrom(c) {
+			// Not a stranger's server: this process may not read it,
+			// and a run served there would not be confined as this
+			// process is. No warning; it is what such a run does.
+			return Result{Outcome: Cold, Reason: "cannot read the warm server's process: this process is confined apart from it, as by Landlock"}
+		}
 		return Result{Outcome: Cold, Reason: r, Warn: "warm: the server at " + SocketPath(dir) + " is refused (" + r + "); running cold"}
 	}
 	endConnect()
@@ -81,7 +87,13 @@ func exchange(ctx context.Context, c *net.UnixConn, req Request, fds []int) Resu
 			// Sent by this process, the one that connected and was
 			// checked (the kernel names the sender of every record).
 			challenged = true
-			if _, err := c.Write([]byte(challengeRecord + r.Nonce)); err != nil {
+			secret, err := answerProof(c, r.Fd)
+			if err != nil {
+				// Nothing is sent: without the answer the server
+				// runs nothing, and the run is this process's own.
+				return Result{Outcome: Cold, Reason: "cannot read the warm server's process (" + err.Error() + "): this process is confined apart from it, as by Landlock"}
+			}
+			if _, err := c.Write([]byte(challengeRecord + secret)); err != nil {
 				return Result{Outcome: Cold, Reason: "the challenge: " + err.Error()}
 			}
 			cancelOnDone()

@@ -2,9 +2,7 @@ package warmrun
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -402,19 +400,23 @@ func (s *Server) refuseSender(answer func(reply) error, p peer, sender int) {
 	answer(reply{Answer: answerRefused, Reason: fmt.Sprintf("the request came from process %d, not %d that connected", sender, p.pid)})
 }
 
-// challenge sends a fresh random value once the connecting process's facts
-// were read and checked, and is "" when that same process sends it back on
-// the same connection: the request is then the checked process's own, not
-// one sent for it by a child it forked (another pid), nor by a process that
-// has since exec'd another program there (an airlock command that answers
-// no challenge). The process must still be the one the pidfd pins.
+// challenge asks the connecting process, once its facts were read and
+// checked, for the secret of a fresh proof (proof_linux.go), and is "" when
+// that same process sends it back on the same connection: the caller could
+// read the server's process, so no Landlock domain (nor any other
+// confinement the kernel checks that read against) stands between them;
+// and the request is the checked process's own, not one sent for it by a
+// child it forked (another pid), nor by a process that has since exec'd
+// another program there (an airlock command that answers no challenge).
+// The process must still be the one the pidfd pins.
 func (s *Server) challenge(c *net.UnixConn, answer func(reply) error, p peer) string {
-	var nonce [16]byte
-	if _, err := rand.Read(nonce[:]); err != nil {
+	pr, err := newProof()
+	if err != nil {
 		return "the server cannot make a challenge: " + err.Error()
 	}
-	want := challengeRecord + hex.EncodeToString(nonce[:])
-	if err := answer(reply{Answer: answerChallenge, Nonce: want[len(challengeRecord):]}); err != nil {
+	defer pr.close()
+	want := challengeRecord + pr.secret
+	if err := answer(reply{Answer: answerChallenge, Fd: pr.fd}); err != nil {
 		return "the challenge: " + err.Error()
 	}
 	buf := make([]byte, len(want)+1)
@@ -432,8 +434,11 @@ func (s *Server) challenge(c *net.UnixConn, answer func(reply) error, p peer) st
 		return "a bad answer to the challenge"
 	case sender != p.pid && !s.skip["sender"]:
 		return fmt.Sprintf("the challenge was answered by process %d, not %d that connected", sender, p.pid)
+	case s.skip["proof"]:
+		// The old shape sent its nonce on the connection: any answer
+		// from the connecting process passed.
 	case subtle.ConstantTimeCompare(buf[:n], []byte(want)) != 1:
-		return "a wrong answer to the challenge"
+		return "no proof that the caller may read the server's process (confined apart from it, as by Landlock)"
 	}
 	if err := p.alive(); err != nil {
 		return err.Error()

@@ -193,8 +193,9 @@ const (
 	answerAccepted = "accepted" // the server runs it; nothing more may be run by the client
 	answerRefused  = "refused"  // the request was not taken; nothing was done
 	answerExit     = "exit"     // the call ended with Code
-	// answerChallenge asks the process that connected to send Nonce
-	// back (challengeRecord + Nonce) before the call is accepted.
+	// answerChallenge asks the process that connected to send back the
+	// secret the server holds at its descriptor Fd (challengeRecord + the
+	// secret), read through /proc, before the call is accepted.
 	answerChallenge = "challenge"
 )
 
@@ -204,7 +205,7 @@ type reply struct {
 	Answer string `json:"answer"`
 	Reason string `json:"reason,omitempty"`
 	Code   int    `json:"code,omitempty"`
-	Nonce  string `json:"nonce,omitempty"`
+	Fd     int    `json:"fd,omitempty"`
 }
 
 // maxReason bounds a reply's reason, so every reply fits the client's
@@ -226,6 +227,6 @@ func (r reply) encode() []byte {
 // run arrives.
 const cancelRecord = "C"
 
-// challengeRecord starts the client's answer to a challenge; the nonce
+// challengeRecord starts the client's answer to a challenge; the secret
 // follows.
 const challengeRecord = "N"
