@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 
@@ -115,4 +116,14 @@ func confinedFrom(c *net.UnixConn) bool {
 	}
 	var st unix.Stat_t
 	return errors.Is(unix.Stat("/proc/"+strconv.Itoa(pid)+"/ns/user", &st), unix.EACCES)
+}
+
+// warnUndumpable says so when this process is not dumpable (started
+// setuid or with file capabilities): the kernel then lets no caller without
+// CAP_SYS_PTRACE read its process, so none can read a proof, and every
+// such call runs cold.
+func warnUndumpable(log *slog.Logger) {
+	if d, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0); err == nil && d != 1 {
+		log.Warn("warm: this process is not dumpable: callers without CAP_SYS_PTRACE cannot prove they may read it, and run cold")
+	}
 }

@@ -113,6 +113,7 @@ func Listen(dir string, log *slog.Logger) (*Server, error) {
 		return nil, errs.Wrap(errs.Unavailable, err, "warm: socket %s", s.path)
 	}
 	s.ln, s.sockDev, s.sockIno = ln, st.Dev, st.Ino
+	warnUndumpable(log)
 	return s, nil
 }
 
