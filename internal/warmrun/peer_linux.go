@@ -135,6 +135,9 @@ type facts struct {
 	sched  unix.SchedAttr
 	ioprio int
 	oomAdj string
+	// ctty is the device of a caller's controlling terminal, 0 for none;
+	// not compared (the server has none) and not read of the server.
+	ctty uint64
 }
 
 // statusKeys are the lines of /proc/<pid>/status compared: ids and groups,
@@ -208,6 +211,11 @@ func readFacts(pid int) (facts, error) {
 		return f, err
 	}
 	f.oomAdj = string(bytes.TrimSpace(oom))
+	if pid != 0 {
+		if f.ctty, err = cttyOf(d); err != nil {
+			return f, fmt.Errorf("the terminal: %w", err)
+		}
+	}
 	return f, nil
 }
 

@@ -473,9 +473,7 @@ func (s *Server) check(p peer, call *Call, h Handler) string {
 	if err := sameDir(p.pid, call.Dir); err != nil {
 		return err.Error()
 	}
-	if call.CTTY, err = ctty(p.pid); err != nil {
-		return "cannot read the client's terminal: " + err.Error()
-	}
+	call.CTTY = theirs.ctty
 	if call.TTY != nil {
 		// The client sends the /dev/tty it opened, whose own device is
 		// /dev/tty's (5:0) for every process: the kernel names the
@@ -515,29 +513,6 @@ func (s *Server) ownFacts() <-chan factsRead {
 		ch <- factsRead{f, err}
 	}()
 	return ch
-}
-
-// ctty is the device of process pid's controlling terminal, 0 for none
-// (the seventh field of /proc/<pid>/stat, after the command name, which may
-// hold spaces and parentheses).
-func ctty(pid int) (uint64, error) {
-	b, err := os.ReadFile(proc(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0, fmt.Errorf("%s/stat: no command name", proc(pid))
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 5 {
-		return 0, fmt.Errorf("%s/stat: too few fields", proc(pid))
-	}
-	n, err := strconv.ParseInt(f[4], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%s/stat: tty_nr: %v", proc(pid), err)
-	}
-	return uint64(uint32(n)), nil
 }
 
 // waitReadable waits, under c's deadline, until a record is there to read,

@@ -44,6 +44,8 @@ func TestMain(m *testing.M) {
 		os.Exit(landlockedRole())
 	case "hand-client":
 		os.Exit(handClientRole())
+	case "pid-reuse":
+		os.Exit(pidReuseRole())
 	case "idle":
 		time.Sleep(time.Second)
 		fmt.Println("idle-done")
