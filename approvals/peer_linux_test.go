@@ -114,23 +114,7 @@ func namespacesByNumber(pid int) error {
 // (the old shape) reads the other process and passes; the check pinned by
 // the connector's pidfd fails.
 func TestNamespacesOfTheConnector(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testsupport.Missing(t, "a pid namespace and ns_last_pid need root")
-	}
-	if _, err := exec.LookPath("unshare"); err != nil {
-		testsupport.Missing(t, "unshare is not installed: %v", err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("unshare", "--pid", "--fork", "--mount-proc", self)
-	cmd.Env = append(os.Environ(), pidRoleEnv+"=reuse")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	got := string(out)
+	got := testsupport.InPidNamespace(t, pidRoleEnv+"=reuse")
 	t.Logf("%s", got)
 	if !strings.Contains(got, "by-number=<nil>\n") {
 		t.Fatalf("got %q, want the check by number to pass on the new process (the old shape's flaw)", got)

@@ -59,23 +59,7 @@ func pidReuseRole() int {
 // another process meanwhile, a read by number (the old shape) reads the
 // other process's stat; the handle's read fails.
 func TestCttyReadThroughHandle(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testsupport.Missing(t, "a pid namespace and ns_last_pid need root")
-	}
-	if _, err := exec.LookPath("unshare"); err != nil {
-		testsupport.Missing(t, "unshare is not installed: %v", err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("unshare", "--pid", "--fork", "--mount-proc", self)
-	cmd.Env = append(os.Environ(), roleEnv+"=pid-reuse")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	got := string(out)
+	got := testsupport.InPidNamespace(t, roleEnv+"=pid-reuse")
 	t.Logf("%s", got)
 	if !strings.Contains(got, "by-number=<nil>\n") {
 		t.Fatalf("got %q, want the read by number to read the new process (the old shape's flaw)", got)
