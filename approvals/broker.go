@@ -63,6 +63,9 @@ type Broker struct {
 	pending map[string]*pending
 	order   []string
 
+	// sock is the socket the broker listens on once a call is put to a
+	// person; ln and sockPath are set then (listen).
+	sock     socketState
 	ln       *net.UnixListener
 	sockPath string
 	// skipPeerCheck turns off the SO_PEERCRED check; tests set it to show
@@ -103,8 +106,12 @@ type pending struct {
 	final     Outcome
 }
 
-// New starts a broker: it listens on its socket when SocketDir is set.
-// Close it when done; the socket file is removed then.
+// New starts a broker. When SocketDir is set, New makes and checks the
+// directory, and the broker listens on its socket there from the first
+// call it puts to a person until Close (which removes the socket file):
+// the socket serves nothing but pending escalations, and most kernels
+// never ask a person, so a kernel built for every call (`airlock warm`)
+// makes no socket file for it.
 func New(opts Options) (*Broker, error) {
 	b := &Broker{
 		opts: opts, clock: opts.Clock, log: opts.Log, person: opts.Person, pid: opts.Pid,
@@ -134,7 +141,7 @@ func New(opts Options) (*Broker, error) {
 		return loginName()
 	})
 	if opts.SocketDir != "" {
-		if err := b.listen(opts.SocketDir); err != nil {
+		if err := b.prepareSocket(opts.SocketDir); err != nil {
 			return nil, err
 		}
 	}
@@ -167,8 +174,13 @@ func passwdName(file, uid string) string {
 	return ""
 }
 
-// SocketPath is the socket this broker listens on, "" when none.
-func (b *Broker) SocketPath() string { return b.sockPath }
+// SocketPath is the socket this broker listens on, "" while none (no
+// SocketDir, or no call put to a person yet).
+func (b *Broker) SocketPath() string {
+	b.sock.mu.Lock()
+	defer b.sock.mu.Unlock()
+	return b.sockPath
+}
 
 // Close stops the socket and denies (as "error") every question still
 // pending.
@@ -176,9 +188,14 @@ func (b *Broker) Close() error {
 	var err error
 	b.closeOnce.Do(func() {
 		close(b.closed)
-		if b.ln != nil {
-			err = b.ln.Close()
-			os.Remove(b.sockPath)
+		// After a listen under way: none starts once closed is.
+		b.sock.mu.Lock()
+		b.sock.tried = true
+		ln, path := b.ln, b.sockPath
+		b.sock.mu.Unlock()
+		if ln != nil {
+			err = ln.Close()
+			os.Remove(path)
 		}
 		b.wg.Wait()
 		// Every connection is done: the last count is complete.
@@ -259,6 +276,11 @@ func (b *Broker) Ask(ctx context.Context, req Request, timeout time.Duration) Ou
 		default:
 			p.grantLine = line
 		}
+	}
+	// The socket is up before the call is pending: whoever lists what
+	// is pending finds it there.
+	if err := b.listen(); err != nil {
+		return Outcome{Answer: Error, Decider: "error", Err: err}
 	}
 	if err := b.register(&req, p); err != nil {
 		return Outcome{Answer: Error, Decider: "error", Err: err}

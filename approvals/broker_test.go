@@ -508,6 +508,8 @@ func TestSocketDirRefused(t *testing.T) {
 func TestSocketModes(t *testing.T) {
 	dir := socketDir(t)
 	b := newBroker(t, Options{SocketDir: dir})
+	a := ask(b, gitPush(), time.Hour)
+	waitPending(t, dir, 1)
 	for path, want := range map[string]os.FileMode{dir: 0o700, b.SocketPath(): 0o600} {
 		st, err := os.Stat(path)
 		if err != nil {
@@ -518,8 +520,48 @@ func TestSocketModes(t *testing.T) {
 		}
 	}
 	b.Close()
+	a.wait(t)
 	if _, err := os.Stat(b.SocketPath()); !os.IsNotExist(err) {
 		t.Errorf("socket after Close: got %v, want it gone", err)
+	}
+}
+
+// TestSocketAtFirstEscalation: a broker makes its socket only when it
+// first puts a call to a person (until then it serves nothing), and a
+// socket that cannot be made then (its directory opened to others since
+// New checked it) fails that call, and every later one, closed.
+func TestSocketAtFirstEscalation(t *testing.T) {
+	dir := socketDir(t)
+	b := newBroker(t, Options{SocketDir: dir})
+	if p := b.SocketPath(); p != "" {
+		t.Fatalf("socket before any escalation: %q, want none", p)
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
+		t.Fatalf("socket directory before any escalation: %v %v, want it empty", ents, err)
+	}
+	a := ask(b, gitPush(), time.Hour)
+	if ps := waitPending(t, dir, 1); len(ps) != 1 || b.SocketPath() == "" {
+		t.Fatalf("pending %v, socket %q; want the call listed on the broker's socket", ps, b.SocketPath())
+	}
+	if _, err := Decide(context.Background(), dir, waitPending(t, dir, 1)[0].ID, Deny, ""); err != nil {
+		t.Fatal(err)
+	}
+	if o := a.wait(t); o.Answer != Deny {
+		t.Errorf("answer %v, want deny", o.Answer)
+	}
+
+	dir2 := socketDir(t)
+	b2 := newBroker(t, Options{SocketDir: dir2})
+	if err := os.Chmod(dir2, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if o := ask(b2, gitPush(), time.Hour).wait(t); o.Answer != Error || o.Err == nil {
+			t.Fatalf("escalation %d with the socket's directory open to others: %v (%v), want an error", i, o.Answer, o.Err)
+		}
+	}
+	if ents, _ := os.ReadDir(dir2); len(ents) != 0 {
+		t.Errorf("socket directory %v, want no socket made there", ents)
 	}
 }
 

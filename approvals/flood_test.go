@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/airlock-run/airlock/audit"
 	"github.com/airlock-run/airlock/internal/testsupport"
@@ -57,6 +58,9 @@ func TestBoxedFloodIsCounted(t *testing.T) {
 	var logBuf syncBuffer
 	b := newBroker(t, Options{SocketDir: dir, Audit: al,
 		Log: slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	// The socket is there while a call waits for a person.
+	pend := ask(b, gitPush(), time.Hour)
+	waitPending(t, dir, 1)
 
 	r, w, _ := os.Pipe()
 	argv := []string{bwrap, "--unshare-user", "--unshare-pid", "--die-with-parent",
@@ -77,6 +81,7 @@ func TestBoxedFloodIsCounted(t *testing.T) {
 		testsupport.Missing(t, "bubblewrap cannot make a box here (%v): %s", st, out)
 	}
 	b.Close()
+	pend.wait(t)
 
 	lines := strings.Count(logBuf.String(), "\n")
 	if lines > audit.DefaultBurst+5 {

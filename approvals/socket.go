@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -60,7 +61,20 @@ func CheckDir(what, dir string) error {
 	return nil
 }
 
-func (b *Broker) listen(dir string) error {
+// socketState is whether and where a broker listens (Broker.listen).
+type socketState struct {
+	mu sync.Mutex
+	// path is the socket to make, "" for none; tried is set once listen
+	// ran (or Close did), err is then listen's failure, kept.
+	path  string
+	tried bool
+	err   error
+}
+
+// prepareSocket makes and checks dir, and names the socket listen makes in
+// it: what New refuses (a directory another user may enter, a path too
+// long) it refuses at once, before any call.
+func (b *Broker) prepareSocket(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return errs.Wrap(errs.Unavailable, err, "approvals: create %s", dir)
 	}
@@ -70,6 +84,30 @@ func (b *Broker) listen(dir string) error {
 	path := filepath.Join(dir, sockPrefix+strconv.Itoa(b.pid)+sockSuffix)
 	if len(path) >= len(unix.RawSockaddrUnix{}.Path) {
 		return errs.Unavailablef("approvals: socket path %s is too long for a Unix socket (set XDG_RUNTIME_DIR to a shorter directory)", path)
+	}
+	b.sock.path = path
+	return nil
+}
+
+// listen makes the broker's socket, once: the first call put to a person
+// waits for it, and fails when it cannot be made, as every later one
+// does. It does nothing when the broker has no socket, or is closed.
+func (b *Broker) listen() error {
+	b.sock.mu.Lock()
+	defer b.sock.mu.Unlock()
+	if b.sock.tried || b.sock.path == "" {
+		return b.sock.err
+	}
+	b.sock.tried = true
+	b.sock.err = b.listenAt(filepath.Dir(b.sock.path), b.sock.path)
+	return b.sock.err
+}
+
+// listenAt listens on path, in dir, checked again: it may have changed
+// since New. The caller holds b.sock.mu.
+func (b *Broker) listenAt(dir, path string) error {
+	if err := checkDir(dir); err != nil {
+		return err
 	}
 	// A socket left by a dead process with our pid is ours to replace.
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {

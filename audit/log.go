@@ -38,8 +38,8 @@ type Options struct {
 // last at that moment.
 //
 // Every Append is written with one write(2) on an O_APPEND descriptor and
-// fsynced before it returns, so a record Append reported as written survives
-// a crash of the machine. AppendDeferred writes at once and fsyncs in the
+// fsynced (dataSync) before it returns, so a record Append reported as
+// written survives a crash of the machine. AppendDeferred writes at once and fsyncs in the
 // background, for a caller that reports nothing before its next Append,
 // Sync or Close (each of which waits for that fsync) returns.
 type Log struct {
@@ -350,12 +350,12 @@ func (l *Log) append(r Record, deferred bool, async *asyncRecord) (Record, error
 		f := l.f
 		go func() {
 			defer starttrace.Begin("audit-fsync-background")()
-			done <- f.Sync()
+			done <- dataSync(f)
 		}()
 		l.bg = done
 	} else {
 		endSync := starttrace.Begin("audit-fsync")
-		err = l.f.Sync()
+		err = dataSync(l.f)
 		endSync()
 		if err != nil {
 			l.failSync(err)
@@ -365,6 +365,7 @@ func (l *Log) append(r Record, deferred bool, async *asyncRecord) (Record, error
 	l.size = st.Size() + int64(n)
 	l.seq, l.head = r.Seq, hash
 	r.Hash = hash
+	tails.keep(line[:len(line)-1], r.Seq, hash)
 	return r, nil
 }
 
@@ -417,12 +418,58 @@ func (l *Log) readTail() error {
 	if last == nil {
 		return errs.Unavailablef("audit: %s: the last record is incomplete (run airlock audit verify %s)", l.path, l.path)
 	}
-	rec, problem := parseLine(last)
-	if problem != "" {
-		return errs.Unavailablef("audit: %s: the last record is broken: %s (run airlock audit verify %s)", l.path, problem, l.path)
+	seq, hash, ok := tails.get(last)
+	if !ok {
+		rec, problem := parseLine(last)
+		if problem != "" {
+			return errs.Unavailablef("audit: %s: the last record is broken: %s (run airlock audit verify %s)", l.path, problem, l.path)
+		}
+		seq, hash = rec.Seq, rec.Hash
+		tails.keep(last, seq, hash)
 	}
-	l.size, l.seq, l.head = size, rec.Seq, rec.Hash
+	l.size, l.seq, l.head = size, seq, hash
 	return nil
+}
+
+// tails is the last record line this process wrote or checked, with its
+// sequence number and hash. What parseLine finds depends on the line's
+// bytes alone, so a log whose last line is exactly those bytes is taken up
+// from it without decoding and hashing the record again: `airlock warm`
+// opens the log for every call it serves, and its last line is most often
+// the previous call's run record, which this process encoded itself.
+var tails tailKept
+
+// maxTailKept bounds the line tails keeps; a longer one is parsed each
+// time.
+const maxTailKept = 64 << 10
+
+type tailKept struct {
+	mu   sync.Mutex
+	line string
+	seq  int64
+	hash string
+}
+
+// get returns the sequence number and hash of line when it is the line
+// kept.
+func (t *tailKept) get(line []byte) (seq int64, hash string, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.line == "" || t.line != string(line) {
+		return 0, "", false
+	}
+	return t.seq, t.hash, true
+}
+
+// keep keeps line (without its newline), a record in the encoding
+// airlock writes whose sequence number and hash are seq and hash.
+func (t *tailKept) keep(line []byte, seq int64, hash string) {
+	if len(line) == 0 || len(line) > maxTailKept {
+		return
+	}
+	t.mu.Lock()
+	t.line, t.seq, t.hash = string(line), seq, hash
+	t.mu.Unlock()
 }
 
 // lastLine returns the last newline-terminated line of f (without the

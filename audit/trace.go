@@ -157,7 +157,14 @@ type SpanWriter struct {
 // configure without a collector: wire it when the user asks for spans
 // (AIRLOCK_TRACE_FILE) and pass it to Traced.
 func WriterTracing(w io.Writer) (*SpanWriter, func(context.Context) error, error) {
-	s := &SpanWriter{w: w, resource: defaultResource(os.Getenv), sample: rootSampler(os.Getenv)}
+	return WriterTracingEnv(w, os.Getenv)
+}
+
+// WriterTracingEnv is WriterTracing reading the OTEL_ variables through
+// getenv: those of the run's caller, which need not be this process's
+// (`airlock warm` serves another process's run).
+func WriterTracingEnv(w io.Writer, getenv func(string) string) (*SpanWriter, func(context.Context) error, error) {
+	s := &SpanWriter{w: w, resource: defaultResource(getenv), sample: rootSampler(getenv)}
 	return s, func(context.Context) error {
 		s.mu.Lock()
 		s.stopped = true

@@ -8,7 +8,8 @@ import (
 
 // TestCountAndWeigh: Count follows the tokenizer on white space; Weigh is
 // the same number except for runs longer than longRun, which it charges by
-// their length, so a page of blanks cannot pass for a few tokens.
+// their length, so a page of blanks cannot pass for a few tokens, and for
+// long rules of punctuation, which it charges as runs of up to eight bytes.
 func TestCountAndWeigh(t *testing.T) {
 	tests := []struct {
 		name string
@@ -26,6 +27,8 @@ func TestCountAndWeigh(t *testing.T) {
 		{name: "spaces before a word", text: strings.Repeat(" ", 4000) + "x", minWeight: 500},
 		{name: "blank lines", text: strings.Repeat("\n", 8000), minWeight: 1000},
 		{name: "blank lines of spaces", text: strings.Repeat(strings.Repeat(" ", 200)+"\n", 40), minWeight: 1000},
+		{name: "rules of equals signs", text: strings.Repeat("%%%"+strings.Repeat("=", 73)+"\n", 40), minWeight: 500},
+		{name: "page of dashes", text: strings.Repeat("-", 8000), minWeight: 1000},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,7 +45,7 @@ func TestCountAndWeigh(t *testing.T) {
 			if !tt.same && w < tt.minWeight {
 				t.Errorf("Weigh %d, want at least %d (Count %d)", w, tt.minWeight, c)
 			}
-			// Count stays near the tokenizer on white space alone.
+			// Count stays near the tokenizer on white space and rules alone.
 			if exact := exactCount(t, tt.text); relErr(c, exact) > 0.25 && abs(c-exact) > 3 {
 				t.Errorf("Count %d, cl100k %d", c, exact)
 			}

@@ -31,11 +31,13 @@ func Count(text string) int {
 // Weigh is what budgets, caps and offload thresholds are measured in: the
 // Count of text, except that a run of white space longer than longRun
 // (past what tokenizers take as a few tokens) is charged by its length, one
-// token per CharsPerToken bytes. The real tokenizer takes a page of spaces
-// for a few tokens; a budget must not be filled with blank pages that cost
-// the reader nothing but still cost the context. Ordinary indentation is
-// charged as the tokenizer charges it, so Weigh and Count differ only on
-// texts with such runs.
+// token per CharsPerToken bytes, and a piece of punctuation longer than
+// eight bytes at least as if the vocabulary had no longer token (see
+// punctWeight). The real tokenizer takes a page of spaces for a few
+// tokens, and a rule of 64 equals signs for one; a budget must not be
+// filled with blank pages that cost the reader nothing but still cost the
+// context. Ordinary indentation is charged as the tokenizer charges it, so
+// Weigh and Count differ only on texts with such runs.
 //
 // Weigh is additive at line starts: for text split just before a line that
 // does not begin with a line break, the weights of the pieces add up to the
@@ -399,6 +401,7 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 				}
 				p = scanPunct(s, i, i+1, memo)
 				total += p.cost
+				extra += punctExtra(s, p)
 				if rec != nil {
 					rec(p)
 				}
@@ -489,6 +492,7 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 				}
 			}
 			p = scanPunct(s, i, i, memo)
+			extra += punctExtra(s, p)
 		case cSpace, cBreak:
 			if fast {
 				end, cost, ok := 0, int64(0), false
@@ -504,7 +508,10 @@ func scanMilli(s string, rec func(piece)) (total, extra int64) {
 				}
 			}
 			p = scanSpace(s, i)
-			if p.end-p.start > longRun && p.kind() != pkWord && p.kind() != pkPunct {
+			switch {
+			case p.kind() == pkPunct:
+				extra += punctExtra(s, p)
+			case p.end-p.start > longRun && p.kind() != pkWord:
 				extra += max(0, lengthCost(p.end-p.start)-p.cost)
 			}
 		}
@@ -1021,9 +1028,12 @@ func scanPunct(s string, from, at int, memo *wordMemo) piece {
 		// Symbols priced alone do not merge with the breaks after them.
 		sym += breakTab[min(breaks, maxBreakLen)]
 	}
-	if !wide && count > 0 && j-from <= maxGreedy {
+	if !wide && count > 0 {
 		cost := int64(1000) // one byte is one token
-		if j-from > 1 {
+		switch {
+		case j-from > maxShortToken:
+			cost = longPunctTokens(s, from, j) * 1000
+		case j-from > 1:
 			cost = memoPunct(s, from, j, memo)
 		}
 		return piece{start: from, end: j, cost: cost, attr: uint32(pkPunct) | uint32(lead)<<atPrefix}
@@ -1069,9 +1079,113 @@ func punctPair(s string, i int) (cost int64, ok bool) {
 // alone in their piece, from punctTable, as punctTokens gives it.
 // Its value is in tables.go, written by TestTables (go test ./fit -run TestTables -update-tables).
 
-// maxGreedy is the longest piece of punctuation punctTokens prices; longer
-// ones (rules of dashes, runs of closing brackets) go by punctCost's rates.
+// maxShortToken is the longest token punctTable holds; pieces of
+// punctuation longer than it are priced with the longer tokens of
+// punctLong too.
+const maxShortToken = 8
+
+// longPunctTokens counts the tokens of s[i:end], a piece of ASCII
+// punctuation longer than maxShortToken: the tokens of punctLong (rules of
+// dashes, equals signs, stars, hashes and slashes of up to a hundred and
+// more bytes, which the tokenizer's merges join whole wherever they stand),
+// and punctTokens' longest matches between them. Far from the end of a
+// run of one byte, no token longer than maxRunToken is taken: the merges
+// pair equal halves, so a long run comes out in tokens of 64 bytes, not
+// of the longest the vocabulary has.
+func longPunctTokens(s string, i, end int) int64 {
+	var n int64
+	seg := i // where the stretch before the next long token begins
+	for ; i+maxShortToken < end; i++ {
+		k := uint16(s[i]&127)<<7 | uint16(s[i+1]&127)
+		if punctLongHeads[k/64]>>(k%64)&1 == 0 {
+			continue // no long token begins with these two bytes
+		}
+		longest := end
+		if runOver(s, i, end, 2*maxRunToken) {
+			longest = i + maxRunToken
+		}
+		if l := longPunctAt(s[i:longest], k); l > 0 {
+			n += punctTokens(s, seg, i) + 1
+			seg = i + l
+			i = seg - 1
+		}
+	}
+	return n + punctTokens(s, seg, end)
+}
+
+// maxRunToken is the longest token a long run of one byte comes out in.
+const maxRunToken = 64
+
+// runOver reports whether s[i:end] begins with more than n bytes equal to
+// s[i].
+func runOver(s string, i, end, n int) bool {
+	if end-i <= n {
+		return false
+	}
+	for k := i + 1; k <= i+n; k++ {
+		if s[k] != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// longPunctAt is the length of the longest token of punctLong that s
+// begins with, or 0; k is its first two bytes, seven bits each.
+func longPunctAt(s string, k uint16) int {
+	lo, hi := 0, len(punctLongKey)
+	for lo < hi { // the first token whose first two bytes are k
+		m := int(uint(lo+hi) >> 1)
+		if punctLongKey[m] < k {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	for ; lo < len(punctLong) && punctLongKey[lo] == k; lo++ { // longest first
+		if t := punctLong[lo]; strings.HasPrefix(s, t) {
+			return len(t)
+		}
+	}
+	return 0
+}
+
+// maxGreedy is the longest piece of punctuation Weigh charges by
+// punctTokens; longer ones go by punctCost's rates (see punctWeight).
 const maxGreedy = 24
+
+// punctWeight is what Weigh charges for p, a piece of punctuation longer
+// than maxShortToken: what it is charged as if the vocabulary had no token
+// longer than that. The tokenizer takes a rule of 64 equals signs for one
+// token, as it takes a run of spaces for a few; a budget charges such a
+// run, which costs the reader next to nothing, by its runs of up to eight
+// bytes, and past maxGreedy bytes by a rate per character.
+func punctWeight(s string, p piece) int64 {
+	t := s[p.start:p.end]
+	body := strings.TrimRight(t, "\r\n")
+	if len(body) == len(t) && p.end < len(s) && s[p.end] >= 0x80 {
+		return p.cost // a symbol outside ASCII ends it: priced by punctCost's rates already
+	}
+	for k := 0; k < len(t); k++ {
+		if t[k] >= 0x80 {
+			return p.cost
+		}
+	}
+	if len(t) <= maxGreedy {
+		return punctTokens(s, p.start, p.end) * 1000
+	}
+	lead := int(p.prefix())
+	return punctCost(len(body)-lead, len(t)-len(body), lead == 1)
+}
+
+// punctExtra is what Weigh adds to Count for p, a piece of punctuation:
+// nothing unless it is longer than maxShortToken (see punctWeight).
+func punctExtra(s string, p piece) int64 {
+	if p.end-p.start <= maxShortToken {
+		return 0
+	}
+	return max(0, punctWeight(s, p)-p.cost)
+}
 
 // punctTokens counts the tokens of s[i:end], a piece of ASCII punctuation
 // (with its leading space and trailing line breaks, as the pre-split gives

@@ -1,9 +1,12 @@
 package fit
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/base32"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -33,17 +36,20 @@ import (
 //
 // How the splits were chosen: the dev kinds are the kinds earlier rounds of
 // tuning held out and watched while keeping or dropping rules, so they are
-// no longer unseen; the last of them (reStructuredText, Vim script, Protocol
-// Buffers, PHP, Tcl, Ruby, C#, CMake, Go assembly from internal and math)
-// were the final kinds of the round before, measured once and then rotated
-// into dev. The final kinds were picked from what is installed on the
-// machine, or generated here, before any of them was measured: kinds no
-// other split has (OCaml, Kotlin, Erlang, Dart, Lua, Delphi, D, Lisp,
-// Makefiles, Dockerfiles, systemd units, Autoconf's m4, LaTeX and an
-// nginx-like configuration), to be measured first once the rules are
-// settled on the fitted and dev kinds (they were: all but Erlang met the
-// targets, and Erlang's mean did). While tuning, run with -split=dev,
-// which neither prints nor checks the final kinds. When rules change again,
+// no longer unseen; the last of them (OCaml, Kotlin, Erlang, Dart, Lua,
+// Delphi, D, Lisp, Makefiles, Dockerfiles, systemd units, Autoconf's m4,
+// LaTeX and an nginx-like configuration) were the final kinds of the round
+// before, measured once (all but Erlang's worst sample met the targets) and
+// then rotated into dev. The final kinds were picked from what is installed
+// on the machine, or generated here, before any of them was measured: kinds
+// no other split has (Haxe, Thrift IDL, LLVM TableGen, Python's decimal test
+// vectors, manual pages' troff source, SVG, Gradle build scripts, the go
+// command's test scripts, the time zone database's source, glibc locale
+// definitions, Vim's help, XKB keyboard symbols, Starlark, JSON-lines logs
+// and verbose HTTP traces), to be measured first once the rules are settled
+// on the fitted and dev kinds (they were: all met the targets but XKB's
+// worst sample, 8.08%, and XKB's mean did). While tuning, run with -split=dev, which
+// neither prints nor checks the final kinds. When rules change again,
 // rotate: the final kinds, once looked at, join dev, and new unseen kinds
 // become the final split.
 //
@@ -56,14 +62,17 @@ var wideDev = map[string]bool{
 	"indented-log": true, "ps-top": true, "uuid": true, "perl": true, "asm": true, "conf": true,
 	"rst": true, "vim": true, "proto": true, "php": true, "tcl": true, "ruby": true,
 	"csharp": true, "cmake": true, "asm-lib": true,
+	"ocaml": true, "kotlin": true, "erlang": true, "dart": true, "lua": true, "delphi": true,
+	"dlang": true, "lisp": true, "makefile": true, "dockerfile": true, "systemd": true,
+	"m4": true, "latex": true, "nginx-conf": true,
 }
 
 // wideFinal names the kinds held out of the fit and of every choice of
 // rules.
 var wideFinal = map[string]bool{
-	"ocaml": true, "kotlin": true, "erlang": true, "dart": true, "lua": true, "delphi": true,
-	"dlang": true, "lisp": true, "makefile": true, "dockerfile": true, "systemd": true,
-	"m4": true, "latex": true, "nginx-conf": true,
+	"haxe": true, "thrift-idl": true, "tablegen": true, "dectest": true, "man": true, "svg": true,
+	"gradle": true, "go-script": true, "tzdata": true, "glibc-locale": true, "vim-help": true,
+	"xkb": true, "starlark": true, "jsonl-log": true, "http-trace": true,
 }
 
 // wideHeldOut reports whether kind is held out of the fit (dev or final).
@@ -107,7 +116,7 @@ var wideFiles = map[string][]string{
 	"asm":     {"/usr/local/go/src/runtime/*.s", "/usr/local/go/src/crypto/internal/fips140/*/*.s"},
 	"conf":    {"/usr/share/doc/*/examples/*.conf", "/etc/*.conf", "/usr/share/postgresql/*/*.sample"},
 	"css-min": {"/usr/share/doc/libexpat1-dev/expat.html/*.min.css", "/usr/share/doc/python3/_static/*.css", "/usr/share/gitweb/static/*.css", "/usr/share/doc/nodejs/api/assets/*.css"},
-	// The final kinds of the round before, now dev.
+	// Final kinds of earlier rounds, now dev.
 	"rst":     {"/root/.pyenv/versions/*/lib/python3.*/site-packages/awscli/examples/ec2/*.rst", "/root/.pyenv/versions/*/lib/python3.*/site-packages/awscli/examples/rds/*.rst", "/usr/share/doc/python3-pip/*.rst"},
 	"vim":     {"/usr/share/vim/vim*/autoload/*.vim", "/usr/share/vim/vim*/ftplugin/*.vim"},
 	"proto":   {"/root/go/pkg/mod/github.com/gogo/protobuf@*/protobuf/google/protobuf/*.proto", "/root/go/pkg/mod/go.temporal.io/server@*/proto/internal/temporal/server/api/*/v1/*.proto"},
@@ -117,7 +126,7 @@ var wideFiles = map[string][]string{
 	"csharp":  {"/root/go/pkg/mod/github.com/apache/thrift@*/lib/netstd/Thrift/*/*.cs", "/root/go/pkg/mod/github.com/apache/thrift@*/lib/netstd/Thrift/*/*/*.cs"},
 	"cmake":   {"/usr/lib/llvm-*/lib/cmake/llvm/*.cmake"},
 	"asm-lib": {"/usr/local/go/src/internal/*/*.s", "/usr/local/go/src/math/*/*.s"},
-	// The final kinds.
+	// The final kinds of the round before, now dev.
 	"ocaml":      {"/root/go/pkg/mod/github.com/apache/thrift@*/lib/ocaml/src/*.ml", "/root/go/pkg/mod/github.com/apache/thrift@*/test/ocaml/*/*.ml"},
 	"kotlin":     {"/root/go/pkg/mod/github.com/apache/thrift@*/lib/kotlin/*/src/*/kotlin/org/apache/thrift/*/*.kt", "/root/go/pkg/mod/github.com/apache/thrift@*/lib/kotlin/src/*/kotlin/org/apache/thrift/*.kt"},
 	"erlang":     {"/root/go/pkg/mod/github.com/apache/thrift@*/lib/erl/src/*.erl"},
@@ -131,6 +140,20 @@ var wideFiles = map[string][]string{
 	"systemd":    {"/usr/lib/systemd/system/systemd-journald.service", "/usr/lib/systemd/system/systemd-logind.service", "/usr/lib/systemd/system/systemd-networkd.service", "/usr/lib/systemd/system/systemd-timesyncd.service", "/usr/lib/systemd/system/getty@.service", "/usr/lib/systemd/system/serial-getty@.service"},
 	"m4":         {"/usr/share/aclocal/*.m4"},
 	"latex":      {"/root/go/pkg/mod/github.com/apache/thrift@*/doc/specs/*.tex", "/root/go/pkg/mod/gonum.org/v1/gonum@*/graph/community/*.tex", "/usr/lib/google-cloud-sdk/platform/gsutil/third_party/httplib2/*.tex"},
+	// The final kinds.
+	"haxe":         {"/root/go/pkg/mod/github.com/apache/thrift@*/lib/haxe/src/org/apache/thrift/*/*.hx", "/root/go/pkg/mod/github.com/apache/thrift@*/lib/haxe/src/org/apache/thrift/*.hx"},
+	"thrift-idl":   {"/root/go/pkg/mod/github.com/apache/thrift@*/test/*.thrift", "/root/go/pkg/mod/github.com/apache/thrift@*/tutorial/*.thrift"},
+	"tablegen":     {"/usr/include/llvm-*/llvm/IR/*.td", "/usr/include/llvm-*/llvm/Target/*.td", "/usr/include/llvm-*/llvm/Target/GlobalISel/*.td"},
+	"dectest":      {"/root/.pyenv/versions/3.12.*/lib/python3.12/test/decimaltestdata/*.decTest"},
+	"man":          {"/usr/share/man/man1/*.1.gz", "/usr/share/man/man8/*.8.gz"},
+	"svg":          {"/usr/share/icons/Adwaita/scalable/*/*.svg", "/root/.rustup/toolchains/stable-*/share/doc/rust/html/book/img/*.svg"},
+	"gradle":       {"/root/go/pkg/mod/github.com/apache/thrift@*/lib/java/gradle/*.gradle", "/root/go/pkg/mod/github.com/apache/thrift@*/lib/*/build.gradle*"},
+	"go-script":    {"/usr/local/go/src/cmd/go/testdata/script/mod_*.txt", "/usr/local/go/src/cmd/go/testdata/script/test_*.txt", "/usr/local/go/src/cmd/go/testdata/script/build_*.txt", "/usr/local/go/src/cmd/go/testdata/script/cover_*.txt"},
+	"tzdata":       {"/usr/share/zoneinfo/tzdata.zi"},
+	"glibc-locale": {"/usr/share/i18n/locales/*_*"},
+	"vim-help":     {"/usr/share/vim/vim*/doc/*.txt"},
+	"xkb":          {"/usr/share/X11/xkb/symbols/*"},
+	"starlark":     {"/root/go/pkg/mod/github.com/grpc-ecosystem/grpc-gateway/v2@*/*.bzl", "/root/go/pkg/mod/github.com/grpc-ecosystem/grpc-gateway/v2@*/*/BUILD.bazel", "/root/go/pkg/mod/github.com/grpc-ecosystem/grpc-gateway/v2@*/*/*/BUILD.bazel"},
 }
 
 // loadWide builds the wide corpus.
@@ -188,7 +211,7 @@ func wideCuts(globs []string) []string {
 				continue
 			}
 			seen[f] = true
-			b, err := os.ReadFile(f)
+			b, err := readWide(f)
 			if err != nil || len(b) < 1024 {
 				continue
 			}
@@ -210,6 +233,21 @@ func wideCuts(globs []string) []string {
 		}
 	}
 	return cuts
+}
+
+// readWide reads a file of the wide corpus, uncompressed when its name ends
+// in .gz (as manual pages are installed).
+func readWide(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil || !strings.HasSuffix(path, ".gz") {
+		return b, err
+	}
+	z, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	defer z.Close()
+	return io.ReadAll(z)
 }
 
 // cutLines returns about size bytes of text from off on, in whole lines.
@@ -257,6 +295,8 @@ var wideGenerators = map[string]func(*rand.Rand) string{
 	"cjk-latin":      genCJKLatin,
 	"emoji":          genEmoji,
 	"nginx-conf":     genNginxConf,
+	"jsonl-log":      genJSONLLog,
+	"http-trace":     genHTTPTrace,
 }
 
 var genWords = strings.Fields(`the a of to and in is for on that with as by it from at be this are or an not
@@ -524,6 +564,48 @@ func genNginxConf(r *rand.Rand) string {
 	return b.String()
 }
 
+// genJSONLLog writes structured logs, one JSON object a line, as services
+// and log shippers write them.
+func genJSONLLog(r *rand.Rand) string {
+	return genUntil(r, func(r *rand.Rand, b *strings.Builder) {
+		fmt.Fprintf(b, `{"ts":"2026-11-%02dT%02d:%02d:%02d.%06dZ","level":%q,"logger":"%s.%s","msg":%q,"trace_id":"%016x%016x","span_id":"%016x"`,
+			1+r.IntN(28), r.IntN(24), r.IntN(60), r.IntN(60), r.IntN(1000000), pick(r, []string{"info", "warn", "debug", "error"}),
+			pick(r, genWords), pick(r, genWords), genSentence(r, 3+r.IntN(6)), r.Uint64(), r.Uint64(), r.Uint64())
+		switch r.IntN(3) {
+		case 0:
+			fmt.Fprintf(b, `,"http":{"method":%q,"path":"/api/v%d/%s/%d","status":%d,"duration_ms":%.3f,"bytes":%d}`,
+				pick(r, []string{"GET", "POST", "PUT", "DELETE"}), 1+r.IntN(3), pick(r, genWords), r.IntN(100000),
+				pick(r, []int{200, 201, 204, 301, 400, 403, 404, 500, 503}), r.Float64()*900, r.IntN(1<<20))
+		case 1:
+			fmt.Fprintf(b, `,"user":{"id":%d,"name":%q},"region":"%s-%d","retry":%d`, r.IntN(1000000), pick(r, genNames), pick(r, []string{"eu", "us", "ap"}), r.IntN(9), r.IntN(5))
+		default:
+			fmt.Fprintf(b, `,"error":%q,"caller":"%s/%s.go:%d"`, genSentence(r, 4)+": "+genSentence(r, 3), pick(r, genWords), pick(r, genWords), r.IntN(900))
+		}
+		b.WriteString("}\n")
+	})
+}
+
+// genHTTPTrace writes what curl -v prints: the connection, the request and
+// response headers, and a short body.
+func genHTTPTrace(r *rand.Rand) string {
+	return genUntil(r, func(r *rand.Rand, b *strings.Builder) {
+		host := pick(r, genWords) + ".example.com"
+		fmt.Fprintf(b, "*   Trying 203.0.%d.%d:443...\n* Connected to %s (203.0.%d.%d) port 443 (#0)\n", r.IntN(256), r.IntN(256), host, r.IntN(256), r.IntN(256))
+		b.WriteString("* ALPN: offers h2,http/1.1\n* TLSv1.3 (OUT), TLS handshake, Client hello (1):\n* TLSv1.3 (IN), TLS handshake, Server hello (2):\n")
+		fmt.Fprintf(b, "* SSL connection using TLSv1.3 / TLS_AES_256_GCM_SHA384\n* Server certificate:\n*  subject: CN=%s\n*  expire date: Mar %2d %02d:%02d:%02d 2027 GMT\n", host, 1+r.IntN(28), r.IntN(24), r.IntN(60), r.IntN(60))
+		path := fmt.Sprintf("/v%d/%s/%s?limit=%d&cursor=%x", 1+r.IntN(2), pick(r, genWords), pick(r, genWords), 10*(1+r.IntN(10)), r.Uint64())
+		fmt.Fprintf(b, "> %s %s HTTP/1.1\n> Host: %s\n> User-Agent: curl/8.%d.%d\n> Accept: */*\n> Authorization: Bearer %x%x\n>\n",
+			pick(r, []string{"GET", "POST", "DELETE"}), path, host, r.IntN(12), r.IntN(3), r.Uint64(), r.Uint64())
+		fmt.Fprintf(b, "< HTTP/1.1 %s\n< Date: %s, %02d Nov 2026 %02d:%02d:%02d GMT\n< Content-Type: application/json; charset=utf-8\n< Content-Length: %d\n",
+			pick(r, []string{"200 OK", "201 Created", "404 Not Found", "429 Too Many Requests", "502 Bad Gateway"}), pick(r, []string{"Mon", "Tue", "Wed", "Thu", "Fri"}),
+			1+r.IntN(28), r.IntN(24), r.IntN(60), r.IntN(60), r.IntN(9000))
+		fmt.Fprintf(b, "< X-Request-Id: %08x-%04x-%04x-%04x-%012x\n< Cache-Control: no-store, max-age=0\n< X-RateLimit-Remaining: %d\n<\n",
+			r.Uint32(), r.IntN(1<<16), r.IntN(1<<16), r.IntN(1<<16), r.Uint64()&(1<<48-1), r.IntN(5000))
+		fmt.Fprintf(b, `{"items":[{"id":"%s_%x","%s":%q,"count":%d}],"next":"%x"}`+"\n* Connection #0 to host %s left intact\n\n",
+			pick(r, genWords), r.Uint32(), pick(r, genWords), genSentence(r, 4), r.IntN(1000), r.Uint64(), host)
+	})
+}
+
 // Targets on every held-out kind of the wide corpus: mean and worst
 // absolute error against cl100k_base.
 const (
@@ -539,7 +621,7 @@ const (
 // dev kinds; no rule was tuned to them (to tune to them, rotate them into
 // dev first).
 var heldOutMisses = map[string][2]float64{
-	"erlang": {heldOutMeanTarget, 0.10},
+	"xkb": {heldOutMeanTarget, 0.09},
 }
 
 // TestAccuracyKinds prints, for every kind of the wide corpus, the samples,

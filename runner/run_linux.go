@@ -66,6 +66,7 @@ func prepare(exe string, req Request) (*run, error) {
 	// the half millisecond of directory writes runs beside the plan.
 	cg := startGroup(req)
 	ping := startPing(req) // net_linux.go
+	go warmStart()
 	box, err := sandbox.Plan(req.Spec, req.Tier, exe)
 	if err != nil {
 		cg.discard()
@@ -151,9 +152,25 @@ func startGroup(req Request) pendingGroup {
 	go func() {
 		defer starttrace.Begin("cgroup")()
 		g, err := newGroup(hostLimits(req.Tier, lim))
+		if err == nil {
+			// On v1 the thread bubblewrap forks from joins the group
+			// here, beside the plan, not between the plan and the start.
+			g.g.Place()
+		}
 		ch <- groupMade{g, err}
 	}()
 	return ch
+}
+
+// warmStart does beside the plan what the process's first start of a
+// program would do on the path: the os package checks once whether pidfds
+// work, forking and reaping a child of its own to see clone(CLONE_PIDFD)
+// work. Done at bubblewrap's start, that fork would come between the plan
+// and bubblewrap, from the thread placed in the box's cgroup.
+func warmStart() {
+	if p, err := os.FindProcess(os.Getpid()); err == nil {
+		p.Release()
+	}
 }
 
 // wait returns the group once made.

@@ -51,8 +51,10 @@ type Request struct {
 	// the box is torn down (its cgroup, descriptors and placeholders):
 	// the kernel records the run in it, so the record's fsync runs beside
 	// the teardown. Run calls it once the command started, and returns
-	// after the teardown with the same result and error; Pool.Run and
-	// Start never call it. Nil calls nothing.
+	// after the teardown with the same result and error; Pool.Run calls
+	// it once a warm box's call is over, before the call's plan is closed
+	// and the box handed back to be cleared, and returns the same. Start
+	// never calls it. Nil calls nothing.
 	Ended func(Result, error)
 }
 

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/starttrace"
 	"github.com/airlock-run/airlock/sandbox"
 	"github.com/airlock-run/airlock/sandbox/boxconf"
 )
@@ -121,7 +122,9 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 	// to its token, and says whether it serves models.
 	ping := startPing(req)
 	// A key plan: at tier 2 it makes no box directory (PlanWarmKey).
+	endPlan := starttrace.Begin("warm-plan")
 	plan, err := sandbox.PlanWarmKey(req.Spec, req.Tier, p.exe)
+	endPlan()
 	if err != nil {
 		return Result{}, err
 	}
@@ -138,7 +141,9 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 	lim.Wall = 0
 	fp := plan.Fingerprint() + fmt.Sprintf("/%+v", lim)
 	ph.Plan = time.Since(start)
+	endTake := starttrace.Begin("warm-take")
 	wb := p.take(ctx, fp)
+	endTake()
 	ph.Take = time.Since(start) - ph.Plan
 	if wb == nil && !plan.Startable() {
 		// No box of this fingerprint: the box itself is planned now,
@@ -169,7 +174,14 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 		plan = nil // the box's own now
 	}
 	warm := wb.calls > 0
+	endCall := starttrace.Begin("warm-box-call")
 	res, reuse, err := wb.call(ctx, req, ping, start, &ph)
+	endCall()
+	if req.Ended != nil {
+		// The run's record is written, and its fsync started, before
+		// the plan is closed and the box handed back to be cleared.
+		req.Ended(res, err)
+	}
 	if plan != nil {
 		// This call's own plan: what it holds for the host (placeholders,
 		// the repositories it saw) is released and checked now, as after
@@ -303,6 +315,12 @@ func (p *Pool) settle(wb *warmBox) {
 		err := wb.releaseNet()
 		if err == nil {
 			clear, err = wb.awaitClear()
+		}
+		if wb.pidsReset != nil {
+			err = errors.Join(err, <-wb.pidsReset)
+			wb.pidsReset = nil
+		} else if wb.private && err == nil {
+			err = errs.Unavailablef("run: the warm box's process ids were not set back")
 		}
 		idle := err == nil && clear.Dirty == ""
 		p.mu.Lock()
@@ -483,6 +501,14 @@ func (p *Pool) startBox(req Request, plan *sandbox.Box, fp string) (*warmBox, er
 	wb := &warmBox{net: wn, r: r, cmd: cmd, fp: fp, ctlFile: plan.Control(), ctl: bufio.NewReaderSize(plan.Control(), 64<<10),
 		dir: plan.Dir(), dead: make(chan struct{}), seccomp: tr.readyReport(), desc: r.desc}
 	wb.desc.Notes = append([]string(nil), r.desc.Notes...)
+	if plan.Tier == sandbox.Tier1 {
+		// Before its first call (warm_private_linux.go).
+		note := privateNote
+		if wb.private = hidePids(r.nsInit) == nil && resetPids(r.nsInit, plan.InitBin()) == nil; !wb.private {
+			note = privacyNote
+		}
+		wb.desc.Notes = append(wb.desc.Notes, note)
+	}
 	// Unreadable, the box serves this call and no other (intact).
 	wb.mounts, _ = watchMounts(r.nsInit)
 	wb.idleTimer = time.AfterFunc(time.Hour, func() { p.retire(wb) })
@@ -514,6 +540,12 @@ type warmBox struct {
 	desc    Description // as the box started; the run's own changes when it ends
 	// net is the box's network (warm_net_linux.go); nil: it has none.
 	net *warmNet
+	// private: the box's /proc hides the init from its calls, and its
+	// process ids are set back after every call (warm_private_linux.go).
+	private bool
+	// pidsReset reports the end of the last call's resetPids (call);
+	// settle takes it.
+	pidsReset chan error
 	// mounts watches the box's mounts (watchMounts); nil when they could
 	// not be read.
 	mounts *mountWatch
@@ -725,6 +757,14 @@ func (wb *warmBox) call(ctx context.Context, req Request, ping pendingPing, star
 	done, err := wb.await(ctx, req.Spec.Limits.Wall)
 	if err != nil {
 		return res, false, err
+	}
+	if wb.private && done.Dirty == "" {
+		// Every process of the call has ended (the init reports only
+		// then), and the init starts none before the next call: the
+		// process ids are set back now, beside the output's drain and
+		// the box's clearing (settle waits for it).
+		wb.pidsReset = make(chan error, 1)
+		go func(c chan<- error) { c <- resetPids(wb.r.nsInit, wb.r.box.InitBin()) }(wb.pidsReset)
 	}
 	t2 := time.Now()
 	ph.Box = t2.Sub(t1)

@@ -47,44 +47,53 @@ func openNSDiag(pidfd int) (*nsDiag, error) {
 	if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); err != nil {
 		return nil, err // ended while opened: the pid may name another process
 	}
-	type made struct {
-		fd  int
-		err error
+	fd := -1
+	err = inNamespace(ns, unix.CLONE_NEWNET, "/proc/thread-self/ns/net", func() error {
+		var serr error
+		fd, serr = unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+		return serr
+	})
+	if err != nil {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		return nil, err
 	}
-	ch := make(chan made, 1)
+	return &nsDiag{fd: fd}, nil
+}
+
+// inNamespace runs fn on a thread of its own moved into the namespace
+// target (of kind nstype), put back in this process's own (self, its
+// /proc/thread-self/ns file) before it is let go. A thread that ends takes
+// with it every box it started (bubblewrap's parent-death signal follows
+// the thread), so only one that cannot be put back stays locked and ends
+// with the goroutine. It returns fn's error, or why fn did not run or the
+// thread was not put back.
+func inNamespace(target, nstype int, self string, fn func() error) error {
+	done := make(chan error, 1)
 	go func() {
-		// A thread of its own, put back in this process's namespace
-		// before it is let go; one that cannot be put back ends with
-		// this goroutine, still locked.
 		runtime.LockOSThread()
-		self, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		back, err := unix.Open(self, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			runtime.UnlockOSThread()
-			ch <- made{-1, err}
+			done <- err
 			return
 		}
-		defer unix.Close(self)
-		if err := unix.Setns(ns, unix.CLONE_NEWNET); err != nil {
+		defer unix.Close(back)
+		if err := unix.Setns(target, nstype); err != nil {
 			runtime.UnlockOSThread()
-			ch <- made{-1, err}
+			done <- fmt.Errorf("enter the box's namespace: %w", err)
 			return
 		}
-		fd, serr := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
-		if err := unix.Setns(self, unix.CLONE_NEWNET); err != nil {
-			if serr == nil {
-				unix.Close(fd)
-			}
-			ch <- made{-1, fmt.Errorf("back to airlock's network namespace: %v", err)}
+		err = fn()
+		if berr := unix.Setns(back, nstype); berr != nil {
+			done <- errors.Join(err, fmt.Errorf("back to airlock's namespace: %v", berr))
 			return // the thread stays locked and ends with the goroutine
 		}
 		runtime.UnlockOSThread()
-		ch <- made{fd, serr}
+		done <- err
 	}()
-	m := <-ch
-	if m.err != nil {
-		return nil, m.err
-	}
-	return &nsDiag{fd: m.fd}, nil
+	return <-done
 }
 
 // pidOf reads the pid a pidfd names from its fdinfo.

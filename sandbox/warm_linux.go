@@ -156,5 +156,10 @@ func (b *Box) Fingerprint() string {
 	return hex.EncodeToString(sum[:])
 }
 
+// InitBin is the host file the box runs as its init (airlock-box, else the
+// airlock binary): the runner runs it on the host too, in the box's PID
+// namespace, between a warm box's calls (boxconf.FlagResetPids).
+func (b *Box) InitBin() string { return b.initBin }
+
 // Dir is the working directory inside the box, as the plan resolved it.
 func (b *Box) Dir() string { return b.config.Dir }

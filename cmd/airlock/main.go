@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-run/airlock/escape"
 	"github.com/airlock-run/airlock/internal/cli"
 	"github.com/airlock-run/airlock/internal/starttrace"
+	"github.com/airlock-run/airlock/internal/warmhand/atstart"
 	"github.com/airlock-run/airlock/sandbox"
 	"github.com/airlock-run/airlock/sandbox/boxinit"
 )
@@ -38,6 +39,9 @@ func main() {
 	starttrace.Main()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	env := cli.DefaultEnv(term.IsTerminal(int(os.Stdin.Fd())) && term.IsTerminal(int(os.Stderr.Fd())), term.IsTerminal(int(os.Stdout.Fd())), term.IsTerminal(int(os.Stderr.Fd())))
+	// `airlock run` was handed to `airlock warm` while the packages were
+	// initialised (atstart); here only when it went cold.
+	env.WarmTried = atstart.Tried()
 	code := cli.Main(ctx, os.Args[1:], env)
 	stop()
 	starttrace.Write(os.Stderr)

@@ -65,6 +65,10 @@ type Env struct {
 	// termsafe, so it cannot program the person's terminal. False (a file,
 	// a pipe, a test's buffer) passes the output unchanged.
 	StdoutTerminal, StderrTerminal bool
+	// WarmTried says this process already tried to hand its `airlock run`
+	// to `airlock warm` while it started (warmhand.Start, in the airlock
+	// binary) and the run went cold: run runs it cold at once.
+	WarmTried bool
 
 	// warm is set on the Env of a run `airlock warm` serves (cmd_warm.go):
 	// nil for every other.

@@ -31,9 +31,9 @@ would, with the same policy, audit and approvals, in a box kept warm for the
 next call of the same confinement. A run that would behave otherwise here
 (another airlock binary, user, group, namespace, cgroup, umask, resource
 limit, capability set, no_new_privs or seccomp filter, affinity, nice value,
-I/O priority, oom_score_adj, PATH, HOME, TMPDIR or XDG directory) runs cold
-in its own process; AIRLOCK_WARM=verbose says why,
-AIRLOCK_WARM=off never hands over.
+I/O priority, oom_score_adj, ignored or blocked signals, PATH, HOME, TMPDIR
+or XDG directory) runs cold in its own process; AIRLOCK_WARM=verbose says
+why, AIRLOCK_WARM=off never hands over.
 
 It ends on SIGTERM or SIGINT, and after --idle without a call.`
 
@@ -120,9 +120,13 @@ func (s *warmServer) close() {
 // processVars are the variables the kernel reads from its own process
 // rather than from the caller's environment it is given (the PATH host
 // programs are found on, the home and XDG directories of git's global
-// config, kept homes and lock files, the temporary directory): a call runs
-// warm only when the caller's equal the server's.
-var processVars = []string{"PATH", "HOME", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_STATE_HOME"}
+// config, kept homes and lock files, the temporary directory; the trust
+// roots the egress proxy checks an intercepted host's certificate with,
+// which crypto/x509 reads once per process, and GODEBUG's TLS and X.509
+// settings, read at the process's start): a call runs warm only when the
+// caller's equal the server's.
+var processVars = []string{"PATH", "HOME", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_STATE_HOME",
+	"SSL_CERT_FILE", "SSL_CERT_DIR", "GODEBUG"}
 
 func processEnv() map[string]string {
 	m := map[string]string{}
@@ -144,19 +148,58 @@ func (s *warmServer) check(call *warmrun.Call) string {
 		}
 	}
 	dirs := append(filepath.SplitList(s.procEnv["PATH"]), filepath.Dir(s.env.Exe))
+	// Each directory's links are resolved for every call (a link may be
+	// changed between calls), once: PATH often names one twice.
+	wd := resolvedPath(call.Dir)
+	seen := make(map[string]bool, len(dirs))
 	for _, d := range dirs {
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
 		if !filepath.IsAbs(d) {
 			return "a relative PATH entry (" + d + "), read from the working directory"
 		}
-		if within(d, call.Dir) || within(resolvedPath(d), resolvedPath(call.Dir)) {
+		if within(d, call.Dir) || within(resolvedPath(d), wd) {
 			return "a host program directory (" + d + ") lies in the working directory"
 		}
+	}
+	if r := callerFiles(call); r != "" {
+		return r
 	}
 	if isTerm(call.Stdin) && isTerm(call.Stderr) && call.TTY == nil && call.CTTY != 0 {
 		return "a terminal the client did not send"
 	}
 	if call.CTTY != 0 && mayRunUnboxed(call, s.boxed) {
 		return "an unboxed run (tier 0) would have the caller's terminal, which the server cannot give it"
+	}
+	return ""
+}
+
+// callerFiles is why the files call names (its policy, --audit, --report,
+// AIRLOCK_TRACE_FILE) cannot be opened by the server as the caller's own
+// process would open them ("" when they can; flags that do not parse fail
+// the run alike warm). It comes before anything reads the policy.
+func callerFiles(call *warmrun.Call) string {
+	e := &Env{Stdout: io.Discard, Stderr: io.Discard, Environ: call.Env, Dir: call.Dir}
+	kf, _, err := parseRunFlags(e, call.Args)
+	if err != nil {
+		return ""
+	}
+	policy := *kf.policy
+	if policy == "" {
+		policy = filepath.Join(absFrom(e, *kf.workdir), wiring.DefaultPolicyFile)
+	}
+	if r := notRegular(absFrom(e, policy)); r != "" {
+		return r
+	}
+	for _, p := range []string{policy, *kf.audit, *kf.report, e.Getenv("AIRLOCK_TRACE_FILE")} {
+		if p == "" {
+			continue
+		}
+		if r := ownProcessPath(absFrom(e, p)); r != "" {
+			return r
+		}
 	}
 	return ""
 }
@@ -283,8 +326,9 @@ func (w *warmCall) bind(ctx context.Context, k *wiring.Kernel) context.Context {
 var boxScratch = []string{"/tmp", "/var/tmp", "/run", "/dev", "/dev/mqueue"}
 
 func scratchWorkdir(wd string) bool {
+	resolved := resolvedPath(wd)
 	for _, d := range boxScratch {
-		if within(d, wd) || within(d, resolvedPath(wd)) {
+		if within(d, wd) || within(d, resolved) {
 			return true
 		}
 	}
@@ -297,7 +341,7 @@ func scratchWorkdir(wd string) bool {
 // server's 125). It reads nothing but its Env and the socket before.
 func handOverWarm(ctx context.Context, env *Env, args []string) (err error, ok bool) {
 	mode := env.Getenv(warmrun.Env)
-	if env.warm != nil || mode == "off" || !filepath.IsAbs(env.Dir) {
+	if env.warm != nil || env.WarmTried || mode == "off" || !filepath.IsAbs(env.Dir) {
 		return nil, false
 	}
 	var fds []int

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -377,7 +378,13 @@ func TestWarmServerGone(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "airlock.yaml", "fs:\n  write: [\".\"]\n")
 	go func() {
-		time.Sleep(1500 * time.Millisecond)
+		// Once the command has run (a loaded host may take longer than
+		// any fixed wait to start it).
+		for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			if b, _ := os.ReadFile(filepath.Join(dir, "count")); len(b) > 0 {
+				break
+			}
+		}
 		f.srv.Process.Kill()
 	}()
 	r := f.run(t, "verbose", dir, "", []string{"run", "--mode", "fix", "--", "sh", "-c", "echo ran >> count; sleep 20"})
@@ -839,5 +846,259 @@ func TestWarmApprovalsPerCall(t *testing.T) {
 	}
 	if !listed(out) {
 		t.Fatalf("airlock approvals list shows %q, want a question from each of the clients %v", out, pids)
+	}
+}
+
+// TestWarmSignalStateAsCold: a command inherits the signals its airlock
+// ignored at start (nohup's SIGHUP) and those it blocked, from the process
+// that starts its box: cold that is the caller, warm the server. A caller
+// whose signal state is not the server's runs cold, so the command sees
+// the caller's; under the server's it runs warm.
+func TestWarmSignalStateAsCold(t *testing.T) {
+	f := startWarm(t)
+	dir := t.TempDir()
+	show := []string{"run", "--", "grep", "-E", "^Sig(Ign|Blk)", "/proc/self/status"}
+	for _, tt := range []struct {
+		name string
+		wrap []string
+		cold string
+	}{
+		{"SIGHUP ignored", []string{"sh", "-c", "trap '' HUP; exec \"$0\" \"$@\""}, "another SigIgn"},
+		{"SIGUSR1 blocked", []string{"/usr/bin/python3", "-c", "import os, signal, sys; signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1]); os.execv(sys.argv[1], sys.argv[1:])"}, "another signal mask"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := exec.LookPath(tt.wrap[0]); err != nil {
+				testsupport.Missing(t, "%s is not installed: %v", tt.wrap[0], err)
+			}
+			cold := f.run(t, "off", dir, "", show, tt.wrap...)
+			warm := f.run(t, "verbose", dir, "", show, tt.wrap...)
+			if cold.code != 0 || cold.stdout == f.run(t, "off", dir, "", show).stdout {
+				t.Fatalf("cold %+v: want the caller's signal state shown", cold)
+			}
+			if warm.stdout != cold.stdout {
+				t.Fatalf("the command saw %q warm, %q cold (stderr %q)", warm.stdout, cold.stdout, warm.stderr)
+			}
+			if !strings.Contains(warm.stderr, "running cold: "+tt.cold) {
+				t.Fatalf("stderr %q: want the run gone cold for %q", warm.stderr, tt.cold)
+			}
+		})
+	}
+	if r := f.bothWays(t, dir, "", show...); r.code != 0 {
+		t.Fatalf("the server's own signal state: %+v", r)
+	}
+}
+
+// TestWarmTraceNamesTheCaller: the spans of AIRLOCK_TRACE_FILE name the
+// service and sampler of the caller's OTEL_ variables, warm as cold; the
+// server once read them from its own process.
+func TestWarmTraceNamesTheCaller(t *testing.T) {
+	f := startWarm(t)
+	dir := t.TempDir()
+	trace := filepath.Join(t.TempDir(), "spans")
+	g := *f
+	g.env = append(append([]string(nil), f.env...), "AIRLOCK_TRACE_FILE="+trace, "OTEL_SERVICE_NAME=the-callers")
+	for _, mode := range []string{"off", "verbose"} {
+		os.Remove(trace)
+		r := g.run(t, mode, dir, "", []string{"run", "--", "/bin/true"})
+		if r.code != 0 || strings.Contains(r.stderr, "running cold") {
+			t.Fatalf("%s: %+v", mode, r)
+		}
+		b, err := os.ReadFile(trace)
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		if !bytes.Contains(b, []byte(`"the-callers"`)) {
+			t.Fatalf("%s: the spans do not name the caller's service: %s", mode, b)
+		}
+	}
+}
+
+// TestWarmProcessVarsGoCold: variables that airlock's own process reads
+// rather than the environment it is handed (the trust roots of the egress
+// proxy's upstream checks, SSL_CERT_FILE and SSL_CERT_DIR; GODEBUG's TLS
+// and X.509 settings) make a run go cold when they are not the server's.
+func TestWarmProcessVarsGoCold(t *testing.T) {
+	f := startWarm(t)
+	dir := t.TempDir()
+	for _, v := range []string{"SSL_CERT_FILE=" + filepath.Join(dir, "ca.pem"), "SSL_CERT_DIR=" + dir, "GODEBUG=x509sha1=1"} {
+		k, _, _ := strings.Cut(v, "=")
+		t.Run(k, func(t *testing.T) {
+			g := *f
+			g.env = append(append([]string(nil), f.env...), v)
+			r := g.run(t, "verbose", dir, "", []string{"run", "--", "/bin/true"})
+			if r.code != 0 || !strings.Contains(r.stderr, "running cold: another "+k+" than the server's") {
+				t.Fatalf("got %+v, want a cold run for %s", r, k)
+			}
+		})
+	}
+	if r := f.bothWays(t, dir, "", "run", "--", "/bin/true"); r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+}
+
+// TestWarmCallerFilesAsCold: a file the caller names that the server would
+// open as another file than the caller's own process (its standard input
+// as /dev/stdin, a link through /proc/self) runs cold, so the policy is
+// the one a cold run reads; the old shape read the server's own.
+func TestWarmCallerFilesAsCold(t *testing.T) {
+	f := startWarm(t)
+	dir := t.TempDir()
+	writeFile(t, dir, "pol.yaml", "shell:\n  allow: [echo]\n")
+	if err := os.Symlink("/proc/self/cwd/pol.yaml", filepath.Join(dir, "viaproc")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ name, policy string }{
+		{"standard input", "/dev/stdin"},
+		{"a link through /proc/self", "viaproc"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := []string{"run", "--policy", tt.policy, "--", "echo", "hi"}
+			stdin := "shell:\n  allow: [echo]\n"
+			cold := f.run(t, "off", dir, stdin, args)
+			warm := f.run(t, "verbose", dir, stdin, args)
+			if cold.code != 0 || cold.stdout != "hi\n" {
+				t.Fatalf("cold %+v: want the caller's policy read", cold)
+			}
+			if warm.code != cold.code || warm.stdout != cold.stdout {
+				t.Fatalf("warm %+v, cold %+v: want alike", warm, cold)
+			}
+			if !strings.Contains(warm.stderr, "running cold: ") {
+				t.Fatalf("stderr %q: want the run gone cold", warm.stderr)
+			}
+		})
+	}
+}
+
+// TestWarmFIFOPolicyLeavesNoReader: a policy file that is a FIFO blocks
+// the read of whichever process opens it until a writer comes. Cold, that
+// is the caller's own process; warm, the old shape left a server thread
+// waiting in the FIFO's open for every such call, for good (the caller
+// killed or not), and a server that never ends its calls never stops.
+// Such a call now runs cold: the server reads no policy that is not a
+// regular file.
+func TestWarmFIFOPolicyLeavesNoReader(t *testing.T) {
+	f := startWarm(t)
+	dir := t.TempDir()
+	if err := unix.Mkfifo(filepath.Join(dir, "airlock.yaml"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(f.bin, "run", "--", "/bin/true")
+	cmd.Env, cmd.Dir = append(append([]string(nil), f.env...), warmrun.Env+"=verbose"), dir
+	// A file, not a pipe: a server holding the caller's stderr would
+	// keep a pipe's reader from its end.
+	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close()
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	cmd.Process.Kill()
+	cmd.Wait()
+	time.Sleep(200 * time.Millisecond)
+	errb, _ := os.ReadFile(stderr.Name())
+	if n := fifoWaiters(t, f.srv.Process.Pid); n != 0 {
+		t.Fatalf("%d threads of the server wait in a FIFO's open after the call's caller was killed (stderr %q)", n, errb)
+	}
+	if !strings.Contains(string(errb), "running cold: policy "+filepath.Join(dir, "airlock.yaml")+" is not a regular file") {
+		t.Fatalf("stderr %q: want the run gone cold for its FIFO", errb)
+	}
+}
+
+// fifoWaiters counts the threads of pid blocked opening a FIFO.
+func fifoWaiters(t *testing.T, pid int) int {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, task := range tasks {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/wchan", pid, task.Name()))
+		if string(b) == "wait_for_partner" || string(b) == "fifo_open" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestWarmHugePolicyNotHeld: a policy file over the policy's bound is read
+// whole before the parser refuses it; the old shape did so in the server,
+// which every call shares (it grew by the file's size each time, and calls
+// at once by their sum), where cold each caller holds only its own. Such a
+// call now runs cold, with the cold run's error.
+func TestWarmHugePolicyNotHeld(t *testing.T) {
+	f := startWarm(t)
+	dir := t.TempDir()
+	const size = 64 << 20
+	writeFile(t, dir, "airlock.yaml", "shell:\n  allow: [\"true\"]\n")
+	if err := os.Truncate(filepath.Join(dir, "airlock.yaml"), size); err != nil {
+		t.Fatal(err)
+	}
+	before := peakRSS(t, f.srv.Process.Pid)
+	cold := f.run(t, "off", dir, "", []string{"run", "--", "true"})
+	warm := f.run(t, "verbose", dir, "", []string{"run", "--", "true"})
+	if grew := peakRSS(t, f.srv.Process.Pid) - before; grew > size/2 {
+		t.Fatalf("the server grew by %d bytes for the call", grew)
+	}
+	if !strings.Contains(warm.stderr, "running cold: policy ") || warm.code != cold.code || !strings.Contains(warm.stderr, "document is larger than") {
+		t.Fatalf("warm %+v, cold %+v: want the run gone cold and failed alike", warm, cold)
+	}
+}
+
+// peakRSS is process pid's peak resident size (VmHWM), in bytes.
+func peakRSS(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(b), "VmHWM:")
+	kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.SplitN(rest, "\n", 2)[0], "kB")), 10, 64)
+	if err != nil {
+		t.Fatalf("VmHWM: %v", err)
+	}
+	return kb << 10
+}
+
+// TestWarmBrokenPipeEndsTheRun: a run whose standard output's reader is
+// gone (`airlock run -- yes | head -1`) ends at once with 141, as the
+// SIGPIPE that kills a cold run's process (and its box) ends it; the old
+// shape ran the command on for as long as it liked, its output dropped.
+func TestWarmBrokenPipeEndsTheRun(t *testing.T) {
+	f := startWarm(t)
+	dir := t.TempDir()
+	for _, mode := range []string{"off", "verbose"} {
+		t.Run(mode, func(t *testing.T) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Close() // the reader is gone before the first write
+			cmd := exec.Command(f.bin, "run", "--", "sh", "-c", "yes | head -c 1048576; sleep 20")
+			cmd.Env, cmd.Dir = append(append([]string(nil), f.env...), warmrun.Env+"="+mode), dir
+			cmd.Stdout = w
+			var errb lockedBuffer
+			cmd.Stderr = &errb
+			start := time.Now()
+			err = cmd.Run()
+			w.Close()
+			if d := time.Since(start); d > 10*time.Second {
+				t.Fatalf("the run went on %v after its output's reader was gone (stderr %q)", d, errb.String())
+			}
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) {
+				t.Fatalf("run: %v", err)
+			}
+			if code := ee.ExitCode(); code != 141 && !(code == -1 && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGPIPE) {
+				t.Fatalf("exit %v, want SIGPIPE's (stderr %q)", ee, errb.String())
+			}
+			if mode == "verbose" && strings.Contains(errb.String(), "running cold") {
+				t.Fatalf("the run went cold: %q", errb.String())
+			}
+		})
 	}
 }

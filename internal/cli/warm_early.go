@@ -17,6 +17,9 @@ func (s *warmServer) read(call *warmrun.Call) any {
 	if err != nil {
 		return nil // the run fails on its own flags
 	}
+	if callerFiles(call) != "" {
+		return nil // the call goes cold: its policy is not read here
+	}
 	return wiring.ReadEarly(wiring.Config{PolicyFile: *kf.policy, Workdir: *kf.workdir, Dir: call.Dir, Getenv: e.Getenv})
 }
 

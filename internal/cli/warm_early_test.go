@@ -20,16 +20,15 @@ import (
 // its checks of the caller, before it answers; a call answered cold (here
 // the test's own binary, another than the server's) still leaves nothing
 // written: no audit record, no approvals socket, no file anywhere under
-// the home. The policy is a FIFO, so the test sees the early read open it.
-// The same run from the server's own binary then runs warm and writes its
+// the home. The test sees the early read open the policy (inotify). The
+// same run from the server's own binary then runs warm and writes its
 // audit record where the test looked.
 func TestWarmColdAnswerWritesNothing(t *testing.T) {
 	f := startWarm(t)
 	dir := t.TempDir()
-	fifo := filepath.Join(t.TempDir(), "policy.yaml")
-	if err := unix.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	policy := filepath.Join(t.TempDir(), "policy.yaml")
+	writeFile(t, filepath.Dir(policy), filepath.Base(policy), "shell:\n  allow: [\"true\"]\n")
+	opened := watchOpen(t, policy)
 	before := treeOf(t, f.home)
 	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
@@ -37,16 +36,14 @@ func TestWarmColdAnswerWritesNothing(t *testing.T) {
 	}
 	defer null.Close()
 	fd := int(null.Fd())
-	args := []string{"--policy", fifo, "--", "/bin/true"}
+	args := []string{"--policy", policy, "--", "/bin/true"}
 	r := warmrun.HandOver(context.Background(), f.sockDir, warmrun.Request{Args: args, Env: f.env, Dir: dir}, []int{fd, fd, fd})
 	if r.Outcome != warmrun.Cold || !strings.Contains(r.Reason, "another airlock binary") {
 		t.Fatalf("got %+v, want a cold answer for another binary", r)
 	}
-	// A writer opens without blocking only once a reader holds the FIFO:
-	// the server's early read of the policy.
-	w := openWriter(t, fifo)
-	w.WriteString("shell:\n  allow: [\"true\"]\n")
-	w.Close()
+	if !opened(10 * time.Second) {
+		t.Fatalf("the server never read the policy ahead")
+	}
 	time.Sleep(200 * time.Millisecond) // what a wrongly kept read would go on to write
 	if after := treeOf(t, f.home); strings.Join(after, "\n") != strings.Join(before, "\n") {
 		t.Fatalf("a cold answer left files behind:\nbefore %q\nafter  %q", before, after)
@@ -57,7 +54,7 @@ func TestWarmColdAnswerWritesNothing(t *testing.T) {
 	}
 
 	// The control: a warm run of the server's own binary writes there.
-	policy := filepath.Join(dir, "airlock.yaml")
+	policy = filepath.Join(dir, "airlock.yaml")
 	writeFile(t, dir, "airlock.yaml", "shell:\n  allow: [\"true\"]\n")
 	if res := f.run(t, "verbose", dir, "", []string{"run", "--policy", policy, "--", "/bin/true"}); res.code != 0 || strings.Contains(res.stderr, "running cold") {
 		t.Fatalf("the control run: %+v, want a warm exit 0", res)
@@ -67,19 +64,26 @@ func TestWarmColdAnswerWritesNothing(t *testing.T) {
 	}
 }
 
-// openWriter opens fifo for writing once a reader has it, failing after
-// 10 s without one.
-func openWriter(t *testing.T, fifo string) *os.File {
+// watchOpen watches file for an open (inotify) and returns what reports,
+// within a wait, whether one came.
+func watchOpen(t *testing.T, file string) func(wait time.Duration) bool {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		fd, err := unix.Open(fifo, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-		if err == nil {
-			return os.NewFile(uintptr(fd), fifo)
+	in, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(in) })
+	if _, err := unix.InotifyAddWatch(in, file, unix.IN_OPEN); err != nil {
+		t.Fatal(err)
+	}
+	return func(wait time.Duration) bool {
+		buf := make([]byte, 4096)
+		for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if n, err := unix.Read(in, buf); err == nil && n > 0 {
+				return true
+			}
 		}
-		if err != unix.ENXIO || time.Now().After(deadline) {
-			t.Fatalf("the server never read the policy ahead (open %s for writing: %v)", fifo, err)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return false
 	}
 }
 

@@ -109,7 +109,7 @@ type depRule struct {
 // in reports whether list holds the rule's banned package, or one under
 // it; an airlock package is banned alone (sandbox, not sandbox/boxinit).
 func (d depRule) in(list []string) bool {
-	if strings.HasPrefix(d.banned, module+"/") {
+	if exactBans[d.banned] || strings.HasPrefix(d.banned, module+"/") {
 		return slices.Contains(list, d.banned)
 	}
 	return hasPrefixIn(list, d.banned)
@@ -126,7 +126,27 @@ var depRules = append([]depRule{
 		"the airlock binary links no Temporal package, since every `airlock run`, its guard and every box's init pay for what it links: the node is airlock-node and the server airlock-server (internal/fleetcli), and the CLI's HTTP clients read jobs/wire and api/wire"},
 	{func(p string, _ row) bool { return slices.Contains(temporalFree, p) }, "go.opentelemetry.io", false,
 		"the airlock binary links no OpenTelemetry package, since every `airlock run`, its guard and every box's init pay for what it links (the SDK and its exporter are some 35 packages of initialisation and page faults): its trace file is written by audit.SpanWriter, and audit/otelaudit, which takes a tracer, is for programs that bring one"},
-}, append(mcpDepRules(), boxDepRules()...)...)
+}, append(append(mcpDepRules(), boxDepRules()...), startLight()...)...)
+
+// exactBans are banned alone, not with the packages under them (unicode,
+// not unicode/utf8).
+var exactBans = map[string]bool{"unicode": true}
+
+// startLight keeps reflect and unicode out of what the hand-over to
+// `airlock warm` links (internal/warmhand, run while the airlock binary
+// starts): Go initialises all a package imports before it, taking the ready
+// one first in import-path order, and with reflect (or unicode, which makes
+// it ready) come fmt, encoding/json and most of the binary's
+// initialisation (crypto, compress, debug/dwarf, ...), about a millisecond
+// of every warm `airlock run`.
+func startLight() []depRule {
+	var rules []depRule
+	for _, banned := range []string{"reflect", "unicode", "fmt", "encoding/json", "golang.org/x/sys/unix", "net"} {
+		rules = append(rules, depRule{who: func(p string, _ row) bool { return p == "internal/warmhand" || p == "internal/warmhand/atstart" }, banned: banned,
+			why: "the hand-over runs while the airlock binary starts, before what it does not import is initialised (internal/warmhand/atstart)"})
+	}
+	return rules
+}
 
 // mcpBanned is what the MCP front ends and the file store's commands link
 // that the airlock binary (temporalFree: its main and its CLI) must not,

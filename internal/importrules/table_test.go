@@ -66,6 +66,10 @@ var table = map[string]row{
 	"api/wire":  {layer: leaves, pure: true, may: []string{"jobs/wire"}},
 	// starttrace: the phases of one start, timed when AIRLOCK_TRACE_START is set.
 	"internal/starttrace": {layer: leaves},
+	// warmhand: the client half of the hand-over to `airlock warm`, run
+	// while the airlock binary starts (see startLight).
+	"internal/warmhand":         {layer: leaves, may: []string{"internal/starttrace"}},
+	"internal/warmhand/atstart": {layer: leaves, may: []string{"internal/warmhand"}},
 
 	// parts
 	"policy":         {layer: parts, pure: true, may: []string{"netrule", "policy/protected", "policy/shellread"}},
@@ -94,7 +98,7 @@ var table = map[string]row{
 	"approvals": {layer: host, may: []string{"audit", "internal/privfile", "policy"}},
 	// the hand-over of a run to `airlock warm`: socket, peer checks, wire
 	// (its directory checked as the approvals socket's)
-	"internal/warmrun": {layer: host, may: []string{"approvals", "internal/starttrace"}},
+	"internal/warmrun": {layer: host, may: []string{"approvals", "internal/starttrace", "internal/warmhand"}},
 	"offload":          {layer: host, may: []string{"files", "fit"}},
 	"sandbox/boxinit": {layer: host, may: []string{"sandbox/boxconf", "sandbox/landlock", "sandbox/lookpath", "sandbox/seccomp", "egress/forward"},
 		starts: "the in-box init starts the target inside the box"},
@@ -138,7 +142,7 @@ var table = map[string]row{
 		"mediator", "offload", "policy"}},
 
 	// mains
-	"cmd/airlock":        {layer: mains, may: []string{"egress/forward", "escape", "internal/cli", "internal/starttrace", "sandbox", "sandbox/boxinit"}},
+	"cmd/airlock":        {layer: mains, may: []string{"egress/forward", "escape", "internal/cli", "internal/starttrace", "internal/warmhand/atstart", "sandbox", "sandbox/boxinit"}},
 	"cmd/airlock-node":   {layer: mains, may: []string{"egress/forward", "escape", "internal/cli", "internal/fleetcli", "sandbox", "sandbox/boxinit"}},
 	"cmd/airlock-mcp":    {layer: mains, may: []string{"egress/forward", "escape", "internal/cli", "internal/mcpcli", "sandbox", "sandbox/boxinit"}},
 	"cmd/airlock-box":    {layer: mains, may: []string{"egress/forward", "sandbox/boxinit"}}, // the in-box binary: see boxBanned

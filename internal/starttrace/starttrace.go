@@ -9,12 +9,17 @@
 // The variable is read from airlock's own environment, which no box
 // reaches (a box's environment is built from nothing), and the trace holds
 // durations and phase names only.
+//
+// It imports neither fmt nor encoding/json: the airlock binary hands a run
+// to `airlock warm` from a package initialised before most of the binary's
+// (internal/warmhand), and what that package imports is initialised
+// before it; reflect would bring most of the standard library's
+// initialisation with it.
 package starttrace
 
 import (
-	"encoding/json"
-	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"sync"
@@ -61,6 +66,8 @@ var (
 	origin = originOf(os.Getenv(Env))
 	mu     sync.Mutex
 	phases []Phase
+	// mainAt is when Main last marked the start of airlock's own code.
+	mainAt time.Time
 )
 
 func originOf(v string) time.Time {
@@ -127,12 +134,25 @@ func addFaults(name string, t time.Time, d time.Duration, f int64) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// Main marks the start of main: everything before it is the Go runtime's
-// start and the packages' initialisation.
+// Main marks the start of airlock's own code: everything before the first
+// call is the Go runtime's start and the initialisation of the packages
+// initialised first ("go-start"). A second call (main, after the hand-over
+// at initialisation went cold) times the rest of the initialisation since
+// the first ("go-init").
 func Main() {
-	if on {
-		addFaults("go-start", origin, time.Since(origin), faults())
+	if !on {
+		return
 	}
+	now := time.Now()
+	mu.Lock()
+	first, since := mainAt.IsZero(), mainAt
+	mainAt = now
+	mu.Unlock()
+	if first {
+		addFaults("go-start", origin, now.Sub(origin), faults())
+		return
+	}
+	add("go-init", since, now.Sub(since))
 }
 
 // Trace is what Write prints: the phases in the order they ended and the
@@ -150,8 +170,81 @@ func Write(w io.Writer) {
 	mu.Lock()
 	t := Trace{Phases: merged(phases), Total: ms(time.Since(origin))}
 	mu.Unlock()
-	b, _ := json.Marshal(t)
-	fmt.Fprintf(w, "%s%s\n", Prefix, b)
+	b := append([]byte(Prefix), t.appendJSON(nil)...)
+	w.Write(append(b, '\n'))
+}
+
+// appendJSON is t as encoding/json writes it (the test holds them equal).
+func (t Trace) appendJSON(b []byte) []byte {
+	b = append(b, `{"phases":`...)
+	if t.Phases == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, p := range t.Phases {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"name":`...)
+			b = appendString(b, p.Name)
+			b = append(b, `,"start_ms":`...)
+			b = appendFloat(b, p.Start)
+			b = append(b, `,"ms":`...)
+			b = appendFloat(b, p.MS)
+			b = append(b, `,"n":`...)
+			b = strconv.AppendInt(b, int64(p.N), 10)
+			if p.Faults != 0 {
+				b = append(b, `,"faults":`...)
+				b = strconv.AppendInt(b, p.Faults, 10)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"total_ms":`...)
+	b = appendFloat(b, t.Total)
+	return append(b, '}')
+}
+
+// appendString is s, valid UTF-8 (phase names are airlock's own
+// constants), as a JSON string.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20 || c == '<' || c == '>' || c == '&':
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		case c == 0xe2 && i+2 < len(s) && s[i+1] == 0x80 && s[i+2]&^1 == 0xa8: // U+2028, U+2029
+			b = append(b, '\\', 'u', '2', '0', '2', hex[s[i+2]&0xf])
+			i += 2
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
+}
+
+// appendFloat writes f as encoding/json does: the shortest form, in
+// exponent notation only for very small or very large magnitudes.
+func appendFloat(b []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return append(b, '0') // never a duration; JSON has no such number
+	}
+	abs := math.Abs(f)
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		b = strconv.AppendFloat(b, f, 'e', -1, 64)
+		// encoding/json: clean up e-09 to e-9
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+		return b
+	}
+	return strconv.AppendFloat(b, f, 'f', -1, 64)
 }
 
 // merged sums the phases of one name, in the order each name first ended.

@@ -70,3 +70,35 @@ func TestFaults(t *testing.T) {
 		t.Errorf("faults: got %d, want at least %d (the pages touched)", got[0].Faults, pages)
 	}
 }
+
+// TestJSON: the line is what encoding/json would write of the trace, so
+// whatever reads it with encoding/json reads the same values.
+func TestJSON(t *testing.T) {
+	for _, tr := range []Trace{
+		{},
+		{Phases: []Phase{}, Total: 1e21},
+		{Phases: []Phase{{Name: "go-start", Start: 0, MS: 2.681, N: 1}, {Name: "pin", Start: 3.5, MS: 0.000_000_5, N: 2, Faults: 17}}, Total: 12.345},
+		{Phases: []Phase{{Name: `a"b\c<d>&e` + "\x01\u00e9\u2028", Start: -1.5, MS: 1e-7, N: -3, Faults: -1}}, Total: 123456789.125},
+	} {
+		want, err := json.Marshal(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tr.appendJSON(nil); string(got) != string(want) {
+			t.Errorf("got  %s\nwant %s", got, want)
+		}
+	}
+}
+
+// TestMainTwice: a second Main times what ran since the first as go-init.
+func TestMainTwice(t *testing.T) {
+	on, phases, mainAt = true, nil, time.Time{}
+	defer func() { on, phases, mainAt = false, nil, time.Time{} }()
+	Main()
+	time.Sleep(2 * time.Millisecond)
+	Main()
+	got := merged(phases)
+	if len(got) != 2 || got[0].Name != "go-start" || got[1].Name != "go-init" || got[1].MS < 2 {
+		t.Errorf("got %+v, want go-start then go-init of at least 2 ms", got)
+	}
+}

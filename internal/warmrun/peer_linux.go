@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
+	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,8 +20,6 @@ type peer struct {
 	// pidfd pins the process: after its /proc entries are read, a signal 0
 	// through it proves the pid still names the same process.
 	pidfd int
-	// facts, when set, waits for the facts read early (factsLater).
-	facts func() (facts, error)
 }
 
 // peerOf asks the kernel who connected: SO_PEERCRED and SO_PEERPIDFD, both
@@ -135,33 +136,86 @@ type facts struct {
 	sched  unix.SchedAttr
 	ioprio int
 	oomAdj string
-	// ctty is the device of a caller's controlling terminal, 0 for none;
-	// not compared (the server has none) and not read of the server.
-	ctty uint64
+	// sigBlk is the signal mask a box inherits (sigMask).
+	sigBlk uint64
+	// persona is the execution domain and its flags (personality(2):
+	// setarch -R turns address space randomization off for every process
+	// started under it, a box's too); personaHidden when the kernel does
+	// not show it to this process (Yama's ptrace scope).
+	persona string
 }
+
+// personaHidden stands for a personality the server may not read, and
+// linuxPersona for the default one (PER_LINUX, no flags).
+const (
+	personaHidden = "hidden"
+	linuxPersona  = "00000000"
+)
 
 // statusKeys are the lines of /proc/<pid>/status compared: ids and groups,
 // the umask, every capability set, and the confinement a sandbox the client
 // is in may have set (no_new_privs, which Landlock needs, and seccomp), and
 // its tracer (a ptrace sandbox sees and refuses the calls of the client, not
-// those of the server's box).
+// those of the server's box), and the signals it ignores (SigIgn, process-
+// wide: nohup's SIGHUP, which the Go runtime keeps ignored and a box's
+// command inherits).
 var statusKeys = []string{"Uid", "Gid", "Groups", "Umask", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb",
-	"NoNewPrivs", "Seccomp", "Seccomp_filters", "TracerPid", "Cpus_allowed", "Mems_allowed"}
+	"NoNewPrivs", "Seccomp", "Seccomp_filters", "TracerPid", "Cpus_allowed", "Mems_allowed", "SigIgn"}
 
 // namespaceNames are every namespace a process has.
 var namespaceNames = []string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup", "time"}
 
 // readFacts reads process pid's facts (0: this process's).
 func readFacts(pid int) (facts, error) {
-	f := facts{status: map[string]string{}, ns: map[string]string{}}
 	// Every entry through one open directory of the process; a pid
 	// reused meanwhile fails the reads (and the pidfd check after).
 	d, err := openProc(pid)
 	if err != nil {
-		return f, err
+		return facts{}, err
 	}
 	defer d.close()
+	return factsOf(d, pid)
+}
+
+// caller is what the server reads of a caller: its facts, compared with
+// the server's, and its working directory (device and inode) and
+// controlling terminal (0 for none), compared with what its request says.
+type caller struct {
+	facts
+	cwd  unix.Stat_t
+	ctty uint64
+}
+
+// readCaller reads process pid's facts, working directory and terminal,
+// all through one open directory of the process.
+func readCaller(pid int) (caller, error) {
+	var c caller
+	d, err := openProc(pid)
+	if err != nil {
+		return c, err
+	}
+	defer d.close()
+	if c.facts, err = factsOf(d, pid); err != nil {
+		return c, err
+	}
+	if c.cwd, err = d.stat("cwd"); err != nil {
+		return c, fmt.Errorf("the peer's working directory: %v", err)
+	}
+	st, err := d.read("stat")
+	if err != nil {
+		return c, err
+	}
+	if c.ctty, err = cttyOf(d.name, st); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// factsOf reads the facts of process pid, whose /proc directory is d.
+func factsOf(d procDir, pid int) (facts, error) {
+	f := facts{status: map[string]string{}, ns: map[string]string{}}
 	dir := d.name
+	var err error
 	if f.exe, err = linkID(d, "exe"); err != nil {
 		return f, err
 	}
@@ -182,7 +236,14 @@ func readFacts(pid int) (facts, error) {
 		}
 	}
 	for _, ns := range namespaceNames {
-		if f.ns[ns], err = d.nsID(ns); err != nil {
+		// This process's own are read once (selfNS): no other process
+		// can change them.
+		if pid == 0 {
+			f.ns[ns], err = selfNS(ns)
+		} else {
+			f.ns[ns], err = d.nsID(ns)
+		}
+		if err != nil {
 			return f, err
 		}
 	}
@@ -211,12 +272,95 @@ func readFacts(pid int) (facts, error) {
 		return f, err
 	}
 	f.oomAdj = string(bytes.TrimSpace(oom))
-	if pid != 0 {
-		if f.ctty, err = cttyOf(d); err != nil {
-			return f, fmt.Errorf("the terminal: %w", err)
-		}
+	if f.persona, err = persona(d); err != nil {
+		return f, err
+	}
+	if pid == 0 {
+		f.sigBlk, err = selfSigMask()
+	} else {
+		f.sigBlk, err = sigMask(d)
+	}
+	if err != nil {
+		return f, err
 	}
 	return f, nil
+}
+
+// persona is process d's personality, personaHidden when reading it is
+// refused (it takes the right to trace the process).
+func persona(d procDir) (string, error) {
+	b, err := d.read("personality")
+	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+		return personaHidden, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return string(bytes.TrimSpace(b)), nil
+}
+
+// selfSigMask is this process's start mask (sigMask), read once: it never
+// changes, and reading every thread's status costs as much as the rest of
+// a process's facts.
+var selfSigMask = sync.OnceValues(func() (uint64, error) {
+	d, err := openProc(0)
+	if err != nil {
+		return 0, err
+	}
+	defer d.close()
+	return sigMask(d)
+})
+
+// sigMask is the signal mask process d starts its children with: the Go
+// runtime gives each one the mask the process itself started with, which
+// is in no /proc file. Every thread runs with that mask save the signals
+// the runtime must get (the same in any airlock binary) and, for a moment,
+// all of them (a thread being made, a fork); what every thread blocks is
+// that start mask, however the threads stand when read.
+func sigMask(d procDir) (uint64, error) {
+	fd, err := unix.Openat(d.fd, "task", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, fmt.Errorf("open %s/task: %v", d.name, err)
+	}
+	dir := os.NewFile(uintptr(fd), d.name+"/task")
+	defer dir.Close()
+	tids, err := dir.Readdirnames(-1)
+	if err != nil {
+		return 0, fmt.Errorf("read %s/task: %v", d.name, err)
+	}
+	tasks := procDir{fd: fd, name: d.name + "/task"}
+	mask, read := ^uint64(0), 0
+	for _, tid := range tids {
+		st, err := tasks.read(tid + "/status")
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+			continue // a thread that ended meanwhile
+		}
+		if err != nil {
+			return 0, err
+		}
+		m, err := statusMask(st, "SigBlk")
+		if err != nil {
+			return 0, fmt.Errorf("%s/%s/status: %v", tasks.name, tid, err)
+		}
+		mask &= m
+		read++
+	}
+	if read == 0 {
+		return 0, fmt.Errorf("%s: no thread", tasks.name)
+	}
+	return mask, nil
+}
+
+// statusMask is the hexadecimal mask of the status line key.
+func statusMask(st []byte, key string) (uint64, error) {
+	_, rest, ok := bytes.Cut(st, []byte("\n"+key+":"))
+	if !ok {
+		return 0, fmt.Errorf("no %s line", key)
+	}
+	if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+		rest = rest[:i]
+	}
+	return strconv.ParseUint(string(bytes.TrimSpace(rest)), 16, 64)
 }
 
 // lsmLabel is the security label of the process d is; with no module to
@@ -303,7 +447,11 @@ func (mine facts) differ(theirs facts, skip map[string]bool) string {
 		}
 	}
 	for _, ns := range namespaceNames {
-		if theirs.ns[ns] != mine.ns[ns] && !skip[ns] {
+		switch {
+		case theirs.ns[ns] == mine.ns[ns] || skip[ns]:
+		case ns == "mnt":
+			return "another mnt namespace (the paths it names are not the server's)"
+		default:
 			return fmt.Sprintf("another %s namespace", ns)
 		}
 	}
@@ -323,17 +471,21 @@ func (mine facts) differ(theirs facts, skip map[string]bool) string {
 		return fmt.Sprintf("another I/O priority (%#x; the server's is %#x)", theirs.ioprio, mine.ioprio)
 	case theirs.oomAdj != mine.oomAdj && !skip["oom"]:
 		return fmt.Sprintf("another oom_score_adj (%s; the server's is %s)", theirs.oomAdj, mine.oomAdj)
+	case theirs.persona != mine.persona && !skip["personality"] && (theirs.persona != personaHidden || mine.persona != linuxPersona):
+		// A hidden one is taken for the default: a caller's flags
+		// (setarch) then go unseen, but a server's own never weaken a
+		// caller's box.
+		return fmt.Sprintf("another personality (%s; the server's is %s)", theirs.persona, mine.persona)
+	case theirs.sigBlk != mine.sigBlk && !skip["SigBlk"]:
+		return fmt.Sprintf("another signal mask (blocked %016x; the server's %016x)", theirs.sigBlk, mine.sigBlk)
 	}
 	return ""
 }
 
-// sameDir reports whether the peer's working directory is dir: the kernel's
-// /proc/<pid>/cwd and dir are one directory (device and inode).
-func sameDir(pid int, dir string) error {
-	var cwd, st unix.Stat_t
-	if err := unix.Stat(proc(pid)+"/cwd", &cwd); err != nil {
-		return fmt.Errorf("the peer's working directory: %v", err)
-	}
+// sameDir reports whether the peer's working directory cwd (the kernel's
+// /proc/<pid>/cwd) and dir are one directory (device and inode).
+func sameDir(cwd unix.Stat_t, dir string) error {
+	var st unix.Stat_t
 	if err := unix.Stat(dir, &st); err != nil {
 		return fmt.Errorf("working directory %s: %v", dir, err)
 	}
@@ -341,4 +493,23 @@ func sameDir(pid int, dir string) error {
 		return fmt.Errorf("working directory %s is not the one the client works in", dir)
 	}
 	return nil
+}
+
+// cttyOf is the device of the controlling terminal named in stat, the
+// text of a /proc/<pid>/stat named name; 0 for none (the seventh field,
+// after the command name, which may hold spaces and parentheses).
+func cttyOf(name string, stat []byte) (uint64, error) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("%s/stat: no command name", name)
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 5 {
+		return 0, fmt.Errorf("%s/stat: too few fields", name)
+	}
+	n, err := strconv.ParseInt(f[4], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s/stat: tty_nr: %v", name, err)
+	}
+	return uint64(uint32(n)), nil
 }

@@ -2,7 +2,7 @@ package warmrun
 
 import (
 	"fmt"
-	"strconv"
+	"os"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -68,7 +68,11 @@ func (d procDir) read(entry string) ([]byte, error) {
 
 // readlink is the target of the link entry.
 func (d procDir) readlink(entry string) (string, error) {
-	b := make([]byte, unix.PathMax)
+	return d.readlinkIn(entry, make([]byte, unix.PathMax))
+}
+
+// readlinkIn is the target of the link entry, which must fit in b.
+func (d procDir) readlinkIn(entry string, b []byte) (string, error) {
 	n, err := unix.Readlinkat(d.fd, entry, b)
 	if err != nil {
 		return "", fmt.Errorf("readlink %s/%s: %v", d.name, entry, err)
@@ -89,36 +93,33 @@ func (d procDir) stat(entry string) (unix.Stat_t, error) {
 	return st, nil
 }
 
-// nsID is the identity of the process's namespace ns: the device and inode
-// of its nsfs file, which the kernel's "ns:[inode]" link text stands for.
+// nsID is the identity of the process's namespace ns: the text of its
+// link, "ns:[inode]", the inode being the namespace's own in nsfs (one
+// file system, whose inode numbers no two living namespaces share). A
+// readlink is about a third of a stat of the link, which must find or make
+// the namespace's nsfs file to name its device; both are refused alike
+// for a process this one may not inspect.
 func (d procDir) nsID(ns string) (string, error) {
-	st, err := d.stat("ns/" + ns)
-	if err != nil {
-		return "", err
-	}
-	return nsIDOf(ns, st), nil
-}
-
-// nsIDOf is the identity of namespace ns whose nsfs file is st.
-func nsIDOf(ns string, st unix.Stat_t) string {
-	return ns + ":" + strconv.FormatUint(st.Dev, 10) + ":" + strconv.FormatUint(st.Ino, 10)
+	var b [64]byte // "cgroup:[4026531835]"
+	return d.readlinkIn("ns/"+ns, b[:])
 }
 
 // selfNS is this process's namespace ns, each read once: a process
 // changes its own only by setns or unshare, which airlock's server and
-// client never call (the server's own facts, read at its start, hold the
-// same). The client asks for three, the server for every one over time.
+// client call only on a thread of their own that they put back before they
+// let it go (runner's inNamespace; were it the main thread, /proc/self
+// would name the box's namespace meanwhile). The client asks for
+// three, the server for every one, for each call's own facts.
 func selfNS(ns string) (string, error) {
 	selfNSMu.Lock()
 	defer selfNSMu.Unlock()
 	if id, ok := selfNSIDs[ns]; ok {
 		return id, nil
 	}
-	var st unix.Stat_t
-	if err := unix.Stat("/proc/self/ns/"+ns, &st); err != nil {
-		return "", fmt.Errorf("stat /proc/self/ns/%s: %v", ns, err)
+	id, err := os.Readlink("/proc/self/ns/" + ns)
+	if err != nil {
+		return "", fmt.Errorf("readlink /proc/self/ns/%s: %v", ns, err)
 	}
-	id := nsIDOf(ns, st)
 	selfNSIDs[ns] = id
 	return id, nil
 }
@@ -127,36 +128,6 @@ var (
 	selfNSMu  sync.Mutex
 	selfNSIDs = map[string]string{}
 )
-
-// factsLater starts reading process pid's facts and returns what waits for
-// them: the server reads them while the caller is still sending its
-// request. Reading has no side effect, so a request refused meanwhile
-// leaves nothing to undo (the reader's result is dropped).
-func factsLater(pid int) func() (facts, error) {
-	type read struct {
-		f   facts
-		err error
-	}
-	ch := make(chan read, 1)
-	go func() {
-		f, err := readFacts(pid)
-		ch <- read{f, err}
-	}()
-	return sync.OnceValues(func() (facts, error) {
-		r := <-ch
-		return r.f, r.err
-	})
-}
-
-// readFacts is the peer's facts: those read early when they were, else
-// read now. Either way they are read before the pidfd check that ends
-// the server's checks.
-func (p peer) readFacts() (facts, error) {
-	if p.facts != nil {
-		return p.facts()
-	}
-	return readFacts(p.pid)
-}
 
 // readLater starts read(c) and returns what waits for its value; nil when
 // there is no read. It runs beside the checks, which never wait for it: a

@@ -3,12 +3,10 @@ package warmrun
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"strconv"
 
+	"github.com/airlock-run/airlock/internal/warmhand"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,9 +25,6 @@ import (
 // system cannot be mounted, so a Landlock domain's file rules, which would
 // refuse the open of a file outside every rule, leave it alone.
 
-// proofLen is the length of a proof's secret, in hex digits.
-const proofLen = 32
-
 // proof is one call's secret and the descriptor of the pipe that holds it.
 type proof struct {
 	fd     int
@@ -39,7 +34,7 @@ type proof struct {
 // newProof makes a fresh secret and the pipe that holds it; only its read
 // end stays open, so nothing else can be written in it.
 func newProof() (proof, error) {
-	var b [proofLen / 2]byte
+	var b [warmhand.ProofLen / 2]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return proof{fd: -1}, err
 	}
@@ -61,61 +56,6 @@ func (p proof) close() {
 	if p.fd >= 0 {
 		unix.Close(p.fd)
 	}
-}
-
-// readProof is the secret the server at pid holds at descriptor fd, read
-// through /proc as the kernel allows this process (not opened at all when
-// it may not read the server's process).
-func readProof(pid, fd int) (string, error) {
-	path := "/proc/" + strconv.Itoa(pid) + "/fd/" + strconv.Itoa(fd)
-	// O_NONBLOCK: the open of a pipe's read end waits for a writer
-	// otherwise, and the server has none.
-	f, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
-	if err != nil {
-		return "", fmt.Errorf("open %s: %w", path, err)
-	}
-	defer unix.Close(f)
-	b := make([]byte, proofLen+1)
-	n, err := unix.Read(f, b)
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", path, err)
-	}
-	if n != proofLen {
-		return "", fmt.Errorf("read %s: %d bytes, not a proof", path, n)
-	}
-	return string(b[:n]), nil
-}
-
-// serverPid is the pid of the process listening on the other end of c, as
-// the kernel names it (SO_PEERCRED).
-func serverPid(c *net.UnixConn) (int, error) {
-	p, err := peerOf(c, false)
-	if err != nil {
-		return 0, err
-	}
-	return p.pid, nil
-}
-
-// answerProof is the secret of the proof the server on c holds at fd.
-func answerProof(c *net.UnixConn, fd int) (string, error) {
-	pid, err := serverPid(c)
-	if err != nil {
-		return "", err
-	}
-	return readProof(pid, fd)
-}
-
-// confinedFrom reports whether this process may not read the /proc entries
-// of the server on c (EACCES, where a process in another namespace would
-// read them): it is confined apart from the server, as by a Landlock domain
-// the server is not in.
-func confinedFrom(c *net.UnixConn) bool {
-	pid, err := serverPid(c)
-	if err != nil {
-		return false
-	}
-	var st unix.Stat_t
-	return errors.Is(unix.Stat("/proc/"+strconv.Itoa(pid)+"/ns/user", &st), unix.EACCES)
 }
 
 // warnUndumpable says so when this process is not dumpable (started

@@ -13,7 +13,9 @@ import (
 	"testing"
 
 	"github.com/airlock-run/airlock/internal/testsupport"
+	"github.com/airlock-run/airlock/internal/warmhand"
 	"github.com/airlock-run/airlock/sandbox/landlock"
+	"golang.org/x/sys/unix"
 )
 
 // Environment of the Landlock roles: the directory the domain hides, the
@@ -87,7 +89,7 @@ func handClientRole() int {
 // when it can read it and with a guess when it cannot, printing the end as
 // the client roles print a Result.
 func handExchange(c *net.UnixConn, req Request) {
-	b, _ := req.encode()
+	b, _ := req.Encode()
 	if _, _, err := c.WriteMsgUnix(b, syscall.UnixRights(0, 1, 2), nil); err != nil {
 		fmt.Printf("outcome=send-failed reason=%v\n", err)
 		return
@@ -103,9 +105,9 @@ func handExchange(c *net.UnixConn, req Request) {
 		json.Unmarshal(buf[:n], &r)
 		switch r.Answer {
 		case answerChallenge:
-			secret, err := answerProof(c, r.Fd)
+			secret, err := readProofOn(c, r.Fd)
 			if err != nil {
-				secret = strings.Repeat("0", proofLen)
+				secret = strings.Repeat("0", warmhand.ProofLen)
 			}
 			c.Write([]byte(challengeRecord + secret))
 		case answerAccepted:
@@ -218,16 +220,34 @@ func TestUnconfinedCallerProves(t *testing.T) {
 	}
 }
 
+// readProofOn is warmhand.ReadProof on c's descriptor.
+func readProofOn(c *net.UnixConn, n int) (secret string, err error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return "", err
+	}
+	if cerr := raw.Control(func(fd uintptr) { secret, err = warmhand.ReadProof(int(fd), n) }); cerr != nil {
+		return "", cerr
+	}
+	return secret, err
+}
+
 // BenchmarkProof is what the proof adds to a call: the server's pipe and
-// secret, the caller's open and read of it through /proc.
+// secret, the caller's open and read of it through /proc (this process
+// standing for both, over a socket pair).
 func BenchmarkProof(b *testing.B) {
-	pid := os.Getpid()
+	sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer unix.Close(sp[0])
+	defer unix.Close(sp[1])
 	for b.Loop() {
 		pr, err := newProof()
 		if err != nil {
 			b.Fatal(err)
 		}
-		got, err := readProof(pid, pr.fd)
+		got, err := warmhand.ReadProof(sp[0], pr.fd)
 		pr.close()
 		if err != nil || got != pr.secret {
 			b.Fatalf("read %q, %v; want %q", got, err, pr.secret)

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -177,16 +178,18 @@ func (s *Server) takeLock() error {
 func (s *Server) Path() string { return s.path }
 
 // Serve answers connections until ctx ends or no call came for idle (0:
-// never), then stops listening, ends the calls still running (as a signal
-// ends a cold run) and waits for their answers. It removes the socket only
-// if the path is still the one it made, and releases the lock.
+// never), then stops listening (turnAwayQueued: the calls queued are
+// answered cold, as are those not yet accepted), ends the calls still
+// running (as a signal ends a cold run) and waits for their answers. It
+// removes the socket only if the path is still the one it made, and
+// releases the lock.
 func (s *Server) Serve(ctx context.Context, h Handler, idle time.Duration) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
 	go func() {
 		<-ctx.Done()
-		s.ln.Close()
+		s.ln.SetDeadline(time.Now()) // wakes the accept below
 	}()
 	if idle > 0 {
 		go s.watchIdle(ctx, stop, idle)
@@ -204,8 +207,11 @@ func (s *Server) Serve(ctx context.Context, h Handler, idle time.Duration) error
 		}
 		c, err := s.ln.AcceptUnix()
 		if err != nil {
+			if !s.skip["pending-cap"] {
+				<-slots
+			}
 			if ctx.Err() != nil {
-				break
+				break // the deadline set as ctx ended
 			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
@@ -240,9 +246,63 @@ func (s *Server) Serve(ctx context.Context, h Handler, idle time.Duration) error
 			s.serveConn(ctx, c, h, settled)
 		}()
 	}
+	s.turnAwayQueued(&wg)
 	wg.Wait()
 	s.close()
 	return nil
+}
+
+// drainQuiet is how long a stopping server waits for another connection
+// once its socket is gone: a connect that found the socket before it went
+// is queued within that time.
+const drainQuiet = 50 * time.Millisecond
+
+// turnAwayQueued ends the listening: the socket goes first (no connect
+// reaches it any more), then every connection already queued is answered
+// cold, each in its goroutine (at most maxPending at once, beside those
+// still pending, which may all be silent), and only then is the listener
+// closed. Closing it with connections queued resets them, and a caller
+// whose request was sent cannot tell a reset from a server that died
+// running its command: it would exit 125 for one that never ran.
+func (s *Server) turnAwayQueued(wg *sync.WaitGroup) {
+	defer s.ln.Close()
+	if s.skip["turn-away"] {
+		return
+	}
+	s.removeSocket()
+	slots := make(chan struct{}, maxPending)
+	for {
+		slots <- struct{}{}
+		s.ln.SetDeadline(time.Now().Add(drainQuiet))
+		c, err := s.ln.AcceptUnix()
+		if err != nil {
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			defer func() { <-slots }()
+			s.stopping(c)
+		}()
+	}
+}
+
+// stopWait bounds the wait for a queued connection's request while the
+// server stops.
+const stopWait = time.Second
+
+// stopping answers c cold: the server stops, and nothing was done. Its
+// request, if it comes, is read first (its descriptors closed), so the
+// answer is not lost to the reset of a record left unread.
+func (s *Server) stopping(c *net.UnixConn) {
+	c.SetDeadline(time.Now().Add(stopWait))
+	if size, err := waitRequest(c); err == nil {
+		if call, _, err := readCall(c, size); err == nil {
+			call.close()
+		}
+	}
+	c.Write(encodeReply(reply{Answer: answerCold, Reason: "the warm server is stopping"}))
 }
 
 // watchIdle stops the server once idle passed with no call in flight.
@@ -279,14 +339,20 @@ func (s *Server) end() {
 	s.mu.Unlock()
 }
 
-// close removes the socket when the path is still the one this server
-// made (another server may have replaced it) and releases the lock.
+// close removes the socket (if turnAwayQueued has not) and releases the
+// lock.
 func (s *Server) close() {
+	s.removeSocket()
+	s.lock.Close()
+}
+
+// removeSocket removes the socket when the path is still the one this
+// server made (another server may have replaced it).
+func (s *Server) removeSocket() {
 	var st unix.Stat_t
 	if unix.Lstat(s.path, &st) == nil && st.Dev == s.sockDev && st.Ino == s.sockIno {
 		os.Remove(s.path)
 	}
-	s.lock.Close()
 }
 
 // serveConn checks the peer, reads its request, checks that the call would
@@ -295,7 +361,7 @@ func (s *Server) close() {
 // maxPending); serveConn's caller calls it too when it ends.
 func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler, settled func()) {
 	c.SetDeadline(time.Now().Add(RequestTimeout))
-	answer := func(r reply) error { _, err := c.Write(r.encode()); return err }
+	answer := func(r reply) error { _, err := c.Write(encodeReply(r)); return err }
 	p, err := peerOf(c, true)
 	if err != nil {
 		s.log.Warn("warm: cannot tell who connected; refused", "err", err)
@@ -318,13 +384,19 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler, sett
 	}
 	endCheck := starttrace.Begin("warm-check")
 	defer func() { endCheck() }()
-	// The request buffer is taken only once the request is there.
-	if err := waitReadable(c); err != nil {
+	// The server's own facts, for this call, are read while the caller
+	// sends its request: they are not the caller's, of which nothing is
+	// read before its request is here.
+	mine := s.ownFacts()
+	// The request buffer is taken only once the request is there, and
+	// only as large as it is.
+	size, err := waitRequest(c)
+	if err != nil {
 		s.log.Warn("warm: no request; refused", "pid", p.pid, "err", err)
 		answer(reply{Answer: answerRefused, Reason: "no request"})
 		return
 	}
-	call, sender, err := readCall(c)
+	call, sender, err := readCall(c, size)
 	if err != nil {
 		s.log.Warn("warm: bad request; refused", "pid", p.pid, "err", err)
 		answer(reply{Answer: answerRefused, Reason: "bad request: " + err.Error()})
@@ -335,34 +407,19 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler, sett
 		s.refuseSender(answer, p, sender)
 		return
 	}
-	// The caller's facts are read only once its request is here, never
-	// ahead of it: a caller may take on confinement between connecting and
-	// sending (chroot, no_new_privs, a seccomp filter), and what it asks is
-	// run as it is when it asks; confinement taken on cannot be shed, so a
-	// change after the request only goes further from the server's.
-	p.facts = factsLater(p.pid)
+	call.Pid = p.pid
 	call.early = readLater(h.Read, call)
-	// Read first, so the answer is not lost to the reset a socket closed
-	// with a record unread gives its peer.
-	if ns := sameNamespaces(p.pid, "mnt"); ns != "" && !s.skip[ns] {
-		s.cold(answer, p, "another mnt namespace (the paths it names are not the server's)")
+	// Stopped when the call ends, and when it is not accepted (admit
+	// opens them).
+	defer func() { call.streams.stop() }()
+	if !s.admit(c, answer, p, call, h, mine) {
 		return
 	}
-	if reason := s.check(p, call, h); reason != "" {
-		s.cold(answer, p, reason)
+	if ctx.Err() != nil && !s.skip["stopping"] {
+		// The server stops: accepted now, the call would start under an
+		// ended context and be ended at once, as if signalled.
+		s.cold(answer, p, "the warm server is stopping")
 		return
-	}
-	if err := call.openStreams(); err != nil {
-		s.cold(answer, p, "cannot guard the streams: "+err.Error())
-		return
-	}
-	defer call.streams.stop()
-	if !s.skip["challenge"] {
-		if reason := s.challenge(c, answer, p); reason != "" {
-			s.log.Warn("warm: the connecting process did not answer its challenge; refused", "pid", p.pid, "reason", reason)
-			answer(reply{Answer: answerRefused, Reason: reason})
-			return
-		}
 	}
 	endCheck()
 	endCheck = func() {}
@@ -373,6 +430,17 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler, sett
 	settled()
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// A cold run writing to an output whose reader is gone dies of
+	// SIGPIPE at once, and its box with it: so does the call, with
+	// nothing more written to the caller.
+	var piped atomic.Bool
+	if !s.skip["sigpipe"] {
+		call.streams.onBrokenPipe(func() {
+			piped.Store(true)
+			cancel()
+			call.streams.stop()
+		})
+	}
 	go func() {
 		// A cancel record ends the call as a signal ends a cold run;
 		// the connection's end (the client gone) ends it and its
@@ -390,10 +458,83 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn, h Handler, sett
 	endRun := starttrace.Begin("warm-run")
 	code := h.Run(cctx, call)
 	endRun()
+	if piped.Load() {
+		code = 128 + int(unix.SIGPIPE)
+	}
 	// The call is over: nothing more is read of the caller's input,
 	// which is the caller's again (a cold run's reader ends with it).
 	call.streams.stopInput()
 	answer(reply{Answer: answerExit, Code: code})
+}
+
+// admit reads the caller and checks it against the server's own facts
+// (mine), and is true when the call may run warm; false once it has
+// answered why not (cold, or refused). The caller's streams are opened
+// when it is true.
+func (s *Server) admit(c *net.UnixConn, answer func(reply) error, p peer, call *Call, h Handler, mine <-chan factsRead) bool {
+	if s.skip["challenge-first"] {
+		// For tests only, the shape that overlaps the challenge with
+		// every read: answered before the caller is read.
+		if reason := s.challenge(c, answer, p)(); reason != "" {
+			answer(reply{Answer: answerRefused, Reason: reason})
+			return false
+		}
+	}
+	// The caller's facts are read only once its request is here, never
+	// ahead of it: a caller may take on confinement between connecting and
+	// sending (chroot, no_new_privs, a seccomp filter), and what it asks is
+	// run as it is when it asks; confinement taken on cannot be shed, so a
+	// change after the request only goes further from the server's.
+	theirs, err := readCaller(p.pid)
+	if err != nil {
+		// Nothing was sent since the request: the answer is not lost
+		// to the reset of a record left unread.
+		s.cold(answer, p, "cannot read the client's process: "+err.Error())
+		return false
+	}
+	// Compared before any challenge, so that a caller unlike the server
+	// (another airlock binary, which may answer no challenge) hears why.
+	own := <-mine
+	if own.err != nil {
+		s.cold(answer, p, "cannot read the server's own process: "+own.err.Error())
+		return false
+	}
+	if r := own.f.differ(theirs.facts, s.skip); r != "" {
+		s.cold(answer, p, r)
+		return false
+	}
+	// Every fact of the caller is read: its challenge goes out now, and
+	// what is left is done while it is answered, nothing of it read of the
+	// caller (its directory and terminal compared with its request, the
+	// handler's check, the streams).
+	answered := func() string { return "" }
+	if !s.skip["challenge-first"] {
+		answered = s.challenge(c, answer, p)
+	}
+	reason := s.check(call, h, theirs)
+	if reason == "" {
+		if err := call.openStreams(); err != nil {
+			reason = "cannot guard the streams: " + err.Error()
+		}
+	}
+	// The answer is read even for a call that goes cold, so the "cold"
+	// is not lost to the reset of a record left unread.
+	if r := answered(); r != "" {
+		s.log.Warn("warm: the connecting process did not answer its challenge; refused", "pid", p.pid, "reason", r)
+		answer(reply{Answer: answerRefused, Reason: r})
+		return false
+	}
+	if reason != "" {
+		s.cold(answer, p, reason)
+		return false
+	}
+	// Last, after every read of /proc/<pid> and the answer: the pid still
+	// names the process that connected.
+	if err := p.alive(); err != nil {
+		answer(reply{Answer: answerRefused, Reason: err.Error()})
+		return false
+	}
+	return true
 }
 
 func (s *Server) refuseSender(answer func(reply) error, p peer, sender int) {
@@ -401,25 +542,39 @@ func (s *Server) refuseSender(answer func(reply) error, p peer, sender int) {
 	answer(reply{Answer: answerRefused, Reason: fmt.Sprintf("the request came from process %d, not %d that connected", sender, p.pid)})
 }
 
-// challenge asks the connecting process, once its facts were read and
-// checked, for the secret of a fresh proof (proof_linux.go), and is "" when
-// that same process sends it back on the same connection: the caller could
-// read the server's process, so no Landlock domain (nor any other
-// confinement the kernel checks that read against) stands between them;
-// and the request is the checked process's own, not one sent for it by a
-// child it forked (another pid), nor by a process that has since exec'd
-// another program there (an airlock command that answers no challenge).
-// The process must still be the one the pidfd pins.
-func (s *Server) challenge(c *net.UnixConn, answer func(reply) error, p peer) string {
+// challenge asks the connecting process, once its facts were read, for
+// the secret of a fresh proof (proof_linux.go), and returns what waits for
+// the answer: "" when that same process sends the secret back on the same
+// connection. The caller could then read the server's process, so no
+// Landlock domain (nor other confinement the kernel checks that read
+// against) stands between them; and the request is the checked process's
+// own, not one sent for it by a child it forked (another pid), nor by a
+// process that has since exec'd another program there (an airlock command,
+// which answers no challenge): what answers has seen the secret, made
+// after the facts were read, so it is the program they were read of or one
+// it became after.
+func (s *Server) challenge(c *net.UnixConn, answer func(reply) error, p peer) (answered func() string) {
+	if s.skip["challenge"] {
+		return func() string { return "" }
+	}
+	failed := func(r string) func() string { return func() string { return r } }
 	pr, err := newProof()
 	if err != nil {
-		return "the server cannot make a challenge: " + err.Error()
+		return failed("the server cannot make a challenge: " + err.Error())
 	}
-	defer pr.close()
-	want := challengeRecord + pr.secret
 	if err := answer(reply{Answer: answerChallenge, Fd: pr.fd}); err != nil {
-		return "the challenge: " + err.Error()
+		pr.close()
+		return failed("the challenge: " + err.Error())
 	}
+	return func() string {
+		defer pr.close()
+		return s.checkAnswer(c, p, challengeRecord+pr.secret)
+	}
+}
+
+// checkAnswer reads the answer to the challenge want: "" when p sent want
+// back on c, else why not.
+func (s *Server) checkAnswer(c *net.UnixConn, p peer, want string) string {
 	buf := make([]byte, len(want)+1)
 	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred)+unix.CmsgSpace(5*4))
 	n, oobn, flags, _, err := c.ReadMsgUnix(buf, oob)
@@ -441,9 +596,6 @@ func (s *Server) challenge(c *net.UnixConn, answer func(reply) error, p peer) st
 	case subtle.ConstantTimeCompare(buf[:n], []byte(want)) != 1:
 		return "no proof that the caller may read the server's process (confined apart from it, as by Landlock)"
 	}
-	if err := p.alive(); err != nil {
-		return err.Error()
-	}
 	return ""
 }
 
@@ -452,25 +604,12 @@ func (s *Server) cold(answer func(reply) error, p peer, reason string) {
 	answer(reply{Answer: answerCold, Reason: reason})
 }
 
-// check is why the call must go cold, "" when it may run warm: the peer's
-// facts against the server's, its working directory, its terminal, the
-// handler's own checks, and last that the pid still names the process that
-// connected.
-func (s *Server) check(p peer, call *Call, h Handler) string {
-	call.Pid = p.pid
-	mine := s.ownFacts()
-	theirs, err := p.readFacts()
-	if err != nil {
-		return "cannot read the client's process: " + err.Error()
-	}
-	own := <-mine
-	if own.err != nil {
-		return "cannot read the server's own process: " + own.err.Error()
-	}
-	if r := own.f.differ(theirs, s.skip); r != "" {
-		return r
-	}
-	if err := sameDir(p.pid, call.Dir); err != nil {
+// check is why the call must go cold, "" when it may run warm: the
+// caller's working directory and terminal against what its request says,
+// and the handler's own checks. It reads nothing of the caller's process:
+// theirs is what was read.
+func (s *Server) check(call *Call, h Handler, theirs caller) string {
+	if err := sameDir(theirs.cwd, call.Dir); err != nil {
 		return err.Error()
 	}
 	call.CTTY = theirs.ctty
@@ -484,12 +623,7 @@ func (s *Server) check(p peer, call *Call, h Handler) string {
 		}
 	}
 	if h.Check != nil {
-		if r := h.Check(call); r != "" {
-			return r
-		}
-	}
-	if err := p.alive(); err != nil {
-		return err.Error()
+		return h.Check(call)
 	}
 	return ""
 }
@@ -499,9 +633,10 @@ type factsRead struct {
 	err error
 }
 
-// ownFacts reads the server's own facts for one call, beside the caller's:
-// a server reniced, limited, moved to another cgroup or given another umask
-// since it started runs its boxes so, and is compared as it is now.
+// ownFacts reads the server's own facts for one call, on a goroutine of
+// its own: a server reniced, limited, moved to another cgroup or given
+// another umask since it started runs its boxes so, and is compared as it
+// is now.
 func (s *Server) ownFacts() <-chan factsRead {
 	ch := make(chan factsRead, 1)
 	if s.skip["stale-self"] {
@@ -515,36 +650,36 @@ func (s *Server) ownFacts() <-chan factsRead {
 	return ch
 }
 
-// waitReadable waits, under c's deadline, until a record is there to read,
-// reading nothing (a peek).
-func waitReadable(c *net.UnixConn) error {
+// waitRequest waits, under c's deadline, until a record is there to read,
+// and is its size (a peek: MSG_TRUNC has the kernel say the whole size of
+// a record it copies none of).
+func waitRequest(c *net.UnixConn) (int, error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
-		return err
+		return 0, err
 	}
-	var perr error
-	var b [1]byte
+	var (
+		n    int
+		perr error
+	)
 	if err := raw.Read(func(fd uintptr) bool {
-		_, _, perr = unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		n, _, perr = unix.Recvfrom(int(fd), nil, unix.MSG_PEEK|unix.MSG_TRUNC|unix.MSG_DONTWAIT)
 		return perr != unix.EAGAIN
 	}); err != nil {
-		return err
+		return 0, err
 	}
-	return perr
+	return n, perr
 }
-
-// requestBufs are the buffers requests are read into: a fresh one per
-// call would cost its pages' faults every time.
-var requestBufs = sync.Pool{New: func() any { b := make([]byte, MaxRequest+1); return &b }}
 
 // readCall reads one request record with its descriptors. A record cut
 // short by the buffer, lost descriptors, control messages other than
 // descriptors or a count other than the request's is refused, and every
 // descriptor received is closed then.
-func readCall(c *net.UnixConn) (call *Call, sender int, err error) {
-	bp := requestBufs.Get().(*[]byte)
-	defer requestBufs.Put(bp)
-	buf := *bp
+// The buffer holds size bytes and one more (at most MaxRequest and one), so
+// a record larger than it was said to be, or than the bound, is cut short
+// and refused.
+func readCall(c *net.UnixConn, size int) (call *Call, sender int, err error) {
+	buf := make([]byte, min(max(size, 0), MaxRequest)+1)
 	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred)+unix.CmsgSpace(5*4))
 	n, oobn, flags, _, err := c.ReadMsgUnix(buf, oob)
 	if err != nil {
@@ -568,8 +703,8 @@ func readCall(c *net.UnixConn) (call *Call, sender int, err error) {
 		return nil, 0, fmt.Errorf("too many descriptors")
 	}
 	req, err := decodeRequest(buf[:n])
-	if err == nil && len(fds) != req.fds() {
-		err = fmt.Errorf("%d descriptors, want %d", len(fds), req.fds())
+	if err == nil && len(fds) != req.Fds() {
+		err = fmt.Errorf("%d descriptors, want %d", len(fds), req.Fds())
 	}
 	if err != nil {
 		closeAll()

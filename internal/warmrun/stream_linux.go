@@ -30,6 +30,9 @@ type guarded struct {
 	fd, ev  int
 	stopped bool
 	users   int
+	// broken, when set, is called on a write the reader is gone for
+	// (EPIPE).
+	broken func()
 }
 
 func newGuarded(f *os.File) (*guarded, error) {
@@ -146,6 +149,9 @@ func (g *guarded) Write(p []byte) (int, error) {
 		switch {
 		case err == unix.EINTR || err == unix.EAGAIN:
 			continue
+		case err == unix.EPIPE && g.broken != nil:
+			g.broken()
+			return done, err
 		case err != nil:
 			return done, err
 		}
@@ -181,6 +187,13 @@ func (c *Call) openStreams() error {
 // writes when the caller is gone; none blocks the server past that.
 func (c *Call) Streams() (stdin io.Reader, stdout, stderr io.Writer) {
 	return c.streams.in, c.streams.out, c.streams.errw
+}
+
+// onBrokenPipe has f called when a write to the output or the error finds
+// its reader gone: what kills a cold run's process (SIGPIPE, on its
+// standard output or error). Set before the call runs.
+func (s *streams) onBrokenPipe(f func()) {
+	s.out.broken, s.errw.broken = f, f
 }
 
 func (s *streams) stopInput() {

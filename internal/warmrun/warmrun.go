@@ -29,21 +29,21 @@ package warmrun
 import (
 	"context"
 	"os"
-	"path/filepath"
 
 	"github.com/airlock-run/airlock/approvals"
+	"github.com/airlock-run/airlock/internal/warmhand"
 )
 
 // SocketName and LockName are the server's socket and lock file in its
 // directory.
 const (
-	SocketName = "warm.sock"
+	SocketName = warmhand.SocketName
 	LockName   = "warm.lock"
 )
 
 // Env is the variable that turns the hand-over off ("off") or has a run
 // say why it went cold ("verbose").
-const Env = "AIRLOCK_WARM"
+const Env = warmhand.Env
 
 // CheckDir makes sure dir is a real directory only this user can enter:
 // owned by the effective uid, mode 0700, not a symbolic link (the checks of
@@ -53,7 +53,7 @@ const Env = "AIRLOCK_WARM"
 func CheckDir(dir string) error { return approvals.CheckDir("warm", dir) }
 
 // SocketPath is the server's socket in dir.
-func SocketPath(dir string) string { return filepath.Join(dir, SocketName) }
+func SocketPath(dir string) string { return warmhand.SocketPath(dir) }
 
 // Call is one request the server received, with its descriptors (each
 // close-on-exec, closed when the call ends).
@@ -107,25 +107,19 @@ type Handler struct {
 	Run func(ctx context.Context, c *Call) int
 }
 
-// Outcome is how a hand-over ended.
-type Outcome int
+// Outcome is how a hand-over ended; Result is what HandOver found (the
+// client's, internal/warmhand).
+type (
+	Outcome = warmhand.Outcome
+	Result  = warmhand.Result
+)
 
 const (
 	// Cold: nothing was run; the client runs the command itself.
-	Cold Outcome = iota
+	Cold = warmhand.Cold
 	// Ran: the server ran the call; Result.Code is its exit code.
-	Ran
+	Ran = warmhand.Ran
 	// Lost: the request was sent and no answer came, or the server
 	// refused it: the client must not run the command (it may have run).
-	Lost
+	Lost = warmhand.Lost
 )
-
-// Result is what HandOver found.
-type Result struct {
-	Outcome Outcome
-	Code    int
-	// Reason says why the run went cold or was lost ("" when there is
-	// no server); Warn, when set, is a line to show on every run (a
-	// server or directory that is not this user's).
-	Reason, Warn string
-}

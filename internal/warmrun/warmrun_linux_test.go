@@ -3,6 +3,7 @@ package warmrun
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-run/airlock/internal/testsupport"
+	"github.com/airlock-run/airlock/internal/warmhand"
 )
 
 // The test binary is its own client and server: roleEnv picks the role a
@@ -40,12 +42,14 @@ func TestMain(m *testing.M) {
 		os.Exit(fdSenderRole())
 	case "send-then-exec":
 		os.Exit(sendThenExecRole())
+	case "exec-on-challenge":
+		os.Exit(execOnChallengeRole())
+	case "answer-on-3":
+		os.Exit(answerOn3Role())
 	case "landlocked":
 		os.Exit(landlockedRole())
 	case "hand-client":
 		os.Exit(handClientRole())
-	case "pid-reuse":
-		os.Exit(pidReuseRole())
 	case "idle":
 		time.Sleep(time.Second)
 		fmt.Println("idle-done")
@@ -121,15 +125,8 @@ func fdSenderRole() int {
 // checks, which holds the connection (left open across the exec) and
 // answers no challenge.
 func sendThenExecRole() int {
-	c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: SocketPath(os.Getenv(dirEnv)), Net: "unixpacket"})
-	if err != nil {
-		fmt.Printf("outcome=dial-failed reason=%v\n", err)
-		return 0
-	}
-	wd, _ := os.Getwd()
-	b, _ := (&Request{Args: []string{"--", "echo"}, Env: []string{"A=1"}, Dir: wd}).encode()
-	if _, _, err := c.WriteMsgUnix(b, syscall.UnixRights(0, 1, 2), nil); err != nil {
-		fmt.Printf("outcome=send-failed reason=%v\n", err)
+	c := sendRequest()
+	if c == nil {
 		return 0
 	}
 	f, err := c.File()
@@ -141,6 +138,30 @@ func sendThenExecRole() int {
 		return 0
 	}
 	self, _ := os.Executable()
+	return execAs(self, "idle")
+}
+
+// sendRequest connects to the server in $WARMRUN_TEST_DIR and sends a
+// request with descriptors 0, 1 and 2; nil (having said why) when it
+// cannot.
+func sendRequest() *net.UnixConn {
+	c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: SocketPath(os.Getenv(dirEnv)), Net: "unixpacket"})
+	if err != nil {
+		fmt.Printf("outcome=dial-failed reason=%v\n", err)
+		return nil
+	}
+	wd, _ := os.Getwd()
+	b, _ := (&Request{Args: []string{"--", "echo"}, Env: []string{"A=1"}, Dir: wd}).Encode()
+	if _, _, err := c.WriteMsgUnix(b, syscall.UnixRights(0, 1, 2), nil); err != nil {
+		fmt.Printf("outcome=send-failed reason=%v\n", err)
+		return nil
+	}
+	return c
+}
+
+// execAs execs exe playing role, with extra in its environment; it
+// returns only when the exec fails.
+func execAs(exe, role string, extra ...string) int {
 	// The first of a variable named twice is the one read: drop the
 	// role this process plays.
 	var env []string
@@ -149,9 +170,81 @@ func sendThenExecRole() int {
 			env = append(env, e)
 		}
 	}
-	env = append(env, roleEnv+"=idle")
-	fmt.Printf("exec: %v\n", syscall.Exec(self, []string{self}, env))
+	env = append(append(env, roleEnv+"="+role), extra...)
+	fmt.Printf("exec: %v\n", syscall.Exec(exe, []string{exe}, env))
 	return 1
+}
+
+// execOnChallengeRole connects and sends its request, and once challenged
+// execs the binary $WARMRUN_TEST_EXEC as "answer-on-3" with the connection
+// and the challenge: the process the server read is then another program
+// than the one that answers.
+func execOnChallengeRole() int {
+	c := sendRequest()
+	if c == nil {
+		return 0
+	}
+	r, err := readReply(c)
+	if err != nil {
+		fmt.Printf("outcome=lost reason=%v\n", err)
+		return 0
+	}
+	if r.Answer != answerChallenge {
+		fmt.Printf("outcome=%s reason=%s\n", r.Answer, r.Reason)
+		return 0
+	}
+	f, err := c.File()
+	if err == nil && f.Fd() != 3 {
+		err = unix.Dup3(int(f.Fd()), 3, 0)
+	}
+	if err != nil {
+		fmt.Printf("outcome=no-fd reason=%v\n", err)
+		return 0
+	}
+	return execAs(os.Getenv("WARMRUN_TEST_EXEC"), "answer-on-3", "WARMRUN_TEST_PROOF_FD="+strconv.Itoa(r.Fd))
+}
+
+// answerOn3Role answers the challenge on descriptor 3 with the secret the
+// server holds at its descriptor $WARMRUN_TEST_PROOF_FD, and prints how the
+// call ended.
+func answerOn3Role() int {
+	fc, err := net.FileConn(os.NewFile(3, "conn"))
+	if err != nil {
+		fmt.Printf("outcome=no-conn reason=%v\n", err)
+		return 0
+	}
+	c := fc.(*net.UnixConn)
+	n, _ := strconv.Atoi(os.Getenv("WARMRUN_TEST_PROOF_FD"))
+	secret, err := warmhand.ReadProof(3, n)
+	if err != nil {
+		fmt.Printf("outcome=no-proof reason=%v\n", err)
+		return 0
+	}
+	if _, err := c.Write([]byte(challengeRecord + secret)); err != nil {
+		fmt.Printf("outcome=answer-failed reason=%v\n", err)
+		return 0
+	}
+	for {
+		r, err := readReply(c)
+		switch {
+		case err != nil:
+			fmt.Printf("outcome=lost reason=%v\n", err)
+			return 0
+		case r.Answer != answerAccepted:
+			fmt.Printf("outcome=%s reason=%s\n", r.Answer, r.Reason)
+			return 0
+		}
+	}
+}
+
+func readReply(c *net.UnixConn) (reply, error) {
+	var r reply
+	b := make([]byte, maxReply)
+	n, err := c.Read(b)
+	if err != nil {
+		return r, err
+	}
+	return r, json.Unmarshal(b[:n], &r)
 }
 
 // dyingServerRole serves one call and dies after accepting it.
@@ -214,6 +307,25 @@ func startServerWith(t *testing.T, run func(c *Call) int, skip ...string) *testS
 	return ts
 }
 
+// serveWith starts a server in this process with handler h, stopped when
+// tb ends, and is its directory.
+func serveWith(tb testing.TB, h Handler) string {
+	tb.Helper()
+	dir := filepath.Join(tb.TempDir(), "run")
+	s, err := Listen(dir, nil)
+	if err != nil {
+		tb.Fatalf("listen: %v", err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Serve(ctx, h, 0)
+	}()
+	tb.Cleanup(func() { stop(); <-done })
+	return dir
+}
+
 // client runs this test binary as a client of ts with extra environment,
 // through wrap (a program and its arguments before the binary, if any).
 func (ts *testServer) client(t *testing.T, role string, env []string, wrap ...string) string {
@@ -232,6 +344,9 @@ func (ts *testServer) client(t *testing.T, role string, env []string, wrap ...st
 	return string(out)
 }
 
+// blockUSR1 is a python program that blocks SIGUSR1 and execs its arguments.
+const blockUSR1 = "import os, signal, sys; signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1]); os.execv(sys.argv[1], sys.argv[1:])"
+
 const (
 	ranWarm = "ran\noutcome=1 code=7 "
 	ranCold = "outcome=0 code=0 "
@@ -241,10 +356,7 @@ const (
 // run behave (its namespaces, no_new_privs, umask, a limit, the binary) is
 // not served warm. Each case first runs against a server without that one
 // comparison (the old shape) and is served there: the check is what turns
-// it away. A chroot'd client and one in another user namespace cannot
-// read the server's proof either (no /proc; no ptrace access): their old
-// shape lacks the proof too, and they answer by hand, as a hostile client
-// would.
+// it away.
 func TestPeerFidelity(t *testing.T) {
 	self, _ := os.Executable()
 	rebuilt := filepath.Join(t.TempDir(), "rebuilt.test")
@@ -268,6 +380,9 @@ func TestPeerFidelity(t *testing.T) {
 		{name: "another CPU affinity", skip: []string{"Cpus_allowed"}, role: "client", wrap: []string{"taskset", "-c", "0"}, need: "taskset", want: ranCold},
 		{name: "a rebuilt binary", skip: []string{"exe"}, role: "client", wrap: []string{rebuilt}, want: ranCold},
 		{name: "traced", skip: []string{"TracerPid"}, role: "client", wrap: []string{"strace", "-f", "-o", "/dev/null"}, need: "strace", want: ranCold},
+		{name: "address space randomization off", skip: []string{"personality"}, role: "client", wrap: []string{"setarch", "-R"}, need: "setarch", want: ranCold},
+		{name: "SIGHUP ignored", skip: []string{"SigIgn"}, role: "client", wrap: []string{"nohup"}, need: "nohup", want: ranCold},
+		{name: "SIGUSR1 blocked", skip: []string{"SigBlk"}, role: "client", wrap: []string{"/usr/bin/python3", "-c", blockUSR1}, need: "/usr/bin/python3", want: ranCold},
 		{name: "another root directory", skip: []string{"root", "proof"}, role: "chroot-client", env: []string{"WARMRUN_TEST_JAIL=" + t.TempDir()}, need: "root", want: ranCold},
 		// A raw client: it does not check the server first, as a hostile
 		// process would not. Refused before its request is read: it gets
@@ -470,7 +585,7 @@ func TestSilentFloodDoesNotStopCalls(t *testing.T) {
 // TestBadRequestsRefused: malformed records, wrong descriptor counts and
 // requests over the bounds are refused with one line; nothing runs.
 func TestBadRequestsRefused(t *testing.T) {
-	good, _ := (&Request{Args: []string{"x"}, Dir: "/"}).encode()
+	good, _ := (&Request{Args: []string{"x"}, Dir: "/"}).Encode()
 	tests := []struct {
 		name string
 		msg  []byte
@@ -518,7 +633,7 @@ func TestBadRequestsRefused(t *testing.T) {
 }
 
 func mustEncode(t *testing.T, r Request) []byte {
-	b, err := r.encode()
+	b, err := r.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -536,7 +651,7 @@ func TestDecodeRoundTrip(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(r) {
 		t.Fatalf("got %+v, want %+v", got, r)
 	}
-	if _, err := (&Request{Args: make([]string, MaxArgs+1), Dir: "/"}).encode(); err == nil {
+	if _, err := (&Request{Args: make([]string, MaxArgs+1), Dir: "/"}).Encode(); err == nil {
 		t.Error("encode took more arguments than MaxArgs")
 	}
 	if _, err := decodeRequest(mustEncode(t, Request{Args: []string{"a\x00b"}, Dir: "/"})); err == nil {
@@ -593,7 +708,7 @@ func TestIdleEnds(t *testing.T) {
 // to an error, never a panic; what decodes encodes back to the same bytes.
 func FuzzDecodeRequest(f *testing.F) {
 	for _, r := range []Request{{Dir: "/"}, {Args: []string{"--", "true"}, Env: []string{"A=1"}, Dir: "/tmp", TTY: true}} {
-		b, _ := r.encode()
+		b, _ := r.Encode()
 		f.Add(b)
 	}
 	f.Add([]byte("AWR1\x00\xff\xff\xff\xff"))
@@ -605,7 +720,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		if len(r.Args) > MaxArgs || len(r.Env) > MaxEnv {
 			t.Fatalf("decoded past the bounds: %d args, %d env", len(r.Args), len(r.Env))
 		}
-		again, err := r.encode()
+		again, err := r.Encode()
 		if err != nil || !bytes.Equal(again, b) {
 			t.Fatalf("decode then encode: %q, %v; want %q", again, err, b)
 		}
@@ -615,7 +730,7 @@ func FuzzDecodeRequest(f *testing.F) {
 // TestReplyBounded: a reply fits the client's buffer whatever its reason.
 func TestReplyBounded(t *testing.T) {
 	for _, reason := range []string{strings.Repeat("a", 10000), strings.Repeat("<\x01", 5000)} {
-		if b := (reply{Answer: answerCold, Reason: reason}).encode(); len(b) > maxReply {
+		if b := encodeReply(reply{Answer: answerCold, Reason: reason}); len(b) > maxReply {
 			t.Errorf("a reply of %d bytes, over the client's %d", len(b), maxReply)
 		}
 	}
@@ -676,6 +791,65 @@ func TestRequestTiedToConnector(t *testing.T) {
 				t.Fatalf("got %q (%d runs), want the call not served", got, ts.runs.Load())
 			}
 		})
+	}
+}
+
+// TestFactsReadBeforeChallenge: the challenge goes out only once every fact
+// of the caller is read (what is left of the checks runs while it is
+// answered). A process that would become another program once challenged
+// (a rebuilt airlock that execs the server's own binary, which answers) is
+// judged by what it was when read: "another airlock binary", and nothing
+// runs. A server that overlaps the challenge with the reads as well (the
+// old shape, shown first) reads what the process became, and serves it.
+func TestFactsReadBeforeChallenge(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rebuilt := filepath.Join(t.TempDir(), "rebuilt.test")
+	testsupport.CopyBin(t, self, rebuilt, 0o755)
+	run := func(ts *testServer) string {
+		cmd := exec.Command(rebuilt)
+		cmd.Env = append(os.Environ(), roleEnv+"=exec-on-challenge", dirEnv+"="+ts.dir, "WARMRUN_TEST_EXEC="+self)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("client: %v: %s", err, out)
+		}
+		return string(out)
+	}
+	old := startServer(t, "challenge-first")
+	if got := run(old); !strings.HasPrefix(got, "ran\noutcome=exit") || old.runs.Load() != 1 {
+		t.Fatalf("with the challenge before the reads: got %q, want the call served (the old shape's flaw)", got)
+	}
+	ts := startServer(t)
+	got := run(ts)
+	if !strings.HasPrefix(got, "outcome=cold reason=another airlock binary") || ts.runs.Load() != 0 {
+		t.Fatalf("got %q (%d runs), want the call cold as another airlock binary", got, ts.runs.Load())
+	}
+}
+
+// TestCancelledCallGoesCold: a signal reached the client during the
+// exchange, and the call goes cold after the challenge was answered (the
+// handler's check): the client hears "cold" and runs the command itself.
+// A cancel it had sent after its answer would be a record the server left
+// unread, whose reset took the answer away (the call lost, exit 125 for a
+// command that never ran).
+func TestCancelledCallGoesCold(t *testing.T) {
+	dir := serveWith(t, Handler{
+		Check: func(*Call) string { return "the handler's reason" },
+		Run:   func(context.Context, *Call) int { return 7 },
+	})
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := 0; i < 20; i++ {
+		r := HandOver(cancelled, dir, Request{Args: []string{"--", "true"}, Dir: wd}, []int{0, 1, 2})
+		if r.Outcome != Cold || r.Reason != "the handler's reason" {
+			t.Fatalf("call %d: got %+v, want cold for the handler's reason", i, r)
+		}
 	}
 }
 
@@ -804,6 +978,141 @@ func TestPendingConnectionsCapped(t *testing.T) {
 			}
 			if got := ts.client(t, "client", nil); !strings.HasPrefix(got, ranWarm) {
 				t.Fatalf("got %q, want the call served once the flood went", got)
+			}
+		})
+	}
+}
+
+// handOverLater hands a call to the server in dir from this process and
+// returns what waits for its result.
+func handOverLater(t *testing.T, dir string) <-chan Result {
+	t.Helper()
+	wd, _ := os.Getwd()
+	ch := make(chan Result, 1)
+	go func() {
+		ch <- HandOver(context.Background(), dir, Request{Args: []string{"--", "echo"}, Env: []string{"A=1"}, Dir: wd}, []int{0, 1, 2})
+	}()
+	return ch
+}
+
+func waitResult(t *testing.T, ch <-chan Result) Result {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(20 * time.Second):
+		t.Fatal("the hand-over did not end")
+		return Result{}
+	}
+}
+
+// TestStopTurnsQueuedAway: a server stopping (SIGTERM, --idle) with a call
+// still in its listen queue answers it cold, so the caller runs the command
+// itself. The old shape (shown first) closed the listener with the call
+// queued, which reset it: the caller, which had sent its request, exited
+// 125 for a command that never ran.
+func TestStopTurnsQueuedAway(t *testing.T) {
+	defer func(n int) { maxPending = n }(maxPending)
+	maxPending = 1
+	for _, tt := range []struct {
+		name string
+		skip []string
+		want Outcome
+	}{
+		{"listener closed at once", []string{"turn-away"}, Lost},
+		{"queue turned away", nil, Cold},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := startServer(t, tt.skip...)
+			hold, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: SocketPath(ts.dir), Net: "unixpacket"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer hold.Close()
+			for end := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				ts.mu.Lock()
+				held := ts.pending == 1
+				ts.mu.Unlock()
+				if held {
+					break
+				}
+				if time.Now().After(end) {
+					t.Fatal("the silent connection was not taken")
+				}
+			}
+			res := handOverLater(t, ts.dir)
+			time.Sleep(300 * time.Millisecond) // connected and sent, in the listen queue
+			ts.stop()
+			if r := waitResult(t, res); r.Outcome != tt.want {
+				t.Fatalf("got %+v, want outcome %d", r, tt.want)
+			}
+			if n := ts.runs.Load(); n != 0 {
+				t.Errorf("the server ran %d calls, want none", n)
+			}
+			if _, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: SocketPath(ts.dir), Net: "unixpacket"}); err == nil {
+				t.Error("a stopping server still takes connections")
+			}
+		})
+	}
+}
+
+// TestStopBeforeAcceptGoesCold: a call whose checks are under way when the
+// server stops is answered cold. The old shape (shown first) accepted it,
+// and ran it under a context already ended: the call was ended at once, as
+// if signalled, and its caller exited with that code for a command no one
+// stopped.
+func TestStopBeforeAcceptGoesCold(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		skip  []string
+		want  Outcome
+		ended int32
+	}{
+		{"accepted while stopping", []string{"stopping"}, Ran, 1},
+		{"cold while stopping", nil, Cold, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			s, err := Listen(dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.skip = map[string]bool{}
+			for _, k := range tt.skip {
+				s.skip[k] = true
+			}
+			inCheck, release := make(chan struct{}), make(chan struct{})
+			var ranEnded atomic.Int32
+			ctx, stop := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				s.Serve(ctx, Handler{
+					Check: func(*Call) string { close(inCheck); <-release; return "" },
+					Run: func(ctx context.Context, c *Call) int {
+						if ctx.Err() != nil {
+							ranEnded.Add(1)
+						}
+						return 7
+					},
+				}, 0)
+			}()
+			defer func() { stop(); <-done }()
+			res := handOverLater(t, dir)
+			select {
+			case <-inCheck:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the call was not checked")
+			}
+			stop()
+			time.Sleep(100 * time.Millisecond)
+			close(release)
+			r := waitResult(t, res)
+			if n := ranEnded.Load(); n != tt.ended {
+				t.Fatalf("the server ran %d calls under an ended context, want %d (outcome %+v)", n, tt.ended, r)
+			}
+			if r.Outcome != tt.want {
+				t.Fatalf("got %+v, want outcome %d", r, tt.want)
 			}
 		})
 	}

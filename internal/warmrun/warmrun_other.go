@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/airlock-run/airlock/errs"
+	"github.com/airlock-run/airlock/internal/warmhand"
 )
 
 type streams struct{}
@@ -32,7 +33,7 @@ func (s *Server) Serve(ctx context.Context, h Handler, idle time.Duration) error
 
 // HandOver runs everything cold off Linux.
 func HandOver(ctx context.Context, dir string, req Request, fds []int) Result {
-	return Result{Outcome: Cold}
+	return warmhand.HandOver(ctx, dir, req, fds)
 }
 
 // Streams are the call's standard streams as they are off Linux, where no

@@ -5,85 +5,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/airlock-run/airlock/internal/warmhand"
 )
 
-// Bounds of a request. A run the client cannot fit in them runs cold (the
-// client checks before it sends); a record over them is refused.
+// The request's format and bounds, and the answers, are the client's
+// (internal/warmhand): the server reads what it writes.
 const (
-	// MaxRequest is the largest request record, in bytes. A Unix
-	// SOCK_SEQPACKET record must fit the socket's send buffer (about
-	// 208 KiB by default), so a larger one could not be sent at all.
-	MaxRequest = 128 << 10
-	// MaxArgs and MaxEnv bound the number of arguments and of environment
-	// entries.
-	MaxArgs = 4096
-	MaxEnv  = 4096
+	MaxRequest = warmhand.MaxRequest
+	MaxArgs    = warmhand.MaxArgs
+	MaxEnv     = warmhand.MaxEnv
+	magic      = warmhand.Magic
+	flagTTY    = warmhand.FlagTTY
 )
 
-// magic starts every request: the format and its version.
-const magic = "AWR1"
-
-// flagTTY says a fourth descriptor follows the three streams: the client's
-// controlling terminal, for a person's answer to an escalation.
-const flagTTY = 1
-
-// Request is one `airlock run` handed over: what cold `airlock run` would
-// have read from its own process. The descriptors travel beside it.
-type Request struct {
-	// Args are the arguments after "run".
-	Args []string
-	// Env is the client's environment, as os.Environ.
-	Env []string
-	// Dir is the client's working directory; the server checks it is
-	// the one the kernel says the client works in.
-	Dir string
-	// TTY says the client sends its controlling terminal as a fourth
-	// descriptor.
-	TTY bool
-}
-
-// fds is the number of descriptors that must come with r.
-func (r *Request) fds() int {
-	if r.TTY {
-		return 4
-	}
-	return 3
-}
-
-// encode writes r in the request format: the magic, a flags byte, then the
-// arguments, the environment (each a little-endian uint32 count of
-// length-prefixed strings) and the directory.
-func (r *Request) encode() ([]byte, error) {
-	if len(r.Args) > MaxArgs || len(r.Env) > MaxEnv {
-		return nil, fmt.Errorf("%d arguments and %d environment entries (at most %d and %d)", len(r.Args), len(r.Env), MaxArgs, MaxEnv)
-	}
-	b := append(make([]byte, 0, 512), magic...)
-	var flags byte
-	if r.TTY {
-		flags |= flagTTY
-	}
-	b = append(b, flags)
-	b = appendList(b, r.Args)
-	b = appendList(b, r.Env)
-	b = appendString(b, r.Dir)
-	if len(b) > MaxRequest {
-		return nil, fmt.Errorf("a request of %d bytes (at most %d)", len(b), MaxRequest)
-	}
-	return b, nil
-}
-
-func appendList(b []byte, l []string) []byte {
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(l)))
-	for _, s := range l {
-		b = appendString(b, s)
-	}
-	return b
-}
-
-func appendString(b []byte, s string) []byte {
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
-	return append(b, s...)
-}
+// Request is one `airlock run` handed over (warmhand.Request).
+type Request = warmhand.Request
 
 // decodeRequest reads a request exactly: the magic, known flags only,
 // counts within the bounds, strings with no NUL (no argument or
@@ -187,46 +124,30 @@ func (d *decoder) list(max int, what string) []string {
 	return l
 }
 
-// Answers the server gives, in reply.Answer.
 const (
-	answerCold     = "cold"     // run it yourself; nothing was done
-	answerAccepted = "accepted" // the server runs it; nothing more may be run by the client
-	answerRefused  = "refused"  // the request was not taken; nothing was done
-	answerExit     = "exit"     // the call ended with Code
-	// answerChallenge asks the process that connected to send back the
-	// secret the server holds at its descriptor Fd (challengeRecord + the
-	// secret), read through /proc, before the call is accepted.
-	answerChallenge = "challenge"
+	answerCold      = warmhand.AnswerCold
+	answerAccepted  = warmhand.AnswerAccepted
+	answerRefused   = warmhand.AnswerRefused
+	answerExit      = warmhand.AnswerExit
+	answerChallenge = warmhand.AnswerChallenge
+	cancelRecord    = warmhand.CancelRecord
+	challengeRecord = warmhand.ChallengeRecord
+	maxReply        = warmhand.MaxReply
 )
 
-// reply is one record the server sends: JSON, which the client reads from
-// a server it checked is its own user's.
-type reply struct {
-	Answer string `json:"answer"`
-	Reason string `json:"reason,omitempty"`
-	Code   int    `json:"code,omitempty"`
-	Fd     int    `json:"fd,omitempty"`
-}
+// reply is one record the server sends: JSON, which the client reads
+// (warmhand.DecodeReply) from a server it checked is its own user's.
+type reply = warmhand.Reply
 
 // maxReason bounds a reply's reason, so every reply fits the client's
 // buffer (maxReply) whatever paths it names.
-const (
-	maxReason = 1024 // at most 6 bytes each once escaped
-	maxReply  = 8 << 10
-)
+const maxReason = 1024 // at most 6 bytes each once escaped
 
-func (r reply) encode() []byte {
+// encodeReply is r as the server sends it.
+func encodeReply(r reply) []byte {
 	if len(r.Reason) > maxReason {
 		r.Reason = r.Reason[:maxReason] + "…"
 	}
 	b, _ := json.Marshal(r)
 	return b
 }
-
-// cancelRecord is what the client sends when a signal that ends a cold
-// run arrives.
-const cancelRecord = "C"
-
-// challengeRecord starts the client's answer to a challenge; the secret
-// follows.
-const challengeRecord = "N"

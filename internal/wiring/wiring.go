@@ -272,7 +272,7 @@ func Build(cfg Config) (*Kernel, error) {
 		if err != nil {
 			return fail(errs.Wrap(errs.Unavailable, err, "trace file"))
 		}
-		tracer, shutdown, err := audit.WriterTracing(f)
+		tracer, shutdown, err := audit.WriterTracingEnv(f, cfg.Getenv)
 		if err != nil {
 			f.Close()
 			return fail(errs.Wrap(errs.Unavailable, err, "trace file"))
@@ -695,7 +695,12 @@ func (k *Kernel) Exec(ctx context.Context, call mediator.Call, o mediator.ExecOp
 	o.Stdout, o.Stderr = gate.writer(o.Stdout), gate.writer(o.Stderr)
 	o.Durable = gate.wait
 	res, err := k.Kernel.Exec(context.WithValue(ctx, syncAfter{}, pending), call, o)
-	if serr := k.Audit.Sync(); serr != nil {
+	// The records' fsync, the one wait of a call on the disk (the
+	// decision's ran beside the box's start).
+	endSync := starttrace.Begin("audit-sync")
+	serr := k.Audit.Sync()
+	endSync()
+	if serr != nil {
 		return res, errs.Wrap(errs.Unavailable, serr, "audit: the record could not be made durable")
 	}
 	return res, err

@@ -45,6 +45,11 @@ const (
 	// own) emptied after every call: /tmp, /var/tmp, /dev/shm, a private
 	// HOME.
 	FlagScratch = "--scratch"
+	// FlagResetPids, alone after InitArg, is not a box's init: the runner
+	// starts it in a warm box's PID namespace between calls, and it sets
+	// that namespace's last PID back to 1 (ns_last_pid), so the next call
+	// is given the process ids the first was.
+	FlagResetPids = "--reset-pids"
 )
 
 // MaxCall bounds one Call's encoding: argv and environment together are

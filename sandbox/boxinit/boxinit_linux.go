@@ -29,6 +29,9 @@ func Main(args []string) int {
 	if len(args) > 0 && args[0] == boxconf.FlagSeal {
 		return sealAndReexec(args)
 	}
+	if len(args) == 1 && args[0] == boxconf.FlagResetPids { // between a warm box's calls (pidreset_linux.go)
+		return resetPids()
+	}
 	if serve, ok := serveFlags(args); ok { // a warm box (serve_linux.go)
 		return serveMain(serve)
 	}

@@ -286,8 +286,12 @@ type Group struct {
 	closed bool
 	done   chan struct{} // closed by Close; releases a parked thread
 	// back, on v1, is closed once the thread the last Start forked from
-	// has left the group again (or is parked); nil before any Start.
+	// has left the group again (or is parked); nil before any Start or
+	// Place.
 	back chan struct{}
+	// placed, on v1, is the thread Place moved into the group, waiting
+	// for the next Start; nil when none waits.
+	placed *placement
 	// mounts1 are the v1 mounts Detect read (Info.mounts1), nil when
 	// unknown: Start then reads the mount table.
 	mounts1 map[string]mount
@@ -553,8 +557,9 @@ func (g *Group) Dir(c string) string { return g.dirs[c] }
 // On v2 it sets attr.UseCgroupFD and attr.CgroupFD (CLONE_INTO_CGROUP). On
 // v1 it locks a thread, moves that thread alone into the group, calls start
 // (the child inherits the forking thread's cgroups) and moves the thread
-// back. Should the move back fail, the thread is parked until Close and then
-// ends with its goroutine, so no other work ever runs on it.
+// back; Place does the first half ahead. Should the move back fail, the
+// thread is parked until Close and then ends with its goroutine, so no other
+// work ever runs on it.
 //
 // On v1 Start returns once start has, while the thread moves back: the box
 // starts meanwhile. Whatever lists, adds to or kills the group's processes
@@ -578,40 +583,98 @@ func (g *Group) Start(attr *syscall.SysProcAttr, start func() error) error {
 		attr.UseCgroupFD, attr.CgroupFD = false, 0
 		return err
 	}
-	g.settle()
-	errc := make(chan error, 1)
+	g.mu.Lock()
+	p := g.placed
+	g.placed = nil
+	g.mu.Unlock()
+	if p == nil {
+		g.settle()
+		p = g.place()
+	}
+	p.start <- start
+	return <-p.errc
+}
+
+// Place readies the next Start on v1, for a caller that has other work
+// to do meanwhile: it returns at once, while a thread of its own is locked
+// and moved into the group (a read of its cgroups and a write per
+// hierarchy), so that Start only forks from it. Returning at once spares
+// the caller two hand-overs between threads, each a wait for a core on a
+// busy host. The thread waits in the group, running nothing else, until
+// Start hands it the start or Close releases it; until then the group's
+// process list holds airlock itself, and Procs, AddPID and Kill wait. A
+// move that failed is Start's error. On v2, or once Start or Close ran, it
+// does nothing.
+func (g *Group) Place() {
+	if g.version != 1 {
+		return
+	}
+	g.mu.Lock()
+	busy := g.closed || g.back != nil
+	g.mu.Unlock()
+	if busy {
+		return
+	}
+	p := g.place()
+	g.mu.Lock()
+	g.placed = p
+	g.mu.Unlock()
+}
+
+// placement is a thread on its way into the group: start takes the one
+// start it runs there, errc gives exactly one answer (start's error, the
+// move's, or the group's closing).
+type placement struct {
+	start chan func() error
+	errc  chan error
+}
+
+// place starts a thread moving into the group (hold) and returns its
+// placement.
+func (g *Group) place() *placement {
+	p := &placement{start: make(chan func() error, 1), errc: make(chan error, 1)}
 	back := make(chan struct{})
 	g.mu.Lock()
 	g.back = back
 	g.mu.Unlock()
-	go func() {
-		runtime.LockOSThread()
-		// LockOSThread also keeps the runtime from cloning new threads off
-		// this one, so no Go thread but this one joins the group.
-		tid := unix.Gettid()
-		old, err := threadCgroups(tid, g.mounts1)
-		if err != nil {
-			runtime.UnlockOSThread()
-			close(back)
-			errc <- errs.Wrap(errs.Unavailable, err, "cgroups: read this thread's cgroups")
-			return
-		}
-		moved, err := g.moveThread(tid, nil)
+	go g.hold(p, back)
+	return p
+}
+
+// hold is the placed thread: into the group, the one start handed to it
+// (or none, when the group closes first), and out again; back closes once
+// it is out (or parked for good).
+func (g *Group) hold(p *placement, back chan struct{}) {
+	runtime.LockOSThread()
+	// LockOSThread also keeps the runtime from cloning new threads off
+	// this one, so no Go thread but this one joins the group.
+	tid := unix.Gettid()
+	old, err := threadCgroups(tid, g.mounts1)
+	if err != nil {
+		runtime.UnlockOSThread()
+		close(back)
+		p.errc <- errs.Wrap(errs.Unavailable, err, "cgroups: read this thread's cgroups")
+		return
+	}
+	moved, err := g.moveThread(tid, nil)
+	select {
+	case start := <-p.start:
 		if err == nil {
 			err = start()
 		}
-		// The child is in the group from its fork on; the caller goes on
-		// with it while this thread leaves (settle waits for that).
-		errc <- err
-		if _, backErr := g.moveThread(tid, restrict(old, moved)); backErr != nil {
-			close(back)
-			<-g.done // the thread stays locked and ends with this goroutine
-			return
-		}
-		runtime.UnlockOSThread()
+	case <-g.done:
+		err = errs.Invalidf("cgroups: group is closed")
+	}
+	// The child is in the group from its fork on; the caller goes on
+	// with it while this thread leaves (settle waits for that).
+	p.errc <- err
+	if _, backErr := g.moveThread(tid, restrict(old, moved)); backErr != nil {
 		close(back)
-	}()
-	return <-errc
+		<-g.done // the thread stays locked and ends with this goroutine
+		return
+	}
+	runtime.UnlockOSThread()
+	close(back)
 }
 
 func restrict(m map[string]string, keys []string) map[string]string {

@@ -341,27 +341,109 @@ func TestLimitsApplied(t *testing.T) {
 }
 
 // TestStartKeepsThreadsOut shows that only the started process joined the
-// group: every thread of this process is back where it was.
+// group: every thread of this process is back where it was, after a plain
+// Start and after one Place readied (whose thread is in the group before
+// Start: the group lists airlock itself until then).
 func TestStartKeepsThreadsOut(t *testing.T) {
 	i := requireV1(t)
-	g := newGroup(t, i, Limits{Pids: 8})
-	p := start(t, g, []string{"/bin/sleep", "30"}, nil)
-	defer wait(t, p)
-	defer p.Kill()
-	procs, err := g.Procs()
+	for _, placed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("placed=%v", placed), func(t *testing.T) {
+			g := newGroup(t, i, Limits{Pids: 8})
+			if placed {
+				g.Place()
+				if !eventuallyIn(t, g) {
+					t.Fatalf("no thread of this process joined the group after Place")
+				}
+			}
+			p := start(t, g, []string{"/bin/sleep", "30"}, nil)
+			defer wait(t, p)
+			defer p.Kill()
+			procs, err := g.Procs()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(procs) != 1 || procs[0] != p.Pid {
+				t.Errorf("group holds %v, want only the started process %d", procs, p.Pid)
+			}
+			if threadsIn(t, g) {
+				t.Errorf("a thread of this process is still in the group after Start")
+			}
+			// The process began under the group's limit: it is counted there.
+			if n, err := readInt(filepath.Join(g.Dir(Pids), "pids.current")); err != nil || n != 1 {
+				t.Errorf("pids.current = %d (%v), want 1", n, err)
+			}
+		})
+	}
+}
+
+// TestPlaceThenClose shows that a placed thread no Start took leaves the
+// group when it closes: Close neither hangs nor leaves the group behind.
+func TestPlaceThenClose(t *testing.T) {
+	i := requireV1(t)
+	g, err := i.New(fmt.Sprintf("test-%d-%d-place-close", os.Getpid(), groupSeq.Add(1)), Limits{Pids: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(procs) != 1 || procs[0] != p.Pid {
-		t.Errorf("group holds %v, want only the started process %d", procs, p.Pid)
+	g.Place()
+	if !eventuallyIn(t, g) {
+		t.Fatalf("no thread of this process joined the group after Place")
 	}
-	tasks, _ := os.ReadDir("/proc/self/task")
-	for _, task := range tasks {
-		b, _ := os.ReadFile("/proc/self/task/" + task.Name() + "/cgroup")
-		if strings.Contains(string(b), "airlock-test-") {
-			t.Errorf("thread %s is still in the group:\n%s", task.Name(), b)
+	closed := make(chan error, 1)
+	go func() { closed <- g.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close of a placed group hangs")
+	}
+	if threadsIn(t, g) {
+		t.Errorf("a thread of this process is still in the group after Close")
+	}
+	for _, d := range g.Dirs() {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s still exists after Close (%v)", d, err)
 		}
 	}
+	if err := g.Start(&syscall.SysProcAttr{}, func() error { t.Error("start ran in a closed group"); return nil }); err == nil {
+		t.Errorf("Start after Close succeeded")
+	}
+}
+
+// eventuallyIn waits (a while) for a thread of this process to join g:
+// Place returns before its thread is in.
+func eventuallyIn(t *testing.T, g *Group) bool {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if threadsIn(t, g) {
+			return true
+		}
+	}
+	return false
+}
+
+// threadsIn reports whether a thread of this process is in g, by the
+// kernel's own list of the group's threads.
+func threadsIn(t *testing.T, g *Group) bool {
+	t.Helper()
+	self := map[string]bool{}
+	tasks, _ := os.ReadDir("/proc/self/task")
+	for _, task := range tasks {
+		self[task.Name()] = true
+	}
+	for _, d := range g.Dirs() {
+		b, err := os.ReadFile(filepath.Join(d, "tasks"))
+		if err != nil {
+			continue
+		}
+		for _, tid := range strings.Fields(string(b)) {
+			if self[tid] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func TestMemoryLimitOOMKills(t *testing.T) {

@@ -34,6 +34,7 @@ func (*Group) Controllers() []string                          { return nil }
 func (*Group) Dirs() []string                                 { return nil }
 func (*Group) Dir(string) string                              { return "" }
 func (*Group) Start(*syscall.SysProcAttr, func() error) error { return unsupported() }
+func (*Group) Place()                                         {}
 func (*Group) AddPID(int) error                               { return unsupported() }
 func (*Group) Procs() ([]int, error)                          { return nil, unsupported() }
 func (*Group) Kill() error                                    { return unsupported() }
