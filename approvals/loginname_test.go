@@ -19,6 +19,9 @@ func TestMain(m *testing.M) {
 		fmt.Print(loginName())
 		os.Exit(0)
 	}
+	if role := os.Getenv(pidRoleEnv); role != "" {
+		os.Exit(pidRole(role))
+	}
 	os.Exit(m.Run())
 }
 

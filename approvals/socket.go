@@ -174,7 +174,11 @@ type wireReply struct {
 }
 
 // peer is who is on the other end of a Unix socket, as the kernel says.
-type peer struct{ Uid, Pid int }
+// pidfd, when not -1, pins the process Pid named when it connected.
+type peer struct {
+	Uid, Pid int
+	pidfd    int
+}
 
 func (b *Broker) serveConn(c *net.UnixConn) {
 	c.SetDeadline(time.Now().Add(ioTimeout))
@@ -183,11 +187,12 @@ func (b *Broker) serveConn(c *net.UnixConn) {
 		b.refused("approvals: cannot tell who connected; refused", "err", err)
 		return
 	}
+	defer cred.close()
 	if cred.Uid != os.Geteuid() && !b.skipPeerCheck.Load() {
 		b.refused("approvals: refused a connection from another user", "uid", cred.Uid, "pid", cred.Pid)
 		return
 	}
-	if err := sameNamespaces(cred.Pid); err != nil && !b.skipNamespaceCheck.Load() {
+	if err := cred.sameNamespaces(); err != nil && !b.skipNamespaceCheck.Load() {
 		b.refused("approvals: refused a connection from another namespace", "pid", cred.Pid, "err", err)
 		return
 	}
@@ -253,28 +258,6 @@ func lineDigest(line string) string {
 // otherwise approve its own calls.
 var namespaces = []string{"user", "mnt", "pid"}
 
-// sameNamespaces reports an error unless process pid is in this process's
-// user, mount and pid namespaces. Anything it cannot read is an error.
-func sameNamespaces(pid int) error {
-	if pid <= 0 {
-		return fmt.Errorf("no peer pid")
-	}
-	for _, ns := range namespaces {
-		mine, err := os.Readlink("/proc/self/ns/" + ns)
-		if err != nil {
-			return err
-		}
-		theirs, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/" + ns)
-		if err != nil {
-			return err
-		}
-		if mine != theirs {
-			return fmt.Errorf("%s namespace %s is not %s", ns, theirs, mine)
-		}
-	}
-	return nil
-}
-
 // call sends one request to the socket at path and reads the reply.
 func call(ctx context.Context, path string, req wireRequest) (wireReply, error) {
 	var d net.Dialer
@@ -295,6 +278,7 @@ func call(ctx context.Context, path string, req wireRequest) (wireReply, error) 
 	if err != nil {
 		return wireReply{}, err
 	}
+	cred.close()
 	if cred.Uid != os.Geteuid() {
 		return wireReply{}, fmt.Errorf("the socket belongs to uid %d, not to you", cred.Uid)
 	}

@@ -34,6 +34,12 @@ func HandOver(ctx context.Context, dir string, req Request, fds []int) Result {
 	c := &conn{fd: fd}
 	defer c.close()
 	if r := checkServer(fd); r != "" {
+		if confinedFrom(fd) {
+			// Not a stranger's server: this process may not read it,
+			// and a run served there would not be confined as this
+			// process is. No warning; it is what such a run does.
+			return Result{Outcome: Cold, Reason: "cannot read the warm server's process: this process is confined apart from it, as by Landlock"}
+		}
 		return Result{Outcome: Cold, Reason: r, Warn: "warm: the server at " + SocketPath(dir) + " is refused (" + r + "); running cold"}
 	}
 	endConnect()
@@ -157,7 +163,13 @@ func exchange(ctx context.Context, c *conn, req Request, fds []int) Result {
 			// Sent by this process, the one that connected and was
 			// checked (the kernel names the sender of every record).
 			challenged = true
-			if err := c.write([]byte(ChallengeRecord + r.Nonce)); err != nil {
+			secret, err := ReadProof(c.fd, r.Fd)
+			if err != nil {
+				// Nothing is sent: without the answer the server
+				// runs nothing, and the run is this process's own.
+				return Result{Outcome: Cold, Reason: "cannot read the warm server's process (" + err.Error() + "): this process is confined apart from it, as by Landlock"}
+			}
+			if err := c.write([]byte(ChallengeRecord + secret)); err != nil {
 				return Result{Outcome: Cold, Reason: "the challenge: " + err.Error()}
 			}
 		case r.Answer == AnswerAccepted && !accepted:

@@ -117,8 +117,9 @@ const (
 	AnswerAccepted = "accepted" // the server runs it; nothing more may be run by the client
 	AnswerRefused  = "refused"  // the request was not taken; nothing was done
 	AnswerExit     = "exit"     // the call ended with Code
-	// AnswerChallenge asks the process that connected to send Nonce
-	// back (ChallengeRecord + Nonce) before the call is accepted.
+	// AnswerChallenge asks the process that connected to send back the
+	// secret the server holds at its descriptor Fd (ChallengeRecord + the
+	// secret, read through /proc: ReadProof) before the call is accepted.
 	AnswerChallenge = "challenge"
 )
 
@@ -130,7 +131,7 @@ const MaxReply = 8 << 10
 // run arrives.
 const CancelRecord = "C"
 
-// ChallengeRecord starts the client's answer to a challenge; the nonce
+// ChallengeRecord starts the client's answer to a challenge; the secret
 // follows.
 const ChallengeRecord = "N"
 
@@ -140,7 +141,7 @@ type Reply struct {
 	Answer string `json:"answer"`
 	Reason string `json:"reason,omitempty"`
 	Code   int    `json:"code,omitempty"`
-	Nonce  string `json:"nonce,omitempty"`
+	Fd     int    `json:"fd,omitempty"`
 }
 
 // DecodeReply reads b as encoding/json would read it into a Reply, but
@@ -170,8 +171,8 @@ func DecodeReply(b []byte) (Reply, error) {
 			r.Answer, ok = d.str()
 		case "reason":
 			r.Reason, ok = d.str()
-		case "nonce":
-			r.Nonce, ok = d.str()
+		case "fd":
+			r.Fd, ok = d.int()
 		case "code":
 			r.Code, ok = d.int()
 		default:

@@ -21,7 +21,7 @@ func TestDecodeReplyReadsEncode(t *testing.T) {
 		{Answer: answerExit, Code: 3},
 		{Answer: answerExit, Code: -1},
 		{Answer: answerExit},
-		{Answer: answerChallenge, Nonce: "0123abcd"},
+		{Answer: answerChallenge, Fd: 23},
 		{Answer: answerCold, Reason: `a "quoted" \ path/with/slashes <&> tab	nl` + "\n\x01\x7f é ✓ 🚀 \u2028\u2029"},
 		{Answer: answerCold, Reason: "invalid \xff utf-8"},
 		{Answer: answerRefused, Reason: strings.Repeat("\x00\"", maxReason)},

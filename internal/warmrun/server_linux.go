@@ -2,9 +2,7 @@ package warmrun
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -116,6 +114,7 @@ func Listen(dir string, log *slog.Logger) (*Server, error) {
 		return nil, errs.Wrap(errs.Unavailable, err, "warm: socket %s", s.path)
 	}
 	s.ln, s.sockDev, s.sockIno = ln, st.Dev, st.Ino
+	warnUndumpable(log)
 	return s, nil
 }
 
@@ -543,28 +542,34 @@ func (s *Server) refuseSender(answer func(reply) error, p peer, sender int) {
 	answer(reply{Answer: answerRefused, Reason: fmt.Sprintf("the request came from process %d, not %d that connected", sender, p.pid)})
 }
 
-// challenge sends a fresh random value once the connecting process's facts
-// were read, and returns what waits for the answer: "" when that same
-// process sends the value back on the same connection. The request is
-// then the checked process's own, not one sent for it by a child it
-// forked (another pid), nor by a process that has since exec'd another
-// program there (an airlock command, which answers no challenge): what
-// answers has seen the value, sent after the facts were read, so it is
-// the program they were read of or one it became after.
+// challenge asks the connecting process, once its facts were read, for
+// the secret of a fresh proof (proof_linux.go), and returns what waits for
+// the answer: "" when that same process sends the secret back on the same
+// connection. The caller could then read the server's process, so no
+// Landlock domain (nor other confinement the kernel checks that read
+// against) stands between them; and the request is the checked process's
+// own, not one sent for it by a child it forked (another pid), nor by a
+// process that has since exec'd another program there (an airlock command,
+// which answers no challenge): what answers has seen the secret, made
+// after the facts were read, so it is the program they were read of or one
+// it became after.
 func (s *Server) challenge(c *net.UnixConn, answer func(reply) error, p peer) (answered func() string) {
 	if s.skip["challenge"] {
 		return func() string { return "" }
 	}
 	failed := func(r string) func() string { return func() string { return r } }
-	var nonce [16]byte
-	if _, err := rand.Read(nonce[:]); err != nil {
+	pr, err := newProof()
+	if err != nil {
 		return failed("the server cannot make a challenge: " + err.Error())
 	}
-	want := challengeRecord + hex.EncodeToString(nonce[:])
-	if err := answer(reply{Answer: answerChallenge, Nonce: want[len(challengeRecord):]}); err != nil {
+	if err := answer(reply{Answer: answerChallenge, Fd: pr.fd}); err != nil {
+		pr.close()
 		return failed("the challenge: " + err.Error())
 	}
-	return func() string { return s.checkAnswer(c, p, want) }
+	return func() string {
+		defer pr.close()
+		return s.checkAnswer(c, p, challengeRecord+pr.secret)
+	}
 }
 
 // checkAnswer reads the answer to the challenge want: "" when p sent want
@@ -585,8 +590,11 @@ func (s *Server) checkAnswer(c *net.UnixConn, p peer, want string) string {
 		return "a bad answer to the challenge"
 	case sender != p.pid && !s.skip["sender"]:
 		return fmt.Sprintf("the challenge was answered by process %d, not %d that connected", sender, p.pid)
+	case s.skip["proof"]:
+		// The old shape sent its nonce on the connection: any answer
+		// from the connecting process passed.
 	case subtle.ConstantTimeCompare(buf[:n], []byte(want)) != 1:
-		return "a wrong answer to the challenge"
+		return "no proof that the caller may read the server's process (confined apart from it, as by Landlock)"
 	}
 	return ""
 }

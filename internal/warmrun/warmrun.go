@@ -13,12 +13,17 @@
 //	                                           nothing read), mount ns (else cold)
 //	  ── request + SCM_RIGHTS 0,1,2[,tty] ──▶  exact decoding, the peer's facts
 //	                                           against the server's own, pidfd alive
-//	  ◀── cold (reason) | accepted ─────────   nothing with a side effect before this
+//	  ◀── cold (reason) | challenge (fd n) ─   a fresh secret in a pipe at fd n
+//	  ── the secret, read through ─────────▶   same sender; proof the caller may
+//	     /proc/<server>/fd/<n>                 read the server (no Landlock domain apart)
+//	  ◀── accepted | refused ───────────────   nothing with a side effect before this
 //	  ── cancel (a signal arrived) ─────────▶  the call's context ends
 //	  ◀── exit (code) ──────────────────────
 //
-// A client that sent its request runs the command itself only on "cold":
-// once sent, no answer means the command may have run (exactly once).
+// A client that sent its request runs the command itself only on "cold", or
+// when it cannot read the secret (it then answers nothing, and nothing runs
+// without the answer): once sent, no answer means the command may have run
+// (exactly once).
 package warmrun
 
 import (

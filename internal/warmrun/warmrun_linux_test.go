@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-run/airlock/internal/testsupport"
+	"github.com/airlock-run/airlock/internal/warmhand"
 )
 
 // The test binary is its own client and server: roleEnv picks the role a
@@ -45,6 +46,10 @@ func TestMain(m *testing.M) {
 		os.Exit(execOnChallengeRole())
 	case "answer-on-3":
 		os.Exit(answerOn3Role())
+	case "landlocked":
+		os.Exit(landlockedRole())
+	case "hand-client":
+		os.Exit(handClientRole())
 	case "idle":
 		time.Sleep(time.Second)
 		fmt.Println("idle-done")
@@ -62,7 +67,7 @@ func clientRole(raw bool) int {
 		unix.Umask(int(n))
 	}
 	wd, _ := os.Getwd()
-	req := Request{Args: []string{"--", "echo"}, Env: []string{"A=1"}, Dir: wd}
+	req := Request{Args: testArgs(), Env: []string{"A=1"}, Dir: wd}
 	dir := os.Getenv(dirEnv)
 	var r Result
 	if raw {
@@ -94,8 +99,9 @@ func chrootClientRole() int {
 		fmt.Printf("outcome=chroot-failed reason=%v\n", err)
 		return 0
 	}
-	r := exchange(context.Background(), c, Request{Args: []string{"--", "echo"}, Env: []string{"A=1"}, Dir: wd}, []int{0, 1, 2})
-	fmt.Printf("outcome=%d code=%d reason=%s warn=%s\n", r.Outcome, r.Code, r.Reason, r.Warn)
+	// By hand: in the jail there is no /proc to read the server's proof
+	// through, and a hostile client answers anyway.
+	handExchange(c, Request{Args: []string{"--", "echo"}, Env: []string{"A=1"}, Dir: wd})
 	return 0
 }
 
@@ -195,11 +201,12 @@ func execOnChallengeRole() int {
 		fmt.Printf("outcome=no-fd reason=%v\n", err)
 		return 0
 	}
-	return execAs(os.Getenv("WARMRUN_TEST_EXEC"), "answer-on-3", "WARMRUN_TEST_NONCE="+r.Nonce)
+	return execAs(os.Getenv("WARMRUN_TEST_EXEC"), "answer-on-3", "WARMRUN_TEST_PROOF_FD="+strconv.Itoa(r.Fd))
 }
 
-// answerOn3Role answers the challenge $WARMRUN_TEST_NONCE on descriptor 3
-// and prints how the call ended.
+// answerOn3Role answers the challenge on descriptor 3 with the secret the
+// server holds at its descriptor $WARMRUN_TEST_PROOF_FD, and prints how the
+// call ended.
 func answerOn3Role() int {
 	fc, err := net.FileConn(os.NewFile(3, "conn"))
 	if err != nil {
@@ -207,7 +214,13 @@ func answerOn3Role() int {
 		return 0
 	}
 	c := fc.(*net.UnixConn)
-	if _, err := c.Write([]byte(challengeRecord + os.Getenv("WARMRUN_TEST_NONCE"))); err != nil {
+	n, _ := strconv.Atoi(os.Getenv("WARMRUN_TEST_PROOF_FD"))
+	secret, err := warmhand.ReadProof(3, n)
+	if err != nil {
+		fmt.Printf("outcome=no-proof reason=%v\n", err)
+		return 0
+	}
+	if _, err := c.Write([]byte(challengeRecord + secret)); err != nil {
 		fmt.Printf("outcome=answer-failed reason=%v\n", err)
 		return 0
 	}
@@ -260,6 +273,15 @@ type testServer struct {
 
 func startServer(t *testing.T, skip ...string) *testServer {
 	t.Helper()
+	return startServerWith(t, func(c *Call) int {
+		fmt.Fprintln(c.Stdout, "ran")
+		return 7
+	}, skip...)
+}
+
+// startServerWith is startServer whose calls run run.
+func startServerWith(t *testing.T, run func(c *Call) int, skip ...string) *testServer {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "run")
 	s, err := Listen(dir, nil)
 	if err != nil {
@@ -278,8 +300,7 @@ func startServer(t *testing.T, skip ...string) *testServer {
 		defer close(ts.done)
 		s.Serve(ctx, Handler{Run: func(ctx context.Context, c *Call) int {
 			ts.runs.Add(1)
-			fmt.Fprintln(c.Stdout, "ran")
-			return 7
+			return run(c)
 		}}, 0)
 	}()
 	t.Cleanup(func() { stop(); <-ts.done })
@@ -362,12 +383,12 @@ func TestPeerFidelity(t *testing.T) {
 		{name: "address space randomization off", skip: []string{"personality"}, role: "client", wrap: []string{"setarch", "-R"}, need: "setarch", want: ranCold},
 		{name: "SIGHUP ignored", skip: []string{"SigIgn"}, role: "client", wrap: []string{"nohup"}, need: "nohup", want: ranCold},
 		{name: "SIGUSR1 blocked", skip: []string{"SigBlk"}, role: "client", wrap: []string{"/usr/bin/python3", "-c", blockUSR1}, need: "/usr/bin/python3", want: ranCold},
-		{name: "another root directory", skip: []string{"root"}, role: "chroot-client", env: []string{"WARMRUN_TEST_JAIL=" + t.TempDir()}, need: "root", want: ranCold},
+		{name: "another root directory", skip: []string{"root", "proof"}, role: "chroot-client", env: []string{"WARMRUN_TEST_JAIL=" + t.TempDir()}, need: "root", want: ranCold},
 		// A raw client: it does not check the server first, as a hostile
 		// process would not. Refused before its request is read: it gets
 		// the refusal or the reset of its unread record, or cannot even
 		// send; nothing runs ("" below).
-		{name: "another user namespace", skip: []string{"user", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"}, role: "raw-client", wrap: []string{"unshare", "-U", "--map-root-user"}, need: "unshare"},
+		{name: "another user namespace", skip: []string{"user", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "proof"}, role: "hand-client", wrap: []string{"unshare", "-U", "--map-root-user"}, need: "unshare"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
