@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -720,5 +721,44 @@ func TestBoxedPeerRefused(t *testing.T) {
 			b.Close()
 			a.wait(t)
 		})
+	}
+}
+
+// TestSocketAppearsListening holds that a broker's socket is never there
+// without a listener: List removes a socket that refuses a connection as a
+// dead process's, so one seen between its bind and its listen was removed,
+// and the broker's escalations were never listed again.
+func TestSocketAppearsListening(t *testing.T) {
+	for i := 0; i < 50; i++ {
+		dir := socketDir(t)
+		b := newBroker(t, Options{SocketDir: dir, Pid: 1001})
+		path := filepath.Join(dir, sockPrefix+"1001"+sockSuffix)
+		stop := make(chan struct{})
+		refused := make(chan bool, 1)
+		go func() {
+			seen := false
+			for {
+				select {
+				case <-stop:
+					refused <- seen
+					return
+				default:
+				}
+				c, err := net.Dial("unix", path)
+				if err == nil {
+					c.Close()
+				} else if errors.Is(err, syscall.ECONNREFUSED) {
+					seen = true
+				}
+			}
+		}()
+		a := ask(b, gitPush(), time.Hour)
+		waitPending(t, dir, 1)
+		close(stop)
+		if <-refused {
+			t.Fatalf("round %d: the socket refused a connection while its broker was up", i)
+		}
+		b.Close()
+		a.wait(t)
 	}
 }

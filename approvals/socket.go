@@ -82,11 +82,17 @@ func (b *Broker) prepareSocket(dir string) error {
 		return err
 	}
 	path := filepath.Join(dir, sockPrefix+strconv.Itoa(b.pid)+sockSuffix)
-	if len(path) >= len(unix.RawSockaddrUnix{}.Path) {
+	if len(newSocketName(path)) >= len(unix.RawSockaddrUnix{}.Path) {
 		return errs.Unavailablef("approvals: socket path %s is too long for a Unix socket (set XDG_RUNTIME_DIR to a shorter directory)", path)
 	}
 	b.sock.path = path
 	return nil
+}
+
+// newSocketName is where the socket at path is made before it listens: a
+// name List does not read (no sockPrefix), as long as path.
+func newSocketName(path string) string {
+	return filepath.Join(filepath.Dir(path), "."+strings.TrimSuffix(filepath.Base(path), sockSuffix)+".new")
 }
 
 // listen makes the broker's socket, once: the first call put to a person
@@ -109,19 +115,31 @@ func (b *Broker) listenAt(dir, path string) error {
 	if err := checkDir(dir); err != nil {
 		return err
 	}
-	// A socket left by a dead process with our pid is ours to replace.
-	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
-		os.Remove(path)
+	// The socket is made under a name List does not read and renamed
+	// into place once it listens: between a bind and its listen, a
+	// connect is refused, and List removes a socket that refuses as its
+	// dead process's. A socket left by a dead process with our pid, at
+	// either name, is ours to replace.
+	tmp := newSocketName(path)
+	for _, p := range []string{tmp, path} {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			os.Remove(p)
+		}
 	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
 	if err != nil {
 		return errs.Wrap(errs.Unavailable, err, "approvals: listen on %s", path)
 	}
 	ln.SetUnlinkOnClose(false)
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := os.Chmod(tmp, 0o600); err != nil {
 		ln.Close()
-		os.Remove(path)
-		return errs.Wrap(errs.Unavailable, err, "approvals: chmod %s", path)
+		os.Remove(tmp)
+		return errs.Wrap(errs.Unavailable, err, "approvals: chmod %s", tmp)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		ln.Close()
+		os.Remove(tmp)
+		return errs.Wrap(errs.Unavailable, err, "approvals: rename %s into place", tmp)
 	}
 	b.ln, b.sockPath = ln, path
 	b.wg.Add(1)
