@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -68,5 +69,70 @@ func TestWarmInitHidden(t *testing.T) {
 	}
 	if seen == 0 {
 		t.Fatalf("the call saw no process, not even its own:\n%s", o.stdout)
+	}
+}
+
+// onlyBox is the pool's one box.
+func onlyBox(t *testing.T, p *Pool) *warmBox {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.all) != 1 {
+		t.Fatalf("%d boxes, not 1", len(p.all))
+	}
+	for wb := range p.all {
+		return wb
+	}
+	return nil
+}
+
+// TestWarmPidResetterGone: a box whose process id reset server has ended
+// serves no call after the one it could not reset after: the ids would
+// carry over.
+func TestWarmPidResetterGone(t *testing.T) {
+	requireTier1(t)
+	p := warmPool(t)
+	spec := baseSpec(t)
+	mustWarm(t, p, spec, "true")
+	wb := onlyBox(t, p)
+	if !wb.private {
+		t.Fatalf("the box's process ids are not reset (%v), so this test shows nothing", wb.desc.Notes)
+	}
+	<-wb.settled // the first call's reset is done
+	wb.pids.cmd.Process.Kill()
+	<-wb.pids.exited
+	// Reset before it began; its own end finds the server gone.
+	if o := mustWarm(t, p, spec, "true"); !strings.Contains(lastNote(o), "call 2") {
+		t.Fatalf("the second call did not run in the first call's box (%q), so this test shows nothing", lastNote(o))
+	}
+	if o := mustWarm(t, p, spec, "true"); strings.Contains(lastNote(o), "call 3") {
+		t.Errorf("a box whose process ids could not be reset served another call: %q", lastNote(o))
+	}
+}
+
+// TestWarmPidResetterOutOfReach: a call, root in its box, can neither
+// see, stop nor kill the box's process id reset server, which lives in
+// its PID namespace for the box's life: the next call in the box is
+// given the same ids.
+func TestWarmPidResetterOutOfReach(t *testing.T) {
+	requireTier1(t)
+	p := warmPool(t)
+	spec := baseSpec(t)
+	mustWarm(t, p, spec, "true")
+	pid := strconv.Itoa(onlyBox(t, p).pids.cmd.Process.Pid) // the host's id
+	const script = `echo $$; for p in $(seq 2 64); do [ $p = $$ ] && continue; { kill -STOP $p; kill -KILL $p; } 2>/dev/null; [ -e /proc/$p/status ] && echo seen $p; done; true`
+	first := mustWarm(t, p, spec, "sh", "-c", script)
+	if strings.Contains(first.stdout, "seen") {
+		t.Errorf("the call sees a process of the box's own:\n%s", first.stdout)
+	}
+	second := mustWarm(t, p, spec, "sh", "-c", "echo $$")
+	if !strings.Contains(lastNote(second), "call 3") {
+		t.Fatalf("the box was retired after a call signalled every id of its namespace (%q): its reset server was reached", lastNote(second))
+	}
+	if a, b := strings.Fields(first.stdout)[0], strings.TrimSpace(second.stdout); a != b {
+		t.Errorf("the call after was given pid %s, the call before %s", b, a)
+	}
+	if st, err := os.ReadFile("/proc/" + pid + "/status"); err != nil || !strings.Contains(string(st), "State:\tS") {
+		t.Errorf("the reset server is not waiting (%v):\n%s", err, st)
 	}
 }
