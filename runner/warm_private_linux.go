@@ -159,6 +159,8 @@ func spawnPidResetter(bin string) (*pidResetter, error) {
 	}
 	cmd := exec.Command(bin, sandbox.InitArg, boxconf.FlagResetPids)
 	cmd.Stdin, cmd.Stdout = reqR, ansW
+	// It lives as long as the box: nothing of this process's it needs not.
+	cmd.Env, cmd.Dir = []string{}, "/"
 	err = cmd.Start()
 	reqR.Close()
 	ansW.Close()
