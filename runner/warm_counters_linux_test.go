@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/airlock-run/airlock/sandbox"
 )
 
 // TestWarmPidsAfresh: a call is given the process ids the call before it
@@ -68,5 +70,68 @@ func TestWarmInitHidden(t *testing.T) {
 	}
 	if seen == 0 {
 		t.Fatalf("the call saw no process, not even its own:\n%s", o.stdout)
+	}
+}
+
+// privateBox is a pool whose one box has served a call, and has reset its
+// process ids since: for tests of its reset server.
+func privateBox(t *testing.T) (*Pool, sandbox.Spec, *warmBox) {
+	t.Helper()
+	requireTier1(t)
+	p := warmPool(t)
+	spec := baseSpec(t)
+	mustWarm(t, p, spec, "true")
+	p.mu.Lock()
+	var wb *warmBox
+	for b := range p.all {
+		wb = b
+	}
+	n := len(p.all)
+	p.mu.Unlock()
+	if n != 1 || !wb.private {
+		t.Fatalf("%d boxes, or the box's process ids are not reset, so this test shows nothing", n)
+	}
+	<-wb.settled // the call's reset is done
+	return p, spec, wb
+}
+
+// TestWarmPidResetterGone: a box whose process id reset server has ended
+// serves no call after the one it could not reset after: the ids would
+// carry over.
+func TestWarmPidResetterGone(t *testing.T) {
+	p, spec, wb := privateBox(t)
+	wb.pids.cmd.Process.Kill()
+	<-wb.pids.exited
+	// Reset before it began; its own end finds the server gone.
+	if o := mustWarm(t, p, spec, "true"); !strings.Contains(lastNote(o), "call 2") {
+		t.Fatalf("the second call did not run in the first call's box (%q), so this test shows nothing", lastNote(o))
+	}
+	if o := mustWarm(t, p, spec, "true"); strings.Contains(lastNote(o), "call 3") {
+		t.Errorf("a box whose process ids could not be reset served another call: %q", lastNote(o))
+	}
+}
+
+// TestWarmPidResetterOutOfReach: a call, root in its box, can neither
+// see, stop nor kill the box's process id reset server, which lives in
+// its PID namespace for the box's life: the next call in the box is
+// given the same ids.
+func TestWarmPidResetterOutOfReach(t *testing.T) {
+	p, spec, wb := privateBox(t)
+	const script = `echo $$; for p in $(seq 2 64); do [ $p = $$ ] && continue; { kill -STOP $p; kill -KILL $p; } 2>/dev/null; [ -e /proc/$p/status ] && echo seen $p; done; true`
+	first := mustWarm(t, p, spec, "sh", "-c", script)
+	if strings.Contains(first.stdout, "seen") {
+		t.Errorf("the call sees a process of the box's own:\n%s", first.stdout)
+	}
+	second := mustWarm(t, p, spec, "sh", "-c", "echo $$")
+	if !strings.Contains(lastNote(second), "call 3") {
+		t.Fatalf("the box was retired after a call signalled every id of its namespace (%q): its reset server was reached", lastNote(second))
+	}
+	if a, b := strings.Fields(first.stdout)[0], strings.TrimSpace(second.stdout); a != b {
+		t.Errorf("the call after was given pid %s, the call before %s", b, a)
+	}
+	select {
+	case <-wb.pids.exited:
+		t.Error("the reset server ended")
+	default:
 	}
 }

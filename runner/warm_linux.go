@@ -504,7 +504,10 @@ func (p *Pool) startBox(req Request, plan *sandbox.Box, fp string) (*warmBox, er
 	if plan.Tier == sandbox.Tier1 {
 		// Before its first call (warm_private_linux.go).
 		note := privateNote
-		if wb.private = hidePids(r.nsInit) == nil && resetPids(r.nsInit, plan.InitBin()) == nil; !wb.private {
+		if hidePids(r.nsInit) == nil {
+			wb.pids, _ = startPidResetter(r.nsInit, plan.InitBin())
+		}
+		if wb.private = wb.pids != nil; !wb.private {
 			note = privacyNote
 		}
 		wb.desc.Notes = append(wb.desc.Notes, note)
@@ -518,6 +521,9 @@ func (p *Pool) startBox(req Request, plan *sandbox.Box, fp string) (*warmBox, er
 	p.mu.Unlock()
 	go func() {
 		r.wait(context.Background(), cmd)
+		if wb.pids != nil {
+			wb.pids.close()
+		}
 		wb.net.close()
 		r.finish()
 		wb.mounts.close()
@@ -543,7 +549,9 @@ type warmBox struct {
 	// private: the box's /proc hides the init from its calls, and its
 	// process ids are set back after every call (warm_private_linux.go).
 	private bool
-	// pidsReset reports the end of the last call's resetPids (call);
+	// pids is the box's reset server; nil when not private.
+	pids *pidResetter
+	// pidsReset reports the end of the last call's reset (call);
 	// settle takes it.
 	pidsReset chan error
 	// mounts watches the box's mounts (watchMounts); nil when they could
@@ -680,6 +688,9 @@ func (wb *warmBox) end() {
 	wb.endOnce.Do(func() {
 		wb.idleTimer.Stop()
 		wb.net.close()
+		if wb.pids != nil {
+			wb.pids.close() // its reaping ends the box's PID namespace
+		}
 		wb.ctlFile.Close()
 		select {
 		case <-wb.dead:
@@ -764,7 +775,7 @@ func (wb *warmBox) call(ctx context.Context, req Request, ping pendingPing, star
 		// process ids are set back now, beside the output's drain and
 		// the box's clearing (settle waits for it).
 		wb.pidsReset = make(chan error, 1)
-		go func(c chan<- error) { c <- resetPids(wb.r.nsInit, wb.r.box.InitBin()) }(wb.pidsReset)
+		go func(c chan<- error) { c <- wb.pids.reset() }(wb.pidsReset)
 	}
 	t2 := time.Now()
 	ph.Box = t2.Sub(t1)

@@ -1,9 +1,10 @@
 package runner
 
 import (
-	"bytes"
+	"bufio"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"time"
@@ -23,7 +24,7 @@ import (
 //     a call is given (and /proc/loadavg, ns_last_pid) counts every
 //     process the box ran before. Between calls, once nothing of the last
 //     call is left, the runner sets the namespace's last id back to 1
-//     (resetPids), and each call is given the ids the first call was.
+//     (pidResetter), and each call is given the ids the first call was.
 //   - the init's own counters: /proc/1/stat is readable by any process
 //     however undumpable the init, and its children's CPU time and page
 //     faults (cutime, cminflt) add up every call it reaped, as its context
@@ -97,39 +98,123 @@ func hidePids(pidfd int) error {
 	return nil
 }
 
-// resetPidsTimeout bounds the run of the init binary that resets a box's
-// process ids.
+// resetPidsTimeout bounds the wait for the answer of a box's reset server.
 const resetPidsTimeout = 5 * time.Second
 
-// resetPids sets the last process id of the PID namespace of the box whose
-// PID 1 the pidfd names back to 1. Only a process started in that
-// namespace can (ns_last_pid speaks for its writer's namespace): the box's
-// init binary (boxconf.FlagResetPids), started from a thread of this
-// process moved into it, with the host's mounts and the runner's
-// capabilities. It must run only while nothing of a call is in the box.
-func resetPids(pidfd int, bin string) error {
-	if err := inNamespace(pidfd, unix.CLONE_NEWPID, "/proc/thread-self/ns/pid", func() error { return resetIn(bin) }); err != nil {
+// pidResetter is a warm box's reset server: the init binary's
+// FlagResetPids, started once in the box's PID namespace, from a thread of
+// this process moved into it, with the host's mounts. Only a process
+// started in that namespace can set its last process id (ns_last_pid
+// speaks for its writer's namespace); one started for each call cost
+// milliseconds of CPU, a byte on a pipe costs microseconds. Its pipes end
+// only in it and here (close-on-exec in this process), so no call talks to
+// it; not dumpable and with a capability no call has, it is hidden from
+// the box's /proc (hidepid) and cannot be traced; run as a user no process
+// of a box is (boxinit: resetUID), it cannot be signalled, Landlock's
+// signal scope or not (TestWarmPidResetterOutOfReach). It ends at EOF on
+// its stdin (when this process ends too: the kernel closes its end), and
+// with the box's PID namespace. Not by Pdeathsig: the runtime's check
+// after setting it, that the parent is still the one that forked, sees
+// parent 0 across PID namespaces and kills the child at once. Its own pid is
+// taken for the box's life, so each call is still given the same ids.
+type pidResetter struct {
+	req    *os.File      // its stdin: a byte asks for a reset
+	ans    *bufio.Reader // its stdout: "ok", or why not
+	ansF   *os.File
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once it has ended and is reaped
+}
+
+// startPidResetter starts the reset server of the box whose PID 1 the
+// pidfd names and has it reset the box's process ids once.
+func startPidResetter(pidfd int, bin string) (*pidResetter, error) {
+	var pr *pidResetter
+	err := inNamespace(pidfd, unix.CLONE_NEWPID, "/proc/thread-self/ns/pid", func() (err error) {
+		pr, err = spawnPidResetter(bin)
+		return err
+	})
+	if err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "run: start the warm box's process id reset")
+	}
+	if err := pr.reset(); err != nil {
+		pr.close()
+		return nil, err
+	}
+	return pr, nil
+}
+
+// spawnPidResetter starts the reset server on the calling thread, and a
+// goroutine that reaps it (the box's PID namespace is not gone, nor its
+// init's end reported, until it is).
+func spawnPidResetter(bin string) (*pidResetter, error) {
+	reqR, reqW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	ansR, ansW, err := os.Pipe()
+	if err != nil {
+		reqR.Close()
+		reqW.Close()
+		return nil, err
+	}
+	cmd := exec.Command(bin, sandbox.InitArg, boxconf.FlagResetPids)
+	cmd.Stdin, cmd.Stdout = reqR, ansW
+	// It lives as long as the box: nothing of this process's it needs not.
+	cmd.Env, cmd.Dir = []string{}, "/"
+	err = cmd.Start()
+	reqR.Close()
+	ansW.Close()
+	if err != nil {
+		reqW.Close()
+		ansR.Close()
+		return nil, err
+	}
+	pr := &pidResetter{req: reqW, ans: bufio.NewReaderSize(ansR, 512), ansF: ansR, cmd: cmd, exited: make(chan struct{})}
+	go func() { cmd.Wait(); close(pr.exited) }()
+	return pr, nil
+}
+
+// reset has the server set the box's last process id back to 1. It must
+// run only while nothing of a call is in the box. Any failure leaves the
+// server ended: the box, not reset, serves no further call.
+func (pr *pidResetter) reset() error {
+	err := pr.ask()
+	if err != nil {
+		pr.close()
 		return errs.Wrap(errs.Unavailable, err, "run: reset the warm box's process ids")
 	}
 	return nil
 }
 
-// resetIn runs the init binary's FlagResetPids and waits for it.
-func resetIn(bin string) error {
-	var diag bytes.Buffer
-	cmd := exec.Command(bin, sandbox.InitArg, boxconf.FlagResetPids)
-	cmd.Stderr = &limitedBuffer{b: &diag, n: 4 << 10}
-	cmd.WaitDelay = time.Second
-	if err := cmd.Start(); err != nil {
+func (pr *pidResetter) ask() error {
+	if err := pr.ansF.SetReadDeadline(time.Now().Add(resetPidsTimeout)); err != nil {
 		return err
 	}
-	t := time.AfterFunc(resetPidsTimeout, func() { cmd.Process.Kill() })
-	err := cmd.Wait()
-	t.Stop()
+	if _, err := pr.req.Write([]byte{1}); err != nil {
+		return err
+	}
+	line, err := pr.ans.ReadString('\n')
 	if err != nil {
-		return fmt.Errorf("%v: %s", err, oneLine(diag.String()))
+		return fmt.Errorf("no answer: %w", err)
+	}
+	if line != "ok\n" {
+		return fmt.Errorf("%s", oneLine(line))
 	}
 	return nil
+}
+
+// close ends the server (EOF, then a kill if it does not end at once) and
+// waits until it is reaped.
+func (pr *pidResetter) close() {
+	pr.req.Close()
+	pr.ansF.Close()
+	select {
+	case <-pr.exited:
+		return
+	case <-time.After(time.Second):
+	}
+	pr.cmd.Process.Kill()
+	<-pr.exited
 }
 
 // readlinkAt reads the link name at dir.

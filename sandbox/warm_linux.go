@@ -158,7 +158,7 @@ func (b *Box) Fingerprint() string {
 
 // InitBin is the host file the box runs as its init (airlock-box, else the
 // airlock binary): the runner runs it on the host too, in the box's PID
-// namespace, between a warm box's calls (boxconf.FlagResetPids).
+// namespace, as a warm box's reset server (boxconf.FlagResetPids).
 func (b *Box) InitBin() string { return b.initBin }
 
 // Dir is the working directory inside the box, as the plan resolved it.

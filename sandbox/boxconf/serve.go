@@ -46,9 +46,10 @@ const (
 	// HOME.
 	FlagScratch = "--scratch"
 	// FlagResetPids, alone after InitArg, is not a box's init: the runner
-	// starts it in a warm box's PID namespace between calls, and it sets
-	// that namespace's last PID back to 1 (ns_last_pid), so the next call
-	// is given the process ids the first was.
+	// starts it once in a warm box's PID namespace, and between calls, for
+	// each byte it reads, it sets that namespace's last PID back to 1
+	// (ns_last_pid), so the next call is given the process ids the first
+	// was.
 	FlagResetPids = "--reset-pids"
 )
 
