@@ -2,7 +2,6 @@ package warmhand
 
 import (
 	"context"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -40,8 +39,12 @@ func TestStrangerServerWarns(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(top) })
 	// The test binary, copied where the client's uid may run it.
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
 	exe := filepath.Join(top, "warmhand.test")
-	copyExecutable(t, exe)
+	testsupport.CopyBin(t, self, exe, 0o755)
 	if err := os.Chmod(top, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -88,28 +91,4 @@ func strangerClient(dir string) {
 	r := HandOver(context.Background(), dir, Request{Args: []string{"--", "true"}, Dir: "/"}, fds)
 	os.Stdout.WriteString("outcome=" + strconv.Itoa(int(r.Outcome)) + "\nreason=" + r.Reason + "\nwarn=" + r.Warn + "\n")
 	os.Exit(0)
-}
-
-func copyExecutable(t *testing.T, to string) {
-	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := os.Open(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
 }
