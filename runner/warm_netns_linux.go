@@ -67,12 +67,23 @@ func openNSDiag(pidfd int) (*nsDiag, error) {
 // /proc/thread-self/ns file) before it is let go. A thread that ends takes
 // with it every box it started (bubblewrap's parent-death signal follows
 // the thread), so only one that cannot be put back stays locked and ends
-// with the goroutine. It returns fn's error, or why fn did not run or the
+// with the goroutine; never the main thread. It returns fn's error, or why fn did not run or the
 // thread was not put back.
 func inNamespace(target, nstype int, self string, fn func() error) error {
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
+		if unix.Gettid() == unix.Getpid() {
+			// Never the main thread: /proc/self/ns names its
+			// namespaces as the process's own (warmrun reads the
+			// server's there), and the runtime never ends it, so one
+			// not put back would stay in the box's for good. Locked
+			// to this goroutine meanwhile, it runs none of the call.
+			err := inNamespace(target, nstype, self, fn)
+			runtime.UnlockOSThread()
+			done <- err
+			return
+		}
 		back, err := unix.Open(self, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			runtime.UnlockOSThread()

@@ -2,6 +2,7 @@ package warmhand
 
 import (
 	"errors"
+	"os"
 	"strconv"
 	"syscall"
 )
@@ -50,10 +51,12 @@ func (e *proofError) Unwrap() error { return e.err }
 // confinedFrom reports whether this process may not read the /proc entries
 // of the server on fd (EACCES, where a process in another namespace would
 // read them): it is confined apart from the server, as by a Landlock domain
-// the server is not in.
+// the server is not in. Only a server of this user counts: a stranger's
+// entries are as closed to a process without CAP_SYS_PTRACE, and a
+// stranger's server is warned of, not taken for this user's own.
 func confinedFrom(fd int) bool {
 	cred, err := syscall.GetsockoptUcred(fd, syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	if err != nil {
+	if err != nil || int(cred.Uid) != os.Geteuid() {
 		return false
 	}
 	var st syscall.Stat_t

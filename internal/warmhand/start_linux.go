@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"path"
 	"syscall"
 
 	"github.com/airlock-run/airlock/internal/starttrace"
@@ -22,7 +23,7 @@ const exitCannotRun = 125
 // A run the server ran, or lost, ends the process here with its exit code,
 // as main would end it.
 func Start() (tried bool) {
-	if len(os.Args) < 2 || os.Args[1] != "run" {
+	if !isRun(os.Args) {
 		return false
 	}
 	mode := os.Getenv(Env)
@@ -56,6 +57,18 @@ func Start() (tried bool) {
 		os.Stderr.WriteString("airlock: warm: running cold: " + r.Reason + "\n")
 	}
 	return true
+}
+
+// connectName is the name under which the airlock binary is git's proxy
+// command in a box (egress/forward's, which the test holds equal): main
+// runs that mode before any command, whatever its arguments.
+const connectName = "airlock-connect"
+
+// isRun reports whether the process's arguments are an `airlock run` as
+// cmd/airlock's main reaches the CLI with them: "run" first, and not the
+// proxy command main runs first (a host named "run").
+func isRun(args []string) bool {
+	return len(args) > 1 && args[1] == "run" && path.Base(args[0]) != connectName
 }
 
 // exit ends the process as cmd/airlock's main does: the signals let go,

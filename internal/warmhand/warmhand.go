@@ -254,6 +254,13 @@ func (d *jsonReader) str() (string, bool) {
 			return string(s), true
 		case c < 0x20:
 			return "", false
+		case c >= utf8.RuneSelf:
+			// Bytes that are not UTF-8 read as U+FFFD each, as
+			// encoding/json reads them.
+			r, size := utf8.DecodeRune(d.b)
+			s = utf8.AppendRune(s, r)
+			d.b = d.b[size:]
+			continue
 		case c != '\\':
 			s = append(s, c)
 			d.b = d.b[1:]

@@ -649,6 +649,16 @@ func (g *Group) hold(p *placement, back chan struct{}) {
 	// LockOSThread also keeps the runtime from cloning new threads off
 	// this one, so no Go thread but this one joins the group.
 	tid := unix.Gettid()
+	if tid == unix.Getpid() {
+		// Never the main thread: /proc/self/cgroup names its groups as
+		// the process's own, and the runtime never ends it, so one not
+		// moved back would stay in the box's for good. Locked to this
+		// goroutine meanwhile, it runs none of the placement.
+		go g.hold(p, back)
+		<-back
+		runtime.UnlockOSThread()
+		return
+	}
 	old, err := threadCgroups(tid, g.mounts1)
 	if err != nil {
 		runtime.UnlockOSThread()
