@@ -123,7 +123,10 @@ func fdSenderRole() int {
 // sendThenExecRole connects, sends its request, and execs this binary as
 // "idle": the connecting pid then runs the same program the server
 // checks, which holds the connection (left open across the exec) and
-// answers no challenge.
+// answers no challenge. It execs only once the server has said something
+// (the challenge, or an answer where there is none): its facts were read
+// as the connector's, not mid-exec, so what the server decides is the
+// same on every run.
 func sendThenExecRole() int {
 	c := sendRequest()
 	if c == nil {
@@ -133,12 +136,32 @@ func sendThenExecRole() int {
 	if err == nil {
 		_, err = unix.FcntlInt(f.Fd(), unix.F_SETFD, 0)
 	}
+	if err == nil {
+		err = awaitReadable(int(f.Fd()), 30*time.Second)
+	}
 	if err != nil {
 		fmt.Printf("outcome=no-fd reason=%v\n", err)
 		return 0
 	}
 	self, _ := os.Executable()
 	return execAs(self, "idle")
+}
+
+// awaitReadable waits until fd has something to read, or gives up after d.
+func awaitReadable(fd int, d time.Duration) error {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, int(d.Milliseconds()))
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return err
+		case n == 0:
+			return fmt.Errorf("the server said nothing in %s", d)
+		}
+		return nil
+	}
 }
 
 // sendRequest connects to the server in $WARMRUN_TEST_DIR and sends a
