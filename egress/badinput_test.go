@@ -159,6 +159,7 @@ func TestToken(t *testing.T) {
 	if out := try(string(wire.Preamble(wire.ModeHTTP, s.token))); !strings.HasPrefix(out, "HTTP/1.1 200") {
 		t.Fatalf("with the token: got %q, want 200", firstLine(out))
 	}
+	c.waitConns(t, 1)
 	c.conns.Store(0)
 	for name, pre := range map[string]string{
 		"no preamble":    "",

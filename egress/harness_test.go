@@ -77,6 +77,19 @@ func loopbackCanary(t testing.TB, name, addr string) *canary {
 
 func (c *canary) port() int { return int(c.addr.Port()) }
 
+// waitConns waits until the canary has accepted n connections. A proxy
+// answers a CONNECT once its dial completes, which the kernel does before
+// the canary's server goroutine accepts and counts the connection: a count
+// read right after the answer may not include it yet.
+func (c *canary) waitConns(t testing.TB, n int64) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); c.conns.Load() < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("canary %s accepted %d connections, want %d", c.name, c.conns.Load(), n)
+		}
+	}
+}
+
 func (c *canary) mustBeUntouched(t testing.TB) {
 	t.Helper()
 	if n := c.conns.Load(); n != 0 {
