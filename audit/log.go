@@ -30,6 +30,11 @@ type Options struct {
 	// and Head waits for it first and fails with its error. False reads
 	// it before Open returns.
 	TailLater bool
+	// Tails, when set, is the last line this opener's logs wrote or
+	// checked (see TailCache); a log opened again for the same file with
+	// the same cache takes its chain up from it without parsing. Nil
+	// parses the last line at every open.
+	Tails *TailCache
 }
 
 // Log is an open audit log. It is safe for concurrent use by goroutines,
@@ -43,10 +48,11 @@ type Options struct {
 // background, for a caller that reports nothing before its next Append,
 // Sync or Close (each of which waits for that fsync) returns.
 type Log struct {
-	mu   sync.Mutex
-	f    *os.File
-	path string
-	now  func() time.Time
+	mu    sync.Mutex
+	f     *os.File
+	path  string
+	now   func() time.Time
+	tails *TailCache
 	// What this process believes the tail is. Checked against the file's
 	// size under the lock: if another writer appended, the tail is re-read.
 	size int64
@@ -118,7 +124,7 @@ func Open(path string, opts Options) (*Log, error) {
 		f.Close()
 		return nil, errs.Unavailablef("audit: %s: others may write it (mode %v) (chmod 600 %s)", path, st.Mode().Perm(), path)
 	}
-	l := &Log{f: f, path: path, now: opts.Now}
+	l := &Log{f: f, path: path, now: opts.Now, tails: opts.Tails}
 	if l.now == nil {
 		l.now = time.Now
 	}
@@ -365,7 +371,7 @@ func (l *Log) append(r Record, deferred bool, async *asyncRecord) (Record, error
 	l.size = st.Size() + int64(n)
 	l.seq, l.head = r.Seq, hash
 	r.Hash = hash
-	tails.keep(line[:len(line)-1], r.Seq, hash)
+	l.tails.keep(line[:len(line)-1], r.Seq, hash)
 	return r, nil
 }
 
@@ -418,41 +424,44 @@ func (l *Log) readTail() error {
 	if last == nil {
 		return errs.Unavailablef("audit: %s: the last record is incomplete (run airlock audit verify %s)", l.path, l.path)
 	}
-	seq, hash, ok := tails.get(last)
+	seq, hash, ok := l.tails.get(last)
 	if !ok {
 		rec, problem := parseLine(last)
 		if problem != "" {
 			return errs.Unavailablef("audit: %s: the last record is broken: %s (run airlock audit verify %s)", l.path, problem, l.path)
 		}
 		seq, hash = rec.Seq, rec.Hash
-		tails.keep(last, seq, hash)
+		l.tails.keep(last, seq, hash)
 	}
 	l.size, l.seq, l.head = size, seq, hash
 	return nil
 }
 
-// tails is the last record line this process wrote or checked, with its
+// TailCache is the last record line its logs wrote or checked, with its
 // sequence number and hash. What parseLine finds depends on the line's
 // bytes alone, so a log whose last line is exactly those bytes is taken up
 // from it without decoding and hashing the record again: `airlock warm`
-// opens the log for every call it serves, and its last line is most often
-// the previous call's run record, which this process encoded itself.
-var tails tailKept
-
-// maxTailKept bounds the line tails keeps; a longer one is parsed each
-// time.
-const maxTailKept = 64 << 10
-
-type tailKept struct {
+// keeps one for its life and opens the log for every call it serves, and
+// its last line is most often the previous call's run record, which it
+// encoded itself. The zero value is an empty cache; it is safe for
+// concurrent use. A nil *TailCache keeps nothing.
+type TailCache struct {
 	mu   sync.Mutex
 	line string
 	seq  int64
 	hash string
 }
 
+// maxTailKept bounds the line a TailCache keeps; a longer one is parsed
+// each time.
+const maxTailKept = 64 << 10
+
 // get returns the sequence number and hash of line when it is the line
 // kept.
-func (t *tailKept) get(line []byte) (seq int64, hash string, ok bool) {
+func (t *TailCache) get(line []byte) (seq int64, hash string, ok bool) {
+	if t == nil {
+		return 0, "", false
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.line == "" || t.line != string(line) {
@@ -463,8 +472,8 @@ func (t *tailKept) get(line []byte) (seq int64, hash string, ok bool) {
 
 // keep keeps line (without its newline), a record in the encoding
 // airlock writes whose sequence number and hash are seq and hash.
-func (t *tailKept) keep(line []byte, seq int64, hash string) {
-	if len(line) == 0 || len(line) > maxTailKept {
+func (t *TailCache) keep(line []byte, seq int64, hash string) {
+	if t == nil || len(line) == 0 || len(line) > maxTailKept {
 		return
 	}
 	t.mu.Lock()

@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -13,7 +14,12 @@ import (
 // finds); a last line changed in place, to the same length, is parsed
 // and refused, never taken for the kept one.
 func TestTailKept(t *testing.T) {
-	l, path := openTemp(t)
+	var tails TailCache
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := Open(path, Options{Now: fixedClock(), Tails: &tails})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := 0; i < 3; i++ {
 		if err := l.Append(sample(i)); err != nil {
 			t.Fatal(err)
@@ -36,7 +42,7 @@ func TestTailKept(t *testing.T) {
 		t.Fatalf("kept tail: %d %q %v; want %d %q", s, h, ok, seq, hash)
 	}
 
-	again, err := Open(path, Options{Now: fixedClock()})
+	again, err := Open(path, Options{Now: fixedClock(), Tails: &tails})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +60,7 @@ func TestTailKept(t *testing.T) {
 	if err := os.WriteFile(path, []byte(changed), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if l, err := Open(path, Options{Now: fixedClock()}); err == nil {
+	if l, err := Open(path, Options{Now: fixedClock(), Tails: &tails}); err == nil {
 		l.Close()
 		t.Fatal("Open of a log whose last record was changed in place: got nil, want an error")
 	} else if !strings.Contains(err.Error(), "does not match its hash") {

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/airlock-run/airlock/approvals"
+	"github.com/airlock-run/airlock/audit"
 	"github.com/airlock-run/airlock/errs"
 	"github.com/airlock-run/airlock/internal/warmrun"
 	"github.com/airlock-run/airlock/internal/wiring"
@@ -109,6 +110,9 @@ type warmServer struct {
 	boxed   bool
 	once    sync.Once
 	session *mediator.Session
+	// tails is the audit log's last line the server's runs wrote: the
+	// next run's open takes the chain up from it without parsing.
+	tails audit.TailCache
 }
 
 func (s *warmServer) close() {
@@ -282,6 +286,9 @@ func (w *warmCall) configure(cfg *wiring.Config) {
 	}
 	cfg.BrokerPid = w.pid
 	cfg.Early = w.early
+	if w.server != nil {
+		cfg.AuditTails = &w.server.tails
+	}
 	cfg.OpenTerminal = func() (*os.File, error) {
 		if w.tty == nil {
 			return nil, errs.Unavailablef("approvals: no terminal")

@@ -105,6 +105,10 @@ type Config struct {
 	// Early, when set, is the policy read ahead for this configuration
 	// (ReadEarly); nil reads it in Build.
 	Early *Early
+	// AuditTails is the audit log's last-line cache of a process that
+	// opens the log for many runs (`airlock warm`); nil parses the last
+	// record at every open.
+	AuditTails *audit.TailCache
 }
 
 // Kernel is a built kernel with what it was built from.
@@ -258,7 +262,7 @@ func Build(cfg Config) (*Kernel, error) {
 	endAudit := starttrace.Begin("audit-open")
 	// Its last record is read beside the rest of the wiring, and waited
 	// for below: a log that cannot be chained onto still fails Build.
-	k.Audit, err = audit.Open(paths.audit, audit.Options{BoxWritable: thisRun, TailLater: true})
+	k.Audit, err = audit.Open(paths.audit, audit.Options{BoxWritable: thisRun, TailLater: true, Tails: cfg.AuditTails})
 	endAudit()
 	if err != nil {
 		return fail(err)
