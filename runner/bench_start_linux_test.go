@@ -389,7 +389,11 @@ var nested = map[string]string{"policy-load": "kernel-build", "audit-open": "ker
 	"warm-connect": "warm-handover", "warm-answer": "warm-handover", "warm-call": "warm-handover",
 	// the server's run of a warm call: the plan for its fingerprint, the
 	// wait for an idle box of it, the box's own call (runner.Pool.Run)
-	"warm-plan": "warm-run", "warm-take": "warm-run", "warm-box-call": "warm-run"}
+	"warm-plan": "warm-run", "warm-take": "warm-run", "warm-box-call": "warm-run",
+	// a warm call with network: the wait for its proxy's ping and its
+	// listeners taken for it (inside the box's call), and their release
+	// once it is answered (beside the box's clearing)
+	"warm-net-wait": "warm-box-call", "warm-net-begin": "warm-box-call", "warm-net-release": "warm-run"}
 
 // breakdown is the median of each phase over the traces, in the order the
 // phases ran, and what no phase covers ("other": the mediator's decision,

@@ -373,6 +373,9 @@ func (wb *warmBox) releaseNet() error {
 	if wb.net == nil {
 		return nil
 	}
+	// After the call's answer, before the box is idle again: a call
+	// right behind waits for it in warm-take.
+	defer starttrace.Begin("warm-net-release")()
 	if err := wb.net.release(); err != nil {
 		return err
 	}
@@ -738,14 +741,19 @@ func (wb *warmBox) call(ctx context.Context, req Request, ping pendingPing, star
 		if ping == nil {
 			return res, false, errs.Unavailablef("run: the box's network was planned without a proxy to reach")
 		}
+		endWait := starttrace.Begin("warm-net-wait")
 		m := <-ping
+		endWait()
 		if m.err != nil {
 			return res, false, errs.Wrap(errs.Unavailable, m.err, "run")
 		}
 		c.Models = m.models
 		// From now until the call's end, what the box's listeners
 		// accept is this call's, for its proxy.
-		if err := wb.net.begin(req.Spec.Net.Serve); err != nil {
+		endBegin := starttrace.Begin("warm-net-begin")
+		err := wb.net.begin(req.Spec.Net.Serve)
+		endBegin()
+		if err != nil {
 			return res, false, err
 		}
 	}
